@@ -1,0 +1,11 @@
+// Command loader streams NDJSON and CSV into Azure Cosmos DB, paced to the
+// container's provisioned throughput. See README.md.
+package main
+
+import (
+	"os"
+
+	"github.com/cosmosloader/loader/cmd"
+)
+
+func main() { os.Exit(cmd.Main()) }
