@@ -54,6 +54,8 @@ func usageError(format string, a ...any) error {
 	return &ExitCodeError{Code: ExitUsage, Err: fmt.Errorf(format, a...)}
 }
 
+var errInterrupted = errors.New("interrupted")
+
 // IOStreams are the command's standard streams, replaceable in tests.
 type IOStreams struct {
 	In     io.Reader
@@ -119,8 +121,22 @@ func subcommands(f *Factory) []*cobra.Command {
 // Main runs the loader and returns its exit code.
 func Main() int {
 	f := NewFactory()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	// The first SIGINT/SIGTERM cancels the context: reading stops, in-flight
+	// writes drain and the checkpoint is saved. A second one exits at once;
+	// the checkpoint on disk is still valid because it is only ever
+	// replaced atomically.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-sigs
+		fmt.Fprintf(f.IO.ErrOut, "\n%s: stopping after in-flight writes (press Ctrl-C again to exit at once)\n", s)
+		cancel(errInterrupted)
+		<-sigs
+		fmt.Fprintln(f.IO.ErrOut, "second signal: exiting now; the last saved checkpoint is intact")
+		os.Exit(ExitInterrupted)
+	}()
 	return run(ctx, f, os.Args[1:])
 }
 

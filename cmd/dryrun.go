@@ -1,0 +1,141 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cosmosloader/loader/loader"
+	"github.com/cosmosloader/loader/loader/record"
+	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/pacing/epk"
+)
+
+func init() {
+	registered = append(registered, func(f *Factory) *cobra.Command { return NewCmdDryRun(f, nil) })
+}
+
+// DryRunOptions are dry-run's flags, resolved.
+type DryRunOptions struct {
+	IO  *IOStreams
+	Now func() time.Time
+
+	Args []string
+	Target
+	InputFlags
+	RU            float64
+	RUShare       float64
+	Partitions    int
+	Indexing      string
+	CostPerRecord float64
+	JSON          bool
+}
+
+// NewCmdDryRun builds `loader dry-run`.
+func NewCmdDryRun(f *Factory, runF func(context.Context, *DryRunOptions) error) *cobra.Command {
+	opts := &DryRunOptions{IO: f.IO, Now: f.Now}
+	cmd := &cobra.Command{
+		Use:   "dry-run FILE...",
+		Short: "Read and cost everything, write nothing: totals, duration, naive vs paced",
+		Long: `Dry-run reads and validates every record with the same readers and mapper as
+import, and writes nothing. It prints the record and byte counts, bad records,
+the estimated RU in total and per record, the largest items, partition-key
+skew, the estimated duration at the target RU/s and at other levels, and the
+naive-versus-paced comparison.
+
+With an endpoint (flags or environment) it reads the container's throughput,
+partitions and indexing policy; without one it takes them from --ru,
+--partitions, --partition-key and --indexing.`,
+		Example: `  loader dry-run testdata/sample/people.ndjson --ru 4000
+  loader dry-run orders.csv --ru 20000 --cost-per-record 10 --json`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Args = args
+			opts.Target.fromEnv(f.Getenv)
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return dryRunRun(c.Context(), opts)
+		},
+	}
+	opts.Target.addFlags(cmd)
+	opts.InputFlags.addFlags(cmd)
+	fl := cmd.Flags()
+	fl.Float64Var(&opts.RU, "ru", 0, "target RU/s (default: the container's throughput × --ru-share; 4000 without an endpoint)")
+	fl.Float64Var(&opts.RUShare, "ru-share", 1, "fraction of the container's throughput to use")
+	fl.IntVar(&opts.Partitions, "partitions", 0, "physical partitions without an endpoint (default ceil(RU/s ÷ 10,000))")
+	fl.StringVar(&opts.Indexing, "indexing", "consistent", "indexing mode without an endpoint: consistent (all paths) or none")
+	fl.Float64Var(&opts.CostPerRecord, "cost-per-record", 0, "assume every record costs this many RU instead of estimating")
+	fl.BoolVar(&opts.JSON, "json", false, "print the plan as JSON")
+	return cmd
+}
+
+func dryRunRun(ctx context.Context, o *DryRunOptions) error {
+	so, err := o.sourceOptions()
+	if err != nil {
+		return err
+	}
+	inputs, err := source.Expand(o.Args)
+	if err != nil {
+		return &ExitCodeError{Code: ExitUsage, Err: err}
+	}
+	j := &loader.DryRunJob{Inputs: inputs, Stdin: o.IO.In, Source: so, CostPerRecord: o.CostPerRecord, Now: o.Now}
+	j.Mapper = record.Config{IDField: o.IDField, PartitionKeyPaths: o.PartitionKey}
+	if o.embedded() {
+		j.TargetRU = o.RU
+		if j.TargetRU <= 0 {
+			j.TargetRU = defaultEmbeddedRU
+		}
+		n := o.Partitions
+		if n <= 0 {
+			n = int(math.Max(1, math.Ceil(j.TargetRU/10000)))
+		}
+		j.Bounds = epk.SplitEven(n)
+		if len(j.Mapper.PartitionKeyPaths) == 0 {
+			j.Mapper.PartitionKeyPaths = []string{"/id"}
+		}
+		switch o.Indexing {
+		case "consistent":
+		case "none":
+			j.Mapper.Policy = record.IndexPolicy{Mode: "none"}
+		default:
+			return usageError("--indexing must be consistent or none, not %q", o.Indexing)
+		}
+	} else {
+		to, _, err := o.Target.connect(ctx, o.IO, o.RU, true)
+		if err != nil {
+			return err
+		}
+		tgt, err := loader.Connect(ctx, to)
+		if err != nil {
+			return err
+		}
+		j.Bounds = tgt.Bounds
+		j.Mapper.PartitionKeyPaths = tgt.PartitionKey.Paths
+		j.Mapper.Policy = record.PolicyFromSDK(tgt.Indexing)
+		j.TargetRU = o.RU
+		if j.TargetRU <= 0 {
+			if tgt.Throughput <= 0 {
+				return usageError("the container's throughput could not be read: set --ru")
+			}
+			j.TargetRU = tgt.Throughput * o.RUShare
+		}
+	}
+	plan, err := loader.DryRun(ctx, j)
+	if err != nil {
+		if ue, ok := err.(*loader.UsageError); ok {
+			return &ExitCodeError{Code: ExitUsage, Err: ue.Err}
+		}
+		return err
+	}
+	if o.JSON {
+		enc := json.NewEncoder(o.IO.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(plan)
+	}
+	plan.WriteText(o.IO.Out)
+	return nil
+}

@@ -1,0 +1,337 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cosmosloader/loader/emulator"
+	"github.com/cosmosloader/loader/loader"
+	"github.com/cosmosloader/loader/loader/source"
+)
+
+func init() {
+	registered = append(registered, func(f *Factory) *cobra.Command { return NewCmdImport(f, nil) })
+}
+
+// ImportOptions are import's flags, resolved.
+type ImportOptions struct {
+	IO  *IOStreams
+	Now func() time.Time
+
+	Args []string
+	Target
+	InputFlags
+	Mode         string
+	Strategy     string
+	RU           float64
+	RUShare      float64
+	MaxErrors    int64
+	Checkpoint   string
+	CkptEvery    int64
+	CkptInterval time.Duration
+	DeadLetter   string
+	Report       string
+	Restart      bool
+	Quiet        bool
+	DrainTimeout time.Duration
+}
+
+// Target are the connection flags every writing command shares.
+type Target struct {
+	Endpoint           string
+	Key                string
+	ConnectionString   string
+	Database           string
+	Container          string
+	PartitionKey       []string
+	CreateContainer    bool
+	InsecureSkipVerify bool
+	Priority           string
+	ThroughputBucket   int
+	EmulatorData       string
+}
+
+const importExample = `  # Load a sample into the embedded local target (no Azure account needed)
+  loader import testdata/sample/people.ndjson
+
+  # Load every file of a directory into a real container at 5,000 RU/s
+  export COSMOS_ENDPOINT=https://myaccount.documents.azure.com:443/ COSMOS_KEY=...
+  loader import data/ --database shop --container orders --ru 5000
+
+  # Leave 30 % of the container's throughput to live traffic
+  loader import orders.csv.gz --database shop --container orders --ru-share 0.7`
+
+// NewCmdImport builds `loader import`. runF replaces the run in tests.
+func NewCmdImport(f *Factory, runF func(context.Context, *ImportOptions) error) *cobra.Command {
+	opts := &ImportOptions{IO: f.IO, Now: f.Now}
+	cmd := &cobra.Command{
+		Use:   "import FILE...",
+		Short: "Load NDJSON or CSV files into a container",
+		Long: `Import streams NDJSON (one object per line, or one JSON array) and CSV/TSV
+files (gzip recognised) into a Cosmos DB container. Each record's RU cost is
+estimated and writes are paced to the target RU/s, per physical partition,
+adapting to throttling. Progress is checkpointed: after a crash or Ctrl-C,
+'loader resume CHECKPOINT' continues where it stopped.
+
+FILE may be a file, a glob, a directory (read recursively) or - for stdin.
+With no endpoint configured (flags or COSMOS_ENDPOINT / COSMOS_CONNECTION_STRING)
+the embedded local Cosmos DB target is used and announced on stderr.
+
+` + exitCodesHelp,
+		Example: importExample,
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Args = args
+			opts.Target.fromEnv(f.Getenv)
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return importRun(c.Context(), opts)
+		},
+	}
+	fl := cmd.Flags()
+	opts.Target.addFlags(cmd)
+	opts.InputFlags.addFlags(cmd)
+	fl.StringVar(&opts.Mode, "mode", "upsert", "upsert or create (create counts 409 Conflict as already written)")
+	fl.StringVar(&opts.Strategy, "strategy", "paced", "paced, or naive (fixed concurrency, resend on 429: for comparison)")
+	fl.Float64Var(&opts.RU, "ru", 0, "target RU/s (default: the container's throughput × --ru-share); also the throughput of a created container")
+	fl.Float64Var(&opts.RUShare, "ru-share", 1, "fraction of the container's throughput to use, leaving the rest to live traffic")
+	fl.Int64Var(&opts.MaxErrors, "max-errors", -1, "stop (exit 4) once more than N records are dead-lettered; -1 = no limit")
+	fl.StringVar(&opts.Checkpoint, "checkpoint", "", "checkpoint file (default: derived from the inputs and target, printed at start)")
+	fl.Int64Var(&opts.CkptEvery, "checkpoint-every", 10000, "save the checkpoint every N committed records")
+	fl.DurationVar(&opts.CkptInterval, "checkpoint-interval", 5*time.Second, "… and at least this often")
+	fl.StringVar(&opts.DeadLetter, "dead-letter", "", "dead-letter NDJSON file for refused records (default: beside the checkpoint)")
+	fl.StringVar(&opts.Report, "report", "", "write the run's report as JSON to this file")
+	fl.BoolVar(&opts.Restart, "restart", false, "start over even if an unfinished checkpoint for these inputs exists")
+	fl.BoolVarP(&opts.Quiet, "quiet", "q", false, "no progress and no summary")
+	fl.DurationVar(&opts.DrainTimeout, "drain-timeout", 30*time.Second, "on interrupt, how long in-flight writes may finish")
+	return cmd
+}
+
+func (t *Target) addFlags(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&t.Endpoint, "endpoint", "", "Cosmos DB account endpoint (env COSMOS_ENDPOINT)")
+	fl.StringVar(&t.Key, "key", "", "account key (env COSMOS_KEY); without a key, Microsoft Entra ID is used")
+	fl.StringVar(&t.ConnectionString, "connection-string", "", "AccountEndpoint=…;AccountKey=…; (env COSMOS_CONNECTION_STRING)")
+	fl.StringVar(&t.Database, "database", "", "database name (embedded target: loader)")
+	fl.StringVar(&t.Container, "container", "", "container name (embedded target: items)")
+	fl.StringSliceVar(&t.PartitionKey, "partition-key", nil, "partition key path(s), e.g. /tenantId or /tenant,/user (default: read from the container)")
+	fl.BoolVar(&t.CreateContainer, "create-container", false, "create the database and container if missing (with --partition-key and --ru)")
+	fl.BoolVar(&t.InsecureSkipVerify, "insecure-skip-verify", false, "do not verify the server's TLS certificate (only for emulators)")
+	fl.StringVar(&t.Priority, "priority", "", "Cosmos priority-based execution: low or high")
+	fl.IntVar(&t.ThroughputBucket, "throughput-bucket", 0, "Cosmos throughput bucket 1-5")
+	fl.StringVar(&t.EmulatorData, "embedded-data", "", "data directory of the embedded target (default: per-user, printed)")
+}
+
+func (t *Target) fromEnv(getenv func(string) string) {
+	if t.Endpoint == "" {
+		t.Endpoint = getenv("COSMOS_ENDPOINT")
+	}
+	if t.Key == "" {
+		t.Key = getenv("COSMOS_KEY")
+	}
+	if t.ConnectionString == "" {
+		t.ConnectionString = getenv("COSMOS_CONNECTION_STRING")
+	}
+}
+
+// embedded reports whether no endpoint is configured anywhere.
+func (t *Target) embedded() bool { return t.Endpoint == "" && t.ConnectionString == "" }
+
+// connect resolves the target: the configured account, or the embedded
+// local target started for this run. stop shuts the latter down.
+func (t *Target) connect(ctx context.Context, io *IOStreams, ru float64, quiet bool) (loader.TargetOptions, func(), error) {
+	to := loader.TargetOptions{
+		Endpoint: t.Endpoint, Key: t.Key, ConnectionString: t.ConnectionString,
+		InsecureSkipVerify: t.InsecureSkipVerify,
+		Database:           t.Database, Container: t.Container,
+		PartitionKey: t.PartitionKey, CreateContainer: t.CreateContainer, CreateRU: ru,
+		Priority: t.Priority, ThroughputBucket: t.ThroughputBucket,
+	}
+	switch t.Priority {
+	case "", "low", "high":
+	default:
+		return to, nil, usageError("--priority must be low or high, not %q", t.Priority)
+	}
+	if t.ThroughputBucket < 0 || t.ThroughputBucket > 5 {
+		return to, nil, usageError("--throughput-bucket must be between 1 and 5")
+	}
+	if !t.embedded() {
+		if to.Database == "" || to.Container == "" {
+			return to, nil, usageError("--database and --container are required with an endpoint")
+		}
+		return to, func() {}, nil
+	}
+	dir := t.EmulatorData
+	if dir == "" {
+		d, err := emulator.DefaultDataDir()
+		if err != nil {
+			return to, nil, err
+		}
+		dir = d
+	}
+	srv, err := emulator.Start(ctx, emulator.Options{DataDir: dir, DefaultRU: defaultEmbeddedRU})
+	if err != nil {
+		return to, nil, fmt.Errorf("start the embedded local target: %w", err)
+	}
+	if to.Database == "" {
+		to.Database = "loader"
+	}
+	if to.Container == "" {
+		to.Container = "items"
+	}
+	if len(to.PartitionKey) == 0 {
+		to.PartitionKey = []string{"/id"}
+	}
+	if to.CreateRU <= 0 {
+		to.CreateRU = defaultEmbeddedRU
+	}
+	to.Endpoint, to.Key, to.CreateContainer = srv.URL(), srv.Key(), true
+	if !quiet {
+		fmt.Fprintf(io.ErrOut, "No endpoint configured: using the embedded local Cosmos DB target at %s\n  its data lives in %s (container %s/%s)\n",
+			srv.URL(), dir, to.Database, to.Container)
+	}
+	return to, func() { srv.Close() }, nil
+}
+
+// defaultEmbeddedRU is the throughput of containers the embedded target
+// creates: small enough that pacing is visible in a quickstart.
+const defaultEmbeddedRU = 4000
+
+// InputFlags say how to read and map records; import and dry-run share them.
+type InputFlags struct {
+	Format     string
+	Delimiter  string
+	CSVStrings bool
+	CSVEmpty   string
+	IDField    string
+}
+
+func (o *InputFlags) addFlags(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&o.Format, "format", "auto", "input format: auto (by extension), ndjson, csv or tsv")
+	fl.StringVar(&o.Delimiter, "delimiter", "", "CSV field delimiter (default , for csv, tab for tsv)")
+	fl.BoolVar(&o.CSVStrings, "csv-strings", false, "keep every CSV value a string (no number/boolean typing)")
+	fl.StringVar(&o.CSVEmpty, "csv-empty", "omit", "empty CSV cells: omit or null")
+	fl.StringVar(&o.IDField, "id-field", "id", "field holding the document id (dotted path); records without one get a deterministic UUID")
+}
+
+func (o *InputFlags) sourceOptions() (source.Options, error) {
+	so := source.Options{Format: o.Format, CSVStrings: o.CSVStrings}
+	switch o.Format {
+	case "auto", "ndjson", "csv", "tsv":
+	default:
+		return so, usageError("--format must be auto, ndjson, csv or tsv, not %q", o.Format)
+	}
+	switch o.CSVEmpty {
+	case "omit":
+	case "null":
+		so.CSVEmptyNull = true
+	default:
+		return so, usageError("--csv-empty must be omit or null, not %q", o.CSVEmpty)
+	}
+	if o.Delimiter != "" {
+		d := o.Delimiter
+		if d == `\t` || d == "tab" {
+			d = "\t"
+		}
+		r := []rune(d)
+		if len(r) != 1 {
+			return so, usageError("--delimiter must be one character, not %q", o.Delimiter)
+		}
+		so.Delimiter = r[0]
+	}
+	return so, nil
+}
+
+func importRun(ctx context.Context, o *ImportOptions) error {
+	so, err := o.sourceOptions()
+	if err != nil {
+		return err
+	}
+	mode := loader.Mode(o.Mode)
+	if mode != loader.ModeUpsert && mode != loader.ModeCreate {
+		return usageError("--mode must be upsert or create, not %q", o.Mode)
+	}
+	strategy := loader.Strategy(o.Strategy)
+	if strategy != loader.StrategyPaced && strategy != loader.StrategyNaive {
+		return usageError("--strategy must be paced or naive, not %q", o.Strategy)
+	}
+	if o.RUShare <= 0 || o.RUShare > 1 {
+		return usageError("--ru-share must be in (0, 1], not %v", o.RUShare)
+	}
+	inputs, err := source.Expand(o.Args)
+	if err != nil {
+		return &ExitCodeError{Code: ExitUsage, Err: err}
+	}
+	to, stopTarget, err := o.Target.connect(ctx, o.IO, o.RU, o.Quiet)
+	if err != nil {
+		return err
+	}
+	defer stopTarget()
+	job := &loader.Job{
+		Args: o.Args, Inputs: inputs, Stdin: o.IO.In, Source: so,
+		Target: to, Embedded: o.Target.embedded(),
+		IDField: o.IDField, Mode: mode, Strategy: strategy,
+		RU: o.RU, RUShare: o.RUShare, MaxErrors: o.MaxErrors,
+		CheckpointPath: o.Checkpoint, CheckpointEvery: o.CkptEvery, CheckpointInterval: o.CkptInterval,
+		DeadLetterPath: o.DeadLetter, ReportPath: o.Report, Restart: o.Restart,
+		DrainTimeout: o.DrainTimeout,
+		Quiet:        o.Quiet, Log: o.IO.ErrOut, IsTTY: o.IO.ErrIsTerminal(), Now: o.Now,
+	}
+	return finishJob(ctx, o.IO, job, o.Quiet)
+}
+
+// finishJob executes a job, prints its summary and maps the outcome to an
+// exit code.
+func finishJob(ctx context.Context, io *IOStreams, job *loader.Job, quiet bool) error {
+	rep, err := loader.Execute(ctx, job)
+	var ue *loader.UsageError
+	if errors.As(err, &ue) {
+		return &ExitCodeError{Code: ExitUsage, Err: ue.Err}
+	}
+	if rep == nil {
+		return &ExitCodeError{Code: ExitStopped, Err: err}
+	}
+	code := ExitOK
+	switch {
+	case rep.Status == "interrupted":
+		code = ExitInterrupted
+	case rep.Status == "stopped" || err != nil:
+		code = ExitStopped
+	case rep.RecordsDeadLettered > 0:
+		code = ExitDeadLettered
+	}
+	rep.ExitCode = code
+	if job.ReportPath != "" {
+		if werr := rep.WriteJSON(job.ReportPath); werr != nil {
+			fmt.Fprintf(io.ErrOut, "loader: %v\n", werr)
+		}
+	}
+	if !quiet {
+		rep.WriteSummary(io.ErrOut)
+		if code == ExitInterrupted || code == ExitStopped {
+			fmt.Fprintf(io.ErrOut, "\nCheckpoint saved. Continue with:\n  loader resume %s\n", shellQuote(job.CheckpointPath))
+		}
+	}
+	if code == ExitOK {
+		return nil
+	}
+	var msg error
+	if err != nil {
+		msg = err
+	}
+	return &ExitCodeError{Code: code, Err: msg}
+}
+
+func shellQuote(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\$`*?[]{}()<>|&;") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

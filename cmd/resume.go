@@ -1,0 +1,129 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cosmosloader/loader/checkpoint"
+	"github.com/cosmosloader/loader/loader"
+	"github.com/cosmosloader/loader/loader/source"
+)
+
+func init() {
+	registered = append(registered, func(f *Factory) *cobra.Command { return NewCmdResume(f, nil) })
+}
+
+// ResumeOptions are resume's flags, resolved.
+type ResumeOptions struct {
+	IO  *IOStreams
+	Now func() time.Time
+
+	Checkpoint string
+	Target
+	Report       string
+	MaxErrors    int64
+	Quiet        bool
+	DrainTimeout time.Duration
+}
+
+// NewCmdResume builds `loader resume`.
+func NewCmdResume(f *Factory, runF func(context.Context, *ResumeOptions) error) *cobra.Command {
+	opts := &ResumeOptions{IO: f.IO, Now: f.Now}
+	cmd := &cobra.Command{
+		Use:   "resume CHECKPOINT",
+		Short: "Continue an interrupted import from its checkpoint",
+		Long: `Resume continues an import from the committed positions in its checkpoint.
+Records between the checkpoint and the interruption may be sent again; that is
+harmless (upsert rewrites the same content, create counts 409 as already
+written, generated ids are deterministic).
+
+It refuses, saying what changed, when an input file differs from the one the
+checkpoint fingerprinted, and when the checkpoint is corrupt, truncated or of
+an unknown version. The account key is never stored: give it again through
+--key or COSMOS_KEY (or rely on Microsoft Entra ID).
+
+` + exitCodesHelp,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Checkpoint = args[0]
+			opts.Target.fromEnv(f.Getenv)
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return resumeRun(c.Context(), opts)
+		},
+	}
+	opts.Target.addFlags(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Report, "report", "", "write the run's report as JSON to this file")
+	fl.Int64Var(&opts.MaxErrors, "max-errors", -1, "stop (exit 4) once more than N records are dead-lettered; -1 = no limit")
+	fl.BoolVarP(&opts.Quiet, "quiet", "q", false, "no progress and no summary")
+	fl.DurationVar(&opts.DrainTimeout, "drain-timeout", 30*time.Second, "on interrupt, how long in-flight writes may finish")
+	return cmd
+}
+
+func resumeRun(ctx context.Context, o *ResumeOptions) error {
+	st, err := checkpoint.Load(o.Checkpoint)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return usageError("no checkpoint at %s", o.Checkpoint)
+		}
+		return usageError("refusing to resume from %s: %v", o.Checkpoint, err)
+	}
+	if st.Complete {
+		fmt.Fprintf(o.IO.ErrOut, "The load in %s is already complete (%d records written, %d dead-lettered); nothing to do.\n",
+			o.Checkpoint, st.Counters.RecordsWritten, st.Counters.RecordsDeadLettered)
+		return nil
+	}
+	cfg := st.Config
+	var inputs []source.Input
+	var args []string
+	for _, in := range st.Inputs {
+		if in.Stdin {
+			return usageError("refusing to resume: %v (the checkpoint's load read standard input)", checkpoint.ErrStdin)
+		}
+		inputs = append(inputs, source.Input{Path: in.Path})
+		args = append(args, in.Path)
+	}
+	t := o.Target
+	if cfg.Embedded {
+		if !t.embedded() {
+			return usageError("the checkpoint's load went to the embedded local target; do not give --endpoint")
+		}
+	} else if t.Endpoint == "" && t.ConnectionString == "" {
+		t.Endpoint = cfg.Endpoint
+	}
+	if t.Database == "" {
+		t.Database = cfg.Database
+	}
+	if t.Container == "" {
+		t.Container = cfg.Container
+	}
+	if len(t.PartitionKey) == 0 {
+		t.PartitionKey = cfg.PartitionKey
+	}
+	to, stopTarget, err := t.connect(ctx, o.IO, cfg.TargetRU, o.Quiet)
+	if err != nil {
+		return err
+	}
+	defer stopTarget()
+	so := source.Options{Format: cfg.Format, CSVStrings: cfg.CSVStrings, CSVEmptyNull: cfg.CSVEmptyNull}
+	if r := []rune(cfg.Delimiter); len(r) == 1 {
+		so.Delimiter = r[0]
+	}
+	job := &loader.Job{
+		Args: args, Inputs: inputs, Source: so,
+		Target: to, Embedded: cfg.Embedded,
+		IDField: cfg.IDField, Mode: loader.Mode(cfg.Mode), Strategy: loader.StrategyPaced,
+		RU: cfg.TargetRU, RUShare: cfg.RUShare, MaxErrors: o.MaxErrors,
+		CheckpointPath: o.Checkpoint, DeadLetterPath: cfg.DeadLetterPath, ReportPath: o.Report,
+		DrainTimeout: o.DrainTimeout, Resume: st,
+		Quiet: o.Quiet, Log: o.IO.ErrOut, IsTTY: o.IO.ErrIsTerminal(), Now: o.Now,
+	}
+	return finishJob(ctx, o.IO, job, o.Quiet)
+}

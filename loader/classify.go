@@ -1,0 +1,113 @@
+package loader
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// Class says what to do with the outcome of one write attempt.
+type Class int
+
+const (
+	// Done: the document is in the container.
+	Done Class = iota
+	// Exists: create mode hit 409 Conflict. On a replayed range an earlier,
+	// interrupted run wrote it; either way the container already holds it.
+	Exists
+	// Throttled: 429; resend after the server's retry-after.
+	Throttled
+	// Transient: 408, 449, 503, connection resets, timeouts; resend with
+	// jittered exponential backoff.
+	Transient
+	// Permanent: the document itself is refused (400, 413, …); dead-letter
+	// it and go on.
+	Permanent
+	// Fatal: nothing else will succeed either (401, 403, 404 container
+	// gone); stop the run with a valid checkpoint.
+	Fatal
+)
+
+func (c Class) String() string {
+	return [...]string{"done", "exists", "throttled", "transient", "permanent", "fatal"}[c]
+}
+
+// Outcome is what a Sink reports for one write attempt.
+type Outcome struct {
+	Status     int           // HTTP status; 0 when no response arrived
+	SubStatus  int           // x-ms-substatus
+	RetryAfter time.Duration // x-ms-retry-after-ms, when present
+	Charge     float64       // x-ms-request-charge
+	Message    string        // the service's error message, for dead-letter reasons
+	Err        error         // transport error when Status == 0
+}
+
+// Classify decides how to treat a write attempt's outcome. It is pure so
+// every branch is tested with hand-built outcomes; ctx-cancellation is not
+// classified here (the caller checks its own context first).
+func Classify(o Outcome) (Class, time.Duration) {
+	switch {
+	case o.Status == 0 && o.Err == nil:
+		return Transient, 0
+	case o.Status == 0:
+		if errors.Is(o.Err, context.Canceled) {
+			return Fatal, 0
+		}
+		// Resets, refused connections, EOFs and timeouts: the request may or
+		// may not have been applied; an idempotent upsert/create (409 =
+		// exists) makes resending safe.
+		return Transient, 0
+	case o.Status >= 200 && o.Status < 300:
+		return Done, 0
+	case o.Status == http.StatusConflict:
+		return Exists, 0
+	case o.Status == http.StatusTooManyRequests:
+		return Throttled, o.RetryAfter
+	case o.Status == http.StatusRequestTimeout, o.Status == 449,
+		o.Status == http.StatusServiceUnavailable, o.Status == http.StatusGone,
+		o.Status == http.StatusInternalServerError, o.Status == http.StatusBadGateway,
+		o.Status == http.StatusGatewayTimeout:
+		return Transient, 0
+	case o.Status == http.StatusUnauthorized, o.Status == http.StatusForbidden,
+		o.Status == http.StatusNotFound:
+		return Fatal, 0
+	default: // 400, 413, 412, and anything else the document caused
+		return Permanent, 0
+	}
+}
+
+// Backoff returns the wait before transient retry number attempt (1-based):
+// exponential from base, capped, with full jitter drawn from rnd in [0,1).
+func Backoff(attempt int, base, maxWait time.Duration, rnd float64) time.Duration {
+	d := base
+	for i := 1; i < attempt && d < maxWait; i++ {
+		d *= 2
+	}
+	d = min(d, maxWait)
+	// Full jitter keeps retrying writers from synchronising.
+	return time.Duration(float64(d) * (0.5 + rnd/2))
+}
+
+// parseRetryAfter reads x-ms-retry-after-ms (Cosmos) or Retry-After.
+func parseRetryAfter(h http.Header) time.Duration {
+	if v := h.Get("x-ms-retry-after-ms"); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 {
+			return time.Duration(ms * float64(time.Millisecond))
+		}
+	}
+	if v := h.Get("Retry-After"); v != "" {
+		if s, err := strconv.Atoi(v); err == nil && s >= 0 {
+			return time.Duration(s) * time.Second
+		}
+	}
+	return 0
+}
+
+// isTimeout reports a network timeout, for messages.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}

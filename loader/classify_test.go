@@ -1,0 +1,83 @@
+package loader
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestClassify(t *testing.T) {
+	tests := []struct {
+		name      string
+		in        Outcome
+		want      Class
+		wantAfter time.Duration
+	}{
+		{"created", Outcome{Status: 201}, Done, 0},
+		{"upserted", Outcome{Status: 200}, Done, 0},
+		{"conflict in create mode", Outcome{Status: 409}, Exists, 0},
+		{"throttled uses server hint", Outcome{Status: 429, SubStatus: 3200, RetryAfter: 1234 * time.Millisecond}, Throttled, 1234 * time.Millisecond},
+		{"request timeout", Outcome{Status: 408}, Transient, 0},
+		{"retry with", Outcome{Status: 449}, Transient, 0},
+		{"service unavailable", Outcome{Status: 503}, Transient, 0},
+		{"gone", Outcome{Status: 410}, Transient, 0},
+		{"internal error", Outcome{Status: 500}, Transient, 0},
+		{"connection reset", Outcome{Err: syscall.ECONNRESET}, Transient, 0},
+		{"eof", Outcome{Err: io.ErrUnexpectedEOF}, Transient, 0},
+		{"deadline", Outcome{Err: context.DeadlineExceeded}, Transient, 0},
+		{"cancelled", Outcome{Err: context.Canceled}, Fatal, 0},
+		{"bad request", Outcome{Status: 400}, Permanent, 0},
+		{"too large", Outcome{Status: 413}, Permanent, 0},
+		{"precondition", Outcome{Status: 412}, Permanent, 0},
+		{"unauthorized", Outcome{Status: 401}, Fatal, 0},
+		{"forbidden", Outcome{Status: 403}, Fatal, 0},
+		{"container gone", Outcome{Status: 404}, Fatal, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, after := Classify(tt.in)
+			if got != tt.want || after != tt.wantAfter {
+				t.Errorf("Classify(%+v) = %v, %v; want %v, %v", tt.in, got, after, tt.want, tt.wantAfter)
+			}
+		})
+	}
+}
+
+func TestBackoffGrowsAndCaps(t *testing.T) {
+	base, maxWait := 100*time.Millisecond, 2*time.Second
+	for _, tt := range []struct {
+		attempt  int
+		rnd      float64
+		min, max time.Duration
+	}{
+		{1, 0, 50 * time.Millisecond, 50 * time.Millisecond},
+		{1, 0.999, 99 * time.Millisecond, 100 * time.Millisecond},
+		{3, 1, 400 * time.Millisecond, 400 * time.Millisecond},
+		{20, 1, maxWait, maxWait},
+		{20, 0, maxWait / 2, maxWait / 2},
+	} {
+		got := Backoff(tt.attempt, base, maxWait, tt.rnd)
+		if got < tt.min || got > tt.max {
+			t.Errorf("Backoff(%d, rnd=%v) = %v, want in [%v, %v]", tt.attempt, tt.rnd, got, tt.min, tt.max)
+		}
+	}
+}
+
+func TestParseRetryAfter(t *testing.T) {
+	h := http.Header{}
+	h.Set("x-ms-retry-after-ms", "250")
+	if got := parseRetryAfter(h); got != 250*time.Millisecond {
+		t.Errorf("got %v", got)
+	}
+	h = http.Header{}
+	h.Set("Retry-After", "2")
+	if got := parseRetryAfter(h); got != 2*time.Second {
+		t.Errorf("got %v", got)
+	}
+	if got := parseRetryAfter(http.Header{}); got != 0 {
+		t.Errorf("got %v", got)
+	}
+}

@@ -1,0 +1,144 @@
+package loader
+
+import (
+	"bufio"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sync"
+	"unicode/utf8"
+)
+
+// maxRawBytes caps the raw text kept for one dead-lettered record.
+const maxRawBytes = 64 << 10
+
+// DeadLetter is one line of the dead-letter file: which record, why, and
+// its raw text so it can be fixed and re-loaded.
+type DeadLetter struct {
+	Source string `json:"source"`
+	Line   int64  `json:"line"`
+	Offset int64  `json:"offset"`
+	// Reason is a short stable code (invalid_json, missing_partition_key,
+	// bad_id, too_large, rejected, …); Error the human explanation.
+	Reason string `json:"reason"`
+	Error  string `json:"error"`
+	// Status is the service's HTTP status when Cosmos refused the record.
+	Status int    `json:"status,omitempty"`
+	ID     string `json:"id,omitempty"`
+	// Raw is the record's text; RawBase64 replaces it when the text is not
+	// valid UTF-8, so the bytes survive exactly. Truncated marks a cut.
+	Raw       string `json:"raw,omitempty"`
+	RawBase64 string `json:"raw_base64,omitempty"`
+	Truncated bool   `json:"truncated,omitempty"`
+}
+
+func newDeadLetter(src string, line, offset int64, reason, msg string, raw []byte) *DeadLetter {
+	d := &DeadLetter{Source: src, Line: line, Offset: offset, Reason: reason, Error: msg}
+	if len(raw) > maxRawBytes {
+		raw, d.Truncated = raw[:maxRawBytes], true
+	}
+	if utf8.Valid(raw) {
+		d.Raw = string(raw)
+	} else {
+		d.RawBase64 = base64.StdEncoding.EncodeToString(raw)
+	}
+	return d
+}
+
+// deadLetterFile appends dead letters in input order. Lines are written
+// only once their record is below the committed low-water mark, so the
+// file's synced size, saved in the checkpoint, cuts it exactly: a resume
+// truncates to that size and no record is listed twice.
+type deadLetterFile struct {
+	mu   sync.Mutex
+	path string
+	f    *os.File
+	w    *bufio.Writer
+	size int64
+	n    int64
+}
+
+// openDeadLetter opens path for appending after truncating it to size
+// (0 for a fresh run). The file is created lazily on the first record so a
+// clean run leaves none behind.
+func openDeadLetter(path string, size int64) (*deadLetterFile, error) {
+	d := &deadLetterFile{path: path, size: size}
+	if size > 0 {
+		if err := d.open(); err != nil {
+			return nil, err
+		}
+	} else if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+		return nil, fmt.Errorf("reset dead-letter file: %w", err)
+	}
+	return d, nil
+}
+
+func (d *deadLetterFile) open() error {
+	f, err := os.OpenFile(d.path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("open dead-letter file: %w", err)
+	}
+	if err := f.Truncate(d.size); err != nil {
+		f.Close()
+		return fmt.Errorf("truncate dead-letter file to its checkpointed size: %w", err)
+	}
+	if _, err := f.Seek(d.size, 0); err != nil {
+		f.Close()
+		return fmt.Errorf("seek dead-letter file: %w", err)
+	}
+	d.f, d.w = f, bufio.NewWriterSize(f, 64<<10)
+	return nil
+}
+
+func (d *deadLetterFile) write(dl *DeadLetter) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.f == nil {
+		if err := d.open(); err != nil {
+			return err
+		}
+	}
+	b, err := json.Marshal(dl)
+	if err != nil {
+		return fmt.Errorf("encode dead letter: %w", err)
+	}
+	b = append(b, '\n')
+	if _, err := d.w.Write(b); err != nil {
+		return fmt.Errorf("write dead-letter file: %w", err)
+	}
+	d.size += int64(len(b))
+	d.n++
+	return nil
+}
+
+// sync makes every written line durable and returns the file's size, to be
+// saved in the checkpoint.
+func (d *deadLetterFile) sync() (int64, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.f == nil {
+		return d.size, nil
+	}
+	if err := d.w.Flush(); err != nil {
+		return 0, fmt.Errorf("flush dead-letter file: %w", err)
+	}
+	if err := d.f.Sync(); err != nil {
+		return 0, fmt.Errorf("sync dead-letter file: %w", err)
+	}
+	return d.size, nil
+}
+
+func (d *deadLetterFile) close() error {
+	if _, err := d.sync(); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.f == nil {
+		return nil
+	}
+	err := d.f.Close()
+	d.f = nil
+	return err
+}

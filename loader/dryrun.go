@@ -1,0 +1,366 @@
+package loader
+
+import (
+	"container/heap"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/cosmosloader/loader/loader/record"
+	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/pacing"
+	"github.com/cosmosloader/loader/pacing/epk"
+)
+
+// logicalPartitionLimit is Cosmos DB's cap on one logical partition.
+const logicalPartitionLimit = 20 << 30
+
+// DryRunJob configures a dry run: the same inputs, readers and mapper as an
+// import, and the container's shape from the service or from flags.
+type DryRunJob struct {
+	Inputs []source.Input
+	Stdin  io.Reader
+	Source source.Options
+	Mapper record.Config
+	// TargetRU and Bounds describe the throughput the load would get.
+	TargetRU float64
+	Bounds   []string
+	// CostPerRecord, when > 0, replaces the cost model.
+	CostPerRecord float64
+	Mode          Mode
+	Now           func() time.Time
+}
+
+// Plan is what a dry run predicts.
+type Plan struct {
+	Inputs      []string  `json:"inputs"`
+	Records     int64     `json:"records"`
+	Bytes       int64     `json:"bytes"`
+	BadRecords  int64     `json:"bad_records"`
+	BadSamples  []BadLine `json:"bad_samples,omitempty"`
+	EstimatedRU float64   `json:"estimated_ru"`
+	RUPerRecord Spread    `json:"ru_per_record"`
+	Largest     []Item    `json:"largest_items"`
+
+	TargetRUPerSec float64   `json:"target_ru_per_sec"`
+	Partitions     int       `json:"partitions"`
+	PartitionRU    []float64 `json:"partition_ru"`
+	TopKeys        []KeyLoad `json:"top_partition_keys"`
+	Warnings       []string  `json:"warnings,omitempty"`
+
+	// EstimatedSeconds is the paced duration: the slowest physical
+	// partition's RU over its share of the target.
+	EstimatedSeconds float64   `json:"estimated_seconds"`
+	FinishAt         time.Time `json:"finish_at"`
+	AtOtherRates     []RateRow `json:"at_other_rates"`
+
+	Naive NaiveFigures `json:"naive"`
+	Paced PacedFigures `json:"paced"`
+}
+
+// BadLine names one bad record.
+type BadLine struct {
+	Source string `json:"source"`
+	Line   int64  `json:"line"`
+	Reason string `json:"reason"`
+	Error  string `json:"error"`
+}
+
+// Item is one of the largest documents.
+type Item struct {
+	ID     string  `json:"id"`
+	Source string  `json:"source"`
+	Line   int64   `json:"line"`
+	Bytes  int     `json:"bytes"`
+	RU     float64 `json:"ru"`
+}
+
+// KeyLoad is one logical partition's share of the load.
+type KeyLoad struct {
+	Key       string  `json:"key"`
+	Records   int64   `json:"records"`
+	RU        float64 `json:"ru"`
+	Bytes     int64   `json:"bytes"`
+	Share     float64 `json:"share"` // of all RU
+	Partition int     `json:"partition"`
+	// Approximate marks counts from the bounded heavy-hitter sketch, which
+	// may overestimate a key by at most the smallest tracked count.
+	Approximate bool `json:"approximate,omitempty"`
+}
+
+// RateRow is the duration at another throughput.
+type RateRow struct {
+	RUPerSec float64 `json:"ru_per_sec"`
+	Seconds  float64 `json:"seconds"`
+}
+
+// DryRun reads and costs every record without writing anything.
+func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
+	if j.Now == nil {
+		j.Now = time.Now
+	}
+	m, err := record.NewMapper(j.Mapper)
+	if err != nil {
+		return nil, &UsageError{err}
+	}
+	bounds := j.Bounds
+	if len(bounds) < 2 {
+		bounds = epk.SplitEven(1)
+	}
+	parts := len(bounds) - 1
+	cost := pacing.NewCostModel(pacing.CostOptions{FixedCost: j.CostPerRecord})
+	p := &Plan{TargetRUPerSec: j.TargetRU, Partitions: parts, PartitionRU: make([]float64, parts)}
+	hist := NewHistogram()
+	largest := &itemHeap{}
+	keys := newHeavyHitters(1024)
+	for _, in := range j.Inputs {
+		p.Inputs = append(p.Inputs, in.Path)
+		input := Input{Input: in, IDSeed: "dry-run"}
+		var last int64
+		err := scanInput(input, j.Stdin, j.Source, m, func(s *scanned) bool {
+			if ctx.Err() != nil {
+				return false
+			}
+			p.Records++
+			p.Bytes += s.rec.Next.Offset - last
+			last = s.rec.Next.Offset
+			if s.dead != nil {
+				p.BadRecords++
+				if len(p.BadSamples) < 10 {
+					p.BadSamples = append(p.BadSamples, BadLine{Source: s.dead.Source, Line: s.dead.Line, Reason: s.dead.Reason, Error: s.dead.Error})
+				}
+				return true
+			}
+			ru := cost.Estimate(len(s.doc.Body), s.doc.Terms)
+			hist.Add(ru)
+			p.EstimatedRU += ru
+			key := epk.Of(s.doc.PK)
+			part := epk.Locate(bounds, key)
+			p.PartitionRU[part] += ru
+			keys.add(pkString(s.doc.PK), part, ru, int64(len(s.doc.Body)))
+			largest.offer(Item{ID: s.doc.ID, Source: s.rec.Path, Line: s.rec.Line, Bytes: len(s.doc.Body), RU: ru}, 5)
+			return true
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if n := hist.Count(); n > 0 {
+		p.RUPerRecord = Spread{Mean: round2(p.EstimatedRU / float64(n)), P50: round2(hist.Quantile(0.5)), P95: round2(hist.Quantile(0.95)), Max: round2(hist.Max())}
+	}
+	p.EstimatedRU = round2(p.EstimatedRU)
+	p.Largest = largest.sorted()
+	p.TopKeys = keys.top(10, p.EstimatedRU)
+	p.EstimatedSeconds = round2(pacedSeconds(p.PartitionRU, j.TargetRU))
+	p.FinishAt = j.Now().Add(time.Duration(p.EstimatedSeconds * float64(time.Second))).Round(time.Second)
+	for _, f := range []float64{0.25, 0.5, 2, 4, 10} {
+		ru := math.Round(j.TargetRU * f)
+		if ru >= 400 {
+			p.AtOtherRates = append(p.AtOtherRates, RateRow{RUPerSec: ru, Seconds: round2(pacedSeconds(p.PartitionRU, ru))})
+		}
+	}
+	share := j.TargetRU / float64(parts)
+	for _, k := range p.TopKeys {
+		// A logical partition cannot be spread over physical ones: if one
+		// key needs more than its partition's share for longer than the
+		// rest of the load takes, it sets the pace of the whole load.
+		if k.RU/share > p.EstimatedRU/j.TargetRU*1.05 && k.Share > 1/float64(parts) {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("partition key %s holds %.0f%% of the load's RU; its physical partition (%.0f RU/s) needs %.0f s for it alone: that partition key sets the pace",
+				k.Key, k.Share*100, share, k.RU/share))
+		}
+		if k.Bytes > logicalPartitionLimit {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("partition key %s would hold %.1f GB: over Cosmos DB's 20 GB logical partition limit", k.Key, float64(k.Bytes)/(1<<30)))
+		}
+	}
+	naive, paced := compare(hist, j.TargetRU, parts)
+	paced.Seconds = p.EstimatedSeconds
+	p.Naive, p.Paced = naive, paced
+	return p, nil
+}
+
+// pacedSeconds is how long a paced load takes when each physical partition
+// gets target/partitions RU/s: the slowest partition decides.
+func pacedSeconds(partitionRU []float64, target float64) float64 {
+	if target <= 0 {
+		return 0
+	}
+	share := target / float64(len(partitionRU))
+	var worst float64
+	for _, ru := range partitionRU {
+		worst = max(worst, ru/share)
+	}
+	return worst
+}
+
+func pkString(pk []any) string {
+	if len(pk) == 1 {
+		b, _ := json.Marshal(pk[0])
+		return string(b)
+	}
+	b, _ := json.Marshal(pk)
+	return string(b)
+}
+
+// WriteText prints the plan for a person.
+func (p *Plan) WriteText(w io.Writer) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Dry run: nothing was written.\n\n")
+	fmt.Fprintf(&b, "  records            %s (%s)\n", count(p.Records), byteSize(float64(p.Bytes)))
+	fmt.Fprintf(&b, "  bad records        %s\n", count(p.BadRecords))
+	for _, s := range p.BadSamples {
+		fmt.Fprintf(&b, "    %s:%d  %s\n", s.Source, s.Line, s.Error)
+	}
+	fmt.Fprintf(&b, "  estimated RU       %.0f\n", p.EstimatedRU)
+	fmt.Fprintf(&b, "  RU per record      p50 %.2f  p95 %.2f  max %.2f\n", p.RUPerRecord.P50, p.RUPerRecord.P95, p.RUPerRecord.Max)
+	if len(p.Largest) > 0 {
+		b.WriteString("  largest items\n")
+		for _, it := range p.Largest {
+			fmt.Fprintf(&b, "    %-36s %8s  %7.2f RU  %s:%d\n", trimTo(it.ID, 36), byteSize(float64(it.Bytes)), it.RU, it.Source, it.Line)
+		}
+	}
+	fmt.Fprintf(&b, "\n  target             %.0f RU/s over %d physical partition(s)\n", p.TargetRUPerSec, p.Partitions)
+	if len(p.TopKeys) > 0 {
+		b.WriteString("  top partition keys (share of RU)\n")
+		for _, k := range p.TopKeys[:min(5, len(p.TopKeys))] {
+			fmt.Fprintf(&b, "    %-36s %5.1f%%  %s records  partition %d\n", trimTo(k.Key, 36), k.Share*100, count(k.Records), k.Partition)
+		}
+	}
+	for _, warn := range p.Warnings {
+		fmt.Fprintf(&b, "  WARNING: %s\n", warn)
+	}
+	fmt.Fprintf(&b, "\n  estimated duration %s at %.0f RU/s (finishes about %s)\n",
+		fmtSeconds(p.EstimatedSeconds), p.TargetRUPerSec, p.FinishAt.Format("15:04:05 MST"))
+	if len(p.AtOtherRates) > 0 {
+		b.WriteString("  at other rates   ")
+		for _, r := range p.AtOtherRates {
+			fmt.Fprintf(&b, "  %.0f RU/s: %s", r.RUPerSec, fmtSeconds(r.Seconds))
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n  Naive vs paced      requests   throttled  passes   duration\n")
+	fmt.Fprintf(&b, "    naive          %10d  %10d  %6d   %s\n", p.Naive.Requests, p.Naive.Throttled, p.Naive.Passes, fmtSeconds(p.Naive.Seconds))
+	fmt.Fprintf(&b, "    paced          %10d  %10d  %6s   %s\n", p.Paced.Requests, p.Paced.Throttled, "-", fmtSeconds(p.Paced.Seconds))
+	io.WriteString(w, b.String())
+}
+
+func fmtSeconds(s float64) string {
+	if s < 60 {
+		return fmt.Sprintf("%.1f s", s)
+	}
+	return time.Duration(s * float64(time.Second)).Round(time.Second).String()
+}
+
+func trimTo(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-1] + "…"
+}
+
+// itemHeap keeps the largest items (a min-heap by size).
+type itemHeap []Item
+
+func (h itemHeap) Len() int           { return len(h) }
+func (h itemHeap) Less(i, j int) bool { return h[i].Bytes < h[j].Bytes }
+func (h itemHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *itemHeap) Push(x any)        { *h = append(*h, x.(Item)) }
+func (h *itemHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+func (h *itemHeap) offer(it Item, keep int) {
+	if h.Len() < keep {
+		heap.Push(h, it)
+	} else if it.Bytes > (*h)[0].Bytes {
+		(*h)[0] = it
+		heap.Fix(h, 0)
+	}
+}
+
+func (h *itemHeap) sorted() []Item {
+	out := append([]Item(nil), *h...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Bytes > out[j].Bytes })
+	return out
+}
+
+// heavyHitters finds the partition keys with the most RU in bounded memory
+// (the Space-Saving algorithm over a min-heap): exact while there are
+// fewer distinct keys than its capacity, otherwise an overestimate bounded
+// by the smallest load it tracks.
+type heavyHitters struct {
+	cap   int
+	byKey map[string]int // key → index in heap
+	heap  []*KeyLoad     // min-heap by RU
+}
+
+func newHeavyHitters(capacity int) *heavyHitters {
+	return &heavyHitters{cap: capacity, byKey: make(map[string]int, capacity)}
+}
+
+func (h *heavyHitters) Len() int           { return len(h.heap) }
+func (h *heavyHitters) Less(i, j int) bool { return h.heap[i].RU < h.heap[j].RU }
+func (h *heavyHitters) Swap(i, j int) {
+	h.heap[i], h.heap[j] = h.heap[j], h.heap[i]
+	h.byKey[h.heap[i].Key], h.byKey[h.heap[j].Key] = i, j
+}
+func (h *heavyHitters) Push(x any) {
+	k := x.(*KeyLoad)
+	h.byKey[k.Key] = len(h.heap)
+	h.heap = append(h.heap, k)
+}
+func (h *heavyHitters) Pop() any {
+	k := h.heap[len(h.heap)-1]
+	h.heap = h.heap[:len(h.heap)-1]
+	delete(h.byKey, k.Key)
+	return k
+}
+
+func (h *heavyHitters) add(key string, part int, ru float64, bytes int64) {
+	if i, ok := h.byKey[key]; ok {
+		k := h.heap[i]
+		k.Records++
+		k.RU += ru
+		k.Bytes += bytes
+		heap.Fix(h, i)
+		return
+	}
+	if len(h.heap) < h.cap {
+		heap.Push(h, &KeyLoad{Key: key, Records: 1, RU: ru, Bytes: bytes, Partition: part})
+		return
+	}
+	// Replace the lightest key, inheriting its load as the error bound.
+	old := h.heap[0]
+	delete(h.byKey, old.Key)
+	h.heap[0] = &KeyLoad{Key: key, Records: old.Records + 1, RU: old.RU + ru, Bytes: old.Bytes + bytes, Partition: part, Approximate: true}
+	h.byKey[key] = 0
+	heap.Fix(h, 0)
+}
+
+func (h *heavyHitters) top(n int, totalRU float64) []KeyLoad {
+	var out []KeyLoad
+	for _, k := range h.heap {
+		out = append(out, *k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].RU > out[j].RU })
+	if len(out) > n {
+		out = out[:n]
+	}
+	for i := range out {
+		if totalRU > 0 {
+			out[i].Share = round2(out[i].RU/totalRU*1000) / 1000
+		}
+		out[i].RU = round2(out[i].RU)
+	}
+	return out
+}

@@ -1,0 +1,314 @@
+package loader
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cosmosloader/loader/checkpoint"
+	"github.com/cosmosloader/loader/loader/record"
+	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/pacing"
+)
+
+// Job is one import (or resume) as the user configured it: everything the
+// command line says, turned into values.
+type Job struct {
+	// Args are the inputs as given; Inputs their expansion.
+	Args   []string
+	Inputs []source.Input
+	Stdin  io.Reader
+	Source source.Options
+
+	Target   TargetOptions
+	Embedded bool // Target is the embedded local Cosmos DB target
+
+	IDField  string
+	Mode     Mode
+	Strategy Strategy
+
+	// RU is the target RU/s; 0 = the container's throughput × RUShare.
+	RU      float64
+	RUShare float64
+	// CostPerRecord, when > 0, replaces the cost model (dry-run what-ifs).
+	CostPerRecord float64
+
+	MaxErrors          int64
+	CheckpointPath     string
+	CheckpointEvery    int64
+	CheckpointInterval time.Duration
+	DeadLetterPath     string
+	ReportPath         string
+	Restart            bool
+	DrainTimeout       time.Duration
+
+	// Resume is the checkpoint being continued (loader resume).
+	Resume *checkpoint.State
+
+	Quiet bool
+	Log   io.Writer // stderr
+	IsTTY bool
+	Now   func() time.Time
+}
+
+// ErrUnfinished means an unfinished checkpoint for the same inputs and
+// target exists and neither resume nor --restart was asked for.
+var ErrUnfinished = errors.New("an unfinished load of these inputs into this container exists")
+
+// UsageError is the user's mistake (bad input path, conflicting flags):
+// nothing was written.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// Execute runs a Job end to end: connect, plan, check the checkpoint, load,
+// report. The Report is returned whenever loading started, with err set
+// when the run did not finish.
+func Execute(ctx context.Context, j *Job) (*Report, error) {
+	j.defaults()
+	logf := func(format string, a ...any) {
+		if !j.Quiet {
+			fmt.Fprintf(j.Log, format+"\n", a...)
+		}
+	}
+
+	inputs, fps, err := j.fingerprint()
+	if err != nil {
+		return nil, &UsageError{err}
+	}
+
+	tgt, err := Connect(ctx, j.Target)
+	if err != nil {
+		return nil, err
+	}
+	mapper, err := record.NewMapper(record.Config{
+		IDField:           j.IDField,
+		PartitionKeyPaths: tgt.PartitionKey.Paths,
+		Policy:            record.PolicyFromSDK(tgt.Indexing),
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	target := j.RU
+	if target <= 0 {
+		if tgt.Throughput <= 0 {
+			return nil, &UsageError{errors.New("the container's throughput could not be read (serverless, shared database throughput, or no permission): set --ru")}
+		}
+		target = tgt.Throughput * j.RUShare
+	}
+	partitions := len(tgt.Bounds) - 1
+
+	cfg := checkpoint.Config{
+		Endpoint: j.Target.Endpoint, Database: j.Target.Database, Container: j.Target.Container,
+		PartitionKey: tgt.PartitionKey.Paths, IDField: j.IDField, Mode: string(j.Mode),
+		Format: j.Source.Format, CSVStrings: j.Source.CSVStrings, CSVEmptyNull: j.Source.CSVEmptyNull,
+		TargetRU: j.RU, RUShare: j.RUShare, DeadLetterPath: j.DeadLetterPath, Embedded: j.Embedded,
+	}
+	if j.Source.Delimiter != 0 {
+		cfg.Delimiter = string(j.Source.Delimiter)
+	}
+	if j.CheckpointPath == "" {
+		j.CheckpointPath, err = checkpoint.DefaultPath(absPaths(j.Args), j.Target.Endpoint, j.Target.Database, j.Target.Container)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if j.DeadLetterPath == "" {
+		j.DeadLetterPath = strings.TrimSuffix(j.CheckpointPath, ".json") + ".deadletter.ndjson"
+		cfg.DeadLetterPath = j.DeadLetterPath
+	}
+
+	startRecords := make([]int64, len(inputs))
+	cost := pacing.NewCostModel(pacing.CostOptions{FixedCost: j.CostPerRecord})
+	state := &checkpoint.State{CreatedAt: j.Now(), Config: cfg}
+	var dlSize int64
+	if j.Resume != nil {
+		state = j.Resume
+		dlSize = state.DeadLetterSize
+		if len(state.Calibration) > 0 {
+			var cal pacing.Calibration
+			if err := json.Unmarshal(state.Calibration, &cal); err == nil {
+				cost.Restore(cal)
+			}
+		}
+		for i := range inputs {
+			c := state.Inputs[i]
+			inputs[i].Start = Committed{Offset: c.Committed.Offset, Line: c.Committed.Line, Records: c.Records}
+			startRecords[i] = c.Records
+		}
+	} else if old, err := checkpoint.Load(j.CheckpointPath); err == nil && !old.Complete && !j.Restart {
+		return nil, &UsageError{fmt.Errorf("%w (checkpoint %s).\n  Continue it:   loader resume %s\n  Start over:    add --restart (records already written are rewritten: upsert replaces them, create skips them)",
+			ErrUnfinished, j.CheckpointPath, j.CheckpointPath)}
+	}
+	state.Inputs = make([]checkpoint.Input, len(inputs))
+	for i, in := range inputs {
+		state.Inputs[i] = checkpoint.Input{Fingerprint: fps[i], Stdin: in.Stdin}
+	}
+
+	logf("loading %d input(s) into %s/%s: target %.0f RU/s over %d physical partition(s), %s, mode %s",
+		len(inputs), j.Target.Database, j.Target.Container, target, partitions, j.Strategy, j.Mode)
+	logf("checkpoint: %s", j.CheckpointPath)
+
+	pacer, err := pacing.NewPacer(pacing.PacerConfig{TargetRU: target, Bounds: tgt.Bounds})
+	if err != nil {
+		return nil, err
+	}
+	limiter := make(fixedLimiter, 64)
+	base := state.Counters
+
+	var totalBytes int64
+	for i, in := range inputs {
+		if !in.Stdin {
+			totalBytes += fps[i].Size - in.Start.Offset
+		}
+	}
+	prog := newProgress(j.Log, j.IsTTY, j.Quiet, totalBytes, target)
+
+	save := func(s Snapshot) error {
+		for i, c := range s.Committed {
+			state.Inputs[i].Committed = checkpoint.Position{Offset: c.Offset, Line: c.Line}
+			state.Inputs[i].Records = startRecords[i] + c.Records
+			state.Inputs[i].Done = s.Complete
+		}
+		state.Counters = addCounters(base, s)
+		state.DeadLetterSize = s.DeadLetterSize
+		state.Complete = s.Complete
+		state.UpdatedAt = j.Now()
+		if cal, err := json.Marshal(cost.Snapshot()); err == nil {
+			state.Calibration = cal
+		}
+		return checkpoint.Save(j.CheckpointPath, state)
+	}
+
+	res, runErr := Run(ctx, Options{
+		Inputs:             inputs,
+		Stdin:              j.Stdin,
+		Source:             j.Source,
+		Mapper:             mapper,
+		Sink:               tgt.Sink(j.Mode),
+		Mode:               j.Mode,
+		Strategy:           j.Strategy,
+		Pacer:              pacer,
+		Cost:               cost,
+		Limiter:            limiter,
+		Partitions:         partitions,
+		MaxErrors:          j.MaxErrors,
+		DeadLetterPath:     j.DeadLetterPath,
+		DeadLetterSize:     dlSize,
+		Checkpoint:         save,
+		CheckpointEvery:    j.CheckpointEvery,
+		CheckpointInterval: j.CheckpointInterval,
+		Progress:           prog.update,
+		DrainTimeout:       j.DrainTimeout,
+		Now:                j.Now,
+	})
+	prog.finish()
+	if res == nil {
+		return nil, runErr
+	}
+	return buildReport(j, res, target, partitions, base, state), runErr
+}
+
+func (j *Job) defaults() {
+	if j.Now == nil {
+		j.Now = time.Now
+	}
+	if j.Log == nil {
+		j.Log = io.Discard
+	}
+	if j.Mode == "" {
+		j.Mode = ModeUpsert
+	}
+	if j.Strategy == "" {
+		j.Strategy = StrategyPaced
+	}
+	if j.RUShare <= 0 {
+		j.RUShare = 1
+	}
+	if j.IDField == "" {
+		j.IDField = "id"
+	}
+}
+
+// fingerprint builds the pipeline inputs with their id seeds and, on
+// resume, checks that no input changed since the checkpoint.
+func (j *Job) fingerprint() ([]Input, []checkpoint.Fingerprint, error) {
+	inputs := make([]Input, len(j.Inputs))
+	fps := make([]checkpoint.Fingerprint, len(j.Inputs))
+	if j.Resume != nil && len(j.Resume.Inputs) != len(j.Inputs) {
+		return nil, nil, fmt.Errorf("the checkpoint lists %d inputs, the command %d", len(j.Resume.Inputs), len(j.Inputs))
+	}
+	for i, in := range j.Inputs {
+		inputs[i] = Input{Input: in, IDSeed: "stdin"}
+		if in.Stdin {
+			if j.Resume != nil {
+				return nil, nil, checkpoint.ErrStdin
+			}
+			continue
+		}
+		if j.Resume != nil {
+			if err := j.Resume.Inputs[i].Fingerprint.Verify(); err != nil {
+				return nil, nil, fmt.Errorf("refusing to resume: %w", err)
+			}
+			fps[i] = j.Resume.Inputs[i].Fingerprint
+		} else {
+			fp, err := checkpoint.FingerprintFile(in.Path)
+			if err != nil {
+				return nil, nil, err
+			}
+			fps[i] = fp
+		}
+		// Content, not path or mtime, names the records: a re-run of the
+		// same data, wherever it lives, regenerates the same ids.
+		inputs[i].IDSeed = fps[i].HeadHash + ":" + strconv.FormatInt(fps[i].Size, 10)
+	}
+	return inputs, fps, nil
+}
+
+func absPaths(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a == "-" {
+			out[i] = a
+			continue
+		}
+		if p, err := filepath.Abs(a); err == nil {
+			out[i] = p
+		} else {
+			out[i] = a
+		}
+	}
+	return out
+}
+
+func addCounters(base checkpoint.Counters, s Snapshot) checkpoint.Counters {
+	c := checkpoint.Counters{
+		RequestsSent:       base.RequestsSent + s.Requests,
+		ThrottledResponses: base.ThrottledResponses + s.Throttled,
+		RUConsumed:         base.RUConsumed + s.RU,
+		ElapsedSeconds:     base.ElapsedSeconds + s.Elapsed.Seconds(),
+	}
+	// Record counts come from the committed prefix alone: a record beyond
+	// the low-water mark is counted when it is committed, so a replay after
+	// a crash is never counted twice.
+	c.RecordsRead, c.RecordsWritten = base.RecordsRead, base.RecordsWritten
+	c.RecordsSkippedExisting, c.RecordsDeadLettered = base.RecordsSkippedExisting, base.RecordsDeadLettered
+	for _, in := range s.Committed {
+		c.RecordsRead += in.Records
+		c.RecordsWritten += in.Written
+		c.RecordsSkippedExisting += in.Skipped
+		c.RecordsDeadLettered += in.DeadLettered
+	}
+	return c
+}
+
+func round2(v float64) float64 { return math.Round(v*100) / 100 }

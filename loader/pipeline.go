@@ -1,0 +1,636 @@
+package loader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cosmosloader/loader/loader/record"
+	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/pacing/epk"
+)
+
+// Strategy selects how writes are scheduled.
+type Strategy string
+
+const (
+	// StrategyPaced admits each write through its partition's RU token
+	// bucket, adapting to 429s: the default.
+	StrategyPaced Strategy = "paced"
+	// StrategyNaive sends with fixed high concurrency and resends whatever
+	// is throttled after the server's retry-after: the approach pacing is
+	// measured against.
+	StrategyNaive Strategy = "naive"
+)
+
+// Pacer admits RU-denominated writes per physical partition. pacing.Pacer
+// implements it; unit tests use fakes.
+type Pacer interface {
+	Partition(epk string) int
+	Wait(ctx context.Context, part int, ru float64) error
+	Settle(part int, estimated, actual float64)
+	Throttled(part int, retryAfter time.Duration)
+	Succeeded(part int)
+}
+
+// CostModel estimates a write's RU charge and learns from actual charges.
+type CostModel interface {
+	Estimate(size, terms int) float64
+	Observe(size, terms int, charge float64)
+}
+
+// Limiter bounds the requests in flight; its limit may change while running.
+type Limiter interface {
+	Acquire(ctx context.Context) error
+	Release()
+	ObserveLatency(d time.Duration)
+}
+
+// Input is one input with where to start reading and how its generated ids
+// are derived.
+type Input struct {
+	source.Input
+	// Start is the committed position of an earlier run (Offset and Line).
+	Start Committed
+	// IDSeed names the input's content (e.g. its head hash and size), so
+	// generated ids are the same on every run over the same data.
+	IDSeed string
+}
+
+// Options configure one run of the pipeline.
+type Options struct {
+	Inputs   []Input
+	Stdin    io.Reader
+	Source   source.Options
+	Mapper   *record.Mapper
+	Sink     Sink
+	Mode     Mode
+	Strategy Strategy
+
+	Pacer   Pacer // required for StrategyPaced
+	Cost    CostModel
+	Limiter Limiter // in-flight bound for StrategyPaced
+	// NaiveConcurrency is the fixed number of writers of StrategyNaive.
+	NaiveConcurrency int
+	// QueuePerPartition bounds records read ahead per physical partition.
+	QueuePerPartition int
+	Partitions        int
+
+	// MaxErrors stops the run once more records than this are dead-lettered;
+	// negative means no limit.
+	MaxErrors int64
+	// MaxTransientAttempts bounds resends of one record after transient
+	// failures (503, timeouts, resets) before the run stops as fatal.
+	MaxTransientAttempts int
+
+	DeadLetterPath string
+	DeadLetterSize int64 // checkpointed size to truncate to on resume
+
+	// Checkpoint is called with a snapshot every CheckpointEvery records or
+	// CheckpointInterval, and once at the end.
+	Checkpoint         func(Snapshot) error
+	CheckpointEvery    int64
+	CheckpointInterval time.Duration
+	// Progress is called about once a second with live figures.
+	Progress func(Live)
+	// DrainTimeout bounds how long in-flight writes may finish after a stop.
+	DrainTimeout time.Duration
+
+	Now   func() time.Time
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// Snapshot is the durable state of a run at one moment.
+type Snapshot struct {
+	Committed      []Committed
+	DeadLetterSize int64
+	Requests       int64
+	Throttled      int64
+	RU             float64
+	Elapsed        time.Duration
+	Complete       bool
+}
+
+// Live are the figures a progress display shows.
+type Live struct {
+	Elapsed                        time.Duration
+	RecordsRead, BytesRead         int64
+	Written, Skipped, DeadLettered int64
+	Requests, Throttled            int64
+	RU                             float64
+	InFlight                       int64
+}
+
+// StopCause says why a run ended before its inputs did.
+type StopCause int
+
+const (
+	Finished StopCause = iota
+	Interrupted
+	MaxErrorsExceeded
+	FatalError
+)
+
+// Result is what a run did.
+type Result struct {
+	Cause    StopCause
+	Err      error // the fatal error or the reason for stopping
+	Snapshot Snapshot
+	Live     Live
+	Series   []Second
+	Charges  *Histogram
+}
+
+// Second is one second of the run, for the report's chart.
+type Second struct {
+	T         int64   `json:"t"` // seconds since start
+	RU        float64 `json:"ru"`
+	Requests  int64   `json:"requests"`
+	Throttled int64   `json:"throttled"`
+	Records   int64   `json:"records"`
+}
+
+// ErrMaxErrors is the cause of a run stopped by --max-errors.
+var ErrMaxErrors = errors.New("too many records dead-lettered")
+
+type item struct {
+	input int
+	seq   uint64
+	doc   Document
+	size  int
+	terms int
+	est   float64
+	part  int
+	path  string
+	line  int64
+	off   int64
+	raw   []byte
+}
+
+type run struct {
+	o       Options
+	tr      *tracker
+	dl      *deadLetterFile
+	start   time.Time
+	stopRd  context.CancelCauseFunc // stops reading
+	readCtx context.Context
+	wctx    context.Context // writes; outlives readCtx by DrainTimeout
+	wg      sync.WaitGroup
+
+	read, bytes, bad       atomic.Int64
+	requests, throttled    atomic.Int64
+	written, skipped, dead atomic.Int64
+	inFlight               atomic.Int64
+	ruMilli                atomic.Int64
+	sinceCheckpoint        atomic.Int64
+
+	mu      sync.Mutex
+	fatal   error
+	cause   StopCause
+	series  []Second
+	charges *Histogram
+}
+
+// Run loads every input through the pipeline: reader → mapper → pacer →
+// writers → acknowledgement tracker → checkpoint. A record is read only
+// when its partition's queue has room, so memory stays bounded. ctx
+// cancellation is an interruption: reading stops, in-flight writes drain
+// for at most DrainTimeout, and the final checkpoint is saved.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	o.defaults()
+	// Committed counts are this run's; only the position carries over.
+	starts := make([]Committed, len(o.Inputs))
+	for i, in := range o.Inputs {
+		starts[i] = Committed{Offset: in.Start.Offset, Line: in.Start.Line}
+	}
+	dl, err := openDeadLetter(o.DeadLetterPath, o.DeadLetterSize)
+	if err != nil {
+		return nil, err
+	}
+	r := &run{o: o, dl: dl, start: o.Now(), charges: NewHistogram()}
+	r.tr = newTracker(starts, dl.write)
+
+	readCtx, stopRd := context.WithCancelCause(context.Background())
+	r.readCtx, r.stopRd = readCtx, stopRd
+	wctx, cancelWrites := context.WithCancel(context.Background())
+	r.wctx = wctx
+	defer cancelWrites()
+
+	// An outside cancellation (SIGINT) stops reading; writes get a grace
+	// period to drain.
+	go func() {
+		select {
+		case <-ctx.Done():
+			r.stop(Interrupted, context.Cause(ctx))
+		case <-readCtx.Done():
+		}
+		<-readCtx.Done()
+		select {
+		case <-time.After(o.DrainTimeout):
+			cancelWrites()
+		case <-wctx.Done():
+		}
+	}()
+
+	parts := o.Partitions
+	if o.Strategy == StrategyNaive || parts < 1 {
+		parts = 1
+	}
+	queues := make([]chan *item, parts)
+	for p := range queues {
+		queues[p] = make(chan *item, o.QueuePerPartition)
+	}
+	var dispatchers sync.WaitGroup
+	for p := range queues {
+		dispatchers.Add(1)
+		go func() {
+			defer dispatchers.Done()
+			r.dispatch(queues[p])
+		}()
+	}
+
+	done := make(chan struct{})
+	var readErr error
+	go func() {
+		defer close(done)
+		readErr = r.readAll(queues)
+		for _, q := range queues {
+			close(q)
+		}
+		dispatchers.Wait()
+		r.wg.Wait()
+	}()
+
+	r.loop(done)
+	if readErr != nil {
+		r.stop(FatalError, readErr)
+	}
+	cancelWrites()
+	if err := r.tr.err(); err != nil {
+		r.stop(FatalError, err)
+	}
+	snap, serr := r.checkpoint(true)
+	res := &Result{Cause: r.cause, Err: r.fatal, Snapshot: snap, Live: r.live(), Charges: r.charges}
+	r.mu.Lock()
+	res.Series = append([]Second(nil), r.series...)
+	r.mu.Unlock()
+	if cerr := dl.close(); cerr != nil && serr == nil {
+		serr = cerr
+	}
+	if serr != nil {
+		return res, serr
+	}
+	return res, nil
+}
+
+func (o *Options) defaults() {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Sleep == nil {
+		o.Sleep = sleepCtx
+	}
+	if o.QueuePerPartition <= 0 {
+		o.QueuePerPartition = 512
+	}
+	if o.NaiveConcurrency <= 0 {
+		o.NaiveConcurrency = 64
+	}
+	if o.MaxTransientAttempts <= 0 {
+		o.MaxTransientAttempts = 10
+	}
+	if o.CheckpointEvery <= 0 {
+		o.CheckpointEvery = 10000
+	}
+	if o.CheckpointInterval <= 0 {
+		o.CheckpointInterval = 5 * time.Second
+	}
+	if o.DrainTimeout <= 0 {
+		o.DrainTimeout = 30 * time.Second
+	}
+	if o.Mode == "" {
+		o.Mode = ModeUpsert
+	}
+	if o.Strategy == "" {
+		o.Strategy = StrategyPaced
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// stop ends reading; the first cause wins.
+func (r *run) stop(cause StopCause, err error) {
+	r.mu.Lock()
+	if r.cause == Finished && cause != Finished {
+		r.cause, r.fatal = cause, err
+	}
+	r.mu.Unlock()
+	r.stopRd(err)
+}
+
+func (r *run) stopped() bool { return r.readCtx.Err() != nil }
+
+// loop ticks progress, the per-second series and checkpoints until done.
+func (r *run) loop(done <-chan struct{}) {
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	lastCheckpoint := r.o.Now()
+	lastSecond := int64(0)
+	var prev Live
+	for {
+		select {
+		case <-done:
+			r.recordSecond(&prev, &lastSecond, true)
+			return
+		case <-tick.C:
+		}
+		now := r.o.Now()
+		r.recordSecond(&prev, &lastSecond, false)
+		if now.Sub(lastCheckpoint) >= r.o.CheckpointInterval || r.sinceCheckpoint.Load() >= r.o.CheckpointEvery {
+			if _, err := r.checkpoint(false); err != nil {
+				r.stop(FatalError, err)
+			}
+			lastCheckpoint = now
+		}
+	}
+}
+
+func (r *run) recordSecond(prev *Live, last *int64, final bool) {
+	elapsed := r.o.Now().Sub(r.start)
+	sec := int64(elapsed / time.Second)
+	if sec <= *last && !final {
+		return
+	}
+	cur := r.live()
+	r.mu.Lock()
+	r.series = append(r.series, Second{
+		T:         *last,
+		RU:        cur.RU - prev.RU,
+		Requests:  cur.Requests - prev.Requests,
+		Throttled: cur.Throttled - prev.Throttled,
+		Records:   (cur.Written + cur.Skipped) - (prev.Written + prev.Skipped),
+	})
+	r.mu.Unlock()
+	*prev, *last = cur, sec
+	if r.o.Progress != nil {
+		r.o.Progress(cur)
+	}
+}
+
+func (r *run) live() Live {
+	return Live{
+		Elapsed:      r.o.Now().Sub(r.start),
+		RecordsRead:  r.read.Load(),
+		BytesRead:    r.bytes.Load(),
+		Written:      r.written.Load(),
+		Skipped:      r.skipped.Load(),
+		DeadLettered: r.dead.Load(),
+		Requests:     r.requests.Load(),
+		Throttled:    r.throttled.Load(),
+		RU:           float64(r.ruMilli.Load()) / 1000,
+		InFlight:     r.inFlight.Load(),
+	}
+}
+
+// checkpoint syncs the dead-letter file, then hands a snapshot to the
+// Checkpoint callback: the file's size is saved only once its lines are
+// durable.
+func (r *run) checkpoint(final bool) (Snapshot, error) {
+	r.sinceCheckpoint.Store(0)
+	committed := r.tr.committed()
+	size, err := r.dl.sync()
+	if err != nil {
+		return Snapshot{}, err
+	}
+	s := Snapshot{
+		Committed:      committed,
+		DeadLetterSize: size,
+		Requests:       r.requests.Load(),
+		Throttled:      r.throttled.Load(),
+		RU:             float64(r.ruMilli.Load()) / 1000,
+		Elapsed:        r.o.Now().Sub(r.start),
+	}
+	if final {
+		r.mu.Lock()
+		s.Complete = r.cause == Finished && r.fatal == nil
+		r.mu.Unlock()
+		if s.Complete {
+			for i := range r.o.Inputs {
+				if r.tr.inFlight(i) > 0 {
+					s.Complete = false
+				}
+			}
+		}
+	}
+	if r.o.Checkpoint == nil {
+		return s, nil
+	}
+	return s, r.o.Checkpoint(s)
+}
+
+// readAll reads every input in order, maps records and queues them on
+// their partition. It returns a fatal input error (I/O, corrupt gzip).
+func (r *run) readAll(queues []chan *item) error {
+	for i, in := range r.o.Inputs {
+		if r.stopped() {
+			return nil
+		}
+		if err := r.readInput(i, in, queues); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *run) readInput(i int, in Input, queues []chan *item) error {
+	lastOffset := in.Start.Offset
+	return scanInput(in, r.o.Stdin, r.o.Source, r.o.Mapper, func(s *scanned) bool {
+		if r.stopped() {
+			return false
+		}
+		rec := s.rec
+		r.read.Add(1)
+		r.bytes.Add(rec.Next.Offset - lastOffset)
+		lastOffset = rec.Next.Offset
+		seq := r.tr.add(i, rec.Next.Offset, rec.Next.Line)
+		if s.dead != nil {
+			r.deadLetter(i, seq, s.dead)
+			return true
+		}
+		it := &item{
+			input: i, seq: seq,
+			doc:  Document{ID: s.doc.ID, PK: s.doc.PK, Body: s.doc.Body},
+			size: len(s.doc.Body), terms: s.doc.Terms,
+			path: rec.Path, line: rec.Line, off: rec.Offset,
+		}
+		if r.o.Cost != nil {
+			it.est = r.o.Cost.Estimate(it.size, it.terms)
+		}
+		if r.o.Strategy == StrategyPaced && len(queues) > 1 {
+			it.part = r.o.Pacer.Partition(epk.Of(s.doc.PK))
+		}
+		select {
+		case queues[it.part] <- it:
+			return true
+		case <-r.readCtx.Done():
+			return false
+		}
+	})
+}
+
+// deadLetter acknowledges a record as dead-lettered and enforces --max-errors.
+func (r *run) deadLetter(input int, seq uint64, d *DeadLetter) {
+	r.dead.Add(1)
+	r.sinceCheckpoint.Add(1)
+	r.tr.ack(input, seq, resultDeadLettered, d)
+	if n := r.bad.Add(1); r.o.MaxErrors >= 0 && n > r.o.MaxErrors {
+		r.stop(MaxErrorsExceeded, fmt.Errorf("%w: %d (--max-errors %d)", ErrMaxErrors, n, r.o.MaxErrors))
+	}
+}
+
+// dispatch admits one partition's queued records and starts their writes.
+// After a stop, queued records are dropped unsent: they are above the
+// low-water mark and a resume reads them again.
+func (r *run) dispatch(q <-chan *item) {
+	var naiveSlots chan struct{}
+	if r.o.Strategy == StrategyNaive {
+		naiveSlots = make(chan struct{}, r.o.NaiveConcurrency)
+	}
+	for it := range q {
+		if r.stopped() {
+			continue
+		}
+		if naiveSlots != nil {
+			select {
+			case naiveSlots <- struct{}{}:
+			case <-r.readCtx.Done():
+				continue
+			}
+		} else {
+			if err := r.o.Pacer.Wait(r.readCtx, it.part, it.est); err != nil {
+				continue
+			}
+			if err := r.o.Limiter.Acquire(r.readCtx); err != nil {
+				continue
+			}
+		}
+		r.wg.Add(1)
+		r.inFlight.Add(1)
+		go func() {
+			defer r.wg.Done()
+			defer r.inFlight.Add(-1)
+			if naiveSlots != nil {
+				defer func() { <-naiveSlots }()
+			} else {
+				defer r.o.Limiter.Release()
+			}
+			r.write(it)
+		}()
+	}
+}
+
+// write sends one record until it is written, refused, or the run stops.
+func (r *run) write(it *item) {
+	transient := 0
+	for {
+		began := r.o.Now()
+		out := r.o.Sink.Write(r.wctx, it.doc)
+		if r.o.Limiter != nil && r.o.Strategy == StrategyPaced {
+			r.o.Limiter.ObserveLatency(r.o.Now().Sub(began))
+		}
+		if r.wctx.Err() != nil && out.Status == 0 {
+			return // drain deadline passed: left unacknowledged, replayed on resume
+		}
+		r.requests.Add(1)
+		r.ruMilli.Add(int64(out.Charge * 1000))
+		class, wait := Classify(out)
+		if class != Throttled && r.o.Pacer != nil && r.o.Strategy == StrategyPaced {
+			r.o.Pacer.Settle(it.part, it.est, out.Charge)
+		}
+		switch class {
+		case Done:
+			if r.o.Cost != nil {
+				r.o.Cost.Observe(it.size, it.terms, out.Charge)
+			}
+			r.charges.Add(out.Charge)
+			if r.o.Pacer != nil && r.o.Strategy == StrategyPaced {
+				r.o.Pacer.Succeeded(it.part)
+			}
+			r.written.Add(1)
+			r.sinceCheckpoint.Add(1)
+			r.tr.ack(it.input, it.seq, resultWritten, nil)
+			return
+		case Exists:
+			r.skipped.Add(1)
+			r.sinceCheckpoint.Add(1)
+			r.tr.ack(it.input, it.seq, resultSkipped, nil)
+			return
+		case Throttled:
+			r.throttled.Add(1)
+			if r.o.Strategy == StrategyPaced {
+				r.o.Pacer.Throttled(it.part, wait)
+				// The partition is paused for the retry-after; waiting on
+				// its bucket again both honours the pause and re-pays the
+				// estimate that the refused request never used.
+				if err := r.o.Pacer.Wait(r.wctx, it.part, it.est); err != nil {
+					return
+				}
+			} else if err := r.o.Sleep(r.wctx, wait); err != nil {
+				return
+			}
+		case Transient:
+			transient++
+			if transient >= r.o.MaxTransientAttempts {
+				r.stop(FatalError, fmt.Errorf("write %s (%s line %d): gave up after %d attempts: %s",
+					it.doc.ID, it.path, it.line, transient, outcomeText(out)))
+				return
+			}
+			if err := r.o.Sleep(r.wctx, Backoff(transient, 100*time.Millisecond, 5*time.Second, rand.Float64())); err != nil {
+				return
+			}
+		case Permanent:
+			r.deadLetter(it.input, it.seq, &DeadLetter{
+				Source: it.path, Line: it.line, Offset: it.off,
+				Reason: "rejected", Error: outcomeText(out), Status: out.Status, ID: it.doc.ID,
+				Raw: string(it.doc.Body),
+			})
+			return
+		case Fatal:
+			if r.wctx.Err() == nil {
+				r.stop(FatalError, fmt.Errorf("write %s (%s line %d): %s", it.doc.ID, it.path, it.line, outcomeText(out)))
+			}
+			return
+		}
+		if r.wctx.Err() != nil {
+			return
+		}
+	}
+}
+
+func outcomeText(o Outcome) string {
+	switch {
+	case o.Message != "":
+		return o.Message
+	case o.Err != nil:
+		return o.Err.Error()
+	default:
+		return fmt.Sprintf("status %d", o.Status)
+	}
+}

@@ -1,0 +1,195 @@
+package loader
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/cosmosloader/loader/checkpoint"
+)
+
+// Report is the account of one import run. Its JSON field names are part
+// of the command contract (ARCHITECTURE.md); record counts cover the whole
+// load including earlier runs that this one resumed, request and RU
+// figures likewise, and duration and achieved rate cover this run.
+type Report struct {
+	Status   string `json:"status"` // finished, interrupted, stopped
+	ExitCode int    `json:"exit_code"`
+	Error    string `json:"error,omitempty"`
+
+	RecordsRead            int64   `json:"records_read"`
+	RecordsWritten         int64   `json:"records_written"`
+	RecordsSkippedExisting int64   `json:"records_skipped_existing"`
+	RecordsDeadLettered    int64   `json:"records_dead_lettered"`
+	RequestsSent           int64   `json:"requests_sent"`
+	ThrottledResponses     int64   `json:"throttled_responses"`
+	ThrottledPercent       float64 `json:"throttled_percent"`
+	RUConsumed             float64 `json:"ru_consumed"`
+	DurationSeconds        float64 `json:"duration_seconds"`
+	TargetRUPerSec         float64 `json:"target_ru_per_sec"`
+	AchievedRUPerSec       float64 `json:"achieved_ru_per_sec"`
+	Utilization            float64 `json:"utilization"`
+	DeadLetterPath         string  `json:"dead_letter_path"`
+	CheckpointPath         string  `json:"checkpoint_path"`
+
+	Strategy   string `json:"strategy"`
+	Mode       string `json:"mode"`
+	Partitions int    `json:"partitions"`
+	Database   string `json:"database"`
+	Container  string `json:"container"`
+	Embedded   bool   `json:"embedded,omitempty"`
+
+	RUPerRecord Spread `json:"ru_per_record"`
+
+	// Naive is modelled from this run's measured charges; Paced is what
+	// this run measured (the paced strategy) or what pacing would do.
+	Naive NaiveFigures `json:"naive"`
+	Paced PacedFigures `json:"paced"`
+
+	StartedAt  time.Time `json:"started_at"`
+	FinishedAt time.Time `json:"finished_at"`
+	// Series is the run second by second: RU, requests, throttles, records.
+	Series []Second `json:"series"`
+}
+
+// Spread summarises a distribution.
+type Spread struct {
+	Mean float64 `json:"mean"`
+	P50  float64 `json:"p50"`
+	P95  float64 `json:"p95"`
+	Max  float64 `json:"max"`
+}
+
+// NaiveFigures are the send-everything-and-resend approach's numbers.
+type NaiveFigures struct {
+	Requests  int64   `json:"requests"`
+	Throttled int64   `json:"throttled"`
+	Passes    int     `json:"passes"`
+	Seconds   float64 `json:"seconds"`
+	Measured  bool    `json:"measured"`
+}
+
+// PacedFigures are the paced approach's numbers.
+type PacedFigures struct {
+	Requests  int64   `json:"requests"`
+	Throttled int64   `json:"throttled"`
+	Seconds   float64 `json:"seconds"`
+	Measured  bool    `json:"measured"`
+}
+
+func buildReport(j *Job, res *Result, target float64, partitions int, base checkpoint.Counters, st *checkpoint.State) *Report {
+	c := st.Counters
+	dur := res.Snapshot.Elapsed.Seconds()
+	r := &Report{
+		RecordsRead:            c.RecordsRead,
+		RecordsWritten:         c.RecordsWritten,
+		RecordsSkippedExisting: c.RecordsSkippedExisting,
+		RecordsDeadLettered:    c.RecordsDeadLettered,
+		RequestsSent:           c.RequestsSent,
+		ThrottledResponses:     c.ThrottledResponses,
+		RUConsumed:             round2(c.RUConsumed),
+		DurationSeconds:        round2(dur),
+		TargetRUPerSec:         target,
+		DeadLetterPath:         j.DeadLetterPath,
+		CheckpointPath:         j.CheckpointPath,
+		Strategy:               string(j.Strategy),
+		Mode:                   string(j.Mode),
+		Partitions:             partitions,
+		Database:               j.Target.Database,
+		Container:              j.Target.Container,
+		Embedded:               j.Embedded,
+		Series:                 res.Series,
+		FinishedAt:             j.Now(),
+	}
+	r.StartedAt = r.FinishedAt.Add(-res.Snapshot.Elapsed)
+	if r.RecordsDeadLettered == 0 {
+		r.DeadLetterPath = ""
+	}
+	if c.RequestsSent > 0 {
+		r.ThrottledPercent = round2(100 * float64(c.ThrottledResponses) / float64(c.RequestsSent))
+	}
+	if dur > 0 {
+		r.AchievedRUPerSec = round2(res.Snapshot.RU / dur)
+	}
+	if target > 0 {
+		r.Utilization = round2(r.AchievedRUPerSec/target*100) / 100
+	}
+	h := res.Charges
+	if n := h.Count(); n > 0 {
+		r.RUPerRecord = Spread{Mean: round2(h.Sum() / float64(n)), P50: round2(h.Quantile(0.5)), P95: round2(h.Quantile(0.95)), Max: round2(h.Max())}
+	}
+	measured := PacedFigures{Requests: res.Snapshot.Requests, Throttled: res.Snapshot.Throttled, Seconds: round2(dur), Measured: true}
+	naive, paced := compare(h, target, partitions)
+	if j.Strategy == StrategyNaive {
+		naive = NaiveFigures{Requests: measured.Requests, Throttled: measured.Throttled, Seconds: measured.Seconds, Measured: true}
+	} else {
+		paced = measured
+	}
+	r.Naive, r.Paced = naive, paced
+	switch res.Cause {
+	case Finished:
+		r.Status = "finished"
+	case Interrupted:
+		r.Status = "interrupted"
+	default:
+		r.Status = "stopped"
+	}
+	if res.Err != nil {
+		r.Error = res.Err.Error()
+	}
+	return r
+}
+
+// WriteJSON writes the report to path (0644; it holds no secrets).
+func (r *Report) WriteJSON(path string) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode report: %w", err)
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("write report: %w", err)
+		}
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
+}
+
+// WriteSummary prints the human summary that ends every run.
+func (r *Report) WriteSummary(w io.Writer) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n%s: %d records read\n", strings.ToUpper(r.Status[:1])+r.Status[1:], r.RecordsRead)
+	fmt.Fprintf(&b, "  written               %d\n", r.RecordsWritten)
+	if r.RecordsSkippedExisting > 0 || r.Mode == string(ModeCreate) {
+		fmt.Fprintf(&b, "  skipped (existing)    %d\n", r.RecordsSkippedExisting)
+	}
+	fmt.Fprintf(&b, "  dead-lettered         %d", r.RecordsDeadLettered)
+	if r.RecordsDeadLettered > 0 {
+		fmt.Fprintf(&b, "  → %s", r.DeadLetterPath)
+	}
+	b.WriteString("\n")
+	fmt.Fprintf(&b, "  RU consumed           %.1f (%.2f per record, p95 %.2f)\n", r.RUConsumed, r.RUPerRecord.Mean, r.RUPerRecord.P95)
+	fmt.Fprintf(&b, "  duration              %s\n", time.Duration(r.DurationSeconds*float64(time.Second)).Round(100*time.Millisecond))
+	fmt.Fprintf(&b, "  achieved              %.0f RU/s of %.0f target (%.0f%%)\n", r.AchievedRUPerSec, r.TargetRUPerSec, r.Utilization*100)
+	fmt.Fprintf(&b, "  requests              %d, throttled %d (%.2f%%)\n", r.RequestsSent, r.ThrottledResponses, r.ThrottledPercent)
+	b.WriteString("\n  Naive vs paced       requests   throttled  passes   seconds\n")
+	fmt.Fprintf(&b, "    naive (%s) %10d  %10d  %6d  %8.1f\n", label(r.Naive.Measured), r.Naive.Requests, r.Naive.Throttled, r.Naive.Passes, r.Naive.Seconds)
+	fmt.Fprintf(&b, "    paced (%s) %10d  %10d  %6s  %8.1f\n", label(r.Paced.Measured), r.Paced.Requests, r.Paced.Throttled, "-", r.Paced.Seconds)
+	if r.Error != "" {
+		fmt.Fprintf(&b, "\n  %s\n", r.Error)
+	}
+	io.WriteString(w, b.String())
+}
+
+func label(measured bool) string {
+	if measured {
+		return "measured"
+	}
+	return "modelled"
+}

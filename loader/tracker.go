@@ -1,0 +1,142 @@
+package loader
+
+import "sync"
+
+// Outcome of one record, as the tracker counts it once the record is at or
+// below the committed low-water mark.
+type recordResult uint8
+
+const (
+	pending recordResult = iota
+	resultWritten
+	resultSkipped
+	resultDeadLettered
+)
+
+// Committed is what is durable for one input: the position just after the
+// last record of a contiguous acknowledged prefix, and the per-record
+// counts of that prefix. Records beyond it may have been written too; a
+// resume replays them harmlessly.
+type Committed struct {
+	Offset, Line                   int64
+	Written, Skipped, DeadLettered int64
+	Records                        int64
+}
+
+// tracker computes per-input contiguous low-water marks from out-of-order
+// acknowledgements. Sequence numbers are issued in read order; the window
+// between the oldest unacknowledged record and the newest read one is
+// bounded by the pipeline's queues, so the ring stays small.
+type tracker struct {
+	mu     sync.Mutex
+	inputs []*inputTrack
+	// onDead receives dead letters in input order as their records pass the
+	// low-water mark; its first error is kept and reported by err.
+	onDead  func(*DeadLetter) error
+	deadErr error
+}
+
+type inputTrack struct {
+	base    uint64 // sequence number of ring[head]
+	ring    []trackEntry
+	head, n int
+	next    uint64
+	done    Committed
+}
+
+type trackEntry struct {
+	offset, line int64 // position after the record
+	result       recordResult
+	dead         *DeadLetter
+}
+
+func newTracker(starts []Committed, onDead func(*DeadLetter) error) *tracker {
+	t := &tracker{inputs: make([]*inputTrack, len(starts)), onDead: onDead}
+	for i, s := range starts {
+		t.inputs[i] = &inputTrack{ring: make([]trackEntry, 64), done: s}
+	}
+	return t
+}
+
+// add registers the next record of input i, ending at (offset, line), and
+// returns its sequence number.
+func (t *tracker) add(i int, offset, line int64) uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	in := t.inputs[i]
+	if in.n == len(in.ring) {
+		in.grow()
+	}
+	in.ring[(in.head+in.n)%len(in.ring)] = trackEntry{offset: offset, line: line}
+	in.n++
+	seq := in.next
+	in.next++
+	return seq
+}
+
+func (in *inputTrack) grow() {
+	ring := make([]trackEntry, 2*len(in.ring))
+	for k := 0; k < in.n; k++ {
+		ring[k] = in.ring[(in.head+k)%len(in.ring)]
+	}
+	in.ring, in.head = ring, 0
+}
+
+// ack records the final result of record seq of input i (with its dead
+// letter, if it got one) and advances the low-water mark over every
+// contiguous acknowledged record.
+func (t *tracker) ack(i int, seq uint64, r recordResult, dead *DeadLetter) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	in := t.inputs[i]
+	e := &in.ring[(in.head+int(seq-in.base))%len(in.ring)]
+	e.result, e.dead = r, dead
+	for in.n > 0 {
+		e := &in.ring[in.head]
+		if e.result == pending {
+			break
+		}
+		in.done.Offset, in.done.Line = e.offset, e.line
+		in.done.Records++
+		switch e.result {
+		case resultWritten:
+			in.done.Written++
+		case resultSkipped:
+			in.done.Skipped++
+		case resultDeadLettered:
+			in.done.DeadLettered++
+			if t.onDead != nil && t.deadErr == nil {
+				t.deadErr = t.onDead(e.dead)
+			}
+		}
+		*e = trackEntry{}
+		in.head = (in.head + 1) % len(in.ring)
+		in.n--
+		in.base++
+	}
+}
+
+// committed returns a snapshot of every input's low-water mark.
+func (t *tracker) committed() []Committed {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]Committed, len(t.inputs))
+	for i, in := range t.inputs {
+		out[i] = in.done
+	}
+	return out
+}
+
+// err returns the first error writing a dead letter.
+func (t *tracker) err() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.deadErr
+}
+
+// inFlight returns how many records of input i are read but not acknowledged.
+func (t *tracker) inFlight(i int) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.inputs[i].n
+}

@@ -1,0 +1,75 @@
+package loader
+
+import (
+	"math/rand"
+	"testing"
+)
+
+func TestTrackerLowWaterMarkNeverPassesUnacked(t *testing.T) {
+	tr := newTracker([]Committed{{Offset: 100, Line: 3}}, nil)
+	var seqs []uint64
+	for k := int64(1); k <= 5; k++ {
+		seqs = append(seqs, tr.add(0, 100+10*k, 3+k))
+	}
+	tr.ack(0, seqs[1], resultWritten, nil)
+	tr.ack(0, seqs[2], resultDeadLettered, nil)
+	if c := tr.committed()[0]; c.Offset != 100 || c.Records != 0 {
+		t.Fatalf("mark moved past an unacknowledged record: %+v", c)
+	}
+	tr.ack(0, seqs[0], resultSkipped, nil)
+	c := tr.committed()[0]
+	want := Committed{Offset: 130, Line: 6, Written: 1, Skipped: 1, DeadLettered: 1, Records: 3}
+	if c != want {
+		t.Fatalf("got %+v, want %+v", c, want)
+	}
+	if n := tr.inFlight(0); n != 2 {
+		t.Fatalf("inFlight = %d, want 2", n)
+	}
+}
+
+func TestTrackerRandomOrderGrowsRing(t *testing.T) {
+	tr := newTracker(make([]Committed, 2), nil)
+	const n = 1000
+	seqs := make([]uint64, n)
+	for k := range seqs {
+		seqs[k] = tr.add(1, int64(k+1)*7, int64(k+1))
+	}
+	rng := rand.New(rand.NewSource(1))
+	order := rng.Perm(n)
+	maxSeen := -1
+	acked := make([]bool, n)
+	for _, k := range order {
+		tr.ack(1, seqs[k], resultWritten, nil)
+		acked[k] = true
+		for maxSeen+1 < n && acked[maxSeen+1] {
+			maxSeen++
+		}
+		c := tr.committed()[1]
+		if c.Records != int64(maxSeen+1) || (maxSeen >= 0 && c.Offset != int64(maxSeen+1)*7) {
+			t.Fatalf("after acking %d: got %+v, want %d records", k, c, maxSeen+1)
+		}
+	}
+	if c := tr.committed()[0]; c.Records != 0 {
+		t.Fatalf("other input moved: %+v", c)
+	}
+}
+
+func TestTrackerEmitsDeadLettersInInputOrder(t *testing.T) {
+	var got []int64
+	tr := newTracker(make([]Committed, 1), func(d *DeadLetter) error {
+		got = append(got, d.Line)
+		return nil
+	})
+	a := tr.add(0, 10, 1)
+	b := tr.add(0, 20, 2)
+	c := tr.add(0, 30, 3)
+	tr.ack(0, c, resultDeadLettered, &DeadLetter{Line: 3})
+	tr.ack(0, b, resultDeadLettered, &DeadLetter{Line: 2})
+	if len(got) != 0 {
+		t.Fatalf("dead letters emitted before their records were committed: %v", got)
+	}
+	tr.ack(0, a, resultWritten, nil)
+	if len(got) != 2 || got[0] != 2 || got[1] != 3 {
+		t.Fatalf("got %v, want [2 3]", got)
+	}
+}
