@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -117,7 +118,13 @@ func Execute(ctx context.Context, j *Job) (*Report, error) {
 		cfg.Delimiter = string(j.Source.Delimiter)
 	}
 	if j.CheckpointPath == "" {
-		j.CheckpointPath, err = checkpoint.DefaultPath(absPaths(j.Args), j.Target.Endpoint, j.Target.Database, j.Target.Container)
+		// The embedded target's loopback port changes every run: it is not
+		// part of the target's identity.
+		endpoint := j.Target.Endpoint
+		if j.Embedded {
+			endpoint = ""
+		}
+		j.CheckpointPath, err = checkpoint.DefaultPath(absPaths(j.Args), endpoint, j.Target.Database, j.Target.Container)
 		if err != nil {
 			return nil, err
 		}
@@ -145,9 +152,16 @@ func Execute(ctx context.Context, j *Job) (*Report, error) {
 			inputs[i].Start = Committed{Offset: c.Committed.Offset, Line: c.Committed.Line, Records: c.Records}
 			startRecords[i] = c.Records
 		}
-	} else if old, err := checkpoint.Load(j.CheckpointPath); err == nil && !old.Complete && !j.Restart {
-		return nil, &UsageError{fmt.Errorf("%w (checkpoint %s).\n  Continue it:   loader resume %s\n  Start over:    add --restart (records already written are rewritten: upsert replaces them, create skips them)",
-			ErrUnfinished, j.CheckpointPath, j.CheckpointPath)}
+	} else if !j.Restart {
+		old, err := checkpoint.Load(j.CheckpointPath)
+		switch {
+		case err == nil && !old.Complete:
+			return nil, &UsageError{fmt.Errorf("%w (checkpoint %s).\n  Continue it:   loader resume %s\n  Start over:    add --restart (records already written are rewritten: upsert replaces them, create skips them)",
+				ErrUnfinished, j.CheckpointPath, j.CheckpointPath)}
+		case err != nil && !errors.Is(err, os.ErrNotExist):
+			// Never silently overwrite a checkpoint we cannot read.
+			return nil, &UsageError{fmt.Errorf("the checkpoint %s exists but cannot be used: %w\n  Start over with --restart, or choose another file with --checkpoint", j.CheckpointPath, err)}
+		}
 	}
 	state.Inputs = make([]checkpoint.Input, len(inputs))
 	for i, in := range inputs {

@@ -1,0 +1,433 @@
+package source
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// csvBufferSize is the read-ahead of the CSV parser.
+const csvBufferSize = 64 << 10
+
+// csvReader turns CSV or TSV rows into JSON objects.
+//
+// encoding/csv reports where a record ends (InputOffset) but not its text, and
+// quoted fields can span lines, so the bytes the parser reads are teed into a
+// buffer: the span between two InputOffsets is exactly one record (plus any
+// empty lines the parser skipped before it), which gives its line count, its
+// UTF-8 validity and, for a bad record, its raw text.
+type csvReader struct {
+	path string
+	src  io.ReadCloser
+	tee  *teeReader
+	cr   *csv.Reader
+	base int64    // stream offset at which cr.InputOffset() is 0
+	pos  Position // just after the last row read
+	// lineBase is the number of lines before the parser's first line.
+	lineBase int64
+	max      int
+
+	header     []string
+	root       *node
+	strings    bool
+	emptyNull  bool
+	arena      []byte
+	lastRowLen int
+	done       bool
+}
+
+func openCSV(path string, open opener, opts Options, delim rune, start Position) (Reader, error) {
+	if delim == '"' || delim == '\r' || delim == '\n' || delim == utf8.RuneError || !utf8.ValidRune(delim) {
+		return nil, fmt.Errorf("invalid CSV delimiter %q", delim)
+	}
+	head, err := open(0)
+	if err != nil {
+		return nil, err
+	}
+	c := newCSVReader(path, head, opts, delim, Position{})
+	herr := c.readHeader()
+	if herr != nil && herr != io.EOF {
+		head.Close()
+		return nil, herr
+	}
+	if start.Offset == 0 || herr == io.EOF {
+		if herr == io.EOF && start.Offset > 0 {
+			head.Close()
+			return nil, fmt.Errorf("resume offset %d is past the end of the input", start.Offset)
+		}
+		return c, nil
+	}
+	// Resuming: the header came from the head of the input; rows come from
+	// a second stream opened at start.
+	head.Close()
+	if start.Offset < c.pos.Offset {
+		return nil, fmt.Errorf("resume offset %d is inside the CSV header (which ends at %d)", start.Offset, c.pos.Offset)
+	}
+	src, err := open(start.Offset)
+	if err != nil {
+		return nil, err
+	}
+	r := newCSVReader(path, src, opts, delim, start)
+	r.header, r.root = c.header, c.root
+	return r, nil
+}
+
+func newCSVReader(path string, src io.ReadCloser, opts Options, delim rune, start Position) *csvReader {
+	maxRecord := opts.maxRecord()
+	tee := &teeReader{r: src, start: start.Offset, limit: maxRecord + 2*csvBufferSize}
+	br := bufio.NewReaderSize(tee, csvBufferSize)
+	c := &csvReader{
+		path: path, src: src, tee: tee, base: start.Offset, pos: start, lineBase: start.Line, max: maxRecord,
+		strings: opts.CSVStrings, emptyNull: opts.CSVEmptyNull,
+	}
+	if start.Offset == 0 {
+		// Excel writes a BOM before the header.
+		if b, _ := br.Peek(len(bom)); bytes.Equal(b, bom) {
+			br.Discard(len(bom))
+			tee.head += len(bom)
+			tee.start += int64(len(bom))
+			c.base += int64(len(bom))
+			c.pos.Offset += int64(len(bom))
+		}
+	}
+	c.cr = csv.NewReader(br)
+	c.cr.Comma = delim
+	c.cr.FieldsPerRecord = -1
+	c.cr.ReuseRecord = true
+	// TSV files rarely quote and often contain bare quotes.
+	c.cr.LazyQuotes = delim == '\t'
+	return c
+}
+
+func (c *csvReader) Close() error { return c.src.Close() }
+
+func (c *csvReader) readHeader() error {
+	fields, rec, raw, err := c.readRow()
+	if err != nil {
+		return err
+	}
+	if rec.Err != nil {
+		return fmt.Errorf("read CSV header: %w", rec.Err)
+	}
+	if !utf8.Valid(raw) {
+		return fmt.Errorf("read CSV header: %w", invalidUTF8(raw, rec.Offset))
+	}
+	c.header = make([]string, len(fields))
+	for i, f := range fields {
+		c.header[i] = strings.TrimSpace(f)
+	}
+	c.root, err = buildTree(c.header)
+	return err
+}
+
+// readRow reads one CSV row. rec has its positions set; rec.Err is set for a
+// row the CSV parser rejected. raw is the row's text, valid until the next
+// read.
+func (c *csvReader) readRow() (fields []string, rec Record, raw []byte, err error) {
+	fields, err = c.cr.Read()
+	var perr *csv.ParseError
+	if err != nil && err != io.EOF && !errors.As(err, &perr) {
+		if errors.Is(err, ErrCSVRecordTooLong) {
+			return nil, rec, nil, fmt.Errorf("read %s: CSV record starting at line %d is longer than %s (unclosed quote?): %w",
+				c.path, c.pos.Line+1, sizeString(c.max), ErrCSVRecordTooLong)
+		}
+		return nil, rec, nil, fmt.Errorf("read %s: %w", c.path, err)
+	}
+	end := c.base + c.cr.InputOffset()
+	span := c.tee.span(c.pos.Offset, end)
+	// The parser skips empty lines before a record.
+	lead, blank := 0, int64(0)
+	for {
+		if lead < len(span) && span[lead] == '\n' {
+			lead++
+		} else if lead+1 < len(span) && span[lead] == '\r' && span[lead+1] == '\n' {
+			lead += 2
+		} else {
+			break
+		}
+		blank++
+	}
+	rec = Record{
+		Path:   c.path,
+		Offset: c.pos.Offset + int64(lead),
+		Line:   c.pos.Line + blank + 1,
+		Next:   Position{Offset: end, Line: c.pos.Line + int64(bytes.Count(span, []byte{'\n'}))},
+	}
+	raw = bytes.TrimRight(span[lead:], "\r\n")
+	c.pos = rec.Next
+	c.tee.discard(end)
+	if err == io.EOF {
+		return nil, rec, nil, io.EOF
+	}
+	if perr != nil {
+		rec.Raw = capRaw(raw)
+		rec.Err = fmt.Errorf("invalid CSV (line %d, column %d): %w", c.lineBase+int64(perr.Line), perr.Column, perr.Err)
+		return nil, rec, raw, nil
+	}
+	return fields, rec, raw, nil
+}
+
+func (c *csvReader) Next() (Record, error) {
+	if c.done || c.root == nil {
+		return Record{}, io.EOF
+	}
+	fields, rec, raw, err := c.readRow()
+	if err != nil {
+		if err == io.EOF {
+			c.done = true
+		}
+		return Record{}, err
+	}
+	if rec.Err != nil {
+		return rec, nil
+	}
+	if !utf8.Valid(raw) {
+		rec.Raw = capRaw(raw)
+		rec.Err = invalidUTF8(raw, rec.Offset)
+		return rec, nil
+	}
+	if len(fields) != len(c.header) {
+		rec.Raw = capRaw(raw)
+		rec.Err = fmt.Errorf("wrong number of CSV fields: expected %d (the header's), got %d", len(c.header), len(fields))
+		return rec, nil
+	}
+	if cap(c.arena)-len(c.arena) < 2*c.lastRowLen+4096 {
+		c.arena = make([]byte, 0, max(256<<10, 4*c.lastRowLen))
+	}
+	startLen := len(c.arena)
+	c.arena, _ = c.appendObject(c.arena, c.root, fields)
+	rec.Data = c.arena[startLen:len(c.arena):len(c.arena)]
+	c.lastRowLen = len(rec.Data)
+	return rec, nil
+}
+
+// node is a key of the JSON object built from a row: a column (col >= 0) or
+// a nested object made by dotted header names.
+type node struct {
+	name     string
+	key      []byte // "name": as JSON
+	col      int
+	header   string // the header that created the node, for error messages
+	children []*node
+}
+
+func buildTree(header []string) (*node, error) {
+	root := &node{col: -1}
+	for i, h := range header {
+		if h == "" {
+			return nil, fmt.Errorf("CSV header column %d has an empty name", i+1)
+		}
+		parts := strings.Split(h, ".")
+		for _, p := range parts {
+			if p == "" {
+				return nil, fmt.Errorf("CSV header column %d %q has an empty part between dots", i+1, h)
+			}
+		}
+		n := root
+		for j, p := range parts {
+			last := j == len(parts)-1
+			var child *node
+			for _, ch := range n.children {
+				if ch.name == p {
+					child = ch
+					break
+				}
+			}
+			switch {
+			case child == nil:
+				child = &node{name: p, key: append(appendJSONString(nil, p), ':'), col: -1, header: h}
+				if last {
+					child.col = i
+				}
+				n.children = append(n.children, child)
+			case last && child.col >= 0:
+				return nil, fmt.Errorf("duplicate CSV header %q (columns %d and %d)", h, child.col+1, i+1)
+			case last || child.col >= 0:
+				return nil, fmt.Errorf("CSV header %q conflicts with %q: a field cannot be both a value and an object", h, child.header)
+			}
+			n = child
+		}
+	}
+	return root, nil
+}
+
+// appendObject writes the object for n, in header order. Nested objects whose
+// cells are all omitted are omitted too.
+func (c *csvReader) appendObject(dst []byte, n *node, fields []string) ([]byte, bool) {
+	dst = append(dst, '{')
+	wrote := false
+	for _, ch := range n.children {
+		mark := len(dst)
+		if wrote {
+			dst = append(dst, ',')
+		}
+		if ch.col < 0 {
+			dst = append(dst, ch.key...)
+			var any bool
+			if dst, any = c.appendObject(dst, ch, fields); !any {
+				dst = dst[:mark]
+				continue
+			}
+		} else {
+			v := fields[ch.col]
+			if v == "" {
+				if !c.emptyNull {
+					dst = dst[:mark]
+					continue
+				}
+				dst = append(dst, ch.key...)
+				dst = append(dst, "null"...)
+			} else {
+				dst = append(dst, ch.key...)
+				dst = appendValue(dst, v, c.strings)
+			}
+		}
+		wrote = true
+	}
+	return append(dst, '}'), wrote
+}
+
+// appendValue writes a CSV cell as a JSON value: integers that fit in int64,
+// finite floats in JSON spelling and true/false become numbers and booleans
+// unless asStrings; everything else — "007", "1.", "+1", "NaN", 20-digit ids —
+// stays a string so that no value is silently changed.
+func appendValue(dst []byte, v string, asStrings bool) []byte {
+	if !asStrings {
+		if isInt, ok := jsonNumber(v); ok {
+			if isInt {
+				if _, err := strconv.ParseInt(v, 10, 64); err == nil {
+					return append(dst, v...)
+				}
+			} else if f, err := strconv.ParseFloat(v, 64); err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
+				return append(dst, v...)
+			}
+		} else if len(v) == 4 && strings.EqualFold(v, "true") {
+			return append(dst, "true"...)
+		} else if len(v) == 5 && strings.EqualFold(v, "false") {
+			return append(dst, "false"...)
+		}
+	}
+	return appendJSONString(dst, v)
+}
+
+// jsonNumber reports whether v is spelled as a JSON number, and whether it is
+// an integer (no fraction or exponent).
+func jsonNumber(v string) (isInt, ok bool) {
+	i := 0
+	if i < len(v) && v[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(v) && v[i] == '0':
+		i++
+	case i < len(v) && v[i] >= '1' && v[i] <= '9':
+		for i < len(v) && v[i] >= '0' && v[i] <= '9' {
+			i++
+		}
+	default:
+		return false, false
+	}
+	isInt = true
+	if i < len(v) && v[i] == '.' {
+		isInt = false
+		i++
+		d := i
+		for i < len(v) && v[i] >= '0' && v[i] <= '9' {
+			i++
+		}
+		if i == d {
+			return false, false
+		}
+	}
+	if i < len(v) && (v[i] == 'e' || v[i] == 'E') {
+		isInt = false
+		i++
+		if i < len(v) && (v[i] == '+' || v[i] == '-') {
+			i++
+		}
+		d := i
+		for i < len(v) && v[i] >= '0' && v[i] <= '9' {
+			i++
+		}
+		if i == d {
+			return false, false
+		}
+	}
+	return isInt, i == len(v)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString writes s as a JSON string. s must be valid UTF-8 (rows are
+// checked before they are converted); bytes from 0x80 up pass through.
+func appendJSONString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		case '\b':
+			dst = append(dst, '\\', 'b')
+		case '\f':
+			dst = append(dst, '\\', 'f')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		}
+		start = i + 1
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// teeReader keeps the bytes read through it from stream offset start on, so
+// that the text of each CSV record can be recovered.
+type teeReader struct {
+	r     io.Reader
+	buf   []byte
+	head  int   // buf[:head] is discarded
+	start int64 // stream offset of buf[head]
+	limit int   // most bytes kept before reads fail with ErrCSVRecordTooLong
+}
+
+func (t *teeReader) Read(p []byte) (int, error) {
+	if len(t.buf)-t.head > t.limit {
+		return 0, ErrCSVRecordTooLong
+	}
+	if t.head > 0 && t.head >= len(t.buf)/2 {
+		t.buf = t.buf[:copy(t.buf, t.buf[t.head:])]
+		t.head = 0
+	}
+	n, err := t.r.Read(p)
+	t.buf = append(t.buf, p[:n]...)
+	return n, err
+}
+
+// span returns the kept bytes between stream offsets a and b.
+func (t *teeReader) span(a, b int64) []byte {
+	return t.buf[t.head+int(a-t.start) : t.head+int(b-t.start)]
+}
+
+// discard forgets the bytes before stream offset b.
+func (t *teeReader) discard(b int64) {
+	t.head += int(b - t.start)
+	t.start = b
+}

@@ -1,0 +1,532 @@
+package source
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"unicode/utf8"
+)
+
+// defaultBlockSize is the read size of the NDJSON reader. Records are handed
+// out as sub-slices of these blocks, so one allocation serves ~1,700 records
+// of 600 bytes and no byte is copied between the file and the mapper.
+const defaultBlockSize = 1 << 20
+
+var bom = []byte{0xef, 0xbb, 0xbf}
+
+// Modes of an NDJSON input.
+const (
+	modeDetect = iota // first call: is it NDJSON or one JSON array?
+	modeLines
+	modeArray
+)
+
+// States of the JSON-array element scanner.
+const (
+	arrBetween = iota // between elements: skipping whitespace and commas
+	arrValue          // inside an element
+	arrAfter          // after the closing ']'
+	arrDone
+)
+
+// ndjsonReader reads NDJSON, and JSON arrays of objects.
+//
+// Blocks are never reused: when a block is full, the unconsumed tail is copied
+// to a fresh block and the old one is left to the records that point into it
+// (see Record). buf[r:w] is the unread window; off and line are the stream
+// position of buf[r].
+//
+// A JSON array ("[" as the first non-space byte of the file) is scanned for
+// element boundaries — string, escape and bracket-depth state only, no
+// parsing — and each element is a record. Separators are lenient: any run of
+// whitespace and commas separates elements. Record.Next of an element is the
+// offset just after it; opening an array file at such an offset resumes
+// element scanning there (the file's head is read first to know it is an
+// array).
+type ndjsonReader struct {
+	path      string
+	src       io.ReadCloser
+	max       int
+	blockSize int
+
+	buf  []byte
+	r, w int
+	off  int64
+	line int64
+	p    int // bytes of buf[r:] already scanned without finding the end of the record
+	eof  bool
+	rerr error // sticky fatal read error, returned once the window is used up
+
+	mode int
+
+	// array element scanner state
+	ast        int
+	kind       byte // first byte of the element
+	depth      int
+	inStr, esc bool
+	elemOff    int64
+	elemLine   int64
+	discarding bool   // element longer than max: consumed as scanned
+	raw        []byte // the start of a discarded element, for Record.Raw
+}
+
+func openNDJSON(path string, open opener, opts Options, start Position) (Reader, error) {
+	s := &ndjsonReader{path: path, max: opts.maxRecord(), blockSize: opts.blockSize}
+	if s.blockSize <= 0 {
+		s.blockSize = defaultBlockSize
+	}
+	if start.Offset > 0 {
+		// Only the head of the file says whether it is one JSON array.
+		head, err := open(0)
+		if err != nil {
+			return nil, err
+		}
+		h := &ndjsonReader{path: path, src: head, max: s.max, blockSize: 64 << 10}
+		isArray, err := h.detect()
+		head.Close()
+		if err != nil {
+			return nil, err
+		}
+		s.mode = modeLines
+		if isArray {
+			s.mode, s.ast = modeArray, arrBetween
+		}
+	}
+	src, err := open(start.Offset)
+	if err != nil {
+		return nil, err
+	}
+	s.src = src
+	s.off, s.line = start.Offset, start.Line
+	return s, nil
+}
+
+func (s *ndjsonReader) Close() error { return s.src.Close() }
+
+func (s *ndjsonReader) pos() Position { return Position{Offset: s.off, Line: s.line} }
+
+// fill reads more input into the window, moving the unread tail to a new
+// block when the current one is full.
+func (s *ndjsonReader) fill() {
+	if s.w == len(s.buf) {
+		tail := s.w - s.r
+		n := s.blockSize
+		for n < 2*tail {
+			n *= 2
+		}
+		nb := make([]byte, n)
+		copy(nb, s.buf[s.r:s.w])
+		s.buf, s.r, s.w = nb, 0, tail
+	}
+	n, err := s.src.Read(s.buf[s.w:])
+	s.w += n
+	if err == io.EOF {
+		s.eof = true
+	} else if err != nil {
+		s.rerr = fmt.Errorf("read %s: %w", s.path, err)
+	}
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// detect reports whether the stream is one JSON array, consuming the BOM,
+// leading whitespace and '[' if it is, and nothing if it is not.
+func (s *ndjsonReader) detect() (bool, error) {
+	for {
+		b := s.buf[s.r:s.w]
+		i := 0
+		if bytes.HasPrefix(b, bom) {
+			i = len(bom)
+		} else if len(b) < len(bom) && bytes.HasPrefix(bom, b) && !s.eof && s.rerr == nil {
+			s.fill()
+			continue
+		}
+		for i < len(b) && isSpace(b[i]) {
+			i++
+		}
+		if i < len(b) {
+			if b[i] != '[' {
+				return false, nil
+			}
+			s.line += int64(bytes.Count(b[:i], []byte{'\n'}))
+			s.r += i + 1
+			s.off += int64(i + 1)
+			return true, nil
+		}
+		if s.rerr != nil {
+			return false, s.rerr
+		}
+		if s.eof || len(b) > s.max {
+			return false, nil
+		}
+		s.fill()
+	}
+}
+
+func (s *ndjsonReader) Next() (Record, error) {
+	switch s.mode {
+	case modeDetect:
+		isArray, err := s.detect()
+		if err != nil {
+			return Record{}, err
+		}
+		s.mode = modeLines
+		if isArray {
+			s.mode, s.ast = modeArray, arrBetween
+			return s.nextElement()
+		}
+		return s.nextLine()
+	case modeArray:
+		return s.nextElement()
+	}
+	return s.nextLine()
+}
+
+func (s *ndjsonReader) nextLine() (Record, error) {
+	for {
+		i := bytes.IndexByte(s.buf[s.r+s.p:s.w], '\n')
+		var data []byte
+		rec := Record{Path: s.path, Offset: s.off, Line: s.line + 1}
+		if i >= 0 {
+			i += s.p
+			data = s.buf[s.r : s.r+i]
+			s.r += i + 1
+			s.off += int64(i + 1)
+			s.line++
+		} else {
+			s.p = s.w - s.r
+			if s.p > s.max {
+				return s.skipLongLine()
+			}
+			if s.rerr != nil {
+				return Record{}, s.rerr
+			}
+			if !s.eof {
+				s.fill()
+				continue
+			}
+			if s.r == s.w {
+				return Record{}, io.EOF
+			}
+			data = s.buf[s.r:s.w]
+			s.off += int64(s.w - s.r)
+			s.r = s.w
+			rec.Unterminated = true
+		}
+		s.p = 0
+		rec.Next = s.pos()
+		if n := len(data); n > 0 && data[n-1] == '\r' {
+			data = data[:n-1]
+		}
+		dataOff := rec.Offset
+		if rec.Offset == 0 && bytes.HasPrefix(data, bom) {
+			data = data[len(bom):]
+			dataOff += int64(len(bom))
+		}
+		if isBlank(data) {
+			continue
+		}
+		switch {
+		case len(data) > s.max:
+			rec.Raw = capRaw(data)
+			rec.Err = fmt.Errorf("line longer than %s", sizeString(s.max))
+		case !validUTF8(data):
+			rec.Raw = capRaw(data)
+			rec.Err = invalidUTF8(data, dataOff)
+		default:
+			rec.Data = data[:len(data):len(data)]
+		}
+		return rec, nil
+	}
+}
+
+// skipLongLine consumes a line longer than max without buffering it.
+func (s *ndjsonReader) skipLongLine() (Record, error) {
+	rec := Record{
+		Path:   s.path,
+		Offset: s.off,
+		Line:   s.line + 1,
+		Err:    fmt.Errorf("line longer than %s", sizeString(s.max)),
+	}
+	for {
+		if i := bytes.IndexByte(s.buf[s.r:s.w], '\n'); i >= 0 {
+			rec.Raw = appendRaw(rec.Raw, s.buf[s.r:s.r+i])
+			s.r += i + 1
+			s.off += int64(i + 1)
+			s.line++
+			break
+		}
+		rec.Raw = appendRaw(rec.Raw, s.buf[s.r:s.w])
+		s.off += int64(s.w - s.r)
+		s.r = s.w
+		if s.rerr != nil {
+			return Record{}, s.rerr
+		}
+		if s.eof {
+			rec.Unterminated = true
+			break
+		}
+		s.fill()
+	}
+	s.p = 0
+	rec.Next = s.pos()
+	return rec, nil
+}
+
+// appendRaw collects the first maxRawBytes of a bad record that arrives in
+// pieces; the result does not depend on where blocks happen to end.
+func appendRaw(raw, b []byte) []byte {
+	if room := maxRawBytes - len(raw); len(b) > room {
+		b = b[:room]
+	}
+	return append(raw, b...)
+}
+
+func isBlank(b []byte) bool {
+	if len(b) == 0 {
+		return true
+	}
+	if !isSpace(b[0]) {
+		return false // the common case: a line starting with '{'
+	}
+	for _, c := range b {
+		if !isSpace(c) {
+			return false
+		}
+	}
+	return true
+}
+
+// validUTF8 is utf8.Valid; named so the fast path stays in one place.
+func validUTF8(b []byte) bool { return utf8.Valid(b) }
+
+// invalidUTF8 names the stream offset of the first invalid byte of b, which
+// starts at stream offset off.
+func invalidUTF8(b []byte, off int64) error {
+	i := 0
+	for i < len(b) {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n <= 1 {
+			break
+		}
+		i += n
+	}
+	return fmt.Errorf("invalid UTF-8 at byte offset %d", off+int64(i))
+}
+
+func (s *ndjsonReader) nextElement() (Record, error) {
+	for {
+		switch s.ast {
+		case arrBetween:
+			b := s.buf[s.r:s.w]
+			i := 0
+			for i < len(b) && (isSpace(b[i]) || b[i] == ',') {
+				if b[i] == '\n' {
+					s.line++
+				}
+				i++
+			}
+			s.r += i
+			s.off += int64(i)
+			if i == len(b) {
+				if s.rerr != nil {
+					return Record{}, s.rerr
+				}
+				if s.eof {
+					// An array missing its ']' after a complete element has
+					// lost nothing that could be reported as a record.
+					s.ast = arrDone
+					continue
+				}
+				s.fill()
+				continue
+			}
+			if b[i] == ']' {
+				s.r++
+				s.off++
+				s.ast = arrAfter
+				continue
+			}
+			s.ast = arrValue
+			s.kind, s.depth, s.inStr, s.esc, s.p = b[i], 0, false, false, 0
+			s.elemOff, s.elemLine = s.off, s.line+1
+			s.discarding, s.raw = false, nil
+		case arrValue:
+			if s.scanValue() {
+				return s.emitElement(), nil
+			}
+			if !s.discarding && s.p > s.max {
+				s.discarding = true
+			}
+			if s.discarding {
+				s.raw = appendRaw(s.raw, s.buf[s.r:s.r+s.p])
+				s.consume(s.p)
+			}
+			if s.rerr != nil {
+				return Record{}, s.rerr
+			}
+			if s.eof {
+				if !isComposite(s.kind) {
+					return s.emitElement(), nil // a scalar ends at the end of input
+				}
+				raw := appendRaw(s.raw, s.buf[s.r:s.r+s.p])
+				s.consume(s.p)
+				s.ast = arrDone
+				return Record{
+					Path: s.path, Line: s.elemLine, Offset: s.elemOff, Next: s.pos(), Raw: raw,
+					Err:          fmt.Errorf("truncated JSON array element: the input ends inside it"),
+					Unterminated: true,
+				}, nil
+			}
+			s.fill()
+		case arrAfter:
+			b := s.buf[s.r:s.w]
+			i := 0
+			for i < len(b) && isSpace(b[i]) {
+				if b[i] == '\n' {
+					s.line++
+				}
+				i++
+			}
+			s.r += i
+			s.off += int64(i)
+			if i < len(b) {
+				rec := Record{Path: s.path, Line: s.line + 1, Offset: s.off,
+					Err: fmt.Errorf("data after the closing ']' of the JSON array")}
+				for {
+					rec.Raw = appendRaw(rec.Raw, s.buf[s.r:s.w])
+					s.consume(s.w - s.r)
+					if s.rerr != nil {
+						return Record{}, s.rerr
+					}
+					if s.eof {
+						break
+					}
+					s.fill()
+				}
+				rec.Next = s.pos()
+				s.ast = arrDone
+				return rec, nil
+			}
+			if s.rerr != nil {
+				return Record{}, s.rerr
+			}
+			if s.eof {
+				s.ast = arrDone
+				continue
+			}
+			s.fill()
+		default:
+			if s.rerr != nil {
+				return Record{}, s.rerr
+			}
+			return Record{}, io.EOF
+		}
+	}
+}
+
+// consume drops n scanned bytes of the window, counting their newlines.
+func (s *ndjsonReader) consume(n int) {
+	s.line += int64(bytes.Count(s.buf[s.r:s.r+n], []byte{'\n'}))
+	s.r += n
+	s.off += int64(n)
+	s.p -= n
+}
+
+func isComposite(c byte) bool { return c == '{' || c == '[' || c == '"' || c == '}' }
+
+func (s *ndjsonReader) emitElement() Record {
+	elem := s.buf[s.r : s.r+s.p]
+	discarded := s.discarding
+	s.consume(s.p)
+	s.ast = arrBetween
+	rec := Record{Path: s.path, Line: s.elemLine, Offset: s.elemOff, Next: s.pos()}
+	switch {
+	case discarded:
+		rec.Raw = appendRaw(s.raw, elem)
+		rec.Err = fmt.Errorf("array element longer than %s", sizeString(s.max))
+	case len(elem) > s.max:
+		rec.Raw = capRaw(elem)
+		rec.Err = fmt.Errorf("array element longer than %s", sizeString(s.max))
+	case !validUTF8(elem):
+		rec.Raw = capRaw(elem)
+		rec.Err = invalidUTF8(elem, rec.Offset)
+	default:
+		rec.Data = elem[:len(elem):len(elem)]
+	}
+	s.discarding, s.raw = false, nil
+	return rec
+}
+
+// scanValue advances s.p over the current element and reports whether its
+// end was found (then s.p is its length).
+func (s *ndjsonReader) scanValue() bool {
+	b := s.buf[s.r:s.w]
+	i := s.p
+	if !isComposite(s.kind) {
+		for ; i < len(b); i++ {
+			if c := b[i]; isSpace(c) || c == ',' || c == ']' {
+				s.p = i
+				return true
+			}
+		}
+		s.p = i
+		return false
+	}
+	for i < len(b) {
+		if s.inStr {
+			if s.esc {
+				s.esc = false
+				i++
+				continue
+			}
+			j := indexQuoteOrBackslash(b[i:])
+			if j < 0 {
+				i = len(b)
+				break
+			}
+			i += j
+			if b[i] == '\\' {
+				s.esc = true
+				i++
+				continue
+			}
+			s.inStr = false
+			i++
+			if s.depth <= 0 {
+				s.p = i
+				return true
+			}
+			continue
+		}
+		switch b[i] {
+		case '"':
+			s.inStr = true
+		case '{', '[':
+			s.depth++
+		case '}', ']':
+			s.depth--
+			if s.depth <= 0 {
+				s.p = i + 1
+				return true
+			}
+		}
+		i++
+	}
+	s.p = i
+	return false
+}
+
+func indexQuoteOrBackslash(b []byte) int {
+	q := bytes.IndexByte(b, '"')
+	if q < 0 {
+		q = len(b)
+	}
+	if k := bytes.IndexByte(b[:q], '\\'); k >= 0 {
+		return k
+	}
+	if q == len(b) {
+		return -1
+	}
+	return q
+}

@@ -1,0 +1,290 @@
+// Package source splits loader inputs (NDJSON, JSON arrays, CSV and TSV,
+// plain or gzip, files or stdin) into records with exact stream positions.
+//
+// It does not judge the JSON of a record — the mapper does — but it detects
+// what only the reader can see: over-long lines, invalid UTF-8, CSV rows with
+// the wrong number of fields, truncated array elements. Those come back as bad
+// records (Record.Err set) and reading continues.
+//
+// Readers stream. Memory is bounded by the block size (1 MiB) plus the longest
+// accepted record (Options.MaxRecordBytes), whatever the size of the input.
+//
+// Positions are offsets in the decompressed stream, so a checkpoint taken from
+// Record.Next resumes a gzip input too (by decompressing and discarding).
+package source
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/klauspost/compress/gzip"
+)
+
+// DefaultMaxRecordBytes is the longest line or array element accepted when
+// Options.MaxRecordBytes is zero. Cosmos DB rejects items over 2 MB anyway.
+const DefaultMaxRecordBytes = 2 << 20
+
+// maxRawBytes caps Record.Raw so that one huge bad line does not make a huge
+// dead-letter entry.
+const maxRawBytes = 64 << 10
+
+// Formats accepted by Options.Format.
+const (
+	FormatAuto   = "auto"
+	FormatNDJSON = "ndjson"
+	FormatCSV    = "csv"
+	FormatTSV    = "tsv"
+)
+
+// Options configure how an input is split into records.
+type Options struct {
+	// Format is "auto" (or empty), "ndjson", "csv" or "tsv". Auto goes by the
+	// extension after stripping a trailing .gz: .ndjson .jsonl .json → ndjson,
+	// .csv → csv, .tsv → tsv; anything else (and stdin) → ndjson.
+	Format string
+	// Delimiter overrides the CSV field delimiter (--delimiter).
+	Delimiter rune
+	// CSVStrings keeps every CSV value a JSON string (--csv-strings).
+	CSVStrings bool
+	// CSVEmptyNull turns an empty CSV cell into null instead of omitting the
+	// field (--csv-empty=null).
+	CSVEmptyNull bool
+	// MaxRecordBytes is the longest accepted line or array element; 0 means
+	// DefaultMaxRecordBytes. A longer NDJSON line is a bad record and reading
+	// continues at the next line. A longer CSV record is fatal for the input
+	// (it almost always means an unclosed quote, after which no row boundary
+	// can be trusted).
+	MaxRecordBytes int
+
+	// blockSize overrides the read block size; tests and fuzzing use tiny
+	// blocks to exercise every refill path.
+	blockSize int
+}
+
+func (o Options) maxRecord() int {
+	if o.MaxRecordBytes > 0 {
+		return o.MaxRecordBytes
+	}
+	return DefaultMaxRecordBytes
+}
+
+// Input is one resolved command-line input.
+type Input struct {
+	Path  string // "-" for stdin
+	Stdin bool
+}
+
+// Position is a point in an input stream. The zero value is the start.
+type Position struct {
+	Offset int64 // bytes of the decompressed stream consumed
+	Line   int64 // newline bytes in the stream before Offset
+}
+
+// Record is one record of an input, or one bad record.
+//
+// Data and Raw are owned by the caller: the reader never writes to them
+// again, so they may be kept for as long as needed. (NDJSON records are
+// sub-slices of the reader's 1 MiB read blocks, which are never reused —
+// keeping one record keeps its block alive, which is fine for the bounded
+// number of records in flight, but copy a record you keep indefinitely.)
+type Record struct {
+	Path   string
+	Line   int64    // 1-based line where the record starts
+	Offset int64    // byte offset of the record's start in the decompressed stream
+	Next   Position // resuming from Next yields exactly the records after this one
+	Data   []byte   // a JSON object (NDJSON: the line without CR/LF/BOM; CSV: built from the row); nil for a bad record
+	Raw    []byte   // the input text of a bad record (at most 64 KiB), for the dead-letter file
+	Err    error    // non-nil for a bad record detected by the reader; reading continues after it
+	// Unterminated marks the last line of an input that has no trailing
+	// newline: if it does not parse, the input was probably truncated.
+	Unterminated bool
+}
+
+// Reader yields the records of one input.
+type Reader interface {
+	// Next returns the next record, io.EOF at the end, or a fatal error for
+	// the input (I/O error, corrupt gzip) wrapped with the path.
+	Next() (Record, error)
+	Close() error
+}
+
+// ErrStdinResume is returned by Open for stdin with a non-zero start: a pipe
+// cannot be rewound.
+var ErrStdinResume = errors.New("cannot resume stdin at a non-zero position")
+
+// ErrCSVRecordTooLong is the fatal error of a CSV record longer than
+// Options.MaxRecordBytes.
+var ErrCSVRecordTooLong = errors.New("CSV record too long (unclosed quote?)")
+
+// ResolveFormat returns the concrete format ("ndjson", "csv" or "tsv") for an
+// input under opts.
+func ResolveFormat(in Input, opts Options) (string, error) {
+	switch f := strings.ToLower(opts.Format); f {
+	case FormatNDJSON, "jsonl", "json":
+		return FormatNDJSON, nil
+	case FormatCSV, FormatTSV:
+		return f, nil
+	case "", FormatAuto:
+	default:
+		return "", fmt.Errorf("unknown input format %q (want auto, ndjson, csv or tsv)", opts.Format)
+	}
+	if in.Stdin {
+		return FormatNDJSON, nil
+	}
+	switch extension(in.Path) {
+	case ".csv":
+		return FormatCSV, nil
+	case ".tsv", ".tab":
+		return FormatTSV, nil
+	}
+	return FormatNDJSON, nil
+}
+
+// extension is the lower-case extension of path after stripping ".gz".
+func extension(path string) string {
+	p := strings.ToLower(path)
+	p = strings.TrimSuffix(p, ".gz")
+	return filepath.Ext(p)
+}
+
+// opener opens the decompressed stream of an input positioned at offset.
+type opener func(offset int64) (io.ReadCloser, error)
+
+// Open opens in at start, a Position previously returned in Record.Next (the
+// zero Position is the beginning). Plain files seek to start.Offset; gzip
+// inputs (by .gz extension or magic bytes) are decompressed and the first
+// start.Offset bytes discarded; stdin refuses a non-zero start.
+//
+// A JSON-array or CSV input resumed at a non-zero offset is opened twice:
+// once to read its head (is it an array? the CSV header), once at start.
+func Open(in Input, stdin io.Reader, opts Options, start Position) (Reader, error) {
+	format, err := ResolveFormat(in, opts)
+	if err != nil {
+		return nil, err
+	}
+	path := in.Path
+	var open opener
+	if in.Stdin {
+		if path == "" {
+			path = "-"
+		}
+		if start != (Position{}) {
+			return nil, fmt.Errorf("open %s: %w", path, ErrStdinResume)
+		}
+		used := false
+		open = func(int64) (io.ReadCloser, error) {
+			if used {
+				return nil, ErrStdinResume
+			}
+			used = true
+			return stdinStream(stdin)
+		}
+	} else {
+		open = func(offset int64) (io.ReadCloser, error) { return fileStream(in.Path, offset) }
+	}
+	r, err := openWith(path, format, open, opts, start)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return r, nil
+}
+
+func openWith(path, format string, open opener, opts Options, start Position) (Reader, error) {
+	if start.Offset < 0 || start.Line < 0 {
+		return nil, fmt.Errorf("invalid start position %+v", start)
+	}
+	switch format {
+	case FormatCSV, FormatTSV:
+		delim := ','
+		if format == FormatTSV {
+			delim = '\t'
+		}
+		if opts.Delimiter != 0 {
+			delim = opts.Delimiter
+		}
+		return openCSV(path, open, opts, delim, start)
+	default:
+		return openNDJSON(path, open, opts, start)
+	}
+}
+
+var gzipMagic = []byte{0x1f, 0x8b}
+
+type readCloser struct {
+	io.Reader
+	close func() error
+}
+
+func (r readCloser) Close() error { return r.close() }
+
+// fileStream opens path at the decompressed offset.
+func fileStream(path string, offset int64) (io.ReadCloser, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	var magic [2]byte
+	n, _ := f.ReadAt(magic[:], 0)
+	if !strings.HasSuffix(strings.ToLower(path), ".gz") && (n < 2 || magic != [2]byte(gzipMagic)) {
+		if offset > 0 {
+			if _, err := f.Seek(offset, io.SeekStart); err != nil {
+				f.Close()
+				return nil, err
+			}
+		}
+		return f, nil
+	}
+	zr, err := gzip.NewReader(bufio.NewReaderSize(f, 256<<10))
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("read gzip header: %w", err)
+	}
+	rc := readCloser{Reader: zr, close: func() error { zr.Close(); return f.Close() }}
+	if offset > 0 {
+		n, err := io.CopyN(io.Discard, zr, offset)
+		if err != nil {
+			rc.Close()
+			if err == io.EOF {
+				return nil, fmt.Errorf("resume offset %d is past the end of the decompressed input (%d bytes)", offset, n)
+			}
+			return nil, fmt.Errorf("skip to offset %d: %w", offset, err)
+		}
+	}
+	return rc, nil
+}
+
+// stdinStream detects gzip on stdin by its magic bytes.
+func stdinStream(stdin io.Reader) (io.ReadCloser, error) {
+	br := bufio.NewReaderSize(stdin, 256<<10)
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == gzipMagic[0] && magic[1] == gzipMagic[1] {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("read gzip header: %w", err)
+		}
+		return readCloser{Reader: zr, close: zr.Close}, nil
+	}
+	return readCloser{Reader: br, close: func() error { return nil }}, nil
+}
+
+// sizeString spells a byte limit the way users set it.
+func sizeString(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+func capRaw(b []byte) []byte {
+	if len(b) > maxRawBytes {
+		b = b[:maxRawBytes]
+	}
+	return append([]byte(nil), b...)
+}
