@@ -27,6 +27,8 @@ type ResumeOptions struct {
 	Target
 	Report       string
 	MaxErrors    int64
+	CkptEvery    int64
+	CkptInterval time.Duration
 	Quiet        bool
 	DrainTimeout time.Duration
 }
@@ -62,6 +64,8 @@ an unknown version. The account key is never stored: give it again through
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Report, "report", "", "write the run's report as JSON to this file")
 	fl.Int64Var(&opts.MaxErrors, "max-errors", -1, "stop (exit 4) once more than N records are dead-lettered; -1 = no limit")
+	fl.Int64Var(&opts.CkptEvery, "checkpoint-every", 10000, "save the checkpoint every N committed records")
+	fl.DurationVar(&opts.CkptInterval, "checkpoint-interval", 5*time.Second, "… and at least this often")
 	fl.BoolVarP(&opts.Quiet, "quiet", "q", false, "no progress and no summary")
 	fl.DurationVar(&opts.DrainTimeout, "drain-timeout", 30*time.Second, "on interrupt, how long in-flight writes may finish")
 	return cmd
@@ -121,7 +125,8 @@ func resumeRun(ctx context.Context, o *ResumeOptions) error {
 		Target: to, Embedded: cfg.Embedded,
 		IDField: cfg.IDField, Mode: loader.Mode(cfg.Mode), Strategy: loader.StrategyPaced,
 		RU: cfg.TargetRU, RUShare: cfg.RUShare, MaxErrors: o.MaxErrors,
-		CheckpointPath: o.Checkpoint, DeadLetterPath: cfg.DeadLetterPath, ReportPath: o.Report,
+		CheckpointPath: o.Checkpoint, CheckpointEvery: o.CkptEvery, CheckpointInterval: o.CkptInterval,
+		DeadLetterPath: cfg.DeadLetterPath, ReportPath: o.Report,
 		DrainTimeout: o.DrainTimeout, Resume: st,
 		Quiet: o.Quiet, Log: o.IO.ErrOut, IsTTY: o.IO.ErrIsTerminal(), Now: o.Now,
 	}

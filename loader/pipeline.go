@@ -349,7 +349,7 @@ func (r *run) stopped() bool { return r.readCtx.Err() != nil }
 
 // loop ticks progress, the per-second series and checkpoints until done.
 func (r *run) loop(done <-chan struct{}) {
-	tick := time.NewTicker(200 * time.Millisecond)
+	tick := time.NewTicker(min(200*time.Millisecond, r.o.CheckpointInterval))
 	defer tick.Stop()
 	lastCheckpoint := r.o.Now()
 	lastSecond := int64(0)

@@ -7,6 +7,23 @@
 // encoding/json can decode them into map[string]any. The body is never
 // re-serialised: when the id has to be set, the bytes of the input are copied
 // with one member inserted and the old ones cut out.
+//
+// Choices where Cosmos or the RFC leave room:
+//
+//   - Validation is RFC 8259 strict (see scan.go), plus a nesting limit of
+//     MaxDepth. Escaped lone surrogates are valid JSON; they are refused only
+//     in an id or partition key value, which must have one UTF-8 form.
+//   - A numeric id becomes the text of its literal, unnormalised: 1e3 is
+//     "1e3" and -0 is "-0", so the id is what the user sees in the file.
+//   - When IDField is not "id", the id read from it wins: every top-level
+//     "id" member is replaced, unless there is exactly one and it already
+//     holds the same string. A record lacking IDField gets a generated id
+//     even if it has its own "id" member.
+//   - Duplicate member names: the last one wins, as in Cosmos; a duplicate
+//     parent object hides what an earlier one held.
+//   - Partition key paths do not descend into arrays; an absent path is an
+//     error (Cosmos would file the item under an "undefined" key, which is
+//     almost never what a load means).
 package record
 
 import (
@@ -261,10 +278,16 @@ func (m *Mapper) mapWith(s *scanner, data []byte, genID func() string) (Doc, err
 
 	// The body.
 	size := end - start
+	// Members after the inserted id need a comma unless the first one is
+	// cut out, in which case its follower's comma is kept.
+	comma := s.hasMembers && !s.firstIsID
 	if rewrite {
-		size += len(`"id":`) + len(idJSON) + 1
+		size += len(`"id":`) + len(idJSON)
 		if quoteID {
 			size += 2
+		}
+		if comma {
+			size++
 		}
 		for _, mb := range s.idMembers {
 			size -= mb.valEnd - mb.prevEnd
@@ -285,9 +308,7 @@ func (m *Mapper) mapWith(s *scanner, data []byte, genID func() string) (Doc, err
 		} else {
 			body = append(body, idJSON...)
 		}
-		// Members after the inserted id need a comma unless the first one
-		// was cut out, in which case its follower's comma is kept.
-		if s.hasMembers && !s.firstIsID {
+		if comma {
 			body = append(body, ',')
 		}
 		cur := start + 1
@@ -298,6 +319,9 @@ func (m *Mapper) mapWith(s *scanner, data []byte, genID func() string) (Doc, err
 		body = append(body, data[cur:end]...)
 	}
 	doc.Body = body
+	if len(body) != size {
+		panic(fmt.Sprintf("record: body is %d bytes, planned %d", len(body), size))
+	}
 
 	if m.indexing {
 		doc.Terms = s.terms + 2 + popcount(m.inclMask&^s.seen)

@@ -365,6 +365,15 @@ func jsonNumber(v string) (isInt, ok bool) {
 
 const hexDigits = "0123456789abcdef"
 
+// jsonSafe marks the bytes a JSON string can hold unescaped; a table lookup
+// is measurably faster than the comparisons on the CSV path.
+var jsonSafe = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // appendJSONString writes s as a JSON string. s must be valid UTF-8 (rows are
 // checked before they are converted); bytes from 0x80 up pass through.
 func appendJSONString(dst []byte, s string) []byte {
@@ -372,7 +381,7 @@ func appendJSONString(dst []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
+		if jsonSafe[c] {
 			continue
 		}
 		dst = append(dst, s[start:i]...)

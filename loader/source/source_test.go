@@ -286,12 +286,13 @@ func TestResume(t *testing.T) {
 		if strings.HasSuffix(tc.file, ".gz") {
 			continue
 		}
-		raw, err := os.ReadFile(fixture(tc.file))
-		if err != nil {
-			t.Fatal(err)
-		}
+		raw := decompressed(t, fixture(tc.file))
 		gz := filepath.Join(dir, tc.file+".gz")
 		writeGzip(t, gz, raw)
+		if plain, zipped := readAll(t, Input{Path: fixture(tc.file)}, nil, tc.opts, Position{}),
+			readAll(t, Input{Path: gz}, nil, tc.opts, Position{}); !sameRecords(plain, zipped) {
+			t.Errorf("%s: gzip records differ:\n%swant\n%s", tc.file, describe(zipped), describe(plain))
+		}
 		for _, path := range []string{fixture(tc.file), gz} {
 			for _, block := range []int{0, 5} {
 				opts := tc.opts
