@@ -315,9 +315,10 @@ func finishJob(ctx context.Context, io *IOStreams, job *loader.Job, quiet bool) 
 	}
 	if !quiet {
 		rep.WriteSummary(io.ErrOut)
-		if code == ExitInterrupted || code == ExitStopped {
-			fmt.Fprintf(io.ErrOut, "\nCheckpoint saved. Continue with:\n  loader resume %s\n", shellQuote(job.CheckpointPath))
-		}
+	}
+	if code == ExitInterrupted || code == ExitStopped {
+		// Even with --quiet: without this line the user cannot continue.
+		fmt.Fprintf(io.ErrOut, "\nCheckpoint saved. Continue with:\n  loader resume %s\n", shellQuote(job.CheckpointPath))
 	}
 	if code == ExitOK {
 		return nil

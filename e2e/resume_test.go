@@ -1,0 +1,205 @@
+package e2e
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cosmosloader/loader/checkpoint"
+	"github.com/cosmosloader/loader/emulator"
+	"github.com/cosmosloader/loader/internal/testenv"
+)
+
+// startLoader runs the loader in the background; wait returns its exit code
+// and stderr.
+func startLoader(t *testing.T, args ...string) (cmd *exec.Cmd, wait func() (int, string)) {
+	t.Helper()
+	cmd = exec.Command(testenv.LoaderBinary(t), args...)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	cmd.Env = append(os.Environ(), "COSMOS_ENDPOINT=", "COSMOS_KEY=", "COSMOS_CONNECTION_STRING=")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	return cmd, func() (int, string) {
+		select {
+		case err := <-done:
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			}
+			return code, errb.String()
+		case <-time.After(2 * time.Minute):
+			t.Fatal("the loader did not exit")
+			return 0, ""
+		}
+	}
+}
+
+// slowLoad sets up a load that takes about ten seconds at 1,000 RU/s.
+func slowLoad(t *testing.T) (tg target, input, ckpt string, want map[string]string, args []string) {
+	tg = localTarget(t, emulator.Options{DefaultRU: 1000})
+	dir := t.TempDir()
+	input, want = crashInput(t, dir, 1200)
+	ckpt = filepath.Join(dir, "ckpt.json")
+	args = append([]string{"import", input, "--checkpoint", ckpt},
+		tg.args("e2e", "sig", "--create-container", "--partition-key", "/tenant", "--ru", "1000")...)
+	return tg, input, ckpt, want, args
+}
+
+func waitForCheckpoint(t *testing.T, ckpt string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if st, err := checkpoint.Load(ckpt); err == nil && st.Counters.RecordsWritten > 0 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("no checkpoint with progress appeared")
+}
+
+func TestSIGINTDrainsSavesAndResumes(t *testing.T) {
+	tg, _, ckpt, want, args := slowLoad(t)
+	cmd, wait := startLoader(t, append(args, "--checkpoint-interval", "200ms")...)
+	waitForCheckpoint(t, ckpt)
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	code, stderr := wait()
+	if code != 130 {
+		t.Fatalf("exit %d after SIGINT, want 130\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr, "loader resume "+ckpt) {
+		t.Errorf("stderr does not print the resume command:\n%s", stderr)
+	}
+	st, err := checkpoint.Load(ckpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Complete || st.Inputs[0].Committed.Offset == 0 {
+		t.Fatalf("checkpoint after SIGINT: complete=%v committed=%+v", st.Complete, st.Inputs[0].Committed)
+	}
+	// The drain acknowledged everything in flight: the checkpoint accounts
+	// for every record the container holds.
+	landed := readAll(t, tg, "e2e", "sig")
+	if int64(len(landed)) != st.Counters.RecordsWritten {
+		t.Errorf("after a clean interrupt the container holds %d documents but the checkpoint committed %d", len(landed), st.Counters.RecordsWritten)
+	}
+
+	// import refuses to start over silently and explains resume and --restart.
+	res := runLoader(t, nil, args...)
+	if res.code != 2 || !strings.Contains(res.stderr, "loader resume") || !strings.Contains(res.stderr, "--restart") {
+		t.Errorf("import over an unfinished checkpoint: exit %d\n%s", res.code, res.stderr)
+	}
+
+	res = runLoader(t, nil, "resume", ckpt, "--endpoint", tg.endpoint, "--key", tg.key, "--quiet")
+	if res.code != 0 {
+		t.Fatalf("resume: exit %d\n%s", res.code, res.stderr)
+	}
+	checkLanded(t, readAll(t, tg, "e2e", "sig"), want)
+}
+
+func TestSecondSIGINTExitsAtOnceWithAValidCheckpoint(t *testing.T) {
+	_, _, ckpt, _, args := slowLoad(t)
+	// A long drain timeout: only the second signal can make it exit fast.
+	cmd, wait := startLoader(t, append(args, "--checkpoint-interval", "50ms", "--drain-timeout", "1m")...)
+	waitForCheckpoint(t, ckpt)
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	time.Sleep(20 * time.Millisecond)
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	code, stderr := wait()
+	if code != 130 {
+		t.Fatalf("exit %d, want 130\n%s", code, stderr)
+	}
+	if _, err := checkpoint.Load(ckpt); err != nil {
+		t.Fatalf("checkpoint after a second signal: %v", err)
+	}
+}
+
+func interrupted(t *testing.T) (tg target, input, ckpt string) {
+	tg, input, ckpt, _, args := slowLoad(t)
+	cmd, wait := startLoader(t, append(args, "--checkpoint-interval", "100ms")...)
+	waitForCheckpoint(t, ckpt)
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	if code, stderr := wait(); code != 130 {
+		t.Fatalf("exit %d after SIGTERM, want 130\n%s", code, stderr)
+	}
+	return tg, input, ckpt
+}
+
+func TestResumeRefuses(t *testing.T) {
+	tg, input, ckpt := interrupted(t)
+	good, err := os.ReadFile(ckpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resume := func() result {
+		return runLoader(t, nil, "resume", ckpt, "--endpoint", tg.endpoint, "--key", tg.key, "--quiet")
+	}
+	before := tg.srv.Stats().Total.Requests
+
+	t.Run("truncated checkpoint", func(t *testing.T) {
+		writeFile(t, filepath.Dir(ckpt), filepath.Base(ckpt), good[:len(good)/2])
+		res := resume()
+		if res.code != 2 || !strings.Contains(res.stderr, "truncated") {
+			t.Errorf("exit %d: %s", res.code, res.stderr)
+		}
+	})
+	t.Run("unknown version", func(t *testing.T) {
+		writeFile(t, filepath.Dir(ckpt), filepath.Base(ckpt), withVersion(t, good, 99))
+		res := resume()
+		if res.code != 2 || !strings.Contains(res.stderr, "version 99") {
+			t.Errorf("exit %d: %s", res.code, res.stderr)
+		}
+	})
+	t.Run("changed input", func(t *testing.T) {
+		writeFile(t, filepath.Dir(ckpt), filepath.Base(ckpt), good)
+		f, err := os.OpenFile(input, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString("{\"id\":\"late\",\"tenant\":\"x\",\"seq\":-1}\n")
+		f.Close()
+		res := resume()
+		if res.code != 2 || !strings.Contains(res.stderr, input) || !strings.Contains(res.stderr, "size") {
+			t.Errorf("exit %d: %s", res.code, res.stderr)
+		}
+	})
+	if after := tg.srv.Stats().Total.Requests; after != before {
+		t.Errorf("a refused resume wrote: %d item requests", after-before)
+	}
+}
+
+// withVersion rewrites a checkpoint to claim another format version, with
+// a checksum that is valid for it: a file from a newer loader.
+func withVersion(t *testing.T, file []byte, version int) []byte {
+	var env struct {
+		State json.RawMessage `json:"state"`
+	}
+	if err := json.Unmarshal(file, &env); err != nil {
+		t.Fatal(err)
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, env.State); err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.New()
+	h.Write([]byte("loader checkpoint " + itoa(version) + "\n"))
+	h.Write(compact.Bytes())
+	out, _ := json.Marshal(map[string]any{
+		"version": version, "checksum": "sha256:" + hex.EncodeToString(h.Sum(nil)), "state": json.RawMessage(compact.Bytes()),
+	})
+	return out
+}
+
+func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
