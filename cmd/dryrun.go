@@ -3,7 +3,6 @@ package cmd
 import (
 	"context"
 	"encoding/json"
-	"math"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -66,7 +65,7 @@ partitions and indexing policy; without one it takes them from --ru,
 	fl := cmd.Flags()
 	fl.Float64Var(&opts.RU, "ru", 0, "target RU/s (default: the container's throughput × --ru-share; 4000 without an endpoint)")
 	fl.Float64Var(&opts.RUShare, "ru-share", 1, "fraction of the container's throughput to use")
-	fl.IntVar(&opts.Partitions, "partitions", 0, "physical partitions without an endpoint (default ceil(RU/s ÷ 10,000))")
+	fl.IntVar(&opts.Partitions, "partitions", 0, "physical partitions without an endpoint (default 1: an even spread; a real container has at least ceil(RU/s ÷ 10,000))")
 	fl.StringVar(&opts.Indexing, "indexing", "consistent", "indexing mode without an endpoint: consistent (all paths) or none")
 	fl.Float64Var(&opts.CostPerRecord, "cost-per-record", 0, "assume every record costs this many RU instead of estimating")
 	fl.BoolVar(&opts.JSON, "json", false, "print the plan as JSON")
@@ -89,11 +88,10 @@ func dryRunRun(ctx context.Context, o *DryRunOptions) error {
 		if j.TargetRU <= 0 {
 			j.TargetRU = defaultEmbeddedRU
 		}
-		n := o.Partitions
-		if n <= 0 {
-			n = int(math.Max(1, math.Ceil(j.TargetRU/10000)))
-		}
-		j.Bounds = epk.SplitEven(n)
+		// Without a container to ask, assume one partition: an even spread,
+		// as the Rate Limiting pattern's arithmetic does. --partitions N
+		// models hash placement over N physical partitions and its skew.
+		j.Bounds = epk.SplitEven(max(o.Partitions, 1))
 		if len(j.Mapper.PartitionKeyPaths) == 0 {
 			j.Mapper.PartitionKeyPaths = []string{"/id"}
 		}

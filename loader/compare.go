@@ -1,7 +1,34 @@
 package loader
 
-// compare models the naive approach (and the paced one) for a load whose
+import "github.com/cosmosloader/loader/pacing"
+
+// compare models the naive approach and the paced one for a load whose
 // per-record charges are h, at target RU/s over parts physical partitions.
+// The import report only has the charges' distribution, not their order
+// or partitions, so records are spread evenly over the partitions.
 func compare(h *Histogram, target float64, parts int) (NaiveFigures, PacedFigures) {
-	return NaiveFigures{}, PacedFigures{} // TODO(lead): pacing.ModelNaive once it lands
+	if target <= 0 {
+		return NaiveFigures{}, PacedFigures{}
+	}
+	parts = max(parts, 1)
+	m := pacing.NewModel(target, parts)
+	values, counts := h.Buckets()
+	for i, v := range values {
+		for p := 0; p < parts; p++ {
+			n := counts[i] / int64(parts)
+			if int64(p) < counts[i]%int64(parts) {
+				n++
+			}
+			if n > 0 {
+				m.AddN(p, n, v)
+			}
+		}
+	}
+	return figures(m)
+}
+
+func figures(m *pacing.Model) (NaiveFigures, PacedFigures) {
+	n, p := m.Naive(), m.Paced()
+	return NaiveFigures{Requests: n.Requests, Throttled: n.Throttled, Passes: n.Passes, Seconds: round2(n.Seconds)},
+		PacedFigures{Requests: p.Requests, Throttled: p.Throttled, Seconds: round2(p.Seconds)}
 }

@@ -17,8 +17,12 @@ import (
 	"github.com/cosmosloader/loader/pacing/epk"
 )
 
-// logicalPartitionLimit is Cosmos DB's cap on one logical partition.
-const logicalPartitionLimit = 20 << 30
+// Cosmos DB's caps: one logical partition holds at most 20 GB; one
+// physical partition serves at most 10,000 RU/s.
+const (
+	logicalPartitionLimit  = 20 << 30
+	physicalPartitionMaxRU = 10000
+)
 
 // DryRunJob configures a dry run: the same inputs, readers and mapper as an
 // import, and the container's shape from the service or from flags.
@@ -118,6 +122,7 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 	hist := NewHistogram()
 	largest := &itemHeap{}
 	keys := newHeavyHitters(1024)
+	model := pacing.NewModel(j.TargetRU, parts)
 	for _, in := range j.Inputs {
 		p.Inputs = append(p.Inputs, in.Path)
 		input := Input{Input: in, IDSeed: "dry-run"}
@@ -142,6 +147,7 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 			key := epk.Of(s.doc.PK)
 			part := epk.Locate(bounds, key)
 			p.PartitionRU[part] += ru
+			model.Add(part, ru)
 			keys.add(pkString(s.doc.PK), part, ru, int64(len(s.doc.Body)))
 			largest.offer(Item{ID: s.doc.ID, Source: s.rec.Path, Line: s.rec.Line, Bytes: len(s.doc.Body), RU: ru}, 5)
 			return true
@@ -169,6 +175,14 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 	}
 	share := j.TargetRU / float64(parts)
 	for _, k := range p.TopKeys {
+		if k.Approximate {
+			continue // an upper bound only: no warning on a guess
+		}
+		// No physical partition serves more than 10,000 RU/s, whatever the
+		// container's total: a key above that cannot be loaded at target.
+		if keyRU := k.Share * j.TargetRU; keyRU > physicalPartitionMaxRU && k.Share*p.EstimatedSeconds > 0 {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("partition key %s needs %.0f RU/s at this target, more than one physical partition serves (10,000 RU/s)", k.Key, keyRU))
+		}
 		// A logical partition cannot be spread over physical ones: if one
 		// key needs more than its partition's share for longer than the
 		// rest of the load takes, it sets the pace of the whole load.
@@ -180,9 +194,7 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 			p.Warnings = append(p.Warnings, fmt.Sprintf("partition key %s would hold %.1f GB: over Cosmos DB's 20 GB logical partition limit", k.Key, float64(k.Bytes)/(1<<30)))
 		}
 	}
-	naive, paced := compare(hist, j.TargetRU, parts)
-	paced.Seconds = p.EstimatedSeconds
-	p.Naive, p.Paced = naive, paced
+	p.Naive, p.Paced = figures(model)
 	return p, nil
 }
 
@@ -230,7 +242,14 @@ func (p *Plan) WriteText(w io.Writer) {
 	if len(p.TopKeys) > 0 {
 		b.WriteString("  top partition keys (share of RU)\n")
 		for _, k := range p.TopKeys[:min(5, len(p.TopKeys))] {
-			fmt.Fprintf(&b, "    %-36s %5.1f%%  %s records  partition %d\n", trimTo(k.Key, 36), k.Share*100, count(k.Records), k.Partition)
+			approx := " "
+			if k.Approximate {
+				approx = "≤"
+			}
+			fmt.Fprintf(&b, "    %-36s %s%5.1f%%  %s records  partition %d\n", trimTo(k.Key, 36), approx, k.Share*100, count(k.Records), k.Partition)
+		}
+		if p.TopKeys[0].Approximate {
+			b.WriteString("    (≤: more distinct keys than tracked; shares are upper bounds)\n")
 		}
 	}
 	for _, warn := range p.Warnings {

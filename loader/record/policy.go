@@ -162,7 +162,8 @@ func (m *Mapper) compilePolicy(pol IndexPolicy) error {
 	// Cosmos requires "/*" to be included or excluded, so a policy without
 	// paths can only mean "the default paths".
 	if len(pol.Included) == 0 && len(pol.Excluded) == 0 {
-		pol.Included, pol.Excluded = DefaultPolicy.Included, DefaultPolicy.Excluded
+		def := DefaultPolicy()
+		pol.Included, pol.Excluded = def.Included, def.Excluded
 	}
 	switch strings.ToLower(pol.Mode) {
 	case "", "consistent", "lazy":

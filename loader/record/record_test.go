@@ -360,7 +360,7 @@ func TestTerms(t *testing.T) {
 		want   int
 	}{
 		{"default policy", IndexPolicy{}, 14 + 2},
-		{"explicit default", DefaultPolicy, 14 + 2},
+		{"explicit default", DefaultPolicy(), 14 + 2},
 		{"mode only keeps default paths", IndexPolicy{Mode: "Consistent"}, 14 + 2},
 		{"mode none", IndexPolicy{Mode: "none", Included: []string{"/*"}}, 0},
 		{"mode None from the SDK", IndexPolicy{Mode: "None"}, 0},

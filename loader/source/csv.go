@@ -168,7 +168,7 @@ func (c *csvReader) readRow() (fields []string, rec Record, raw []byte, err erro
 	}
 	if perr != nil {
 		rec.Raw = capRaw(raw)
-		rec.Err = fmt.Errorf("invalid CSV (line %d, column %d): %w", c.lineBase+int64(perr.Line), perr.Column, perr.Err)
+		rec.Err = badRecord(ReasonCSVSyntax, "invalid CSV (line %d, column %d): %w", c.lineBase+int64(perr.Line), perr.Column, perr.Err)
 		return nil, rec, raw, nil
 	}
 	return fields, rec, raw, nil
@@ -195,7 +195,7 @@ func (c *csvReader) Next() (Record, error) {
 	}
 	if len(fields) != len(c.header) {
 		rec.Raw = capRaw(raw)
-		rec.Err = fmt.Errorf("wrong number of CSV fields: expected %d (the header's), got %d", len(c.header), len(fields))
+		rec.Err = badRecord(ReasonCSVFieldCount, "wrong number of CSV fields: expected %d (the header's), got %d", len(c.header), len(fields))
 		return rec, nil
 	}
 	if cap(c.arena)-len(c.arena) < 2*c.lastRowLen+4096 {

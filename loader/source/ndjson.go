@@ -229,7 +229,7 @@ func (s *ndjsonReader) nextLine() (Record, error) {
 		switch {
 		case len(data) > s.max:
 			rec.Raw = capRaw(data)
-			rec.Err = fmt.Errorf("line longer than %s", sizeString(s.max))
+			rec.Err = badRecord(ReasonTooLong, "line longer than %s", sizeString(s.max))
 		case !validUTF8(data):
 			rec.Raw = capRaw(data)
 			rec.Err = invalidUTF8(data, dataOff)
@@ -246,7 +246,7 @@ func (s *ndjsonReader) skipLongLine() (Record, error) {
 		Path:   s.path,
 		Offset: s.off,
 		Line:   s.line + 1,
-		Err:    fmt.Errorf("line longer than %s", sizeString(s.max)),
+		Err:    badRecord(ReasonTooLong, "line longer than %s", sizeString(s.max)),
 	}
 	for {
 		if i := bytes.IndexByte(s.buf[s.r:s.w], '\n'); i >= 0 {
@@ -311,7 +311,7 @@ func invalidUTF8(b []byte, off int64) error {
 		}
 		i += n
 	}
-	return fmt.Errorf("invalid UTF-8 at byte offset %d", off+int64(i))
+	return badRecord(ReasonInvalidUTF8, "invalid UTF-8 at byte offset %d", off+int64(i))
 }
 
 func (s *ndjsonReader) nextElement() (Record, error) {
@@ -374,7 +374,7 @@ func (s *ndjsonReader) nextElement() (Record, error) {
 				s.ast = arrDone
 				return Record{
 					Path: s.path, Line: s.elemLine, Offset: s.elemOff, Next: s.pos(), Raw: raw,
-					Err:          fmt.Errorf("truncated JSON array element: the input ends inside it"),
+					Err:          badRecord(ReasonTruncated, "truncated JSON array element: the input ends inside it"),
 					Unterminated: true,
 				}, nil
 			}
@@ -392,7 +392,7 @@ func (s *ndjsonReader) nextElement() (Record, error) {
 			s.off += int64(i)
 			if i < len(b) {
 				rec := Record{Path: s.path, Line: s.line + 1, Offset: s.off,
-					Err: fmt.Errorf("data after the closing ']' of the JSON array")}
+					Err: badRecord(ReasonTrailingData, "data after the closing ']' of the JSON array")}
 				for {
 					rec.Raw = appendRaw(rec.Raw, s.buf[s.r:s.w])
 					s.consume(s.w - s.r)
@@ -444,10 +444,10 @@ func (s *ndjsonReader) emitElement() Record {
 	switch {
 	case discarded:
 		rec.Raw = appendRaw(s.raw, elem)
-		rec.Err = fmt.Errorf("array element longer than %s", sizeString(s.max))
+		rec.Err = badRecord(ReasonTooLong, "array element longer than %s", sizeString(s.max))
 	case len(elem) > s.max:
 		rec.Raw = capRaw(elem)
-		rec.Err = fmt.Errorf("array element longer than %s", sizeString(s.max))
+		rec.Err = badRecord(ReasonTooLong, "array element longer than %s", sizeString(s.max))
 	case !validUTF8(elem):
 		rec.Raw = capRaw(elem)
 		rec.Err = invalidUTF8(elem, rec.Offset)

@@ -126,6 +126,30 @@ var ErrStdinResume = errors.New("cannot resume stdin at a non-zero position")
 // Options.MaxRecordBytes.
 var ErrCSVRecordTooLong = errors.New("CSV record too long (unclosed quote?)")
 
+// Reasons of bad records, stable codes for reports and dead-letter files.
+const (
+	ReasonTooLong       = "record_too_long"
+	ReasonInvalidUTF8   = "invalid_utf8"
+	ReasonTruncated     = "truncated"
+	ReasonTrailingData  = "trailing_data"
+	ReasonCSVSyntax     = "csv_syntax"
+	ReasonCSVFieldCount = "csv_field_count"
+)
+
+// BadRecordError is the Err of a bad record.
+type BadRecordError struct {
+	Code string // one of the Reason constants
+	Err  error
+}
+
+func (e *BadRecordError) Error() string  { return e.Err.Error() }
+func (e *BadRecordError) Unwrap() error  { return e.Err }
+func (e *BadRecordError) Reason() string { return e.Code }
+
+func badRecord(code, format string, a ...any) error {
+	return &BadRecordError{Code: code, Err: fmt.Errorf(format, a...)}
+}
+
 // ResolveFormat returns the concrete format ("ndjson", "csv" or "tsv") for an
 // input under opts.
 func ResolveFormat(in Input, opts Options) (string, error) {

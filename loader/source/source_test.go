@@ -74,6 +74,10 @@ func check(t *testing.T, name string, recs []Record, wants []want) {
 			if r.Data != nil {
 				t.Errorf("%s record %d: bad record has data %q", name, i, r.Data)
 			}
+			var bre *BadRecordError
+			if !errors.As(r.Err, &bre) || bre.Reason() == "" {
+				t.Errorf("%s record %d: err %v has no reason", name, i, r.Err)
+			}
 			continue
 		}
 		if r.Err != nil {

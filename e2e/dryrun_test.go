@@ -1,0 +1,101 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// The Rate Limiting pattern's example: 10,000 records × 10 RU into a
+// 20,000 RU/s container. Naive: 30,000 requests, 20,000 throttled, five
+// passes; paced: 10,000 requests in 5 s.
+func TestDryRunPatternNumbers(t *testing.T) {
+	var lines []string
+	for i := 0; i < 10000; i++ {
+		lines = append(lines, fmt.Sprintf(`{"id":"%d","v":%d}`, i, i))
+	}
+	in := writeFile(t, t.TempDir(), "pattern.ndjson", []byte(strings.Join(lines, "\n")+"\n"))
+
+	res := runLoader(t, nil, "dry-run", in, "--ru", "20000", "--cost-per-record", "10")
+	if res.code != 0 {
+		t.Fatalf("exit %d\n%s", res.code, res.stderr)
+	}
+	for _, re := range []string{
+		`naive\s+30000\s+20000\s+5\s+5\.0 s`,
+		`paced\s+10000\s+0\s+-\s+5\.0 s`,
+		`records\s+10,000`,
+		`estimated RU\s+100000`,
+		`estimated duration 5\.0 s at 20000 RU/s`,
+	} {
+		if !regexp.MustCompile(re).MatchString(res.stdout) {
+			t.Errorf("dry-run output lacks /%s/:\n%s", re, res.stdout)
+		}
+	}
+
+	res = runLoader(t, nil, "dry-run", in, "--ru", "20000", "--cost-per-record", "10", "--json")
+	var plan struct {
+		Records int64 `json:"records"`
+		Naive   struct {
+			Requests, Throttled int64
+			Passes              int
+			Seconds             float64
+		} `json:"naive"`
+		Paced struct {
+			Requests, Throttled int64
+			Seconds             float64
+		} `json:"paced"`
+	}
+	if err := json.Unmarshal([]byte(res.stdout), &plan); err != nil {
+		t.Fatalf("--json: %v\n%s", err, res.stdout)
+	}
+	if plan.Records != 10000 || plan.Naive.Requests != 30000 || plan.Naive.Throttled != 20000 || plan.Naive.Passes != 5 ||
+		plan.Naive.Seconds != 5 || plan.Paced.Requests != 10000 || plan.Paced.Throttled != 0 || plan.Paced.Seconds != 5 {
+		t.Errorf("--json plan = %+v", plan)
+	}
+}
+
+func TestDryRunReportsBadRecordsAndSkew(t *testing.T) {
+	dir, _, bad := malformedCorpus(t)
+	res := runLoader(t, nil, "dry-run", dir, "--partition-key", "/tenant", "--json")
+	if res.code != 0 {
+		t.Fatalf("exit %d\n%s", res.code, res.stderr)
+	}
+	var plan struct {
+		Records    int64 `json:"records"`
+		BadRecords int64 `json:"bad_records"`
+		BadSamples []struct {
+			Source string
+			Line   int64
+		} `json:"bad_samples"`
+		TopKeys []struct {
+			Key   string
+			Share float64
+		} `json:"top_partition_keys"`
+	}
+	if err := json.Unmarshal([]byte(res.stdout), &plan); err != nil {
+		t.Fatal(err)
+	}
+	if plan.Records != 16 || plan.BadRecords != int64(len(bad)) || len(plan.BadSamples) != len(bad) {
+		t.Errorf("records %d, bad %d (%d samples); want 16 and %d", plan.Records, plan.BadRecords, len(plan.BadSamples), len(bad))
+	}
+	if len(plan.TopKeys) == 0 || plan.TopKeys[0].Key != `"c"` {
+		t.Errorf("top keys %+v, want \"c\" first (three good records)", plan.TopKeys)
+	}
+
+	// One key holding most of the load on four partitions is warned about.
+	var lines []string
+	for i := 0; i < 2000; i++ {
+		k := "hot"
+		if i%4 == 0 {
+			k = fmt.Sprintf("k%d", i)
+		}
+		lines = append(lines, fmt.Sprintf(`{"id":"%d","k":"%s"}`, i, k))
+	}
+	in := writeFile(t, t.TempDir(), "skew.ndjson", []byte(strings.Join(lines, "\n")+"\n"))
+	res = runLoader(t, nil, "dry-run", in, "--partition-key", "/k", "--partitions", "4", "--ru", "40000")
+	if !strings.Contains(res.stdout, `WARNING: partition key "hot"`) {
+		t.Errorf("no skew warning:\n%s", res.stdout)
+	}
+}
