@@ -13,7 +13,6 @@ package epk
 
 import (
 	"encoding/binary"
-	"encoding/hex"
 	"math"
 	"strings"
 )
@@ -97,7 +96,18 @@ func hashBytes(data []byte) string {
 	binary.BigEndian.PutUint64(b[8:16], low)
 	// The range space ends at the sentinel "FF", so every EPK starts in 00-3F.
 	b[0] &= 0x3F
-	return strings.ToUpper(hex.EncodeToString(b[:]))
+	return upperHex(b[:])
+}
+
+// upperHex is hex.EncodeToString in capitals, without a second pass: the
+// loader hashes every record's key, so this is on the hot path.
+func upperHex(b []byte) string {
+	const digits = "0123456789ABCDEF"
+	out := make([]byte, 2*len(b))
+	for i, c := range b {
+		out[2*i], out[2*i+1] = digits[c>>4], digits[c&0x0F]
+	}
+	return string(out)
 }
 
 // Compare orders two EPK hex strings the way the service orders range
@@ -132,7 +142,7 @@ func SplitEven(n int) []string {
 	for i := 1; i < n; i++ {
 		var b [4]byte
 		binary.BigEndian.PutUint32(b[:], uint32(space*uint64(i)/uint64(n)))
-		bounds[i] = strings.ToUpper(hex.EncodeToString(b[:]))
+		bounds[i] = upperHex(b[:])
 	}
 	return bounds
 }

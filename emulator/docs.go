@@ -1,0 +1,648 @@
+package emulator
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/cosmosloader/loader/pacing/epk"
+)
+
+// apiError is a failed request: status, Cosmos error code and message, and
+// whether it is charged (a request that reached its partition is).
+type apiError struct {
+	status  int
+	code    string
+	msg     string
+	charged bool
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+func badRequest(format string, a ...any) *apiError {
+	return &apiError{status: http.StatusBadRequest, code: "BadRequest", msg: fmt.Sprintf(format, a...)}
+}
+
+func (s *Server) failAPI(w http.ResponseWriter, e *apiError) {
+	charge := 0.0
+	if e.charged {
+		charge = failedRequestRU
+	}
+	s.fail(w, e.status, e.code, e.msg, charge)
+}
+
+var (
+	errNotFound = &apiError{status: http.StatusNotFound, code: "NotFound",
+		msg: "Entity with the specified id does not exist in the system.", charged: true}
+	errConflict = &apiError{status: http.StatusConflict, code: "Conflict",
+		msg: "Entity with the specified id already exists in the system.", charged: true}
+	errPrecondition = &apiError{status: http.StatusPreconditionFailed, code: "PreconditionFailed",
+		msg: "Operation cannot be performed because one of the specified precondition is not met.", charged: true}
+)
+
+// pkey is a parsed partition key: its canonical JSON and its routing EPK.
+type pkey struct {
+	json string
+	vals []any
+	epk  string
+}
+
+// parsePKHeader parses x-ms-documentdb-partitionkey. want is the number of
+// components a point operation needs (0 = any prefix, for queries).
+func (c *container) parsePKHeader(h string, want int) (pkey, *apiError) {
+	if h == "" {
+		return pkey{}, badRequest("The partition key supplied in x-ms-documentdb-partitionkey header is missing; it is required for this operation.")
+	}
+	var vals []any
+	if err := json.Unmarshal([]byte(h), &vals); err != nil || len(vals) == 0 {
+		return pkey{}, badRequest("The partition key header %q is not a JSON array of values.", h)
+	}
+	if want > 0 && len(vals) != want || len(vals) > len(c.pkPaths) {
+		return pkey{}, badRequest("Partition key %s is invalid: the container's partition key has %d path(s).", h, len(c.pkPaths))
+	}
+	return makePKey(vals), nil
+}
+
+func makePKey(vals []any) pkey {
+	ev := make([]any, len(vals))
+	for i, v := range vals {
+		switch v := v.(type) {
+		case map[string]any:
+			ev[i] = epk.Undefined{}
+			vals[i] = map[string]any{}
+		case json.Number:
+			f, _ := v.Float64()
+			ev[i], vals[i] = f, f
+		default:
+			ev[i] = v
+		}
+	}
+	b, _ := json.Marshal(vals)
+	return pkey{json: string(b), vals: vals, epk: epk.Of(ev)}
+}
+
+// docPK extracts the partition key values from a document; a missing path
+// is Cosmos's "undefined".
+func (c *container) docPK(doc map[string]any) pkey {
+	vals := make([]any, len(c.pkPaths))
+	for i, path := range c.pkPaths {
+		var cur any = doc
+		for _, seg := range path {
+			m, ok := cur.(map[string]any)
+			if !ok {
+				cur = nil
+				break
+			}
+			if cur, ok = m[seg]; !ok {
+				cur = map[string]any{}
+				break
+			}
+		}
+		if _, isObj := cur.(map[string]any); isObj {
+			cur = map[string]any{}
+		} else if _, isArr := cur.([]any); isArr {
+			cur = map[string]any{}
+		}
+		vals[i] = cur
+	}
+	return makePKey(vals)
+}
+
+func (c *container) partitionFor(k pkey) *partition {
+	return c.parts[epk.Locate(c.bounds, k.epk)]
+}
+
+// parsedDoc is a validated item body.
+type parsedDoc struct {
+	id    string
+	pk    pkey
+	doc   map[string]any
+	body  []byte
+	terms int
+}
+
+// parseDoc validates an item body against the partition key in the header
+// (pkHeader == nil: a batch operation, checked against batchPK).
+func (c *container) parseDoc(body []byte, pk pkey) (*parsedDoc, *apiError) {
+	if len(body) > maxItemBytes {
+		return nil, &apiError{status: http.StatusRequestEntityTooLarge, code: "RequestEntityTooLarge",
+			msg: "Request size is too large: the maximum item size is 2 MB."}
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(body, &doc); err != nil || doc == nil {
+		return nil, badRequest("The request body is not a valid JSON object.")
+	}
+	id, ok := doc["id"].(string)
+	if !ok {
+		return nil, badRequest("The input content is invalid because the required properties - 'id; ' - are missing.")
+	}
+	if msg := validateID(id); msg != "" {
+		return nil, badRequest("%s", msg)
+	}
+	got := c.docPK(doc)
+	if got.json != pk.json {
+		return nil, badRequest("PartitionKey extracted from document %s doesn't match the one specified in the header %s.", got.json, pk.json)
+	}
+	return &parsedDoc{id: id, pk: pk, doc: doc, body: body, terms: c.index.indexTerms(doc)}, nil
+}
+
+// stored builds the item as stored: the body with fresh system properties.
+func (s *Server) stored(c *container, d *parsedDoc, ts int64) *item {
+	rid := s.newRID()
+	etag := `"` + rid + `-` + strconv.FormatInt(ts, 16) + `"`
+	sys := false
+	for k := range d.doc {
+		if systemProperty(k) {
+			sys = true
+			break
+		}
+	}
+	body := d.body
+	if sys {
+		// Rewrite without the client's system properties; decode numbers
+		// as written so large integers keep their precision.
+		dec := json.NewDecoder(bytes.NewReader(d.body))
+		dec.UseNumber()
+		var m map[string]any
+		if dec.Decode(&m) == nil {
+			for k := range m {
+				if systemProperty(k) {
+					delete(m, k)
+				}
+			}
+			body, _ = json.Marshal(m)
+		}
+	}
+	body = bytes.TrimRight(body, " \t\r\n")
+	out := make([]byte, 0, len(body)+128)
+	out = append(out, body[:len(body)-1]...)
+	if len(d.doc) > 0 {
+		out = append(out, ',')
+	}
+	out = append(out, `"_rid":"`...)
+	out = append(out, rid...)
+	out = append(out, `","_self":"dbs/`...)
+	out = append(out, c.dbID...)
+	out = append(out, `/colls/`...)
+	out = append(out, c.rid...)
+	out = append(out, `/docs/`...)
+	out = append(out, rid...)
+	out = append(out, `/","_etag":`...)
+	out, _ = appendJSONString(out, etag)
+	out = append(out, `,"_attachments":"attachments/","_ts":`...)
+	out = strconv.AppendInt(out, ts, 10)
+	out = append(out, '}')
+	return &item{id: d.id, pk: d.pk.json, body: out, etag: etag, ts: ts, terms: d.terms}
+}
+
+func appendJSONString(b []byte, s string) ([]byte, error) {
+	q, err := json.Marshal(s)
+	return append(b, q...), err
+}
+
+// serveDocs handles everything under /dbs/{db}/colls/{coll}/docs.
+func (s *Server) serveDocs(q *request) {
+	w, r := q.w, q.r
+	c, ok := s.lookup(q.segs[1], q.segs[3])
+	if !ok {
+		s.fail(w, http.StatusNotFound, "NotFound", "Container "+q.segs[1]+"/"+q.segs[3]+" does not exist", 0)
+		return
+	}
+	if len(q.segs) == 5 {
+		if r.Method != http.MethodPost {
+			if r.Method == http.MethodGet {
+				s.query(q, c, "SELECT * FROM c")
+				return
+			}
+			s.fail(w, http.StatusMethodNotAllowed, "MethodNotAllowed", "unsupported method", 0)
+			return
+		}
+		switch {
+		case strings.EqualFold(r.Header.Get("X-Ms-Cosmos-Is-Batch-Request"), "true"):
+			s.batch(q, c)
+		case r.Header.Get("X-Ms-Documentdb-Isquery") != "" || strings.HasPrefix(r.Header.Get("Content-Type"), "application/query+json"):
+			s.queryPost(q, c)
+		default:
+			s.write(q, c, strings.EqualFold(r.Header.Get("X-Ms-Documentdb-Is-Upsert"), "true"))
+		}
+		return
+	}
+	id := q.segs[5]
+	switch r.Method {
+	case http.MethodGet:
+		s.readItem(q, c, id)
+	case http.MethodPut:
+		s.replaceItem(q, c, id)
+	case http.MethodDelete:
+		s.deleteItem(q, c, id)
+	default:
+		s.fail(w, http.StatusMethodNotAllowed, "MethodNotAllowed", "unsupported method (patch is not supported by the emulator)", 0)
+	}
+}
+
+func minimal(r *http.Request) bool {
+	return strings.EqualFold(r.Header.Get("Prefer"), "return=minimal")
+}
+
+// replyItem answers a successful item operation.
+func (s *Server) replyItem(q *request, status int, charge float64, it *item, withBody bool) {
+	q.w.Header()[hEtag] = []string{it.etag}
+	if withBody {
+		s.reply(q.w, status, charge, it.body)
+		return
+	}
+	s.reply(q.w, status, charge, nil)
+}
+
+// write creates or upserts one item.
+func (s *Server) write(q *request, c *container, upsert bool) {
+	w, r := q.w, q.r
+	body, err := readBody(r)
+	if errors.Is(err, errTooLarge) {
+		s.fail(w, http.StatusRequestEntityTooLarge, "RequestEntityTooLarge", "Request size is too large.", 0)
+		return
+	} else if err != nil {
+		s.fail(w, http.StatusBadRequest, "BadRequest", err.Error(), 0)
+		return
+	}
+	pk, aerr := c.parsePKHeader(r.Header.Get("X-Ms-Documentdb-Partitionkey"), len(c.pkPaths))
+	if aerr != nil {
+		s.failAPI(w, aerr)
+		return
+	}
+	d, aerr := c.parseDoc(body, pk)
+	if aerr != nil {
+		s.failAPI(w, aerr)
+		return
+	}
+	ifMatch := r.Header.Get("If-Match")
+	p := c.partitionFor(pk)
+	key := itemKey(pk.json, d.id)
+
+	c.mu.Lock()
+	now := s.clock()
+	if ok, retry := p.admit(now, c.budget(s.noisyRU())); !ok {
+		p.record(now, 0, true)
+		c.mu.Unlock()
+		s.throttle(w, retry)
+		return
+	}
+	old := p.items[key]
+	switch {
+	case old != nil && !upsert:
+		p.record(now, failedRequestRU, false)
+		c.mu.Unlock()
+		s.failAPI(w, errConflict)
+		return
+	case ifMatch != "" && (old == nil || old.etag != ifMatch):
+		p.record(now, failedRequestRU, false)
+		c.mu.Unlock()
+		s.failAPI(w, errPrecondition)
+		return
+	}
+	charge := createCharge(len(body), d.terms)
+	status := http.StatusCreated
+	if old != nil {
+		charge, status = 2*charge, http.StatusOK
+	}
+	charge = s.withNoise(charge)
+	it := s.stored(c, d, now.Unix())
+	if err := s.logRecord(encMutations(c.dbID, c.id, []mutation{{put: true, key: key, it: it}})); err != nil {
+		c.mu.Unlock()
+		s.fail(w, http.StatusInternalServerError, "InternalServerError", err.Error(), 0)
+		return
+	}
+	p.put(key, it)
+	p.record(now, charge, false)
+	c.mu.Unlock()
+	s.replyItem(q, status, charge, it, !minimal(r))
+}
+
+func (s *Server) replaceItem(q *request, c *container, id string) {
+	w, r := q.w, q.r
+	if msg := validateID(id); msg != "" {
+		s.fail(w, http.StatusBadRequest, "BadRequest", msg, 0)
+		return
+	}
+	body, err := readBody(r)
+	if errors.Is(err, errTooLarge) {
+		s.fail(w, http.StatusRequestEntityTooLarge, "RequestEntityTooLarge", "Request size is too large.", 0)
+		return
+	} else if err != nil {
+		s.fail(w, http.StatusBadRequest, "BadRequest", err.Error(), 0)
+		return
+	}
+	pk, aerr := c.parsePKHeader(r.Header.Get("X-Ms-Documentdb-Partitionkey"), len(c.pkPaths))
+	if aerr != nil {
+		s.failAPI(w, aerr)
+		return
+	}
+	d, aerr := c.parseDoc(body, pk)
+	if aerr != nil {
+		s.failAPI(w, aerr)
+		return
+	}
+	if d.id != id {
+		s.failAPI(w, badRequest("The id in the body (%q) does not match the id in the URL (%q).", d.id, id))
+		return
+	}
+	ifMatch := r.Header.Get("If-Match")
+	p := c.partitionFor(pk)
+	key := itemKey(pk.json, id)
+
+	c.mu.Lock()
+	now := s.clock()
+	if ok, retry := p.admit(now, c.budget(s.noisyRU())); !ok {
+		p.record(now, 0, true)
+		c.mu.Unlock()
+		s.throttle(w, retry)
+		return
+	}
+	old := p.items[key]
+	if old == nil || ifMatch != "" && old.etag != ifMatch {
+		p.record(now, failedRequestRU, false)
+		c.mu.Unlock()
+		if old == nil {
+			s.failAPI(w, errNotFound)
+		} else {
+			s.failAPI(w, errPrecondition)
+		}
+		return
+	}
+	charge := s.withNoise(2 * createCharge(len(body), d.terms))
+	it := s.stored(c, d, now.Unix())
+	if err := s.logRecord(encMutations(c.dbID, c.id, []mutation{{put: true, key: key, it: it}})); err != nil {
+		c.mu.Unlock()
+		s.fail(w, http.StatusInternalServerError, "InternalServerError", err.Error(), 0)
+		return
+	}
+	p.put(key, it)
+	p.record(now, charge, false)
+	c.mu.Unlock()
+	s.replyItem(q, http.StatusOK, charge, it, !minimal(r))
+}
+
+func (s *Server) readItem(q *request, c *container, id string) {
+	w, r := q.w, q.r
+	pk, aerr := c.parsePKHeader(r.Header.Get("X-Ms-Documentdb-Partitionkey"), len(c.pkPaths))
+	if aerr != nil {
+		s.failAPI(w, aerr)
+		return
+	}
+	p := c.partitionFor(pk)
+	c.mu.Lock()
+	now := s.clock()
+	if ok, retry := p.admit(now, c.budget(s.noisyRU())); !ok {
+		p.record(now, 0, true)
+		c.mu.Unlock()
+		s.throttle(w, retry)
+		return
+	}
+	it := p.items[itemKey(pk.json, id)]
+	if it == nil {
+		p.record(now, failedRequestRU, false)
+		c.mu.Unlock()
+		s.failAPI(w, errNotFound)
+		return
+	}
+	charge := s.withNoise(readCharge(len(it.body)))
+	p.record(now, charge, false)
+	c.mu.Unlock()
+	if inm := r.Header.Get("If-None-Match"); inm != "" && inm == it.etag {
+		q.w.Header()[hEtag] = []string{it.etag}
+		s.reply(w, http.StatusNotModified, charge, nil)
+		return
+	}
+	s.replyItem(q, http.StatusOK, charge, it, true)
+}
+
+func (s *Server) deleteItem(q *request, c *container, id string) {
+	w, r := q.w, q.r
+	pk, aerr := c.parsePKHeader(r.Header.Get("X-Ms-Documentdb-Partitionkey"), len(c.pkPaths))
+	if aerr != nil {
+		s.failAPI(w, aerr)
+		return
+	}
+	ifMatch := r.Header.Get("If-Match")
+	p := c.partitionFor(pk)
+	key := itemKey(pk.json, id)
+	c.mu.Lock()
+	now := s.clock()
+	if ok, retry := p.admit(now, c.budget(s.noisyRU())); !ok {
+		p.record(now, 0, true)
+		c.mu.Unlock()
+		s.throttle(w, retry)
+		return
+	}
+	old := p.items[key]
+	if old == nil || ifMatch != "" && old.etag != ifMatch {
+		p.record(now, failedRequestRU, false)
+		c.mu.Unlock()
+		if old == nil {
+			s.failAPI(w, errNotFound)
+		} else {
+			s.failAPI(w, errPrecondition)
+		}
+		return
+	}
+	charge := s.withNoise(createCharge(len(old.body), old.terms))
+	if err := s.logRecord(encMutations(c.dbID, c.id, []mutation{{key: key, it: old}})); err != nil {
+		c.mu.Unlock()
+		s.fail(w, http.StatusInternalServerError, "InternalServerError", err.Error(), 0)
+		return
+	}
+	p.del(key)
+	p.record(now, charge, false)
+	c.mu.Unlock()
+	s.reply(w, http.StatusNoContent, charge, nil)
+}
+
+// maxBatchOps is the service's limit on operations in a transactional batch.
+const maxBatchOps = 100
+
+type batchOp struct {
+	OperationType string          `json:"operationType"`
+	ID            string          `json:"id"`
+	ResourceBody  json.RawMessage `json:"resourceBody"`
+	IfMatch       string          `json:"ifMatch"`
+}
+
+type batchResult struct {
+	StatusCode    int             `json:"statusCode"`
+	RequestCharge float64         `json:"requestCharge"`
+	ETag          string          `json:"eTag,omitempty"`
+	ResourceBody  json.RawMessage `json:"resourceBody,omitempty"`
+}
+
+// batch executes a transactional batch: all operations in one logical
+// partition, all-or-nothing. On the first failing operation nothing is
+// applied; the response is 207 with that operation's status and 424 for
+// the others, as the service does.
+func (s *Server) batch(q *request, c *container) {
+	w, r := q.w, q.r
+	body, err := readBody(r)
+	if errors.Is(err, errTooLarge) || len(body) > maxItemBytes {
+		s.fail(w, http.StatusRequestEntityTooLarge, "RequestEntityTooLarge", "Batch request size is too large: the limit is 2 MB.", 0)
+		return
+	} else if err != nil {
+		s.fail(w, http.StatusBadRequest, "BadRequest", err.Error(), 0)
+		return
+	}
+	pk, aerr := c.parsePKHeader(r.Header.Get("X-Ms-Documentdb-Partitionkey"), len(c.pkPaths))
+	if aerr != nil {
+		s.failAPI(w, aerr)
+		return
+	}
+	var ops []batchOp
+	if err := json.Unmarshal(body, &ops); err != nil {
+		s.failAPI(w, badRequest("The batch body is not a JSON array of operations: %v", err))
+		return
+	}
+	if len(ops) == 0 || len(ops) > maxBatchOps {
+		s.failAPI(w, badRequest("A transactional batch must have between 1 and %d operations; got %d.", maxBatchOps, len(ops)))
+		return
+	}
+	docs := make([]*parsedDoc, len(ops))
+	for i, op := range ops {
+		switch op.OperationType {
+		case "Create", "Upsert", "Replace":
+			d, aerr := c.parseDoc(op.ResourceBody, pk)
+			if aerr != nil {
+				aerr.msg = fmt.Sprintf("Batch operation %d: %s", i, aerr.msg)
+				s.failAPI(w, aerr)
+				return
+			}
+			if op.OperationType == "Replace" && d.id != op.ID {
+				s.failAPI(w, badRequest("Batch operation %d: the id in the body does not match the operation's id.", i))
+				return
+			}
+			docs[i] = d
+		case "Read", "Delete":
+			if op.ID == "" {
+				s.failAPI(w, badRequest("Batch operation %d: %s needs an id.", i, op.OperationType))
+				return
+			}
+		default:
+			s.failAPI(w, badRequest("Batch operation %d: operation type %q is not supported by the emulator.", i, op.OperationType))
+			return
+		}
+	}
+	withBodies := !minimal(r)
+	p := c.partitionFor(pk)
+
+	c.mu.Lock()
+	now := s.clock()
+	if ok, retry := p.admit(now, c.budget(s.noisyRU())); !ok {
+		p.record(now, 0, true)
+		c.mu.Unlock()
+		s.throttle(w, retry)
+		return
+	}
+	staged := make(map[string]*item) // nil value: deleted in this batch
+	get := func(key string) *item {
+		if it, ok := staged[key]; ok {
+			return it
+		}
+		return p.items[key]
+	}
+	results := make([]batchResult, len(ops))
+	var muts []mutation
+	total, failed := 0.0, -1
+	for i, op := range ops {
+		var res batchResult
+		var fail *apiError
+		switch op.OperationType {
+		case "Create", "Upsert", "Replace":
+			d := docs[i]
+			key := itemKey(pk.json, d.id)
+			old := get(key)
+			switch {
+			case op.OperationType == "Create" && old != nil:
+				fail = errConflict
+			case op.OperationType == "Replace" && old == nil:
+				fail = errNotFound
+			case op.IfMatch != "" && (old == nil || old.etag != op.IfMatch):
+				fail = errPrecondition
+			}
+			if fail != nil {
+				break
+			}
+			res.RequestCharge = createCharge(len(d.body), d.terms)
+			res.StatusCode = http.StatusCreated
+			if old != nil {
+				res.RequestCharge, res.StatusCode = 2*res.RequestCharge, http.StatusOK
+			}
+			it := s.stored(c, d, now.Unix())
+			staged[key] = it
+			muts = append(muts, mutation{put: true, key: key, it: it})
+			res.ETag = it.etag
+			if withBodies {
+				res.ResourceBody = it.body
+			}
+		case "Read":
+			old := get(itemKey(pk.json, op.ID))
+			if old == nil {
+				fail = errNotFound
+				break
+			}
+			res = batchResult{StatusCode: http.StatusOK, RequestCharge: readCharge(len(old.body)), ETag: old.etag, ResourceBody: old.body}
+		case "Delete":
+			key := itemKey(pk.json, op.ID)
+			old := get(key)
+			if old == nil {
+				fail = errNotFound
+				break
+			}
+			if op.IfMatch != "" && old.etag != op.IfMatch {
+				fail = errPrecondition
+				break
+			}
+			staged[key] = nil
+			muts = append(muts, mutation{key: key, it: old})
+			res = batchResult{StatusCode: http.StatusNoContent, RequestCharge: createCharge(len(old.body), old.terms)}
+		}
+		if fail != nil {
+			res = batchResult{StatusCode: fail.status, RequestCharge: failedRequestRU}
+			failed = i
+		}
+		res.RequestCharge = s.withNoise(res.RequestCharge)
+		total += res.RequestCharge
+		results[i] = res
+		if failed >= 0 {
+			break
+		}
+	}
+	total = round2(total)
+	if failed >= 0 {
+		for i := range results {
+			if i != failed {
+				results[i] = batchResult{StatusCode: http.StatusFailedDependency}
+			}
+		}
+		p.record(now, total, false)
+		c.mu.Unlock()
+		s.replyJSON(w, http.StatusMultiStatus, total, results)
+		return
+	}
+	if len(muts) > 0 {
+		if err := s.logRecord(encMutations(c.dbID, c.id, muts)); err != nil {
+			c.mu.Unlock()
+			s.fail(w, http.StatusInternalServerError, "InternalServerError", err.Error(), 0)
+			return
+		}
+	}
+	for _, m := range muts {
+		if m.put {
+			p.put(m.key, m.it)
+		} else {
+			p.del(m.key)
+		}
+	}
+	p.record(now, total, false)
+	c.mu.Unlock()
+	s.replyJSON(w, http.StatusOK, total, results)
+}
