@@ -144,6 +144,9 @@ type Result struct {
 	Live     Live
 	Series   []Second
 	Charges  *Histogram
+	// CheckpointSaves and CheckpointTime measure checkpointing's cost.
+	CheckpointSaves int64
+	CheckpointTime  time.Duration
 }
 
 // Second is one second of the run, for the report's chart.
@@ -188,6 +191,9 @@ type run struct {
 	inFlight               atomic.Int64
 	ruMilli                atomic.Int64
 	sinceCheckpoint        atomic.Int64
+
+	saves    int64         // checkpoints saved
+	saveTime time.Duration // time spent saving them (fsyncs mostly)
 
 	mu      sync.Mutex
 	fatal   error
@@ -277,6 +283,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	snap, serr := r.checkpoint(true)
 	res := &Result{Cause: r.cause, Err: r.fatal, Snapshot: snap, Live: r.live(), Charges: r.charges}
 	r.mu.Lock()
+	res.CheckpointSaves, res.CheckpointTime = r.saves, r.saveTime
 	res.Series = append([]Second(nil), r.series...)
 	r.mu.Unlock()
 	if cerr := dl.close(); cerr != nil && serr == nil {
@@ -442,7 +449,13 @@ func (r *run) checkpoint(final bool) (Snapshot, error) {
 	if r.o.Checkpoint == nil {
 		return s, nil
 	}
-	return s, r.o.Checkpoint(s)
+	began := time.Now()
+	err = r.o.Checkpoint(s)
+	r.mu.Lock()
+	r.saves++
+	r.saveTime += time.Since(began)
+	r.mu.Unlock()
+	return s, err
 }
 
 // readAll reads every input in order, maps records and queues them on

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,6 +36,11 @@ type Report struct {
 	Utilization            float64 `json:"utilization"`
 	DeadLetterPath         string  `json:"dead_letter_path"`
 	CheckpointPath         string  `json:"checkpoint_path"`
+	// CheckpointSaves and CheckpointSeconds are this run's checkpointing:
+	// how often it saved and the time the saves took (they run beside
+	// the writers, so this bounds their cost to throughput from above).
+	CheckpointSaves   int64   `json:"checkpoint_saves"`
+	CheckpointSeconds float64 `json:"checkpoint_seconds"`
 
 	Strategy   string `json:"strategy"`
 	Mode       string `json:"mode"`
@@ -103,6 +109,8 @@ func buildReport(j *Job, res *Result, target float64, partitions int, base check
 		Container:              j.Target.Container,
 		Embedded:               j.Embedded,
 		Series:                 res.Series,
+		CheckpointSaves:        res.CheckpointSaves,
+		CheckpointSeconds:      math.Round(res.CheckpointTime.Seconds()*1e4) / 1e4,
 		FinishedAt:             j.Now(),
 	}
 	r.StartedAt = r.FinishedAt.Add(-res.Snapshot.Elapsed)

@@ -1,0 +1,699 @@
+// Package chart draws time-series line charts as standalone SVG.
+//
+// It is written here rather than borrowed because the report it feeds must
+// be a single file that works offline: no JavaScript, no web fonts, no
+// external styles. Output is deterministic — the same Chart always gives
+// the same bytes — so tests compare against golden files.
+//
+// Text and axes are drawn in currentColor, so a page embedding the SVG
+// inline decides whether they are dark on light or light on dark.
+package chart
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// MaxPoints is the most points drawn per series. Longer series are reduced
+// to the minimum and maximum of each bucket, so a six-hour run stays a few
+// hundred kilobytes and its peaks and troughs survive.
+const MaxPoints = 2000
+
+// Default size in pixels.
+const (
+	DefaultWidth  = 800
+	DefaultHeight = 320
+)
+
+// Point is one sample.
+type Point struct{ X, Y float64 }
+
+// Series is one line. NaN or infinite values are skipped and break the line.
+type Series struct {
+	Name   string
+	Color  string // CSS colour; empty picks from the palette
+	Points []Point
+	Dashed bool
+	// Step draws a staircase: each value holds until the next sample, as
+	// per-second counters do.
+	Step bool
+}
+
+// HLine is a horizontal reference line, such as the provisioned RU/s.
+type HLine struct {
+	Y            float64
+	Label, Color string
+}
+
+// Marker flags one event, such as throttled requests in one second. Label
+// becomes its tooltip.
+type Marker struct {
+	X, Y  float64
+	Label string
+	Color string
+}
+
+// Chart is a line chart. The zero value of every field but the data has a
+// sensible default.
+type Chart struct {
+	Title, XLabel, YLabel string
+	Width, Height         int // default 800×320
+	Series                []Series
+	HLines                []HLine
+	Markers               []Marker
+	// YMin and YMax fix the vertical range; both zero means automatic:
+	// include 0, every value and every HLine, plus 7 % headroom.
+	YMin, YMax float64
+	// XDuration labels the horizontal axis as elapsed time (m:ss or h:mm)
+	// with ticks on whole seconds, minutes or hours, for X in seconds.
+	XDuration bool
+}
+
+var palette = []string{"#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#ca8a04", "#db2777"}
+
+const (
+	defaultMarkerColor = "#dc2626"
+	defaultHLineColor  = "#64748b"
+	fontSize           = 12
+	charWidth          = 6.6 // average advance of system-ui at 12 px, for layout only
+)
+
+// SVG returns the chart as an SVG document fragment (an <svg> element),
+// suitable for a .svg file or inline HTML.
+func (c Chart) SVG() []byte {
+	var b bytes.Buffer
+	c.render(&b)
+	return b.Bytes()
+}
+
+// WriteSVG writes the chart to w.
+func (c Chart) WriteSVG(w io.Writer) error {
+	if _, err := w.Write(c.SVG()); err != nil {
+		return fmt.Errorf("write svg: %w", err)
+	}
+	return nil
+}
+
+// sample is a point ready to draw; gap means the line breaks before it.
+type sample struct {
+	x, y float64
+	gap  bool
+}
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// clean drops unusable points, remembering where the line must break.
+func clean(pts []Point) []sample {
+	out := make([]sample, 0, len(pts))
+	gap := false
+	for _, p := range pts {
+		if !finite(p.X) || !finite(p.Y) {
+			gap = len(out) > 0
+			continue
+		}
+		out = append(out, sample{x: p.X, y: p.Y, gap: gap})
+		gap = false
+	}
+	return out
+}
+
+// downsample keeps the minimum and maximum of each of max/2 equal-count
+// buckets, in their original order, so a spike of one second in a
+// six-hour run is still drawn at its full height.
+func downsample(s []sample, max int) []sample {
+	if len(s) <= max {
+		return s
+	}
+	buckets := max / 2
+	out := make([]sample, 0, max)
+	for i := 0; i < buckets; i++ {
+		lo := i * len(s) / buckets
+		hi := (i + 1) * len(s) / buckets
+		if lo >= hi {
+			continue
+		}
+		mn, mx := lo, lo
+		gap := false
+		for j := lo; j < hi; j++ {
+			if s[j].y < s[mn].y {
+				mn = j
+			}
+			if s[j].y > s[mx].y {
+				mx = j
+			}
+			gap = gap || s[j].gap
+		}
+		first, second := mn, mx
+		if mx < mn {
+			first, second = mx, mn
+		}
+		a := s[first]
+		a.gap = gap
+		out = append(out, a)
+		if second != first {
+			b := s[second]
+			b.gap = false
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// safeColor accepts the colour syntaxes a caller plausibly passes (#hex,
+// names, rgb()/hsl()) and nothing that could break out of an attribute.
+func safeColor(c, fallback string) string {
+	if c == "" || len(c) > 64 {
+		return fallback
+	}
+	for _, r := range c {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		case strings.ContainsRune("#(),.% -", r):
+		default:
+			return fallback
+		}
+	}
+	return c
+}
+
+var xmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&#39;")
+
+func esc(s string) string { return xmlEscaper.Replace(s) }
+
+// num formats a pixel coordinate to 0.1 px: enough for any screen, and
+// short and stable in the output.
+func num(v float64) string {
+	v = math.Round(v*10) / 10
+	if v == 0 {
+		v = 0 // no "-0"
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
+// FormatNumber formats v with thousands separators and the given number
+// of decimals: 12345.6 → "12,345.6".
+func FormatNumber(v float64, decimals int) string {
+	if !finite(v) {
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	s := strconv.FormatFloat(math.Abs(v), 'f', decimals, 64)
+	intPart, frac := s, ""
+	if i := strings.IndexByte(s, '.'); i >= 0 {
+		intPart, frac = s[:i], s[i:]
+	}
+	var b strings.Builder
+	if v < 0 && strings.Trim(s, "0.") != "" {
+		b.WriteByte('-')
+	}
+	for i, r := range intPart {
+		if i > 0 && (len(intPart)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	b.WriteString(frac)
+	return b.String()
+}
+
+// niceStep rounds raw up to 1, 2 or 5 times a power of ten.
+func niceStep(raw float64) float64 {
+	if raw <= 0 || !finite(raw) {
+		return 1
+	}
+	p := math.Pow(10, math.Floor(math.Log10(raw)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if raw <= m*p*(1+1e-9) {
+			return m * p
+		}
+	}
+	return 10 * p
+}
+
+// durationSteps are tick spacings in seconds that read well on a clock.
+var durationSteps = []float64{1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400}
+
+func durationStep(raw float64) float64 {
+	for _, s := range durationSteps {
+		if raw <= s {
+			return s
+		}
+	}
+	return niceStep(raw/86400) * 86400
+}
+
+// ticks returns the multiples of step within [lo, hi].
+func ticks(lo, hi, step float64) []float64 {
+	var out []float64
+	start := math.Ceil(lo/step-1e-9) * step
+	for i := 0; i < 100; i++ {
+		v := start + float64(i)*step
+		if v > hi+step*1e-9 {
+			break
+		}
+		if math.Abs(v) < step*1e-9 {
+			v = 0
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+func decimalsFor(step float64) int {
+	if step >= 1 {
+		return 0
+	}
+	return int(math.Ceil(-math.Log10(step) - 1e-9))
+}
+
+func formatDuration(sec float64, long bool, withSeconds bool) string {
+	neg := sec < 0
+	t := int64(math.Round(math.Abs(sec)))
+	var s string
+	switch {
+	case long && withSeconds:
+		s = fmt.Sprintf("%d:%02d:%02d", t/3600, t/60%60, t%60)
+	case long:
+		s = fmt.Sprintf("%d:%02d", t/3600, t/60%60)
+	default:
+		s = fmt.Sprintf("%d:%02d", t/60, t%60)
+	}
+	if neg && t != 0 {
+		s = "-" + s
+	}
+	return s
+}
+
+// yRange is the automatic vertical range: 0, every value, every HLine and
+// marker, and 7 % headroom on the side(s) away from zero.
+func (c Chart) yRange(series [][]sample) (lo, hi float64) {
+	if c.YMin != 0 || c.YMax != 0 {
+		lo, hi = c.YMin, c.YMax
+		if hi <= lo {
+			hi = lo + 1
+		}
+		return lo, hi
+	}
+	for _, s := range series {
+		for _, p := range s {
+			lo, hi = math.Min(lo, p.y), math.Max(hi, p.y)
+		}
+	}
+	for _, h := range c.HLines {
+		if finite(h.Y) {
+			lo, hi = math.Min(lo, h.Y), math.Max(hi, h.Y)
+		}
+	}
+	for _, m := range c.Markers {
+		if finite(m.X) && finite(m.Y) {
+			lo, hi = math.Min(lo, m.Y), math.Max(hi, m.Y)
+		}
+	}
+	if hi == lo {
+		return lo, lo + 1
+	}
+	span := hi - lo
+	if hi > 0 {
+		hi += 0.07 * span
+	}
+	if lo < 0 {
+		lo -= 0.07 * span
+	}
+	return lo, hi
+}
+
+func (c Chart) xRange(series [][]sample) (lo, hi float64, ok bool) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for _, s := range series {
+		for _, p := range s {
+			lo, hi = math.Min(lo, p.x), math.Max(hi, p.x)
+		}
+	}
+	for _, m := range c.Markers {
+		if finite(m.X) && finite(m.Y) {
+			lo, hi = math.Min(lo, m.X), math.Max(hi, m.X)
+		}
+	}
+	if lo > hi {
+		return 0, 1, false
+	}
+	if lo == hi {
+		return lo - 0.5, hi + 0.5, true
+	}
+	return lo, hi, true
+}
+
+type legendItem struct {
+	name, color string
+	dashed      bool
+	marker      bool
+}
+
+func (c Chart) legend() []legendItem {
+	var items []legendItem
+	for i, s := range c.Series {
+		if s.Name == "" {
+			continue
+		}
+		items = append(items, legendItem{name: s.Name, color: safeColor(s.Color, palette[i%len(palette)]), dashed: s.Dashed})
+	}
+	for _, h := range c.HLines {
+		if h.Label == "" || !finite(h.Y) {
+			continue
+		}
+		items = append(items, legendItem{name: h.Label, color: safeColor(h.Color, defaultHLineColor), dashed: true})
+	}
+	return items
+}
+
+func textWidth(s string) float64 { return float64(len([]rune(s))) * charWidth }
+
+func (c Chart) render(b *bytes.Buffer) {
+	w, h := c.Width, c.Height
+	if w <= 0 {
+		w = DefaultWidth
+	}
+	if h <= 0 {
+		h = DefaultHeight
+	}
+	series := make([][]sample, len(c.Series))
+	for i, s := range c.Series {
+		series[i] = downsample(clean(s.Points), MaxPoints)
+	}
+	x0, x1, hasData := c.xRange(series)
+	y0, y1 := c.yRange(series)
+
+	// Vertical ticks decide the left margin, which decides the plot width,
+	// which decides the horizontal ticks.
+	yStep := niceStep((y1 - y0) / 5)
+	yTicks := ticks(y0, y1, yStep)
+	yDec := decimalsFor(yStep)
+	yLabels := make([]string, len(yTicks))
+	maxLabel := 0.0
+	for i, v := range yTicks {
+		yLabels[i] = FormatNumber(v, yDec)
+		maxLabel = math.Max(maxLabel, textWidth(yLabels[i]))
+	}
+	legend := c.legend()
+
+	top := 16.0
+	if c.Title != "" {
+		top = 40
+	}
+	left := maxLabel + 16
+	if c.YLabel != "" {
+		left += 22
+	}
+	right := 24.0
+	plotW := float64(w) - left - right
+	if plotW < 50 {
+		plotW = 50
+	}
+
+	// Lay the legend out in rows under the axis label.
+	type placed struct {
+		item legendItem
+		x    float64
+		row  int
+	}
+	var legendPlaced []placed
+	lx, row := 0.0, 0
+	for _, it := range legend {
+		iw := 28 + textWidth(it.name) + 18
+		if lx > 0 && lx+iw > plotW {
+			lx, row = 0, row+1
+		}
+		legendPlaced = append(legendPlaced, placed{it, lx, row})
+		lx += iw
+	}
+	if hasMarkers(c.Markers) {
+		iw := 20 + textWidth(markerLegend(c.Markers)) + 18
+		if lx > 0 && lx+iw > plotW {
+			lx, row = 0, row+1
+		}
+		legendPlaced = append(legendPlaced, placed{legendItem{name: markerLegend(c.Markers), color: safeColor(firstMarkerColor(c.Markers), defaultMarkerColor), marker: true}, lx, row})
+	}
+	bottom := 26.0
+	if c.XLabel != "" {
+		bottom += 20
+	}
+	legendTop := float64(h) - bottom + 8 // overwritten below when there is a legend
+	if len(legendPlaced) > 0 {
+		bottom += 10 + float64(row+1)*20
+	}
+	plotH := float64(h) - top - bottom
+	if plotH < 40 {
+		plotH = 40
+	}
+	plotBottom := top + plotH
+	legendTop = plotBottom + 26
+	if c.XLabel != "" {
+		legendTop += 20
+	}
+
+	px := func(x float64) float64 { return left + (x-x0)/(x1-x0)*plotW }
+	py := func(y float64) float64 {
+		v := plotBottom - (y-y0)/(y1-y0)*plotH
+		return math.Max(top, math.Min(plotBottom, v)) // clamp: a fixed range must not draw outside
+	}
+
+	var xStep float64
+	target := math.Max(2, math.Floor(plotW/90))
+	if c.XDuration {
+		xStep = durationStep((x1 - x0) / target)
+	} else {
+		xStep = niceStep((x1 - x0) / target)
+	}
+	xTicks := ticks(x0, x1, xStep)
+	xLabel := func(v float64) string {
+		if c.XDuration {
+			long := math.Max(math.Abs(x0), math.Abs(x1)) >= 3600
+			return formatDuration(v, long, long && math.Mod(xStep, 60) != 0)
+		}
+		return FormatNumber(v, decimalsFor(xStep))
+	}
+
+	label := c.Title
+	if label == "" {
+		label = "chart"
+	}
+	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s" font-family="system-ui, sans-serif" font-size="%d">`+"\n",
+		w, h, w, h, esc(label), fontSize)
+	fmt.Fprintf(b, "<title>%s</title>\n", esc(label))
+	fmt.Fprintf(b, "<desc>%s</desc>\n", esc(c.describe(series)))
+	if c.Title != "" {
+		fmt.Fprintf(b, `<text class="title" x="%s" y="22" font-size="15" font-weight="600" fill="currentColor">%s</text>`+"\n", num(left), esc(c.Title))
+	}
+
+	// Grid and vertical axis.
+	b.WriteString(`<g class="y-axis" fill="currentColor">` + "\n")
+	for i, v := range yTicks {
+		y := py(v)
+		fmt.Fprintf(b, `<g class="tick" data-value="%s"><line x1="%s" y1="%s" x2="%s" y2="%s" stroke="currentColor" stroke-opacity="%s"/><text x="%s" y="%s" text-anchor="end" dominant-baseline="middle" fill-opacity="0.75">%s</text></g>`+"\n",
+			strconv.FormatFloat(v, 'g', -1, 64), num(left), num(y), num(left+plotW), num(y), gridOpacity(v), num(left-8), num(y), yLabels[i])
+	}
+	b.WriteString("</g>\n")
+	if c.YLabel != "" {
+		cy := top + plotH/2
+		fmt.Fprintf(b, `<text class="y-label" x="14" y="%s" transform="rotate(-90 14 %s)" text-anchor="middle" dominant-baseline="middle" fill="currentColor" fill-opacity="0.85">%s</text>`+"\n", num(cy), num(cy), esc(c.YLabel))
+	}
+
+	// Horizontal axis.
+	b.WriteString(`<g class="x-axis" fill="currentColor">` + "\n")
+	fmt.Fprintf(b, `<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="currentColor" stroke-opacity="0.5"/>`+"\n", num(left), num(plotBottom), num(left+plotW), num(plotBottom))
+	if hasData {
+		for _, v := range xTicks {
+			x := px(v)
+			fmt.Fprintf(b, `<g class="tick"><line x1="%s" y1="%s" x2="%s" y2="%s" stroke="currentColor" stroke-opacity="0.5"/><text x="%s" y="%s" text-anchor="middle" fill-opacity="0.75">%s</text></g>`+"\n",
+				num(x), num(plotBottom), num(x), num(plotBottom+5), num(x), num(plotBottom+18), xLabel(v))
+		}
+	}
+	b.WriteString("</g>\n")
+	if c.XLabel != "" {
+		fmt.Fprintf(b, `<text class="x-label" x="%s" y="%s" text-anchor="middle" fill="currentColor" fill-opacity="0.85">%s</text>`+"\n", num(left+plotW/2), num(plotBottom+38), esc(c.XLabel))
+	}
+
+	if !hasData {
+		fmt.Fprintf(b, `<text class="empty" x="%s" y="%s" text-anchor="middle" dominant-baseline="middle" fill="currentColor" fill-opacity="0.6">No data</text>`+"\n", num(left+plotW/2), num(top+plotH/2))
+	}
+
+	// Reference lines under the data, so a series riding the target shows.
+	for _, hl := range c.HLines {
+		if !finite(hl.Y) || hl.Y < y0 || hl.Y > y1 {
+			continue
+		}
+		col := safeColor(hl.Color, defaultHLineColor)
+		y := py(hl.Y)
+		fmt.Fprintf(b, `<g class="hline"><line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="1.5" stroke-dasharray="6 4"/>`, num(left), num(y), num(left+plotW), num(y), col)
+		if hl.Label != "" {
+			fmt.Fprintf(b, `<text x="%s" y="%s" text-anchor="end" fill="%s" font-size="11">%s</text>`, num(left+plotW-4), num(y-5), col, esc(hl.Label))
+		}
+		b.WriteString("</g>\n")
+	}
+
+	for i, s := range series {
+		if len(s) == 0 {
+			continue
+		}
+		spec := c.Series[i]
+		col := safeColor(spec.Color, palette[i%len(palette)])
+		dash := ""
+		if spec.Dashed {
+			dash = ` stroke-dasharray="5 4"`
+		}
+		fmt.Fprintf(b, `<path class="series" data-name="%s" fill="none" stroke="%s" stroke-width="1.75" stroke-linejoin="round" stroke-linecap="round"%s d="`, esc(spec.Name), col, dash)
+		b.WriteString(seriesPath(s, spec.Step, px, py))
+		b.WriteString(`">`)
+		if spec.Name != "" {
+			fmt.Fprintf(b, "<title>%s</title>", esc(spec.Name))
+		}
+		b.WriteString("</path>\n")
+	}
+
+	// Markers on top.
+	if hasMarkers(c.Markers) {
+		b.WriteString(`<g class="markers">` + "\n")
+		for _, m := range c.Markers {
+			if !finite(m.X) || !finite(m.Y) {
+				continue
+			}
+			x, y := px(m.X), py(m.Y)
+			tip := m.Label
+			if tip == "" {
+				tip = FormatNumber(m.X, 0) + ": " + FormatNumber(m.Y, 0)
+			}
+			fmt.Fprintf(b, `<g class="marker"><title>%s</title><path d="M%s %sl-4.5 -8h9z" fill="%s" stroke="white" stroke-width="0.75"/></g>`+"\n",
+				esc(tip), num(x), num(y), safeColor(m.Color, defaultMarkerColor))
+		}
+		b.WriteString("</g>\n")
+	}
+
+	if len(legendPlaced) > 0 {
+		b.WriteString(`<g class="legend" fill="currentColor">` + "\n")
+		for _, p := range legendPlaced {
+			x := left + p.x
+			y := legendTop + float64(p.row)*20
+			if p.item.marker {
+				fmt.Fprintf(b, `<g><path d="M%s %sl-4.5 -8h9z" fill="%s"/><text x="%s" y="%s" dominant-baseline="middle">%s</text></g>`+"\n",
+					num(x+6), num(y+4), p.item.color, num(x+16), num(y), esc(p.item.name))
+				continue
+			}
+			dash := ""
+			if p.item.dashed {
+				dash = ` stroke-dasharray="5 3"`
+			}
+			fmt.Fprintf(b, `<g><line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="2.5"%s/><text x="%s" y="%s" dominant-baseline="middle">%s</text></g>`+"\n",
+				num(x), num(y), num(x+22), num(y), p.item.color, dash, num(x+28), num(y), esc(p.item.name))
+		}
+		b.WriteString("</g>\n")
+	}
+	b.WriteString("</svg>\n")
+}
+
+func gridOpacity(v float64) string {
+	if v == 0 {
+		return "0.5"
+	}
+	return "0.12"
+}
+
+func hasMarkers(ms []Marker) bool {
+	for _, m := range ms {
+		if finite(m.X) && finite(m.Y) {
+			return true
+		}
+	}
+	return false
+}
+
+func firstMarkerColor(ms []Marker) string {
+	for _, m := range ms {
+		if finite(m.X) && finite(m.Y) {
+			return m.Color
+		}
+	}
+	return ""
+}
+
+func markerLegend(ms []Marker) string {
+	n := 0
+	for _, m := range ms {
+		if finite(m.X) && finite(m.Y) {
+			n++
+		}
+	}
+	if n == 1 {
+		return "1 marked event"
+	}
+	return FormatNumber(float64(n), 0) + " marked events"
+}
+
+// seriesPath is the path data for one series; a point that starts a new
+// segment (the first, or one after a gap) is a move, and a segment of one
+// point is drawn as a dot by a zero-length line with round caps.
+func seriesPath(s []sample, step bool, px, py func(float64) float64) string {
+	var b strings.Builder
+	for i, p := range s {
+		x, y := num(px(p.x)), num(py(p.y))
+		startsSegment := i == 0 || p.gap
+		if startsSegment {
+			if b.Len() > 0 {
+				b.WriteByte(' ')
+			}
+			fmt.Fprintf(&b, "M%s %s", x, y)
+			endsSegment := i == len(s)-1 || s[i+1].gap
+			if endsSegment {
+				fmt.Fprintf(&b, " L%s %s", x, y)
+			}
+			continue
+		}
+		if step {
+			fmt.Fprintf(&b, " L%s %s", x, num(py(s[i-1].y)))
+		}
+		fmt.Fprintf(&b, " L%s %s", x, y)
+	}
+	return b.String()
+}
+
+// describe is the chart's text alternative: what is drawn and its extremes.
+func (c Chart) describe(series [][]sample) string {
+	var parts []string
+	for i, s := range series {
+		name := c.Series[i].Name
+		if name == "" {
+			name = fmt.Sprintf("series %d", i+1)
+		}
+		if len(s) == 0 {
+			parts = append(parts, name+": no data")
+			continue
+		}
+		peak := s[0].y
+		for _, p := range s {
+			peak = math.Max(peak, p.y)
+		}
+		parts = append(parts, fmt.Sprintf("%s: %s points, peak %s", name, FormatNumber(float64(len(c.Series[i].Points)), 0), FormatNumber(peak, decimalsFor(peakPrecision(peak)))))
+	}
+	for _, h := range c.HLines {
+		if finite(h.Y) && h.Label != "" {
+			parts = append(parts, fmt.Sprintf("%s at %s", h.Label, FormatNumber(h.Y, decimalsFor(peakPrecision(h.Y)))))
+		}
+	}
+	if hasMarkers(c.Markers) {
+		parts = append(parts, markerLegend(c.Markers))
+	}
+	if len(parts) == 0 {
+		return "No data."
+	}
+	return strings.Join(parts, "; ") + "."
+}
+
+// peakPrecision shows small values with one decimal and large ones whole.
+func peakPrecision(v float64) float64 {
+	if math.Abs(v) < 100 && v != math.Trunc(v) {
+		return 0.1
+	}
+	return 1
+}
