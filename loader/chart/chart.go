@@ -71,6 +71,13 @@ type Chart struct {
 	// XDuration labels the horizontal axis as elapsed time (m:ss or h:mm)
 	// with ticks on whole seconds, minutes or hours, for X in seconds.
 	XDuration bool
+	// LeftMargin is the least room, in pixels, left of the plot for tick
+	// labels; charts stacked on one page set the same value so their
+	// plots line up.
+	LeftMargin int
+	// MarkerLegend names the markers in the legend, as in "seconds with
+	// 429s"; empty reads "N marked events".
+	MarkerLegend string
 }
 
 var palette = []string{"#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#ca8a04", "#db2777"}
@@ -407,6 +414,7 @@ func (c Chart) render(b *bytes.Buffer) {
 	if c.YLabel != "" {
 		left += 22
 	}
+	left = math.Max(left, float64(c.LeftMargin))
 	right := 24.0
 	plotW := float64(w) - left - right
 	if plotW < 50 {
@@ -430,29 +438,31 @@ func (c Chart) render(b *bytes.Buffer) {
 		lx += iw
 	}
 	if hasMarkers(c.Markers) {
-		iw := 20 + textWidth(markerLegend(c.Markers)) + 18
+		name := c.MarkerLegend
+		if name == "" {
+			name = markerLegend(c.Markers)
+		}
+		iw := 20 + textWidth(name) + 18
 		if lx > 0 && lx+iw > plotW {
 			lx, row = 0, row+1
 		}
-		legendPlaced = append(legendPlaced, placed{legendItem{name: markerLegend(c.Markers), color: safeColor(firstMarkerColor(c.Markers), defaultMarkerColor), marker: true}, lx, row})
+		legendPlaced = append(legendPlaced, placed{legendItem{name: name, color: markerColor(c.Markers), marker: true}, lx, row})
 	}
-	bottom := 26.0
+	// Below the plot: tick labels, the axis label, then legend rows.
+	legendOffset := 36.0
 	if c.XLabel != "" {
-		bottom += 20
+		legendOffset = 58
 	}
-	legendTop := float64(h) - bottom + 8 // overwritten below when there is a legend
+	bottom := legendOffset - 10
 	if len(legendPlaced) > 0 {
-		bottom += 10 + float64(row+1)*20
+		bottom = legendOffset + float64(row)*20 + 14
 	}
 	plotH := float64(h) - top - bottom
 	if plotH < 40 {
 		plotH = 40
 	}
 	plotBottom := top + plotH
-	legendTop = plotBottom + 26
-	if c.XLabel != "" {
-		legendTop += 20
-	}
+	legendTop := plotBottom + legendOffset
 
 	px := func(x float64) float64 { return left + (x-x0)/(x1-x0)*plotW }
 	py := func(y float64) float64 {
@@ -529,7 +539,8 @@ func (c Chart) render(b *bytes.Buffer) {
 		y := py(hl.Y)
 		fmt.Fprintf(b, `<g class="hline"><line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="1.5" stroke-dasharray="6 4"/>`, num(left), num(y), num(left+plotW), num(y), col)
 		if hl.Label != "" {
-			fmt.Fprintf(b, `<text x="%s" y="%s" text-anchor="end" fill="%s" font-size="11">%s</text>`, num(left+plotW-4), num(y-5), col, esc(hl.Label))
+			// The halo keeps the label legible where a series crosses it.
+			fmt.Fprintf(b, `<text x="%s" y="%s" text-anchor="end" fill="%s" font-size="11" stroke-width="3" stroke-linejoin="round" paint-order="stroke" style="stroke: var(--chart-bg, #fff)">%s</text>`, num(left+plotW-4), num(y-5), col, esc(hl.Label))
 		}
 		b.WriteString("</g>\n")
 	}
@@ -551,6 +562,12 @@ func (c Chart) render(b *bytes.Buffer) {
 			fmt.Fprintf(b, "<title>%s</title>", esc(spec.Name))
 		}
 		b.WriteString("</path>\n")
+		// A segment of one point has no length to stroke; draw it as a dot.
+		for j, p := range s {
+			if (j == 0 || p.gap) && (j == len(s)-1 || s[j+1].gap) {
+				fmt.Fprintf(b, `<circle class="dot" cx="%s" cy="%s" r="3" fill="%s"/>`+"\n", num(px(p.x)), num(py(p.y)), col)
+			}
+		}
 	}
 
 	// Markers on top.
@@ -565,7 +582,7 @@ func (c Chart) render(b *bytes.Buffer) {
 			if tip == "" {
 				tip = FormatNumber(m.X, 0) + ": " + FormatNumber(m.Y, 0)
 			}
-			fmt.Fprintf(b, `<g class="marker"><title>%s</title><path d="M%s %sl-4.5 -8h9z" fill="%s" stroke="white" stroke-width="0.75"/></g>`+"\n",
+			fmt.Fprintf(b, `<g class="marker"><title>%s</title><path d="M%s %sl-4.5 -8h9z" fill="%s" stroke-width="0.75" style="stroke: var(--chart-bg, #fff)"/></g>`+"\n",
 				esc(tip), num(x), num(y), safeColor(m.Color, defaultMarkerColor))
 		}
 		b.WriteString("</g>\n")
@@ -609,13 +626,18 @@ func hasMarkers(ms []Marker) bool {
 	return false
 }
 
-func firstMarkerColor(ms []Marker) string {
-	for _, m := range ms {
-		if finite(m.X) && finite(m.Y) {
-			return m.Color
+// markerColor is the legend's marker colour: the markers' own when they
+// share one, else the text colour, since no single swatch is right.
+func markerColor(ms []Marker) string {
+	col := ""
+	for i, m := range ms {
+		c := safeColor(m.Color, defaultMarkerColor)
+		if i > 0 && c != col {
+			return "currentColor"
 		}
+		col = c
 	}
-	return ""
+	return col
 }
 
 func markerLegend(ms []Marker) string {
@@ -625,10 +647,14 @@ func markerLegend(ms []Marker) string {
 			n++
 		}
 	}
+	return plural(n, "marked event")
+}
+
+func plural(n int, noun string) string {
 	if n == 1 {
-		return "1 marked event"
+		return "1 " + noun
 	}
-	return FormatNumber(float64(n), 0) + " marked events"
+	return FormatNumber(float64(n), 0) + " " + noun + "s"
 }
 
 // seriesPath is the path data for one series; a point that starts a new
@@ -674,7 +700,7 @@ func (c Chart) describe(series [][]sample) string {
 		for _, p := range s {
 			peak = math.Max(peak, p.y)
 		}
-		parts = append(parts, fmt.Sprintf("%s: %s points, peak %s", name, FormatNumber(float64(len(c.Series[i].Points)), 0), FormatNumber(peak, decimalsFor(peakPrecision(peak)))))
+		parts = append(parts, fmt.Sprintf("%s: %s, peak %s", name, plural(len(c.Series[i].Points), "point"), FormatNumber(peak, decimalsFor(peakPrecision(peak)))))
 	}
 	for _, h := range c.HLines {
 		if finite(h.Y) && h.Label != "" {

@@ -249,3 +249,12 @@ func TestDurationTicks(t *testing.T) {
 		}
 	}
 }
+
+func TestFixedRangeClampsToPlot(t *testing.T) {
+	c := Chart{YMin: 0, YMax: 100, Series: []Series{{Name: "s", Points: []Point{{0, 50}, {1, 500}, {2, -20}}}}}
+	svg := c.SVG()
+	peak, _ := drawnPeak(t, svg, "s")
+	if math.Abs(peak-100) > 1 {
+		t.Errorf("value above YMax drawn at %.1f, want clamped to 100", peak)
+	}
+}

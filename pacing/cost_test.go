@@ -1,0 +1,142 @@
+package pacing
+
+import (
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+func TestSizeCost(t *testing.T) {
+	tests := []struct {
+		bytes int
+		want  float64
+	}{
+		{0, 4.95},
+		{200, 4.95},
+		{1024, 4.95},
+		{1536, (4.95 + 6.29) / 2},
+		{2048, 6.29},
+		{64 * 1024, 22.67},
+		{96 * 1024, (22.67 + 48.19) / 2},
+		{1024 * 1024, 625},
+		{2048 * 1024, 1250},
+		{3072 * 1024, 1875},
+	}
+	for _, tt := range tests {
+		if got := SizeCost(tt.bytes); math.Abs(got-tt.want) > 1e-9 {
+			t.Errorf("SizeCost(%d) = %v, want %v", tt.bytes, got, tt.want)
+		}
+	}
+	prev := 0.0
+	for b := 0; b < 3<<20; b += 4096 {
+		if c := SizeCost(b); c < prev {
+			t.Fatalf("SizeCost not monotonic at %d: %v < %v", b, c, prev)
+		} else {
+			prev = c
+		}
+	}
+}
+
+// sample draws a record shape the way a mixed input would produce it.
+func sample(r *rand.Rand) (size, terms int) {
+	return 200 + r.IntN(64*1024), 5 + r.IntN(200)
+}
+
+func TestCostModelConverges(t *testing.T) {
+	tests := []struct {
+		name     string
+		a, b, c  float64
+		existing float64 // share of charges that are 2× (upsert of an existing item)
+	}{
+		{"documented", 1, 0.2, 0, 0},
+		{"measured term cost", 1.1, 0.26, 0.5, 0},
+		{"twice the table", 2, 0.3, 1, 0},
+		{"occasional replace", 1.05, 0.25, 0.3, 0.05},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(1, uint64(i)))
+			truth := func(size, terms int) float64 { return tt.a*SizeCost(size) + tt.b*float64(terms) + tt.c }
+			m := NewCostModel(CostOptions{SafetyMargin: 0.1})
+			for range 500 {
+				size, terms := sample(r)
+				charge := truth(size, terms) * (1 + 0.1*(r.Float64()-0.5))
+				if r.Float64() < tt.existing {
+					charge *= 2
+				}
+				m.Observe(size, terms, charge)
+			}
+			if !m.Calibrated() {
+				t.Fatalf("not calibrated after 500 observations: %+v", m.Snapshot())
+			}
+			worst := 0.0
+			for range 1000 {
+				size, terms := sample(r)
+				want := truth(size, terms)
+				worst = math.Max(worst, math.Abs(m.Estimate(size, terms)-want)/want)
+			}
+			t.Logf("worst relative error %.4f", worst)
+			if worst > 0.03 {
+				t.Errorf("worst relative error %.4f > 3%% (calibration %+v)", worst, m.Snapshot())
+			}
+		})
+	}
+}
+
+func TestCostModelMarginAndFixed(t *testing.T) {
+	m := NewCostModel(CostOptions{SafetyMargin: 0.1})
+	want := (SizeCost(1024) + 10*TermCost) * 1.1
+	if got := m.Estimate(1024, 10); math.Abs(got-want) > 1e-9 {
+		t.Errorf("uncalibrated Estimate = %v, want %v", got, want)
+	}
+	f := NewCostModel(CostOptions{FixedCost: 12.5})
+	f.Observe(1024, 10, 7)
+	if got := f.Estimate(100000, 300); got != 12.5 {
+		t.Errorf("fixed Estimate = %v, want 12.5", got)
+	}
+}
+
+func TestCostModelRestore(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	m := NewCostModel(CostOptions{SafetyMargin: 0.1})
+	for range 300 {
+		size, terms := sample(r)
+		m.Observe(size, terms, 1.2*SizeCost(size)+0.26*float64(terms))
+	}
+	data, err := json.Marshal(m.Snapshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cal Calibration
+	if err := json.Unmarshal(data, &cal); err != nil {
+		t.Fatal(err)
+	}
+	n := NewCostModel(CostOptions{SafetyMargin: 0.1})
+	if !n.Restore(cal) {
+		t.Fatal("Restore rejected a snapshot")
+	}
+	if !n.Calibrated() {
+		t.Error("restored model not calibrated")
+	}
+	for range 100 {
+		size, terms := sample(r)
+		if a, b := m.Estimate(size, terms), n.Estimate(size, terms); a != b {
+			t.Fatalf("Estimate(%d, %d): original %v, restored %v", size, terms, a, b)
+		}
+	}
+	if n.Restore(Calibration{Version: 99}) {
+		t.Error("Restore accepted an unknown version")
+	}
+}
+
+func TestCostModelIgnoresBadCharges(t *testing.T) {
+	m := NewCostModel(CostOptions{})
+	before := m.Estimate(2048, 20)
+	for _, c := range []float64{0, -1, math.NaN(), math.Inf(1)} {
+		m.Observe(2048, 20, c)
+	}
+	if got := m.Estimate(2048, 20); got != before {
+		t.Errorf("Estimate moved from %v to %v on bad charges", before, got)
+	}
+}

@@ -1,0 +1,155 @@
+package pacing
+
+import "math"
+
+// NaiveResult is what sending everything at once, and resending whatever
+// is throttled, costs.
+type NaiveResult struct {
+	Requests  int64   `json:"requests"`
+	Throttled int64   `json:"throttled"`
+	Passes    int     `json:"passes"`
+	Seconds   float64 `json:"seconds"`
+}
+
+// PacedResult is what pacing to the target costs.
+type PacedResult struct {
+	Requests  int64   `json:"requests"`
+	Throttled int64   `json:"throttled"`
+	Seconds   float64 `json:"seconds"`
+}
+
+// Model compares the naive and the paced strategy for a load, as dry-run
+// and the import report show it. Costs are added in input order, one at a
+// time (Add) or in runs of equal cost (AddN, e.g. from a histogram), so a
+// file of any size is modelled in constant memory; a Model is not safe for
+// concurrent use.
+//
+// The naive strategy sends every remaining record at the top of each
+// second (a pass). Each partition accepts requests in arrival order while
+// its budget for the second (target ÷ partitions) lasts, an expensive
+// request going into debt that the next seconds repay, as Cosmos DB does;
+// the rest get 429 and are sent again in the next pass. Because acceptance
+// goes in input order, the records accepted in a pass are always the next
+// ones of the input, which is what makes the model one pass over the costs.
+//
+// The paced strategy sends each record once, at the target rate: no 429s,
+// and the time is the busiest partition's RU ÷ its share.
+type Model struct {
+	share float64
+	parts []modelPart
+}
+
+type modelPart struct {
+	records int64   // records added so far
+	ru      float64 // their total cost
+	passes  int     // naive passes begun
+	starts  int64   // Σ records already accepted at the start of each pass
+	avail   float64 // naive budget left in the current pass
+}
+
+// NewModel returns a model of a load into a container with targetRU RU/s
+// split evenly over partitions (≤ 0 means 1). With targetRU ≤ 0 there is
+// nothing to model and the results are zero.
+func NewModel(targetRU float64, partitions int) *Model {
+	partitions = max(partitions, 1)
+	return &Model{share: targetRU / float64(partitions), parts: make([]modelPart, partitions)}
+}
+
+// budgetEpsilon absorbs float rounding in a budget that runs out exactly.
+const budgetEpsilon = 1e-9
+
+// Add adds one record of the given cost on a partition.
+func (m *Model) Add(part int, ru float64) { m.AddN(part, 1, ru) }
+
+// AddN adds n consecutive records of the same cost on a partition, in time
+// proportional to the passes they span rather than to n.
+func (m *Model) AddN(part int, n int64, ru float64) {
+	if n <= 0 || !(m.share > 0) {
+		return
+	}
+	ru = math.Max(ru, 0)
+	pt := &m.parts[min(max(part, 0), len(m.parts)-1)]
+	pt.ru += float64(n) * ru
+	eps := budgetEpsilon * m.share
+	for n > 0 {
+		for pt.passes == 0 || pt.avail <= eps {
+			// A new pass: everything from here on is sent again.
+			pt.passes++
+			pt.starts += pt.records
+			pt.avail = math.Min(pt.avail, 0) + m.share
+		}
+		// Requests are accepted while any budget is left.
+		k := n
+		if ru > 0 {
+			k = min(n, int64(math.Ceil((pt.avail-eps)/ru)))
+		}
+		k = max(k, 1)
+		pt.avail -= float64(k) * ru
+		pt.records += k
+		n -= k
+	}
+}
+
+// Naive returns the naive strategy's cost.
+func (m *Model) Naive() NaiveResult {
+	var r NaiveResult
+	var records int64
+	for _, pt := range m.parts {
+		// Pass i sends every record not accepted before it.
+		r.Requests += int64(pt.passes)*pt.records - pt.starts
+		records += pt.records
+		r.Passes = max(r.Passes, pt.passes)
+	}
+	r.Throttled = r.Requests - records
+	// A pass is a second; when expensive records leave debt behind the
+	// container stays busy repaying it, and that time counts too.
+	r.Seconds = math.Max(float64(r.Passes), m.Paced().Seconds)
+	return r
+}
+
+// Paced returns the paced strategy's cost.
+func (m *Model) Paced() PacedResult {
+	var r PacedResult
+	for _, pt := range m.parts {
+		r.Requests += pt.records
+		if m.share > 0 {
+			r.Seconds = math.Max(r.Seconds, pt.ru/m.share)
+		}
+	}
+	return r
+}
+
+// ModelNaive models the naive strategy for records of the given costs, in
+// input order, into one partition of targetRU RU/s.
+func ModelNaive(costs []float64, targetRU float64) NaiveResult {
+	m := NewModel(targetRU, 1)
+	for _, c := range costs {
+		m.Add(0, c)
+	}
+	return m.Naive()
+}
+
+// ModelPaced models the paced strategy for records of the given costs into
+// targetRU RU/s.
+func ModelPaced(costs []float64, targetRU float64) PacedResult {
+	m := NewModel(targetRU, 1)
+	for _, c := range costs {
+		m.Add(0, c)
+	}
+	return m.Paced()
+}
+
+// ModelUniform models both strategies for records of one mean cost, spread
+// evenly over partitions.
+func ModelUniform(records int64, meanRU, targetRU float64, partitions int) (NaiveResult, PacedResult) {
+	m := NewModel(targetRU, partitions)
+	parts := int64(len(m.parts))
+	for i := range parts {
+		n := records / parts
+		if i < records%parts {
+			n++
+		}
+		m.AddN(int(i), n, meanRU)
+	}
+	return m.Naive(), m.Paced()
+}

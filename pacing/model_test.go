@@ -1,0 +1,129 @@
+package pacing
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+func repeat(n int, ru float64) []float64 {
+	costs := make([]float64, n)
+	for i := range costs {
+		costs[i] = ru
+	}
+	return costs
+}
+
+func TestModel(t *testing.T) {
+	tests := []struct {
+		name   string
+		costs  []float64
+		target float64
+		naive  NaiveResult
+		paced  PacedResult
+	}{
+		{"rate limiting pattern", repeat(10000, 10), 20000,
+			NaiveResult{Requests: 30000, Throttled: 20000, Passes: 5, Seconds: 5},
+			PacedResult{Requests: 10000, Throttled: 0, Seconds: 5}},
+		{"fits in one second", repeat(100, 10), 20000,
+			NaiveResult{Requests: 100, Passes: 1, Seconds: 1},
+			PacedResult{Requests: 100, Seconds: 0.05}},
+		{"uneven last pass", repeat(10000, 10), 30000,
+			NaiveResult{Requests: 10000 + 7000 + 4000 + 1000, Throttled: 12000, Passes: 4, Seconds: 4},
+			PacedResult{Requests: 10000, Seconds: 100000.0 / 30000}},
+		// 1250 RU records into 400 RU/s: each runs into debt and the passes
+		// between repay it; the container is busy for all of the RU.
+		{"records bigger than the budget", repeat(3, 1250), 400,
+			NaiveResult{Requests: 3 + 2 + 2 + 2 + 1 + 1 + 1, Throttled: 9, Passes: 7, Seconds: 3750.0 / 400},
+			PacedResult{Requests: 3, Seconds: 3750.0 / 400}},
+		{"mixed", []float64{5, 15, 5, 15}, 20,
+			// pass 1 accepts 5, 15 (budget gone); pass 2 accepts 5, 15.
+			NaiveResult{Requests: 6, Throttled: 2, Passes: 2, Seconds: 2},
+			PacedResult{Requests: 4, Seconds: 2}},
+		{"empty", nil, 1000, NaiveResult{}, PacedResult{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ModelNaive(tt.costs, tt.target); got != tt.naive {
+				t.Errorf("ModelNaive = %+v, want %+v", got, tt.naive)
+			}
+			if got := ModelPaced(tt.costs, tt.target); got != tt.paced {
+				t.Errorf("ModelPaced = %+v, want %+v", got, tt.paced)
+			}
+		})
+	}
+}
+
+// naiveByPasses is the naive strategy simulated literally, pass by pass.
+func naiveByPasses(costs []float64, budget float64) NaiveResult {
+	var r NaiveResult
+	remaining := slices.Clone(costs)
+	avail := 0.0
+	for len(remaining) > 0 {
+		r.Passes++
+		avail = min(avail, 0) + budget
+		r.Requests += int64(len(remaining))
+		i := 0
+		for i < len(remaining) && avail > budgetEpsilon*budget {
+			avail -= remaining[i]
+			i++
+		}
+		r.Throttled += int64(len(remaining) - i)
+		remaining = remaining[i:]
+	}
+	return r
+}
+
+func TestModelMatchesLiteralSimulation(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := range 50 {
+		costs := make([]float64, 1+r.IntN(3000))
+		for j := range costs {
+			costs[j] = 5 + r.Float64()*r.Float64()*600
+		}
+		budget := 400 + r.Float64()*5000
+		want := naiveByPasses(costs, budget)
+		got := ModelNaive(costs, budget)
+		if got.Requests != want.Requests || got.Throttled != want.Throttled || got.Passes != want.Passes {
+			t.Fatalf("case %d: ModelNaive = %+v, literal %+v", i, got, want)
+		}
+	}
+}
+
+func TestModelUniformAndPartitions(t *testing.T) {
+	naive, paced := ModelUniform(10000, 10, 20000, 4)
+	if want := (NaiveResult{Requests: 30000, Throttled: 20000, Passes: 5, Seconds: 5}); naive != want {
+		t.Errorf("naive = %+v, want %+v", naive, want)
+	}
+	if want := (PacedResult{Requests: 10000, Seconds: 5}); paced != want {
+		t.Errorf("paced = %+v, want %+v", paced, want)
+	}
+	// A hot partition: everything on one of four partitions takes four
+	// times as long, paced or not.
+	m := NewModel(20000, 4)
+	m.AddN(2, 10000, 10)
+	if got := m.Paced().Seconds; got != 20 {
+		t.Errorf("hot partition paced seconds = %v, want 20", got)
+	}
+	if got := m.Naive().Passes; got != 20 {
+		t.Errorf("hot partition naive passes = %v, want 20", got)
+	}
+	// A hundred million records model in O(passes).
+	naive, _ = ModelUniform(100_000_000, 10, 400, 1)
+	if naive.Passes != 2_500_000 {
+		t.Errorf("passes = %d, want 2,500,000", naive.Passes)
+	}
+}
+
+func TestModelJSON(t *testing.T) {
+	naive, paced := ModelUniform(10000, 10, 20000, 1)
+	b, err := json.Marshal(map[string]any{"naive": naive, "paced": paced})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"naive":{"requests":30000,"throttled":20000,"passes":5,"seconds":5},"paced":{"requests":10000,"throttled":0,"seconds":5}}`
+	if string(b) != want {
+		t.Errorf("JSON = %s, want %s", b, want)
+	}
+}

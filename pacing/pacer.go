@@ -1,0 +1,426 @@
+package pacing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/cosmosloader/loader/pacing/epk"
+)
+
+// tokensPerRU scales request units to the whole tokens x/time/rate counts,
+// so a 4.95 RU write takes 4950 tokens and rounding never adds up.
+const tokensPerRU = 1000
+
+// PacerConfig configures a Pacer. Zero values mean the documented defaults.
+type PacerConfig struct {
+	// TargetRU is the total RU/s to spend, split evenly over the partitions
+	// the way Cosmos DB splits provisioned throughput. Must be > 0.
+	TargetRU float64
+	// Bounds are the EPK range boundaries of the container's physical
+	// partitions (len = partitions+1), from epk.SplitEven or the service's
+	// partition key ranges. Nil means epk.SplitEven(Partitions).
+	Bounds []string
+	// Partitions is used only when Bounds is nil; 0 means 1.
+	Partitions int
+	// Clock defaults to SystemClock.
+	Clock Clock
+	// Depth is how much of a second's rate a bucket holds, 100 ms by
+	// default: the pattern's "20 operations every 200 ms rather than 100 at
+	// the top of each second", which keeps every second's spend within
+	// (1 + Depth/1s) of the target.
+	Depth time.Duration
+	// Backoff multiplies a partition's rate on a 429 (default 0.7), at most
+	// once per CutInterval (default 1 s, Cosmos DB's budget period), so one
+	// burst of 429s from requests already in flight is one cut. The first
+	// 429 after a quiet spell (Quiet, default 5 s without a cut) is only
+	// cut by MildBackoff (default 0.95): pacing at exactly the provisioned
+	// throughput meets the odd 429 where a second's boundary falls, and
+	// that should not cost seconds of recovery.
+	Backoff     float64
+	MildBackoff float64
+	CutInterval time.Duration
+	Quiet       time.Duration
+	// Floor is the lowest rate a partition is cut to, as a fraction of its
+	// share of the target (default 0.05).
+	Floor float64
+	// Recover is the additive increase per clean second, as a fraction of
+	// the partition's share (default 0.1: back to the full share within
+	// about ten seconds of the last 429).
+	Recover float64
+}
+
+func (c *PacerConfig) defaults() {
+	if c.Clock == nil {
+		c.Clock = SystemClock{}
+	}
+	if c.Depth <= 0 {
+		c.Depth = 100 * time.Millisecond
+	}
+	if c.Backoff <= 0 || c.Backoff >= 1 {
+		c.Backoff = 0.7
+	}
+	if c.MildBackoff <= 0 || c.MildBackoff > 1 {
+		c.MildBackoff = 0.95
+	}
+	if c.Quiet <= 0 {
+		c.Quiet = 5 * time.Second
+	}
+	if c.CutInterval <= 0 {
+		c.CutInterval = time.Second
+	}
+	if c.Floor <= 0 || c.Floor > 1 {
+		c.Floor = 0.05
+	}
+	if c.Recover <= 0 {
+		c.Recover = 0.1
+	}
+}
+
+// Pacer spends a target RU/s on a container: one RU-denominated token bucket
+// per physical partition (golang.org/x/time/rate), with 429-driven AIMD
+// adaptation per partition. It is safe for concurrent use.
+//
+// A writer calls Wait (or Reserve) with the estimated charge before sending,
+// then, on success, Settle with the actual charge and Succeeded; on a 429,
+// Throttled with the server's retry-after (and not Settle: the tokens the
+// throttled request took are forfeited, itself a small back-off).
+type Pacer struct {
+	cfg    PacerConfig
+	clock  Clock
+	bounds []string
+	start  time.Time
+
+	mu     sync.Mutex // guards target
+	target float64
+	parts  []*partition
+}
+
+// partition is one physical partition's bucket and adaptation state.
+type partition struct {
+	mu    sync.Mutex
+	lim   *rate.Limiter
+	share float64 // RU/s of the target this partition is entitled to
+	limit float64 // RU/s currently allowed (≤ share after a 429)
+	// last is the latest time seen: x/time/rate credits tokens twice if
+	// time goes backwards, which concurrent callers reading the clock
+	// before taking the lock could otherwise make it do.
+	last time.Time
+	// credit is RU that Settle gave back, spent by the next reservations.
+	credit float64
+	// frac is the sub-token remainder of the last reservation.
+	frac float64
+
+	pausedUntil, lastCut, lastRecover time.Time
+
+	requests, succeeded, throttled int64
+	totalRU                        float64
+	perSecond                      secondRing
+}
+
+// ErrBadConfig reports an unusable PacerConfig.
+var ErrBadConfig = errors.New("bad pacer config")
+
+// NewPacer returns a Pacer with empty buckets.
+func NewPacer(cfg PacerConfig) (*Pacer, error) {
+	if !(cfg.TargetRU > 0) || math.IsInf(cfg.TargetRU, 0) {
+		return nil, fmt.Errorf("create pacer: target %v RU/s: %w", cfg.TargetRU, ErrBadConfig)
+	}
+	cfg.defaults()
+	bounds := cfg.Bounds
+	if bounds == nil {
+		bounds = epk.SplitEven(max(cfg.Partitions, 1))
+	}
+	if len(bounds) < 2 {
+		return nil, fmt.Errorf("create pacer: %d partition bounds: %w", len(bounds), ErrBadConfig)
+	}
+	p := &Pacer{
+		cfg:    cfg,
+		clock:  cfg.Clock,
+		bounds: append([]string(nil), bounds...),
+		start:  cfg.Clock.Now(),
+		target: cfg.TargetRU,
+	}
+	n := len(bounds) - 1
+	share := cfg.TargetRU / float64(n)
+	for range n {
+		pt := &partition{share: share, limit: share, last: p.start}
+		pt.lim = rate.NewLimiter(rate.Limit(share*tokensPerRU), p.burst(share))
+		// Start empty: a full bucket would let the first second spend
+		// (1 + Depth) × the target, a 429 when the target is all there is.
+		pt.lim.ReserveN(p.start, pt.lim.Burst())
+		p.parts = append(p.parts, pt)
+	}
+	return p, nil
+}
+
+// burst is the bucket size, in tokens, for a rate in RU/s.
+func (p *Pacer) burst(ruPerSec float64) int {
+	return max(1, int(ruPerSec*tokensPerRU*p.cfg.Depth.Seconds()))
+}
+
+// Partitions returns the number of physical partitions paced.
+func (p *Pacer) Partitions() int { return len(p.parts) }
+
+// Partition returns the index of the physical partition holding an EPK.
+func (p *Pacer) Partition(key string) int { return epk.Locate(p.bounds, key) }
+
+// part returns partition i, clamping a bad index to a valid one rather than
+// panicking in the middle of a load.
+func (p *Pacer) part(i int) *partition {
+	return p.parts[min(max(i, 0), len(p.parts)-1)]
+}
+
+// now returns the clock's time, never earlier than the partition has seen.
+// pt.mu must be held.
+func (pt *partition) now(c Clock) time.Time {
+	t := c.Now()
+	if t.Before(pt.last) {
+		return pt.last
+	}
+	pt.last = t
+	return t
+}
+
+// Reservation is RU taken from a partition's bucket: the request may be
+// sent at At.
+type Reservation struct {
+	Part int
+	RU   float64
+	At   time.Time
+
+	p      *Pacer
+	rs     []*rate.Reservation
+	credit float64
+}
+
+// Reserve takes ru from part's bucket without waiting and says when the
+// request may be sent. A request larger than the bucket goes when the
+// bucket is full and leaves it in debt, as Cosmos DB does with an expensive
+// request, so no charge is ever too big to send. Wait is Reserve plus the
+// sleep; Reserve is for callers that schedule themselves.
+func (p *Pacer) Reserve(part int, ru float64) *Reservation {
+	pt := p.part(part)
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	now := pt.now(p.clock)
+	p.recover(pt, now)
+	r := &Reservation{Part: part, RU: ru, p: p}
+	need := math.Max(ru, 0)
+	r.credit = math.Min(pt.credit, need)
+	pt.credit -= r.credit
+	need -= r.credit
+	tokens := need*tokensPerRU + pt.frac
+	n := int(tokens)
+	pt.frac = tokens - float64(n)
+	// The first chunk is what the request waits for; a zero-token
+	// reservation still queues behind existing debt.
+	first := min(n, pt.lim.Burst())
+	res := pt.lim.ReserveN(now, first)
+	r.At = now.Add(res.DelayFrom(now))
+	r.rs = append(r.rs, res)
+	r.rs = append(r.rs, takeTokens(pt.lim, now, n-first)...)
+	if r.At.Before(pt.pausedUntil) {
+		r.At = pt.pausedUntil
+	}
+	pt.requests++
+	pt.totalRU += ru
+	pt.perSecond.add(r.At, ru)
+	return r
+}
+
+// takeTokens reserves n tokens in burst-sized chunks, putting the bucket in
+// debt rather than failing as one oversized ReserveN would.
+func takeTokens(lim *rate.Limiter, now time.Time, n int) []*rate.Reservation {
+	var rs []*rate.Reservation
+	for n > 0 {
+		c := min(n, lim.Burst())
+		rs = append(rs, lim.ReserveN(now, c))
+		n -= c
+	}
+	return rs
+}
+
+// Cancel returns the reservation's RU to the bucket as far as later
+// reservations allow: for a request that will not be sent.
+func (r *Reservation) Cancel() {
+	pt := r.p.part(r.Part)
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	now := pt.now(r.p.clock)
+	for i := len(r.rs) - 1; i >= 0; i-- {
+		r.rs[i].CancelAt(now)
+	}
+	r.rs = nil
+	pt.credit += r.credit
+	r.credit = 0
+	pt.requests--
+	pt.totalRU -= r.RU
+	pt.perSecond.add(r.At, -r.RU)
+}
+
+// Wait blocks until part's bucket admits ru, the partition is not paused
+// after a 429, and returns nil; or returns ctx's error, having given the RU
+// back.
+func (p *Pacer) Wait(ctx context.Context, part int, ru float64) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("wait for %.2f RU: %w", ru, err)
+	}
+	r := p.Reserve(part, ru)
+	pt := p.part(part)
+	for {
+		pt.mu.Lock()
+		at := r.At
+		if at.Before(pt.pausedUntil) {
+			at = pt.pausedUntil
+		}
+		pt.mu.Unlock()
+		d := at.Sub(p.clock.Now())
+		if d <= 0 {
+			return nil
+		}
+		if err := p.clock.Sleep(ctx, d); err != nil {
+			r.Cancel()
+			return fmt.Errorf("wait for %.2f RU: %w", ru, err)
+		}
+	}
+}
+
+// Settle corrects a partition's bucket for the difference between the RU
+// reserved for a request and the charge the service reported, so the
+// long-run spend matches the target however wrong the estimates are: an
+// extra charge is taken now (into debt if need be), a smaller one is given
+// back to the next requests (no more than one bucket's worth).
+func (p *Pacer) Settle(part int, estimated, actual float64) {
+	diff := actual - estimated
+	if diff == 0 || math.IsNaN(diff) || math.IsInf(diff, 0) {
+		return
+	}
+	pt := p.part(part)
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	now := pt.now(p.clock)
+	if diff > 0 {
+		tokens := diff*tokensPerRU + pt.frac
+		n := int(tokens)
+		pt.frac = tokens - float64(n)
+		takeTokens(pt.lim, now, n)
+	} else {
+		pt.credit = math.Min(pt.credit-diff, pt.limit*p.cfg.Depth.Seconds())
+	}
+	pt.totalRU += diff
+	pt.perSecond.add(now, diff)
+}
+
+// Succeeded records a successful request on a partition.
+func (p *Pacer) Succeeded(part int) {
+	pt := p.part(part)
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	pt.succeeded++
+	p.recover(pt, pt.now(p.clock))
+}
+
+// Throttled records a 429 on a partition: it sends nothing more until
+// retryAfter has passed (0 means one budget period, 1 s) and its rate is cut
+// by Backoff (MildBackoff after a quiet spell), no more than once per
+// CutInterval and never below Floor of its share. Other partitions are not affected: a hot partition key must not
+// slow the rest of the load.
+func (p *Pacer) Throttled(part int, retryAfter time.Duration) {
+	if retryAfter <= 0 {
+		retryAfter = time.Second
+	}
+	pt := p.part(part)
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	now := pt.now(p.clock)
+	pt.throttled++
+	if until := now.Add(retryAfter); until.After(pt.pausedUntil) {
+		pt.pausedUntil = until
+	}
+	if sinceCut := now.Sub(pt.lastCut); pt.lastCut.IsZero() || sinceCut >= p.cfg.CutInterval {
+		factor := p.cfg.Backoff
+		if pt.lastCut.IsZero() || sinceCut >= p.cfg.Quiet {
+			factor = p.cfg.MildBackoff
+		}
+		pt.setLimit(p, now, math.Max(pt.limit*factor, pt.share*p.cfg.Floor))
+		pt.lastCut = now
+	}
+	// Empty the bucket up to the end of the pause, so that when it ends
+	// requests resume at the (cut) rate instead of all at once.
+	pt.credit = 0
+	floor := -pt.limit * tokensPerRU * pt.pausedUntil.Sub(now).Seconds()
+	if tokens := pt.lim.TokensAt(now); tokens > floor {
+		takeTokens(pt.lim, now, int(tokens-floor))
+	}
+}
+
+// recover raises a partition's rate additively for the clean time since
+// its last cut, pause or raise. pt.mu must be held.
+func (p *Pacer) recover(pt *partition, now time.Time) {
+	if pt.limit >= pt.share || now.Before(pt.pausedUntil) {
+		return
+	}
+	from := pt.lastRecover
+	if pt.pausedUntil.After(from) {
+		from = pt.pausedUntil
+	}
+	if pt.lastCut.After(from) {
+		from = pt.lastCut
+	}
+	clean := now.Sub(from)
+	if clean < 10*time.Millisecond {
+		return
+	}
+	pt.setLimit(p, now, math.Min(pt.share, pt.limit+pt.share*p.cfg.Recover*clean.Seconds()))
+	pt.lastRecover = now
+}
+
+// setLimit changes a partition's rate and, with it, its bucket depth.
+// pt.mu must be held.
+func (pt *partition) setLimit(p *Pacer, now time.Time, ruPerSec float64) {
+	pt.limit = ruPerSec
+	pt.lim.SetLimitAt(now, rate.Limit(ruPerSec*tokensPerRU))
+	pt.lim.SetBurstAt(now, p.burst(ruPerSec))
+}
+
+// SetTarget changes the total RU/s at run time (a capacity lease grew or
+// shrank). Partitions keep the fraction of their share that adaptation had
+// left them.
+func (p *Pacer) SetTarget(ru float64) {
+	if !(ru > 0) || math.IsInf(ru, 0) {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.target = ru
+	share := ru / float64(len(p.parts))
+	for _, pt := range p.parts {
+		pt.mu.Lock()
+		now := pt.now(p.clock)
+		frac := pt.limit / pt.share
+		pt.share = share
+		pt.setLimit(p, now, share*frac)
+		pt.mu.Unlock()
+	}
+}
+
+// Target returns the total RU/s currently aimed at.
+func (p *Pacer) Target() float64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.target
+}
+
+// pausedUntil returns when a partition's pause after a 429 ends.
+func (p *Pacer) pausedUntil(part int) time.Time {
+	pt := p.part(part)
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	return pt.pausedUntil
+}

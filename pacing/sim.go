@@ -1,0 +1,259 @@
+package pacing
+
+import (
+	"container/heap"
+	"context"
+	"fmt"
+	"time"
+)
+
+// SimConfig describes a load to simulate with Simulate: a Pacer in front of
+// a Cosmos-like server, in simulated time.
+type SimConfig struct {
+	// Pacer configures the pacer under test; its Clock is replaced by the
+	// simulation's.
+	Pacer PacerConfig
+	// Duration is the simulated time to run (default 60 s).
+	Duration time.Duration
+	// Workers is the number of concurrent requests per partition (default
+	// 32): each partition has its own, so a paused partition cannot starve
+	// the others of workers and isolation is the pacer's alone.
+	Workers int
+	// Latency is every request's round trip (default 5 ms).
+	Latency time.Duration
+	// Request returns the estimated and actual charge of the i-th request
+	// on a partition (default 10 RU, estimated exactly).
+	Request func(part int, i int64) (estimate, actual float64)
+	// Capacity is each partition's RU/s at the server; 0 means unlimited:
+	// nothing is ever throttled. The server works like Cosmos DB: a budget
+	// per partition per second, reset each second, an expensive request
+	// still runs and leaves debt (available = min(available, 0) + budget),
+	// and a request arriving with nothing left gets a 429 with retry-after
+	// until the next second.
+	Capacity float64
+	// Neighbour returns the RU other applications spend on a partition in
+	// a given second, taken from its budget before ours.
+	Neighbour func(part, second int) float64
+	// SkipSettle leaves out Settle, to show what it is for.
+	SkipSettle bool
+	// EverySecond is called at each whole simulated second after the first
+	// (e.g. to SetTarget).
+	EverySecond func(p *Pacer, second int)
+}
+
+// SimResult is what the simulated server saw.
+type SimResult struct {
+	// ChargedRU[s][part] is the RU the server charged in second s.
+	ChargedRU [][]float64 `json:"charged_ru"`
+	// LimitRU[s][part] is the pacer's rate for a partition at the end of
+	// second s.
+	LimitRU   [][]float64 `json:"limit_ru"`
+	Requests  int64       `json:"requests"`
+	Throttled int64       `json:"throttled"`
+	Stats     Snapshot    `json:"stats"`
+}
+
+// Second returns the RU charged over all partitions in second s.
+func (r SimResult) Second(s int) float64 {
+	sum := 0.0
+	for _, ru := range r.ChargedRU[s] {
+		sum += ru
+	}
+	return sum
+}
+
+// Limit returns the pacer's total rate at the end of second s.
+func (r SimResult) Limit(s int) float64 {
+	sum := 0.0
+	for _, ru := range r.LimitRU[s] {
+		sum += ru
+	}
+	return sum
+}
+
+// simClock is the simulation's time; only the event loop moves it.
+type simClock struct{ now time.Time }
+
+func (c *simClock) Now() time.Time { return c.now }
+
+func (c *simClock) Sleep(ctx context.Context, d time.Duration) error {
+	c.now = c.now.Add(d)
+	return ctx.Err()
+}
+
+type simEventKind int
+
+const (
+	simReady simEventKind = iota
+	simSend
+	simResponse
+	simSecond
+)
+
+type simEvent struct {
+	at     time.Time
+	seq    int64
+	kind   simEventKind
+	worker int
+	second int
+}
+
+type simQueue []simEvent
+
+func (q simQueue) Len() int { return len(q) }
+func (q simQueue) Less(i, j int) bool {
+	if !q[i].at.Equal(q[j].at) {
+		return q[i].at.Before(q[j].at)
+	}
+	return q[i].seq < q[j].seq
+}
+func (q simQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *simQueue) Push(x any)   { *q = append(*q, x.(simEvent)) }
+func (q *simQueue) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return e
+}
+
+type simWorker struct {
+	part             int
+	estimate, actual float64
+	retry, ok        bool
+	retryAfter       time.Duration
+}
+
+type simServer struct {
+	second int
+	avail  float64
+}
+
+// Simulate runs a Pacer against a simulated server, in simulated time, as
+// a discrete-event simulation: every pacer call sees the exact event time,
+// so results are deterministic and independent of the machine.
+func Simulate(cfg SimConfig) (SimResult, error) {
+	if cfg.Duration <= 0 {
+		cfg.Duration = time.Minute
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 32
+	}
+	if cfg.Latency <= 0 {
+		cfg.Latency = 5 * time.Millisecond
+	}
+	if cfg.Request == nil {
+		cfg.Request = func(int, int64) (float64, float64) { return 10, 10 }
+	}
+	if cfg.Neighbour == nil {
+		cfg.Neighbour = func(int, int) float64 { return 0 }
+	}
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := &simClock{now: start}
+	pc := cfg.Pacer
+	pc.Clock = clock
+	p, err := NewPacer(pc)
+	if err != nil {
+		return SimResult{}, fmt.Errorf("simulate: %w", err)
+	}
+	parts := p.Partitions()
+	seconds := int((cfg.Duration + time.Second - 1) / time.Second)
+	res := SimResult{ChargedRU: make([][]float64, seconds), LimitRU: make([][]float64, seconds)}
+	for s := range seconds {
+		res.ChargedRU[s] = make([]float64, parts)
+	}
+	servers := make([]simServer, parts)
+	for i := range servers {
+		servers[i].avail = cfg.Capacity - cfg.Neighbour(i, 0)
+	}
+	counts := make([]int64, parts)
+	end := start.Add(cfg.Duration)
+
+	var q simQueue
+	var seq int64
+	push := func(e simEvent) {
+		seq++
+		e.seq = seq
+		heap.Push(&q, e)
+	}
+	workers := make([]simWorker, parts*cfg.Workers)
+	for i := range workers {
+		workers[i].part = i / cfg.Workers
+		push(simEvent{at: start, kind: simReady, worker: i})
+	}
+	for s := 1; s <= seconds; s++ {
+		push(simEvent{at: start.Add(time.Duration(s) * time.Second), kind: simSecond, second: s})
+	}
+
+	for q.Len() > 0 {
+		e := heap.Pop(&q).(simEvent)
+		if e.at.After(end) {
+			break
+		}
+		clock.now = e.at
+		switch e.kind {
+		case simSecond:
+			limits := make([]float64, parts)
+			for i, ps := range p.Stats().Partitions {
+				limits[i] = ps.LimitRU
+			}
+			res.LimitRU[e.second-1] = limits
+			if cfg.EverySecond != nil && e.second < seconds {
+				cfg.EverySecond(p, e.second)
+			}
+		case simReady:
+			w := &workers[e.worker]
+			if !w.retry {
+				w.estimate, w.actual = cfg.Request(w.part, counts[w.part])
+				counts[w.part]++
+			}
+			r := p.Reserve(w.part, w.estimate)
+			push(simEvent{at: r.At, kind: simSend, worker: e.worker})
+		case simSend:
+			w := &workers[e.worker]
+			if paused := p.pausedUntil(w.part); paused.After(e.at) {
+				push(simEvent{at: paused, kind: simSend, worker: e.worker})
+				continue
+			}
+			s := int(e.at.Sub(start) / time.Second)
+			if s >= seconds {
+				continue
+			}
+			res.Requests++
+			w.ok = true
+			if cfg.Capacity > 0 {
+				srv := &servers[w.part]
+				for srv.second < s {
+					srv.second++
+					srv.avail = min(srv.avail, 0) + cfg.Capacity - cfg.Neighbour(w.part, srv.second)
+				}
+				if srv.avail > 0 {
+					srv.avail -= w.actual
+				} else {
+					w.ok = false
+					w.retryAfter = start.Add(time.Duration(s+1) * time.Second).Sub(e.at)
+				}
+			}
+			if w.ok {
+				res.ChargedRU[s][w.part] += w.actual
+			} else {
+				res.Throttled++
+			}
+			push(simEvent{at: e.at.Add(cfg.Latency), kind: simResponse, worker: e.worker})
+		case simResponse:
+			w := &workers[e.worker]
+			if w.ok {
+				if !cfg.SkipSettle {
+					p.Settle(w.part, w.estimate, w.actual)
+				}
+				p.Succeeded(w.part)
+				w.retry = false
+			} else {
+				p.Throttled(w.part, w.retryAfter)
+				w.retry = true
+			}
+			push(simEvent{at: e.at, kind: simReady, worker: e.worker})
+		}
+	}
+	res.Stats = p.Stats()
+	return res, nil
+}
