@@ -36,6 +36,7 @@ type ImportOptions struct {
 	CkptInterval time.Duration
 	DeadLetter   string
 	Report       string
+	ReportHTML   string
 	Restart      bool
 	Quiet        bool
 	DrainTimeout time.Duration
@@ -107,6 +108,7 @@ the embedded local Cosmos DB target is used and announced on stderr.
 	fl.DurationVar(&opts.CkptInterval, "checkpoint-interval", 5*time.Second, "… and at least this often")
 	fl.StringVar(&opts.DeadLetter, "dead-letter", "", "dead-letter NDJSON file for refused records (default: beside the checkpoint)")
 	fl.StringVar(&opts.Report, "report", "", "write the run's report as JSON to this file")
+	fl.StringVar(&opts.ReportHTML, "report-html", "", "write the run's report as a self-contained HTML page with charts")
 	fl.BoolVar(&opts.Restart, "restart", false, "start over even if an unfinished checkpoint for these inputs exists")
 	fl.BoolVarP(&opts.Quiet, "quiet", "q", false, "no progress and no summary")
 	fl.DurationVar(&opts.DrainTimeout, "drain-timeout", 30*time.Second, "on interrupt, how long in-flight writes may finish")
@@ -280,7 +282,7 @@ func importRun(ctx context.Context, o *ImportOptions) error {
 		IDField: o.IDField, Mode: mode, Strategy: strategy,
 		RU: o.RU, RUShare: o.RUShare, MaxErrors: o.MaxErrors,
 		CheckpointPath: o.Checkpoint, CheckpointEvery: o.CkptEvery, CheckpointInterval: o.CkptInterval,
-		DeadLetterPath: o.DeadLetter, ReportPath: o.Report, Restart: o.Restart,
+		DeadLetterPath: o.DeadLetter, ReportPath: o.Report, ReportHTMLPath: o.ReportHTML, Restart: o.Restart,
 		DrainTimeout: o.DrainTimeout,
 		Quiet:        o.Quiet, Log: o.IO.ErrOut, IsTTY: o.IO.ErrIsTerminal(), Now: o.Now,
 	}
@@ -311,6 +313,13 @@ func finishJob(ctx context.Context, io *IOStreams, job *loader.Job, quiet bool) 
 	if job.ReportPath != "" {
 		if werr := rep.WriteJSON(job.ReportPath); werr != nil {
 			fmt.Fprintf(io.ErrOut, "loader: %v\n", werr)
+		}
+	}
+	if job.ReportHTMLPath != "" {
+		if werr := rep.WriteHTML(job.ReportHTMLPath); werr != nil {
+			fmt.Fprintf(io.ErrOut, "loader: %v\n", werr)
+		} else if !quiet {
+			fmt.Fprintf(io.ErrOut, "\nReport: %s (open it in a browser)\n", job.ReportHTMLPath)
 		}
 	}
 	if !quiet {

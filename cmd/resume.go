@@ -26,6 +26,7 @@ type ResumeOptions struct {
 	Checkpoint string
 	Target
 	Report       string
+	ReportHTML   string
 	MaxErrors    int64
 	CkptEvery    int64
 	CkptInterval time.Duration
@@ -63,6 +64,7 @@ an unknown version. The account key is never stored: give it again through
 	opts.Target.addFlags(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Report, "report", "", "write the run's report as JSON to this file")
+	fl.StringVar(&opts.ReportHTML, "report-html", "", "write the run's report as a self-contained HTML page with charts")
 	fl.Int64Var(&opts.MaxErrors, "max-errors", -1, "stop (exit 4) once more than N records are dead-lettered; -1 = no limit")
 	fl.Int64Var(&opts.CkptEvery, "checkpoint-every", 10000, "save the checkpoint every N committed records")
 	fl.DurationVar(&opts.CkptInterval, "checkpoint-interval", 5*time.Second, "… and at least this often")
@@ -126,7 +128,7 @@ func resumeRun(ctx context.Context, o *ResumeOptions) error {
 		IDField: cfg.IDField, Mode: loader.Mode(cfg.Mode), Strategy: loader.StrategyPaced,
 		RU: cfg.TargetRU, RUShare: cfg.RUShare, MaxErrors: o.MaxErrors,
 		CheckpointPath: o.Checkpoint, CheckpointEvery: o.CkptEvery, CheckpointInterval: o.CkptInterval,
-		DeadLetterPath: cfg.DeadLetterPath, ReportPath: o.Report,
+		DeadLetterPath: cfg.DeadLetterPath, ReportPath: o.Report, ReportHTMLPath: o.ReportHTML,
 		DrainTimeout: o.DrainTimeout, Resume: st,
 		Quiet: o.Quiet, Log: o.IO.ErrOut, IsTTY: o.IO.ErrIsTerminal(), Now: o.Now,
 	}

@@ -47,6 +47,7 @@ type Job struct {
 	CheckpointInterval time.Duration
 	DeadLetterPath     string
 	ReportPath         string
+	ReportHTMLPath     string
 	Restart            bool
 	DrainTimeout       time.Duration
 
@@ -176,7 +177,7 @@ func Execute(ctx context.Context, j *Job) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	limiter := make(fixedLimiter, 64)
+	limiter := pacing.NewConcurrency(pacing.ConcurrencyConfig{TargetRU: target})
 	base := state.Counters
 
 	var totalBytes int64
@@ -186,6 +187,9 @@ func Execute(ctx context.Context, j *Job) (*Report, error) {
 		}
 	}
 	prog := newProgress(j.Log, j.IsTTY, j.Quiet, totalBytes, target)
+	if j.Strategy == StrategyPaced {
+		prog.pacer = pacer.Stats
+	}
 
 	save := func(s Snapshot) error {
 		for i, c := range s.Committed {

@@ -44,11 +44,13 @@ type CostModel interface {
 	Observe(size, terms int, charge float64)
 }
 
-// Limiter bounds the requests in flight; its limit may change while running.
+// Limiter bounds the requests in flight; its limit follows observed
+// latency and charges (Little's law). pacing.Concurrency implements it.
 type Limiter interface {
 	Acquire(ctx context.Context) error
 	Release()
 	ObserveLatency(d time.Duration)
+	ObserveCharge(ru float64)
 }
 
 // Input is one input with where to start reading and how its generated ids
@@ -583,8 +585,9 @@ func (r *run) write(it *item) {
 				r.o.Cost.Observe(it.size, it.terms, out.Charge)
 			}
 			r.charges.Add(out.Charge)
-			if r.o.Pacer != nil && r.o.Strategy == StrategyPaced {
+			if r.o.Strategy == StrategyPaced {
 				r.o.Pacer.Succeeded(it.part)
+				r.o.Limiter.ObserveCharge(out.Charge)
 			}
 			r.written.Add(1)
 			r.sinceCheckpoint.Add(1)

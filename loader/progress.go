@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+
+	"github.com/cosmosloader/loader/pacing"
 )
 
 // progress shows a live view of a run: a bar on a terminal, a log line
@@ -20,6 +22,9 @@ type progress struct {
 	window     []Live // the last few samples, for current rates
 	lastLog    time.Duration
 	logEvery   time.Duration
+	// pacer reports the pacer's current limit (lowered by 429s, raised
+	// back by clean seconds), when pacing.
+	pacer func() pacing.Snapshot
 }
 
 func newProgress(w io.Writer, tty, quiet bool, totalBytes int64, target float64) *progress {
@@ -72,8 +77,14 @@ func (p *progress) update(l Live) {
 	if p.total > 0 && bps > 0 {
 		eta = time.Duration(float64(p.total-l.BytesRead) / bps * float64(time.Second)).Round(time.Second).String()
 	}
+	limit := ""
+	if p.pacer != nil {
+		if st := p.pacer(); st.LimitRU < st.TargetRU*0.99 {
+			limit = fmt.Sprintf(" (pacer at %.0f after 429s)", st.LimitRU)
+		}
+	}
 	if p.bar != nil {
-		p.bar.Describe(fmt.Sprintf("%s rec · %.0f RU/s · 429s %d", count(l.Written+l.Skipped), ru, l.Throttled))
+		p.bar.Describe(fmt.Sprintf("%s rec · %.0f RU/s%s · 429s %d (%.1f%%)", count(l.Written+l.Skipped), ru, limit, l.Throttled, thr))
 		_ = p.bar.Set64(min(l.BytesRead, max(p.total, l.BytesRead)))
 		return
 	}
@@ -81,9 +92,9 @@ func (p *progress) update(l Live) {
 		return
 	}
 	p.lastLog = l.Elapsed
-	fmt.Fprintf(p.w, "%s  read %s (%s/s)  written %s  dead-lettered %d  %.0f RU/s (%.0f%% of %.0f)  throttled %.1f%%  ETA %s\n",
+	fmt.Fprintf(p.w, "%s  read %s (%s/s)  written %s  dead-lettered %d  %.0f RU/s (%.0f%% of %.0f)%s  throttled %.1f%%  ETA %s\n",
 		l.Elapsed.Round(time.Second), count(l.RecordsRead), byteSize(bps), count(l.Written+l.Skipped), l.DeadLettered,
-		ru, 100*ru/max(p.target, 1), p.target, thr, eta)
+		ru, 100*ru/max(p.target, 1), p.target, limit, thr, eta)
 }
 
 func (p *progress) finish() {

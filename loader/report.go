@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cosmosloader/loader/checkpoint"
+	"github.com/cosmosloader/loader/loader/htmlreport"
 )
 
 // Report is the account of one import run. Its JSON field names are part
@@ -200,4 +202,35 @@ func label(measured bool) string {
 		return "measured"
 	}
 	return "modelled"
+}
+
+// WriteHTML writes the report as one self-contained HTML page with its
+// charts (RU/s against the target with 429s marked, records per second).
+func (r *Report) WriteHTML(path string) error {
+	d := &htmlreport.Data{
+		Title:  "loader import: " + r.Database + "/" + r.Container,
+		Status: r.Status, ExitCode: r.ExitCode, Error: r.Error,
+		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
+		Database: r.Database, Container: r.Container, Strategy: r.Strategy, Mode: r.Mode,
+		Partitions: r.Partitions, Embedded: r.Embedded,
+		RecordsRead: r.RecordsRead, RecordsWritten: r.RecordsWritten,
+		RecordsSkippedExisting: r.RecordsSkippedExisting, RecordsDeadLettered: r.RecordsDeadLettered,
+		RequestsSent: r.RequestsSent, ThrottledResponses: r.ThrottledResponses,
+		RUConsumed: r.RUConsumed, DurationSeconds: r.DurationSeconds, TargetRUPerSec: r.TargetRUPerSec,
+		AchievedRUPerSec: r.AchievedRUPerSec, Utilization: r.Utilization, ThrottledPercent: r.ThrottledPercent,
+		RUPerRecordP50: r.RUPerRecord.P50, RUPerRecordP95: r.RUPerRecord.P95, RUPerRecordMax: r.RUPerRecord.Max,
+		DeadLetterPath: r.DeadLetterPath, CheckpointPath: r.CheckpointPath,
+		Naive: htmlreport.NaiveFigures(r.Naive), Paced: htmlreport.PacedFigures(r.Paced),
+	}
+	for _, s := range r.Series {
+		d.Series = append(d.Series, htmlreport.Second(s))
+	}
+	var b bytes.Buffer
+	if err := htmlreport.Write(&b, d); err != nil {
+		return fmt.Errorf("render HTML report: %w", err)
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("write HTML report: %w", err)
+	}
+	return nil
 }
