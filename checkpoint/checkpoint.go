@@ -262,8 +262,9 @@ func fsyncDir(dir string) error {
 	return err
 }
 
-// removeStaleTemps deletes temporary files a crashed Save left beside path.
-func removeStaleTemps(path string) error {
+// RemoveStaleTemps deletes temporary files a crashed Save left beside path;
+// a run calls it once before its first Save.
+func RemoveStaleTemps(path string) error {
 	matches, err := filepath.Glob(filepath.Join(filepath.Dir(path), globEscape(filepath.Base(path))+tempInfix+"*"))
 	if err != nil {
 		return fmt.Errorf("find stale checkpoint files: %w", err)

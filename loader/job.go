@@ -172,6 +172,9 @@ func Execute(ctx context.Context, j *Job) (*Report, error) {
 	logf("loading %d input(s) into %s/%s: target %.0f RU/s over %d physical partition(s), %s, mode %s",
 		len(inputs), j.Target.Database, j.Target.Container, target, partitions, j.Strategy, j.Mode)
 	logf("checkpoint: %s", j.CheckpointPath)
+	if err := checkpoint.RemoveStaleTemps(j.CheckpointPath); err != nil {
+		logf("warning: %v", err)
+	}
 
 	pacer, err := pacing.NewPacer(pacing.PacerConfig{TargetRU: target, Bounds: tgt.Bounds})
 	if err != nil {
