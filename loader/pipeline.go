@@ -59,6 +59,9 @@ type Input struct {
 	source.Input
 	// Start is the committed position of an earlier run (Offset and Line).
 	Start Committed
+	// End, when > 0, bounds a shard of the input: only records starting
+	// before this byte offset are read.
+	End int64
 	// IDSeed names the input's content (e.g. its head hash and size), so
 	// generated ids are the same on every run over the same data.
 	IDSeed string

@@ -44,6 +44,9 @@ func scanInput(in Input, stdin io.Reader, so source.Options, m *record.Mapper, f
 		if err != nil {
 			return err
 		}
+		if in.End > 0 && rec.Offset >= in.End {
+			return nil // the next shard's first record
+		}
 		s = scanned{rec: rec}
 		if rec.Err != nil {
 			s.dead = newDeadLetter(rec.Path, rec.Line, rec.Offset, reasonOf(rec.Err), rec.Err.Error(), rec.Raw)
