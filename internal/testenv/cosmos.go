@@ -63,7 +63,21 @@ func CosmosDBServer(t testing.TB) (endpoint, key string) {
 	}
 	t.Cleanup(func() { proc.stop(5 * time.Second) })
 
-	target := &url.URL{Scheme: "http", Host: "127.0.0.1:" + strconv.Itoa(port)}
+	return Proxy(t, "http://127.0.0.1:"+strconv.Itoa(port)+"/", nil), EmulatorKey
+}
+
+// Proxy starts a reverse proxy on 127.0.0.1 in front of a Cosmos DB
+// endpoint and returns its endpoint. It rewrites the account document so
+// the SDK keeps talking through it, and hands every request to observe (if
+// not nil) before forwarding it: tests use it to see the headers the
+// loader sends.
+func Proxy(t testing.TB, upstream string, observe func(*http.Request)) string {
+	t.Helper()
+	target, err := url.Parse(upstream)
+	if err != nil {
+		t.Fatalf("proxy: %v", err)
+	}
+	target.Path = ""
 	transport := &http.Transport{
 		MaxIdleConnsPerHost: 64,
 		// cosmosdb-server.js never times idle connections out, so only this
@@ -73,6 +87,9 @@ func CosmosDBServer(t testing.TB) (endpoint, key string) {
 	srv := httptest.NewUnstartedServer(nil)
 	proxy := &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
+			if observe != nil {
+				observe(r.In)
+			}
 			r.SetURL(target)
 		},
 		Transport: transport,
@@ -89,7 +106,7 @@ func CosmosDBServer(t testing.TB) (endpoint, key string) {
 		srv.Close()
 		transport.CloseIdleConnections()
 	})
-	return srv.URL + "/", EmulatorKey
+	return srv.URL + "/"
 }
 
 // advertise rewrites an account document so that every region endpoint it
