@@ -123,8 +123,11 @@ type Snapshot struct {
 
 // Live are the figures a progress display shows.
 type Live struct {
-	Elapsed                        time.Duration
-	RecordsRead, BytesRead         int64
+	Elapsed                time.Duration
+	RecordsRead, BytesRead int64
+	// BytesDone is the input below the committed low-water marks: what
+	// progress and ETA count, since reading runs ahead of writing.
+	BytesDone                      int64
 	Written, Skipped, DeadLettered int64
 	Requests, Throttled            int64
 	RU                             float64
@@ -411,6 +414,7 @@ func (r *run) live() Live {
 		Elapsed:      r.o.Now().Sub(r.start),
 		RecordsRead:  r.read.Load(),
 		BytesRead:    r.bytes.Load(),
+		BytesDone:    r.bytesDone(),
 		Written:      r.written.Load(),
 		Skipped:      r.skipped.Load(),
 		DeadLettered: r.dead.Load(),
@@ -419,6 +423,14 @@ func (r *run) live() Live {
 		RU:           float64(r.ruMilli.Load()) / 1000,
 		InFlight:     r.inFlight.Load(),
 	}
+}
+
+func (r *run) bytesDone() int64 {
+	var n int64
+	for i, c := range r.tr.committed() {
+		n += c.Offset - r.o.Inputs[i].Start.Offset
+	}
+	return n
 }
 
 // checkpoint syncs the dead-letter file, then hands a snapshot to the

@@ -61,7 +61,7 @@ func (p *progress) rates(l Live) (ru, bps, throttlePct float64) {
 		return 0, 0, 0
 	}
 	ru = (l.RU - first.RU) / dt
-	bps = float64(l.BytesRead-first.BytesRead) / dt
+	bps = float64(l.BytesDone-first.BytesDone) / dt
 	if req := l.Requests - first.Requests; req > 0 {
 		throttlePct = 100 * float64(l.Throttled-first.Throttled) / float64(req)
 	}
@@ -75,7 +75,7 @@ func (p *progress) update(l Live) {
 	ru, bps, thr := p.rates(l)
 	eta := "-"
 	if p.total > 0 && bps > 0 {
-		eta = time.Duration(float64(p.total-l.BytesRead) / bps * float64(time.Second)).Round(time.Second).String()
+		eta = time.Duration(float64(p.total-l.BytesDone) / bps * float64(time.Second)).Round(time.Second).String()
 	}
 	limit := ""
 	if p.pacer != nil {
@@ -85,7 +85,7 @@ func (p *progress) update(l Live) {
 	}
 	if p.bar != nil {
 		p.bar.Describe(fmt.Sprintf("%s rec · %.0f RU/s%s · 429s %d (%.1f%%)", count(l.Written+l.Skipped), ru, limit, l.Throttled, thr))
-		_ = p.bar.Set64(min(l.BytesRead, max(p.total, l.BytesRead)))
+		_ = p.bar.Set64(min(l.BytesDone, max(p.total, l.BytesDone)))
 		return
 	}
 	if l.Elapsed-p.lastLog < p.logEvery {

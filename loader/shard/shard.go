@@ -489,18 +489,35 @@ func (cl *Claim) Lost() <-chan struct{} { return cl.lost }
 // lease. A failed Save loses nothing (the next one writes the whole
 // position) unless it is ErrLeaseLost: then stop.
 func (cl *Claim) Save(ctx context.Context, p Progress) error {
+	select {
+	case <-cl.lost:
+		return fmt.Errorf("save shard %s: %w", cl.Shard.ID, ErrLeaseLost)
+	default:
+	}
 	body, err := json.Marshal(p)
 	if err != nil {
 		return fmt.Errorf("save shard %s: %w", cl.Shard.ID, err)
 	}
 	rctx, cancel := context.WithTimeout(ctx, cl.c.reqTimeout)
 	defer cancel()
-	_, err = cl.bb.Upload(rctx, nopCloser{bytes.NewReader(body)}, &blockblob.UploadOptions{
-		Metadata: cl.c.metadata(cl.index, p.Done),
-		AccessConditions: &blob.AccessConditions{
-			LeaseAccessConditions: &blob.LeaseAccessConditions{LeaseID: &cl.leaseID},
-		},
-	})
+	upload := func() error {
+		_, err := cl.bb.Upload(rctx, nopCloser{bytes.NewReader(body)}, &blockblob.UploadOptions{
+			Metadata: cl.c.metadata(cl.index, p.Done),
+			AccessConditions: &blob.AccessConditions{
+				LeaseAccessConditions: &blob.LeaseAccessConditions{LeaseID: &cl.leaseID},
+			},
+		})
+		return err
+	}
+	err = upload()
+	if bloberror.HasCode(err, bloberror.LeaseNotPresentWithBlobOperation) {
+		// Our lease expired (storage was out of reach longer than it
+		// lasts) but nobody has leased the blob since, or the renewal
+		// would fail: the shard is still ours to continue.
+		if _, rerr := cl.lc.RenewLease(rctx, nil); rerr == nil {
+			err = upload()
+		}
+	}
 	if err != nil {
 		if lostErr(err) {
 			cl.markLost()

@@ -398,3 +398,60 @@ func TestNewRejectsBadLease(t *testing.T) {
 		t.Error("New() without a container: no error")
 	}
 }
+
+// While storage is down a Save fails without claiming the lease is lost and
+// Claim keeps waiting; once storage is back the owner saves again.
+func TestStorageOutage(t *testing.T) {
+	t.Parallel()
+	az := testenv.Azurite(t)
+	cont := azuriteContainer(t, az)
+	var mu sync.Mutex
+	var warnings []string
+	c, err := New(Config{Container: cont, Prefix: "shards/job4/", Inputs: []Input{{Size: 10}, {Size: 20}},
+		Logf: func(f string, args ...any) {
+			mu.Lock()
+			warnings = append(warnings, fmt.Sprintf(f, args...))
+			mu.Unlock()
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	cl, err := c.Claim(ctx)
+	if err != nil || cl == nil {
+		t.Fatalf("Claim() = %v, %v", cl, err)
+	}
+	az.Stop()
+	if err := cl.Save(ctx, Progress{Offset: 5}); err == nil || errors.Is(err, ErrLeaseLost) {
+		t.Errorf("Save with storage down: %v, want an error other than ErrLeaseLost", err)
+	}
+	short, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+	_, err = c.Claim(short)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Claim() with storage down: %v, want it to wait until the deadline", err)
+	}
+	az.Start()
+	if err := cl.Save(ctx, Progress{Offset: 5}); err != nil {
+		t.Errorf("Save after storage returned: %v", err)
+	}
+	select {
+	case <-cl.Lost():
+		t.Error("lease reported lost after a short outage")
+	default:
+	}
+	if err := cl.Release(ctx); err != nil {
+		t.Error(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	unreachable := 0
+	for _, w := range warnings {
+		if strings.Contains(w, "unreachable") {
+			unreachable++
+		}
+	}
+	if unreachable != 1 {
+		t.Errorf("warnings %q: want exactly one about unreachable storage", warnings)
+	}
+}
