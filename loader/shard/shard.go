@@ -272,7 +272,7 @@ func metaValue(m map[string]*string, key string) string {
 // Claim returns a shard that is neither done nor leased by a live owner,
 // leased to this process and renewed in the background until Release. It
 // returns (nil, nil) once every shard is done. While every remaining shard is
-// leased by others it polls every third of a lease duration, so it takes
+// leased by others it polls every ninth of a lease duration, so it takes
 // over a dead owner's shard once that lease expires. Storage that cannot be
 // reached is waited for; storage that refuses (an HTTP error) is an error.
 func (c *Coordinator) Claim(ctx context.Context) (*Claim, error) {
@@ -297,7 +297,10 @@ func (c *Coordinator) Claim(ctx context.Context) (*Claim, error) {
 		case remaining == 0:
 			return nil, nil
 		default:
-			backoff = jitter(c.renewEvery)
+			// One listing per poll is cheap, and polling a few times per
+			// renewal period takes a dead owner's shard soon after its
+			// lease expires.
+			backoff = jitter(c.renewEvery / 3)
 		}
 		if err == nil {
 			c.mu.Lock()
@@ -463,7 +466,10 @@ func (c *Coordinator) Status(ctx context.Context) ([]ShardStatus, error) {
 type Claim struct {
 	Shard Shard
 	// From is where to continue: the saved progress, or for a fresh shard
-	// the first line start at or after Shard.Start (see AlignStart).
+	// the first line start at or after Shard.Start (see AlignStart). Read
+	// records from From.Offset and stop at the first whose start offset is
+	// at or past Shard.End; From.Offset ≥ End means the shard owns no
+	// record (one long line spans it) and only needs saving as Done.
 	From Progress
 	// Resumed is true when From was saved by an earlier owner.
 	Resumed bool

@@ -1,0 +1,768 @@
+// Package lease shares one container's RU/s between loader processes on any
+// number of machines, using Azure Blob Storage leases as the coordination
+// engine (the Rate Limiting pattern's capacity partitions): the budget is cut
+// into P partitions, one 0-byte blob each, and a process may spend a
+// partition's share only while it holds that blob's exclusive lease.
+//
+// Nothing here trusts a local view of time more than the server's: a lease
+// counts only until one third of its duration before the server would expire
+// it, so a process whose renewals stop getting through stops spending that
+// capacity before anyone else can acquire it.
+package lease
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	azlease "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
+	"github.com/google/uuid"
+)
+
+// Azure accepts fixed lease durations from 15 to 60 seconds.
+const (
+	MinLeaseDuration     = 15 * time.Second
+	MaxLeaseDuration     = 60 * time.Second
+	DefaultLeaseDuration = MinLeaseDuration
+)
+
+// CapacityConfig configures a Capacity. Zero values mean the documented
+// defaults.
+type CapacityConfig struct {
+	// Container holds the partition blobs; it is created if missing.
+	Container *container.Client
+	// Prefix names the blobs: Prefix+"00" … Prefix+"<P-1>", e.g.
+	// "capacity/<db>/<container>/".
+	Prefix string
+	// Partitions is P, the number of capacity partitions; each is worth
+	// TargetRU/P RU/s.
+	Partitions int
+	// TargetRU is the container budget every process shares.
+	TargetRU float64
+	// ReservedRU is what this process may always spend without a lease, and
+	// all it spends while storage is unreachable.
+	ReservedRU float64
+	// LeaseDuration is 15 s by default; Azure allows 15–60 s.
+	LeaseDuration time.Duration
+	// Clock defaults to time.Now.
+	Clock func() time.Time
+	// Logf receives warnings (storage unreachable, lease lost); nil drops them.
+	Logf func(string, ...any)
+}
+
+// Sample is one change of the capacity a process holds, for the report.
+type Sample struct {
+	Time      time.Time `json:"time"`
+	Held      int       `json:"held"`
+	LimitRU   float64   `json:"limit_ru"`
+	StorageOK bool      `json:"storage_ok"`
+}
+
+// Capacity holds leases on capacity partitions in proportion to the demand
+// it is told about, and reports the RU/s limit they are worth.
+type Capacity struct {
+	cfg        CapacityConfig
+	id         string
+	per        float64 // RU/s of one partition
+	renewEvery time.Duration
+	safeFor    time.Duration // how long after a successful renewal a lease still counts
+	reqTimeout time.Duration
+	clients    []*azlease.BlobClient
+	blobs      []*blockblob.Client
+	member     *blockblob.Client // this process's heartbeat blob
+	wake       chan struct{}
+
+	mu          sync.Mutex
+	demand      float64
+	held        map[int]time.Time // partition → when its last successful acquire/renew was sent
+	storageOK   bool
+	history     []Sample
+	abandoned   bool
+	nextAcquire time.Time
+	ready       bool // container known to exist
+	beat        time.Time
+	beatWant    int // the want last published in the heartbeat; 0: no heartbeat blob
+	share       int // partitions this process may hold while others want theirs
+	members     int // processes wanting partitions at the last heartbeat
+
+	notifyMu sync.Mutex
+	subs     []func(float64)
+	notified float64
+}
+
+// NewCapacity checks cfg and prepares the lease clients; nothing touches
+// storage until Run.
+func NewCapacity(cfg CapacityConfig) (*Capacity, error) {
+	switch {
+	case cfg.Container == nil:
+		return nil, errors.New("new capacity: no container client")
+	case cfg.Partitions < 1:
+		return nil, fmt.Errorf("new capacity: %d partitions, need at least 1", cfg.Partitions)
+	case !(cfg.TargetRU > 0) || math.IsInf(cfg.TargetRU, 0):
+		return nil, fmt.Errorf("new capacity: target %v RU/s must be positive", cfg.TargetRU)
+	case cfg.ReservedRU < 0 || math.IsNaN(cfg.ReservedRU):
+		return nil, fmt.Errorf("new capacity: reserved %v RU/s must not be negative", cfg.ReservedRU)
+	}
+	if cfg.LeaseDuration == 0 {
+		cfg.LeaseDuration = DefaultLeaseDuration
+	}
+	if cfg.LeaseDuration < MinLeaseDuration || cfg.LeaseDuration > MaxLeaseDuration || cfg.LeaseDuration%time.Second != 0 {
+		return nil, fmt.Errorf("new capacity: lease duration %v must be whole seconds from %v to %v",
+			cfg.LeaseDuration, MinLeaseDuration, MaxLeaseDuration)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	c := &Capacity{
+		cfg:        cfg,
+		per:        cfg.TargetRU / float64(cfg.Partitions),
+		renewEvery: cfg.LeaseDuration / 3,
+		safeFor:    cfg.LeaseDuration - cfg.LeaseDuration/3,
+		reqTimeout: cfg.LeaseDuration / 6,
+		wake:       make(chan struct{}, 1),
+		held:       map[int]time.Time{},
+		storageOK:  true,
+		notified:   cfg.ReservedRU,
+	}
+	// One lease ID for every partition: acquiring a blob this process still
+	// holds (say, after storage came back) then succeeds instead of waiting
+	// for its own old lease to expire.
+	id := uuid.NewString()
+	c.id = id
+	for p := 0; p < cfg.Partitions; p++ {
+		bb := cfg.Container.NewBlockBlobClient(BlobName(cfg.Prefix, p, cfg.Partitions))
+		lc, err := azlease.NewBlobClient(bb, &azlease.BlobClientOptions{LeaseID: &id})
+		if err != nil {
+			return nil, fmt.Errorf("new lease client: %w", err)
+		}
+		c.blobs = append(c.blobs, bb)
+		c.clients = append(c.clients, lc)
+	}
+	c.member = cfg.Container.NewBlockBlobClient(cfg.Prefix + membersDir + id)
+	c.share = cfg.Partitions
+	c.history = []Sample{{Time: cfg.Clock(), LimitRU: cfg.ReservedRU, StorageOK: true}}
+	return c, nil
+}
+
+// BlobName is the name of partition p's blob: the prefix and p, zero-padded
+// to at least two digits so that names sort in partition order.
+func BlobName(prefix string, p, partitions int) string {
+	width := len(strconv.Itoa(partitions - 1))
+	if width < 2 {
+		width = 2
+	}
+	return fmt.Sprintf("%s%0*d", prefix, width, p)
+}
+
+// SetDemand tells the capacity how many RU/s the process could spend now;
+// 0 when its work is done, which releases every lease.
+func (c *Capacity) SetDemand(ruPerSec float64) {
+	if !(ruPerSec > 0) {
+		ruPerSec = 0
+	}
+	c.mu.Lock()
+	c.demand = ruPerSec
+	change := decide(ruPerSec, c.cfg.ReservedRU, c.per, len(c.held), c.cfg.Partitions, c.share)
+	c.mu.Unlock()
+	if change != 0 {
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Limit is the RU/s the process may spend now: the partitions it holds with
+// confidence, times TargetRU/P, plus ReservedRU.
+func (c *Capacity) Limit() float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.limitLocked(c.cfg.Clock())
+}
+
+// Held is the number of partitions whose capacity Limit counts.
+func (c *Capacity) Held() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.countedLocked(c.cfg.Clock())
+}
+
+// Subscribe calls f with the current limit at once, then from Run's
+// goroutine on every change. f must not block.
+func (c *Capacity) Subscribe(f func(limit float64)) {
+	c.notifyMu.Lock()
+	defer c.notifyMu.Unlock()
+	c.subs = append(c.subs, f)
+	f(c.notified)
+}
+
+// History returns every change of held partitions, limit or storage health.
+func (c *Capacity) History() []Sample {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]Sample(nil), c.history...)
+}
+
+func (c *Capacity) countedLocked(now time.Time) int {
+	n := 0
+	for _, renewed := range c.held {
+		if now.Sub(renewed) < c.safeFor {
+			n++
+		}
+	}
+	return n
+}
+
+func (c *Capacity) limitLocked(now time.Time) float64 {
+	return float64(c.countedLocked(now))*c.per + c.cfg.ReservedRU
+}
+
+// wanted is how many partitions a demand of demand RU/s needs when reserved
+// RU/s come free and each partition is worth per RU/s, at most partitions.
+func wanted(demand, reserved, per float64, partitions int) int {
+	excess := (demand - reserved) / per
+	if !(excess > 0) {
+		return 0
+	}
+	// The epsilon absorbs float noise: demand of exactly 2 partitions wants
+	// 2, not 3.
+	return min(int(math.Ceil(excess-1e-9)), partitions)
+}
+
+// decide returns how many partitions to acquire (positive) or release
+// (negative) for a demand of demand RU/s when reserved RU/s come free, each
+// partition is worth per RU/s and this process's fair share is share
+// partitions. A partition is kept until demand falls a tenth of a partition
+// below it, so demand hovering at a boundary does not churn leases.
+func decide(demand, reserved, per float64, held, partitions, share int) int {
+	excess := (demand - reserved) / per
+	want, keep := 0, 0
+	if excess > 0 {
+		want = int(math.Ceil(excess - 1e-9))
+		keep = int(math.Ceil(excess + 0.1))
+	}
+	want = min(want, partitions, share)
+	keep = min(keep, partitions, share)
+	switch {
+	case held < want:
+		return want - held
+	case held > keep:
+		return keep - held
+	}
+	return 0
+}
+
+// Run acquires, renews and releases leases until ctx is done, then releases
+// every lease it holds. Storage errors never end it: it falls back to
+// ReservedRU and retries with backoff. It returns nil once ctx is done.
+func (c *Capacity) Run(ctx context.Context) error {
+	defer c.shutdown()
+	var backoff time.Duration
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	<-timer.C
+	for {
+		err := c.round(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		var wait time.Duration
+		if err != nil {
+			c.storageDown(err)
+			backoff = min(max(2*backoff, 500*time.Millisecond), c.renewEvery)
+			wait = backoff
+		} else {
+			c.storageUp()
+			backoff = 0
+			wait = c.nextWake()
+		}
+		c.notify()
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-c.wake:
+			if !timer.Stop() {
+				<-timer.C
+			}
+		case <-timer.C:
+		}
+	}
+}
+
+// round renews what is due, then acquires or releases toward the demand. It
+// returns the first storage error; a partition someone else holds is not one.
+func (c *Capacity) round(ctx context.Context) error {
+	c.mu.Lock()
+	ready := c.ready
+	c.mu.Unlock()
+	if !ready {
+		rctx, cancel := context.WithTimeout(ctx, c.reqTimeout)
+		_, err := c.cfg.Container.Create(rctx, nil)
+		cancel()
+		if err != nil && !bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
+			return fmt.Errorf("create lease container: %w", err)
+		}
+		c.mu.Lock()
+		c.ready = true
+		c.mu.Unlock()
+	}
+
+	now := c.cfg.Clock()
+	c.mu.Lock()
+	var due []int
+	for p, renewed := range c.held {
+		// A little slack so a timer firing early does not skip a renewal.
+		if now.Sub(renewed) >= c.renewEvery-c.renewEvery/10 {
+			due = append(due, p)
+		}
+	}
+	c.mu.Unlock()
+	for _, p := range due {
+		sent := c.cfg.Clock()
+		rctx, cancel := context.WithTimeout(ctx, c.reqTimeout)
+		_, err := c.clients[p].RenewLease(rctx, nil)
+		cancel()
+		switch {
+		case err == nil:
+			c.mu.Lock()
+			c.held[p] = sent
+			c.mu.Unlock()
+		case lost(err):
+			c.cfg.Logf("capacity partition %d: lease lost: %v", p, err)
+			c.mu.Lock()
+			delete(c.held, p)
+			c.mu.Unlock()
+		default:
+			return fmt.Errorf("renew lease on partition %d: %w", p, err)
+		}
+	}
+
+	if err := c.heartbeat(ctx, now); err != nil {
+		return err
+	}
+
+	c.mu.Lock()
+	change := decide(c.demand, c.cfg.ReservedRU, c.per, len(c.held), c.cfg.Partitions, c.share)
+	acquireOK := !now.Before(c.nextAcquire)
+	var free, release []int
+	for p := 0; p < c.cfg.Partitions; p++ {
+		if _, ok := c.held[p]; ok {
+			release = append(release, p)
+		} else {
+			free = append(free, p)
+		}
+	}
+	c.mu.Unlock()
+
+	switch {
+	case change < 0:
+		rand.Shuffle(len(release), func(i, j int) { release[i], release[j] = release[j], release[i] })
+		for _, p := range release[:-change] {
+			// Stop counting it before the server hears, so the capacity is
+			// never spent twice.
+			c.mu.Lock()
+			delete(c.held, p)
+			c.mu.Unlock()
+			c.notify()
+			rctx, cancel := context.WithTimeout(ctx, c.reqTimeout)
+			_, err := c.clients[p].ReleaseLease(rctx, nil)
+			cancel()
+			if err != nil && !lost(err) {
+				return fmt.Errorf("release lease on partition %d: %w", p, err)
+			}
+		}
+	case change > 0 && acquireOK:
+		got, err := c.acquire(ctx, free, change)
+		if err != nil {
+			return err
+		}
+		if got < change {
+			// Everything else is taken: poll a few times per renewal period,
+			// so a dead process's partitions are taken soon after its
+			// leases expire, but not on every demand update.
+			c.mu.Lock()
+			c.nextAcquire = c.cfg.Clock().Add(jitter(c.renewEvery / 3))
+			c.mu.Unlock()
+		}
+	}
+	return nil
+}
+
+// acquire tries each partition that is neither held here nor leased
+// elsewhere once, in random order so that processes starting together spread
+// over the partitions, until it holds n more.
+func (c *Capacity) acquire(ctx context.Context, free []int, n int) (int, error) {
+	// One listing says which leases are live, so a starving process can
+	// poll often without an acquire per partition.
+	leased := map[string]bool{}
+	prefix := c.cfg.Prefix
+	pager := c.cfg.Container.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: &prefix})
+	for pager.More() {
+		rctx, cancel := context.WithTimeout(ctx, c.reqTimeout)
+		page, err := pager.NextPage(rctx)
+		cancel()
+		if err != nil {
+			return 0, fmt.Errorf("list capacity partitions: %w", err)
+		}
+		for _, b := range page.Segment.BlobItems {
+			if b.Name != nil && b.Properties != nil && b.Properties.LeaseState != nil {
+				st := *b.Properties.LeaseState
+				leased[*b.Name] = st == azlease.StateTypeLeased || st == azlease.StateTypeBreaking
+			}
+		}
+	}
+	rand.Shuffle(len(free), func(i, j int) { free[i], free[j] = free[j], free[i] })
+	got := 0
+	for _, p := range free {
+		if leased[BlobName(c.cfg.Prefix, p, c.cfg.Partitions)] {
+			continue
+		}
+		if got == n {
+			break
+		}
+		sent := c.cfg.Clock()
+		err := c.tryAcquire(ctx, p)
+		switch {
+		case err == nil:
+			got++
+			c.mu.Lock()
+			c.held[p] = sent
+			c.mu.Unlock()
+			c.notify()
+		case taken(err):
+		default:
+			return got, fmt.Errorf("acquire lease on partition %d: %w", p, err)
+		}
+	}
+	return got, nil
+}
+
+func (c *Capacity) tryAcquire(ctx context.Context, p int) error {
+	secs := int32(c.cfg.LeaseDuration / time.Second)
+	rctx, cancel := context.WithTimeout(ctx, c.reqTimeout)
+	defer cancel()
+	_, err := c.clients[p].AcquireLease(rctx, secs, nil)
+	if !bloberror.HasCode(err, bloberror.BlobNotFound) {
+		return err
+	}
+	if err := createEmpty(rctx, c.blobs[p]); err != nil {
+		return err
+	}
+	_, err = c.clients[p].AcquireLease(rctx, secs, nil)
+	return err
+}
+
+// createEmpty creates a 0-byte blob unless it exists; another process
+// creating it first is not an error.
+func createEmpty(ctx context.Context, bb *blockblob.Client) error {
+	etagAny := azcore.ETagAny
+	_, err := bb.Upload(ctx, nopCloser{bytes.NewReader(nil)}, &blockblob.UploadOptions{
+		AccessConditions: &blob.AccessConditions{
+			ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: &etagAny},
+		},
+	})
+	if err != nil && !bloberror.HasCode(err, bloberror.BlobAlreadyExists, bloberror.LeaseIDMissing) &&
+		!hasStatus(err, http.StatusConflict, http.StatusPreconditionFailed) {
+		return fmt.Errorf("create blob: %w", err)
+	}
+	return nil
+}
+
+type nopCloser struct{ *bytes.Reader }
+
+func (nopCloser) Close() error { return nil }
+
+// taken reports whether an acquire failed because another process holds the
+// lease.
+func taken(err error) bool {
+	return bloberror.HasCode(err, bloberror.LeaseAlreadyPresent) || hasStatus(err, http.StatusConflict)
+}
+
+// lost reports whether a renew or release failed because the lease is no
+// longer ours: it expired and someone else acquired it, or it was broken.
+func lost(err error) bool {
+	return bloberror.HasCode(err,
+		bloberror.LeaseIDMismatchWithLeaseOperation, bloberror.LeaseLost,
+		bloberror.LeaseNotPresentWithLeaseOperation, bloberror.LeaseIsBrokenAndCannotBeRenewed,
+		bloberror.LeaseAlreadyPresent, bloberror.BlobNotFound) ||
+		hasStatus(err, http.StatusConflict, http.StatusPreconditionFailed)
+}
+
+func hasStatus(err error, codes ...int) bool {
+	var re *azcore.ResponseError
+	if !errors.As(err, &re) {
+		return false
+	}
+	for _, code := range codes {
+		if re.StatusCode == code {
+			return true
+		}
+	}
+	return false
+}
+
+// jitter spreads d over [0.75d, 1.25d) so processes that collided once do
+// not keep colliding.
+func jitter(d time.Duration) time.Duration {
+	return d*3/4 + time.Duration(rand.Int64N(int64(d)/2+1))
+}
+
+// nextWake is when the loop must next look: the earliest renewal due, or a
+// renewal period from now to retry acquiring.
+func (c *Capacity) nextWake() time.Duration {
+	now := c.cfg.Clock()
+	wait := c.renewEvery
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, renewed := range c.held {
+		wait = min(wait, renewed.Add(c.renewEvery).Sub(now))
+	}
+	if !c.nextAcquire.IsZero() && decide(c.demand, c.cfg.ReservedRU, c.per, len(c.held), c.cfg.Partitions, c.share) > 0 {
+		wait = min(wait, c.nextAcquire.Sub(now))
+	}
+	return max(wait, 10*time.Millisecond)
+}
+
+// storageDown drops all leased capacity at once: no renewal can be
+// confirmed, and the server expires the leases on its own.
+func (c *Capacity) storageDown(err error) {
+	c.mu.Lock()
+	if c.storageOK {
+		c.cfg.Logf("capacity leases: storage unreachable, continuing at the reserved %.0f RU/s: %v", c.cfg.ReservedRU, err)
+	}
+	c.storageOK = false
+	c.ready = false
+	c.nextAcquire = time.Time{}
+	clear(c.held)
+	c.mu.Unlock()
+}
+
+func (c *Capacity) storageUp() {
+	c.mu.Lock()
+	if !c.storageOK {
+		c.cfg.Logf("capacity leases: storage reachable again")
+	}
+	c.storageOK = true
+	c.mu.Unlock()
+}
+
+// notify records a sample and calls subscribers when anything changed.
+func (c *Capacity) notify() {
+	c.notifyMu.Lock()
+	defer c.notifyMu.Unlock()
+	now := c.cfg.Clock()
+	c.mu.Lock()
+	limit := c.limitLocked(now)
+	s := Sample{Time: now, Held: c.countedLocked(now), LimitRU: limit, StorageOK: c.storageOK}
+	last := c.history[len(c.history)-1]
+	if s.Held != last.Held || s.LimitRU != last.LimitRU || s.StorageOK != last.StorageOK {
+		c.history = append(c.history, s)
+	}
+	c.mu.Unlock()
+	if limit == c.notified {
+		return
+	}
+	c.notified = limit
+	for _, f := range c.subs {
+		f(limit)
+	}
+}
+
+// shutdown releases every lease, unless a test abandoned them to play a
+// killed process.
+func (c *Capacity) shutdown() {
+	c.mu.Lock()
+	abandoned := c.abandoned
+	held := make([]int, 0, len(c.held))
+	for p := range c.held {
+		held = append(held, p)
+	}
+	clear(c.held)
+	c.mu.Unlock()
+	c.notify()
+	if abandoned {
+		return
+	}
+	var wg sync.WaitGroup
+	if c.beatWant != 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), c.reqTimeout)
+			defer cancel()
+			c.member.Delete(ctx, nil)
+		}()
+	}
+	for _, p := range held {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), c.reqTimeout)
+			defer cancel()
+			if _, err := c.clients[p].ReleaseLease(ctx, nil); err != nil && !lost(err) {
+				c.cfg.Logf("capacity partition %d: release lease: %v", p, err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// abandon makes Run exit without releasing its leases, as a killed process
+// would. For tests.
+func (c *Capacity) abandon() {
+	c.mu.Lock()
+	c.abandoned = true
+	c.mu.Unlock()
+}
+
+// membersDir holds one heartbeat blob per process that wants partitions,
+// named by its lease ID, with how many it wants in its metadata.
+const membersDir = "members/"
+
+const metaWant = "want"
+
+// heartbeat publishes how many partitions this process wants and reads what
+// every live process wants, to work out this process's fair share: without
+// it the first process to start would hold every partition for as long as
+// it had work. A process's heartbeat counts for one lease duration, so a
+// dead process's claim on a share lapses when its leases do.
+func (c *Capacity) heartbeat(ctx context.Context, now time.Time) error {
+	c.mu.Lock()
+	want := wanted(c.demand, c.cfg.ReservedRU, c.per, c.cfg.Partitions)
+	published := c.beatWant
+	due := want != published || now.Sub(c.beat) >= c.renewEvery-c.renewEvery/10
+	c.mu.Unlock()
+
+	rctx, cancel := context.WithTimeout(ctx, c.reqTimeout)
+	defer cancel()
+	if want == 0 {
+		if published != 0 {
+			_, err := c.member.Delete(rctx, nil)
+			if err != nil && !bloberror.HasCode(err, bloberror.BlobNotFound) {
+				return fmt.Errorf("delete capacity heartbeat: %w", err)
+			}
+		}
+		c.mu.Lock()
+		c.beatWant, c.share = 0, c.cfg.Partitions
+		c.mu.Unlock()
+		return nil
+	}
+	if due {
+		w := strconv.Itoa(want)
+		_, err := c.member.Upload(rctx, nopCloser{bytes.NewReader(nil)}, &blockblob.UploadOptions{
+			Metadata: map[string]*string{metaWant: &w},
+		})
+		if err != nil {
+			return fmt.Errorf("write capacity heartbeat: %w", err)
+		}
+		c.mu.Lock()
+		c.beat, c.beatWant = now, want
+		c.mu.Unlock()
+	}
+
+	self := c.cfg.Prefix + membersDir + c.id
+	wants := map[string]int{self: want}
+	prefix := c.cfg.Prefix + membersDir
+	pager := c.cfg.Container.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{
+		Prefix:  &prefix,
+		Include: container.ListBlobsInclude{Metadata: true},
+	})
+	var stale []string
+	for pager.More() {
+		page, err := pager.NextPage(rctx)
+		if err != nil {
+			return fmt.Errorf("list capacity heartbeats: %w", err)
+		}
+		// Judge age by the server's clock alone: ours may be skewed.
+		serverNow := now
+		if page.Date != nil {
+			serverNow = *page.Date
+		}
+		for _, b := range page.Segment.BlobItems {
+			if b.Name == nil || *b.Name == self || b.Properties == nil || b.Properties.LastModified == nil {
+				continue
+			}
+			age := serverNow.Sub(*b.Properties.LastModified)
+			if age > 4*c.cfg.LeaseDuration {
+				stale = append(stale, *b.Name)
+			}
+			if age > c.cfg.LeaseDuration {
+				continue
+			}
+			for k, v := range b.Metadata {
+				if v != nil && strings.EqualFold(k, metaWant) {
+					if n, err := strconv.Atoi(*v); err == nil && n > 0 {
+						wants[*b.Name] = n
+					}
+				}
+			}
+		}
+	}
+	// Dead processes' heartbeats would pile up forever; a live process
+	// whose heartbeat is removed writes it again within a renewal period.
+	for _, name := range stale {
+		c.cfg.Container.NewBlobClient(name).Delete(rctx, nil)
+	}
+
+	names := make([]string, 0, len(wants))
+	for name := range wants {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	list := make([]int, len(names))
+	me := 0
+	for i, name := range names {
+		list[i] = wants[name]
+		if name == self {
+			me = i
+		}
+	}
+	share := fairShare(list, me, c.cfg.Partitions)
+	c.mu.Lock()
+	if len(names) != c.members {
+		c.cfg.Logf("capacity: %d processes want partitions; this one's fair share is %d of %d", len(names), share, c.cfg.Partitions)
+	}
+	c.share, c.members = share, len(names)
+	c.mu.Unlock()
+	return nil
+}
+
+// fairShare splits partitions among processes wanting wants[i] each, one
+// partition at a time round-robin in a fixed order, and returns process
+// self's part. Every process computes the same split from the same listing,
+// so no one has to be in charge.
+func fairShare(wants []int, self, partitions int) int {
+	got := make([]int, len(wants))
+	for left := partitions; left > 0; {
+		gave := false
+		for i, w := range wants {
+			if left > 0 && got[i] < w {
+				got[i]++
+				left--
+				gave = true
+			}
+		}
+		if !gave {
+			break
+		}
+	}
+	return got[self]
+}

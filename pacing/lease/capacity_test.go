@@ -1,0 +1,386 @@
+package lease
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	azlease "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
+
+	"github.com/cosmosloader/loader/internal/testenv"
+)
+
+func TestDecide(t *testing.T) {
+	tests := []struct {
+		name                    string
+		demand, reserved        float64
+		held, partitions, share int
+		want                    int
+	}{
+		{"idle holds nothing", 0, 0, 0, 6, 6, 0},
+		{"idle releases all", 0, 0, 4, 6, 6, -4},
+		{"reserved covers demand", 80, 100, 2, 6, 6, -2},
+		{"exactly one partition", 100, 0, 0, 6, 6, 1},
+		{"a little over one", 101, 0, 0, 6, 6, 2},
+		{"exact boundary keeps", 200, 0, 2, 6, 6, 0},
+		{"just under boundary keeps (hysteresis)", 195, 0, 3, 6, 6, 0},
+		{"well under boundary releases", 180, 0, 3, 6, 6, -1},
+		{"everything is capped at P", 10000, 0, 0, 6, 6, 6},
+		{"capped and held", 10000, 0, 6, 6, 6, 0},
+		{"reserved counts first", 250, 100, 0, 6, 6, 2},
+		{"demand grows", 450, 0, 2, 6, 6, 3},
+		{"share caps acquiring", 10000, 0, 1, 6, 3, 2},
+		{"above share releases", 10000, 0, 6, 6, 3, -3},
+		{"share above demand", 150, 0, 0, 6, 3, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := decide(tt.demand, tt.reserved, 100, tt.held, tt.partitions, tt.share); got != tt.want {
+				t.Errorf("decide(%v, %v, 100, %d, %d) = %d, want %d", tt.demand, tt.reserved, tt.held, tt.partitions, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestFairShare(t *testing.T) {
+	tests := []struct {
+		name       string
+		wants      []int
+		partitions int
+		want       []int
+	}{
+		{"alone", []int{6}, 6, []int{6}},
+		{"two greedy", []int{6, 6}, 6, []int{3, 3}},
+		{"three greedy, remainder to the first", []int{6, 6, 6}, 4, []int{2, 1, 1}},
+		{"a modest one leaves the rest", []int{1, 6, 6}, 6, []int{1, 3, 2}},
+		{"everyone satisfied", []int{1, 2}, 6, []int{1, 2}},
+		{"more processes than partitions", []int{3, 3, 3}, 2, []int{1, 1, 0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for i := range tt.wants {
+				if got := fairShare(tt.wants, i, tt.partitions); got != tt.want[i] {
+					t.Errorf("fairShare(%v, %d, %d) = %d, want %d", tt.wants, i, tt.partitions, got, tt.want[i])
+				}
+			}
+		})
+	}
+}
+
+// A lease counts until a third of its duration before the server would
+// expire it, so a process whose renewals stall stops spending first.
+func TestLimitCountsOnlyConfirmedLeases(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	cont, err := container.NewClientWithNoCredential("http://127.0.0.1:1/acct/c", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewCapacity(CapacityConfig{
+		Container: cont, Partitions: 4, TargetRU: 400, ReservedRU: 50,
+		Clock: func() time.Time { return now },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.held[0] = now
+	c.held[1] = now.Add(-5 * time.Second)
+	tests := []struct {
+		after     time.Duration
+		held      int
+		wantLimit float64
+	}{
+		{0, 2, 250},
+		{4 * time.Second, 2, 250},
+		{5 * time.Second, 1, 150}, // partition 1 renewed 10 s ago: within 5 s of expiry
+		{9 * time.Second, 1, 150},
+		{10 * time.Second, 0, 50},
+	}
+	start := now
+	for _, tt := range tests {
+		now = start.Add(tt.after)
+		if got := c.Held(); got != tt.held {
+			t.Errorf("after %v: Held() = %d, want %d", tt.after, got, tt.held)
+		}
+		if got := c.Limit(); got != tt.wantLimit {
+			t.Errorf("after %v: Limit() = %v, want %v", tt.after, got, tt.wantLimit)
+		}
+	}
+}
+
+func TestNewCapacityRejects(t *testing.T) {
+	cont, _ := container.NewClientWithNoCredential("http://127.0.0.1:1/acct/c", nil)
+	tests := []struct {
+		name string
+		cfg  CapacityConfig
+		want string
+	}{
+		{"no container", CapacityConfig{Partitions: 1, TargetRU: 1}, "no container"},
+		{"no partitions", CapacityConfig{Container: cont, TargetRU: 1}, "partitions"},
+		{"no target", CapacityConfig{Container: cont, Partitions: 1}, "target"},
+		{"negative reserve", CapacityConfig{Container: cont, Partitions: 1, TargetRU: 1, ReservedRU: -1}, "reserved"},
+		{"short lease", CapacityConfig{Container: cont, Partitions: 1, TargetRU: 1, LeaseDuration: 10 * time.Second}, "lease duration"},
+		{"long lease", CapacityConfig{Container: cont, Partitions: 1, TargetRU: 1, LeaseDuration: 61 * time.Second}, "lease duration"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := NewCapacity(tt.cfg)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("NewCapacity() error = %v, want one mentioning %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestBlobName(t *testing.T) {
+	tests := []struct {
+		p, partitions int
+		want          string
+	}{
+		{0, 6, "x/00"}, {5, 6, "x/05"}, {99, 100, "x/99"}, {7, 101, "x/007"},
+	}
+	for _, tt := range tests {
+		if got := BlobName("x/", tt.p, tt.partitions); got != tt.want {
+			t.Errorf("BlobName(x/, %d, %d) = %q, want %q", tt.p, tt.partitions, got, tt.want)
+		}
+	}
+}
+
+// azuriteContainer returns a client for a container on az, with a short
+// retry policy so that a stopped server fails fast.
+func azuriteContainer(t *testing.T, az *testenv.AzuriteServer, name string) *container.Client {
+	t.Helper()
+	client, err := azblob.NewClientFromConnectionString(az.ConnectionString(), &azblob.ClientOptions{
+		ClientOptions: azcore.ClientOptions{Retry: policy.RetryOptions{MaxRetries: 1, RetryDelay: 50 * time.Millisecond}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client.ServiceClient().NewContainerClient(name)
+}
+
+// running is a Capacity whose Run goroutine the test controls.
+type running struct {
+	*Capacity
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func start(t *testing.T, cfg CapacityConfig, demand float64) *running {
+	t.Helper()
+	c, err := NewCapacity(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetDemand(demand)
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{Capacity: c, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		if err := c.Run(ctx); err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	t.Cleanup(r.stop)
+	return r
+}
+
+func (r *running) stop() {
+	r.cancel()
+	<-r.done
+}
+
+// waitFor polls cond until it holds or the timeout passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// leased counts the partition blobs the server says are leased.
+func leased(t *testing.T, cont *container.Client, prefix string) int {
+	t.Helper()
+	n := 0
+	pager := cont.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: &prefix})
+	for pager.More() {
+		page, err := pager.NextPage(context.Background())
+		if err != nil {
+			t.Fatalf("list blobs: %v", err)
+		}
+		for _, b := range page.Segment.BlobItems {
+			if s := b.Properties.LeaseState; s != nil && *s == azlease.StateTypeLeased {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func logf(t *testing.T, who string) func(string, ...any) {
+	return func(format string, args ...any) { t.Logf(who+": "+format, args...) }
+}
+
+// Two processes that each could use the whole budget share it, never
+// together holding more than P partitions; when one's demand falls, the
+// other takes everything within a renewal round; a cancelled one releases
+// at once.
+func TestCapacityTwoProcessesShare(t *testing.T) {
+	t.Parallel()
+	az := testenv.Azurite(t)
+	cont := azuriteContainer(t, az, "leases")
+	const prefix = "capacity/db/c/"
+	cfg := func(who string) CapacityConfig {
+		return CapacityConfig{Container: cont, Prefix: prefix, Partitions: 6, TargetRU: 600, Logf: logf(t, who)}
+	}
+
+	var mu sync.Mutex
+	var over []float64
+	check := func(a, b *running) {
+		if sum := a.Limit() + b.Limit(); sum > 600 {
+			mu.Lock()
+			over = append(over, sum)
+			mu.Unlock()
+		}
+	}
+	a := start(t, cfg("a"), 600)
+	b := start(t, cfg("b"), 600)
+	// Whoever grabbed more at first gives back down to its fair share
+	// within a renewal round or two.
+	waitFor(t, 20*time.Second, "a fair split of the six partitions", func() bool {
+		check(a, b)
+		return a.Held() == 3 && b.Held() == 3
+	})
+	if got := leased(t, cont, prefix); got != 6 {
+		t.Errorf("server says %d partitions leased, want 6", got)
+	}
+
+	// a's work is done: it releases, b picks the partitions up on its next
+	// acquisition round (a renewal period, 5 s, ±25 %).
+	var limits []float64
+	var lmu sync.Mutex
+	b.Subscribe(func(l float64) { lmu.Lock(); limits = append(limits, l); lmu.Unlock() })
+	a.SetDemand(0)
+	waitFor(t, 2*time.Second, "a to release", func() bool { check(a, b); return a.Held() == 0 })
+	waitFor(t, 8*time.Second, "b to hold everything", func() bool { check(a, b); return b.Held() == 6 })
+	if got := b.Limit(); got != 600 {
+		t.Errorf("b.Limit() = %v, want 600", got)
+	}
+	lmu.Lock()
+	if len(limits) < 2 || limits[len(limits)-1] != 600 {
+		t.Errorf("b's subscriber saw %v, want changes ending at 600", limits)
+	}
+	lmu.Unlock()
+
+	// Cancelling b releases everything before Run returns.
+	b.stop()
+	if got := b.Limit(); got != 0 {
+		t.Errorf("stopped b.Limit() = %v, want 0", got)
+	}
+	if got := leased(t, cont, prefix); got != 0 {
+		t.Errorf("after b stopped, server says %d partitions leased, want 0", got)
+	}
+	a.SetDemand(250) // 3 partitions
+	waitFor(t, 8*time.Second, "a to take three again", func() bool { return a.Held() == 3 })
+	mu.Lock()
+	if len(over) > 0 {
+		t.Errorf("combined limit exceeded 600 RU/s: %v", over)
+	}
+	mu.Unlock()
+	h := b.History()
+	if len(h) < 3 || h[len(h)-1].Held != 0 {
+		t.Errorf("b.History() = %+v, want samples ending with 0 held", h)
+	}
+}
+
+// A process that dies keeps its leases until they expire; then the other
+// takes its partitions.
+func TestCapacityKilledProcessLeasesExpire(t *testing.T) {
+	t.Parallel()
+	az := testenv.Azurite(t)
+	cont := azuriteContainer(t, az, "leases")
+	const prefix = "capacity/"
+	cfg := CapacityConfig{Container: cont, Prefix: prefix, Partitions: 4, TargetRU: 400, Logf: logf(t, "a")}
+	a := start(t, cfg, 400)
+	waitFor(t, 5*time.Second, "a to hold everything", func() bool { return a.Held() == 4 })
+	a.abandon()
+	killed := time.Now()
+	a.stop()
+	if got := leased(t, cont, prefix); got != 4 {
+		t.Fatalf("after a died, server says %d leased, want 4", got)
+	}
+
+	cfg.Logf = logf(t, "b")
+	b := start(t, cfg, 400)
+	time.Sleep(time.Second)
+	if got := b.Held(); got != 0 {
+		t.Errorf("b holds %d partitions while a's leases are live", got)
+	}
+	// 15 s lease plus at most one acquisition period (6.25 s).
+	waitFor(t, 25*time.Second, "b to take a's partitions", func() bool { return b.Held() == 4 })
+	if took := time.Since(killed); took < 14*time.Second {
+		t.Errorf("b took over after %v, before a's 15 s leases could expire", took)
+	}
+	t.Logf("takeover after %v", time.Since(killed).Round(100*time.Millisecond))
+}
+
+// With storage gone a process keeps going at its reserved capacity, and
+// takes its partitions back when storage returns.
+func TestCapacityStorageOutage(t *testing.T) {
+	t.Parallel()
+	az := testenv.Azurite(t)
+	cont := azuriteContainer(t, az, "leases")
+	var mu sync.Mutex
+	var warnings []string
+	cfg := CapacityConfig{
+		Container: cont, Prefix: "cap/", Partitions: 3, TargetRU: 300, ReservedRU: 30,
+		Logf: func(format string, args ...any) {
+			mu.Lock()
+			warnings = append(warnings, format)
+			mu.Unlock()
+			t.Logf(format, args...)
+		},
+	}
+	a := start(t, cfg, 1000)
+	waitFor(t, 5*time.Second, "a to hold everything", func() bool { return a.Held() == 3 })
+	if got := a.Limit(); got != 330 {
+		t.Errorf("Limit() = %v, want 330", got)
+	}
+
+	az.Stop()
+	// The next renewal (≤ 5 s) fails and drops the leased capacity.
+	waitFor(t, 10*time.Second, "limit to fall to the reserve", func() bool { return a.Limit() == 30 })
+	time.Sleep(time.Second) // a few failed retries: still one warning
+	az.Start()
+	waitFor(t, 10*time.Second, "a to recover", func() bool { return a.Held() == 3 })
+
+	mu.Lock()
+	unreachable := 0
+	for _, w := range warnings {
+		if strings.Contains(w, "unreachable") {
+			unreachable++
+		}
+	}
+	mu.Unlock()
+	if unreachable != 1 {
+		t.Errorf("warned %d times about unreachable storage, want once", unreachable)
+	}
+	var sawDown bool
+	for _, s := range a.History() {
+		if !s.StorageOK && s.LimitRU == 30 && s.Held == 0 {
+			sawDown = true
+		}
+	}
+	if !sawDown {
+		t.Errorf("History() = %+v, want a sample with storage down at the reserve", a.History())
+	}
+}
