@@ -40,6 +40,47 @@ type ImportOptions struct {
 	Restart      bool
 	Quiet        bool
 	DrainTimeout time.Duration
+	Shared       SharedFlags
+	getenv       func(string) string
+}
+
+// SharedFlags configure sharing a container's throughput with other
+// loaders through leases on Azure Blob Storage.
+type SharedFlags struct {
+	ConnectionString string
+	AccountURL       string
+	Container        string
+	Partitions       int
+	ReservedRU       float64
+	LeaseDuration    time.Duration
+	ShardSize        int64
+	Job              string
+}
+
+func (s *SharedFlags) addFlags(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&s.ConnectionString, "lease-connection-string", "", "Azure Storage connection string for shared capacity and shards (env LOADER_LEASE_CONNECTION_STRING)")
+	fl.StringVar(&s.AccountURL, "lease-account-url", "", "Azure Storage blob endpoint for shared capacity, with Microsoft Entra ID (https://ACCOUNT.blob.core.windows.net)")
+	fl.StringVar(&s.Container, "lease-container", "loader-leases", "blob container holding the lease and shard blobs")
+	fl.IntVar(&s.Partitions, "capacity-partitions", 10, "split the target RU/s into this many leasable capacity partitions")
+	fl.Float64Var(&s.ReservedRU, "reserved-ru", 0, "RU/s this loader may use without a lease (and all it uses while storage is unreachable)")
+	fl.DurationVar(&s.LeaseDuration, "lease-duration", 15*time.Second, "lease duration (15s-60s): a dead loader's capacity and shards return to the others after this")
+	fl.Int64Var(&s.ShardSize, "shard-size", 256<<20, "bytes per input shard (plain NDJSON is split; gzip, CSV and JSON arrays are one shard each)")
+	fl.StringVar(&s.Job, "job", "", "name of the shared load (default: derived from the inputs' content and the target)")
+}
+
+func (s *SharedFlags) options(getenv func(string) string) *loader.SharedOptions {
+	if s.ConnectionString == "" {
+		s.ConnectionString = getenv("LOADER_LEASE_CONNECTION_STRING")
+	}
+	if s.ConnectionString == "" && s.AccountURL == "" {
+		return nil
+	}
+	return &loader.SharedOptions{
+		ConnectionString: s.ConnectionString, AccountURL: s.AccountURL, Container: s.Container,
+		Partitions: s.Partitions, ReservedRU: s.ReservedRU, LeaseDuration: s.LeaseDuration,
+		ShardBytes: s.ShardSize, JobID: s.Job,
+	}
 }
 
 // Target are the connection flags every writing command shares.
@@ -89,6 +130,7 @@ the embedded local Cosmos DB target is used and announced on stderr.
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Args = args
 			opts.Target.fromEnv(f.Getenv)
+			opts.getenv = f.Getenv
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
@@ -98,6 +140,7 @@ the embedded local Cosmos DB target is used and announced on stderr.
 	fl := cmd.Flags()
 	opts.Target.addFlags(cmd)
 	opts.InputFlags.addFlags(cmd)
+	opts.Shared.addFlags(cmd)
 	fl.StringVar(&opts.Mode, "mode", "upsert", "upsert or create (create counts 409 Conflict as already written)")
 	fl.StringVar(&opts.Strategy, "strategy", "paced", "paced, or naive (fixed concurrency, resend on 429: for comparison)")
 	fl.Float64Var(&opts.RU, "ru", 0, "target RU/s (default: the container's throughput × --ru-share); also the throughput of a created container")
@@ -271,6 +314,13 @@ func importRun(ctx context.Context, o *ImportOptions) error {
 	if err != nil {
 		return &ExitCodeError{Code: ExitUsage, Err: err}
 	}
+	var shared *loader.SharedOptions
+	if o.getenv != nil {
+		shared = o.Shared.options(o.getenv)
+	}
+	if shared != nil && o.Target.embedded() {
+		return usageError("sharing capacity needs a real endpoint: the embedded target lives inside one loader")
+	}
 	to, stopTarget, err := o.Target.connect(ctx, o.IO, o.RU, o.Quiet)
 	if err != nil {
 		return err
@@ -286,6 +336,7 @@ func importRun(ctx context.Context, o *ImportOptions) error {
 		DrainTimeout: o.DrainTimeout,
 		Quiet:        o.Quiet, Log: o.IO.ErrOut, IsTTY: o.IO.ErrIsTerminal(), Now: o.Now,
 	}
+	job.Shared = shared
 	return finishJob(ctx, o.IO, job, o.Quiet)
 }
 
@@ -327,7 +378,11 @@ func finishJob(ctx context.Context, io *IOStreams, job *loader.Job, quiet bool) 
 	}
 	if code == ExitInterrupted || code == ExitStopped {
 		// Even with --quiet: without this line the user cannot continue.
-		fmt.Fprintf(io.ErrOut, "\nCheckpoint saved. Continue with:\n  loader resume %s\n", shellQuote(job.CheckpointPath))
+		if job.Shared != nil {
+			fmt.Fprintf(io.ErrOut, "\nShard progress is saved in blob storage (%s).\nRun the same command again to continue.\n", job.CheckpointPath)
+		} else {
+			fmt.Fprintf(io.ErrOut, "\nCheckpoint saved. Continue with:\n  loader resume %s\n", shellQuote(job.CheckpointPath))
+		}
 	}
 	if code == ExitOK {
 		return nil

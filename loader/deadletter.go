@@ -63,6 +63,13 @@ type deadLetterFile struct {
 // (0 for a fresh run). The file is created lazily on the first record so a
 // clean run leaves none behind.
 func openDeadLetter(path string, size int64) (*deadLetterFile, error) {
+	if size > 0 {
+		// A checkpointed size for a file that is gone (deleted, or another
+		// machine's): start a new one rather than pad it with zeros.
+		if _, err := os.Stat(path); os.IsNotExist(err) {
+			size = 0
+		}
+	}
 	d := &deadLetterFile{path: path, size: size}
 	if size > 0 {
 		if err := d.open(); err != nil {

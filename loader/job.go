@@ -53,6 +53,10 @@ type Job struct {
 
 	// Resume is the checkpoint being continued (loader resume).
 	Resume *checkpoint.State
+	// Shared, when set, shares the container's throughput with other
+	// loaders through capacity leases and claims inputs as shards, both on
+	// Azure Blob Storage; progress is checkpointed there too.
+	Shared *SharedOptions
 
 	Quiet bool
 	Log   io.Writer // stderr
@@ -108,6 +112,10 @@ func Execute(ctx context.Context, j *Job) (*Report, error) {
 		target = tgt.Throughput * j.RUShare
 	}
 	partitions := len(tgt.Bounds) - 1
+	if j.Shared != nil {
+		return executeShared(ctx, j, &sharedLoad{tgt: tgt, mapper: mapper, inputs: inputs, fps: fps,
+			target: target, partitions: partitions, logf: logf})
+	}
 
 	cfg := checkpoint.Config{
 		Endpoint: j.Target.Endpoint, Database: j.Target.Database, Container: j.Target.Container,

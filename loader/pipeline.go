@@ -108,6 +108,9 @@ type Options struct {
 
 	Now   func() time.Time
 	Sleep func(ctx context.Context, d time.Duration) error
+	// Charges collects every written record's charge; several runs (one
+	// per shard) may share one. Nil: a new one.
+	Charges *Histogram
 }
 
 // Snapshot is the durable state of a run at one moment.
@@ -148,6 +151,7 @@ const (
 type Result struct {
 	Cause    StopCause
 	Err      error // the fatal error or the reason for stopping
+	Started  time.Time
 	Snapshot Snapshot
 	Live     Live
 	Series   []Second
@@ -226,7 +230,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &run{o: o, dl: dl, start: o.Now(), charges: NewHistogram()}
+	if o.Charges == nil {
+		o.Charges = NewHistogram()
+	}
+	r := &run{o: o, dl: dl, start: o.Now(), charges: o.Charges}
 	r.tr = newTracker(starts, dl.write)
 
 	readCtx, stopRd := context.WithCancelCause(context.Background())
@@ -289,7 +296,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		r.stop(FatalError, err)
 	}
 	snap, serr := r.checkpoint(true)
-	res := &Result{Cause: r.cause, Err: r.fatal, Snapshot: snap, Live: r.live(), Charges: r.charges}
+	res := &Result{Cause: r.cause, Err: r.fatal, Started: r.start, Snapshot: snap, Live: r.live(), Charges: r.charges}
 	r.mu.Lock()
 	res.CheckpointSaves, res.CheckpointTime = r.saves, r.saveTime
 	res.Series = append([]Second(nil), r.series...)

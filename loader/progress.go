@@ -25,6 +25,8 @@ type progress struct {
 	// pacer reports the pacer's current limit (lowered by 429s, raised
 	// back by clean seconds), when pacing.
 	pacer func() pacing.Snapshot
+	// lease describes the capacity leased from other loaders, if shared.
+	lease func() string
 }
 
 func newProgress(w io.Writer, tty, quiet bool, totalBytes int64, target float64) *progress {
@@ -82,6 +84,9 @@ func (p *progress) update(l Live) {
 		if st := p.pacer(); st.LimitRU < st.TargetRU*0.99 {
 			limit = fmt.Sprintf(" (pacer at %.0f after 429s)", st.LimitRU)
 		}
+	}
+	if p.lease != nil {
+		limit += " ·" + p.lease()
 	}
 	if p.bar != nil {
 		p.bar.Describe(fmt.Sprintf("%s rec · %.0f RU/s%s · 429s %d (%.1f%%)", count(l.Written+l.Skipped), ru, limit, l.Throttled, thr))

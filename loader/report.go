@@ -13,6 +13,7 @@ import (
 
 	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/loader/htmlreport"
+	"github.com/cosmosloader/loader/pacing/lease"
 )
 
 // Report is the account of one import run. Its JSON field names are part
@@ -62,6 +63,11 @@ type Report struct {
 	FinishedAt time.Time `json:"finished_at"`
 	// Series is the run second by second: RU, requests, throttles, records.
 	Series []Second `json:"series"`
+
+	// Leases is the capacity this process held over time and Shards the
+	// input shards it loaded, when sharing the container with other loaders.
+	Leases []lease.Sample `json:"leases,omitempty"`
+	Shards []string       `json:"shards,omitempty"`
 }
 
 // Spread summarises a distribution.

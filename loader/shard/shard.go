@@ -97,6 +97,9 @@ type Progress struct {
 	Done         bool  `json:"done"`
 	Written      int64 `json:"written"`
 	DeadLettered int64 `json:"dead_lettered"`
+	// DeadLetterSize is the owner's dead-letter file size at this
+	// position, so the same machine resuming the shard truncates it.
+	DeadLetterSize int64 `json:"dead_letter_size,omitempty"`
 }
 
 // ShardStatus is what storage says about one shard.
