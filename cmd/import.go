@@ -149,7 +149,7 @@ the embedded local Cosmos DB target is used and announced on stderr.
 	fl.StringVar(&opts.Checkpoint, "checkpoint", "", "checkpoint file (default: derived from the inputs and target, printed at start)")
 	fl.Int64Var(&opts.CkptEvery, "checkpoint-every", 10000, "save the checkpoint every N committed records")
 	fl.DurationVar(&opts.CkptInterval, "checkpoint-interval", 5*time.Second, "… and at least this often")
-	fl.StringVar(&opts.DeadLetter, "dead-letter", "", "dead-letter NDJSON file for refused records (default: beside the checkpoint)")
+	fl.StringVar(&opts.DeadLetter, "dead-letter", "", "dead-letter NDJSON file for refused records (default: beside the checkpoint; with shared capacity, a directory of one file per shard)")
 	fl.StringVar(&opts.Report, "report", "", "write the run's report as JSON to this file")
 	fl.StringVar(&opts.ReportHTML, "report-html", "", "write the run's report as a self-contained HTML page with charts")
 	fl.BoolVar(&opts.Restart, "restart", false, "start over even if an unfinished checkpoint for these inputs exists")

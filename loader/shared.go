@@ -246,9 +246,15 @@ func executeShared(ctx context.Context, j *Job, s *sharedLoad) (*Report, error) 
 		lastErr error
 	)
 	total.Cause = Finished
+	// Each shard has its own dead-letter file in this directory: a shard
+	// resumed on this machine truncates its file to the saved size.
 	dlDir := j.DeadLetterPath
 	if dlDir == "" {
-		dlDir = filepath.Join(os.TempDir(), "loader-deadletter")
+		p, err := checkpoint.DefaultPath(nil, "", j.Target.Database, j.Target.Container)
+		if err != nil {
+			return nil, err
+		}
+		dlDir = filepath.Join(filepath.Dir(filepath.Dir(p)), "deadletter", so.JobID)
 	}
 	if err := os.MkdirAll(dlDir, 0o700); err != nil {
 		return nil, fmt.Errorf("dead-letter directory: %w", err)
