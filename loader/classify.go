@@ -3,7 +3,6 @@ package loader
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"strconv"
 	"time"
@@ -104,10 +103,4 @@ func parseRetryAfter(h http.Header) time.Duration {
 		}
 	}
 	return 0
-}
-
-// isTimeout reports a network timeout, for messages.
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
 }
