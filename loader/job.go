@@ -42,6 +42,7 @@ type Job struct {
 	CostPerRecord float64
 
 	MaxErrors          int64
+	ReadAhead          int // records queued per physical partition; 0 = default
 	CheckpointPath     string
 	CheckpointEvery    int64
 	CheckpointInterval time.Duration
@@ -230,6 +231,7 @@ func Execute(ctx context.Context, j *Job) (*Report, error) {
 		Cost:               cost,
 		Limiter:            limiter,
 		Partitions:         partitions,
+		QueuePerPartition:  j.ReadAhead,
 		MaxErrors:          j.MaxErrors,
 		DeadLetterPath:     j.DeadLetterPath,
 		DeadLetterSize:     dlSize,

@@ -82,7 +82,8 @@ type Options struct {
 	Limiter Limiter // in-flight bound for StrategyPaced
 	// NaiveConcurrency is the fixed number of writers of StrategyNaive.
 	NaiveConcurrency int
-	// QueuePerPartition bounds records read ahead per physical partition.
+	// QueuePerPartition bounds records read ahead per physical partition;
+	// 0 means DefaultReadAhead(Partitions).
 	QueuePerPartition int
 	Partitions        int
 
@@ -318,7 +319,7 @@ func (o *Options) defaults() {
 		o.Sleep = sleepCtx
 	}
 	if o.QueuePerPartition <= 0 {
-		o.QueuePerPartition = 512
+		o.QueuePerPartition = DefaultReadAhead(o.Partitions)
 	}
 	if o.NaiveConcurrency <= 0 {
 		o.NaiveConcurrency = 64
@@ -341,6 +342,16 @@ func (o *Options) defaults() {
 	if o.Strategy == "" {
 		o.Strategy = StrategyPaced
 	}
+}
+
+// DefaultReadAhead is how many records are read ahead per physical
+// partition. While one partition's queue is full — a hot partition key —
+// reading waits, and the other partitions can only work through what is
+// already queued for them: the deeper the queues, the longer they keep
+// their rate on a skewed file. About 16,384 records in all (≈10 MB of
+// 600-byte documents) keeps memory flat; 256 to 4,096 per partition.
+func DefaultReadAhead(partitions int) int {
+	return min(4096, max(256, 16384/max(partitions, 1)))
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

@@ -353,7 +353,7 @@ func runShard(ctx context.Context, j *Job, s *sharedLoad, claim *shard.Claim, pa
 		Inputs: []Input{in}, Source: j.Source, Mapper: s.mapper,
 		Sink: s.tgt.Sink(j.Mode), Mode: j.Mode, Strategy: j.Strategy,
 		Pacer: gatedPacer{Pacer: pacer, gate: gate}, Cost: cost, Limiter: limiter,
-		Partitions: s.partitions, MaxErrors: j.MaxErrors,
+		Partitions: s.partitions, QueuePerPartition: j.ReadAhead, MaxErrors: j.MaxErrors,
 		DeadLetterPath:     filepath.Join(dlDir, "deadletter-"+claim.Shard.ID+".ndjson"),
 		DeadLetterSize:     from.DeadLetterSize,
 		Checkpoint:         save,
