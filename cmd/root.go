@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -137,6 +138,14 @@ func Main() int {
 		fmt.Fprintln(f.IO.ErrOut, "second signal: exiting now; the last saved checkpoint is intact")
 		os.Exit(ExitInterrupted)
 	}()
+	if path := os.Getenv("LOADER_CPUPROFILE"); path != "" {
+		// For profiling a real run; undocumented in --help on purpose.
+		if pf, err := os.Create(path); err == nil {
+			if err := pprof.StartCPUProfile(pf); err == nil {
+				defer pprof.StopCPUProfile()
+			}
+		}
+	}
 	return run(ctx, f, os.Args[1:])
 }
 
