@@ -1,11 +1,14 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 )
 
 // The Rate Limiting pattern's example: 10,000 records × 10 RU into a
@@ -97,5 +100,52 @@ func TestDryRunReportsBadRecordsAndSkew(t *testing.T) {
 	res = runLoader(t, nil, "dry-run", in, "--partition-key", "/k", "--partitions", "4", "--ru", "40000")
 	if !strings.Contains(res.stdout, `WARNING: partition key "hot"`) {
 		t.Errorf("no skew warning:\n%s", res.stdout)
+	}
+}
+
+// With an endpoint, dry-run reads the container's throughput, partition
+// count and indexing policy instead of taking them from flags.
+func TestDryRunReadsTheContainer(t *testing.T) {
+	tg := localTarget(t, emulatorOptions())
+	ctx := context.Background()
+	c := client(t, tg)
+	if _, err := c.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "e2e"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	db, _ := c.NewDatabase("e2e")
+	tp := azcosmos.NewManualThroughputProperties(24000)
+	props := azcosmos.ContainerProperties{
+		ID:                     "shaped",
+		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/k"}, Version: 2},
+		IndexingPolicy:         &azcosmos.IndexingPolicy{Automatic: true, IndexingMode: azcosmos.IndexingModeNone},
+	}
+	if _, err := db.CreateContainer(ctx, props, &azcosmos.CreateContainerOptions{ThroughputProperties: &tp}); err != nil {
+		t.Fatal(err)
+	}
+	in := writeFile(t, t.TempDir(), "d.ndjson", []byte("{\"id\":\"1\",\"k\":\"a\",\"x\":[1,2,3]}\n{\"id\":\"2\",\"k\":\"b\"}\n"))
+	res := runLoader(t, nil, "dry-run", in, "--endpoint", tg.endpoint, "--key", tg.key, "--database", "e2e", "--container", "shaped", "--json", "--ru-share", "0.5")
+	if res.code != 0 {
+		t.Fatalf("exit %d\n%s", res.code, res.stderr)
+	}
+	var plan struct {
+		Target      float64 `json:"target_ru_per_sec"`
+		Partitions  int     `json:"partitions"`
+		RUPerRecord struct {
+			Max float64 `json:"max"`
+		} `json:"ru_per_record"`
+	}
+	if err := json.Unmarshal([]byte(res.stdout), &plan); err != nil {
+		t.Fatal(err)
+	}
+	// 24,000 RU/s × 0.5; ceil(24,000 ÷ 10,000) = 3 partitions; indexing
+	// mode none: a small document costs the 1 KB size figure and no terms.
+	if plan.Target != 12000 || plan.Partitions != 3 {
+		t.Errorf("target %v over %d partitions, want 12000 over 3", plan.Target, plan.Partitions)
+	}
+	if plan.RUPerRecord.Max > 5.5 {
+		t.Errorf("RU per record %.2f: the container's indexing policy (none) was not used", plan.RUPerRecord.Max)
+	}
+	if st := tg.srv.Stats(); st.Total.Requests != 0 {
+		t.Errorf("dry-run wrote: %d item requests", st.Total.Requests)
 	}
 }

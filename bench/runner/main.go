@@ -146,6 +146,9 @@ func (res *results) publish(out string) error {
 		if err := os.WriteFile(filepath.Join(out, "chart.svg"), res.chart().SVG(), 0o644); err != nil {
 			return fmt.Errorf("write chart: %w", err)
 		}
+		if err := os.WriteFile(filepath.Join(out, "throttles.svg"), res.throttleChart().SVG(), 0o644); err != nil {
+			return fmt.Errorf("write chart: %w", err)
+		}
 	}
 	fmt.Print(res.markdown())
 	return nil

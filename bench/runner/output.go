@@ -148,6 +148,9 @@ func (res *results) chart() chart.Chart {
 		YLabel:    "RU/s",
 		XDuration: true,
 		HLines:    []chart.HLine{{Y: a.RU, Label: fmt.Sprintf("provisioned %s RU/s", chart.FormatNumber(a.RU, 0))}},
+		// Room above the provisioned line for its label and the 429 marks.
+		YMax:         a.RU * 1.3,
+		MarkerLegend: "a second with 429s (colour: whose)",
 	}
 	colors := map[string]string{"paced": "#2563eb", "naive": "#dc2626", "sdk-default": "#9333ea"}
 	labels := map[string]string{"paced": "loader (paced)", "naive": "loader --strategy naive", "sdk-default": "azcosmos defaults"}
@@ -159,9 +162,33 @@ func (res *results) chart() chart.Chart {
 		for _, p := range secondsFromStart(ap.Series) {
 			s.Points = append(s.Points, chart.Point{X: p.x, Y: p.s.RU})
 			if p.s.Throttled > 0 {
-				c.Markers = append(c.Markers, chart.Marker{X: p.x + 0.5, Y: p.s.RU,
+				// A row of marks above the provisioned line, clear of its label.
+				c.Markers = append(c.Markers, chart.Marker{X: p.x + 0.5, Y: a.RU * 1.15,
 					Label: fmt.Sprintf("%s: %d throttled (429) of %d requests", labels[ap.Name], p.s.Throttled, p.s.Requests), Color: colors[ap.Name]})
 			}
+		}
+		c.Series = append(c.Series, s)
+	}
+	return c
+}
+
+// throttleChart is the 429s each approach of scenario A received per
+// second: where paced and the alternatives differ on this target.
+func (res *results) throttleChart() chart.Chart {
+	a := res.A
+	c := chart.Chart{
+		Title:     "Throttled (429) responses per second, same load",
+		XLabel:    "time since start",
+		YLabel:    "429s per second",
+		XDuration: true,
+		Height:    260,
+	}
+	colors := map[string]string{"paced": "#2563eb", "naive": "#dc2626", "sdk-default": "#9333ea"}
+	labels := map[string]string{"paced": "loader (paced)", "naive": "loader --strategy naive", "sdk-default": "azcosmos defaults, 32 goroutines"}
+	for _, ap := range a.Approaches {
+		s := chart.Series{Name: labels[ap.Name], Color: colors[ap.Name], Step: true}
+		for _, p := range secondsFromStart(ap.Series) {
+			s.Points = append(s.Points, chart.Point{X: p.x, Y: float64(p.s.Throttled)})
 		}
 		c.Series = append(c.Series, s)
 	}
