@@ -368,15 +368,18 @@ func finishJob(ctx context.Context, io *IOStreams, job *loader.Job, quiet bool) 
 			fmt.Fprintf(io.ErrOut, "loader: %v\n", werr)
 		}
 	}
+	htmlErr := error(nil)
 	if job.ReportHTMLPath != "" {
-		if werr := rep.WriteHTML(job.ReportHTMLPath); werr != nil {
-			fmt.Fprintf(io.ErrOut, "loader: %v\n", werr)
-		} else if !quiet {
-			fmt.Fprintf(io.ErrOut, "\nReport: %s (open it in a browser)\n", job.ReportHTMLPath)
+		htmlErr = rep.WriteHTML(job.ReportHTMLPath)
+		if htmlErr != nil {
+			fmt.Fprintf(io.ErrOut, "loader: %v\n", htmlErr)
 		}
 	}
 	if !quiet {
 		rep.WriteSummary(io.ErrOut)
+		if job.ReportHTMLPath != "" && htmlErr == nil {
+			fmt.Fprintf(io.ErrOut, "\nReport: %s (open it in a browser)\n", job.ReportHTMLPath)
+		}
 	}
 	if code == ExitInterrupted || code == ExitStopped {
 		// Even with --quiet: without this line the user cannot continue.
