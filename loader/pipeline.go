@@ -239,6 +239,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 	readCtx, stopRd := context.WithCancelCause(context.Background())
 	r.readCtx, r.stopRd = readCtx, stopRd
+	// Ends the watcher below once the run is over (a no-op cause then).
+	defer stopRd(nil)
 	wctx, cancelWrites := context.WithCancel(context.Background())
 	r.wctx = wctx
 	defer cancelWrites()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -221,5 +222,20 @@ func TestRunResumesFromStartAndHonoursEnd(t *testing.T) {
 	}
 	if c := res.Snapshot.Committed[0]; c.Offset != end || c.Line != 7 {
 		t.Errorf("committed %+v, want offset %d line 7", c, end)
+	}
+}
+
+// A finished run leaves no goroutine behind (shared mode runs one per shard).
+func TestRunLeavesNoGoroutines(t *testing.T) {
+	before := runtime.NumGoroutine()
+	for i := 0; i < 5; i++ {
+		runFake(t, docs(10), &fakeSink{}, nil)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Errorf("%d goroutines after five runs, %d before", n, before)
 	}
 }
