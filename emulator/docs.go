@@ -285,10 +285,7 @@ func (s *Server) write(q *request, c *container, upsert bool) {
 
 	c.mu.Lock()
 	now := s.clock()
-	if ok, retry := p.admit(now, c.budget(s.noisyRU())); !ok {
-		p.record(now, 0, true)
-		c.mu.Unlock()
-		s.throttle(w, retry)
+	if !s.admitLocked(w, c, p, now) {
 		return
 	}
 	old := p.items[key]
@@ -356,10 +353,7 @@ func (s *Server) replaceItem(q *request, c *container, id string) {
 
 	c.mu.Lock()
 	now := s.clock()
-	if ok, retry := p.admit(now, c.budget(s.noisyRU())); !ok {
-		p.record(now, 0, true)
-		c.mu.Unlock()
-		s.throttle(w, retry)
+	if !s.admitLocked(w, c, p, now) {
 		return
 	}
 	old := p.items[key]
@@ -396,10 +390,7 @@ func (s *Server) readItem(q *request, c *container, id string) {
 	p := c.partitionFor(pk)
 	c.mu.Lock()
 	now := s.clock()
-	if ok, retry := p.admit(now, c.budget(s.noisyRU())); !ok {
-		p.record(now, 0, true)
-		c.mu.Unlock()
-		s.throttle(w, retry)
+	if !s.admitLocked(w, c, p, now) {
 		return
 	}
 	it := p.items[itemKey(pk.json, id)]
@@ -432,10 +423,7 @@ func (s *Server) deleteItem(q *request, c *container, id string) {
 	key := itemKey(pk.json, id)
 	c.mu.Lock()
 	now := s.clock()
-	if ok, retry := p.admit(now, c.budget(s.noisyRU())); !ok {
-		p.record(now, 0, true)
-		c.mu.Unlock()
-		s.throttle(w, retry)
+	if !s.admitLocked(w, c, p, now) {
 		return
 	}
 	old := p.items[key]
@@ -536,10 +524,7 @@ func (s *Server) batch(q *request, c *container) {
 
 	c.mu.Lock()
 	now := s.clock()
-	if ok, retry := p.admit(now, c.budget(s.noisyRU())); !ok {
-		p.record(now, 0, true)
-		c.mu.Unlock()
-		s.throttle(w, retry)
+	if !s.admitLocked(w, c, p, now) {
 		return
 	}
 	staged := make(map[string]*item) // nil value: deleted in this batch

@@ -136,10 +136,7 @@ func (s *Server) query(q *request, c *container, text string) {
 	if part >= 0 {
 		p := c.parts[part]
 		now := s.clock()
-		if ok, retry := p.admit(now, c.budget(s.noisyRU())); !ok {
-			p.record(now, 0, true)
-			c.mu.Unlock()
-			s.throttle(w, retry)
+		if !s.admitLocked(w, c, p, now) {
 			return
 		}
 		size := 0

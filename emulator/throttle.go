@@ -2,6 +2,7 @@ package emulator
 
 import (
 	"math"
+	"net/http"
 	"sort"
 	"time"
 )
@@ -132,4 +133,18 @@ func (p *partition) del(key string) {
 		delete(p.items, key)
 		p.sortedOK = false
 	}
+}
+
+// admitLocked charges nothing and answers 429 when partition p of c has no
+// budget at now: it then records the throttle, unlocks c.mu (held by the
+// caller) and reports false. Otherwise c.mu stays locked.
+func (s *Server) admitLocked(w http.ResponseWriter, c *container, p *partition, now time.Time) bool {
+	ok, retry := p.admit(now, c.budget(s.noisyRU()))
+	if ok {
+		return true
+	}
+	p.record(now, 0, true)
+	c.mu.Unlock()
+	s.throttle(w, retry)
+	return false
 }
