@@ -113,6 +113,9 @@ func Execute(ctx context.Context, j *Job) (*Report, error) {
 		target = tgt.Throughput * j.RUShare
 	}
 	partitions := len(tgt.Bounds) - 1
+	if tgt.Throughput > 0 && target > tgt.Throughput*1.001 {
+		logf("warning: target %.0f RU/s is above the container's %.0f RU/s: expect throttling (the pacer will back off)", target, tgt.Throughput)
+	}
 	if j.Shared != nil {
 		return executeShared(ctx, j, &sharedLoad{tgt: tgt, mapper: mapper, inputs: inputs, fps: fps,
 			target: target, partitions: partitions, logf: logf})
