@@ -538,6 +538,11 @@ func (c *Capacity) nextWake() time.Duration {
 	if !c.nextAcquire.IsZero() && decide(c.demand, c.cfg.ReservedRU, c.per, len(c.held), c.cfg.Partitions, c.share) > 0 {
 		wait = min(wait, c.nextAcquire.Sub(now))
 	}
+	if c.members > 1 && c.demand > 0 {
+		// Others share the container: look at their heartbeats often
+		// enough to notice one of them dying well within a lease duration.
+		wait = min(wait, c.renewEvery/3)
+	}
 	return max(wait, 10*time.Millisecond)
 }
 
@@ -642,8 +647,9 @@ const metaWant = "want"
 // heartbeat publishes how many partitions this process wants and reads what
 // every live process wants, to work out this process's fair share: without
 // it the first process to start would hold every partition for as long as
-// it had work. A process's heartbeat counts for one lease duration, so a
-// dead process's claim on a share lapses when its leases do.
+// it had work. A process's heartbeat counts for two and a half renewal
+// periods, so a dead process's claim on a share lapses about when its
+// leases do.
 func (c *Capacity) heartbeat(ctx context.Context, now time.Time) error {
 	c.mu.Lock()
 	want := wanted(c.demand, c.cfg.ReservedRU, c.per, c.cfg.Partitions)
@@ -704,7 +710,11 @@ func (c *Capacity) heartbeat(ctx context.Context, now time.Time) error {
 			if age > 4*c.cfg.LeaseDuration {
 				stale = append(stale, *b.Name)
 			}
-			if age > c.cfg.LeaseDuration {
+			// A live process rewrites its heartbeat every renewal period;
+			// two and a half periods without one means it is gone, so the
+			// others raise their share while its leases run out and take
+			// them soon after they expire.
+			if age > c.renewEvery*5/2 {
 				continue
 			}
 			for k, v := range b.Metadata {
