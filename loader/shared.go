@@ -260,9 +260,14 @@ func executeShared(ctx context.Context, j *Job, s *sharedLoad) (*Report, error) 
 		return nil, fmt.Errorf("dead-letter directory: %w", err)
 	}
 
+	capa.SetDemand(s.target)
 	for ctx.Err() == nil {
-		capa.SetDemand(0) // while waiting for a shard, others may have the capacity
+		// Claiming the next shard is usually immediate; dropping demand at
+		// once would release every lease between two shards. Only a loader
+		// left waiting for others' shards gives its capacity back.
+		idle := time.AfterFunc(time.Second, func() { capa.SetDemand(0) })
 		claim, err := coord.Claim(ctx)
+		idle.Stop()
 		if err != nil {
 			if ctx.Err() != nil {
 				break

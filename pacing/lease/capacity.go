@@ -395,11 +395,11 @@ func (c *Capacity) round(ctx context.Context) error {
 			return err
 		}
 		if got < change {
-			// Everything else is taken: poll a few times per renewal period,
+			// Everything else is taken: poll several times per renewal period,
 			// so a dead process's partitions are taken soon after its
 			// leases expire, but not on every demand update.
 			c.mu.Lock()
-			c.nextAcquire = c.cfg.Clock().Add(jitter(c.renewEvery / 3))
+			c.nextAcquire = c.cfg.Clock().Add(jitter(c.renewEvery / 6))
 			c.mu.Unlock()
 		}
 	}
