@@ -89,6 +89,13 @@ func TestSIGINTDrainsSavesAndResumes(t *testing.T) {
 	if st.Complete || st.Inputs[0].Committed.Offset == 0 {
 		t.Fatalf("checkpoint after SIGINT: complete=%v committed=%+v", st.Complete, st.Inputs[0].Committed)
 	}
+	// The calibrated cost model is saved, so the resumed run starts calibrated.
+	var cal struct {
+		Observations int64 `json:"observations"`
+	}
+	if err := json.Unmarshal(st.Calibration, &cal); err != nil || cal.Observations == 0 {
+		t.Errorf("the checkpoint holds no calibration: %s (%v)", st.Calibration, err)
+	}
 	// The drain acknowledged everything in flight: the checkpoint accounts
 	// for every record the container holds.
 	landed := readAll(t, tg, "e2e", "sig")
