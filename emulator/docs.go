@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cosmosloader/loader/pacing/epk"
 )
@@ -356,15 +357,8 @@ func (s *Server) replaceItem(q *request, c *container, id string) {
 	if !s.admitLocked(w, c, p, now) {
 		return
 	}
-	old := p.items[key]
-	if old == nil || ifMatch != "" && old.etag != ifMatch {
-		p.record(now, failedRequestRU, false)
-		c.mu.Unlock()
-		if old == nil {
-			s.failAPI(w, errNotFound)
-		} else {
-			s.failAPI(w, errPrecondition)
-		}
+	old := s.existingLocked(w, c, p, key, ifMatch, now)
+	if old == nil {
 		return
 	}
 	charge := s.withNoise(2 * createCharge(len(body), d.terms))
@@ -426,15 +420,8 @@ func (s *Server) deleteItem(q *request, c *container, id string) {
 	if !s.admitLocked(w, c, p, now) {
 		return
 	}
-	old := p.items[key]
-	if old == nil || ifMatch != "" && old.etag != ifMatch {
-		p.record(now, failedRequestRU, false)
-		c.mu.Unlock()
-		if old == nil {
-			s.failAPI(w, errNotFound)
-		} else {
-			s.failAPI(w, errPrecondition)
-		}
+	old := s.existingLocked(w, c, p, key, ifMatch, now)
+	if old == nil {
 		return
 	}
 	charge := s.withNoise(createCharge(len(old.body), old.terms))
@@ -630,4 +617,23 @@ func (s *Server) batch(q *request, c *container) {
 	p.record(now, total, false)
 	c.mu.Unlock()
 	s.replyJSON(w, http.StatusOK, total, results)
+}
+
+// existingLocked returns the item a replace or delete acts on. When it is
+// missing (404) or its etag does not match If-Match (412), the failed
+// request is charged and answered, c.mu (held by the caller) is unlocked,
+// and it returns nil; otherwise c.mu stays locked.
+func (s *Server) existingLocked(w http.ResponseWriter, c *container, p *partition, key, ifMatch string, now time.Time) *item {
+	old := p.items[key]
+	if old != nil && (ifMatch == "" || old.etag == ifMatch) {
+		return old
+	}
+	p.record(now, failedRequestRU, false)
+	c.mu.Unlock()
+	if old == nil {
+		s.failAPI(w, errNotFound)
+	} else {
+		s.failAPI(w, errPrecondition)
+	}
+	return nil
 }
