@@ -30,6 +30,7 @@ type DryRunOptions struct {
 	Partitions    int
 	Indexing      string
 	CostPerRecord float64
+	Mode          string
 	JSON          bool
 }
 
@@ -68,6 +69,7 @@ partitions and indexing policy; without one it takes them from --ru,
 	fl.IntVar(&opts.Partitions, "partitions", 0, "physical partitions without an endpoint (default 1: an even spread; a real container has at least ceil(RU/s ÷ 10,000))")
 	fl.StringVar(&opts.Indexing, "indexing", "consistent", "indexing mode without an endpoint: consistent (all paths) or none")
 	fl.Float64Var(&opts.CostPerRecord, "cost-per-record", 0, "assume every record costs this many RU instead of estimating")
+	fl.StringVar(&opts.Mode, "mode", "upsert", "upsert or create: upsert notes what replacing existing items would cost")
 	fl.BoolVar(&opts.JSON, "json", false, "print the plan as JSON")
 	return cmd
 }
@@ -81,7 +83,11 @@ func dryRunRun(ctx context.Context, o *DryRunOptions) error {
 	if err != nil {
 		return &ExitCodeError{Code: ExitUsage, Err: err}
 	}
-	j := &loader.DryRunJob{Inputs: inputs, Stdin: o.IO.In, Source: so, CostPerRecord: o.CostPerRecord, Now: o.Now}
+	mode := loader.Mode(o.Mode)
+	if mode != loader.ModeUpsert && mode != loader.ModeCreate {
+		return usageError("--mode must be upsert or create, not %q", o.Mode)
+	}
+	j := &loader.DryRunJob{Inputs: inputs, Stdin: o.IO.In, Source: so, CostPerRecord: o.CostPerRecord, Mode: mode, Now: o.Now}
 	j.Mapper = record.Config{IDField: o.IDField, PartitionKeyPaths: o.PartitionKey}
 	if o.embedded() {
 		j.TargetRU = o.RU

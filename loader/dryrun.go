@@ -42,20 +42,30 @@ type DryRunJob struct {
 
 // Plan is what a dry run predicts.
 type Plan struct {
-	Inputs      []string  `json:"inputs"`
-	Records     int64     `json:"records"`
-	Bytes       int64     `json:"bytes"`
-	BadRecords  int64     `json:"bad_records"`
-	BadSamples  []BadLine `json:"bad_samples,omitempty"`
-	EstimatedRU float64   `json:"estimated_ru"`
-	RUPerRecord Spread    `json:"ru_per_record"`
-	Largest     []Item    `json:"largest_items"`
+	Inputs     []string  `json:"inputs"`
+	Records    int64     `json:"records"`
+	Bytes      int64     `json:"bytes"`
+	BadRecords int64     `json:"bad_records"`
+	BadSamples []BadLine `json:"bad_samples,omitempty"`
+	// BadMore is how many bad records BadSamples leaves out; BadByReason
+	// counts all of them; Hint says what likely fixes most of them.
+	BadMore     int64         `json:"bad_more,omitempty"`
+	BadByReason []ReasonCount `json:"bad_by_reason,omitempty"`
+	Hint        string        `json:"hint,omitempty"`
+	EstimatedRU float64       `json:"estimated_ru"`
+	RUPerRecord Spread        `json:"ru_per_record"`
+	Largest     []Item        `json:"largest_items"`
 
 	TargetRUPerSec float64   `json:"target_ru_per_sec"`
 	Partitions     int       `json:"partitions"`
 	PartitionRU    []float64 `json:"partition_ru"`
-	TopKeys        []KeyLoad `json:"top_partition_keys"`
-	Warnings       []string  `json:"warnings,omitempty"`
+	// TopKeys lists the heaviest partition keys, only when one is hot or
+	// the keys are too few to spread evenly.
+	TopKeys  []KeyLoad `json:"top_partition_keys,omitempty"`
+	Warnings []string  `json:"warnings,omitempty"`
+	// Notes are costs the estimate leaves out, such as replacing items
+	// that already exist.
+	Notes []string `json:"notes,omitempty"`
 
 	// EstimatedSeconds is the paced duration: the slowest physical
 	// partition's RU over its share of the target.
@@ -86,12 +96,15 @@ type Item struct {
 
 // KeyLoad is one logical partition's share of the load.
 type KeyLoad struct {
-	Key       string  `json:"key"`
-	Records   int64   `json:"records"`
-	RU        float64 `json:"ru"`
-	Bytes     int64   `json:"bytes"`
-	Share     float64 `json:"share"` // of all RU
-	Partition int     `json:"partition"`
+	// Key is the partition key as JSON text (for people); Value the same
+	// key as a plain JSON value (for machines).
+	Key       string          `json:"-"`
+	Value     json.RawMessage `json:"key"`
+	Records   int64           `json:"records"`
+	RU        float64         `json:"ru"`
+	Bytes     int64           `json:"bytes"`
+	Share     float64         `json:"share"` // of all RU
+	Partition int             `json:"partition"`
 	// Approximate marks counts from the bounded heavy-hitter sketch, which
 	// may overestimate a key by at most the smallest tracked count.
 	Approximate bool `json:"approximate,omitempty"`
@@ -123,6 +136,7 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 	largest := &itemHeap{}
 	keys := newHeavyHitters(1024)
 	model := pacing.NewModel(j.TargetRU, parts)
+	var bad reasonTally
 	for _, in := range j.Inputs {
 		p.Inputs = append(p.Inputs, in.Path)
 		input := Input{Input: in, IDSeed: "dry-run"}
@@ -136,8 +150,11 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 			last = s.rec.Next.Offset
 			if s.dead != nil {
 				p.BadRecords++
+				bad.add(s.dead)
 				if len(p.BadSamples) < 10 {
 					p.BadSamples = append(p.BadSamples, BadLine{Source: s.dead.Source, Line: s.dead.Line, Reason: s.dead.Reason, Error: s.dead.Error})
+				} else {
+					p.BadMore++
 				}
 				return true
 			}
@@ -163,6 +180,8 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 		p.RUPerRecord = Spread{Mean: round2(p.EstimatedRU / float64(n)), P50: round2(hist.Quantile(0.5)), P95: round2(hist.Quantile(0.95)), Max: round2(hist.Max())}
 	}
 	p.EstimatedRU = round2(p.EstimatedRU)
+	p.BadByReason = bad.counts()
+	p.Hint = bad.hint(p.Records, m.PartitionKeyPaths(), m.IDField())
 	p.Largest = largest.sorted()
 	p.TopKeys = keys.top(10, p.EstimatedRU)
 	p.EstimatedSeconds = round2(pacedSeconds(p.PartitionRU, j.TargetRU))
@@ -194,8 +213,41 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 			p.Warnings = append(p.Warnings, fmt.Sprintf("partition key %s would hold %.1f GB: over Cosmos DB's 20 GB logical partition limit", k.Key, float64(k.Bytes)/(1<<30)))
 		}
 	}
+	if !keysWorthShowing(p.TopKeys, keys, parts, len(p.Warnings) > 0) {
+		p.TopKeys = nil
+	}
+	for i := range p.PartitionRU {
+		p.PartitionRU[i] = round2(p.PartitionRU[i])
+	}
+	if j.Mode != ModeCreate && p.EstimatedRU > 0 {
+		// Upserting an id the container already holds is a replace: about
+		// twice a create (COSMOS_FACTS.md). A dry run cannot know which
+		// ids exist, so it gives the bound.
+		p.Notes = append(p.Notes, fmt.Sprintf("upsert replaces items that already exist at about twice the RU: if the container already holds these ids (a repeated load), expect up to %s RU and %s",
+			count(int64(math.Round(2*p.EstimatedRU))), fmtSeconds(2*p.EstimatedSeconds)))
+	}
 	p.Naive, p.Paced = figures(model)
 	return p, nil
+}
+
+// keysWorthShowing reports whether the partition-key section says anything:
+// a key is hot (twice its fair share of RU, or named in a warning), or the
+// load has so few keys that hashing cannot spread them evenly. A table of
+// unique ids, each holding one record, says nothing.
+func keysWorthShowing(top []KeyLoad, keys *heavyHitters, partitions int, warned bool) bool {
+	if len(top) == 0 || top[0].Records < 2 {
+		return false
+	}
+	if warned {
+		return true
+	}
+	if top[0].Approximate {
+		// More distinct keys than tracked: only a key far above the
+		// sketch's error bound is hot.
+		return top[0].Share >= 0.05
+	}
+	distinct := len(keys.heap)
+	return distinct <= 4*partitions || top[0].Share >= 2/float64(distinct)
 }
 
 // pacedSeconds is how long a paced load takes when each physical partition
@@ -227,8 +279,20 @@ func (p *Plan) WriteText(w io.Writer) {
 	fmt.Fprintf(&b, "Dry run: nothing was written.\n\n")
 	fmt.Fprintf(&b, "  records            %s (%s)\n", count(p.Records), byteSize(float64(p.Bytes)))
 	fmt.Fprintf(&b, "  bad records        %s\n", count(p.BadRecords))
+	for _, r := range p.BadByReason {
+		fmt.Fprintf(&b, "    %-22s %8s  first %s: %s\n", r.Reason, count(r.Count), r.First, r.Example)
+	}
+	if len(p.BadSamples) > 0 {
+		b.WriteString("    first bad records\n")
+	}
 	for _, s := range p.BadSamples {
-		fmt.Fprintf(&b, "    %s:%d  %s\n", s.Source, s.Line, s.Error)
+		fmt.Fprintf(&b, "      %s:%d  %s\n", s.Source, s.Line, s.Error)
+	}
+	if p.BadMore > 0 {
+		fmt.Fprintf(&b, "      … and %s more\n", count(p.BadMore))
+	}
+	if p.Hint != "" {
+		fmt.Fprintf(&b, "  hint: %s\n", p.Hint)
 	}
 	fmt.Fprintf(&b, "  estimated RU       %.0f\n", p.EstimatedRU)
 	fmt.Fprintf(&b, "  RU per record      p50 %.2f  p95 %.2f  max %.2f\n", p.RUPerRecord.P50, p.RUPerRecord.P95, p.RUPerRecord.Max)
@@ -254,6 +318,9 @@ func (p *Plan) WriteText(w io.Writer) {
 	}
 	for _, warn := range p.Warnings {
 		fmt.Fprintf(&b, "  WARNING: %s\n", warn)
+	}
+	for _, note := range p.Notes {
+		fmt.Fprintf(&b, "  note: %s\n", note)
 	}
 	fmt.Fprintf(&b, "\n  estimated duration %s at %.0f RU/s (finishes about %s)\n",
 		fmtSeconds(p.EstimatedSeconds), p.TargetRUPerSec, p.FinishAt.Format("15:04:05 MST"))
@@ -376,6 +443,7 @@ func (h *heavyHitters) top(n int, totalRU float64) []KeyLoad {
 		out = out[:n]
 	}
 	for i := range out {
+		out[i].Value = json.RawMessage(out[i].Key)
 		if totalRU > 0 {
 			out[i].Share = round2(out[i].RU/totalRU*1000) / 1000
 		}

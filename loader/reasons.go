@@ -1,0 +1,114 @@
+package loader
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/cosmosloader/loader/loader/record"
+)
+
+// ReasonCount is how many records were refused for one reason, with the
+// first of them as the example a user can look up.
+type ReasonCount struct {
+	Reason string `json:"reason"`
+	Count  int64  `json:"count"`
+	// First is the first such record as "file:line"; Example its message.
+	First   string `json:"first"`
+	Example string `json:"example"`
+}
+
+// reasonTally counts dead letters by reason in input order, and remembers
+// the top-level fields of the first refused record that is a JSON object:
+// when every record fails the same way, those fields are usually the clue
+// (a partition key path that names no field the file has).
+type reasonTally struct {
+	byReason map[string]*ReasonCount
+	total    int64
+	fields   []string
+}
+
+func (t *reasonTally) add(d *DeadLetter) {
+	if t.byReason == nil {
+		t.byReason = make(map[string]*ReasonCount)
+	}
+	t.total++
+	rc := t.byReason[d.Reason]
+	if rc == nil {
+		rc = &ReasonCount{Reason: d.Reason, First: fmt.Sprintf("%s:%d", d.Source, d.Line), Example: d.Error}
+		t.byReason[d.Reason] = rc
+	}
+	rc.Count++
+	if t.fields == nil && d.Raw != "" {
+		t.fields = topLevelFields([]byte(d.Raw))
+	}
+}
+
+// counts lists the reasons, the most frequent first.
+func (t *reasonTally) counts() []ReasonCount {
+	out := make([]ReasonCount, 0, len(t.byReason))
+	for _, rc := range t.byReason {
+		out = append(out, *rc)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Count != out[j].Count {
+			return out[i].Count > out[j].Count
+		}
+		return out[i].Reason < out[j].Reason
+	})
+	return out
+}
+
+// hint says what most likely fixes the load when one reason refuses most
+// of its records; "" when nothing stands out.
+func (t *reasonTally) hint(records int64, pkPaths []string, idField string) string {
+	cs := t.counts()
+	if len(cs) == 0 || records == 0 || float64(cs[0].Count) < 0.5*float64(records) {
+		return ""
+	}
+	top := cs[0]
+	have := ""
+	if len(t.fields) > 0 {
+		have = " The file's records have: " + strings.Join(t.fields, ", ")
+	}
+	n := count(top.Count)
+	switch top.Reason {
+	case record.ReasonMissingPartitionKey:
+		return fmt.Sprintf("%s records have no %s: wrong --partition-key?%s", n, strings.Join(pkPaths, ","), have)
+	case record.ReasonBadID:
+		return fmt.Sprintf("%s records have no usable id (%s): wrong --id-field?%s", n, top.Example, have)
+	case record.ReasonInvalidJSON:
+		return fmt.Sprintf("%s records are not JSON (%s): wrong --format?", n, top.Example)
+	case record.ReasonBadPartitionKey:
+		return fmt.Sprintf("%s records have a partition key value Cosmos DB cannot take (%s): wrong --partition-key?%s", n, top.Example, have)
+	}
+	return fmt.Sprintf("%s records were refused as %s (%s)", n, top.Reason, top.Example)
+}
+
+// topLevelFields returns the member names of a JSON object, in order, at
+// most 12; nil when raw is not an object.
+func topLevelFields(raw []byte) []string {
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	var names []string
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return names
+		}
+		name, _ := tok.(string)
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return names
+		}
+		if len(names) == 12 {
+			names = append(names, "…")
+			break
+		}
+		names = append(names, name)
+	}
+	return names
+}
