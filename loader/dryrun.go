@@ -36,8 +36,11 @@ type DryRunJob struct {
 	Bounds   []string
 	// CostPerRecord, when > 0, replaces the cost model.
 	CostPerRecord float64
-	Mode          Mode
-	Now           func() time.Time
+	// ReadAhead is the import's records queued per physical partition
+	// (0 = its default): the order simulation uses the same depth.
+	ReadAhead int
+	Mode      Mode
+	Now       func() time.Time
 }
 
 // Plan is what a dry run predicts.
@@ -67,9 +70,19 @@ type Plan struct {
 	// that already exist.
 	Notes []string `json:"notes,omitempty"`
 
-	// EstimatedSeconds is the paced duration: the slowest physical
-	// partition's RU over its share of the target.
+	// EstimatedSeconds is the paced duration in the input's order: the
+	// import's reading replayed over the records' partitions (OrderSim).
+	// BoundSeconds is what no order can beat: the busiest physical
+	// partition's RU over its share of the target. PartitionBusy is each
+	// partition's seconds with work; LongestRun the most consecutive
+	// records bound for one partition.
 	EstimatedSeconds float64   `json:"estimated_seconds"`
+	BoundSeconds     float64   `json:"bound_seconds"`
+	PartitionBusy    []float64 `json:"partition_busy_seconds"`
+	LongestRun       int64     `json:"longest_partition_run"`
+	// OrderUtilisation is BoundSeconds ÷ EstimatedSeconds: what the
+	// input's order leaves of the target.
+	OrderUtilisation float64   `json:"order_utilisation"`
 	FinishAt         time.Time `json:"finish_at"`
 	AtOtherRates     []RateRow `json:"at_other_rates"`
 
@@ -137,6 +150,8 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 	keys := newHeavyHitters(1024)
 	model := pacing.NewModel(j.TargetRU, parts)
 	var bad reasonTally
+	// Sequences past ~4M runs (48 MB) are coarsened; see pacing.Sequence.
+	seq := pacing.NewSequence(1, 4<<20)
 	for _, in := range j.Inputs {
 		p.Inputs = append(p.Inputs, in.Path)
 		input := Input{Input: in, IDSeed: "dry-run"}
@@ -165,6 +180,7 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 			part := epk.Locate(bounds, key)
 			p.PartitionRU[part] += ru
 			model.Add(part, ru)
+			seq.Add(0, part, ru)
 			keys.add(pkString(s.doc.PK), part, ru, int64(len(s.doc.Body)))
 			largest.offer(Item{ID: s.doc.ID, Source: s.rec.Path, Line: s.rec.Line, Bytes: len(s.doc.Body), RU: ru}, 5)
 			return true
@@ -184,12 +200,34 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 	p.Hint = bad.hint(p.Records, m.PartitionKeyPaths(), m.IDField())
 	p.Largest = largest.sorted()
 	p.TopKeys = keys.top(10, p.EstimatedRU)
-	p.EstimatedSeconds = round2(pacedSeconds(p.PartitionRU, j.TargetRU))
+	seq.Close()
+	bound := pacedSeconds(p.PartitionRU, j.TargetRU)
+	readAhead := j.ReadAhead
+	if readAhead <= 0 {
+		readAhead = DefaultReadAhead(parts)
+	}
+	sim := pacing.SimulateOrder(seq, pacing.OrderConfig{Partitions: parts, BudgetPerPartition: j.TargetRU / float64(parts), Queue: readAhead})
+	// The simulation steps in 10 ms; never report less than the bound.
+	estimate := max(sim.Seconds, bound)
+	p.BoundSeconds, p.EstimatedSeconds = round2(bound), round2(estimate)
+	p.LongestRun = seq.LongestRun
+	for _, b := range sim.Busy {
+		p.PartitionBusy = append(p.PartitionBusy, round2(b))
+	}
+	if estimate > 0 {
+		p.OrderUtilisation = round2(bound / estimate)
+	}
+	if bound > 0 && estimate > bound*1.05 {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("input order limits this load to %.0f%% of the target: runs of up to %s records bound for one partition park the reader while other partitions wait (a shuffled copy would take %s)",
+			100*bound/estimate, count(seq.LongestRun), fmtSeconds(bound)))
+	}
 	p.FinishAt = j.Now().Add(time.Duration(p.EstimatedSeconds * float64(time.Second))).Round(time.Second)
 	for _, f := range []float64{0.25, 0.5, 2, 4, 10} {
 		ru := math.Round(j.TargetRU * f)
 		if ru >= 400 {
-			p.AtOtherRates = append(p.AtOtherRates, RateRow{RUPerSec: ru, Seconds: round2(pacedSeconds(p.PartitionRU, ru))})
+			// Every budget and drain scales with the rate, the queue
+			// depths do not matter to the ratio: time scales as 1/f.
+			p.AtOtherRates = append(p.AtOtherRates, RateRow{RUPerSec: ru, Seconds: round2(estimate * j.TargetRU / ru)})
 		}
 	}
 	share := j.TargetRU / float64(parts)
@@ -227,6 +265,7 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 			count(int64(math.Round(2*p.EstimatedRU))), fmtSeconds(2*p.EstimatedSeconds)))
 	}
 	p.Naive, p.Paced = figures(model)
+	p.Paced.Seconds = p.EstimatedSeconds
 	return p, nil
 }
 
@@ -303,6 +342,13 @@ func (p *Plan) WriteText(w io.Writer) {
 		}
 	}
 	fmt.Fprintf(&b, "\n  target             %.0f RU/s over %d physical partition(s)\n", p.TargetRUPerSec, p.Partitions)
+	if p.Partitions > 1 && p.EstimatedSeconds > 0 {
+		b.WriteString("  partition busy    ")
+		for i, s := range p.PartitionBusy {
+			fmt.Fprintf(&b, "  %d: %s (%.0f%%)", i, fmtSeconds(s), 100*s/p.EstimatedSeconds)
+		}
+		b.WriteString("\n")
+	}
 	if len(p.TopKeys) > 0 {
 		b.WriteString("  top partition keys (share of RU)\n")
 		for _, k := range p.TopKeys[:min(5, len(p.TopKeys))] {

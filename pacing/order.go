@@ -1,0 +1,316 @@
+package pacing
+
+import "math"
+
+// The order of an input decides how busy the partitions can be kept. The
+// import reads each cursor in order and parks it when the next record's
+// physical partition already has a full queue; while it waits, partitions
+// whose records lie further on get nothing. A file sorted by partition key
+// can thus keep one partition busy while the others idle, however fast the
+// container is. OrderSim replays a load's partition sequence through that
+// scheme — cursors, bounded queues per partition, each partition drained at
+// its share of the target — so a dry run can say what the order costs
+// instead of assuming the order does not matter.
+
+// Run is a stretch of consecutive records that go to one physical
+// partition, with their summed estimated RU.
+type Run struct {
+	Part int32
+	N    int32
+	RU   float32
+}
+
+// Sequence records, per cursor, the partitions of the records it reads, in
+// order, in bounded memory: runs of one partition are merged, and when the
+// number of runs passes the budget the sequence is coarsened — blocks of G
+// consecutive records are represented by one run per partition, G growing ×4
+// each time. A sorted input stays exact (its runs are long); a shuffled one
+// becomes well-mixed blocks, which is what it is.
+type Sequence struct {
+	cursors [][]Run
+	// gran is G: records per block once coarsened (1 = exact).
+	gran    int
+	maxRuns int
+	total   int
+	// pending is the block being filled, per cursor.
+	pending []block
+	// LongestRun is the most consecutive records of one cursor that went
+	// to one partition; last/lastN track the current stretch.
+	LongestRun int64
+	last       []int32
+	lastN      []int64
+}
+
+type block struct {
+	n    int
+	runs []Run
+}
+
+// NewSequence returns a sequence for the given number of cursors keeping at
+// most maxRuns runs in all (≥ 1,024; 12 bytes each).
+func NewSequence(cursors, maxRuns int) *Sequence {
+	return &Sequence{
+		cursors: make([][]Run, max(cursors, 1)),
+		pending: make([]block, max(cursors, 1)),
+		last:    make([]int32, max(cursors, 1)),
+		lastN:   make([]int64, max(cursors, 1)),
+		gran:    1,
+		maxRuns: max(maxRuns, 1024),
+	}
+}
+
+// Add appends one record read by cursor c.
+func (s *Sequence) Add(c, part int, ru float64) {
+	if s.lastN[c] > 0 && s.last[c] == int32(part) {
+		s.lastN[c]++
+	} else {
+		s.last[c], s.lastN[c] = int32(part), 1
+	}
+	s.LongestRun = max(s.LongestRun, s.lastN[c])
+	b := &s.pending[c]
+	b.n++
+	found := false
+	for i := range b.runs {
+		if b.runs[i].Part == int32(part) {
+			b.runs[i].N++
+			b.runs[i].RU += float32(ru)
+			found = true
+			break
+		}
+	}
+	if !found {
+		b.runs = append(b.runs, Run{Part: int32(part), N: 1, RU: float32(ru)})
+	}
+	if b.n >= s.gran {
+		s.flush(c)
+	}
+}
+
+func (s *Sequence) flush(c int) {
+	b := &s.pending[c]
+	for _, r := range b.runs {
+		s.cursors[c] = appendRun(s.cursors[c], r)
+		s.total++
+	}
+	b.n, b.runs = 0, b.runs[:0]
+	if s.total > s.maxRuns {
+		s.coarsen()
+	}
+}
+
+// appendRun appends r, merging it into the last run of the same partition.
+// The caller counts runs before merging; coarsen recounts exactly.
+func appendRun(runs []Run, r Run) []Run {
+	if n := len(runs); n > 0 && runs[n-1].Part == r.Part && int64(runs[n-1].N)+int64(r.N) <= math.MaxInt32 {
+		runs[n-1].N += r.N
+		runs[n-1].RU += r.RU
+		return runs
+	}
+	return append(runs, r)
+}
+
+// coarsen groups every cursor's runs into blocks of 4× the records.
+func (s *Sequence) coarsen() {
+	for s.total > s.maxRuns/2 {
+		s.gran *= 4
+		s.total = 0
+		for c, runs := range s.cursors {
+			var out []Run
+			var blk block
+			for _, r := range runs {
+				if int(r.N) >= s.gran {
+					// A long run is its own block: keep it whole.
+					for _, br := range blk.runs {
+						out = appendRun(out, br)
+					}
+					blk = block{}
+					out = appendRun(out, r)
+					continue
+				}
+				blk.n += int(r.N)
+				merged := false
+				for i := range blk.runs {
+					if blk.runs[i].Part == r.Part {
+						blk.runs[i].N += r.N
+						blk.runs[i].RU += r.RU
+						merged = true
+						break
+					}
+				}
+				if !merged {
+					blk.runs = append(blk.runs, r)
+				}
+				if blk.n >= s.gran {
+					for _, br := range blk.runs {
+						out = appendRun(out, br)
+					}
+					blk = block{}
+				}
+			}
+			for _, br := range blk.runs {
+				out = appendRun(out, br)
+			}
+			s.cursors[c] = out
+			s.total += len(out)
+		}
+		if s.gran > 1<<20 {
+			return
+		}
+	}
+}
+
+// Close flushes partly filled blocks; call it once reading is done.
+func (s *Sequence) Close() {
+	for c := range s.pending {
+		if s.pending[c].n > 0 {
+			s.flush(c)
+		}
+	}
+}
+
+// OrderConfig is the reading scheme and the container it is simulated for.
+type OrderConfig struct {
+	Partitions int
+	// BudgetPerPartition is each partition's RU/s (the target ÷ partitions).
+	BudgetPerPartition float64
+	// Queue is the records read ahead per partition (the import's
+	// --read-ahead).
+	Queue int
+	// Step is the simulation's time step; 0 = 10 ms.
+	Step float64
+}
+
+// OrderResult is what the simulated load does.
+type OrderResult struct {
+	// Seconds until the last record is written.
+	Seconds float64
+	// Busy is, per partition, the seconds it had records to write.
+	Busy []float64
+}
+
+// SimulateOrder replays seq through the import's reading scheme: every
+// cursor reads its records in order as fast as queues allow, parking on a
+// record whose partition's queue is full; every partition writes its queue
+// at its budget. Reading is taken to be much faster than writing, which it
+// is (hundreds of MB/s against a few MB/s paced).
+func SimulateOrder(seq *Sequence, cfg OrderConfig) OrderResult {
+	parts := max(cfg.Partitions, 1)
+	step := cfg.Step
+	if step <= 0 {
+		step = 0.01
+	}
+	queue := max(cfg.Queue, 1)
+	res := OrderResult{Busy: make([]float64, parts)}
+	if cfg.BudgetPerPartition <= 0 {
+		return res
+	}
+	type cursor struct {
+		runs []Run
+		i    int
+		left int32   // records left in runs[i]
+		ru   float64 // RU per record of runs[i]
+	}
+	curs := make([]*cursor, 0, len(seq.cursors))
+	for _, runs := range seq.cursors {
+		if len(runs) > 0 {
+			curs = append(curs, &cursor{runs: runs, left: runs[0].N, ru: float64(runs[0].RU) / float64(runs[0].N)})
+		}
+	}
+	// Each partition's queue as runs of equal-cost records, a count of the
+	// records in it, and the RU it may still spend this step (with debt).
+	type part struct {
+		q      []Run
+		n      int
+		credit float64
+	}
+	ps := make([]part, parts)
+	refill := func() {
+		for progress := true; progress; {
+			progress = false
+			for _, c := range curs {
+				for c.i < len(c.runs) {
+					r := c.runs[c.i]
+					p := &ps[r.Part]
+					room := int32(queue - p.n)
+					if room <= 0 {
+						break // parked on a full queue
+					}
+					take := min(room, c.left)
+					p.q = append(p.q, Run{Part: r.Part, N: take, RU: float32(c.ru)})
+					p.n += int(take)
+					c.left -= take
+					progress = true
+					if c.left == 0 {
+						c.i++
+						if c.i < len(c.runs) {
+							c.left = c.runs[c.i].N
+							c.ru = float64(c.runs[c.i].RU) / float64(c.runs[c.i].N)
+						}
+					}
+				}
+			}
+		}
+	}
+	done := func() bool {
+		for _, c := range curs {
+			if c.i < len(c.runs) {
+				return false
+			}
+		}
+		for _, p := range ps {
+			if p.n > 0 {
+				return false
+			}
+		}
+		return true
+	}
+	perStep := cfg.BudgetPerPartition * step
+	var t float64
+	refill()
+	for !done() {
+		var lastBusy float64
+		for pi := range ps {
+			p := &ps[pi]
+			if p.n == 0 {
+				// An idle partition banks nothing: the pacer's bucket is
+				// about a tenth of a second deep.
+				p.credit = min(p.credit+perStep, cfg.BudgetPerPartition*0.1)
+				continue
+			}
+			p.credit += perStep
+			used := 0.0
+			for p.n > 0 && p.credit > 0 {
+				r := &p.q[0]
+				// Records of equal cost: spend as many as the credit
+				// allows, the last one possibly into debt.
+				k := int32(math.Ceil(p.credit / float64(r.RU)))
+				if r.RU <= 0 {
+					k = r.N
+				}
+				k = min(k, r.N)
+				cost := float64(k) * float64(r.RU)
+				p.credit -= cost
+				used += cost
+				r.N -= k
+				p.n -= int(k)
+				if r.N == 0 {
+					p.q = p.q[1:]
+				}
+			}
+			frac := 1.0
+			if used < perStep && p.n == 0 {
+				frac = used / perStep
+			}
+			res.Busy[pi] += step * frac
+			lastBusy = max(lastBusy, frac)
+		}
+		refill()
+		if done() {
+			t += step * lastBusy
+			break
+		}
+		t += step
+	}
+	res.Seconds = t
+	return res
+}

@@ -1,0 +1,90 @@
+package pacing
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// keyed builds records of nKeys keys × perKey records each, the keys placed
+// on partitions by place, sorted by key or shuffled.
+func keyed(nKeys, perKey int, place func(k int) int, shuffled bool) []int {
+	var parts []int
+	for k := 0; k < nKeys; k++ {
+		for i := 0; i < perKey; i++ {
+			parts = append(parts, place(k))
+		}
+	}
+	if shuffled {
+		r := rand.New(rand.NewPCG(1, 2))
+		r.Shuffle(len(parts), func(i, j int) { parts[i], parts[j] = parts[j], parts[i] })
+	}
+	return parts
+}
+
+func simulateSeq(parts []int, maxRuns int, cfg OrderConfig, ru float64) OrderResult {
+	seq := NewSequence(1, maxRuns)
+	for _, p := range parts {
+		seq.Add(0, p, ru)
+	}
+	seq.Close()
+	return SimulateOrder(seq, cfg)
+}
+
+func TestSimulateOrderSortedVersusShuffled(t *testing.T) {
+	// The input-order issue's first case: 8 customers × 10,000 records on
+	// 4 partitions × 2,000 RU/s, keys spread 3/1/2/2, against a 95 s
+	// physical bound.
+	spread := []int{0, 0, 0, 1, 2, 2, 3, 3}
+	place := func(k int) int { return spread[k] }
+	cfg := OrderConfig{Partitions: 4, BudgetPerPartition: 2000, Queue: 4096}
+	const ru = 6.33
+	bound := 30000 * ru / 2000
+
+	shuffled := simulateSeq(keyed(8, 10000, place, true), 1<<20, cfg, ru)
+	if d := shuffled.Seconds / bound; d < 0.99 || d > 1.03 {
+		t.Errorf("shuffled: %.1f s, bound %.1f s", shuffled.Seconds, bound)
+	}
+	sorted := simulateSeq(keyed(8, 10000, place, false), 1<<20, cfg, ru)
+	// Sorted in partition order, the reader parks on each key's partition
+	// until only a queue's worth (4,096 records, 13 s) is left of it:
+	// partition 0 from 0 to 95 s, 1 from 82 to 114 s, 2 from 101 to 164 s,
+	// 3 from 151 to 214 s.
+	if math.Abs(sorted.Seconds-214.3) > 1 {
+		t.Errorf("sorted: %.1f s, want 214.3 s", sorted.Seconds)
+	}
+	// Busy time: the busiest partition works for its whole share.
+	if b := sorted.Busy[0]; math.Abs(b-bound) > 1 {
+		t.Errorf("partition 0 busy %.1f s, want %.1f", b, bound)
+	}
+}
+
+func TestSimulateOrderCoarsenedStaysClose(t *testing.T) {
+	place := func(k int) int { return k % 4 }
+	cfg := OrderConfig{Partitions: 4, BudgetPerPartition: 2000, Queue: 1024}
+	for _, shuffled := range []bool{false, true} {
+		parts := keyed(12, 5000, place, shuffled)
+		exact := simulateSeq(parts, 1<<22, cfg, 7)
+		coarse := simulateSeq(parts, 1024, cfg, 7)
+		if math.Abs(coarse.Seconds-exact.Seconds)/exact.Seconds > 0.05 {
+			t.Errorf("shuffled=%v: coarse %.1f s, exact %.1f s", shuffled, coarse.Seconds, exact.Seconds)
+		}
+	}
+}
+
+func TestSimulateOrderCursorsRecoverSortedInput(t *testing.T) {
+	spread := []int{0, 0, 0, 1, 2, 2, 3, 3}
+	parts := keyed(8, 10000, func(k int) int { return spread[k] }, false)
+	cfg := OrderConfig{Partitions: 4, BudgetPerPartition: 2000, Queue: 1024}
+	// Eight cursors, one at the start of each key's stretch.
+	seq := NewSequence(8, 1<<20)
+	for i, p := range parts {
+		seq.Add(i/10000, p, 6.33)
+	}
+	seq.Close()
+	res := SimulateOrder(seq, cfg)
+	bound := 30000 * 6.33 / 2000
+	if res.Seconds > bound*1.03 {
+		t.Errorf("8 cursors: %.1f s, bound %.1f s", res.Seconds, bound)
+	}
+}
