@@ -119,6 +119,13 @@ func (d *deadLetterFile) write(dl *DeadLetter) error {
 	return nil
 }
 
+// written returns the size of the lines written so far, durable or not.
+func (d *deadLetterFile) written() int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.size
+}
+
 // sync makes every written line durable and returns the file's size, to be
 // saved in the checkpoint.
 func (d *deadLetterFile) sync() (int64, error) {

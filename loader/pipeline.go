@@ -454,13 +454,14 @@ func (r *run) bytesDone() int64 {
 }
 
 // checkpoint syncs the dead-letter file, then hands a snapshot to the
-// Checkpoint callback: the file's size is saved only once its lines are
-// durable.
+// Checkpoint callback: the positions and the file's size are taken
+// together (lines written later belong to records above the positions),
+// and saved only once those lines are flushed and fsynced.
 func (r *run) checkpoint(final bool) (Snapshot, error) {
 	r.sinceCheckpoint.Store(0)
-	committed := r.tr.committed()
-	size, err := r.dl.sync()
-	if err != nil {
+	var size int64
+	committed := r.tr.committedWith(func() { size = r.dl.written() })
+	if _, err := r.dl.sync(); err != nil {
 		return Snapshot{}, err
 	}
 	s := Snapshot{
@@ -487,7 +488,7 @@ func (r *run) checkpoint(final bool) (Snapshot, error) {
 		return s, nil
 	}
 	began := time.Now()
-	err = r.o.Checkpoint(s)
+	err := r.o.Checkpoint(s)
 	r.mu.Lock()
 	r.saves++
 	r.saveTime += time.Since(began)

@@ -96,6 +96,17 @@ func (t *tracker) ack(i int, seq uint64, r recordResult, dead *DeadLetter) {
 		if e.result == pending {
 			break
 		}
+		if e.result == resultDeadLettered && t.onDead != nil {
+			// The mark passes a dead-lettered record only once its line is
+			// in the file: a record that could not be listed stays ahead of
+			// every checkpoint, so a resume sends it through again.
+			if t.deadErr == nil {
+				t.deadErr = t.onDead(e.dead)
+			}
+			if t.deadErr != nil {
+				break
+			}
+		}
 		in.done.Offset, in.done.Line = e.offset, e.line
 		in.done.Records++
 		switch e.result {
@@ -105,9 +116,6 @@ func (t *tracker) ack(i int, seq uint64, r recordResult, dead *DeadLetter) {
 			in.done.Skipped++
 		case resultDeadLettered:
 			in.done.DeadLettered++
-			if t.onDead != nil && t.deadErr == nil {
-				t.deadErr = t.onDead(e.dead)
-			}
 		}
 		*e = trackEntry{}
 		in.head = (in.head + 1) % len(in.ring)
@@ -118,8 +126,18 @@ func (t *tracker) ack(i int, seq uint64, r recordResult, dead *DeadLetter) {
 
 // committed returns a snapshot of every input's low-water mark.
 func (t *tracker) committed() []Committed {
+	return t.committedWith(nil)
+}
+
+// committedWith returns the low-water marks and calls also while no record
+// can pass them: dead letters are written as records pass, so a size read
+// by also covers exactly the dead-lettered records below the marks.
+func (t *tracker) committedWith(also func()) []Committed {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if also != nil {
+		also()
+	}
 	out := make([]Committed, len(t.inputs))
 	for i, in := range t.inputs {
 		out[i] = in.done

@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"errors"
 	"math/rand"
 	"testing"
 )
@@ -71,5 +72,32 @@ func TestTrackerEmitsDeadLettersInInputOrder(t *testing.T) {
 	tr.ack(0, a, resultWritten, nil)
 	if len(got) != 2 || got[0] != 2 || got[1] != 3 {
 		t.Fatalf("got %v, want [2 3]", got)
+	}
+}
+
+func TestTrackerStopsBeforeADeadLetterThatCouldNotBeWritten(t *testing.T) {
+	fail := errors.New("disk full")
+	written := 0
+	tr := newTracker([]Committed{{}}, func(*DeadLetter) error {
+		if written == 1 {
+			return fail
+		}
+		written++
+		return nil
+	})
+	var seqs []uint64
+	for k := int64(1); k <= 4; k++ {
+		seqs = append(seqs, tr.add(0, 10*k, k))
+	}
+	tr.ack(0, seqs[0], resultDeadLettered, &DeadLetter{})
+	tr.ack(0, seqs[1], resultDeadLettered, &DeadLetter{}) // its line fails
+	tr.ack(0, seqs[2], resultWritten, nil)
+	tr.ack(0, seqs[3], resultWritten, nil)
+	c := tr.committed()[0]
+	if want := (Committed{Offset: 10, Line: 1, DeadLettered: 1, Records: 1}); c != want {
+		t.Fatalf("mark %+v passed a record whose dead letter was not written; want %+v", c, want)
+	}
+	if !errors.Is(tr.err(), fail) {
+		t.Fatalf("err = %v", tr.err())
 	}
 }
