@@ -396,7 +396,26 @@ func finishJob(ctx context.Context, io *IOStreams, job *loader.Job, quiet bool) 
 	if err != nil {
 		msg = err
 	}
+	if msg == nil && quiet {
+		// --quiet hides the summary, never why the run did not succeed.
+		msg = quietReason(rep, code)
+	}
 	return &ExitCodeError{Code: code, Err: msg}
+}
+
+// quietReason is the one line that says why a run ended with code, for
+// when the summary saying it is not printed.
+func quietReason(rep *loader.Report, code int) error {
+	switch {
+	case code == ExitDeadLettered:
+		return fmt.Errorf("%d record(s) dead-lettered → %s", rep.RecordsDeadLettered, rep.DeadLetterPath)
+	case rep.Error != "":
+		return fmt.Errorf("%s: %s", rep.Status, rep.Error)
+	case code == ExitInterrupted:
+		return errors.New("interrupted")
+	default:
+		return fmt.Errorf("%s early", rep.Status)
+	}
 }
 
 func shellQuote(s string) string {

@@ -92,6 +92,25 @@ func Execute(ctx context.Context, j *Job) (*Report, error) {
 		return nil, &UsageError{err}
 	}
 
+	// Everything the run will write is checked, and the checkpoint locked,
+	// before connecting: nothing is sent to Cosmos DB by a run that could
+	// not record what it did.
+	if err := prepareOutput("--report", j.ReportPath, reportDirMode); err != nil {
+		return nil, err
+	}
+	if err := prepareOutput("--report-html", j.ReportHTMLPath, reportDirMode); err != nil {
+		return nil, err
+	}
+	if j.Shared == nil {
+		lock, err := j.prepareState()
+		if err != nil {
+			return nil, err
+		}
+		defer lock.Release()
+	} else if err := j.prepareSharedDeadLetters(fps); err != nil {
+		return nil, err
+	}
+
 	tgt, err := Connect(ctx, j.Target)
 	if err != nil {
 		return nil, err
@@ -130,22 +149,6 @@ func Execute(ctx context.Context, j *Job) (*Report, error) {
 	if j.Source.Delimiter != 0 {
 		cfg.Delimiter = string(j.Source.Delimiter)
 	}
-	if j.CheckpointPath == "" {
-		// The embedded target's loopback port changes every run: it is not
-		// part of the target's identity.
-		endpoint := j.Target.Endpoint
-		if j.Embedded {
-			endpoint = ""
-		}
-		j.CheckpointPath, err = checkpoint.DefaultPath(absPaths(j.Args), endpoint, j.Target.Database, j.Target.Container)
-		if err != nil {
-			return nil, err
-		}
-	}
-	if j.DeadLetterPath == "" {
-		j.DeadLetterPath = strings.TrimSuffix(j.CheckpointPath, ".json") + ".deadletter.ndjson"
-		cfg.DeadLetterPath = j.DeadLetterPath
-	}
 
 	startRecords := make([]int64, len(inputs))
 	cost := pacing.NewCostModel(pacing.CostOptions{FixedCost: j.CostPerRecord})
@@ -165,27 +168,31 @@ func Execute(ctx context.Context, j *Job) (*Report, error) {
 			inputs[i].Start = Committed{Offset: c.Committed.Offset, Line: c.Committed.Line, Records: c.Records}
 			startRecords[i] = c.Records
 		}
-	} else if !j.Restart {
-		old, err := checkpoint.Load(j.CheckpointPath)
-		switch {
-		case err == nil && !old.Complete:
-			return nil, &UsageError{fmt.Errorf("%w (checkpoint %s).\n  Continue it:   loader resume %s\n  Start over:    add --restart (records already written are rewritten: upsert replaces them, create skips them)",
-				ErrUnfinished, j.CheckpointPath, j.CheckpointPath)}
-		case err != nil && !errors.Is(err, os.ErrNotExist):
-			// Never silently overwrite a checkpoint we cannot read.
-			return nil, &UsageError{fmt.Errorf("the checkpoint %s exists but cannot be used: %w\n  Start over with --restart, or choose another file with --checkpoint", j.CheckpointPath, err)}
-		}
 	}
 	state.Inputs = make([]checkpoint.Input, len(inputs))
 	for i, in := range inputs {
-		state.Inputs[i] = checkpoint.Input{Fingerprint: fps[i], Stdin: in.Stdin}
+		state.Inputs[i] = checkpoint.Input{Fingerprint: fps[i], Stdin: in.Stdin,
+			Committed: checkpoint.Position{Offset: in.Start.Offset, Line: in.Start.Line}, Records: startRecords[i]}
 	}
 
 	logf("loading %d input(s) into %s/%s: target %.0f RU/s over %d physical partition(s), %s, mode %s",
 		len(inputs), j.Target.Database, j.Target.Container, target, partitions, j.Strategy, j.Mode)
 	logf("checkpoint: %s", j.CheckpointPath)
+	if j.Resume != nil {
+		for _, line := range resumePositions(inputs) {
+			logf("%s", line)
+		}
+	}
 	if err := checkpoint.RemoveStaleTemps(j.CheckpointPath); err != nil {
 		logf("warning: %v", err)
+	}
+	if j.Resume == nil {
+		// Saved before the first write, so a kill at any moment leaves a
+		// checkpoint that resume accepts (and that says nothing is done).
+		state.UpdatedAt = j.Now()
+		if err := checkpoint.Save(j.CheckpointPath, state); err != nil {
+			return nil, fmt.Errorf("save checkpoint: %w", err)
+		}
 	}
 
 	pacer, err := pacing.NewPacer(pacing.PacerConfig{TargetRU: target, Bounds: tgt.Bounds})
@@ -250,6 +257,100 @@ func Execute(ctx context.Context, j *Job) (*Report, error) {
 		return nil, runErr
 	}
 	return buildReport(j, res, target, partitions, base, state), runErr
+}
+
+// prepareState resolves the checkpoint and dead-letter paths, makes sure
+// both can be written, takes the checkpoint's lock and refuses to start
+// over an unfinished load. The lock is held until the caller releases it.
+func (j *Job) prepareState() (*checkpoint.Lock, error) {
+	if j.CheckpointPath == "" {
+		// The embedded target's loopback port changes every run: it is not
+		// part of the target's identity.
+		endpoint := j.Target.Endpoint
+		if j.Embedded {
+			endpoint = ""
+		}
+		p, err := checkpoint.DefaultPath(absPaths(j.Args), endpoint, j.Target.Database, j.Target.Container)
+		if err != nil {
+			return nil, err
+		}
+		j.CheckpointPath = p
+	}
+	dlFlag := "--dead-letter"
+	if j.DeadLetterPath == "" {
+		j.DeadLetterPath = strings.TrimSuffix(j.CheckpointPath, ".json") + ".deadletter.ndjson"
+		dlFlag = "dead-letter file (beside --checkpoint)"
+	}
+	if j.Resume != nil {
+		dlFlag = "dead-letter file (from the checkpoint)"
+	}
+	if err := prepareOutput("--checkpoint", j.CheckpointPath, stateDirMode); err != nil {
+		return nil, err
+	}
+	if err := prepareOutput(dlFlag, j.DeadLetterPath, stateDirMode); err != nil {
+		return nil, err
+	}
+	lock, err := checkpoint.Acquire(j.CheckpointPath)
+	if err != nil {
+		return nil, &UsageError{err}
+	}
+	if j.Resume == nil && !j.Restart {
+		old, err := checkpoint.Load(j.CheckpointPath)
+		switch {
+		case err == nil && !old.Complete:
+			lock.Release()
+			return nil, &UsageError{fmt.Errorf("%w (checkpoint %s).\n  Continue it:   loader resume %s\n  Start over:    add --restart (records already written are rewritten: upsert replaces them, create skips them)",
+				ErrUnfinished, j.CheckpointPath, j.CheckpointPath)}
+		case err != nil && !errors.Is(err, os.ErrNotExist):
+			lock.Release()
+			// Never silently overwrite a checkpoint we cannot read.
+			return nil, &UsageError{fmt.Errorf("the checkpoint %s exists but cannot be used: %w\n  Start over with --restart, or choose another file with --checkpoint", j.CheckpointPath, err)}
+		}
+	}
+	return lock, nil
+}
+
+// resumePositions says where each unfinished input continues.
+func resumePositions(inputs []Input) []string {
+	var out []string
+	for _, in := range inputs {
+		if in.Start.Offset == 0 && in.Start.Records == 0 {
+			out = append(out, fmt.Sprintf("%s: from the start", in.Path))
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s: from line %s (byte %s); %s records already committed",
+			in.Path, groupThousands(in.Start.Line+1), humanBytes(in.Start.Offset), groupThousands(in.Start.Records)))
+	}
+	return out
+}
+
+func groupThousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
 }
 
 func (j *Job) defaults() {

@@ -17,9 +17,12 @@ import (
 )
 
 // Report is the account of one import run. Its JSON field names are part
-// of the command contract (ARCHITECTURE.md); record counts cover the whole
-// load including earlier runs that this one resumed, request and RU
-// figures likewise, and duration and achieved rate cover this run.
+// of the command contract (ARCHITECTURE.md). The top-level figures cover
+// the whole load, including earlier runs that this one resumed: records,
+// requests, RU, duration (the runs' durations added up) and the rate
+// achieved over it. ThisRun has the same figures for this process alone;
+// the series, the naive/paced comparison and the checkpoint figures are
+// this run's.
 type Report struct {
 	Status   string `json:"status"` // finished, interrupted, stopped
 	ExitCode int    `json:"exit_code"`
@@ -54,6 +57,10 @@ type Report struct {
 
 	RUPerRecord Spread `json:"ru_per_record"`
 
+	// Resumed marks a run that continued an earlier one's checkpoint.
+	Resumed bool       `json:"resumed,omitempty"`
+	ThisRun RunFigures `json:"this_run"`
+
 	// Naive is modelled from this run's measured charges; Paced is what
 	// this run measured (the paced strategy) or what pacing would do.
 	Naive NaiveFigures `json:"naive"`
@@ -68,6 +75,18 @@ type Report struct {
 	// input shards it loaded, when sharing the container with other loaders.
 	Leases []lease.Sample `json:"leases,omitempty"`
 	Shards []string       `json:"shards,omitempty"`
+}
+
+// RunFigures are what one process did, apart from the runs it resumed.
+type RunFigures struct {
+	Records             int64   `json:"records"` // committed: written, skipped or dead-lettered
+	RecordsWritten      int64   `json:"records_written"`
+	RecordsDeadLettered int64   `json:"records_dead_lettered"`
+	RequestsSent        int64   `json:"requests_sent"`
+	ThrottledResponses  int64   `json:"throttled_responses"`
+	RUConsumed          float64 `json:"ru_consumed"`
+	DurationSeconds     float64 `json:"duration_seconds"`
+	AchievedRUPerSec    float64 `json:"achieved_ru_per_sec"`
 }
 
 // Spread summarises a distribution.
@@ -128,8 +147,28 @@ func buildReport(j *Job, res *Result, target float64, partitions int, base check
 	if c.RequestsSent > 0 {
 		r.ThrottledPercent = round2(100 * float64(c.ThrottledResponses) / float64(c.RequestsSent))
 	}
+	r.Resumed = j.Resume != nil
+	r.ThisRun = RunFigures{
+		Records:             c.RecordsRead - base.RecordsRead,
+		RecordsWritten:      c.RecordsWritten - base.RecordsWritten,
+		RecordsDeadLettered: c.RecordsDeadLettered - base.RecordsDeadLettered,
+		RequestsSent:        res.Snapshot.Requests,
+		ThrottledResponses:  res.Snapshot.Throttled,
+		RUConsumed:          round2(res.Snapshot.RU),
+		DurationSeconds:     round2(dur),
+	}
 	if dur > 0 {
-		r.AchievedRUPerSec = round2(res.Snapshot.RU / dur)
+		r.ThisRun.AchievedRUPerSec = round2(res.Snapshot.RU / dur)
+	}
+	// The whole load's time is its runs' times added up (the gaps between
+	// them are not loading); without earlier runs it is this run's.
+	whole := dur
+	if c.ElapsedSeconds > dur {
+		whole = c.ElapsedSeconds
+	}
+	r.DurationSeconds = round2(whole)
+	if whole > 0 {
+		r.AchievedRUPerSec = round2(c.RUConsumed / whole)
 	}
 	if target > 0 {
 		r.Utilization = round2(r.AchievedRUPerSec/target*100) / 100
@@ -194,6 +233,14 @@ func (r *Report) WriteSummary(w io.Writer) {
 	fmt.Fprintf(&b, "  duration              %s\n", time.Duration(r.DurationSeconds*float64(time.Second)).Round(100*time.Millisecond))
 	fmt.Fprintf(&b, "  achieved              %.0f RU/s of %.0f target (%.0f%%)\n", r.AchievedRUPerSec, r.TargetRUPerSec, r.Utilization*100)
 	fmt.Fprintf(&b, "  requests              %d, throttled %d (%.2f%%)\n", r.RequestsSent, r.ThrottledResponses, r.ThrottledPercent)
+	if r.Resumed {
+		t := r.ThisRun
+		b.WriteString("  this run (the figures above are the whole load):\n")
+		fmt.Fprintf(&b, "    records             %d (written %d, dead-lettered %d)\n", t.Records, t.RecordsWritten, t.RecordsDeadLettered)
+		fmt.Fprintf(&b, "    RU consumed         %.1f in %s, %.0f RU/s\n", t.RUConsumed,
+			time.Duration(t.DurationSeconds*float64(time.Second)).Round(100*time.Millisecond), t.AchievedRUPerSec)
+		fmt.Fprintf(&b, "    requests            %d, throttled %d\n", t.RequestsSent, t.ThrottledResponses)
+	}
 	b.WriteString("\n  Naive vs paced       requests   throttled  passes   seconds\n")
 	fmt.Fprintf(&b, "    naive (%s) %10d  %10d  %6d  %8.1f\n", label(r.Naive.Measured), r.Naive.Requests, r.Naive.Throttled, r.Naive.Passes, r.Naive.Seconds)
 	fmt.Fprintf(&b, "    paced (%s) %10d  %10d  %6s  %8.1f\n", label(r.Paced.Measured), r.Paced.Requests, r.Paced.Throttled, "-", r.Paced.Seconds)

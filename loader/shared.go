@@ -248,13 +248,9 @@ func executeShared(ctx context.Context, j *Job, s *sharedLoad) (*Report, error) 
 	total.Cause = Finished
 	// Each shard has its own dead-letter file in this directory: a shard
 	// resumed on this machine truncates its file to the saved size.
-	dlDir := j.DeadLetterPath
-	if dlDir == "" {
-		p, err := checkpoint.DefaultPath(nil, "", j.Target.Database, j.Target.Container)
-		if err != nil {
-			return nil, err
-		}
-		dlDir = filepath.Join(filepath.Dir(filepath.Dir(p)), "deadletter", so.JobID)
+	dlDir, err := j.sharedDeadLetterDir(s.fps)
+	if err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(dlDir, 0o700); err != nil {
 		return nil, fmt.Errorf("dead-letter directory: %w", err)
@@ -311,6 +307,32 @@ func executeShared(ctx context.Context, j *Job, s *sharedLoad) (*Report, error) 
 	rep.Leases = capa.History()
 	rep.Shards = shards
 	return rep, lastErr
+}
+
+// sharedDeadLetterDir is the directory of this load's per-shard dead-letter
+// files: --dead-letter, or one per job beside the default checkpoints.
+func (j *Job) sharedDeadLetterDir(fps []checkpoint.Fingerprint) (string, error) {
+	if j.DeadLetterPath != "" {
+		return j.DeadLetterPath, nil
+	}
+	if j.Shared.JobID == "" {
+		j.Shared.JobID = jobID(fps, j.Target.Database, j.Target.Container)
+	}
+	p, err := checkpoint.DefaultPath(nil, "", j.Target.Database, j.Target.Container)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(filepath.Dir(filepath.Dir(p)), "deadletter", j.Shared.JobID), nil
+}
+
+// prepareSharedDeadLetters creates the shard dead-letter directory and
+// checks that files can be created in it, before anything is loaded.
+func (j *Job) prepareSharedDeadLetters(fps []checkpoint.Fingerprint) error {
+	dir, err := j.sharedDeadLetterDir(fps)
+	if err != nil {
+		return err
+	}
+	return prepareDir("--dead-letter", dir, dir, stateDirMode)
 }
 
 // runShard loads one claimed shard and keeps its progress in the shard's
