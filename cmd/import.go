@@ -409,10 +409,10 @@ func quietReason(rep *loader.Report, code int) error {
 	switch {
 	case code == ExitDeadLettered:
 		return fmt.Errorf("%d record(s) dead-lettered → %s", rep.RecordsDeadLettered, rep.DeadLetterPath)
+	case code == ExitInterrupted:
+		return errors.New("interrupted by a signal")
 	case rep.Error != "":
 		return fmt.Errorf("%s: %s", rep.Status, rep.Error)
-	case code == ExitInterrupted:
-		return errors.New("interrupted")
 	default:
 		return fmt.Errorf("%s early", rep.Status)
 	}
