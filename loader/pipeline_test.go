@@ -239,3 +239,26 @@ func TestRunLeavesNoGoroutines(t *testing.T) {
 		t.Errorf("%d goroutines after five runs, %d before", n, before)
 	}
 }
+
+// The data loss: the dead-letter file could not be opened (its
+// directory did not exist) while the checkpoint moved past the bad record.
+func TestRunNeverCheckpointsPastADeadLetterItCouldNotWrite(t *testing.T) {
+	lines := append(docs(3), "not json")
+	lines = append(lines, docs(3)...)
+	var saved []Snapshot
+	res, _ := runFake(t, lines, &fakeSink{}, func(o *Options) {
+		o.DeadLetterPath = filepath.Join(t.TempDir(), "missing", "dl.ndjson")
+		o.Checkpoint = func(s Snapshot) error { saved = append(saved, s); return nil }
+	})
+	if res.Cause != FatalError {
+		t.Fatalf("cause %v, want a fatal error", res.Cause)
+	}
+	if len(saved) == 0 {
+		t.Fatal("no checkpoint saved")
+	}
+	for _, s := range saved {
+		if c := s.Committed[0]; c.Line > 3 || c.DeadLettered > 0 || s.Complete {
+			t.Errorf("a checkpoint passed the record whose dead letter was not written: %+v", s)
+		}
+	}
+}
