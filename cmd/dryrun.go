@@ -49,20 +49,26 @@ naive-versus-paced comparison.
 
 With an endpoint (flags or environment) it reads the container's throughput,
 partitions and indexing policy; without one it takes them from --ru,
---partitions, --partition-key and --indexing.`,
+--partitions, --partition-key and --indexing.
+
+Exit codes:
+` + exitHelpOK + exitHelpError + exitHelpUsage,
 		Example: `  loader dry-run testdata/sample/people.ndjson --ru 4000
   loader dry-run orders.csv --ru 20000 --cost-per-record 10 --json`,
-		Args: cobra.MinimumNArgs(1),
+		Args: usageArgs(cobra.MinimumNArgs(1)),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Args = args
 			opts.Target.fromEnv(f.Getenv)
+			if err := opts.validate(c); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
 			return dryRunRun(c.Context(), opts)
 		},
 	}
-	opts.Target.addFlags(cmd)
+	opts.Target.addFlags(cmd, false)
 	opts.InputFlags.addFlags(cmd)
 	fl := cmd.Flags()
 	fl.Float64Var(&opts.RU, "ru", 0, "target RU/s (default: the container's throughput × --ru-share; 4000 without an endpoint)")
@@ -73,6 +79,10 @@ partitions and indexing policy; without one it takes them from --ru,
 	fl.StringVar(&opts.Mode, "mode", "upsert", "upsert or create: upsert notes what replacing existing items would cost")
 	fl.IntVar(&opts.ReadAhead, "read-ahead", 0, "the import's --read-ahead, for the input-order simulation (default 16,384 ÷ partitions, 256-4,096)")
 	fl.BoolVar(&opts.JSON, "json", false, "print the plan as JSON")
+	group(fl, groupConnection, "partitions", "indexing")
+	group(fl, groupPacing, "ru", "ru-share", "cost-per-record")
+	group(fl, groupOutput, "json")
+	enum(cmd, "indexing", "consistent", "none")
 	return cmd
 }
 
@@ -103,15 +113,11 @@ func dryRunRun(ctx context.Context, o *DryRunOptions) error {
 		if len(j.Mapper.PartitionKeyPaths) == 0 {
 			j.Mapper.PartitionKeyPaths = []string{"/id"}
 		}
-		switch o.Indexing {
-		case "consistent":
-		case "none":
+		if o.Indexing == "none" {
 			j.Mapper.Policy = record.IndexPolicy{Mode: "none"}
-		default:
-			return usageError("--indexing must be consistent or none, not %q", o.Indexing)
 		}
 	} else {
-		to, _, err := o.Target.connect(ctx, o.IO, o.RU, true)
+		to, _, err := o.Target.connect(ctx, o.IO, o.RU, false)
 		if err != nil {
 			return err
 		}
@@ -132,10 +138,7 @@ func dryRunRun(ctx context.Context, o *DryRunOptions) error {
 	}
 	plan, err := loader.DryRun(ctx, j)
 	if err != nil {
-		if ue, ok := err.(*loader.UsageError); ok {
-			return &ExitCodeError{Code: ExitUsage, Err: ue.Err}
-		}
-		return err
+		return &ExitCodeError{Code: exitCode(err, nil), Err: err}
 	}
 	if o.JSON {
 		enc := json.NewEncoder(o.IO.Out)

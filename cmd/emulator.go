@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,6 +18,10 @@ func init() {
 // EmulatorOptions are `loader emulator`'s flags, resolved.
 type EmulatorOptions struct {
 	IO *IOStreams
+
+	// KeyFromEnv: Key came from LOADER_EMULATOR_KEY, so the export line
+	// refers to the variable instead of printing the secret.
+	KeyFromEnv bool
 
 	Addr          string
 	Key           string
@@ -46,12 +51,28 @@ optional persistence and fault injection. It runs until interrupted.
 
 Utilisation is served unauthenticated at GET /_emulator/stats; POST
 /_emulator/stats/reset zeroes it and POST /_emulator/noisy?ru=N changes the
-noisy neighbour while running.`,
+noisy neighbour while running.
+
+It prints its endpoint, its key and a line to paste into a shell:
+  export COSMOS_ENDPOINT=http://127.0.0.1:8081/ COSMOS_KEY=...
+The key is --key, else the environment variable LOADER_EMULATOR_KEY (which
+keeps it out of 'ps'), else Microsoft's well-known emulator key. Listening on
+an address other than loopback exposes it to the network: it says so.
+
+Exit codes:
+` + exitHelpOK + exitHelpError + "  2    usage error: bad flags",
 		Example: `  loader emulator
   loader emulator --addr 127.0.0.1:8081 --ru 20000 --partitions 4 --data ./cosmos-data
-  loader emulator --fail-503 0.01 --latency 5ms --latency-jitter 10ms --noisy-ru 1000`,
-		Args: cobra.NoArgs,
+  loader emulator --fail-503 0.01 --latency 5ms --latency-jitter 10ms --noisy-ru 1000
+
+  # A key of your own, not visible in ps
+  LOADER_EMULATOR_KEY=$(head -c 64 /dev/urandom | base64 -w0) loader emulator`,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(c *cobra.Command, args []string) error {
+			if opts.Key == "" {
+				opts.Key = f.Getenv("LOADER_EMULATOR_KEY")
+				opts.KeyFromEnv = opts.Key != ""
+			}
 			if err := opts.validate(); err != nil {
 				return err
 			}
@@ -63,7 +84,7 @@ noisy neighbour while running.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Addr, "addr", "127.0.0.1:8081", "listen address")
-	fl.StringVar(&opts.Key, "key", "", "master key, base64 (default: the well-known emulator key)")
+	fl.StringVar(&opts.Key, "key", "", "master key, base64 (env LOADER_EMULATOR_KEY; default: the well-known emulator key)")
 	fl.Float64Var(&opts.RU, "ru", 4000, "RU/s of containers created without explicit throughput")
 	fl.IntVar(&opts.Partitions, "partitions", 0, "physical partitions per container (default ceil(RU/s ÷ 10,000))")
 	fl.StringVar(&opts.DataDir, "data", "", "directory to persist data in (default: memory only)")
@@ -86,6 +107,12 @@ func (o *EmulatorOptions) validate() error {
 		if fr.v < 0 || fr.v > 1 {
 			return usageError("%s must be between 0 and 1, got %v", fr.name, fr.v)
 		}
+	}
+	if o.Key != "" && !validKey(o.Key) {
+		return usageError("the emulator key (--key or LOADER_EMULATOR_KEY) is not valid base64")
+	}
+	if _, _, err := net.SplitHostPort(o.Addr); err != nil {
+		return usageError("--addr must be HOST:PORT, e.g. 127.0.0.1:8081: %v", err)
 	}
 	switch {
 	case o.RU < 400:
@@ -111,11 +138,10 @@ func emulatorRun(ctx context.Context, o *EmulatorOptions) error {
 	}
 	w := o.IO.ErrOut
 	fmt.Fprintf(w, "emulator: endpoint %s\n", srv.URL())
-	if o.Key == "" {
-		fmt.Fprintln(w, "emulator: key: well-known emulator key")
-	} else {
-		fmt.Fprintln(w, "emulator: key: as given by --key")
+	if !loopbackAddr(o.Addr) {
+		fmt.Fprintf(w, "emulator: WARNING: listening on %s, not loopback: anyone who can reach it can read and write its data (with the key below)\n", o.Addr)
 	}
+	fmt.Fprint(w, emulatorKeyLines(srv.URL(), srv.Key(), o.Key == "", o.KeyFromEnv))
 	if o.DataDir != "" {
 		fmt.Fprintf(w, "emulator: data in %s\n", o.DataDir)
 	} else {
@@ -128,4 +154,31 @@ func emulatorRun(ctx context.Context, o *EmulatorOptions) error {
 	}
 	fmt.Fprintln(w, "emulator: stopped")
 	return nil
+}
+
+// emulatorKeyLines says which key the emulator accepts and gives a line to
+// paste into a shell. A key from LOADER_EMULATOR_KEY is referred to by the
+// variable, so it reaches neither the terminal's scrollback nor logs.
+func emulatorKeyLines(url, key string, wellKnown, fromEnv bool) string {
+	switch {
+	case fromEnv:
+		return fmt.Sprintf("emulator: key: from LOADER_EMULATOR_KEY\n\n  export COSMOS_ENDPOINT=%s COSMOS_KEY=\"$LOADER_EMULATOR_KEY\"\n\n", url)
+	case wellKnown:
+		return fmt.Sprintf("emulator: key: %s (the well-known emulator key)\n\n  export COSMOS_ENDPOINT=%s COSMOS_KEY=%s\n\n", key, url, key)
+	}
+	return fmt.Sprintf("emulator: key: as given by --key\n\n  export COSMOS_ENDPOINT=%s COSMOS_KEY=%s\n\n", url, shellQuote(key))
+}
+
+// loopbackAddr reports whether a listen address is reachable only from
+// this machine.
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -68,6 +68,8 @@ func (s *SharedFlags) addFlags(cmd *cobra.Command) {
 	fl.DurationVar(&s.LeaseDuration, "lease-duration", 15*time.Second, "lease duration (15s-60s): a dead loader's capacity and shards return to the others after this")
 	fl.Int64Var(&s.ShardSize, "shard-size", 256<<20, "bytes per input shard (plain NDJSON is split; gzip, CSV and JSON arrays are one shard each)")
 	fl.StringVar(&s.Job, "job", "", "name of the shared load (default: derived from the inputs' content and the target)")
+	group(fl, groupSharing, "lease-connection-string", "lease-account-url", "lease-container", "capacity-partitions",
+		"reserved-ru", "lease-duration", "shard-size", "job")
 }
 
 func (s *SharedFlags) options(getenv func(string) string) *loader.SharedOptions {
@@ -107,7 +109,11 @@ const importExample = `  # Load a sample into the embedded local target (no Azur
   loader import data/ --database shop --container orders --ru 5000
 
   # Leave 30 % of the container's throughput to live traffic
-  loader import orders.csv.gz --database shop --container orders --ru-share 0.7`
+  loader import orders.csv.gz --database shop --container orders --ru-share 0.7
+
+  # Into 'loader emulator' running on this machine (loopback: no key needed)
+  loader import data/ --endpoint http://127.0.0.1:8081/ --database shop --container orders \
+      --create-container --partition-key /customerId`
 
 // NewCmdImport builds `loader import`. runF replaces the run in tests.
 func NewCmdImport(f *Factory, runF func(context.Context, *ImportOptions) error) *cobra.Command {
@@ -127,11 +133,14 @@ the embedded local Cosmos DB target is used and announced on stderr.
 
 ` + exitCodesHelp,
 		Example: importExample,
-		Args:    cobra.MinimumNArgs(1),
+		Args:    usageArgs(cobra.MinimumNArgs(1)),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Args = args
 			opts.Target.fromEnv(f.Getenv)
 			opts.getenv = f.Getenv
+			if err := opts.validate(c); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
@@ -139,7 +148,7 @@ the embedded local Cosmos DB target is used and announced on stderr.
 		},
 	}
 	fl := cmd.Flags()
-	opts.Target.addFlags(cmd)
+	opts.Target.addFlags(cmd, true)
 	opts.InputFlags.addFlags(cmd)
 	opts.Shared.addFlags(cmd)
 	fl.StringVar(&opts.Mode, "mode", "upsert", "upsert or create (create counts 409 Conflict as already written)")
@@ -157,10 +166,19 @@ the embedded local Cosmos DB target is used and announced on stderr.
 	fl.BoolVar(&opts.Restart, "restart", false, "start over even if an unfinished checkpoint for these inputs exists")
 	fl.BoolVarP(&opts.Quiet, "quiet", "q", false, "no progress and no summary")
 	fl.DurationVar(&opts.DrainTimeout, "drain-timeout", 30*time.Second, "on interrupt, how long in-flight writes may finish")
+	group(fl, groupInput, "mode")
+	group(fl, groupPacing, "strategy", "ru", "ru-share", "read-ahead", "drain-timeout")
+	group(fl, groupCheckpoint, "checkpoint", "checkpoint-every", "checkpoint-interval", "restart")
+	group(fl, groupOutput, "max-errors", "dead-letter", "report", "report-html", "quiet")
+	enum(cmd, "mode", "upsert", "create")
+	enum(cmd, "strategy", "paced", "naive")
 	return cmd
 }
 
-func (t *Target) addFlags(cmd *cobra.Command) {
+// addFlags adds the connection flags; writes adds those that only mean
+// something when writing (creating a container, request priority, the
+// embedded target's data).
+func (t *Target) addFlags(cmd *cobra.Command, writes bool) {
 	fl := cmd.Flags()
 	fl.StringVar(&t.Endpoint, "endpoint", "", "Cosmos DB account endpoint (env COSMOS_ENDPOINT)")
 	fl.StringVar(&t.Key, "key", "", "account key (env COSMOS_KEY); without a key, Microsoft Entra ID is used")
@@ -168,11 +186,19 @@ func (t *Target) addFlags(cmd *cobra.Command) {
 	fl.StringVar(&t.Database, "database", "", "database name (embedded target: loader)")
 	fl.StringVar(&t.Container, "container", "", "container name (embedded target: items)")
 	fl.StringSliceVar(&t.PartitionKey, "partition-key", nil, "partition key path(s), e.g. /tenantId or /tenant,/user (default: read from the container)")
-	fl.BoolVar(&t.CreateContainer, "create-container", false, "create the database and container if missing (with --partition-key and --ru)")
 	fl.BoolVar(&t.InsecureSkipVerify, "insecure-skip-verify", false, "do not verify the server's TLS certificate (only for emulators)")
+	group(fl, groupConnection, "endpoint", "key", "connection-string", "database", "container", "partition-key", "insecure-skip-verify")
+	if !writes {
+		return
+	}
+	fl.BoolVar(&t.CreateContainer, "create-container", false, "create the database and container if missing (with --partition-key and --ru)")
 	fl.StringVar(&t.Priority, "priority", "", "Cosmos priority-based execution: low or high")
 	fl.IntVar(&t.ThroughputBucket, "throughput-bucket", 0, "Cosmos throughput bucket 1-5")
 	fl.StringVar(&t.EmulatorData, "embedded-data", "", "data directory of the embedded target (default: per-user, printed)")
+	group(fl, groupConnection, "create-container", "embedded-data")
+	group(fl, groupPacing, "priority", "throughput-bucket")
+	enum(cmd, "priority", "low", "high")
+	enum(cmd, "throughput-bucket", "1", "2", "3", "4", "5")
 }
 
 func (t *Target) fromEnv(getenv func(string) string) {
@@ -200,17 +226,17 @@ func (t *Target) connect(ctx context.Context, io *IOStreams, ru float64, quiet b
 		PartitionKey: t.PartitionKey, CreateContainer: t.CreateContainer, CreateRU: ru,
 		Priority: t.Priority, ThroughputBucket: t.ThroughputBucket,
 	}
-	switch t.Priority {
-	case "", "low", "high":
-	default:
-		return to, nil, usageError("--priority must be low or high, not %q", t.Priority)
-	}
-	if t.ThroughputBucket < 0 || t.ThroughputBucket > 5 {
-		return to, nil, usageError("--throughput-bucket must be between 1 and 5")
-	}
 	if !t.embedded() {
 		if to.Database == "" || to.Container == "" {
 			return to, nil, usageError("--database and --container are required with an endpoint")
+		}
+		if to.Key == "" && to.ConnectionString == "" && isLoopback(to.Endpoint) {
+			// The local emulators all accept the well-known key; Entra ID
+			// would only fail there, after a dozen lines of SDK text.
+			to.Key = emulator.WellKnownKey
+			if !quiet {
+				fmt.Fprintf(io.ErrOut, "No key given for the loopback endpoint %s: using the well-known emulator key\n", to.Endpoint)
+			}
 		}
 		return to, func() {}, nil
 	}
@@ -266,6 +292,9 @@ func (o *InputFlags) addFlags(cmd *cobra.Command) {
 	fl.BoolVar(&o.CSVStrings, "csv-strings", false, "keep every CSV value a string (no number/boolean typing)")
 	fl.StringVar(&o.CSVEmpty, "csv-empty", "omit", "empty CSV cells: omit or null")
 	fl.StringVar(&o.IDField, "id-field", "id", "field holding the document id (dotted path); records without one get a deterministic UUID")
+	group(fl, groupInput, "format", "delimiter", "csv-strings", "csv-empty", "id-field")
+	enum(cmd, "format", "auto", "ndjson", "csv", "tsv")
+	enum(cmd, "csv-empty", "omit", "null")
 }
 
 func (o *InputFlags) sourceOptions() (source.Options, error) {
@@ -301,17 +330,7 @@ func importRun(ctx context.Context, o *ImportOptions) error {
 	if err != nil {
 		return err
 	}
-	mode := loader.Mode(o.Mode)
-	if mode != loader.ModeUpsert && mode != loader.ModeCreate {
-		return usageError("--mode must be upsert or create, not %q", o.Mode)
-	}
-	strategy := loader.Strategy(o.Strategy)
-	if strategy != loader.StrategyPaced && strategy != loader.StrategyNaive {
-		return usageError("--strategy must be paced or naive, not %q", o.Strategy)
-	}
-	if o.RUShare <= 0 || o.RUShare > 1 {
-		return usageError("--ru-share must be in (0, 1], not %v", o.RUShare)
-	}
+	mode, strategy := loader.Mode(o.Mode), loader.Strategy(o.Strategy)
 	inputs, err := source.Expand(o.Args)
 	if err != nil {
 		return &ExitCodeError{Code: ExitUsage, Err: err}
@@ -346,22 +365,11 @@ func importRun(ctx context.Context, o *ImportOptions) error {
 // exit code.
 func finishJob(ctx context.Context, io *IOStreams, job *loader.Job, quiet bool) error {
 	rep, err := loader.Execute(ctx, job)
-	var ue *loader.UsageError
-	if errors.As(err, &ue) {
-		return &ExitCodeError{Code: ExitUsage, Err: ue.Err}
-	}
 	if rep == nil {
-		return &ExitCodeError{Code: ExitStopped, Err: err}
+		// Loading never started: no checkpoint to speak of.
+		return &ExitCodeError{Code: exitCode(err, nil), Err: err}
 	}
-	code := ExitOK
-	switch {
-	case rep.Status == "interrupted":
-		code = ExitInterrupted
-	case rep.Status == "stopped" || err != nil:
-		code = ExitStopped
-	case rep.RecordsDeadLettered > 0:
-		code = ExitDeadLettered
-	}
+	code := exitCode(err, rep)
 	rep.ExitCode = code
 	if job.ReportPath != "" {
 		if werr := rep.WriteJSON(job.ReportPath); werr != nil {
@@ -387,6 +395,9 @@ func finishJob(ctx context.Context, io *IOStreams, job *loader.Job, quiet bool) 
 			fmt.Fprintf(io.ErrOut, "\nShard progress is saved in blob storage (%s).\nRun the same command again to continue.\n", job.CheckpointPath)
 		} else {
 			fmt.Fprintf(io.ErrOut, "\nCheckpoint saved. Continue with:\n  loader resume %s\n", shellQuote(job.CheckpointPath))
+			if hint := resumeCredentialHint(job); hint != "" {
+				fmt.Fprintln(io.ErrOut, hint)
+			}
 		}
 	}
 	if code == ExitOK {
@@ -423,4 +434,20 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// resumeCredentialHint says which secret resume needs again: the checkpoint
+// keeps the endpoint, never the key or connection string.
+func resumeCredentialHint(job *loader.Job) string {
+	switch {
+	case job.Embedded:
+		return ""
+	case job.Target.ConnectionString != "":
+		return "  with the connection string again (--connection-string or COSMOS_CONNECTION_STRING): it is never stored"
+	case job.Target.Key == emulator.WellKnownKey && isLoopback(job.Target.Endpoint):
+		return ""
+	case job.Target.Key != "":
+		return "  with the account key again (--key or COSMOS_KEY): it is never stored"
+	}
+	return "  (it authenticates with Microsoft Entra ID again, as this run did)"
 }

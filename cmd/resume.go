@@ -51,17 +51,25 @@ an unknown version. The account key is never stored: give it again through
 --key or COSMOS_KEY (or rely on Microsoft Entra ID).
 
 ` + exitCodesHelp,
-		Args: cobra.ExactArgs(1),
+		Example: `  # The line an interrupted import printed, with the key it used
+  COSMOS_KEY=... loader resume ~/.local/state/loader/checkpoints/orders-3f2a.json
+
+  # With a report this time, stopping if more than 100 records are refused
+  loader resume ckpt.json --report run2.json --max-errors 100`,
+		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Checkpoint = args[0]
 			opts.Target.fromEnv(f.Getenv)
+			if err := opts.validate(c); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
 			return resumeRun(c.Context(), opts)
 		},
 	}
-	opts.Target.addFlags(cmd)
+	opts.Target.addFlags(cmd, true)
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Report, "report", "", "write the run's report as JSON to this file")
 	fl.StringVar(&opts.ReportHTML, "report-html", "", "write the run's report as a self-contained HTML page with charts")
@@ -70,6 +78,9 @@ an unknown version. The account key is never stored: give it again through
 	fl.DurationVar(&opts.CkptInterval, "checkpoint-interval", 5*time.Second, "… and at least this often")
 	fl.BoolVarP(&opts.Quiet, "quiet", "q", false, "no progress and no summary")
 	fl.DurationVar(&opts.DrainTimeout, "drain-timeout", 30*time.Second, "on interrupt, how long in-flight writes may finish")
+	group(fl, groupPacing, "drain-timeout")
+	group(fl, groupCheckpoint, "checkpoint-every", "checkpoint-interval")
+	group(fl, groupOutput, "report", "report-html", "max-errors", "quiet")
 	return cmd
 }
 

@@ -17,46 +17,6 @@ import (
 	"golang.org/x/term"
 )
 
-// Exit codes. They are part of the command contract (ARCHITECTURE.md) and are
-// documented in --help and the README.
-const (
-	ExitOK           = 0   // every record written (or skipped as already present)
-	ExitError        = 1   // unexpected failure before any record could be accounted for
-	ExitUsage        = 2   // bad flags, missing inputs, unreadable files: nothing written
-	ExitDeadLettered = 3   // finished; some records went to the dead-letter file
-	ExitStopped      = 4   // stopped early (max errors, fatal server error); checkpoint valid
-	ExitInterrupted  = 130 // interrupted by a signal; checkpoint saved
-)
-
-const exitCodesHelp = `Exit codes:
-  0    every record written (or already present)
-  2    usage error: bad flags or inputs; nothing written
-  3    finished, some records dead-lettered
-  4    stopped early (--max-errors exceeded or a fatal server error); checkpoint valid
-  130  interrupted (SIGINT/SIGTERM); checkpoint saved, resume with 'loader resume'`
-
-// ExitError carries an exit code out of a command's run function.
-type ExitCodeError struct {
-	Code int
-	Err  error
-}
-
-func (e *ExitCodeError) Error() string {
-	if e.Err == nil {
-		return fmt.Sprintf("exit %d", e.Code)
-	}
-	return e.Err.Error()
-}
-
-func (e *ExitCodeError) Unwrap() error { return e.Err }
-
-// usageError marks an error as the user's: exit 2.
-func usageError(format string, a ...any) error {
-	return &ExitCodeError{Code: ExitUsage, Err: fmt.Errorf(format, a...)}
-}
-
-var errInterrupted = errors.New("interrupted")
-
 // IOStreams are the command's standard streams, replaceable in tests.
 type IOStreams struct {
 	In     io.Reader
@@ -98,13 +58,25 @@ checkpoints progress to disk, and reports what it did.
 With no endpoint configured it writes to an embedded local Cosmos DB target.
 
 ` + exitCodesHelp,
+		Example: `  loader import testdata/sample/people.ndjson
+  loader dry-run orders.csv --ru 20000
+  loader resume ~/.local/state/loader/checkpoints/….json
+  loader emulator --ru 20000`,
+		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetVersionTemplate("loader {{.Version}}\n")
+	root.SetUsageTemplate(usageTemplate)
+	root.SetFlagErrorFunc(flagError)
+	root.PersistentFlags().Bool("verbose", false, "show the full text of errors from the Azure SDKs (e.g. every Entra ID credential tried)")
 	root.SetIn(f.IO.In)
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
 	root.AddCommand(subcommands(f)...)
+	for _, c := range root.Commands() {
+		c.Flags().SortFlags = false // --help in definition order: the common flags first
+	}
 	return root
 }
 
@@ -152,18 +124,23 @@ func Main() int {
 func run(ctx context.Context, f *Factory, args []string) int {
 	root := NewRootCmd(f)
 	root.SetArgs(args)
+	// Whatever fails before a command's run starts (unknown command or
+	// flag, wrong arguments) is a usage error.
+	started := false
+	root.PersistentPreRun = func(*cobra.Command, []string) { started = true }
 	err := root.ExecuteContext(ctx)
-	if err == nil {
-		return ExitOK
-	}
-	var ec *ExitCodeError
-	if errors.As(err, &ec) {
-		if ec.Err != nil {
-			fmt.Fprintf(f.IO.ErrOut, "loader: %v\n", ec.Err)
+	if err != nil && !started {
+		var ec *ExitCodeError
+		if !errors.As(err, &ec) {
+			err = &ExitCodeError{Code: ExitUsage, Err: err}
 		}
-		return ec.Code
 	}
-	fmt.Fprintf(f.IO.ErrOut, "loader: %v\n", err)
-	// Cobra's own errors (unknown flag, wrong arg count) are usage errors.
-	return ExitUsage
+	code := exitCode(err, nil)
+	if err != nil {
+		verbose, _ := root.PersistentFlags().GetBool("verbose")
+		if msg := errorText(err, verbose); msg != "" {
+			fmt.Fprintln(f.IO.ErrOut, msg)
+		}
+	}
+	return code
 }

@@ -106,10 +106,7 @@ func Connect(ctx context.Context, o TargetOptions) (*Target, error) {
 		props, err = cc.Read(ctx, nil)
 	}
 	if err != nil {
-		if isStatus(err, http.StatusNotFound) {
-			return nil, fmt.Errorf("container %s/%s not found (use --create-container with --partition-key to create it)", o.Database, o.Container)
-		}
-		return nil, fmt.Errorf("read container %s/%s: %s", o.Database, o.Container, describe(err))
+		return nil, connectError(err, o)
 	}
 	t := &Target{
 		Container:    cc,
@@ -117,8 +114,8 @@ func Connect(ctx context.Context, o TargetOptions) (*Target, error) {
 		Indexing:     props.ContainerProperties.IndexingPolicy,
 	}
 	if len(o.PartitionKey) > 0 && !samePaths(o.PartitionKey, t.PartitionKey.Paths) {
-		return nil, fmt.Errorf("--partition-key %s does not match the container's partition key %s",
-			strings.Join(o.PartitionKey, ","), strings.Join(t.PartitionKey.Paths, ","))
+		return nil, &UsageError{fmt.Errorf("--partition-key %s does not match the container's partition key %s",
+			strings.Join(o.PartitionKey, ","), strings.Join(t.PartitionKey.Paths, ","))}
 	}
 	if tp, err := cc.ReadThroughput(ctx, nil); err == nil && tp.ThroughputProperties != nil {
 		if max, ok := tp.ThroughputProperties.AutoscaleMaxThroughput(); ok {
