@@ -108,11 +108,12 @@ func errorText(err error, verbose bool) string {
 		b.WriteString("  check the AccountKey in --connection-string or COSMOS_CONNECTION_STRING")
 	default:
 		if ae.Status != 0 {
-			b.WriteString("  the Entra ID identity has no data-plane role on this account: assign one (Cosmos DB Built-in Data Contributor)\n")
+			b.WriteString("  the signed-in identity has no data-plane role on this account (e.g. Cosmos DB Built-in Data\n")
+			b.WriteString("  Contributor): assign one, or give the account key (--key or COSMOS_KEY)")
 		} else {
 			b.WriteString("  give the account key (--key or COSMOS_KEY) or a connection string (--connection-string),\n")
+			b.WriteString("  or sign in for Microsoft Entra ID (az login); --verbose shows each credential's message")
 		}
-		b.WriteString("  or sign in for Microsoft Entra ID (az login); --verbose shows the credentials' messages")
 	}
 	if verbose && ae.Err != nil {
 		b.WriteString("\n\n" + ae.Err.Error())

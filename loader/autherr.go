@@ -13,8 +13,8 @@ import (
 
 // Credential kinds an AuthError names.
 const (
-	AuthKey              = "account key"
-	AuthConnectionString = "connection string"
+	AuthKey              = "the account key"
+	AuthConnectionString = "the connection string"
 	AuthEntraID          = "Microsoft Entra ID"
 )
 
@@ -33,7 +33,7 @@ type AuthError struct {
 
 func (e *AuthError) Error() string {
 	if e.Status != 0 {
-		return fmt.Sprintf("authentication to %s with the %s failed: %d %s", e.Endpoint, e.Method, e.Status, http.StatusText(e.Status))
+		return fmt.Sprintf("authentication to %s with %s failed: %d %s", e.Endpoint, e.Method, e.Status, http.StatusText(e.Status))
 	}
 	if len(e.Tried) > 0 {
 		return fmt.Sprintf("authentication to %s failed: no %s credential could get a token (tried %s)", e.Endpoint, e.Method, strings.Join(e.Tried, ", "))
