@@ -16,6 +16,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/cosmosloader/loader/internal/human"
 )
 
 // MaxPoints is the most points drawn per series. Longer series are reduced
@@ -203,28 +205,7 @@ func num(v float64) string {
 
 // FormatNumber formats v with thousands separators and the given number
 // of decimals: 12345.6 → "12,345.6".
-func FormatNumber(v float64, decimals int) string {
-	if !finite(v) {
-		return strconv.FormatFloat(v, 'f', -1, 64)
-	}
-	s := strconv.FormatFloat(math.Abs(v), 'f', decimals, 64)
-	intPart, frac := s, ""
-	if i := strings.IndexByte(s, '.'); i >= 0 {
-		intPart, frac = s[:i], s[i:]
-	}
-	var b strings.Builder
-	if v < 0 && strings.Trim(s, "0.") != "" {
-		b.WriteByte('-')
-	}
-	for i, r := range intPart {
-		if i > 0 && (len(intPart)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	b.WriteString(frac)
-	return b.String()
-}
+func FormatNumber(v float64, decimals int) string { return human.Number(v, decimals) }
 
 // niceStep rounds raw up to 1, 2 or 5 times a power of ten.
 func niceStep(raw float64) float64 {

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/loader/chart"
 )
 
@@ -485,7 +486,7 @@ func summarise(r namedSeries, target float64) compareRow {
 	return row
 }
 
-func count(n int64) string { return chart.FormatNumber(float64(n), 0) }
+func count(n int64) string { return human.Count(n) }
 
 func plural(n int64, noun string) string {
 	if n == 1 {
@@ -494,19 +495,13 @@ func plural(n int64, noun string) string {
 	return count(n) + " " + noun + "s"
 }
 
-// duration reads like "1 h 02 min", "3 min 05 s" or "4.2 s".
+// duration is human.Duration ("1m 8s", "36.7s", "420ms"), with a dash
+// for no time at all.
 func duration(sec float64) string {
 	if sec <= 0 || math.IsNaN(sec) {
 		return "—"
 	}
-	if sec < 60 {
-		return chart.FormatNumber(sec, 1) + " s"
-	}
-	t := int64(math.Round(sec))
-	if t < 3600 {
-		return fmt.Sprintf("%d min %02d s", t/60, t%60)
-	}
-	return fmt.Sprintf("%d h %02d min", t/3600, t/60%60)
+	return human.Seconds(sec)
 }
 
 func clock(t int64) string {
