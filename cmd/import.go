@@ -355,7 +355,7 @@ func importRun(ctx context.Context, o *ImportOptions) error {
 		CheckpointPath: o.Checkpoint, CheckpointEvery: o.CkptEvery, CheckpointInterval: o.CkptInterval,
 		DeadLetterPath: o.DeadLetter, ReportPath: o.Report, ReportHTMLPath: o.ReportHTML, Restart: o.Restart,
 		DrainTimeout: o.DrainTimeout,
-		Quiet:        o.Quiet, Log: o.IO.ErrOut, IsTTY: o.IO.ErrIsTerminal(), Now: o.Now,
+		Quiet:        o.Quiet, Log: o.IO.ErrOut, Now: o.Now,
 	}
 	job.Shared = shared
 	return finishJob(ctx, o.IO, job, o.Quiet)
@@ -364,7 +364,15 @@ func importRun(ctx context.Context, o *ImportOptions) error {
 // finishJob executes a job, prints its summary and maps the outcome to an
 // exit code.
 func finishJob(ctx context.Context, io *IOStreams, job *loader.Job, quiet bool) error {
+	var prog *progress
+	if !quiet {
+		prog = newProgress(io)
+		job.Progress, job.Log = prog.update, prog
+	}
 	rep, err := loader.Execute(ctx, job)
+	if prog != nil {
+		prog.finish()
+	}
 	if rep == nil {
 		// Loading never started: no checkpoint to speak of.
 		return &ExitCodeError{Code: exitCode(err, nil), Err: err}
@@ -384,7 +392,7 @@ func finishJob(ctx context.Context, io *IOStreams, job *loader.Job, quiet bool) 
 		}
 	}
 	if !quiet {
-		rep.WriteSummary(io.ErrOut)
+		writeSummary(io.ErrOut, rep)
 		if job.ReportHTMLPath != "" && htmlErr == nil {
 			fmt.Fprintf(io.ErrOut, "\nReport: %s (open it in a browser)\n", job.ReportHTMLPath)
 		}

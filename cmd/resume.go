@@ -141,7 +141,7 @@ func resumeRun(ctx context.Context, o *ResumeOptions) error {
 		CheckpointPath: o.Checkpoint, CheckpointEvery: o.CkptEvery, CheckpointInterval: o.CkptInterval,
 		DeadLetterPath: cfg.DeadLetterPath, ReportPath: o.Report, ReportHTMLPath: o.ReportHTML,
 		DrainTimeout: o.DrainTimeout, Resume: st,
-		Quiet: o.Quiet, Log: o.IO.ErrOut, IsTTY: o.IO.ErrIsTerminal(), Now: o.Now,
+		Quiet: o.Quiet, Log: o.IO.ErrOut, Now: o.Now,
 	}
 	return finishJob(ctx, o.IO, job, o.Quiet)
 }

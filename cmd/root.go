@@ -25,6 +25,9 @@ type IOStreams struct {
 	// ErrIsTerminal reports whether ErrOut is an interactive terminal
 	// (progress bars are drawn only then).
 	ErrIsTerminal func() bool
+	// TerminalWidth is ErrOut's width in columns, asked at every redraw so
+	// a resized window is followed.
+	TerminalWidth func() int
 }
 
 // Factory holds the dependencies every command shares.
@@ -40,6 +43,7 @@ func NewFactory() *Factory {
 		IO: &IOStreams{
 			In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr,
 			ErrIsTerminal: func() bool { return term.IsTerminal(int(os.Stderr.Fd())) },
+			TerminalWidth: stderrWidth,
 		},
 		Now:    time.Now,
 		Getenv: os.Getenv,

@@ -61,8 +61,9 @@ type Job struct {
 
 	Quiet bool
 	Log   io.Writer // stderr
-	IsTTY bool
-	Now   func() time.Time
+	// Progress, when set, receives a progress event about once a second.
+	Progress func(ProgressEvent)
+	Now      func() time.Time
 }
 
 // ErrUnfinished means an unfinished checkpoint for the same inputs and
@@ -208,9 +209,9 @@ func Execute(ctx context.Context, j *Job) (*Report, error) {
 			totalBytes += fps[i].Size - in.Start.Offset
 		}
 	}
-	prog := newProgress(j.Log, j.IsTTY, j.Quiet, totalBytes, target)
+	var pacerStats *pacing.Pacer
 	if j.Strategy == StrategyPaced {
-		prog.pacer = pacer.Stats
+		pacerStats = pacer
 	}
 
 	save := func(s Snapshot) error {
@@ -248,11 +249,10 @@ func Execute(ctx context.Context, j *Job) (*Report, error) {
 		Checkpoint:         save,
 		CheckpointEvery:    j.CheckpointEvery,
 		CheckpointInterval: j.CheckpointInterval,
-		Progress:           prog.update,
+		Progress:           j.progressFunc(totalBytes, target, pacerStats, nil),
 		DrainTimeout:       j.DrainTimeout,
 		Now:                j.Now,
 	})
-	prog.finish()
 	if res == nil {
 		return nil, runErr
 	}

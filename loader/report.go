@@ -4,14 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/cosmosloader/loader/checkpoint"
+	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/loader/htmlreport"
 	"github.com/cosmosloader/loader/pacing/lease"
 )
@@ -158,7 +157,10 @@ func buildReport(j *Job, res *Result, target float64, partitions int, base check
 		DurationSeconds:     round2(dur),
 	}
 	if dur > 0 {
-		r.ThisRun.AchievedRUPerSec = round2(res.Snapshot.RU / dur)
+		// The budget is per second: a run shorter than one second could
+		// spend at most one second's worth, so its rate is over that
+		// second, not a burst extrapolated to "3,959 RU/s of 1,000".
+		r.ThisRun.AchievedRUPerSec = round2(res.Snapshot.RU / max(dur, 1))
 	}
 	// The whole load's time is its runs' times added up (the gaps between
 	// them are not loading); without earlier runs it is this run's.
@@ -168,7 +170,7 @@ func buildReport(j *Job, res *Result, target float64, partitions int, base check
 	}
 	r.DurationSeconds = round2(whole)
 	if whole > 0 {
-		r.AchievedRUPerSec = round2(c.RUConsumed / whole)
+		r.AchievedRUPerSec = round2(c.RUConsumed / max(whole, 1))
 	}
 	if target > 0 {
 		r.Utilization = round2(r.AchievedRUPerSec/target*100) / 100
@@ -216,46 +218,12 @@ func (r *Report) WriteJSON(path string) error {
 	return nil
 }
 
-// WriteSummary prints the human summary that ends every run.
-func (r *Report) WriteSummary(w io.Writer) {
-	var b strings.Builder
-	fmt.Fprintf(&b, "\n%s: %d records read\n", strings.ToUpper(r.Status[:1])+r.Status[1:], r.RecordsRead)
-	fmt.Fprintf(&b, "  written               %d\n", r.RecordsWritten)
-	if r.RecordsSkippedExisting > 0 || r.Mode == string(ModeCreate) {
-		fmt.Fprintf(&b, "  skipped (existing)    %d\n", r.RecordsSkippedExisting)
-	}
-	fmt.Fprintf(&b, "  dead-lettered         %d", r.RecordsDeadLettered)
-	if r.RecordsDeadLettered > 0 {
-		fmt.Fprintf(&b, "  → %s", r.DeadLetterPath)
-	}
-	b.WriteString("\n")
-	fmt.Fprintf(&b, "  RU consumed           %.1f (%.2f per record, p95 %.2f)\n", r.RUConsumed, r.RUPerRecord.Mean, r.RUPerRecord.P95)
-	fmt.Fprintf(&b, "  duration              %s\n", time.Duration(r.DurationSeconds*float64(time.Second)).Round(100*time.Millisecond))
-	fmt.Fprintf(&b, "  achieved              %.0f RU/s of %.0f target (%.0f%%)\n", r.AchievedRUPerSec, r.TargetRUPerSec, r.Utilization*100)
-	fmt.Fprintf(&b, "  requests              %d, throttled %d (%.2f%%)\n", r.RequestsSent, r.ThrottledResponses, r.ThrottledPercent)
-	if r.Resumed {
-		t := r.ThisRun
-		b.WriteString("  this run (the figures above are the whole load):\n")
-		fmt.Fprintf(&b, "    records             %d (written %d, dead-lettered %d)\n", t.Records, t.RecordsWritten, t.RecordsDeadLettered)
-		fmt.Fprintf(&b, "    RU consumed         %.1f in %s, %.0f RU/s\n", t.RUConsumed,
-			time.Duration(t.DurationSeconds*float64(time.Second)).Round(100*time.Millisecond), t.AchievedRUPerSec)
-		fmt.Fprintf(&b, "    requests            %d, throttled %d\n", t.RequestsSent, t.ThrottledResponses)
-	}
-	b.WriteString("\n  Naive vs paced       requests   throttled  passes   seconds\n")
-	fmt.Fprintf(&b, "    naive (%s) %10d  %10d  %6d  %8.1f\n", label(r.Naive.Measured), r.Naive.Requests, r.Naive.Throttled, r.Naive.Passes, r.Naive.Seconds)
-	fmt.Fprintf(&b, "    paced (%s) %10d  %10d  %6s  %8.1f\n", label(r.Paced.Measured), r.Paced.Requests, r.Paced.Throttled, "-", r.Paced.Seconds)
-	if r.Error != "" {
-		fmt.Fprintf(&b, "\n  %s\n", r.Error)
-	}
-	io.WriteString(w, b.String())
-}
-
-func label(measured bool) string {
-	if measured {
-		return "measured"
-	}
-	return "modelled"
-}
+// count and byteSize are the one human format (internal/human), for
+// dry-run's text.
+var (
+	count    = human.Count
+	byteSize = human.Bytes
+)
 
 // WriteHTML writes the report as one self-contained HTML page with its
 // charts (RU/s against the target with 429s marked, records per second).

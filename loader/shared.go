@@ -234,11 +234,9 @@ func executeShared(ctx context.Context, j *Job, s *sharedLoad) (*Report, error) 
 	cost := pacing.NewCostModel(pacing.CostOptions{FixedCost: j.CostPerRecord})
 	charges := NewHistogram()
 	began := j.Now()
-	prog := newProgress(j.Log, j.IsTTY, j.Quiet, 0, s.target)
-	prog.pacer = pacer.Stats
-	prog.lease = func() string {
-		return fmt.Sprintf(" leased %d/%d (%.0f RU/s)", capa.Held(), so.Partitions, capa.Limit())
-	}
+	prog := j.progressFunc(0, s.target, pacer, func(ev *ProgressEvent) {
+		ev.LeasesHeld, ev.LeasePartitions, ev.LeasedRU = capa.Held(), so.Partitions, capa.Limit()
+	})
 	var (
 		total   Result
 		counts  checkpoint.Counters
@@ -296,7 +294,6 @@ func executeShared(ctx context.Context, j *Job, s *sharedLoad) (*Report, error) 
 	if ctx.Err() != nil && total.Cause == Finished {
 		total.Cause = Interrupted
 	}
-	prog.finish()
 	total.Snapshot.Complete = total.Cause == Finished
 	total.Charges = charges
 	total.Snapshot.Elapsed = j.Now().Sub(began)
@@ -339,7 +336,7 @@ func (j *Job) prepareSharedDeadLetters(fps []checkpoint.Fingerprint) error {
 // blob. A lost lease stops it: the new owner continues from the last save.
 func runShard(ctx context.Context, j *Job, s *sharedLoad, claim *shard.Claim, pacer *pacing.Pacer,
 	limiter *pacing.Concurrency, gate *capacityGate, cost *pacing.CostModel, charges *Histogram,
-	prog *progress, dlDir string) (*Result, error) {
+	prog func(Live), dlDir string) (*Result, error) {
 	defer claim.Release(context.Background())
 	in := s.inputs[claim.Shard.Input]
 	in.Start = Committed{Offset: claim.From.Offset, Line: claim.From.Line}
@@ -386,7 +383,7 @@ func runShard(ctx context.Context, j *Job, s *sharedLoad, claim *shard.Claim, pa
 		Checkpoint:         save,
 		CheckpointEvery:    j.CheckpointEvery,
 		CheckpointInterval: j.CheckpointInterval,
-		Progress:           prog.update,
+		Progress:           prog,
 		DrainTimeout:       j.DrainTimeout,
 		Now:                j.Now,
 		Charges:            charges,

@@ -1,0 +1,58 @@
+package cmd
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/cosmosloader/loader/internal/human"
+	"github.com/cosmosloader/loader/loader"
+)
+
+// writeSummary prints the human summary that ends every run, in the one
+// number and duration format (internal/human).
+func writeSummary(w io.Writer, r *loader.Report) {
+	var b strings.Builder
+	n := human.Count
+	fmt.Fprintf(&b, "\n%s: %s records read\n", strings.ToUpper(r.Status[:1])+r.Status[1:], n(r.RecordsRead))
+	fmt.Fprintf(&b, "  written               %s\n", n(r.RecordsWritten))
+	if r.RecordsSkippedExisting > 0 || r.Mode == string(loader.ModeCreate) {
+		fmt.Fprintf(&b, "  skipped (existing)    %s\n", n(r.RecordsSkippedExisting))
+	}
+	fmt.Fprintf(&b, "  dead-lettered         %s", n(r.RecordsDeadLettered))
+	if r.RecordsDeadLettered > 0 {
+		fmt.Fprintf(&b, "  → %s", r.DeadLetterPath)
+	}
+	b.WriteString("\n")
+	fmt.Fprintf(&b, "  RU consumed           %s (%s per record, p95 %s)\n",
+		human.Number(r.RUConsumed, 1), human.Number(r.RUPerRecord.Mean, 2), human.Number(r.RUPerRecord.P95, 2))
+	fmt.Fprintf(&b, "  duration              %s\n", human.Seconds(r.DurationSeconds))
+	per := ""
+	if r.DurationSeconds < 1 {
+		per = ", over one whole second" // the budget is per second
+	}
+	fmt.Fprintf(&b, "  achieved              %s RU/s of %s target (%s%s)\n", human.Number(r.AchievedRUPerSec, 0),
+		human.Number(r.TargetRUPerSec, 0), human.Number(r.Utilization*100, 0)+"%", per)
+	fmt.Fprintf(&b, "  requests              %s, throttled %s (%s)\n", n(r.RequestsSent), n(r.ThrottledResponses), human.Number(r.ThrottledPercent, 2)+"%")
+	if r.Resumed {
+		t := r.ThisRun
+		b.WriteString("  this run (the figures above are the whole load):\n")
+		fmt.Fprintf(&b, "    records             %s (written %s, dead-lettered %s)\n", n(t.Records), n(t.RecordsWritten), n(t.RecordsDeadLettered))
+		fmt.Fprintf(&b, "    RU consumed         %s in %s, %s RU/s\n", human.Number(t.RUConsumed, 1), human.Seconds(t.DurationSeconds), human.Number(t.AchievedRUPerSec, 0))
+		fmt.Fprintf(&b, "    requests            %s, throttled %s\n", n(t.RequestsSent), n(t.ThrottledResponses))
+	}
+	b.WriteString("\n  Naive vs paced       requests   throttled  passes        time\n")
+	fmt.Fprintf(&b, "    naive (%s) %10s  %10s  %6s  %10s\n", label(r.Naive.Measured), n(r.Naive.Requests), n(r.Naive.Throttled), n(int64(r.Naive.Passes)), human.Seconds(r.Naive.Seconds))
+	fmt.Fprintf(&b, "    paced (%s) %10s  %10s  %6s  %10s\n", label(r.Paced.Measured), n(r.Paced.Requests), n(r.Paced.Throttled), "-", human.Seconds(r.Paced.Seconds))
+	if r.Error != "" {
+		fmt.Fprintf(&b, "\n  %s\n", r.Error)
+	}
+	io.WriteString(w, b.String())
+}
+
+func label(measured bool) string {
+	if measured {
+		return "measured"
+	}
+	return "modelled"
+}

@@ -1,0 +1,47 @@
+package cmd
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cosmosloader/loader/loader"
+)
+
+// The summary in the one number and duration format; a sub-second run
+// shows milliseconds and a rate over one second, never "duration 0s,
+// achieved 3959 RU/s".
+func TestSummaryGolden(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		r    loader.Report
+	}{
+		{"finished", loader.Report{Status: "finished", Mode: "upsert", RecordsRead: 14416, RecordsWritten: 14406,
+			RecordsDeadLettered: 10, DeadLetterPath: "/tmp/x.deadletter.ndjson", RequestsSent: 14620, ThrottledResponses: 204,
+			ThrottledPercent: 1.4, RUConsumed: 104187.25, DurationSeconds: 68.46, TargetRUPerSec: 1600, AchievedRUPerSec: 1521.87,
+			Utilization: 0.95, RUPerRecord: loader.Spread{Mean: 7.23, P95: 7.5},
+			Naive: loader.NaiveFigures{Requests: 43248, Throttled: 28842, Passes: 5, Seconds: 147.3},
+			Paced: loader.PacedFigures{Requests: 14620, Throttled: 204, Seconds: 68.46, Measured: true}}},
+		{"resumed", loader.Report{Status: "finished", Mode: "upsert", RecordsRead: 14416, RecordsWritten: 14416,
+			RequestsSent: 14500, ThrottledResponses: 84, ThrottledPercent: 0.58, RUConsumed: 104187.25, DurationSeconds: 68.46,
+			TargetRUPerSec: 1600, AchievedRUPerSec: 1521.87, Utilization: 0.95, RUPerRecord: loader.Spread{Mean: 7.23, P95: 7.5},
+			Resumed: true, ThisRun: loader.RunFigures{Records: 8000, RecordsWritten: 8000, RequestsSent: 8040, ThrottledResponses: 40,
+				RUConsumed: 57800.5, DurationSeconds: 37.2, AchievedRUPerSec: 1553.8},
+			Naive: loader.NaiveFigures{Requests: 43248, Throttled: 28842, Passes: 5, Seconds: 147.3},
+			Paced: loader.PacedFigures{Requests: 8040, Throttled: 40, Seconds: 37.2, Measured: true}}},
+		{"sub-second", loader.Report{Status: "finished", Mode: "create", RecordsRead: 100, RecordsWritten: 100,
+			RequestsSent: 100, RUConsumed: 724.5, DurationSeconds: 0.18, TargetRUPerSec: 4000, AchievedRUPerSec: 724.5,
+			Utilization: 0.18, RUPerRecord: loader.Spread{Mean: 7.25, P95: 7.4},
+			Naive: loader.NaiveFigures{Requests: 100, Passes: 1, Seconds: 0.18},
+			Paced: loader.PacedFigures{Requests: 100, Seconds: 0.18, Measured: true}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var b strings.Builder
+			writeSummary(&b, &c.r)
+			golden(t, filepath.Join("testdata", "summary", c.name+".golden"), b.String())
+			if strings.Contains(b.String(), " 0s") {
+				t.Errorf("a duration printed as 0s:\n%s", b.String())
+			}
+		})
+	}
+}
