@@ -138,7 +138,7 @@ func progressLine(ev loader.ProgressEvent, r rates, width int) string {
 	if ev.Elapsed >= time.Second {
 		elapsed = human.Duration(ev.Elapsed.Round(time.Second))
 	}
-	add(form{6, elapsed}, form{15, "elapsed " + elapsed})
+	add(form{7, elapsed}, form{15, "elapsed " + elapsed})
 	// With nothing dead-lettered every record done was written: one field
 	// says both. Otherwise done, written and dead-lettered each get one.
 	label := "written "
@@ -154,7 +154,7 @@ func progressLine(ev loader.ProgressEvent, r rates, width int) string {
 			approx = ""
 		}
 		add(form{0, p}, form{1, human.Count(done) + "/" + approx + human.Count(total) + " " + p},
-			form{9, label + human.Count(done) + "/" + approx + human.Count(total) + " (" + p + ")"},
+			form{5, label + human.Count(done) + "/" + approx + human.Count(total) + " (" + p + ")"},
 			form{20, label + human.Count(done) + " of " + approx + human.Count(total) + " (" + p + ")"})
 	case pct >= 0:
 		p := strconv.Itoa(int(pct)) + "%"
@@ -171,7 +171,7 @@ func progressLine(ev loader.ProgressEvent, r rates, width int) string {
 	}
 	add(form{3, human.Number(r.RU, 0) + "/" + human.Number(ev.TargetRU, 0) + " RU/s"},
 		form{14, "RU/s " + human.Number(r.RU, 0) + " of " + human.Number(ev.TargetRU, 0)})
-	add(form{5, "429s " + human.Percent(r.ThrottlePct)})
+	add(form{6, "429s " + human.Percent(r.ThrottlePct)})
 	if ev.TotalBytes > 0 {
 		eta := "--"
 		switch {
@@ -183,11 +183,11 @@ func progressLine(ev loader.ProgressEvent, r rates, width int) string {
 		add(form{2, "ETA " + eta})
 	}
 	if ev.PacerLimitRU > 0 && ev.PacerLimitRU < ev.TargetRU*0.99 {
-		add(form{7, "pacer " + human.Number(ev.PacerLimitRU, 0)}, form{16, "pacer at " + human.Number(ev.PacerLimitRU, 0) + " after 429s"})
+		add(form{8, "pacer " + human.Number(ev.PacerLimitRU, 0)}, form{16, "pacer at " + human.Number(ev.PacerLimitRU, 0) + " after 429s"})
 	}
 	if ev.LeasePartitions > 0 {
 		held := "leased " + strconv.Itoa(ev.LeasesHeld) + "/" + strconv.Itoa(ev.LeasePartitions)
-		add(form{8, held}, form{17, held + " (" + human.Number(ev.LeasedRU, 0) + " RU/s)"})
+		add(form{9, held}, form{17, held + " (" + human.Number(ev.LeasedRU, 0) + " RU/s)"})
 	}
 
 	const sep = " · "

@@ -41,9 +41,9 @@ func writeSummary(w io.Writer, r *loader.Report) {
 		fmt.Fprintf(&b, "    RU consumed         %s in %s, %s RU/s\n", human.Number(t.RUConsumed, 1), human.Seconds(t.DurationSeconds), human.Number(t.AchievedRUPerSec, 0))
 		fmt.Fprintf(&b, "    requests            %s, throttled %s\n", n(t.RequestsSent), n(t.ThrottledResponses))
 	}
-	b.WriteString("\n  Naive vs paced       requests   throttled  passes        time\n")
-	fmt.Fprintf(&b, "    naive (%s) %10s  %10s  %6s  %10s\n", label(r.Naive.Measured), n(r.Naive.Requests), n(r.Naive.Throttled), n(int64(r.Naive.Passes)), human.Seconds(r.Naive.Seconds))
-	fmt.Fprintf(&b, "    paced (%s) %10s  %10s  %6s  %10s\n", label(r.Paced.Measured), n(r.Paced.Requests), n(r.Paced.Throttled), "-", human.Seconds(r.Paced.Seconds))
+	b.WriteString("\n  Naive vs paced      requests throttled passes      time\n")
+	fmt.Fprintf(&b, "  naive (%s) %10s %9s %6s %9s\n", label(r.Naive.Measured), n(r.Naive.Requests), n(r.Naive.Throttled), n(int64(r.Naive.Passes)), human.Seconds(r.Naive.Seconds))
+	fmt.Fprintf(&b, "  paced (%s) %10s %9s %6s %9s\n", label(r.Paced.Measured), n(r.Paced.Requests), n(r.Paced.Throttled), "-", human.Seconds(r.Paced.Seconds))
 	if r.Error != "" {
 		fmt.Fprintf(&b, "\n  %s\n", r.Error)
 	}
