@@ -143,7 +143,7 @@ func (r *runner) main(ctx context.Context, out, only string) error {
 // publish draws the chart and prints the table.
 func (res *results) publish(out string) error {
 	if res.A != nil {
-		if err := os.WriteFile(filepath.Join(out, "chart.svg"), res.chart().SVG(), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(out, "chart.svg"), res.chartSVG(), 0o644); err != nil {
 			return fmt.Errorf("write chart: %w", err)
 		}
 		if err := os.WriteFile(filepath.Join(out, "throttles.svg"), res.throttleChart().SVG(), 0o644); err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cosmosloader/loader/emulator"
+	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/loader/chart"
 )
 
@@ -138,38 +139,50 @@ var scenarioName = map[string]string{
 	"D": "D dry-run accuracy", "E": "E read path", "F": "F memory", "G": "G checkpoints",
 }
 
-// chart is RU/s per second of the paced and naive runs of scenario A,
-// measured by the target, against the provisioned line, 429s marked.
-func (res *results) chart() chart.Chart {
+// chartSVG is RU/s per second of the paced and naive runs of scenario A,
+// measured by the target, against the provisioned line, 429s marked: one
+// panel each, on one time scale. On one plot both lines sit on the
+// provisioned line and hide each other; what tells them apart is the
+// 429s, which each panel's title counts.
+func (res *results) chartSVG() []byte {
 	a := res.A
-	c := chart.Chart{
-		Title:     fmt.Sprintf("RU/s per second, %s RU/s container (local target, ±5 %% charge noise)", chart.FormatNumber(a.RU, 0)),
-		XLabel:    "time since start",
-		YLabel:    "RU/s",
-		XDuration: true,
-		HLines:    []chart.HLine{{Y: a.RU, Label: fmt.Sprintf("provisioned %s RU/s", chart.FormatNumber(a.RU, 0))}},
-		// Room above the provisioned line for its label and the 429 marks.
-		YMax:         a.RU * 1.3,
-		MarkerLegend: "a second with 429s (colour: whose)",
-	}
-	colors := map[string]string{"paced": "#2563eb", "naive": "#dc2626", "sdk-default": "#9333ea"}
-	labels := map[string]string{"paced": "loader (paced)", "naive": "loader --strategy naive", "sdk-default": "azcosmos defaults"}
+	colors := map[string]string{"paced": "#2563eb", "naive": "#dc2626"}
+	labels := map[string]string{"paced": "loader (paced, default)", "naive": "loader --strategy naive"}
+	var panels []chart.Chart
+	longest := 0.0
 	for _, ap := range a.Approaches {
-		if ap.Name == "sdk-default" {
-			continue // two lines read better than three; its numbers are in the table
+		if colors[ap.Name] == "" {
+			continue // azcosmos defaults: its numbers are in the table and throttles.svg
 		}
-		s := chart.Series{Name: labels[ap.Name], Color: colors[ap.Name], Step: true}
+		c := chart.Chart{
+			Title: fmt.Sprintf("%s: %s of %s requests throttled (429), %s", labels[ap.Name],
+				n0(float64(ap.Throttled)), n0(float64(ap.Requests)), human.Seconds(ap.WallSeconds)),
+			XLabel: "seconds since start",
+			YLabel: "RU/s",
+			Height: 270,
+			HLines: []chart.HLine{{Y: a.RU, Label: fmt.Sprintf("provisioned %s RU/s", n0(a.RU))}},
+			// Room above the provisioned line for its label and the 429 marks.
+			YMax:         a.RU * 1.3,
+			LeftMargin:   72,
+			MarkerLegend: "a second with 429s",
+		}
+		s := chart.Series{Name: labels[ap.Name] + ", RU/s each second", Color: colors[ap.Name], Step: true}
 		for _, p := range secondsFromStart(ap.Series) {
 			s.Points = append(s.Points, chart.Point{X: p.x, Y: p.s.RU})
+			longest = max(longest, p.x+1)
 			if p.s.Throttled > 0 {
 				// A row of marks above the provisioned line, clear of its label.
 				c.Markers = append(c.Markers, chart.Marker{X: p.x + 0.5, Y: a.RU * 1.15,
-					Label: fmt.Sprintf("%s: %d throttled (429) of %d requests", labels[ap.Name], p.s.Throttled, p.s.Requests), Color: colors[ap.Name]})
+					Label: fmt.Sprintf("%d throttled (429) of %d requests", p.s.Throttled, p.s.Requests), Color: colors[ap.Name]})
 			}
 		}
-		c.Series = append(c.Series, s)
+		c.Series = []chart.Series{s}
+		panels = append(panels, c)
 	}
-	return c
+	for i := range panels {
+		panels[i].XMax = longest
+	}
+	return chart.Stack(fmt.Sprintf("RU/s per second, paced and naive, %s RU/s container (local target, ±5 %% charge noise)", n0(a.RU)), panels...)
 }
 
 // throttleChart is the 429s each approach of scenario A received per

@@ -11,6 +11,7 @@ package chart
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 	"math"
@@ -73,6 +74,9 @@ type Chart struct {
 	// XDuration labels the horizontal axis as elapsed time (m:ss or h:mm)
 	// with ticks on whole seconds, minutes or hours, for X in seconds.
 	XDuration bool
+	// XMax, when above the data, extends the horizontal axis to it: panels
+	// of a Stack share one time scale.
+	XMax float64
 	// LeftMargin is the least room, in pixels, left of the plot for tick
 	// labels; charts stacked on one page set the same value so their
 	// plots line up.
@@ -80,6 +84,8 @@ type Chart struct {
 	// MarkerLegend names the markers in the legend, as in "seconds with
 	// 429s"; empty reads "N marked events".
 	MarkerLegend string
+
+	placement string // the y attribute of a panel in a Stack
 }
 
 var palette = []string{"#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#ca8a04", "#db2777"}
@@ -207,6 +213,30 @@ func num(v float64) string {
 // of decimals: 12345.6 → "12,345.6".
 func FormatNumber(v float64, decimals int) string { return human.Number(v, decimals) }
 
+// Stack draws charts one above the other as one SVG document: panels
+// that share a time axis but would hide each other as lines on one plot
+// (two runs that both sit on the provisioned line). Give the panels the
+// same LeftMargin and range so their axes line up.
+func Stack(title string, panels ...Chart) []byte {
+	width, height := 0, 0
+	for _, c := range panels {
+		width = max(width, cmp.Or(max(c.Width, 0), DefaultWidth))
+		height += cmp.Or(max(c.Height, 0), DefaultHeight)
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" class="chart-stack" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s" font-family="system-ui, sans-serif" font-size="%d">`+"\n",
+		width, height, width, height, esc(title), fontSize)
+	fmt.Fprintf(&b, "<title>%s</title>\n", esc(title))
+	y := 0
+	for _, c := range panels {
+		c.placement = fmt.Sprintf(` y="%d"`, y)
+		c.render(&b)
+		y += cmp.Or(max(c.Height, 0), DefaultHeight)
+	}
+	b.WriteString("</svg>\n")
+	return b.Bytes()
+}
+
 // niceStep rounds raw up to 1, 2 or 5 times a power of ten.
 func niceStep(raw float64) float64 {
 	if raw <= 0 || !finite(raw) {
@@ -328,6 +358,7 @@ func (c Chart) xRange(series [][]sample) (lo, hi float64, ok bool) {
 	if lo > hi {
 		return 0, 1, false
 	}
+	hi = math.Max(hi, c.XMax)
 	if lo == hi {
 		return lo - 0.5, hi + 0.5, true
 	}
@@ -471,8 +502,8 @@ func (c Chart) render(b *bytes.Buffer) {
 	if label == "" {
 		label = "chart"
 	}
-	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s" font-family="system-ui, sans-serif" font-size="%d">`+"\n",
-		w, h, w, h, esc(label), fontSize)
+	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg"%s class="chart" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s" font-family="system-ui, sans-serif" font-size="%d">`+"\n",
+		c.placement, w, h, w, h, esc(label), fontSize)
 	fmt.Fprintf(b, "<title>%s</title>\n", esc(label))
 	fmt.Fprintf(b, "<desc>%s</desc>\n", esc(c.describe(series)))
 	if c.Title != "" {

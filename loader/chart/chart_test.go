@@ -258,3 +258,24 @@ func TestFixedRangeClampsToPlot(t *testing.T) {
 		t.Errorf("value above YMax drawn at %.1f, want clamped to 100", peak)
 	}
 }
+
+// Stack draws panels one above the other in one well-formed document, on
+// one time scale when they share XMax: two runs that sit on the same line
+// are told apart (bench/chart.svg).
+func TestStackPanelsShareTheTimeAxis(t *testing.T) {
+	short := Chart{Title: "paced", YLabel: "RU/s", XLabel: "seconds since start", Height: 200, XMax: 60, LeftMargin: 70,
+		Series: []Series{{Name: "paced", Points: []Point{{0, 1}, {30, 2}}}}}
+	long := short
+	long.Title = "naive"
+	long.Series = []Series{{Name: "naive", Points: []Point{{0, 1}, {60, 2}}}}
+	got := Stack("both", short, long)
+	wellFormed(t, got)
+	s := string(got)
+	if !strings.Contains(s, `height="400"`) || !strings.Contains(s, `<svg xmlns="http://www.w3.org/2000/svg" y="200" class="chart"`) {
+		t.Errorf("panels not stacked:\n%s", s)
+	}
+	// Both panels end their axis at the same tick, 60 s.
+	if n := strings.Count(s, `fill-opacity="0.75">60</text>`); n != 2 {
+		t.Errorf("want a 60 s tick in both panels, got %d", n)
+	}
+}
