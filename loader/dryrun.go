@@ -383,13 +383,6 @@ func (p *Plan) WriteText(w io.Writer) {
 	io.WriteString(w, b.String())
 }
 
-func fmtSeconds(s float64) string {
-	if s < 60 {
-		return fmt.Sprintf("%.1f s", s)
-	}
-	return time.Duration(s * float64(time.Second)).Round(time.Second).String()
-}
-
 func trimTo(s string, n int) string {
 	if len(s) <= n {
 		return s

@@ -218,11 +218,12 @@ func (r *Report) WriteJSON(path string) error {
 	return nil
 }
 
-// count and byteSize are the one human format (internal/human), for
-// dry-run's text.
+// count, byteSize and fmtSeconds are the one human format
+// (internal/human), for dry-run's text.
 var (
-	count    = human.Count
-	byteSize = human.Bytes
+	count      = human.Count
+	byteSize   = human.Bytes
+	fmtSeconds = human.Seconds
 )
 
 // WriteHTML writes the report as one self-contained HTML page with its
