@@ -1,0 +1,23 @@
+package loader
+
+import (
+	"testing"
+	"time"
+
+	"github.com/cosmosloader/loader/checkpoint"
+)
+
+// A run shorter than a second could spend at most one second's budget:
+// its rate is over that second, not "3,959 RU/s" of a 1,000 target.
+func TestSubSecondRunIsRatedOverOneSecond(t *testing.T) {
+	j := &Job{Now: func() time.Time { return time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC) }}
+	res := &Result{Cause: Finished, Snapshot: Snapshot{Elapsed: 183 * time.Millisecond, RU: 724.5, Requests: 100}, Charges: NewHistogram()}
+	r := buildReport(j, res, 1000, 1, checkpoint.Counters{}, &checkpoint.State{})
+	if r.AchievedRUPerSec != 724.5 || r.Utilization != 0.7245 || r.DurationSeconds != 0.18 {
+		t.Errorf("achieved %v RU/s, utilisation %v, duration %v s; want 724.5, 0.7245, 0.18", r.AchievedRUPerSec, r.Utilization, r.DurationSeconds)
+	}
+	res.Snapshot.Elapsed = 2 * time.Second
+	if r := buildReport(j, res, 1000, 1, checkpoint.Counters{}, &checkpoint.State{}); r.AchievedRUPerSec != 362.25 {
+		t.Errorf("2 s run: achieved %v, want 362.25", r.AchievedRUPerSec)
+	}
+}
