@@ -11,13 +11,17 @@ import (
 // its rate is over that second, not "3,959 RU/s" of a 1,000 target.
 func TestSubSecondRunIsRatedOverOneSecond(t *testing.T) {
 	j := &Job{Now: func() time.Time { return time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC) }}
-	res := &Result{Cause: Finished, Snapshot: Snapshot{Elapsed: 183 * time.Millisecond, RU: 724.5, Requests: 100}, Charges: NewHistogram()}
-	r := buildReport(j, res, 1000, 1, checkpoint.Counters{}, &checkpoint.State{})
-	if r.AchievedRUPerSec != 724.5 || r.Utilization != 0.7245 || r.DurationSeconds != 0.18 {
-		t.Errorf("achieved %v RU/s, utilisation %v, duration %v s; want 724.5, 0.7245, 0.18", r.AchievedRUPerSec, r.Utilization, r.DurationSeconds)
+	report := func(elapsed time.Duration) *Report {
+		res := &Result{Cause: Finished, Snapshot: Snapshot{Elapsed: elapsed, RU: 724.5, Requests: 100}, Charges: NewHistogram()}
+		st := &checkpoint.State{Counters: checkpoint.Counters{RUConsumed: 724.5, RequestsSent: 100, ElapsedSeconds: elapsed.Seconds()}}
+		return buildReport(j, res, 1000, 1, checkpoint.Counters{}, st)
 	}
-	res.Snapshot.Elapsed = 2 * time.Second
-	if r := buildReport(j, res, 1000, 1, checkpoint.Counters{}, &checkpoint.State{}); r.AchievedRUPerSec != 362.25 {
-		t.Errorf("2 s run: achieved %v, want 362.25", r.AchievedRUPerSec)
+	r := report(183 * time.Millisecond)
+	if r.AchievedRUPerSec != 724.5 || r.ThisRun.AchievedRUPerSec != 724.5 || r.Utilization != 0.7245 || r.DurationSeconds != 0.18 {
+		t.Errorf("achieved %v RU/s (this run %v), utilisation %v, duration %v s; want 724.5, 724.5, 0.7245, 0.18",
+			r.AchievedRUPerSec, r.ThisRun.AchievedRUPerSec, r.Utilization, r.DurationSeconds)
+	}
+	if r := report(2 * time.Second); r.AchievedRUPerSec != 362.25 || r.ThisRun.AchievedRUPerSec != 362.25 {
+		t.Errorf("2 s run: achieved %v (this run %v), want 362.25", r.AchievedRUPerSec, r.ThisRun.AchievedRUPerSec)
 	}
 }
