@@ -213,6 +213,10 @@ func (s *Server) serveDocs(q *request) {
 		s.fail(w, http.StatusNotFound, "NotFound", "Container "+q.segs[1]+"/"+q.segs[3]+" does not exist", 0)
 		return
 	}
+	s.settle(c)
+	if s.staleRange(w, r, c) {
+		return
+	}
 	if len(q.segs) == 5 {
 		if r.Method != http.MethodPost {
 			if r.Method == http.MethodGet {
@@ -281,12 +285,12 @@ func (s *Server) write(q *request, c *container, upsert bool) {
 		return
 	}
 	ifMatch := r.Header.Get("If-Match")
-	p := c.partitionFor(pk)
 	key := itemKey(pk.json, d.id)
 
 	c.mu.Lock()
+	p := c.partitionFor(pk)
 	now := s.clock()
-	if !s.admitLocked(w, c, p, now) {
+	if s.completingLocked(w, c, p, now) || !s.admitLocked(w, c, p, now) {
 		return
 	}
 	old := p.items[key]
@@ -349,12 +353,12 @@ func (s *Server) replaceItem(q *request, c *container, id string) {
 		return
 	}
 	ifMatch := r.Header.Get("If-Match")
-	p := c.partitionFor(pk)
 	key := itemKey(pk.json, id)
 
 	c.mu.Lock()
+	p := c.partitionFor(pk)
 	now := s.clock()
-	if !s.admitLocked(w, c, p, now) {
+	if s.completingLocked(w, c, p, now) || !s.admitLocked(w, c, p, now) {
 		return
 	}
 	old := s.existingLocked(w, c, p, key, ifMatch, now)
@@ -381,8 +385,8 @@ func (s *Server) readItem(q *request, c *container, id string) {
 		s.failAPI(w, aerr)
 		return
 	}
-	p := c.partitionFor(pk)
 	c.mu.Lock()
+	p := c.partitionFor(pk)
 	now := s.clock()
 	if !s.admitLocked(w, c, p, now) {
 		return
@@ -413,11 +417,11 @@ func (s *Server) deleteItem(q *request, c *container, id string) {
 		return
 	}
 	ifMatch := r.Header.Get("If-Match")
-	p := c.partitionFor(pk)
 	key := itemKey(pk.json, id)
 	c.mu.Lock()
+	p := c.partitionFor(pk)
 	now := s.clock()
-	if !s.admitLocked(w, c, p, now) {
+	if s.completingLocked(w, c, p, now) || !s.admitLocked(w, c, p, now) {
 		return
 	}
 	old := s.existingLocked(w, c, p, key, ifMatch, now)
@@ -481,25 +485,24 @@ func (s *Server) batch(q *request, c *container) {
 		s.failAPI(w, badRequest("A transactional batch must have between 1 and %d operations; got %d.", maxBatchOps, len(ops)))
 		return
 	}
+	// A document the service would refuse (bad JSON, bad id, over 2 MB,
+	// partition key other than the batch's) fails its operation, not the
+	// request: the response is a 207 with that status and 424 for the
+	// others, as the service answers (the Java SDK's live tests expect a
+	// mismatched key to come back as 400 inside the batch response).
 	docs := make([]*parsedDoc, len(ops))
+	refused := make([]*apiError, len(ops))
 	for i, op := range ops {
 		switch op.OperationType {
 		case "Create", "Upsert", "Replace":
 			d, aerr := c.parseDoc(op.ResourceBody, pk)
-			if aerr != nil {
-				aerr.msg = fmt.Sprintf("Batch operation %d: %s", i, aerr.msg)
-				s.failAPI(w, aerr)
-				return
+			if aerr == nil && op.OperationType == "Replace" && d.id != op.ID {
+				aerr = badRequest("the id in the body does not match the operation's id")
 			}
-			if op.OperationType == "Replace" && d.id != op.ID {
-				s.failAPI(w, badRequest("Batch operation %d: the id in the body does not match the operation's id.", i))
-				return
-			}
-			docs[i] = d
+			refused[i], docs[i] = aerr, d
 		case "Read", "Delete":
 			if op.ID == "" {
-				s.failAPI(w, badRequest("Batch operation %d: %s needs an id.", i, op.OperationType))
-				return
+				refused[i] = badRequest("%s needs an id", op.OperationType)
 			}
 		default:
 			s.failAPI(w, badRequest("Batch operation %d: operation type %q is not supported by the emulator.", i, op.OperationType))
@@ -507,11 +510,13 @@ func (s *Server) batch(q *request, c *container) {
 		}
 	}
 	withBodies := !minimal(r)
-	p := c.partitionFor(pk)
 
 	c.mu.Lock()
+	p := c.partitionFor(pk)
 	now := s.clock()
-	if !s.admitLocked(w, c, p, now) {
+	// The whole batch is one request against its partition's budget: one
+	// admission, one 429 for all of it.
+	if s.completingLocked(w, c, p, now) || !s.admitLocked(w, c, p, now) {
 		return
 	}
 	staged := make(map[string]*item) // nil value: deleted in this batch
@@ -526,7 +531,10 @@ func (s *Server) batch(q *request, c *container) {
 	total, failed := 0.0, -1
 	for i, op := range ops {
 		var res batchResult
-		var fail *apiError
+		fail := refused[i]
+		if fail != nil {
+			op.OperationType = "" // refused before execution
+		}
 		switch op.OperationType {
 		case "Create", "Upsert", "Replace":
 			d := docs[i]
@@ -590,9 +598,13 @@ func (s *Server) batch(q *request, c *container) {
 	}
 	total = round2(total)
 	if failed >= 0 {
+		// Operations before the failing one ran and were rolled back: they
+		// keep their charge (the work was done) and report 424, as do the
+		// ones after it, which never ran and cost nothing. The batch costs
+		// the sum of its operations either way.
 		for i := range results {
 			if i != failed {
-				results[i] = batchResult{StatusCode: http.StatusFailedDependency}
+				results[i] = batchResult{StatusCode: http.StatusFailedDependency, RequestCharge: results[i].RequestCharge}
 			}
 		}
 		p.record(now, total, false)

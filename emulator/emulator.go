@@ -79,8 +79,17 @@ type Options struct {
 	// NoisyNeighborRU is RU/s consumed from every container's budget (split
 	// evenly over its partitions) in the background.
 	NoisyNeighborRU float64
-	Clock           func() time.Time                 // nil = time.Now; tests inject a fake
-	Logf            func(format string, args ...any) // optional
+	// SplitDelay is how long raising a container's throughput beyond
+	// partitions × 10,000 RU/s stays pending before the partitions split
+	// and the new throughput applies (the service takes hours). 0 = 30 s;
+	// negative = never by itself (POST /_emulator/split still works).
+	SplitDelay time.Duration
+	// CompletingSplitWindow is how long after a split writes routed to the
+	// new partitions get 410 Gone, substatus 1007 (completing split), for
+	// testing clients' handling of it. 0 = off.
+	CompletingSplitWindow time.Duration
+	Clock                 func() time.Time                 // nil = time.Now; tests inject a fake
+	Logf                  func(format string, args ...any) // optional
 }
 
 // Server is a running local Cosmos DB target.

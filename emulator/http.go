@@ -36,6 +36,7 @@ const (
 	hContinuation = "X-Ms-Continuation"
 	hItemCount    = "X-Ms-Item-Count"
 	hVersion      = "X-Ms-Serviceversion"
+	hOfferPending = "X-Ms-Offer-Replace-Pending"
 )
 
 var (

@@ -23,8 +23,9 @@ import (
 //	    "autoscale": false,
 //	    "partition_count": 1,
 //	    "partition_budget_ru": 4000,     // RU/s per partition, before the noisy neighbour
+//	    "pending_ru": 30000,             // a raise waiting for splits (omitted when none)
 //	    "ru": ..., "requests": ..., "throttled": ..., "items": ..., "series": [...],
-//	    "partitions": [{"id": "0", "min_inclusive": "", "max_exclusive": "FF",
+//	    "partitions": [{"id": "0", "min_inclusive": "", "max_exclusive": "FF", // current ranges; "parents": ["0"] after a split
 //	                    "available_ru": 3187.5, // budget left this second; negative = debt
 //	                    "ru": ..., "requests": ..., "throttled": ..., "items": ...,
 //	                    "series": [...]}]
@@ -62,16 +63,21 @@ type ContainerStats struct {
 	Autoscale         bool    `json:"autoscale"`
 	PartitionCount    int     `json:"partition_count"`
 	PartitionBudgetRU float64 `json:"partition_budget_ru"`
+	// PendingRU is a throughput raise waiting for its partitions to split
+	// (0 = none); ProvisionedRU stays in force until then.
+	PendingRU float64 `json:"pending_ru,omitempty"`
+	// Usage includes partitions that have since split.
 	Usage
 	Partitions []PartitionStats `json:"partitions"`
 }
 
 // PartitionStats describes one physical partition and its use.
 type PartitionStats struct {
-	ID           string  `json:"id"`
-	MinInclusive string  `json:"min_inclusive"`
-	MaxExclusive string  `json:"max_exclusive"`
-	AvailableRU  float64 `json:"available_ru"`
+	ID           string   `json:"id"`
+	MinInclusive string   `json:"min_inclusive"`
+	MaxExclusive string   `json:"max_exclusive"`
+	Parents      []string `json:"parents,omitempty"` // ranges it was split from
+	AvailableRU  float64  `json:"available_ru"`
 	Usage
 }
 
@@ -81,14 +87,16 @@ func (s *Server) Stats() Stats {
 	st := Stats{Now: now, NoisyNeighborRU: s.noisyRU(), Containers: []ContainerStats{}}
 	total := map[int64]*Second{}
 	for _, c := range s.containers() {
+		s.settle(c)
 		c.mu.Lock()
 		cs := ContainerStats{
 			Database: c.dbID, Container: c.id, ProvisionedRU: c.ru, Autoscale: c.autoscale,
-			PartitionCount: len(c.parts), PartitionBudgetRU: c.ru / float64(len(c.parts)),
+			PendingRU: c.pendingRU, PartitionCount: len(c.parts), PartitionBudgetRU: c.ru / float64(len(c.parts)),
 		}
 		cser := map[int64]*Second{}
-		for _, p := range c.parts {
-			ps := PartitionStats{ID: strconv.Itoa(p.id), MinInclusive: p.min, MaxExclusive: p.max, AvailableRU: round2(p.available)}
+		for i, p := range append(c.parts[:len(c.parts):len(c.parts)], c.retired...) {
+			ps := PartitionStats{ID: strconv.Itoa(p.id), MinInclusive: p.min, MaxExclusive: p.max,
+				Parents: p.parents, AvailableRU: round2(p.available)}
 			ps.RU, ps.Requests, ps.Throttled, ps.Items = round2(p.ru), p.requests, p.throttled, len(p.items)
 			ps.Series = []Second{}
 			for _, b := range p.series {
@@ -105,7 +113,9 @@ func (s *Server) Stats() Stats {
 			cs.Requests += p.requests
 			cs.Throttled += p.throttled
 			cs.Items += len(p.items)
-			cs.Partitions = append(cs.Partitions, ps)
+			if i < len(c.parts) {
+				cs.Partitions = append(cs.Partitions, ps)
+			}
 		}
 		c.mu.Unlock()
 		cs.RU = round2(cs.RU)
@@ -150,6 +160,7 @@ func (s *Server) ResetStats() {
 		for _, p := range c.parts {
 			p.resetStats()
 		}
+		c.retired = nil
 		c.mu.Unlock()
 	}
 }
@@ -165,6 +176,8 @@ func (s *Server) serveControl(w http.ResponseWriter, r *http.Request, segs []str
 	case len(segs) == 2 && segs[0] == "stats" && segs[1] == "reset" && r.Method == http.MethodPost:
 		s.ResetStats()
 		s.reply(w, http.StatusNoContent, 0, nil)
+	case len(segs) == 1 && segs[0] == "split" && r.Method == http.MethodPost:
+		s.serveSplit(w, r)
 	case len(segs) == 1 && segs[0] == "noisy" && r.Method == http.MethodPost:
 		ru, err := strconv.ParseFloat(r.URL.Query().Get("ru"), 64)
 		if err != nil || ru < 0 {
@@ -174,6 +187,6 @@ func (s *Server) serveControl(w http.ResponseWriter, r *http.Request, segs []str
 		s.SetNoisyNeighbor(ru)
 		s.reply(w, http.StatusNoContent, 0, nil)
 	default:
-		s.fail(w, http.StatusNotFound, "NotFound", "emulator endpoints: GET /_emulator/stats, POST /_emulator/stats/reset, POST /_emulator/noisy?ru=N", 0)
+		s.fail(w, http.StatusNotFound, "NotFound", "emulator endpoints: GET /_emulator/stats, POST /_emulator/stats/reset, POST /_emulator/noisy?ru=N, POST /_emulator/split?db=D&coll=C[&range=ID]", 0)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cosmosloader/loader/pacing/epk"
 )
@@ -38,8 +39,22 @@ type container struct {
 	ru        float64 // manual RU/s, or autoscale max
 	autoscale bool
 	offerRID  string
-	bounds    []string
-	parts     []*partition
+	bounds    []string     // parts[i] holds [bounds[i], bounds[i+1])
+	parts     []*partition // in EPK order
+
+	// Splits: range ids are never reused; a split range is gone (requests
+	// naming it get 410/1002) and its counters stay in retired so the
+	// container's totals and series survive it.
+	nextRangeID int
+	gone        map[int]bool
+	retired     []*partition
+
+	// A throughput raise beyond what the partitions can serve is pending
+	// until the splits it needs are done at splitDue (unix ns, 0 = none);
+	// until then the old throughput stays in force, as on the service.
+	pendingRU        float64
+	pendingAutoscale bool
+	splitDue         atomic.Int64
 }
 
 // item is one stored document.
@@ -70,11 +85,23 @@ func (s *Server) partitionCount(ru float64) int {
 }
 
 func (c *container) setPartitions(n int) {
-	c.bounds = epk.SplitEven(n)
+	bounds := epk.SplitEven(n)
 	c.parts = make([]*partition, n)
 	for i := range c.parts {
-		c.parts[i] = newPartition(i, c.bounds[i], c.bounds[i+1])
+		c.parts[i] = newPartition(i, bounds[i], bounds[i+1])
 	}
+	c.nextRangeID = n
+	c.gone = map[int]bool{}
+	c.rebound()
+}
+
+// rebound recomputes the routing bounds from the partitions.
+func (c *container) rebound() {
+	c.bounds = make([]string, 0, len(c.parts)+1)
+	for _, p := range c.parts {
+		c.bounds = append(c.bounds, p.min)
+	}
+	c.bounds = append(c.bounds, c.parts[len(c.parts)-1].max)
 }
 
 func (s *Server) lookup(dbID, collID string) (*container, bool) {
@@ -436,16 +463,26 @@ func (s *Server) servePKRanges(q *request) {
 		s.fail(w, http.StatusMethodNotAllowed, "MethodNotAllowed", "unsupported method", 0)
 		return
 	}
+	s.settle(c)
 	c.mu.Lock()
-	etag := `"` + c.rid + "-" + strconv.Itoa(len(c.parts)) + `"`
+	// The etag changes with every split (range ids are never reused), so
+	// the SDK's incremental read sees the new ranges. Only current ranges
+	// are listed, each with the ids it was split from in parents; the
+	// SDK's routing map drops any range named as a parent.
+	etag := `"` + c.rid + "-" + strconv.Itoa(c.nextRangeID) + `"`
 	ranges := make([]map[string]any, len(c.parts))
 	for i, p := range c.parts {
+		id := strconv.Itoa(p.id)
+		parents := p.parents
+		if parents == nil {
+			parents = []string{}
+		}
 		ranges[i] = map[string]any{
-			"id": strconv.Itoa(i), "_rid": c.rid + strconv.Itoa(i), "_etag": etag,
-			"minInclusive": p.min, "maxExclusive": p.max, "ridPrefix": i,
-			"_self":              "dbs/" + c.dbID + "/colls/" + c.rid + "/pkranges/" + strconv.Itoa(i) + "/",
+			"id": id, "_rid": c.rid + id, "_etag": etag,
+			"minInclusive": p.min, "maxExclusive": p.max, "ridPrefix": p.id,
+			"_self":              "dbs/" + c.dbID + "/colls/" + c.rid + "/pkranges/" + id + "/",
 			"throughputFraction": 1 / float64(len(c.parts)), "status": "online",
-			"parents": []string{}, "_ts": c.ts, "lsn": 1,
+			"parents": parents, "_ts": c.ts, "lsn": 1,
 		}
 	}
 	rid := c.rid
@@ -520,6 +557,7 @@ func (s *Server) serveOffers(q *request) {
 		}
 		var offers []map[string]any
 		for _, c := range s.containers() {
+			s.settle(c)
 			c.mu.Lock()
 			if match(c) {
 				offers = append(offers, c.offerJSON())
@@ -544,9 +582,14 @@ func (s *Server) serveOffers(q *request) {
 		}
 		switch r.Method {
 		case http.MethodGet:
+			s.settle(found)
 			found.mu.Lock()
 			o := found.offerJSON()
+			pending := found.splitDue.Load() != 0 || found.pendingRU > 0
 			found.mu.Unlock()
+			if pending {
+				w.Header()[hOfferPending] = []string{"true"}
+			}
 			s.replyJSON(w, http.StatusOK, metadataRU, o)
 		case http.MethodPut:
 			s.replaceOffer(w, r, found)
@@ -558,9 +601,10 @@ func (s *Server) serveOffers(q *request) {
 	s.fail(w, http.StatusMethodNotAllowed, "MethodNotAllowed", "unsupported method", 0)
 }
 
-// replaceOffer changes a container's throughput. Like the service below
-// its split threshold, the partition count stays; each partition's budget
-// changes from the next renewal.
+// replaceOffer changes a container's throughput. Up to partitions ×
+// 10,000 RU/s the change applies at once and every partition's budget is
+// re-divided in the current second; beyond it the change is pending until
+// the partitions have split (Options.SplitDelay).
 func (s *Server) replaceOffer(w http.ResponseWriter, r *http.Request, c *container) {
 	body, err := readBody(r)
 	if err != nil {
@@ -589,10 +633,33 @@ func (s *Server) replaceOffer(w http.ResponseWriter, r *http.Request, c *contain
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	now := s.clock()
+	s.settleLocked(c, now)
+	if need := int(math.Ceil(ru / maxPartitionRU)); need > len(c.parts) {
+		// Beyond what the partitions can serve: the service accepts the
+		// change, keeps the old throughput and splits in the background;
+		// the offer says x-ms-offer-replace-pending until it is done.
+		c.pendingRU, c.pendingAutoscale = ru, autoscale
+		if d := s.splitDelay(); d >= 0 {
+			c.splitDue.Store(now.Add(d).UnixNano())
+		} else {
+			c.splitDue.Store(0)
+		}
+		s.logf("emulator: %s/%s: %v RU/s needs %d partitions (has %d): pending until the split", c.dbID, c.id, ru, need, len(c.parts))
+		w.Header()[hOfferPending] = []string{"true"}
+		s.replyJSON(w, http.StatusOK, metadataRU, c.offerJSON())
+		return
+	}
 	if err := s.logRecord(encThroughput(c.dbID, c.id, ru, autoscale)); err != nil {
 		s.fail(w, http.StatusInternalServerError, "InternalServerError", err.Error(), 0)
 		return
 	}
+	// A change within reach applies at once, re-divided evenly, and
+	// cancels a pending raise (as a new offer replaces the service's).
+	old := c.budget(s.noisyRU())
 	c.ru, c.autoscale = ru, autoscale
+	c.pendingRU, c.pendingAutoscale = 0, false
+	c.splitDue.Store(0)
+	c.rebudget(old, c.budget(s.noisyRU()))
 	s.replyJSON(w, http.StatusOK, metadataRU, c.offerJSON())
 }

@@ -20,8 +20,12 @@ type bucket struct {
 // partition is one physical partition: a slice of the EPK space, its items,
 // and its per-second RU budget.
 type partition struct {
-	id       int
+	id       int // the partition key range id
 	min, max string
+	parents  []string // ids of the ranges it was split from, oldest first
+
+	// completingUntil: writes get 410/1007 (completing split) until then.
+	completingUntil time.Time
 
 	items    map[string]*item // by itemKey(pk, id)
 	sorted   []string         // keys of items in order; nil when stale

@@ -12,7 +12,12 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
+	"time"
+
+	"github.com/cosmosloader/loader/pacing/epk"
 )
 
 // The store's persistence is an append-only log of state changes. Each
@@ -46,6 +51,8 @@ const (
 	opDeleteColl
 	opMutate
 	opThroughput
+	opSplit  // one partition key range split in two
+	opLayout // a container's partition key ranges, as a snapshot writes them
 )
 
 // openWAL replays the log at path through apply and opens it for appending.
@@ -268,6 +275,49 @@ func encThroughput(dbID, id string, ru float64, autoscale bool) []byte {
 	return e.b
 }
 
+func encSplit(dbID, collID string, rangeID int) []byte {
+	e := enc{b: []byte{opSplit}}
+	e.str(dbID)
+	e.str(collID)
+	e.uint(uint64(rangeID))
+	return e.b
+}
+
+func encLayout(c *container) []byte {
+	e := enc{b: []byte{opLayout}}
+	e.str(c.dbID)
+	e.str(c.id)
+	e.uint(uint64(c.nextRangeID))
+	e.uint(uint64(len(c.parts)))
+	for _, p := range c.parts {
+		e.uint(uint64(p.id))
+		e.str(p.min)
+		e.str(p.max)
+		e.str(strings.Join(p.parents, ","))
+	}
+	return e.b
+}
+
+// applyLayout replaces a container's partitions by the given ranges,
+// re-homing any items by EPK.
+func (c *container) applyLayout(next int, parts []*partition) {
+	old := c.parts
+	c.parts, c.nextRangeID = parts, next
+	c.rebound()
+	for _, p := range parts {
+		for _, id := range p.parents {
+			if n, err := strconv.Atoi(id); err == nil {
+				c.gone[n] = true
+			}
+		}
+	}
+	for _, p := range old {
+		for k, it := range p.items {
+			c.parts[epk.Locate(c.bounds, itemEPK(it))].put(k, it)
+		}
+	}
+}
+
 func encMutations(dbID, collID string, muts []mutation) []byte {
 	size := 32 + len(dbID) + len(collID)
 	for _, m := range muts {
@@ -349,6 +399,39 @@ func (s *Server) replay(rec []byte) error {
 		if c, ok := s.lookup(dbID, id); ok && d.err == nil {
 			c.ru, c.autoscale = ru, autoscale
 		}
+	case opSplit:
+		dbID, collID := d.str(), d.str()
+		id := int(d.uint())
+		c, ok := s.lookup(dbID, collID)
+		if d.err != nil || !ok {
+			return fmt.Errorf("%w: split of missing container %q/%q", ErrCorruptLog, dbID, collID)
+		}
+		i := c.rangeIndex(id)
+		if i < 0 {
+			return fmt.Errorf("%w: split of missing range %d of %q/%q", ErrCorruptLog, id, dbID, collID)
+		}
+		if _, _, err := s.splitLocked(c, i, time.Time{}, 0); err != nil {
+			return fmt.Errorf("%w: %v", ErrCorruptLog, err)
+		}
+	case opLayout:
+		dbID, collID := d.str(), d.str()
+		next, n := int(d.uint()), d.uint()
+		c, ok := s.lookup(dbID, collID)
+		if d.err != nil || !ok || n == 0 || n > uint64(len(d.b)) {
+			return fmt.Errorf("%w: layout of missing container %q/%q", ErrCorruptLog, dbID, collID)
+		}
+		parts := make([]*partition, 0, n)
+		for i := uint64(0); i < n && d.err == nil; i++ {
+			p := newPartition(int(d.uint()), d.str(), d.str())
+			if ps := d.str(); ps != "" {
+				p.parents = strings.Split(ps, ",")
+			}
+			parts = append(parts, p)
+		}
+		if d.err != nil {
+			return d.err
+		}
+		c.applyLayout(next, parts)
 	case opMutate:
 		dbID, collID := d.str(), d.str()
 		n := d.uint()
@@ -450,6 +533,9 @@ func (s *Server) snapshot(w *wal) error {
 		}
 		for _, c := range db.colls {
 			if err := w.append(encCreateColl(c)); err != nil {
+				return err
+			}
+			if err := w.append(encLayout(c)); err != nil {
 				return err
 			}
 			for _, p := range c.parts {
