@@ -36,6 +36,8 @@ type EmulatorOptions struct {
 	Fail408       float64
 	Drop          float64
 	NoisyRU       float64
+	SplitDelay    time.Duration
+	Completing    time.Duration
 }
 
 // NewCmdEmulator builds `loader emulator`.
@@ -51,7 +53,9 @@ optional persistence and fault injection. It runs until interrupted.
 
 Utilisation is served unauthenticated at GET /_emulator/stats; POST
 /_emulator/stats/reset zeroes it and POST /_emulator/noisy?ru=N changes the
-noisy neighbour while running.
+noisy neighbour while running. POST /_emulator/split?db=D&coll=C[&range=ID]
+splits a partition key range; raising a container's throughput beyond
+partitions × 10,000 RU/s splits it after --split-delay.
 
 It prints its endpoint, its key and a line to paste into a shell:
   export COSMOS_ENDPOINT=http://127.0.0.1:8081/ COSMOS_KEY=...
@@ -96,6 +100,8 @@ Exit codes:
 	fl.Float64Var(&opts.Fail408, "fail-408", 0, "fraction of item requests answered 408")
 	fl.Float64Var(&opts.Drop, "drop", 0, "fraction of item requests whose connection is dropped")
 	fl.Float64Var(&opts.NoisyRU, "noisy-ru", 0, "RU/s a noisy neighbour consumes from every container's budget")
+	fl.DurationVar(&opts.SplitDelay, "split-delay", 30*time.Second, "how long a throughput raise beyond partitions × 10,000 RU/s waits for its partition splits")
+	fl.DurationVar(&opts.Completing, "completing-split", 0, "answer writes to new partitions 410/1007 (completing split) for this long after a split")
 	return cmd
 }
 
@@ -123,6 +129,8 @@ func (o *EmulatorOptions) validate() error {
 		return usageError("--latency and --latency-jitter must not be negative")
 	case o.NoisyRU < 0:
 		return usageError("--noisy-ru must not be negative")
+	case o.SplitDelay <= 0 || o.Completing < 0:
+		return usageError("--split-delay must be positive and --completing-split not negative")
 	}
 	return nil
 }
@@ -132,6 +140,7 @@ func emulatorRun(ctx context.Context, o *EmulatorOptions) error {
 		Addr: o.Addr, Key: o.Key, TLS: o.TLS, DefaultRU: o.RU, Partitions: o.Partitions,
 		DataDir: o.DataDir, ChargeNoise: o.ChargeNoise, Latency: o.Latency, LatencyJitter: o.LatencyJitter,
 		FailRate503: o.Fail503, FailRate408: o.Fail408, DropRate: o.Drop, NoisyNeighborRU: o.NoisyRU,
+		SplitDelay: o.SplitDelay, CompletingSplitWindow: o.Completing,
 	})
 	if err != nil {
 		return fmt.Errorf("start emulator: %w", err)

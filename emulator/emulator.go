@@ -18,11 +18,12 @@
 //     c; the index is used for charging, never built. Database-level
 //     (shared) throughput is ignored.
 //   - Throughput: no burst capacity, no autoscale ramp (an autoscale
-//     container always has its maximum), no partition splits or merges (the
-//     partition count is fixed at creation; no 50 GB / 20 GB limits), no
-//     priority-based execution or throughput buckets, no serverless, no
-//     3201 gateway throttling. Metadata requests cost 1 RU and are never
-//     throttled; a 429 costs 0.
+//     container always has its maximum), no merges and no 50 GB / 20 GB
+//     limits (partitions split only on demand or for a throughput raise;
+//     a pending raise is not kept across a restart), no priority-based
+//     execution or throughput buckets, no serverless, no 3201 gateway
+//     throttling. Metadata requests cost 1 RU and are never throttled; a
+//     429 costs 0. Query continuations do not follow a split.
 //   - Charges: the published size table plus 0.2 RU per indexed term; the
 //     service's charges also vary with consistency level, property names
 //     and service version. Reads ≈ 1 RU/KB, query pages 2.5 RU + 0.1 RU/KB,
@@ -68,7 +69,7 @@ type Options struct {
 	Key           string  // master key, base64; default WellKnownKey
 	TLS           bool    // serve HTTPS with a self-signed certificate
 	DefaultRU     float64 // RU/s of containers created without explicit throughput (default 4000)
-	Partitions    int     // physical partitions per container; 0 = ceil(RU/s ÷ 10,000)
+	Partitions    int     // physical partitions of a new container; 0 = ceil(RU/s ÷ 10,000)
 	DataDir       string  // "" = in-memory only
 	ChargeNoise   float64 // 0.05 multiplies every charge by uniform [0.95, 1.05]
 	Latency       time.Duration
