@@ -197,7 +197,7 @@ func (s *Server) stored(c *container, d *parsedDoc, ts int64) *item {
 	out = append(out, `,"_attachments":"attachments/","_ts":`...)
 	out = strconv.AppendInt(out, ts, 10)
 	out = append(out, '}')
-	return &item{id: d.id, pk: d.pk.json, body: out, etag: etag, ts: ts, terms: d.terms}
+	return &item{id: d.id, pk: d.pk.json, epk: d.pk.epk, body: out, etag: etag, ts: ts, terms: d.terms}
 }
 
 func appendJSONString(b []byte, s string) ([]byte, error) {

@@ -92,6 +92,7 @@ func (s *Server) splitLocked(c *container, i int, now time.Time, completing time
 	right = newPartition(c.nextRangeID+1, mid, p.max)
 	c.nextRangeID += 2
 	for _, ch := range []*partition{left, right} {
+		ch.items = make(map[string]*item, len(p.items)/2+len(p.items)/16)
 		ch.parents = parents
 		ch.available, ch.renewedSec = p.available/2, p.renewedSec
 		if completing > 0 {
@@ -119,6 +120,9 @@ func (s *Server) splitLocked(c *container, i int, now time.Time, completing time
 }
 
 func itemEPK(it *item) string {
+	if it.epk != "" {
+		return it.epk
+	}
 	var vals []any
 	dec := json.NewDecoder(strings.NewReader(it.pk))
 	dec.UseNumber()

@@ -61,6 +61,7 @@ type container struct {
 type item struct {
 	id    string
 	pk    string // canonical JSON array of the partition key values
+	epk   string // its effective partition key, so a split re-homes items fast
 	body  []byte // as returned to clients, system properties included
 	etag  string
 	ts    int64

@@ -450,13 +450,14 @@ func (s *Server) replay(rec []byte) error {
 			if err := json.Unmarshal([]byte(pkJSON), &vals); err != nil {
 				return fmt.Errorf("%w: partition key %q", ErrCorruptLog, pkJSON)
 			}
-			p := c.partitionFor(makePKey(vals))
+			pk := makePKey(vals)
+			p := c.partitionFor(pk)
 			key := itemKey(pkJSON, id)
 			if !put {
 				p.del(key)
 				continue
 			}
-			it := &item{id: id, pk: pkJSON, etag: d.str(), ts: d.int(), terms: int(d.uint()), body: d.ownBytes()}
+			it := &item{id: id, pk: pkJSON, epk: pk.epk, etag: d.str(), ts: d.int(), terms: int(d.uint()), body: d.ownBytes()}
 			p.put(key, it)
 		}
 	default:
