@@ -1,0 +1,123 @@
+package source
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// readRanges reads every range of path and returns the records' lines and
+// data, checking each range's records start inside it.
+func readRanges(t *testing.T, path string, opts Options, ranges []Range) (lines []int64, data []string) {
+	t.Helper()
+	for i, rg := range ranges {
+		r, err := Open(Input{Path: path}, nil, opts, rg.Start)
+		if err != nil {
+			t.Fatalf("range %d %+v: %v", i, rg, err)
+		}
+		for {
+			rec, err := r.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rg.End > 0 && rec.Offset >= rg.End {
+				break
+			}
+			if rec.Err != nil {
+				t.Fatalf("range %d: bad record at line %d: %v", i, rec.Line, rec.Err)
+			}
+			lines = append(lines, rec.Line)
+			data = append(data, string(rec.Data))
+		}
+		r.Close()
+	}
+	return lines, data
+}
+
+func TestSplitReadsEveryRecordOnce(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(3, 4))
+	var nd, csv strings.Builder
+	csv.WriteString("id,note\n")
+	for i := 0; i < 3000; i++ {
+		pad := strings.Repeat("x", rnd.IntN(300))
+		fmt.Fprintf(&nd, `{"id":"%d","pad":"%s"}`+"\n", i, pad)
+		if i%7 == 0 {
+			// A quoted field spanning lines, with an escaped quote.
+			fmt.Fprintf(&csv, "%d,\"line one\nline \"\"two\"\" %s\"\n", i, pad)
+		} else {
+			fmt.Fprintf(&csv, "%d,%s\n", i, pad)
+		}
+	}
+	dir := t.TempDir()
+	for _, tc := range []struct{ name, text string }{{"in.ndjson", nd.String()}, {"in.csv", csv.String()}} {
+		path := filepath.Join(dir, tc.name)
+		if err := os.WriteFile(path, []byte(tc.text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		opts := Options{CSVStrings: true}
+		wantLines, wantData := readRanges(t, path, opts, []Range{{}})
+		for _, n := range []int{2, 3, 8, 64} {
+			ranges, why, err := Split(Input{Path: path}, opts, n)
+			if err != nil || why != "" {
+				t.Fatalf("%s: Split(%d): %v %q", tc.name, n, err, why)
+			}
+			if len(ranges) < n/2 {
+				t.Errorf("%s: Split(%d) made %d ranges", tc.name, n, len(ranges))
+			}
+			for i := 1; i < len(ranges); i++ {
+				if ranges[i-1].End != ranges[i].Start.Offset {
+					t.Fatalf("%s: ranges not contiguous: %+v", tc.name, ranges)
+				}
+			}
+			lines, data := readRanges(t, path, opts, ranges)
+			if fmt.Sprint(lines) != fmt.Sprint(wantLines) || strings.Join(data, "\n") != strings.Join(wantData, "\n") {
+				t.Fatalf("%s: %d ranges read %d records, want %d in the same order with the same lines", tc.name, len(ranges), len(data), len(wantData))
+			}
+		}
+	}
+}
+
+func TestSplitFallsBackToOneCursor(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	big := strings.Repeat(`{"id":"1"}`+"\n", 1000)
+	for _, tc := range []struct {
+		path, why string
+	}{
+		{write("array.json", "["+strings.Repeat(`{"id":"1"},`, 1000)+`{"id":"2"}]`), "JSON array"},
+		{write("bad.csv", "id,v\n"+strings.Repeat("1,2\n", 500)+"3,5\"4\n"+strings.Repeat("1,2\n", 500)), "quote inside an unquoted field on line 502"},
+		{write("in.ndjson.gz", big), "compressed"},
+	} {
+		ranges, why, err := Split(Input{Path: tc.path}, Options{}, 4)
+		if err != nil || len(ranges) != 1 || !strings.Contains(why, tc.why) {
+			t.Errorf("%s: %d ranges, why %q, err %v; want one range because %q", tc.path, len(ranges), why, err, tc.why)
+		}
+	}
+	if ranges, why, _ := Split(Input{Path: "-", Stdin: true}, Options{}, 4); len(ranges) != 1 || why == "" {
+		t.Errorf("stdin split into %d (%q)", len(ranges), why)
+	}
+}
+
+func TestAlignStart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a.ndjson")
+	os.WriteFile(path, []byte("ab\ncd\nef\n"), 0o600)
+	for _, tc := range []struct{ off, want, line int64 }{{0, 0, 0}, {1, 3, 1}, {3, 3, 1}, {4, 6, 2}, {8, 9, 3}, {20, 9, 3}} {
+		p, err := AlignStart(path, tc.off)
+		if err != nil || p.Offset != tc.want || p.Line != tc.line {
+			t.Errorf("AlignStart(%d) = %+v, %v; want {%d %d}", tc.off, p, err, tc.want, tc.line)
+		}
+	}
+}
