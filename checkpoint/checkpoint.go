@@ -48,6 +48,20 @@ type Input struct {
 	Done bool `json:"done"`
 	// Records counts records committed from this input.
 	Records int64 `json:"records"`
+	// Segments, when the input is read at several places at once, are its
+	// byte ranges, each with its own low-water mark; Committed and Records
+	// above then sum them up for people (Committed is the first segment's).
+	Segments []Segment `json:"segments,omitempty"`
+}
+
+// Segment is one byte range of an input read by its own cursor: it starts
+// at Start (a record boundary) and ends before End (0: the input's end).
+type Segment struct {
+	Start     Position `json:"start"`
+	End       int64    `json:"end,omitempty"`
+	Committed Position `json:"committed"`
+	Records   int64    `json:"records"`
+	Done      bool     `json:"done,omitempty"`
 }
 
 // Counters are the run's totals so far; a resumed run continues them so its

@@ -32,6 +32,7 @@ type DryRunOptions struct {
 	CostPerRecord float64
 	Mode          string
 	ReadAhead     int
+	Segments      int
 	JSON          bool
 }
 
@@ -77,6 +78,7 @@ Exit codes:
 	fl.StringVar(&opts.Indexing, "indexing", "consistent", "indexing mode without an endpoint: consistent (all paths) or none")
 	fl.Float64Var(&opts.CostPerRecord, "cost-per-record", 0, "assume every record costs this many RU instead of estimating")
 	fl.StringVar(&opts.Mode, "mode", "upsert", "upsert or create: upsert notes what replacing existing items would cost")
+	fl.IntVar(&opts.Segments, "segments", 0, "the import's --segments, for the input-order simulation (default: chosen from each file's size and the partitions)")
 	fl.IntVar(&opts.ReadAhead, "read-ahead", 0, "the import's --read-ahead, for the input-order simulation (default 16,384 ÷ partitions, 256-4,096)")
 	fl.BoolVar(&opts.JSON, "json", false, "print the plan as JSON")
 	group(fl, groupConnection, "partitions", "indexing")
@@ -99,7 +101,7 @@ func dryRunRun(ctx context.Context, o *DryRunOptions) error {
 	if mode != loader.ModeUpsert && mode != loader.ModeCreate {
 		return usageError("--mode must be upsert or create, not %q", o.Mode)
 	}
-	j := &loader.DryRunJob{Inputs: inputs, Stdin: o.IO.In, Source: so, CostPerRecord: o.CostPerRecord, Mode: mode, ReadAhead: o.ReadAhead, Now: o.Now}
+	j := &loader.DryRunJob{Inputs: inputs, Stdin: o.IO.In, Source: so, CostPerRecord: o.CostPerRecord, Mode: mode, ReadAhead: o.ReadAhead, Segments: o.Segments, Now: o.Now}
 	j.Mapper = record.Config{IDField: o.IDField, PartitionKeyPaths: o.PartitionKey}
 	if o.embedded() {
 		j.TargetRU = o.RU

@@ -32,6 +32,7 @@ type ImportOptions struct {
 	RUShare      float64
 	MaxErrors    int64
 	ReadAhead    int
+	Segments     int
 	Checkpoint   string
 	CkptEvery    int64
 	CkptInterval time.Duration
@@ -156,6 +157,7 @@ the embedded local Cosmos DB target is used and announced on stderr.
 	fl.Float64Var(&opts.RU, "ru", 0, "target RU/s (default: the container's throughput × --ru-share); also the throughput of a created container")
 	fl.Float64Var(&opts.RUShare, "ru-share", 1, "fraction of the container's throughput to use, leaving the rest to live traffic")
 	fl.Int64Var(&opts.MaxErrors, "max-errors", -1, "stop (exit 4) once more than N records are dead-lettered; -1 = no limit")
+	fl.IntVar(&opts.Segments, "segments", 0, "places each plain NDJSON/CSV file is read at once, so a file sorted by partition key keeps every partition busy (default: one per MiB, up to 4 per physical partition, 8-64; 1 = front to back)")
 	fl.IntVar(&opts.ReadAhead, "read-ahead", 0, "records read ahead per physical partition (default 16,384 ÷ partitions, 256-4,096): deeper keeps other partitions busy behind a hot partition key, at the cost of memory")
 	fl.StringVar(&opts.Checkpoint, "checkpoint", "", "checkpoint file (default: derived from the inputs and target, printed at start)")
 	fl.Int64Var(&opts.CkptEvery, "checkpoint-every", 10000, "save the checkpoint every N committed records")
@@ -351,7 +353,7 @@ func importRun(ctx context.Context, o *ImportOptions) error {
 		Args: o.Args, Inputs: inputs, Stdin: o.IO.In, Source: so,
 		Target: to, Embedded: o.Target.embedded(),
 		IDField: o.IDField, Mode: mode, Strategy: strategy,
-		RU: o.RU, RUShare: o.RUShare, MaxErrors: o.MaxErrors, ReadAhead: o.ReadAhead,
+		RU: o.RU, RUShare: o.RUShare, MaxErrors: o.MaxErrors, ReadAhead: o.ReadAhead, Segments: o.Segments,
 		CheckpointPath: o.Checkpoint, CheckpointEvery: o.CkptEvery, CheckpointInterval: o.CkptInterval,
 		DeadLetterPath: o.DeadLetter, ReportPath: o.Report, ReportHTMLPath: o.ReportHTML, Restart: o.Restart,
 		DrainTimeout: o.DrainTimeout,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -39,8 +40,10 @@ type DryRunJob struct {
 	// ReadAhead is the import's records queued per physical partition
 	// (0 = its default): the order simulation uses the same depth.
 	ReadAhead int
-	Mode      Mode
-	Now       func() time.Time
+	// Segments is the import's --segments (0 = its default).
+	Segments int
+	Mode     Mode
+	Now      func() time.Time
 }
 
 // Plan is what a dry run predicts.
@@ -151,12 +154,21 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 	model := pacing.NewModel(j.TargetRU, parts)
 	var bad reasonTally
 	// Sequences past ~4M runs (48 MB) are coarsened; see pacing.Sequence.
-	seq := pacing.NewSequence(1, 4<<20)
+	// seq follows the import's segments; alt, more of them, for advice.
+	seq, alt := pacing.NewSequence(1, 4<<20), pacing.NewSequence(1, 4<<20)
+	var cursors, altCursors, seqBase, altBase, altSegments int
 	for _, in := range j.Inputs {
 		p.Inputs = append(p.Inputs, in.Path)
 		input := Input{Input: in, IDSeed: "dry-run"}
+		ranges, altRanges, err := dryRunSegments(in, j, parts, &p.Warnings)
+		if err != nil {
+			return nil, err
+		}
+		cursors, altCursors = max(cursors, len(ranges)), max(altCursors, len(altRanges))
+		altSegments = max(altSegments, len(altRanges))
+		var seg, altSeg int
 		var last int64
-		err := scanInput(input, j.Stdin, j.Source, m, func(s *scanned) bool {
+		err = scanInput(input, j.Stdin, j.Source, m, func(s *scanned) bool {
 			if ctx.Err() != nil {
 				return false
 			}
@@ -180,7 +192,10 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 			part := epk.Locate(bounds, key)
 			p.PartitionRU[part] += ru
 			model.Add(part, ru)
-			seq.Add(0, part, ru)
+			seg = segmentOf(ranges, seg, s.rec.Offset)
+			altSeg = segmentOf(altRanges, altSeg, s.rec.Offset)
+			seq.Add(seqBase+seg, part, ru)
+			alt.Add(altBase+altSeg, part, ru)
 			keys.add(pkString(s.doc.PK), part, ru, int64(len(s.doc.Body)))
 			largest.offer(Item{ID: s.doc.ID, Source: s.rec.Path, Line: s.rec.Line, Bytes: len(s.doc.Body), RU: ru}, 5)
 			return true
@@ -188,6 +203,8 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 		if err != nil {
 			return nil, err
 		}
+		seqBase += len(ranges)
+		altBase += len(altRanges)
 	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
@@ -206,7 +223,8 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 	if readAhead <= 0 {
 		readAhead = DefaultReadAhead(parts)
 	}
-	sim := pacing.SimulateOrder(seq, pacing.OrderConfig{Partitions: parts, BudgetPerPartition: j.TargetRU / float64(parts), Queue: readAhead})
+	orderCfg := pacing.OrderConfig{Partitions: parts, BudgetPerPartition: j.TargetRU / float64(parts), Queue: readAhead, Cursors: cursors}
+	sim := pacing.SimulateOrder(seq, orderCfg)
 	// The simulation steps in 10 ms; never report less than the bound.
 	estimate := max(sim.Seconds, bound)
 	p.BoundSeconds, p.EstimatedSeconds = round2(bound), round2(estimate)
@@ -218,8 +236,16 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 		p.OrderUtilisation = round2(bound / estimate)
 	}
 	if bound > 0 && estimate > bound*1.05 {
-		p.Warnings = append(p.Warnings, fmt.Sprintf("input order limits this load to %.0f%% of the target: runs of up to %s records bound for one partition park the reader while other partitions wait (a shuffled copy would take %s)",
-			100*bound/estimate, count(seq.LongestRun), fmtSeconds(bound)))
+		advice := fmt.Sprintf("a shuffled copy would take %s", fmtSeconds(bound))
+		if altSegments > cursors {
+			altCfg := orderCfg
+			altCfg.Cursors = altCursors
+			if a := max(pacing.SimulateOrder(alt, altCfg).Seconds, bound); a < estimate*0.95 {
+				advice = fmt.Sprintf("--segments %d would take %s", altSegments, fmtSeconds(a))
+			}
+		}
+		p.Warnings = append(p.Warnings, fmt.Sprintf("input order limits this load to %.0f%% of the target: runs of up to %s records bound for one partition park the readers while other partitions wait; %s",
+			100*bound/estimate, count(seq.LongestRun), advice))
 	}
 	p.FinishAt = j.Now().Add(time.Duration(p.EstimatedSeconds * float64(time.Second))).Round(time.Second)
 	for _, f := range []float64{0.25, 0.5, 2, 4, 10} {
@@ -287,6 +313,46 @@ func keysWorthShowing(top []KeyLoad, keys *heavyHitters, partitions int, warned 
 	}
 	distinct := len(keys.heap)
 	return distinct <= 4*partitions || top[0].Share >= 2/float64(distinct)
+}
+
+// dryRunSegments splits in as the import would (--segments, or the
+// default for its size) and, for advice, into four times as many; a file
+// that cannot be split is one range, with a warning when it matters.
+func dryRunSegments(in source.Input, j *DryRunJob, parts int, warnings *[]string) (ranges, alt []source.Range, err error) {
+	whole := []source.Range{{}}
+	if in.Stdin || parts <= 1 {
+		return whole, whole, nil
+	}
+	st, err := os.Stat(in.Path)
+	if err != nil {
+		return nil, nil, err
+	}
+	n := SegmentCount(st.Size(), parts, j.Segments)
+	altN := min(maxSegments, max(4*n, 4*parts))
+	alt, why, err := source.Split(in, j.Source, altN)
+	if err != nil {
+		return nil, nil, err
+	}
+	if why != "" {
+		if n > 1 {
+			*warnings = append(*warnings, fmt.Sprintf("%s is read with one cursor because %s", in.Path, why))
+		}
+		return whole, whole, nil
+	}
+	if n <= 1 {
+		return whole, alt, nil
+	}
+	ranges, _, err = source.Split(in, j.Source, n)
+	return ranges, alt, err
+}
+
+// segmentOf returns the index of the range holding offset, searching on
+// from the previous record's (offsets only grow within a file).
+func segmentOf(ranges []source.Range, from int, offset int64) int {
+	for from < len(ranges)-1 && offset >= ranges[from+1].Start.Offset {
+		from++
+	}
+	return from
 }
 
 // pacedSeconds is how long a paced load takes when each physical partition

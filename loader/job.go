@@ -41,8 +41,11 @@ type Job struct {
 	// CostPerRecord, when > 0, replaces the cost model (dry-run what-ifs).
 	CostPerRecord float64
 
-	MaxErrors          int64
-	ReadAhead          int // records queued per physical partition; 0 = default
+	MaxErrors int64
+	ReadAhead int // records queued per physical partition; 0 = default
+	// Segments is how many places of each plain file are read at once;
+	// 0 = chosen from the file's size and the partitions (SegmentCount).
+	Segments           int
 	CheckpointPath     string
 	CheckpointEvery    int64
 	CheckpointInterval time.Duration
@@ -170,17 +173,31 @@ func Execute(ctx context.Context, j *Job) (*Report, error) {
 			startRecords[i] = c.Records
 		}
 	}
+	prev := state.Inputs
 	state.Inputs = make([]checkpoint.Input, len(inputs))
 	for i, in := range inputs {
 		state.Inputs[i] = checkpoint.Input{Fingerprint: fps[i], Stdin: in.Stdin,
 			Committed: checkpoint.Position{Offset: in.Start.Offset, Line: in.Start.Line}, Records: startRecords[i]}
+		if j.Resume != nil {
+			state.Inputs[i].Segments = prev[i].Segments
+		}
 	}
+	if j.Resume == nil && j.Strategy == StrategyPaced {
+		notes, err := splitInputs(inputs, state, j.Source, partitions, j.Segments)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range notes {
+			logf("note: %s", n)
+		}
+	}
+	plan := planSegments(inputs, state)
 
 	logf("loading %d input(s) into %s/%s: target %.0f RU/s over %d physical partition(s), %s, mode %s",
 		len(inputs), j.Target.Database, j.Target.Container, target, partitions, j.Strategy, j.Mode)
 	logf("checkpoint: %s", j.CheckpointPath)
 	if j.Resume != nil {
-		for _, line := range resumePositions(inputs) {
+		for _, line := range resumePositions(inputs, state.Inputs) {
 			logf("%s", line)
 		}
 	}
@@ -204,9 +221,13 @@ func Execute(ctx context.Context, j *Job) (*Report, error) {
 	base := state.Counters
 
 	var totalBytes int64
-	for i, in := range inputs {
+	for k, in := range plan.inputs {
 		if !in.Stdin {
-			totalBytes += fps[i].Size - in.Start.Offset
+			end := in.End
+			if end <= 0 {
+				end = fps[plan.file[k]].Size
+			}
+			totalBytes += end - in.Start.Offset
 		}
 	}
 	var pacerStats *pacing.Pacer
@@ -215,11 +236,7 @@ func Execute(ctx context.Context, j *Job) (*Report, error) {
 	}
 
 	save := func(s Snapshot) error {
-		for i, c := range s.Committed {
-			state.Inputs[i].Committed = checkpoint.Position{Offset: c.Offset, Line: c.Line}
-			state.Inputs[i].Records = startRecords[i] + c.Records
-			state.Inputs[i].Done = s.Complete
-		}
+		plan.record(state, s.Committed, s.Complete)
 		state.Counters = addCounters(base, s)
 		state.DeadLetterSize = s.DeadLetterSize
 		state.Complete = s.Complete
@@ -231,7 +248,8 @@ func Execute(ctx context.Context, j *Job) (*Report, error) {
 	}
 
 	res, runErr := Run(ctx, Options{
-		Inputs:             inputs,
+		Inputs:             plan.inputs,
+		Cursors:            plan.cursors,
 		Stdin:              j.Stdin,
 		Source:             j.Source,
 		Mapper:             mapper,
@@ -311,15 +329,28 @@ func (j *Job) prepareState() (*checkpoint.Lock, error) {
 }
 
 // resumePositions says where each unfinished input continues.
-func resumePositions(inputs []Input) []string {
+func resumePositions(inputs []Input, progress []checkpoint.Input) []string {
 	var out []string
-	for _, in := range inputs {
-		if in.Start.Offset == 0 && in.Start.Records == 0 {
+	for i, in := range inputs {
+		p := progress[i]
+		switch {
+		case len(p.Segments) > 1:
+			var left int64
+			for _, s := range p.Segments {
+				end := s.End
+				if end == 0 {
+					end = p.Size
+				}
+				left += end - s.Committed.Offset
+			}
+			out = append(out, fmt.Sprintf("%s: %d segments, %s left to read; %s records already committed",
+				in.Path, len(p.Segments), humanBytes(left), groupThousands(p.Records)))
+		case in.Start.Offset == 0 && in.Start.Records == 0:
 			out = append(out, fmt.Sprintf("%s: from the start", in.Path))
-			continue
+		default:
+			out = append(out, fmt.Sprintf("%s: from line %s (byte %s); %s records already committed",
+				in.Path, groupThousands(in.Start.Line+1), humanBytes(in.Start.Offset), groupThousands(in.Start.Records)))
 		}
-		out = append(out, fmt.Sprintf("%s: from line %s (byte %s); %s records already committed",
-			in.Path, groupThousands(in.Start.Line+1), humanBytes(in.Start.Offset), groupThousands(in.Start.Records)))
 	}
 	return out
 }

@@ -86,6 +86,9 @@ type Options struct {
 	// 0 means DefaultReadAhead(Partitions).
 	QueuePerPartition int
 	Partitions        int
+	// Cursors is how many inputs are read at once (the segments of one
+	// file, each its own input); 0 or 1 reads them one after another.
+	Cursors int
 
 	// MaxErrors stops the run once more records than this are dead-lettered;
 	// negative means no limit.
@@ -499,15 +502,45 @@ func (r *run) checkpoint(final bool) (Snapshot, error) {
 // readAll reads every input in order, maps records and queues them on
 // their partition. It returns a fatal input error (I/O, corrupt gzip).
 func (r *run) readAll(queues []chan *item) error {
-	for i, in := range r.o.Inputs {
-		if r.stopped() {
-			return nil
+	cursors := min(max(r.o.Cursors, 1), len(r.o.Inputs))
+	if cursors <= 1 {
+		for i, in := range r.o.Inputs {
+			if r.stopped() {
+				return nil
+			}
+			if err := r.readInput(i, in, queues); err != nil {
+				return err
+			}
 		}
-		if err := r.readInput(i, in, queues); err != nil {
-			return err
-		}
+		return nil
 	}
-	return nil
+	// Several cursors take the inputs in order; each parks on its own
+	// record's full queue while the others go on feeding other partitions.
+	var (
+		next     atomic.Int64
+		wg       sync.WaitGroup
+		errOnce  sync.Once
+		firstErr error
+	)
+	for range cursors {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(r.o.Inputs) || r.stopped() {
+					return
+				}
+				if err := r.readInput(i, r.o.Inputs[i], queues); err != nil {
+					errOnce.Do(func() { firstErr = err })
+					r.stop(FatalError, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return firstErr
 }
 
 func (r *run) readInput(i int, in Input, queues []chan *item) error {

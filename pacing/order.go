@@ -46,8 +46,9 @@ type block struct {
 	runs []Run
 }
 
-// NewSequence returns a sequence for the given number of cursors keeping at
-// most maxRuns runs in all (≥ 1,024; 12 bytes each).
+// NewSequence returns a sequence for the given number of cursors (more are
+// added as Add names them) keeping at most maxRuns runs in all (≥ 1,024;
+// 12 bytes each).
 func NewSequence(cursors, maxRuns int) *Sequence {
 	return &Sequence{
 		cursors: make([][]Run, max(cursors, 1)),
@@ -61,6 +62,12 @@ func NewSequence(cursors, maxRuns int) *Sequence {
 
 // Add appends one record read by cursor c.
 func (s *Sequence) Add(c, part int, ru float64) {
+	for c >= len(s.cursors) {
+		s.cursors = append(s.cursors, nil)
+		s.pending = append(s.pending, block{})
+		s.last = append(s.last, 0)
+		s.lastN = append(s.lastN, 0)
+	}
 	if s.lastN[c] > 0 && s.last[c] == int32(part) {
 		s.lastN[c]++
 	} else {
@@ -176,6 +183,9 @@ type OrderConfig struct {
 	// Queue is the records read ahead per partition (the import's
 	// --read-ahead).
 	Queue int
+	// Cursors is how many of the sequence's cursors read at once, taken
+	// in order as earlier ones finish (the import's pool); 0 = all.
+	Cursors int
 	// Step is the simulation's time step; 0 = 10 ms.
 	Step float64
 }
@@ -210,12 +220,18 @@ func SimulateOrder(seq *Sequence, cfg OrderConfig) OrderResult {
 		left int32   // records left in runs[i]
 		ru   float64 // RU per record of runs[i]
 	}
-	curs := make([]*cursor, 0, len(seq.cursors))
+	var waiting []*cursor
 	for _, runs := range seq.cursors {
 		if len(runs) > 0 {
-			curs = append(curs, &cursor{runs: runs, left: runs[0].N, ru: float64(runs[0].RU) / float64(runs[0].N)})
+			waiting = append(waiting, &cursor{runs: runs, left: runs[0].N, ru: float64(runs[0].RU) / float64(runs[0].N)})
 		}
 	}
+	pool := cfg.Cursors
+	if pool <= 0 || pool > len(waiting) {
+		pool = len(waiting)
+	}
+	curs := waiting[:pool]
+	waiting = waiting[pool:]
 	// Each partition's queue as runs of equal-cost records, a count of the
 	// records in it, and the RU it may still spend this step (with debt).
 	type part struct {
@@ -249,9 +265,19 @@ func SimulateOrder(seq *Sequence, cfg OrderConfig) OrderResult {
 					}
 				}
 			}
+			// A finished cursor hands its place to the next input.
+			for k, c := range curs {
+				if c.i >= len(c.runs) && len(waiting) > 0 {
+					curs[k], waiting = waiting[0], waiting[1:]
+					progress = true
+				}
+			}
 		}
 	}
 	done := func() bool {
+		if len(waiting) > 0 {
+			return false
+		}
 		for _, c := range curs {
 			if c.i < len(c.runs) {
 				return false
