@@ -183,8 +183,10 @@ func TestCrashResumeAgainstStandaloneTarget(t *testing.T) {
 
 	ckpt := filepath.Join(dir, "ckpt.json")
 	common := append([]string{"--endpoint", endpoint, "--key", emulator.WellKnownKey}, crashFlags...)
+	// Four cursors over four partitions: every kill lands with several
+	// segments part-way, each with its own low-water mark.
 	importArgs := append([]string{"import", input, "--database", "crash", "--container", "c",
-		"--create-container", "--partition-key", "/tenant", "--ru", "6000", "--checkpoint", ckpt}, common...)
+		"--create-container", "--partition-key", "/tenant", "--ru", "6000", "--checkpoint", ckpt, "--segments", "4"}, common...)
 	resumeArgs := append([]string{"resume", ckpt}, common...)
 	crashLoop(t, 20, ckpt, importArgs, resumeArgs)
 	checkLanded(t, readAll(t, tg, "crash", "c"), want)
