@@ -68,7 +68,7 @@ func main() {
 	sdkBin := flag.String("sdkdefault", "", "the built bench/sdkdefault binary")
 	work := flag.String("work", "", "scratch directory (data, reports, logs)")
 	out := flag.String("out", "bench", "where results.json and chart.svg go")
-	only := flag.String("only", "", "comma-separated scenarios to run (A,B,C,D,E,F,G; D needs A); default all")
+	only := flag.String("only", "", "comma-separated scenarios to run (A,B,C,D,E,F,G,K; D needs A); default all")
 	render := flag.String("render", "", "only print the table and redraw the chart of this results.json")
 	flag.Parse()
 	if *render != "" {
@@ -110,7 +110,7 @@ func (r *runner) main(ctx context.Context, out, only string) error {
 		fn   func(context.Context, *target) error
 	}{
 		{"A", r.scenarioA}, {"D", r.scenarioD}, {"B", r.scenarioB}, {"C", r.scenarioC},
-		{"G", r.scenarioG}, {"E", r.scenarioE}, {"F", r.scenarioF},
+		{"G", r.scenarioG}, {"K", r.scenarioK}, {"E", r.scenarioE}, {"F", r.scenarioF},
 	}
 	for _, s := range steps {
 		if !want(s.name) {

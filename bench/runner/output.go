@@ -28,6 +28,7 @@ type results struct {
 	E            *scenarioE          `json:"e_read_path,omitempty"`
 	F            *scenarioF          `json:"f_memory,omitempty"`
 	G            *scenarioG          `json:"g_checkpoint_overhead,omitempty"`
+	K            *scenarioK          `json:"k_key_sorted_export,omitempty"`
 }
 
 // check is one pass criterion of issue 4 (or this benchmark's own, where
@@ -114,6 +115,9 @@ func (res *results) markdown() string {
 		rows = append(rows, [2]string{fmt.Sprintf("checkpointing A/B, %s records unthrottled", n0(float64(g.Records))),
 			fmt.Sprintf("default %s rec/s · checkpoints off (1 h) %s rec/s: %.1f %% overhead (2 runs each, alternating)", n0(g.DefaultRate), n0(g.NoCkptRate), g.OverheadPct)})
 	}
+	if k := res.K; k != nil {
+		rows = append(rows, k.rows()...)
+	}
 	if len(rows) > 0 {
 		b.WriteString("| measure | result |\n|---|---|\n")
 		for _, r := range rows {
@@ -136,7 +140,7 @@ func (res *results) markdown() string {
 
 var scenarioName = map[string]string{
 	"A": "A side by side", "B": "B noisy neighbour", "C": "C skew, 4 partitions",
-	"D": "D dry-run accuracy", "E": "E read path", "F": "F memory", "G": "G checkpoints",
+	"D": "D dry-run accuracy", "E": "E read path", "F": "F memory", "G": "G checkpoints", "K": "K key-sorted export",
 }
 
 // chartSVG is RU/s per second of the paced and naive runs of scenario A,
