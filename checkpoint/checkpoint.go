@@ -94,6 +94,12 @@ type Config struct {
 	TargetRU       float64  `json:"target_ru"`
 	RUShare        float64  `json:"ru_share,omitempty"`
 	DeadLetterPath string   `json:"dead_letter_path,omitempty"`
+	// Strategy, ReadAhead, Priority and ThroughputBucket are how the load
+	// was run; resume runs it the same way (empty: the defaults).
+	Strategy         string `json:"strategy,omitempty"`
+	ReadAhead        int    `json:"read_ahead,omitempty"`
+	Priority         string `json:"priority,omitempty"`
+	ThroughputBucket int    `json:"throughput_bucket,omitempty"`
 	// Embedded means the local target built into the loader; its endpoint
 	// is a loopback address that changes from run to run.
 	Embedded bool `json:"embedded,omitempty"`

@@ -11,7 +11,6 @@ import (
 
 	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/loader"
-	"github.com/cosmosloader/loader/loader/source"
 )
 
 func init() {
@@ -97,16 +96,15 @@ func resumeRun(ctx context.Context, o *ResumeOptions) error {
 			o.Checkpoint, st.Counters.RecordsWritten, st.Counters.RecordsDeadLettered)
 		return nil
 	}
-	cfg := st.Config
-	var inputs []source.Input
-	var args []string
-	for _, in := range st.Inputs {
+	job := loader.ResumeJob(st, o.Checkpoint)
+	for _, in := range job.Inputs {
 		if in.Stdin {
 			return usageError("refusing to resume: %v (the checkpoint's load read standard input)", checkpoint.ErrStdin)
 		}
-		inputs = append(inputs, source.Input{Path: in.Path})
-		args = append(args, in.Path)
 	}
+	cfg := st.Config
+	// The target as stored, unless the command names another; credentials
+	// are never stored and come from the command or the environment.
 	t := o.Target
 	if cfg.Embedded {
 		if !t.embedded() {
@@ -129,19 +127,12 @@ func resumeRun(ctx context.Context, o *ResumeOptions) error {
 		return err
 	}
 	defer stopTarget()
-	so := source.Options{Format: cfg.Format, CSVStrings: cfg.CSVStrings, CSVEmptyNull: cfg.CSVEmptyNull}
-	if r := []rune(cfg.Delimiter); len(r) == 1 {
-		so.Delimiter = r[0]
-	}
-	job := &loader.Job{
-		Args: args, Inputs: inputs, Source: so,
-		Target: to, Embedded: cfg.Embedded,
-		IDField: cfg.IDField, Mode: loader.Mode(cfg.Mode), Strategy: loader.StrategyPaced,
-		RU: cfg.TargetRU, RUShare: cfg.RUShare, MaxErrors: o.MaxErrors,
-		CheckpointPath: o.Checkpoint, CheckpointEvery: o.CkptEvery, CheckpointInterval: o.CkptInterval,
-		DeadLetterPath: cfg.DeadLetterPath, ReportPath: o.Report, ReportHTMLPath: o.ReportHTML,
-		DrainTimeout: o.DrainTimeout, Resume: st,
-		Quiet: o.Quiet, Log: o.IO.ErrOut, Now: o.Now,
-	}
+	to.Priority, to.ThroughputBucket = job.Target.Priority, job.Target.ThroughputBucket
+	job.Target = to
+	job.MaxErrors = o.MaxErrors
+	job.CheckpointEvery, job.CheckpointInterval = o.CkptEvery, o.CkptInterval
+	job.ReportPath, job.ReportHTMLPath = o.Report, o.ReportHTML
+	job.DrainTimeout = o.DrainTimeout
+	job.Quiet, job.Log, job.Now = o.Quiet, o.IO.ErrOut, o.Now
 	return finishJob(ctx, o.IO, job, o.Quiet)
 }

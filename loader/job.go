@@ -144,15 +144,7 @@ func Execute(ctx context.Context, j *Job) (*Report, error) {
 			target: target, partitions: partitions, logf: logf})
 	}
 
-	cfg := checkpoint.Config{
-		Endpoint: j.Target.Endpoint, Database: j.Target.Database, Container: j.Target.Container,
-		PartitionKey: tgt.PartitionKey.Paths, IDField: j.IDField, Mode: string(j.Mode),
-		Format: j.Source.Format, CSVStrings: j.Source.CSVStrings, CSVEmptyNull: j.Source.CSVEmptyNull,
-		TargetRU: j.RU, RUShare: j.RUShare, DeadLetterPath: j.DeadLetterPath, Embedded: j.Embedded,
-	}
-	if j.Source.Delimiter != 0 {
-		cfg.Delimiter = string(j.Source.Delimiter)
-	}
+	cfg := j.checkpointConfig(tgt.PartitionKey.Paths)
 
 	startRecords := make([]int64, len(inputs))
 	cost := pacing.NewCostModel(pacing.CostOptions{FixedCost: j.CostPerRecord})

@@ -1,0 +1,54 @@
+package loader
+
+import (
+	"github.com/cosmosloader/loader/checkpoint"
+	"github.com/cosmosloader/loader/loader/source"
+)
+
+// The checkpoint's Config is what a resume needs to run the load again the
+// way it was started. Both directions live here, side by side, so an option
+// added to one is seen missing from the other.
+
+// checkpointConfig is the part of j a resume must repeat; partitionKey is
+// the container's (read from the service when the command gave none).
+func (j *Job) checkpointConfig(partitionKey []string) checkpoint.Config {
+	cfg := checkpoint.Config{
+		Endpoint: j.Target.Endpoint, Database: j.Target.Database, Container: j.Target.Container,
+		PartitionKey: partitionKey, IDField: j.IDField, Mode: string(j.Mode),
+		Format: j.Source.Format, CSVStrings: j.Source.CSVStrings, CSVEmptyNull: j.Source.CSVEmptyNull,
+		TargetRU: j.RU, RUShare: j.RUShare, DeadLetterPath: j.DeadLetterPath, Embedded: j.Embedded,
+		Strategy: string(j.Strategy), ReadAhead: j.ReadAhead,
+		Priority: j.Target.Priority, ThroughputBucket: j.Target.ThroughputBucket,
+	}
+	if j.Source.Delimiter != 0 {
+		cfg.Delimiter = string(j.Source.Delimiter)
+	}
+	return cfg
+}
+
+// ResumeJob is the Job that continues st: its inputs, target names and
+// every option the checkpoint kept. The caller adds what is not stored —
+// credentials, reports, output settings — and may override the target.
+func ResumeJob(st *checkpoint.State, checkpointPath string) *Job {
+	cfg := st.Config
+	j := &Job{
+		Source: source.Options{Format: cfg.Format, CSVStrings: cfg.CSVStrings, CSVEmptyNull: cfg.CSVEmptyNull},
+		Target: TargetOptions{
+			Endpoint: cfg.Endpoint, Database: cfg.Database, Container: cfg.Container, PartitionKey: cfg.PartitionKey,
+			Priority: cfg.Priority, ThroughputBucket: cfg.ThroughputBucket,
+		},
+		Embedded: cfg.Embedded,
+		IDField:  cfg.IDField, Mode: Mode(cfg.Mode), Strategy: Strategy(cfg.Strategy),
+		RU: cfg.TargetRU, RUShare: cfg.RUShare, ReadAhead: cfg.ReadAhead,
+		CheckpointPath: checkpointPath, DeadLetterPath: cfg.DeadLetterPath,
+		Resume: st,
+	}
+	if r := []rune(cfg.Delimiter); len(r) == 1 {
+		j.Source.Delimiter = r[0]
+	}
+	for _, in := range st.Inputs {
+		j.Inputs = append(j.Inputs, source.Input{Path: in.Path, Stdin: in.Stdin})
+		j.Args = append(j.Args, in.Path)
+	}
+	return j
+}
