@@ -23,6 +23,49 @@ type Fingerprint struct {
 	Size     int64     `json:"size"`
 	ModTime  time.Time `json:"mod_time"`
 	HeadHash string    `json:"head_sha256"` // of the first HeadSize bytes, hex
+	// ETag is set for a remote input (a blob): Path is then its URL without
+	// credentials and ModTime its last-modified time. The ETag changes with
+	// every write, so it alone proves the content is the same.
+	ETag string `json:"etag,omitempty"`
+}
+
+// ErrRemote is returned by Verify for a remote input's fingerprint: only
+// the storage client can fetch its current properties (see VerifyRemote).
+var ErrRemote = errors.New("a remote input is verified against its storage properties")
+
+// FingerprintRemote is the fingerprint of a remote input named name (its URL
+// without credentials) with the given properties and first bytes (up to
+// HeadSize; more are ignored).
+func FingerprintRemote(name, etag string, size int64, modTime time.Time, head []byte) Fingerprint {
+	if len(head) > HeadSize {
+		head = head[:HeadSize]
+	}
+	sum := sha256.Sum256(head)
+	return Fingerprint{Path: name, Size: size, ModTime: modTime.UTC(), HeadHash: hex.EncodeToString(sum[:]), ETag: etag}
+}
+
+// IsRemote reports whether f is a remote input's fingerprint.
+func (f Fingerprint) IsRemote() bool { return f.ETag != "" }
+
+// VerifyRemote compares a remote fingerprint with the object's current
+// properties: nil if unchanged, else a *ChangedError. A missing object is
+// the caller's to report (as a *ChangedError with Missing set).
+func (f Fingerprint) VerifyRemote(etag string, size int64, modTime time.Time) error {
+	var changes []string
+	if size != f.Size {
+		changes = append(changes, fmt.Sprintf("size %d → %d bytes", f.Size, size))
+	}
+	if !modTime.Equal(f.ModTime) {
+		changes = append(changes, fmt.Sprintf("modified at %s (was %s)",
+			modTime.UTC().Format(time.RFC3339Nano), f.ModTime.Format(time.RFC3339Nano)))
+	}
+	if etag != f.ETag {
+		changes = append(changes, fmt.Sprintf("ETag %s → %s", f.ETag, etag))
+	}
+	if len(changes) > 0 {
+		return &ChangedError{Path: f.Path, Changes: changes}
+	}
+	return nil
 }
 
 // FingerprintFile takes the fingerprint of the file at path, made absolute
@@ -70,6 +113,9 @@ func fingerprint(abs string) (Fingerprint, error) {
 // Verify compares the fingerprint with the file as it is now: nil if
 // unchanged, else a *ChangedError saying what changed.
 func (f Fingerprint) Verify() error {
+	if f.IsRemote() {
+		return &ChangedError{Path: f.Path, Missing: true, Err: ErrRemote}
+	}
 	now, err := fingerprint(f.Path)
 	if err != nil {
 		return &ChangedError{Path: f.Path, Missing: true, Err: err}

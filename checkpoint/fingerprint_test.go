@@ -188,3 +188,33 @@ func chtimes(t *testing.T, path string, mtime time.Time) {
 		t.Fatal(err)
 	}
 }
+
+func TestVerifyRemote(t *testing.T) {
+	mod := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	fp := FingerprintRemote("https://acct.blob.core.windows.net/c/a.ndjson", `"0x1"`, 100, mod, []byte("head"))
+	if !fp.IsRemote() || fp.HeadHash == "" {
+		t.Fatalf("fingerprint %+v", fp)
+	}
+	if err := fp.VerifyRemote(`"0x1"`, 100, mod); err != nil {
+		t.Errorf("unchanged blob: %v", err)
+	}
+	for _, tc := range []struct {
+		etag string
+		size int64
+		mod  time.Time
+		want string
+	}{
+		{`"0x2"`, 100, mod, `ETag "0x1" → "0x2"`},
+		{`"0x1"`, 101, mod, "size 100 → 101 bytes"},
+		{`"0x1"`, 100, mod.Add(time.Second), "modified at"},
+	} {
+		err := fp.VerifyRemote(tc.etag, tc.size, tc.mod)
+		var ce *ChangedError
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("VerifyRemote(%s, %d, %s) = %v, want a ChangedError with %q", tc.etag, tc.size, tc.mod, err, tc.want)
+		}
+	}
+	if err := fp.Verify(); !errors.Is(err, ErrRemote) {
+		t.Errorf("Verify of a remote fingerprint = %v, want ErrRemote", err)
+	}
+}

@@ -413,7 +413,13 @@ func (j *Job) fingerprint() ([]Input, []checkpoint.Fingerprint, error) {
 			}
 			continue
 		}
-		if j.Resume != nil {
+		if in.Remote != nil {
+			fp, err := remoteFingerprint(in, j.Resume, i)
+			if err != nil {
+				return nil, nil, err
+			}
+			fps[i] = fp
+		} else if j.Resume != nil {
 			if err := j.Resume.Inputs[i].Fingerprint.Verify(); err != nil {
 				return nil, nil, fmt.Errorf("refusing to resume: %w", err)
 			}
@@ -432,10 +438,33 @@ func (j *Job) fingerprint() ([]Input, []checkpoint.Fingerprint, error) {
 	return inputs, fps, nil
 }
 
+// remoteFingerprint takes a remote input's fingerprint from its identity
+// and first bytes or, on resume, checks that the object is still the one
+// the checkpoint's offsets point into.
+func remoteFingerprint(in source.Input, resume *checkpoint.State, i int) (checkpoint.Fingerprint, error) {
+	if resume != nil {
+		fp := resume.Inputs[i].Fingerprint
+		if !fp.IsRemote() {
+			return fp, fmt.Errorf("refusing to resume: input %s was a local file in the checkpoint", in.Path)
+		}
+		id := in.Remote.Identity()
+		if err := fp.VerifyRemote(id.ETag, id.Size, id.LastModified); err != nil {
+			return fp, fmt.Errorf("refusing to resume: %w", err)
+		}
+		return fp, nil
+	}
+	id := in.Remote.Identity()
+	head := make([]byte, min(id.Size, checkpoint.HeadSize))
+	if n, err := in.Remote.ReadAt(head, 0); err != nil && !(errors.Is(err, io.EOF) && n == len(head)) {
+		return checkpoint.Fingerprint{}, fmt.Errorf("fingerprint input %s: %w", in.Path, err)
+	}
+	return checkpoint.FingerprintRemote(in.Path, id.ETag, id.Size, id.LastModified, head), nil
+}
+
 func absPaths(args []string) []string {
 	out := make([]string, len(args))
 	for i, a := range args {
-		if a == "-" {
+		if a == "-" || strings.Contains(a, "://") {
 			out[i] = a
 			continue
 		}

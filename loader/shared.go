@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/shard"
+	"github.com/cosmosloader/loader/loader/source"
 	"github.com/cosmosloader/loader/pacing"
 	"github.com/cosmosloader/loader/pacing/lease"
 )
@@ -141,26 +143,32 @@ func jobID(fps []checkpoint.Fingerprint, db, coll string) string {
 
 // splittable reports whether path can be cut into byte ranges at line
 // starts: plain NDJSON, not gzip, CSV or one JSON array.
-func splittable(path, format string) bool {
-	switch strings.ToLower(filepath.Ext(path)) {
+func splittable(in source.Input, format string) bool {
+	switch strings.ToLower(filepath.Ext(in.Path)) {
 	case ".gz", ".csv", ".tsv", ".tab":
 		return false
 	}
 	if format != "auto" && format != "ndjson" && format != "" {
 		return false
 	}
-	f, err := os.Open(path)
+	f, err := source.OpenRaw(in, 0)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
 	head := make([]byte, 512)
-	n, _ := f.Read(head)
+	n, _ := io.ReadFull(f, head)
 	trimmed := strings.TrimLeft(strings.TrimPrefix(string(head[:n]), "\ufeff"), " \t\r\n")
 	if n >= 2 && head[0] == 0x1f && head[1] == 0x8b {
 		return false
 	}
 	return !strings.HasPrefix(trimmed, "[")
+}
+
+// rawOpener reads in's raw bytes from an offset, for aligning shards on
+// files and remote inputs alike.
+func rawOpener(in source.Input) func(int64) (io.ReadCloser, error) {
+	return func(off int64) (io.ReadCloser, error) { return source.OpenRaw(in, off) }
 }
 
 // executeShared loads the shards this process can claim, each through
@@ -194,7 +202,7 @@ func executeShared(ctx context.Context, j *Job, s *sharedLoad) (*Report, error) 
 	var shardInputs []shard.Input
 	for i, in := range s.inputs {
 		shardInputs = append(shardInputs, shard.Input{Path: in.Path, Size: s.fps[i].Size, HeadHash: s.fps[i].HeadHash,
-			Splittable: splittable(in.Path, j.Source.Format)})
+			Splittable: splittable(in.Input, j.Source.Format), Open: rawOpener(in.Input)})
 	}
 	coord, err := shard.New(shard.Config{
 		Container: cc, Prefix: "shards/" + so.JobID + "/", Inputs: shardInputs,

@@ -27,7 +27,16 @@ func AlignStart(path string, offset int64) (Position, error) {
 	if offset <= 0 {
 		return Position{}, nil
 	}
-	f, err := os.Open(path)
+	return AlignStartFrom(func(int64) (io.ReadCloser, error) { return os.Open(path) }, offset)
+}
+
+// AlignStartFrom is AlignStart over an input read through open (from offset
+// 0), such as a blob: the shard code needs no local copy.
+func AlignStartFrom(open func(offset int64) (io.ReadCloser, error), offset int64) (Position, error) {
+	if offset <= 0 {
+		return Position{}, nil
+	}
+	f, err := open(0)
 	if err != nil {
 		return Position{}, fmt.Errorf("align shard start: %w", err)
 	}

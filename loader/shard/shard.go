@@ -62,6 +62,9 @@ type Input struct {
 	// Splittable is true for plain NDJSON, which may be split into byte
 	// ranges; gzip, CSV and JSON arrays are one shard each.
 	Splittable bool
+	// Open reads the raw input from a byte offset, for aligning a shard's
+	// start on a line; nil opens Path as a local file.
+	Open func(offset int64) (io.ReadCloser, error)
 }
 
 // Config configures a Coordinator. Zero values mean the documented defaults.
@@ -407,7 +410,11 @@ func (c *Coordinator) tryClaim(ctx context.Context, i int, exists bool) (*Claim,
 	}
 	if err == nil && !saved && s.Start > 0 {
 		var pos Position
-		pos, err = AlignStart(c.cfg.Inputs[s.Input].Path, s.Start)
+		if in := c.cfg.Inputs[s.Input]; in.Open != nil {
+			pos, err = AlignStartFrom(in.Open, s.Start)
+		} else {
+			pos, err = AlignStart(in.Path, s.Start)
+		}
 		from = Progress{Offset: pos.Offset, Line: pos.Line}
 	}
 	if err != nil {

@@ -23,6 +23,22 @@ var inputExtensions = map[string]bool{".ndjson": true, ".jsonl": true, ".json": 
 // with no input files are errors naming the argument, so the command can stop
 // before it writes anything.
 func Expand(args []string) ([]Input, error) {
+	return ExpandWith(args, nil)
+}
+
+// RemoteExpander resolves the arguments that name remote inputs (blob URLs)
+// for ExpandWith.
+type RemoteExpander interface {
+	// Match reports whether arg is a remote input.
+	Match(arg string) bool
+	// Expand lists the inputs arg names (globs and prefixes resolved), in
+	// lexical order, or fails naming arg.
+	Expand(arg string) ([]Input, error)
+}
+
+// ExpandWith is Expand with remote arguments resolved by remote (nil: every
+// argument is local), mixed freely with local paths in argument order.
+func ExpandWith(args []string, remote RemoteExpander) ([]Input, error) {
 	var out []Input
 	seen := make(map[string]bool)
 	add := func(p string) {
@@ -45,6 +61,19 @@ func Expand(args []string) ([]Input, error) {
 		}
 		if arg == "" {
 			return nil, errors.New("empty input path")
+		}
+		if remote != nil && remote.Match(arg) {
+			ins, err := remote.Expand(arg)
+			if err != nil {
+				return nil, err
+			}
+			for _, in := range ins {
+				if !seen[in.Path] {
+					seen[in.Path] = true
+					out = append(out, in)
+				}
+			}
+			continue
 		}
 		paths := []string{arg}
 		if _, err := os.Stat(arg); err != nil && hasMeta(arg) {
@@ -117,4 +146,12 @@ func walkInputs(dir string) ([]string, error) {
 
 func knownExtensions() string {
 	return ".ndjson, .jsonl, .json, .csv, .tsv, .tab"
+}
+
+// IsInputName reports whether a name found under a directory or a blob
+// prefix is an input file: a known input extension, optionally with .gz,
+// and not hidden.
+func IsInputName(name string) bool {
+	base := name[strings.LastIndexByte(name, '/')+1:]
+	return !strings.HasPrefix(base, ".") && inputExtensions[extension(name)]
 }

@@ -15,6 +15,7 @@ package source
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/klauspost/compress/gzip"
 )
@@ -76,8 +78,60 @@ func (o Options) maxRecord() int {
 
 // Input is one resolved command-line input.
 type Input struct {
-	Path  string // "-" for stdin
+	Path  string // "-" for stdin; a remote input's display name (no credentials)
 	Stdin bool
+	// Remote is set for an input read over the network (a blob); nil for
+	// local files and stdin.
+	Remote Remote
+}
+
+// Remote is an input that lives outside the local file system, such as a
+// blob in Azure Storage. The engine reads it only through this interface, so
+// it never depends on a storage SDK.
+type Remote interface {
+	// Name is the display name: the object's URL without any credentials.
+	// It is what checkpoints, reports, dead letters and logs show.
+	Name() string
+	// Identity is the version of the object this input reads: every read
+	// is conditional on it, so a replaced object fails the read instead of
+	// mixing two versions.
+	Identity() RemoteIdentity
+	// Stat fetches the object's current identity.
+	Stat(ctx context.Context) (RemoteIdentity, error)
+	// Open returns the raw (not decompressed) bytes from offset to the end.
+	Open(offset int64) (io.ReadCloser, error)
+	// ReadAt reads raw bytes at off, for small reads (magic bytes, heads).
+	ReadAt(p []byte, off int64) (int, error)
+}
+
+// RemoteIdentity is a remote object's version: what a checkpoint trusts a
+// byte offset into.
+type RemoteIdentity struct {
+	ETag         string
+	Size         int64
+	LastModified time.Time
+}
+
+// OpenRaw returns the raw bytes of a file or remote input from offset, for
+// callers that cut inputs into byte ranges. Stdin is refused.
+func OpenRaw(in Input, offset int64) (io.ReadCloser, error) {
+	if in.Stdin {
+		return nil, ErrStdinResume
+	}
+	if in.Remote != nil {
+		return in.Remote.Open(offset)
+	}
+	f, err := os.Open(in.Path)
+	if err != nil {
+		return nil, err
+	}
+	if offset > 0 {
+		if _, err := f.Seek(offset, io.SeekStart); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	return f, nil
 }
 
 // Position is a point in an input stream. The zero value is the start.
@@ -213,6 +267,8 @@ func Open(in Input, stdin io.Reader, opts Options, start Position) (Reader, erro
 			used = true
 			return stdinStream(stdin)
 		}
+	} else if in.Remote != nil {
+		open = func(offset int64) (io.ReadCloser, error) { return remoteStream(in.Remote, in.Path, offset) }
 	} else {
 		open = func(offset int64) (io.ReadCloser, error) { return fileStream(in.Path, offset) }
 	}
@@ -272,12 +328,39 @@ func fileStream(path string, offset int64) (io.ReadCloser, error) {
 		}
 		return f, nil
 	}
-	zr, err := gzip.NewReader(bufio.NewReaderSize(f, 256<<10))
+	return gunzipAt(f, offset)
+}
+
+// remoteStream opens a remote input at the decompressed offset. Like a local
+// file, a gzip blob (by extension or magic bytes) is decompressed from the
+// start and the first offset bytes discarded; a plain one is read from offset.
+func remoteStream(r Remote, name string, offset int64) (io.ReadCloser, error) {
+	gz := strings.HasSuffix(strings.ToLower(name), ".gz")
+	if !gz && r.Identity().Size >= 2 {
+		var magic [2]byte
+		if _, err := r.ReadAt(magic[:], 0); err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+		gz = magic == [2]byte(gzipMagic)
+	}
+	if !gz {
+		return r.Open(offset)
+	}
+	raw, err := r.Open(0)
 	if err != nil {
-		f.Close()
+		return nil, err
+	}
+	return gunzipAt(raw, offset)
+}
+
+// gunzipAt decompresses raw and discards the first offset bytes.
+func gunzipAt(raw io.ReadCloser, offset int64) (io.ReadCloser, error) {
+	zr, err := gzip.NewReader(bufio.NewReaderSize(raw, 256<<10))
+	if err != nil {
+		raw.Close()
 		return nil, fmt.Errorf("read gzip header: %w", err)
 	}
-	rc := readCloser{Reader: zr, close: func() error { zr.Close(); return f.Close() }}
+	rc := readCloser{Reader: zr, close: func() error { zr.Close(); return raw.Close() }}
 	if offset > 0 {
 		n, err := io.CopyN(io.Discard, zr, offset)
 		if err != nil {
