@@ -1,0 +1,278 @@
+package blobsource
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
+	"github.com/cosmosloader/loader/loader/source"
+)
+
+// DefaultChunkSize is the size of one ranged GET. With the chunk being
+// consumed and two read ahead, a blob costs at most 3 chunks of memory.
+const DefaultChunkSize = 4 << 20
+
+// Config says how to reach blob storage. Credentials, in order: a SAS in the
+// URL, ConnectionString's account key or SAS, Credential (default: Microsoft
+// Entra ID through azidentity's DefaultAzureCredential).
+type Config struct {
+	ConnectionString string // a secret: never shown
+	Credential       azcore.TokenCredential
+	// ChunkSize is the ranged GET size; 0 means DefaultChunkSize.
+	ChunkSize int64
+	// Retry configures the SDK's retries of each request (5xx, 408, 429,
+	// timeouts and connection errors, with exponential backoff honouring
+	// Retry-After). Zero values mean 5 retries from 500 ms up to 30 s.
+	Retry policy.RetryOptions
+}
+
+// Resolver turns blob URLs into inputs. It implements
+// source.RemoteExpander.
+type Resolver struct {
+	ctx  context.Context
+	cfg  Config
+	mu   sync.Mutex
+	cred azcore.TokenCredential
+}
+
+var _ source.RemoteExpander = (*Resolver)(nil)
+
+// New returns a Resolver whose requests run under ctx.
+func New(ctx context.Context, cfg Config) *Resolver {
+	if cfg.ChunkSize <= 0 {
+		cfg.ChunkSize = DefaultChunkSize
+	}
+	if cfg.Retry.MaxRetries == 0 {
+		cfg.Retry.MaxRetries = 5
+	}
+	if cfg.Retry.RetryDelay == 0 {
+		cfg.Retry.RetryDelay = 500 * time.Millisecond
+	}
+	if cfg.Retry.MaxRetryDelay == 0 {
+		cfg.Retry.MaxRetryDelay = 30 * time.Second
+	}
+	if cfg.Retry.TryTimeout == 0 {
+		cfg.Retry.TryTimeout = 2 * time.Minute
+	}
+	return &Resolver{ctx: ctx, cfg: cfg, cred: cfg.Credential}
+}
+
+// Match reports whether arg is a blob URL.
+func (r *Resolver) Match(arg string) bool { return IsURL(arg) }
+
+// Expand resolves a blob URL: one blob; every input blob under a prefix
+// ending in "/" (or under a name that is not a blob but a "directory"); or
+// the blobs matching a glob (* and ? within a segment, ** across). Blobs
+// come in lexical order with their properties, so each input reads exactly
+// the version listed.
+func (r *Resolver) Expand(arg string) ([]source.Input, error) {
+	loc, err := parseURL(arg)
+	if err != nil {
+		return nil, err
+	}
+	cc, err := r.client(loc)
+	if err != nil {
+		return nil, err
+	}
+	shown := loc.display(loc.path)
+	switch {
+	case hasMeta(loc.path):
+		var ins []source.Input
+		var gerr error
+		err := r.list(cc, loc, globPrefix(loc.path), func(name string, id source.RemoteIdentity) {
+			ok, err := matchGlob(loc.path, name)
+			if err != nil {
+				gerr = err
+			}
+			if ok {
+				ins = append(ins, r.input(cc, loc, name, id))
+			}
+		})
+		if err == nil {
+			err = gerr
+		}
+		if err != nil {
+			return nil, fmt.Errorf("expand %s: %w", shown, err)
+		}
+		if len(ins) == 0 {
+			return nil, fmt.Errorf("no blobs match %s", shown)
+		}
+		return ins, nil
+	case loc.path == "" || strings.HasSuffix(loc.path, "/"):
+		return r.prefix(cc, loc, loc.path)
+	}
+	in, err := r.stat(cc, loc, loc.path)
+	if isStatus(err, 404) {
+		// A "directory" named without its trailing slash.
+		if ins, perr := r.prefix(cc, loc, loc.path+"/"); perr == nil {
+			return ins, nil
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return []source.Input{in}, nil
+}
+
+// Open resolves one blob by its display URL, for a resume: the checkpoint
+// holds the URL without credentials, which come from the Config (or a SAS
+// the caller appends).
+func (r *Resolver) Open(rawURL string) (source.Input, error) {
+	loc, err := parseURL(rawURL)
+	if err != nil {
+		return source.Input{}, err
+	}
+	cc, err := r.client(loc)
+	if err != nil {
+		return source.Input{}, err
+	}
+	return r.stat(cc, loc, loc.path)
+}
+
+func (r *Resolver) prefix(cc *container.Client, loc location, prefix string) ([]source.Input, error) {
+	var ins []source.Input
+	err := r.list(cc, loc, prefix, func(name string, id source.RemoteIdentity) {
+		if source.IsInputName(name) {
+			ins = append(ins, r.input(cc, loc, name, id))
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", loc.display(prefix), err)
+	}
+	if len(ins) == 0 {
+		return nil, fmt.Errorf("no input blobs under %s (.ndjson, .jsonl, .json, .csv, .tsv, .tab, optionally .gz)", loc.display(prefix))
+	}
+	return ins, nil
+}
+
+func (r *Resolver) list(cc *container.Client, loc location, prefix string, each func(string, source.RemoteIdentity)) error {
+	opts := &container.ListBlobsFlatOptions{}
+	if prefix != "" {
+		opts.Prefix = &prefix
+	}
+	type item struct {
+		name string
+		id   source.RemoteIdentity
+	}
+	var items []item
+	pager := cc.NewListBlobsFlatPager(opts)
+	for pager.More() {
+		page, err := pager.NextPage(r.ctx)
+		if err != nil {
+			return describe(err, loc.display(prefix))
+		}
+		for _, b := range page.Segment.BlobItems {
+			if b.Name == nil || b.Properties == nil || b.Properties.ETag == nil {
+				continue
+			}
+			id := source.RemoteIdentity{ETag: string(*b.Properties.ETag)}
+			if b.Properties.ContentLength != nil {
+				id.Size = *b.Properties.ContentLength
+			}
+			if b.Properties.LastModified != nil {
+				id.LastModified = b.Properties.LastModified.UTC()
+			}
+			items = append(items, item{*b.Name, id})
+		}
+	}
+	sort.Slice(items, func(i, j int) bool { return items[i].name < items[j].name })
+	for _, it := range items {
+		each(it.name, it.id)
+	}
+	return nil
+}
+
+func (r *Resolver) stat(cc *container.Client, loc location, name string) (source.Input, error) {
+	b := &Blob{client: cc.NewBlobClient(name), name: loc.display(name), chunk: r.cfg.ChunkSize}
+	id, err := b.Stat(r.ctx)
+	if err != nil {
+		return source.Input{}, err
+	}
+	b.id = id
+	return source.Input{Path: b.name, Remote: b}, nil
+}
+
+func (r *Resolver) input(cc *container.Client, loc location, name string, id source.RemoteIdentity) source.Input {
+	b := &Blob{client: cc.NewBlobClient(name), name: loc.display(name), id: id, chunk: r.cfg.ChunkSize}
+	return source.Input{Path: b.name, Remote: b}
+}
+
+// client builds a container client with the best credential available.
+func (r *Resolver) client(loc location) (*container.Client, error) {
+	opts := &container.ClientOptions{ClientOptions: azcore.ClientOptions{Retry: r.cfg.Retry}}
+	u := loc.containerURL()
+	if loc.sas != "" {
+		return container.NewClientWithNoCredential(u+"?"+loc.sas, opts)
+	}
+	if r.cfg.ConnectionString != "" {
+		cs := parseConnectionString(r.cfg.ConnectionString)
+		switch {
+		case cs["SharedAccessSignature"] != "":
+			return container.NewClientWithNoCredential(u+"?"+strings.TrimPrefix(cs["SharedAccessSignature"], "?"), opts)
+		case cs["AccountName"] != "" && cs["AccountKey"] != "":
+			cred, err := container.NewSharedKeyCredential(cs["AccountName"], cs["AccountKey"])
+			if err != nil {
+				return nil, errors.New("--source-connection-string: the account key is not valid")
+			}
+			return container.NewClientWithSharedKeyCredential(u, cred, opts)
+		default:
+			return nil, errors.New("--source-connection-string: want AccountName=…;AccountKey=… or SharedAccessSignature=…")
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cred == nil {
+		cred, err := azidentity.NewDefaultAzureCredential(nil)
+		if err != nil {
+			return nil, fmt.Errorf("blob input %s: no SAS in the URL, no --source-connection-string, and Microsoft Entra ID is unavailable: %w", loc.containerURL(), err)
+		}
+		r.cred = cred
+	}
+	return container.NewClient(u, r.cred, opts)
+}
+
+// parseConnectionString splits "Key=Value;…" (values may contain '=').
+func parseConnectionString(cs string) map[string]string {
+	m := map[string]string{}
+	for _, part := range strings.Split(cs, ";") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(part), "="); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// Stat fetches the blob's current identity.
+func (b *Blob) Stat(ctx context.Context) (source.RemoteIdentity, error) {
+	p, err := b.client.GetProperties(ctx, nil)
+	if err != nil {
+		return source.RemoteIdentity{}, describe(err, b.name)
+	}
+	var id source.RemoteIdentity
+	if p.ETag != nil {
+		id.ETag = string(*p.ETag)
+	}
+	if p.ContentLength != nil {
+		id.Size = *p.ContentLength
+	}
+	if p.LastModified != nil {
+		id.LastModified = p.LastModified.UTC()
+	}
+	return id, nil
+}
+
+// ifMatch makes a read conditional on the blob's listed version.
+func (b *Blob) ifMatch() *blob.AccessConditions {
+	etag := azcore.ETag(b.id.ETag)
+	return &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &etag}}
+}

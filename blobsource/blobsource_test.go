@@ -1,0 +1,262 @@
+package blobsource
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+)
+
+func TestParseURL(t *testing.T) {
+	for _, tc := range []struct {
+		in                    string
+		base, container, path string
+		sas                   string
+		display               string
+	}{
+		{"https://acct.blob.core.windows.net/exports/2026-11/*.ndjson?sv=1&sig=x",
+			"https://acct.blob.core.windows.net", "exports", "2026-11/*.ndjson", "sv=1&sig=x",
+			"https://acct.blob.core.windows.net/exports/2026-11/%2A.ndjson"},
+		{"http://127.0.0.1:10000/devstoreaccount1/c/dir/", "http://127.0.0.1:10000/devstoreaccount1", "c", "dir/", "",
+			"http://127.0.0.1:10000/devstoreaccount1/c/dir/"},
+		{"http://localhost:10000/devstoreaccount1/c", "http://localhost:10000/devstoreaccount1", "c", "", "",
+			"http://localhost:10000/devstoreaccount1/c/"},
+		{"https://acct.blob.core.windows.net/c/a%20b.csv", "https://acct.blob.core.windows.net", "c", "a b.csv", "",
+			"https://acct.blob.core.windows.net/c/a%20b.csv"},
+	} {
+		loc, err := parseURL(tc.in)
+		if err != nil {
+			t.Errorf("parseURL(%q): %v", tc.in, err)
+			continue
+		}
+		if loc.base != tc.base || loc.container != tc.container || loc.path != tc.path || loc.sas != tc.sas {
+			t.Errorf("parseURL(%q) = %+v", tc.in, loc)
+		}
+		if d := loc.display(loc.path); d != tc.display {
+			t.Errorf("display(%q) = %q, want %q", tc.in, d, tc.display)
+		}
+	}
+	for _, bad := range []string{"https://acct.blob.core.windows.net/", "http://127.0.0.1:10000/devstoreaccount1", "ftp://x/y"} {
+		if _, err := parseURL(bad + "?sig=SECRET"); err == nil || strings.Contains(err.Error(), "SECRET") {
+			t.Errorf("parseURL(%q) = %v, want an error without the SAS", bad, err)
+		}
+	}
+}
+
+func TestMatchGlob(t *testing.T) {
+	for _, tc := range []struct {
+		glob, name string
+		want       bool
+	}{
+		{"a/*.ndjson", "a/x.ndjson", true},
+		{"a/*.ndjson", "a/b/x.ndjson", false},
+		{"a/**.ndjson", "a/b/x.ndjson", true},
+		{"a/**/x.ndjson", "a/x.ndjson", true},
+		{"a/**/x.ndjson", "a/b/c/x.ndjson", true},
+		{"part-?.csv", "part-1.csv", true},
+		{"part-?.csv", "part-12.csv", false},
+		{"part-[0-3].csv", "part-2.csv", true},
+		{"part-[!0-3].csv", "part-2.csv", false},
+		{"*", "x/y", false},
+		{"**", "x/y", true},
+	} {
+		if got, err := matchGlob(tc.glob, tc.name); got != tc.want || err != nil {
+			t.Errorf("matchGlob(%q, %q) = %v, %v; want %v", tc.glob, tc.name, got, err, tc.want)
+		}
+	}
+}
+
+// fakeBlob serves one blob at /acct/c/data.ndjson with ranged GETs and
+// If-Match, failing requests as the test says.
+type fakeBlob struct {
+	mu     sync.Mutex
+	data   []byte
+	etag   string
+	fail   func(n int, r *http.Request) int // status to fail with, 0 = serve
+	cut    func(n int) bool                 // cut the body short
+	n      int
+	ranges []string
+}
+
+func (f *fakeBlob) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	f.n++
+	n, data, etag := f.n, f.data, f.etag
+	f.ranges = append(f.ranges, r.Header.Get("x-ms-range"))
+	f.mu.Unlock()
+	if f.fail != nil {
+		if st := f.fail(n, r); st != 0 {
+			w.Header().Set("x-ms-error-code", "Fault")
+			w.WriteHeader(st)
+			return
+		}
+	}
+	if r.URL.Path != "/acct/c/data.ndjson" {
+		w.Header().Set("x-ms-error-code", "BlobNotFound")
+		w.WriteHeader(404)
+		return
+	}
+	if im := r.Header.Get("If-Match"); im != "" && im != etag {
+		w.Header().Set("x-ms-error-code", "ConditionNotMet")
+		w.WriteHeader(412)
+		return
+	}
+	w.Header().Set("ETag", etag)
+	w.Header().Set("Last-Modified", time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC).Format(http.TimeFormat))
+	if r.Method == http.MethodHead {
+		w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+		w.WriteHeader(200)
+		return
+	}
+	var from, to int
+	rng := r.Header.Get("x-ms-range")
+	if _, err := fmt.Sscanf(rng, "bytes=%d-%d", &from, &to); err != nil {
+		from, to = 0, len(data)-1
+	}
+	to = min(to, len(data)-1)
+	body := data[from : to+1]
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", from, to, len(data)))
+	w.WriteHeader(206)
+	if f.cut != nil && f.cut(n) {
+		w.Write(body[:len(body)/2])
+		panic(http.ErrAbortHandler) // the connection breaks mid-body
+	}
+	w.Write(body)
+}
+
+func testResolver(t *testing.T, f *fakeBlob) (*Resolver, string) {
+	t.Helper()
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	old := sleep
+	sleep = func(context.Context, time.Duration) error { return nil }
+	t.Cleanup(func() { sleep = old })
+	r := New(context.Background(), Config{ChunkSize: 1000,
+		Retry: policy.RetryOptions{MaxRetries: 3, RetryDelay: time.Millisecond, MaxRetryDelay: time.Millisecond}})
+	return r, srv.URL + "/acct/c/"
+}
+
+func lines(n int) []byte {
+	var b bytes.Buffer
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, `{"id":"%d","pad":"%s"}`+"\n", i, strings.Repeat("x", i%50))
+	}
+	return b.Bytes()
+}
+
+func TestStreamReadsRangesWithRetries(t *testing.T) {
+	data := lines(300)
+	f := &fakeBlob{data: data, etag: `"e1"`,
+		// Transient faults: a 503 ServerBusy, a 500 OperationTimedOut, a
+		// body cut mid-way; all retried.
+		fail: func(n int, r *http.Request) int {
+			switch n {
+			case 3:
+				return 503
+			case 5:
+				return 500
+			}
+			return 0
+		},
+		cut: func(n int) bool { return n == 7 },
+	}
+	r, base := testResolver(t, f)
+	in, err := r.Open(base + "data.ndjson?sv=1&sig=SECRET")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Path != strings.TrimSuffix(base, "/")+"/data.ndjson" || in.Remote.Identity().Size != int64(len(data)) {
+		t.Fatalf("input %+v identity %+v", in.Path, in.Remote.Identity())
+	}
+	for _, off := range []int64{0, 1234, int64(len(data)) - 5, int64(len(data))} {
+		rc, err := in.Remote.Open(off)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			t.Fatalf("offset %d: %v", off, err)
+		}
+		if !bytes.Equal(got, data[off:]) {
+			t.Fatalf("offset %d: read %d bytes, want %d", off, len(got), len(data)-int(off))
+		}
+	}
+	for _, rg := range f.ranges {
+		var a, b int
+		if _, err := fmt.Sscanf(rg, "bytes=%d-%d", &a, &b); err == nil && b-a+1 > 1000 {
+			t.Errorf("range %s is larger than the chunk size", rg)
+		}
+	}
+}
+
+func TestStreamStopsClearly(t *testing.T) {
+	data := lines(100)
+	for _, tc := range []struct {
+		name string
+		fail func(n int, r *http.Request) int
+		url  string
+		want string
+	}{
+		{"not found", nil, "missing.ndjson", "does not exist (404 BlobNotFound)"},
+		{"forbidden", func(int, *http.Request) int { return 403 }, "data.ndjson", "denied (403 Fault)"},
+		// The blob is replaced after it was listed: If-Match fails.
+		{"replaced", nil, "data.ndjson", "changed while it was being read (412 ConditionNotMet)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeBlob{data: data, etag: `"e1"`, fail: tc.fail}
+			r, base := testResolver(t, f)
+			in, err := r.Open(base + tc.url + "?sig=SECRET")
+			if err == nil {
+				f.mu.Lock()
+				f.etag = `"e2"`
+				f.mu.Unlock()
+				var rc io.ReadCloser
+				rc, err = in.Remote.Open(0)
+				if err == nil {
+					_, err = io.ReadAll(rc)
+					rc.Close()
+				}
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "SECRET") {
+				t.Errorf("error leaks the SAS: %v", err)
+			}
+		})
+	}
+}
+
+func TestStreamCloseMidway(t *testing.T) {
+	f := &fakeBlob{data: lines(2000), etag: `"e1"`}
+	r, base := testResolver(t, f)
+	in, err := r.Open(base + "data.ndjson?sig=x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, _ := in.Remote.Open(0)
+	buf := make([]byte, 10)
+	if _, err := io.ReadFull(rc, buf); err != nil {
+		t.Fatal(err)
+	}
+	rc.Close() // must not hang with the producer blocked on a full channel
+	f.mu.Lock()
+	n := f.n
+	f.mu.Unlock()
+	// The stat, the chunk being read and at most two ahead (plus one that
+	// may have started as Close was called).
+	if n > 5 {
+		t.Errorf("%d requests for a reader closed after 10 bytes; read-ahead is not bounded", n)
+	}
+}

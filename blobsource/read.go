@@ -1,0 +1,227 @@
+package blobsource
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+
+	"github.com/cosmosloader/loader/loader/source"
+)
+
+// Blob is one blob input: a source.Remote whose reads are ranged and
+// conditional on the ETag it was listed with.
+type Blob struct {
+	client *blob.Client
+	name   string // display URL, no credentials
+	id     source.RemoteIdentity
+	chunk  int64
+}
+
+var _ source.Remote = (*Blob)(nil)
+
+// Name is the blob's URL without credentials.
+func (b *Blob) Name() string { return b.name }
+
+// Identity is the version listed: every read requires this ETag.
+func (b *Blob) Identity() source.RemoteIdentity { return b.id }
+
+// bodyRetries is how many times a chunk whose body broke off (connection
+// reset, timeout mid-body) is fetched again; the SDK retries the requests
+// themselves but not a body that fails after the headers.
+const bodyRetries = 5
+
+// sleep waits d or until ctx ends; tests replace it.
+var sleep = func(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// fetch fills buf with the blob's bytes at off.
+func (b *Blob) fetch(ctx context.Context, off int64, buf []byte) error {
+	delay := 500 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		resp, err := b.client.DownloadStream(ctx, &blob.DownloadStreamOptions{
+			Range:            blob.HTTPRange{Offset: off, Count: int64(len(buf))},
+			AccessConditions: b.ifMatch(),
+		})
+		if err != nil {
+			// The SDK has already retried what is transient.
+			return describe(err, b.name)
+		}
+		_, err = io.ReadFull(resp.Body, buf)
+		resp.Body.Close()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if attempt >= bodyRetries {
+			return fmt.Errorf("read blob input %s at byte %d: %w (after %d attempts)", b.name, off, stripURL(err), attempt+1)
+		}
+		if err := sleep(ctx, delay); err != nil {
+			return err
+		}
+		delay = min(2*delay, 30*time.Second)
+	}
+}
+
+// ReadAt reads len(p) bytes at off (fewer and io.EOF at the end).
+func (b *Blob) ReadAt(p []byte, off int64) (int, error) {
+	if off >= b.id.Size {
+		return 0, io.EOF
+	}
+	n := int(min(int64(len(p)), b.id.Size-off))
+	if err := b.fetch(context.Background(), off, p[:n]); err != nil {
+		return 0, err
+	}
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// Open streams the blob from offset: chunks of ChunkSize fetched in order
+// by one goroutine, two ahead of the reader at most.
+func (b *Blob) Open(offset int64) (io.ReadCloser, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &stream{cancel: cancel, chunks: make(chan chunk, 1), free: make(chan []byte, 3), done: make(chan struct{})}
+	go s.produce(ctx, b, max(offset, 0))
+	return s, nil
+}
+
+type chunk struct {
+	buf []byte
+	err error
+}
+
+type stream struct {
+	cancel context.CancelFunc
+	chunks chan chunk
+	free   chan []byte // spent buffers, reused: at most 3 ever exist
+	done   chan struct{}
+
+	cur []byte
+	pos int
+	err error
+}
+
+func (s *stream) produce(ctx context.Context, b *Blob, off int64) {
+	defer close(s.done)
+	defer close(s.chunks)
+	for ; off < b.id.Size; off += b.chunk {
+		var buf []byte
+		select {
+		case buf = <-s.free:
+		default:
+			buf = make([]byte, b.chunk)
+		}
+		buf = buf[:min(b.chunk, b.id.Size-off)]
+		err := b.fetch(ctx, off, buf)
+		select {
+		case s.chunks <- chunk{buf, err}:
+		case <-ctx.Done():
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (s *stream) Read(p []byte) (int, error) {
+	for s.pos == len(s.cur) {
+		if s.err != nil {
+			return 0, s.err
+		}
+		if s.cur != nil {
+			select {
+			case s.free <- s.cur[:cap(s.cur)]:
+			default:
+			}
+			s.cur, s.pos = nil, 0
+		}
+		c, ok := <-s.chunks
+		switch {
+		case !ok:
+			s.err = io.EOF
+		case c.err != nil:
+			s.err = c.err
+		default:
+			s.cur, s.pos = c.buf, 0
+		}
+	}
+	n := copy(p, s.cur[s.pos:])
+	s.pos += n
+	return n, nil
+}
+
+func (s *stream) Close() error {
+	s.cancel()
+	<-s.done
+	return nil
+}
+
+// StatusError is a storage request that failed for good, with a message
+// that names the blob and never its credentials.
+type StatusError struct {
+	Name   string
+	Status int
+	Code   string // the storage error code, e.g. BlobNotFound
+}
+
+func (e *StatusError) Error() string {
+	code := fmt.Sprint(e.Status)
+	if e.Code != "" {
+		code += " " + e.Code
+	}
+	switch e.Status {
+	case 404:
+		return fmt.Sprintf("blob input %s does not exist (%s)", e.Name, code)
+	case 401, 403:
+		return fmt.Sprintf("access to blob input %s denied (%s): check the SAS (expiry; read and list permissions), --source-connection-string, or the Entra ID role Storage Blob Data Reader", e.Name, code)
+	case 412:
+		return fmt.Sprintf("blob input %s changed while it was being read (%s): its ETag is no longer the one listed at the start; the load cannot mix two versions", e.Name, code)
+	}
+	return fmt.Sprintf("blob input %s: storage request failed (%s)", e.Name, code)
+}
+
+func isStatus(err error, status int) bool {
+	var se *StatusError
+	return errors.As(err, &se) && se.Status == status
+}
+
+// describe turns an SDK error into one that names the blob and cannot leak
+// a SAS: azcore's errors and *url.Error quote the request URL.
+func describe(err error, name string) error {
+	var re *azcore.ResponseError
+	if errors.As(err, &re) {
+		return &StatusError{Name: name, Status: re.StatusCode, Code: re.ErrorCode}
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("blob input %s: %w", name, stripURL(err))
+}
+
+// stripURL unwraps a *url.Error, whose message includes the URL (and so a
+// SAS), to the error inside it.
+func stripURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
