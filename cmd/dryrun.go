@@ -9,7 +9,6 @@ import (
 
 	"github.com/cosmosloader/loader/loader"
 	"github.com/cosmosloader/loader/loader/record"
-	"github.com/cosmosloader/loader/loader/source"
 	"github.com/cosmosloader/loader/pacing/epk"
 )
 
@@ -60,6 +59,7 @@ Exit codes:
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Args = args
 			opts.Target.fromEnv(f.Getenv)
+			opts.Blob.fromEnv(f.Getenv)
 			if err := opts.validate(c); err != nil {
 				return err
 			}
@@ -93,7 +93,7 @@ func dryRunRun(ctx context.Context, o *DryRunOptions) error {
 	if err != nil {
 		return err
 	}
-	inputs, err := source.Expand(o.Args)
+	inputs, err := o.Blob.expandInputs(ctx, o.Args)
 	if err != nil {
 		return &ExitCodeError{Code: ExitUsage, Err: err}
 	}

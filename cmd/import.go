@@ -138,6 +138,7 @@ the embedded local Cosmos DB target is used and announced on stderr.
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Args = args
 			opts.Target.fromEnv(f.Getenv)
+			opts.Blob.fromEnv(f.Getenv)
 			opts.getenv = f.Getenv
 			if err := opts.validate(c); err != nil {
 				return err
@@ -285,6 +286,7 @@ type InputFlags struct {
 	CSVStrings bool
 	CSVEmpty   string
 	IDField    string
+	Blob       BlobFlags
 }
 
 func (o *InputFlags) addFlags(cmd *cobra.Command) {
@@ -297,6 +299,7 @@ func (o *InputFlags) addFlags(cmd *cobra.Command) {
 	group(fl, groupInput, "format", "delimiter", "csv-strings", "csv-empty", "id-field")
 	enum(cmd, "format", "auto", "ndjson", "csv", "tsv")
 	enum(cmd, "csv-empty", "omit", "null")
+	o.Blob.addFlags(cmd)
 }
 
 func (o *InputFlags) sourceOptions() (source.Options, error) {
@@ -333,7 +336,7 @@ func importRun(ctx context.Context, o *ImportOptions) error {
 		return err
 	}
 	mode, strategy := loader.Mode(o.Mode), loader.Strategy(o.Strategy)
-	inputs, err := source.Expand(o.Args)
+	inputs, err := o.Blob.expandInputs(ctx, o.Args)
 	if err != nil {
 		return &ExitCodeError{Code: ExitUsage, Err: err}
 	}
@@ -350,7 +353,7 @@ func importRun(ctx context.Context, o *ImportOptions) error {
 	}
 	defer stopTarget()
 	job := &loader.Job{
-		Args: o.Args, Inputs: inputs, Stdin: o.IO.In, Source: so,
+		Args: redactArgs(o.Args), Inputs: inputs, Stdin: o.IO.In, Source: so,
 		Target: to, Embedded: o.Target.embedded(),
 		IDField: o.IDField, Mode: mode, Strategy: strategy,
 		RU: o.RU, RUShare: o.RUShare, MaxErrors: o.MaxErrors, ReadAhead: o.ReadAhead, Segments: o.Segments,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cosmosloader/loader/blobsource"
 	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/loader"
 )
@@ -31,6 +32,7 @@ type ResumeOptions struct {
 	CkptInterval time.Duration
 	Quiet        bool
 	DrainTimeout time.Duration
+	Blob         BlobFlags
 }
 
 // NewCmdResume builds `loader resume`.
@@ -59,6 +61,7 @@ an unknown version. The account key is never stored: give it again through
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Checkpoint = args[0]
 			opts.Target.fromEnv(f.Getenv)
+			opts.Blob.fromEnv(f.Getenv)
 			if err := opts.validate(c); err != nil {
 				return err
 			}
@@ -80,6 +83,9 @@ an unknown version. The account key is never stored: give it again through
 	group(fl, groupPacing, "drain-timeout")
 	group(fl, groupCheckpoint, "checkpoint-every", "checkpoint-interval")
 	group(fl, groupOutput, "report", "report-html", "max-errors", "quiet")
+	opts.Blob.addFlags(cmd)
+	fl.StringVar(&opts.Blob.SourceSAS, "source-sas", "", "SAS token for the checkpoint's blob inputs, which are stored without theirs (env LOADER_SOURCE_SAS)")
+	group(fl, groupInput, "source-sas")
 	return cmd
 }
 
@@ -97,9 +103,22 @@ func resumeRun(ctx context.Context, o *ResumeOptions) error {
 		return nil
 	}
 	job := loader.ResumeJob(st, o.Checkpoint)
-	for _, in := range job.Inputs {
+	var blobs *blobsource.Resolver
+	for i, in := range st.Inputs {
 		if in.Stdin {
 			return usageError("refusing to resume: %v (the checkpoint's load read standard input)", checkpoint.ErrStdin)
+		}
+		if in.Fingerprint.IsRemote() {
+			// Blob inputs are opened again with the command's
+			// credentials: a SAS is never stored.
+			if blobs == nil {
+				blobs = o.Blob.resolver(ctx)
+			}
+			rin, err := o.Blob.openRemote(ctx, blobs, in.Path)
+			if err != nil {
+				return usageError("refusing to resume: %v", err)
+			}
+			job.Inputs[i] = rin
 		}
 	}
 	cfg := st.Config
