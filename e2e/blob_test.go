@@ -1,0 +1,278 @@
+package e2e
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
+
+	"github.com/cosmosloader/loader/emulator"
+	"github.com/cosmosloader/loader/internal/testenv"
+)
+
+// Blob inputs on Azurite: globs and prefixes, resume in the middle of a
+// blob, a changed blob, clear 403/404, sharing over a prefix, no SAS leaks.
+
+func blobContainer(t *testing.T, az *testenv.AzuriteServer, name string) *container.Client {
+	t.Helper()
+	cc, err := container.NewClientFromConnectionString(az.ConnectionString(), name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cc.Create(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	return cc
+}
+
+func putBlob(t *testing.T, cc *container.Client, name string, data []byte) {
+	t.Helper()
+	if _, err := cc.NewBlockBlobClient(name).UploadBuffer(context.Background(), data, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// blobInput uploads crashInput's records (ids prefixed) as a blob and
+// returns the expected documents keyed by prefix/seq.
+func blobInput(t *testing.T, cc *container.Client, name, prefix string, n int, want map[string]string) {
+	t.Helper()
+	path, w := crashInput(t, t.TempDir(), n)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	for _, line := range strings.SplitAfter(string(b), "\n") {
+		if line == "" {
+			continue
+		}
+		line = strings.Replace(line, `"id":"doc-`, `"id":"doc-`+prefix, 1)
+		out.WriteString(`{"src":"` + prefix + `",` + line[1:])
+	}
+	putBlob(t, cc, name, []byte(out.String()))
+	for seq, h := range w {
+		want[prefix+"/"+seq] = h
+	}
+}
+
+func TestBlobInputsGlobAndPrefixLandExactly(t *testing.T) {
+	az := testenv.Azurite(t)
+	tg := localTarget(t, emulatorOptions())
+	cc := blobContainer(t, az, "exports")
+	putBlob(t, cc, "2026-11/part-1.ndjson", []byte(`{"id":"n1","k":"a"}`+"\n"+`{"id":"n2","k":"b"}`+"\n"))
+	putBlob(t, cc, "2026-11/deep/part-2.ndjson", []byte(`{"id":"n3","k":"a"}`+"\n"))
+	putBlob(t, cc, "2026-11/notes.txt", []byte("not an input\n"))
+	putBlob(t, cc, "csv/people.csv", []byte("id,k,age\nc1,a,30\nc2,b,41\n"))
+	putBlob(t, cc, "csv/more/people2.csv.gz", gzipBytes(t, []byte("id,k,age\nc3,a,7\n")))
+	local := writeFile(t, t.TempDir(), "local.ndjson", []byte(`{"id":"l1","k":"z"}`+"\n"))
+	base := az.BlobEndpoint() + "/exports/"
+
+	args := []string{base + "2026-11/**.ndjson", local, base + "csv/", "--source-connection-string", az.ConnectionString()}
+	dry := runLoader(t, nil, append([]string{"dry-run", "--json"}, args...)...)
+	if dry.code != 0 || !strings.Contains(dry.stdout, `"records": 7`) && !strings.Contains(dry.stdout, `"records":7`) {
+		t.Errorf("dry-run: exit %d\n%s\n%s", dry.code, dry.stdout, dry.stderr)
+	}
+	res := runLoader(t, nil, append(append([]string{"import"}, args...),
+		tg.args("e2e", "blobs", "--create-container", "--partition-key", "/k", "--checkpoint", filepath.Join(t.TempDir(), "c.json"))...)...)
+	if res.code != 0 {
+		t.Fatalf("import: exit %d\n%s", res.code, res.stderr)
+	}
+	docs := readAll(t, tg, "e2e", "blobs")
+	want := map[string]string{"n1": "a", "n2": "b", "n3": "a", "l1": "z", "c1": "a", "c2": "b", "c3": "a"}
+	if len(docs) != len(want) {
+		t.Errorf("%d documents landed, want %d: %v", len(docs), len(want), sortedKeys(docs))
+	}
+	for id, k := range want {
+		if docs[id] == nil || docs[id]["k"] != k {
+			t.Errorf("document %s: %v", id, docs[id])
+		}
+	}
+	if docs["c1"] != nil && docs["c1"]["age"] != float64(30) {
+		t.Errorf("CSV typing lost: %v", docs["c1"])
+	}
+}
+
+func TestBlobKillResumeAndChangedBlob(t *testing.T) {
+	az := testenv.Azurite(t)
+	tg := localTarget(t, emulator.Options{DefaultRU: 1000})
+	cc := blobContainer(t, az, "in")
+	want := map[string]string{}
+	blobInput(t, cc, "big.ndjson", "", 1200, want)
+	dir := t.TempDir()
+	ckpt := filepath.Join(dir, "ckpt.json")
+	conn := []string{"--source-connection-string", az.ConnectionString()}
+	args := append([]string{"import", az.BlobEndpoint() + "/in/big.ndjson", "--checkpoint", ckpt, "--checkpoint-interval", "100ms"},
+		tg.args("e2e", "resume", "--create-container", "--partition-key", "/tenant", "--ru", "1000")...)
+	cmd, wait := startLoader(t, append(args, conn...)...)
+	waitForCheckpoint(t, ckpt)
+	time.Sleep(500 * time.Millisecond)
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	wait()
+	saved, err := os.ReadFile(ckpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(saved), `"etag"`) {
+		t.Errorf("the checkpoint has no ETag for the blob:\n%s", saved)
+	}
+
+	res := runLoader(t, nil, append([]string{"resume", ckpt, "--quiet"}, conn...)...)
+	if res.code != 0 {
+		t.Fatalf("resume: exit %d\n%s", res.code, res.stderr)
+	}
+	docs := readAll(t, tg, "e2e", "resume")
+	for _, d := range docs {
+		delete(d, "src")
+	}
+	checkLanded(t, docs, renameKeys(want))
+
+	// The same checkpoint, mid-load, against a blob rewritten since.
+	if err := os.WriteFile(ckpt, saved, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	putBlob(t, cc, "big.ndjson", []byte(`{"id":"other"}`+"\n"))
+	res = runLoader(t, nil, append([]string{"resume", ckpt, "--quiet"}, conn...)...)
+	if res.code == 0 || !strings.Contains(res.stderr, "changed since the checkpoint") || !strings.Contains(res.stderr, "ETag") {
+		t.Errorf("resume over a changed blob: exit %d\n%s", res.code, res.stderr)
+	}
+}
+
+func renameKeys(want map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range want {
+		out[strings.TrimPrefix(k, "/")] = v
+	}
+	return out
+}
+
+func TestBlobErrorsAndSASNeverLeaks(t *testing.T) {
+	az := testenv.Azurite(t)
+	tg := localTarget(t, emulatorOptions())
+	cc := blobContainer(t, az, "sas")
+	putBlob(t, cc, "data/a.ndjson", []byte(`{"id":"1","k":1}`+"\n{broken\n"+`{"id":"2","k":2}`+"\n"))
+	sasURL, err := cc.GetSASURL(sas.ContainerPermissions{Read: true, List: true}, time.Now().Add(time.Hour), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(sasURL)
+	query := u.RawQuery
+	sig := u.Query().Get("sig")
+	blobURL := az.BlobEndpoint() + "/sas/data/*.ndjson?" + query
+	dir := t.TempDir()
+	files := map[string]string{
+		"report":     filepath.Join(dir, "report.json"),
+		"checkpoint": filepath.Join(dir, "ckpt.json"),
+		"dead":       filepath.Join(dir, "dead.ndjson"),
+	}
+	good := runLoader(t, nil, append([]string{"import", blobURL, "--report", files["report"], "--checkpoint", files["checkpoint"],
+		"--dead-letter", files["dead"]}, tg.args("e2e", "sas", "--create-container", "--partition-key", "/k")...)...)
+	if good.code != 3 {
+		t.Fatalf("import with a SAS: exit %d\n%s", good.code, good.stderr)
+	}
+	if n := len(readAll(t, tg, "e2e", "sas")); n != 2 {
+		t.Errorf("%d documents landed, want 2", n)
+	}
+
+	// A SAS signed with the wrong key: 403. A blob that is not there: 404.
+	wrong := strings.Replace(query, url.QueryEscape(sig), url.QueryEscape("AAAA"+sig[4:]), 1)
+	forbidden := runLoader(t, nil, append([]string{"import", az.BlobEndpoint() + "/sas/data/a.ndjson?" + wrong},
+		tg.args("e2e", "sas", "--checkpoint", filepath.Join(dir, "c2.json"))...)...)
+	if forbidden.code != 2 || !strings.Contains(forbidden.stderr, "denied (403") || !strings.Contains(forbidden.stderr, "/sas/data/a.ndjson") {
+		t.Errorf("a bad SAS: exit %d\n%s", forbidden.code, forbidden.stderr)
+	}
+	missing := runLoader(t, nil, append([]string{"import", az.BlobEndpoint() + "/sas/data/nope.ndjson?" + query},
+		tg.args("e2e", "sas", "--checkpoint", filepath.Join(dir, "c3.json"))...)...)
+	if missing.code != 2 || !strings.Contains(missing.stderr, "sas/data/nope.ndjson does not exist (404") {
+		t.Errorf("a missing blob: exit %d\n%s", missing.code, missing.stderr)
+	}
+	viaConn := runLoader(t, nil, "dry-run", az.BlobEndpoint()+"/sas/data/", "--source-connection-string", az.ConnectionString())
+	if viaConn.code != 0 {
+		t.Errorf("dry-run with a connection string: exit %d\n%s", viaConn.code, viaConn.stderr)
+	}
+
+	outputs := map[string]string{"stderr": good.stderr + good.stdout, "403 stderr": forbidden.stderr,
+		"404 stderr": missing.stderr, "connection-string stderr": viaConn.stderr + viaConn.stdout}
+	for name, path := range files {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		outputs[name] = string(b)
+	}
+	if !strings.Contains(outputs["dead"], "/sas/data/a.ndjson") {
+		t.Errorf("the dead letter does not name the blob:\n%s", outputs["dead"])
+	}
+	for name, text := range outputs {
+		for _, secret := range []string{sig, url.QueryEscape(sig), sig[4:], testenv.AzuriteKey, testenv.AzuriteKey[:20]} {
+			if strings.Contains(text, secret) {
+				t.Errorf("the %s contains a secret (%.8s…)", name, secret)
+			}
+		}
+	}
+}
+
+func TestThreeLoadersShareOneBlobPrefix(t *testing.T) {
+	if testing.Short() {
+		t.Skip("shared capacity: not in -short")
+	}
+	az := testenv.Azurite(t)
+	tg := localTarget(t, emulator.Options{DefaultRU: sharedRU})
+	cc := blobContainer(t, az, "fleet")
+	want := map[string]string{}
+	blobInput(t, cc, "exports/a.ndjson", "a", 2000, want)
+	blobInput(t, cc, "exports/b.ndjson", "b", 1000, want)
+	var waits []func() (int, string)
+	for p := 0; p < 3; p++ {
+		// No local copies: every loader reads the same prefix.
+		_, wait := startLoader(t, append([]string{"import", az.BlobEndpoint() + "/fleet/exports/",
+			"--source-connection-string", az.ConnectionString(), "--shard-size", "100000"}, sharedArgs(tg, az)...)...)
+		waits = append(waits, wait)
+	}
+	for i, wait := range waits {
+		if code, stderr := wait(); code != 0 {
+			t.Fatalf("loader %d: exit %d\n%s", i, code, stderr)
+		}
+	}
+	docs := readAll(t, tg, "e2e", "shared")
+	seen := map[string]bool{}
+	for id, doc := range docs {
+		key := fmt.Sprintf("%s/%d", doc["src"], int(doc["seq"].(float64)))
+		if seen[key] {
+			t.Errorf("record %s landed twice", key)
+		}
+		seen[key] = true
+		if strings.HasPrefix(id, "doc-") {
+			doc["id"] = "doc-" + strings.TrimPrefix(id, "doc-"+doc["src"].(string))
+		} else {
+			delete(doc, "id")
+		}
+		delete(doc, "src")
+		if hashDoc(doc) != want[key] {
+			t.Errorf("record %s: content differs", key)
+		}
+	}
+	if len(docs) != len(want) {
+		t.Errorf("%d documents landed, want %d", len(docs), len(want))
+	}
+}
+
+func gzipBytes(t *testing.T, data []byte) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	zw.Write(data)
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
