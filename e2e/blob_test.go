@@ -105,13 +105,13 @@ func TestBlobInputsGlobAndPrefixLandExactly(t *testing.T) {
 func TestBlobKillResumeAndChangedBlob(t *testing.T) {
 	az := testenv.Azurite(t)
 	tg := localTarget(t, emulator.Options{DefaultRU: 1000})
-	cc := blobContainer(t, az, "in")
+	cc := blobContainer(t, az, "inputs")
 	want := map[string]string{}
 	blobInput(t, cc, "big.ndjson", "", 1200, want)
 	dir := t.TempDir()
 	ckpt := filepath.Join(dir, "ckpt.json")
 	conn := []string{"--source-connection-string", az.ConnectionString()}
-	args := append([]string{"import", az.BlobEndpoint() + "/in/big.ndjson", "--checkpoint", ckpt, "--checkpoint-interval", "100ms"},
+	args := append([]string{"import", az.BlobEndpoint() + "/inputs/big.ndjson", "--checkpoint", ckpt, "--checkpoint-interval", "100ms"},
 		tg.args("e2e", "resume", "--create-container", "--partition-key", "/tenant", "--ru", "1000")...)
 	cmd, wait := startLoader(t, append(args, conn...)...)
 	waitForCheckpoint(t, ckpt)
@@ -126,7 +126,7 @@ func TestBlobKillResumeAndChangedBlob(t *testing.T) {
 		t.Errorf("the checkpoint has no ETag for the blob:\n%s", saved)
 	}
 
-	res := runLoader(t, nil, append([]string{"resume", ckpt, "--quiet"}, conn...)...)
+	res := runLoader(t, nil, append([]string{"resume", ckpt, "--quiet", "--key", tg.key}, conn...)...)
 	if res.code != 0 {
 		t.Fatalf("resume: exit %d\n%s", res.code, res.stderr)
 	}
@@ -141,7 +141,7 @@ func TestBlobKillResumeAndChangedBlob(t *testing.T) {
 		t.Fatal(err)
 	}
 	putBlob(t, cc, "big.ndjson", []byte(`{"id":"other"}`+"\n"))
-	res = runLoader(t, nil, append([]string{"resume", ckpt, "--quiet"}, conn...)...)
+	res = runLoader(t, nil, append([]string{"resume", ckpt, "--quiet", "--key", tg.key}, conn...)...)
 	if res.code == 0 || !strings.Contains(res.stderr, "changed since the checkpoint") || !strings.Contains(res.stderr, "ETag") {
 		t.Errorf("resume over a changed blob: exit %d\n%s", res.code, res.stderr)
 	}
