@@ -229,13 +229,13 @@ func TestThreeLoadersShareOneBlobPrefix(t *testing.T) {
 	tg := localTarget(t, emulator.Options{DefaultRU: sharedRU})
 	cc := blobContainer(t, az, "fleet")
 	want := map[string]string{}
-	blobInput(t, cc, "exports/a.ndjson", "a", 2000, want)
-	blobInput(t, cc, "exports/b.ndjson", "b", 1000, want)
+	blobInput(t, cc, "exports/a.ndjson", "a", 1000, want)
+	blobInput(t, cc, "exports/b.ndjson", "b", 500, want)
 	var waits []func() (int, string)
 	for p := 0; p < 3; p++ {
 		// No local copies: every loader reads the same prefix.
 		_, wait := startLoader(t, append([]string{"import", az.BlobEndpoint() + "/fleet/exports/",
-			"--source-connection-string", az.ConnectionString(), "--shard-size", "100000"}, sharedArgs(tg, az)...)...)
+			"--source-connection-string", az.ConnectionString(), "--shard-size", "60000"}, sharedArgs(tg, az)...)...)
 		waits = append(waits, wait)
 	}
 	for i, wait := range waits {
@@ -263,6 +263,24 @@ func TestThreeLoadersShareOneBlobPrefix(t *testing.T) {
 	}
 	if len(docs) != len(want) {
 		t.Errorf("%d documents landed, want %d", len(docs), len(want))
+	}
+	// The blobs were cut into byte ranges, aligned on lines by reading
+	// them from storage: more shards than blobs.
+	leases, err := container.NewClientFromConnectionString(az.ConnectionString(), "loader-leases", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := "shards/"
+	shards := 0
+	for pager := leases.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: &prefix}); pager.More(); {
+		page, err := pager.NextPage(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		shards += len(page.Segment.BlobItems)
+	}
+	if shards < 4 {
+		t.Errorf("%d shard blobs for two blobs of ~300 KB and ~150 KB at --shard-size 60000", shards)
 	}
 }
 
