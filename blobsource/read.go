@@ -102,6 +102,9 @@ func (b *Blob) Open(offset int64) (io.ReadCloser, error) {
 	return s, nil
 }
 
+// firstChunk is the size of a stream's first ranged GET.
+const firstChunk = 64 << 10
+
 type chunk struct {
 	buf []byte
 	err error
@@ -121,15 +124,20 @@ type stream struct {
 func (s *stream) produce(ctx context.Context, b *Blob, off int64) {
 	defer close(s.done)
 	defer close(s.chunks)
-	for ; off < b.id.Size; off += b.chunk {
+	// The first range is small: a reader that only looks at the head (is
+	// this NDJSON one JSON array?) then closes costs little.
+	size := min(b.chunk, firstChunk)
+	for off < b.id.Size {
 		var buf []byte
 		select {
 		case buf = <-s.free:
 		default:
 			buf = make([]byte, b.chunk)
 		}
-		buf = buf[:min(b.chunk, b.id.Size-off)]
+		buf = buf[:min(size, b.id.Size-off)]
 		err := b.fetch(ctx, off, buf)
+		off += int64(len(buf))
+		size = b.chunk
 		select {
 		case s.chunks <- chunk{buf, err}:
 		case <-ctx.Done():
