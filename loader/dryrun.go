@@ -323,11 +323,17 @@ func dryRunSegments(in source.Input, j *DryRunJob, parts int, warnings *[]string
 	if in.Stdin || parts <= 1 {
 		return whole, whole, nil
 	}
-	st, err := os.Stat(in.Path)
-	if err != nil {
-		return nil, nil, err
+	var size int64
+	if in.Remote != nil {
+		size = in.Remote.Identity().Size
+	} else {
+		st, err := os.Stat(in.Path)
+		if err != nil {
+			return nil, nil, err
+		}
+		size = st.Size()
 	}
-	n := SegmentCount(st.Size(), parts, j.Segments)
+	n := SegmentCount(size, parts, j.Segments)
 	altN := min(maxSegments, max(4*n, 4*parts))
 	alt, why, err := source.Split(in, j.Source, altN)
 	if err != nil {

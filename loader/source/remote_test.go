@@ -108,3 +108,11 @@ func TestExpandWithRemote(t *testing.T) {
 		t.Errorf("inputs %v", paths)
 	}
 }
+
+func TestRemoteIsNotSegmented(t *testing.T) {
+	in := Input{Path: "https://acct.blob.core.windows.net/c/x.ndjson", Remote: &memRemote{data: []byte("{}\n{}\n{}\n{}\n")}}
+	ranges, why, err := Split(in, Options{}, 4)
+	if err != nil || len(ranges) != 1 || !strings.Contains(why, "blob") {
+		t.Errorf("Split of a blob = %v, %q, %v; want one range and the reason", ranges, why, err)
+	}
+}

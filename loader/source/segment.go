@@ -26,6 +26,11 @@ func Splittable(in Input, opts Options) (bool, string) {
 	if in.Stdin {
 		return false, "standard input is read once, front to back"
 	}
+	if in.Remote != nil {
+		// Finding record boundaries reads everything before them: for a
+		// blob, a download of most of it before the load starts.
+		return false, "it is a blob (finding record boundaries would download it before the load)"
+	}
 	format, err := ResolveFormat(in, opts)
 	if err != nil {
 		return false, err.Error()
