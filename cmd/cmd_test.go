@@ -42,6 +42,19 @@ func TestImportFlagsToOptions(t *testing.T) {
 			},
 		},
 		{
+			name: "blob credentials from the environment, a flag winning",
+			args: []string{"https://acct.blob.core.windows.net/c/x/?sig=s", "b.ndjson"},
+			env:  map[string]string{"LOADER_SOURCE_CONNECTION_STRING": "AccountName=a;AccountKey=k"},
+			check: func(t *testing.T, o *ImportOptions) {
+				if o.Blob.SourceConnectionString != "AccountName=a;AccountKey=k" {
+					t.Errorf("got %+v", o.Blob)
+				}
+				if got := redactArgs(o.Args); got[0] != "https://acct.blob.core.windows.net/c/x/" || got[1] != "b.ndjson" {
+					t.Errorf("redacted args %q", got)
+				}
+			},
+		},
+		{
 			name: "environment supplies the endpoint and key",
 			args: []string{"a.ndjson", "--database", "d", "--container", "c"},
 			env:  map[string]string{"COSMOS_ENDPOINT": "https://x.documents.azure.com:443/", "COSMOS_KEY": testKey},
