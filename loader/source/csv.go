@@ -108,23 +108,32 @@ func newCSVReader(path string, src io.ReadCloser, opts Options, delim rune, star
 
 func (c *csvReader) Close() error { return c.src.Close() }
 
+// readHeader reads and checks the header row. A header that cannot name
+// every column exactly once (unparsable, invalid UTF-8, a repeated or empty
+// name, a runaway quote) is an *InputError: no row of the input can be
+// mapped without guessing, so the whole input is refused.
 func (c *csvReader) readHeader() error {
 	fields, rec, raw, err := c.readRow()
 	if err != nil {
+		if errors.Is(err, ErrCSVRecordTooLong) {
+			return inputError(ReasonCSVHeader, 0, err)
+		}
 		return err
 	}
 	if rec.Err != nil {
-		return fmt.Errorf("read CSV header: %w", rec.Err)
+		return inputError(ReasonCSVHeader, rec.Offset, fmt.Errorf("read CSV header: %w", rec.Err))
 	}
 	if !utf8.Valid(raw) {
-		return fmt.Errorf("read CSV header: %w", invalidUTF8(raw, rec.Offset))
+		return inputError(ReasonCSVHeader, rec.Offset, fmt.Errorf("read CSV header: %w", invalidUTF8(raw, rec.Offset)))
 	}
 	c.header = make([]string, len(fields))
 	for i, f := range fields {
 		c.header[i] = strings.TrimSpace(f)
 	}
-	c.root, err = buildTree(c.header)
-	return err
+	if c.root, err = buildTree(c.header); err != nil {
+		return inputError(ReasonCSVHeader, rec.Offset, err)
+	}
+	return nil
 }
 
 // readRow reads one CSV row. rec has its positions set; rec.Err is set for a
