@@ -52,6 +52,9 @@ type Input struct {
 	// byte ranges, each with its own low-water mark; Committed and Records
 	// above then sum them up for people (Committed is the first segment's).
 	Segments []Segment `json:"segments,omitempty"`
+	// Refused: the input was refused whole (corrupt gzip, bad CSV header)
+	// and listed once in the dead-letter file; a resume skips it.
+	Refused bool `json:"refused,omitempty"`
 }
 
 // Segment is one byte range of an input read by its own cursor: it starts

@@ -33,6 +33,10 @@ type progress struct {
 	lastLog  time.Duration
 	logged   bool
 	drawn    bool // a line is on the terminal, not yet ended
+	// lastWarn is when the no-write warning (loader.StallText) was last
+	// printed; it repeats every logEvery while writes keep failing.
+	lastWarn time.Duration
+	warned   bool
 }
 
 func newProgress(ios *IOStreams) *progress {
@@ -51,6 +55,14 @@ func (p *progress) update(ev loader.ProgressEvent) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	r := p.rates(ev.Live)
+	if warn := loader.StallText(ev.Live); warn != "" && (!p.warned || ev.Elapsed-p.lastWarn >= p.logEvery) {
+		p.lastWarn, p.warned = ev.Elapsed, true
+		if p.drawn {
+			io.WriteString(p.w, "\r\x1b[K")
+			p.drawn = false
+		}
+		io.WriteString(p.w, "warning: "+warn+"\n")
+	}
 	if p.tty {
 		io.WriteString(p.w, "\r"+progressLine(ev, r, p.width())+"\x1b[K")
 		p.drawn = true

@@ -163,3 +163,39 @@ func golden(t *testing.T, path, got string) {
 		t.Errorf("%s differs (rerun with -update and review the diff):\n got:\n%s\nwant:\n%s", path, got, want)
 	}
 }
+
+// Writes failing for 10 s or more print a warning naming the failure, on
+// its own line (a terminal's progress line is cleared first), again every
+// 5 s while it lasts, and not after a success.
+func TestProgressWarnsWhenNoWriteSucceeds(t *testing.T) {
+	for _, tty := range []bool{false, true} {
+		var out bytes.Buffer
+		p := newProgress(&IOStreams{ErrOut: &out, ErrIsTerminal: func() bool { return tty }, TerminalWidth: func() int { return 80 }})
+		for s := 1; s <= 22; s++ {
+			l := loader.Live{Elapsed: time.Duration(s) * time.Second, LastFailure: "503 service unavailable"}
+			if s >= 3 && s <= 18 {
+				l.NoWriteFor = time.Duration(s-2) * time.Second
+			}
+			p.update(loader.ProgressEvent{Live: l, TargetRU: 1000})
+		}
+		var warns []string
+		for _, line := range strings.Split(out.String(), "\n") {
+			if i := strings.Index(line, "warning:"); i >= 0 {
+				if tty && !strings.HasSuffix(line[:i], "\r\x1b[K") {
+					t.Errorf("warning not on a cleared line: %q", line)
+				}
+				warns = append(warns, line[i:])
+			}
+		}
+		want := []string{
+			"warning: no write has succeeded for 10 s: 503 service unavailable; retrying",
+			"warning: no write has succeeded for 15 s: 503 service unavailable; retrying",
+		}
+		if strings.Join(warns, "\n") != strings.Join(want, "\n") {
+			t.Errorf("tty %v: warnings %q, want %q", tty, warns, want)
+		}
+	}
+	if got := loader.StallText(loader.Live{NoWriteFor: 9 * time.Second, LastFailure: "429 throttled"}); got != "" {
+		t.Errorf("StallText under 10 s = %q", got)
+	}
+}

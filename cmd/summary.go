@@ -24,6 +24,9 @@ func writeSummary(w io.Writer, r *loader.Report) {
 		fmt.Fprintf(&b, "  → %s", r.DeadLetterPath)
 	}
 	b.WriteString("\n")
+	if r.InputsRefused > 0 {
+		fmt.Fprintf(&b, "  inputs refused        %s (corrupt gzip or bad CSV header: one dead-letter line each, none of their records loaded)\n", n(r.InputsRefused))
+	}
 	fmt.Fprintf(&b, "  RU consumed           %s (%s per record, p95 %s)\n",
 		human.Number(r.RUConsumed, 1), human.Number(r.RUPerRecord.Mean, 2), human.Number(r.RUPerRecord.P95, 2))
 	fmt.Fprintf(&b, "  duration              %s\n", human.Seconds(r.DurationSeconds))
@@ -34,6 +37,10 @@ func writeSummary(w io.Writer, r *loader.Report) {
 	fmt.Fprintf(&b, "  achieved              %s RU/s of %s target (%s%s)\n", human.Number(r.AchievedRUPerSec, 0),
 		human.Number(r.TargetRUPerSec, 0), human.Number(r.Utilization*100, 0)+"%", per)
 	fmt.Fprintf(&b, "  requests              %s, throttled %s (%s)\n", n(r.RequestsSent), n(r.ThrottledResponses), human.Number(r.ThrottledPercent, 2)+"%")
+	if rt := r.Retries; rt.Total() > 0 {
+		fmt.Fprintf(&b, "  retries (this run)    %s: 429 throttled %s · 408 timeout %s · 503/449 unavailable %s · connection %s · other %s\n",
+			n(rt.Total()), n(rt.Throttled), n(rt.Timeout), n(rt.Unavailable), n(rt.Connection), n(rt.Other))
+	}
 	if r.Resumed {
 		t := r.ThisRun
 		b.WriteString("  this run (the figures above are the whole load):\n")

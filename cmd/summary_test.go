@@ -34,6 +34,13 @@ func TestSummaryGolden(t *testing.T) {
 			Utilization: 0.18, RUPerRecord: loader.Spread{Mean: 7.25, P95: 7.4},
 			Naive: loader.NaiveFigures{Requests: 100, Passes: 1, Seconds: 0.18},
 			Paced: loader.PacedFigures{Requests: 100, Seconds: 0.18, Measured: true}}},
+		{"refused-and-retried", loader.Report{Status: "finished", Mode: "upsert", RecordsRead: 42, RecordsWritten: 40,
+			RecordsDeadLettered: 2, InputsRefused: 2, DeadLetterPath: "/tmp/x.deadletter.ndjson", RequestsSent: 61,
+			ThrottledResponses: 3, ThrottledPercent: 4.92, RUConsumed: 230, DurationSeconds: 2.5, TargetRUPerSec: 4000,
+			AchievedRUPerSec: 92, Utilization: 0.02, RUPerRecord: loader.Spread{Mean: 5.75, P95: 5.75},
+			Retries: loader.Retries{Throttled: 3, Timeout: 5, Unavailable: 9, Connection: 2, Other: 2},
+			Naive:   loader.NaiveFigures{Requests: 40, Passes: 1, Seconds: 1},
+			Paced:   loader.PacedFigures{Requests: 61, Throttled: 3, Seconds: 2.5, Measured: true}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var b strings.Builder

@@ -161,7 +161,7 @@ func Execute(ctx context.Context, j *Job) (*Report, error) {
 		}
 		for i := range inputs {
 			c := state.Inputs[i]
-			inputs[i].Start = Committed{Offset: c.Committed.Offset, Line: c.Committed.Line, Records: c.Records}
+			inputs[i].Start = Committed{Offset: c.Committed.Offset, Line: c.Committed.Line, Records: c.Records, Refused: c.Refused}
 			startRecords[i] = c.Records
 		}
 	}

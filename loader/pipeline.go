@@ -136,9 +136,19 @@ type Live struct {
 	// progress and ETA count, since reading runs ahead of writing.
 	BytesDone                      int64
 	Written, Skipped, DeadLettered int64
-	Requests, Throttled            int64
-	RU                             float64
-	InFlight                       int64
+	// InputsRefused counts inputs refused whole (corrupt gzip, bad CSV
+	// header); each is also one of DeadLettered.
+	InputsRefused       int64
+	Requests, Throttled int64
+	RU                  float64
+	InFlight            int64
+	// Retries are this run's resent attempts by cause.
+	Retries Retries
+	// NoWriteFor is how long no write has succeeded while attempts kept
+	// failing (0 once one succeeds), LastFailure what the last one was
+	// ("503 service unavailable"): a display warns past about 10 s.
+	NoWriteFor  time.Duration
+	LastFailure string
 }
 
 // StopCause says why a run ended before its inputs did.
@@ -204,9 +214,12 @@ type run struct {
 	read, bytes, bad       atomic.Int64
 	requests, throttled    atomic.Int64
 	written, skipped, dead atomic.Int64
+	refused                atomic.Int64 // inputs refused whole
 	inFlight               atomic.Int64
 	ruMilli                atomic.Int64
 	sinceCheckpoint        atomic.Int64
+	retries                retryCounters
+	health                 writeHealth
 
 	saves    int64         // checkpoints saved
 	saveTime time.Duration // time spent saving them (fsyncs mostly)
@@ -228,7 +241,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	// Committed counts are this run's; only the position carries over.
 	starts := make([]Committed, len(o.Inputs))
 	for i, in := range o.Inputs {
-		starts[i] = Committed{Offset: in.Start.Offset, Line: in.Start.Line}
+		starts[i] = Committed{Offset: in.Start.Offset, Line: in.Start.Line, Refused: in.Start.Refused}
 	}
 	dl, err := openDeadLetter(o.DeadLetterPath, o.DeadLetterSize)
 	if err != nil {
@@ -238,6 +251,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		o.Charges = NewHistogram()
 	}
 	r := &run{o: o, dl: dl, start: o.Now(), charges: o.Charges}
+	r.health.lastOK.Store(r.start.UnixNano())
 	r.tr = newTracker(starts, dl.write)
 
 	readCtx, stopRd := context.WithCancelCause(context.Background())
@@ -433,18 +447,24 @@ func (r *run) recordSecond(prev *Live, last *int64, final bool) {
 }
 
 func (r *run) live() Live {
+	now := r.o.Now()
+	stalled, lastFailure := r.health.stalled(now)
 	return Live{
-		Elapsed:      r.o.Now().Sub(r.start),
-		RecordsRead:  r.read.Load(),
-		BytesRead:    r.bytes.Load(),
-		BytesDone:    r.bytesDone(),
-		Written:      r.written.Load(),
-		Skipped:      r.skipped.Load(),
-		DeadLettered: r.dead.Load(),
-		Requests:     r.requests.Load(),
-		Throttled:    r.throttled.Load(),
-		RU:           float64(r.ruMilli.Load()) / 1000,
-		InFlight:     r.inFlight.Load(),
+		Retries:       r.retries.snapshot(),
+		NoWriteFor:    stalled,
+		LastFailure:   lastFailure,
+		Elapsed:       now.Sub(r.start),
+		RecordsRead:   r.read.Load(),
+		BytesRead:     r.bytes.Load(),
+		BytesDone:     r.bytesDone(),
+		Written:       r.written.Load(),
+		Skipped:       r.skipped.Load(),
+		DeadLettered:  r.dead.Load(),
+		InputsRefused: r.refused.Load(),
+		Requests:      r.requests.Load(),
+		Throttled:     r.throttled.Load(),
+		RU:            float64(r.ruMilli.Load()) / 1000,
+		InFlight:      r.inFlight.Load(),
 	}
 }
 
@@ -544,11 +564,25 @@ func (r *run) readAll(queues []chan *item) error {
 }
 
 func (r *run) readInput(i int, in Input, queues []chan *item) error {
+	if in.Start.Refused {
+		return nil // refused by an earlier run: its dead letter is written
+	}
+	// A gzip stream's CRC and length are checked only at its very end, after
+	// every record has been handed out: check them before loading any. This
+	// runs on every run, resumes included (one decompression pass, far
+	// faster than a paced load). Stdin is read once and cannot be checked.
+	if !in.Stdin {
+		if _, err := source.VerifyGzip(in.Path); err != nil {
+			return r.refuseInput(i, in, err)
+		}
+	}
 	lastOffset := in.Start.Offset
-	return scanInput(in, r.o.Stdin, r.o.Source, r.o.Mapper, func(s *scanned) bool {
+	anyRecord := false
+	err := scanInput(in, r.o.Stdin, r.o.Source, r.o.Mapper, func(s *scanned) bool {
 		if r.stopped() {
 			return false
 		}
+		anyRecord = true
 		rec := s.rec
 		r.read.Add(1)
 		r.bytes.Add(rec.Next.Offset - lastOffset)
@@ -577,13 +611,44 @@ func (r *run) readInput(i int, in Input, queues []chan *item) error {
 			return false
 		}
 	})
+	if err != nil && !anyRecord {
+		// A bad CSV header is found when the input is opened.
+		return r.refuseInput(i, in, err)
+	}
+	return err
+}
+
+// refuseInput turns an input-level failure (source.InputError) into one
+// dead letter for the whole input, none of whose records is loaded, and
+// lets the other inputs go on. Any other error is returned: it is fatal.
+func (r *run) refuseInput(i int, in Input, err error) error {
+	var ie *source.InputError
+	if !errors.As(err, &ie) {
+		return err
+	}
+	line := int64(0)
+	if ie.Code == source.ReasonCSVHeader {
+		line = 1
+	}
+	r.read.Add(1)
+	r.refused.Add(1)
+	seq := r.tr.add(i, in.Start.Offset, in.Start.Line)
+	r.deadLetterAs(i, seq, resultRefused, &DeadLetter{
+		Source: in.Path, Line: line, Offset: ie.Offset, Reason: ie.Code,
+		Error: "input refused, none of its records loaded: " + ie.Error(),
+	})
+	return nil
 }
 
 // deadLetter acknowledges a record as dead-lettered and enforces --max-errors.
 func (r *run) deadLetter(input int, seq uint64, d *DeadLetter) {
+	r.deadLetterAs(input, seq, resultDeadLettered, d)
+}
+
+func (r *run) deadLetterAs(input int, seq uint64, result recordResult, d *DeadLetter) {
 	r.dead.Add(1)
 	r.sinceCheckpoint.Add(1)
-	r.tr.ack(input, seq, resultDeadLettered, d)
+	r.tr.ack(input, seq, result, d)
 	if n := r.bad.Add(1); r.o.MaxErrors >= 0 && n > r.o.MaxErrors {
 		r.stop(MaxErrorsExceeded, fmt.Errorf("%w: %d (--max-errors %d)", ErrMaxErrors, n, r.o.MaxErrors))
 	}
@@ -649,6 +714,12 @@ func (r *run) write(it *item) {
 			r.o.Pacer.Settle(it.part, it.est, out.Charge)
 		}
 		switch class {
+		case Done, Exists:
+			r.health.succeeded(r.o.Now())
+		case Throttled, Transient:
+			r.health.failed(r.o.Now(), out)
+		}
+		switch class {
 		case Done:
 			if r.o.Cost != nil {
 				r.o.Cost.Observe(it.size, it.terms, out.Charge)
@@ -669,6 +740,7 @@ func (r *run) write(it *item) {
 			return
 		case Throttled:
 			r.throttled.Add(1)
+			r.retries[retryThrottled].Add(1)
 			if r.o.Strategy == StrategyPaced {
 				r.o.Pacer.Throttled(it.part, wait)
 				// The partition is paused for the retry-after; waiting on
@@ -687,6 +759,7 @@ func (r *run) write(it *item) {
 					it.doc.ID, it.path, it.line, transient, outcomeText(out)))
 				return
 			}
+			r.retries[retryClass(out)].Add(1)
 			if err := r.o.Sleep(r.wctx, Backoff(transient, 100*time.Millisecond, 5*time.Second, rand.Float64())); err != nil {
 				return
 			}

@@ -1,8 +1,11 @@
 package loader
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -259,6 +262,197 @@ func TestRunNeverCheckpointsPastADeadLetterItCouldNotWrite(t *testing.T) {
 	for _, s := range saved {
 		if c := s.Committed[0]; c.Line > 3 || c.DeadLettered > 0 || s.Complete {
 			t.Errorf("a checkpoint passed the record whose dead letter was not written: %+v", s)
+		}
+	}
+}
+
+func TestRunCountsRetriesByClass(t *testing.T) {
+	first := map[string]Outcome{
+		"d0": {Status: 429, RetryAfter: time.Millisecond},
+		"d1": {Status: 408},
+		"d2": {Status: 503},
+		"d3": {Status: 449},
+		"d4": {Err: errors.New("connection reset by peer")},
+		"d5": {Status: 500},
+		"d6": {Status: 400, Message: "bad"}, // refused, not retried
+	}
+	sink := &fakeSink{respond: func(id string, attempt int) Outcome {
+		if o, ok := first[id]; ok && attempt == 1 {
+			return o
+		}
+		return Outcome{Status: 201, Charge: 5}
+	}}
+	res, _ := runFake(t, docs(8), sink, nil)
+	want := Retries{Throttled: 1, Timeout: 1, Unavailable: 2, Connection: 1, Other: 1}
+	if res.Live.Retries != want {
+		t.Errorf("retries %+v, want %+v", res.Live.Retries, want)
+	}
+	if res.Live.Written != 7 || res.Live.NoWriteFor != 0 || res.Live.LastFailure != "" {
+		t.Errorf("live %+v", res.Live)
+	}
+}
+
+// fakeClock is a clock the test moves.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// While every attempt fails, the run's live figures say for how long no
+// write has succeeded and what is failing; a success clears both.
+func TestRunReportsHowLongNoWriteSucceeded(t *testing.T) {
+	clock := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	seen := make(chan Live, 1)
+	sink := &fakeSink{respond: func(_ string, attempt int) Outcome {
+		if attempt < 5 {
+			clock.Advance(3 * time.Second)
+			return Outcome{Status: 503}
+		}
+		// 12 s of failures so far: wait until progress has seen them.
+		select {
+		case l := <-seen:
+			select {
+			case seen <- l: // for the test's checks below
+			default:
+			}
+		case <-time.After(10 * time.Second):
+		}
+		return Outcome{Status: 201, Charge: 5}
+	}}
+	res, _ := runFake(t, docs(1), sink, func(o *Options) {
+		o.Now = clock.Now
+		o.Progress = func(l Live) {
+			if l.NoWriteFor >= StallWarning {
+				select {
+				case seen <- l:
+				default:
+				}
+			}
+		}
+	})
+	var l Live
+	select {
+	case l = <-seen:
+	default:
+		t.Fatal("progress never saw the stall")
+	}
+	if l.NoWriteFor != 12*time.Second || l.LastFailure != "503 service unavailable" || l.Retries.Unavailable != 4 {
+		t.Errorf("stalled live: for %v, last %q, retries %+v", l.NoWriteFor, l.LastFailure, l.Retries)
+	}
+	if StallText(l) != "no write has succeeded for 12 s: 503 service unavailable; retrying" {
+		t.Errorf("warning %q", StallText(l))
+	}
+	if res.Live.Written != 1 || res.Live.NoWriteFor != 0 || res.Live.LastFailure != "" {
+		t.Errorf("after the success: %+v", res.Live)
+	}
+}
+
+// A corrupt gzip (bad CRC, truncated) and a CSV repeating a header column
+// are refused whole: one dead letter each, none of their records written,
+// the other inputs loaded; a resume neither reads them nor lists them again.
+func TestRunRefusesCorruptInputsWhole(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, b []byte) Input {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return Input{Input: source.Input{Path: p}, IDSeed: name}
+	}
+	ndjson := func(prefix string, n int) []byte {
+		var b strings.Builder
+		for i := 0; i < n; i++ {
+			fmt.Fprintf(&b, `{"id":"%s%d","k":"p%d"}`+"\n", prefix, i, i%3)
+		}
+		return []byte(b.String())
+	}
+	gz := func(b []byte) []byte {
+		var z bytes.Buffer
+		zw := gzip.NewWriter(&z)
+		zw.Write(b)
+		zw.Close()
+		return z.Bytes()
+	}
+	crc := gz(ndjson("crc", 50))
+	crc[len(crc)-8] ^= 0xff
+	trunc := gz(ndjson("trunc", 500))
+	trunc = trunc[:len(trunc)-20]
+	inputs := []Input{
+		write("good.ndjson", ndjson("good", 20)),
+		write("crc.ndjson.gz", crc),
+		write("dup.csv", []byte("id,k,id\nc1,p,x\n")),
+		write("trunc.ndjson.gz", trunc),
+		write("good2.ndjson.gz", gz(ndjson("gz", 10))),
+	}
+	sink := &fakeSink{}
+	var last Snapshot
+	res, dl := runFake(t, nil, sink, func(o *Options) {
+		o.Inputs = inputs
+		o.Checkpoint = func(s Snapshot) error { last = s; return nil }
+	})
+	if len(sink.written) != 30 {
+		t.Errorf("%d documents written, want the 30 good ones", len(sink.written))
+	}
+	for id := range sink.written {
+		if !strings.HasPrefix(id, "good") && !strings.HasPrefix(id, "gz") {
+			t.Errorf("%s written from a refused input", id)
+		}
+	}
+	if res.Cause != Finished || res.Live.DeadLettered != 3 || res.Live.InputsRefused != 3 || !res.Snapshot.Complete {
+		t.Fatalf("cause %v live %+v complete %v", res.Cause, res.Live, res.Snapshot.Complete)
+	}
+	b, _ := os.ReadFile(dl)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	want := map[string]string{"crc.ndjson.gz": "corrupt_input", "dup.csv": "csv_header", "trunc.ndjson.gz": "corrupt_input"}
+	if len(lines) != len(want) {
+		t.Fatalf("dead letters:\n%s", b)
+	}
+	for _, line := range lines {
+		var d DeadLetter
+		if err := json.Unmarshal([]byte(line), &d); err != nil {
+			t.Fatal(err)
+		}
+		if r := want[filepath.Base(d.Source)]; r == "" || d.Reason != r || !strings.Contains(d.Error, "none of its records loaded") {
+			t.Errorf("dead letter %s", line)
+		}
+	}
+	for i, c := range last.Committed {
+		if refused := i == 1 || i == 2 || i == 3; c.Refused != refused || (refused && c.DeadLettered != 1) {
+			t.Errorf("input %d committed %+v", i, c)
+		}
+	}
+
+	// Resume from that checkpoint: the refused inputs stay refused, once.
+	for i := range inputs {
+		inputs[i].Start = last.Committed[i]
+	}
+	sink2 := &fakeSink{}
+	res, _ = runFake(t, nil, sink2, func(o *Options) {
+		o.Inputs = inputs
+		o.DeadLetterPath = dl
+		o.DeadLetterSize = last.DeadLetterSize
+	})
+	if len(sink2.written) != 0 || res.Live.DeadLettered != 0 || res.Live.RecordsRead != 0 {
+		t.Errorf("resume re-read: wrote %d, live %+v", len(sink2.written), res.Live)
+	}
+	if b2, _ := os.ReadFile(dl); !bytes.Equal(b, b2) {
+		t.Errorf("resume changed the dead-letter file:\n%s", b2)
+	}
+	for i, c := range res.Snapshot.Committed {
+		if c.Refused != last.Committed[i].Refused {
+			t.Errorf("resume lost input %d's refusal: %+v", i, c)
 		}
 	}
 }

@@ -1,6 +1,11 @@
 package loader
 
-import "github.com/cosmosloader/loader/pacing"
+import (
+	"fmt"
+	"time"
+
+	"github.com/cosmosloader/loader/pacing"
+)
 
 // ProgressEvent is what the engine tells a progress display, about once a
 // second: the live figures and what puts them in context. The engine only
@@ -38,4 +43,18 @@ func (j *Job) progressFunc(totalBytes int64, target float64, pacer *pacing.Pacer
 		}
 		j.Progress(ev)
 	}
+}
+
+// StallWarning is how long no write may succeed, while attempts keep
+// failing, before a progress display says so.
+const StallWarning = 10 * time.Second
+
+// StallText is the warning for a run whose writes have all been failing
+// for StallWarning or longer, or "" when there is nothing to warn about:
+// "no write has succeeded for 12 s: 503 service unavailable; retrying".
+func StallText(l Live) string {
+	if l.NoWriteFor < StallWarning || l.LastFailure == "" {
+		return ""
+	}
+	return fmt.Sprintf("no write has succeeded for %d s: %s; retrying", int64(l.NoWriteFor/time.Second), l.LastFailure)
 }

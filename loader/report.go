@@ -27,20 +27,29 @@ type Report struct {
 	ExitCode int    `json:"exit_code"`
 	Error    string `json:"error,omitempty"`
 
-	RecordsRead            int64   `json:"records_read"`
-	RecordsWritten         int64   `json:"records_written"`
-	RecordsSkippedExisting int64   `json:"records_skipped_existing"`
-	RecordsDeadLettered    int64   `json:"records_dead_lettered"`
-	RequestsSent           int64   `json:"requests_sent"`
-	ThrottledResponses     int64   `json:"throttled_responses"`
-	ThrottledPercent       float64 `json:"throttled_percent"`
-	RUConsumed             float64 `json:"ru_consumed"`
-	DurationSeconds        float64 `json:"duration_seconds"`
-	TargetRUPerSec         float64 `json:"target_ru_per_sec"`
-	AchievedRUPerSec       float64 `json:"achieved_ru_per_sec"`
-	Utilization            float64 `json:"utilization"`
-	DeadLetterPath         string  `json:"dead_letter_path"`
-	CheckpointPath         string  `json:"checkpoint_path"`
+	RecordsRead            int64 `json:"records_read"`
+	RecordsWritten         int64 `json:"records_written"`
+	RecordsSkippedExisting int64 `json:"records_skipped_existing"`
+	RecordsDeadLettered    int64 `json:"records_dead_lettered"`
+	// InputsRefused counts inputs refused whole (a gzip file failing its
+	// CRC or length check, a CSV header repeating or omitting a column
+	// name): each is one line of the dead-letter file (reason
+	// corrupt_input or csv_header) and one of RecordsDeadLettered; none
+	// of its records was loaded.
+	InputsRefused      int64   `json:"inputs_refused"`
+	RequestsSent       int64   `json:"requests_sent"`
+	ThrottledResponses int64   `json:"throttled_responses"`
+	ThrottledPercent   float64 `json:"throttled_percent"`
+	// Retries are this run's resent write attempts by cause (not carried
+	// over from the runs a resume continues).
+	Retries          Retries `json:"retries"`
+	RUConsumed       float64 `json:"ru_consumed"`
+	DurationSeconds  float64 `json:"duration_seconds"`
+	TargetRUPerSec   float64 `json:"target_ru_per_sec"`
+	AchievedRUPerSec float64 `json:"achieved_ru_per_sec"`
+	Utilization      float64 `json:"utilization"`
+	DeadLetterPath   string  `json:"dead_letter_path"`
+	CheckpointPath   string  `json:"checkpoint_path"`
 	// CheckpointSaves and CheckpointSeconds are this run's checkpointing:
 	// how often it saved and the time the saves took (they run beside
 	// the writers, so this bounds their cost to throughput from above).
@@ -140,6 +149,16 @@ func buildReport(j *Job, res *Result, target float64, partitions int, base check
 		FinishedAt:             j.Now(),
 	}
 	r.StartedAt = r.FinishedAt.Add(-res.Snapshot.Elapsed)
+	r.Retries = res.Live.Retries
+	for _, in := range st.Inputs {
+		if in.Refused {
+			r.InputsRefused++
+		}
+	}
+	if r.InputsRefused == 0 {
+		// Shared loads keep no per-input state here: this run's count.
+		r.InputsRefused = res.Live.InputsRefused
+	}
 	if r.RecordsDeadLettered == 0 {
 		r.DeadLetterPath = ""
 	}
@@ -242,6 +261,7 @@ func (r *Report) WriteHTML(path string) error {
 		AchievedRUPerSec: r.AchievedRUPerSec, Utilization: r.Utilization, ThrottledPercent: r.ThrottledPercent,
 		RUPerRecordP50: r.RUPerRecord.P50, RUPerRecordP95: r.RUPerRecord.P95, RUPerRecordMax: r.RUPerRecord.Max,
 		DeadLetterPath: r.DeadLetterPath, CheckpointPath: r.CheckpointPath,
+		InputsRefused: r.InputsRefused, Retries: htmlreport.Retries(r.Retries),
 		Naive: htmlreport.NaiveFigures(r.Naive), Paced: htmlreport.PacedFigures(r.Paced),
 	}
 	for _, s := range r.Series {

@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -23,5 +24,23 @@ func TestSubSecondRunIsRatedOverOneSecond(t *testing.T) {
 	}
 	if r := report(2 * time.Second); r.AchievedRUPerSec != 362.25 || r.ThisRun.AchievedRUPerSec != 362.25 {
 		t.Errorf("2 s run: achieved %v (this run %v), want 362.25", r.AchievedRUPerSec, r.ThisRun.AchievedRUPerSec)
+	}
+}
+
+// The JSON report carries retries by class and the inputs refused whole.
+func TestReportJSONRetriesAndRefusedInputs(t *testing.T) {
+	r := &Report{InputsRefused: 1, Retries: Retries{Throttled: 4, Timeout: 1, Unavailable: 2, Connection: 3, Other: 1}}
+	js, _ := json.Marshal(r)
+	var m map[string]any
+	json.Unmarshal(js, &m)
+	want := map[string]any{"throttled": 4.0, "timeout": 1.0, "unavailable": 2.0, "connection": 3.0, "other": 1.0}
+	got, _ := m["retries"].(map[string]any)
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("retries.%s = %v, want %v (%s)", k, got[k], v, js)
+		}
+	}
+	if m["inputs_refused"] != 1.0 {
+		t.Errorf("inputs_refused = %v", m["inputs_refused"])
 	}
 }

@@ -92,14 +92,14 @@ func planSegments(files []Input, state *checkpoint.State) *segmentPlan {
 		ci := state.Inputs[i]
 		if len(ci.Segments) == 0 {
 			in := f
-			in.Start = Committed{Offset: ci.Committed.Offset, Line: ci.Committed.Line, Records: ci.Records}
+			in.Start = Committed{Offset: ci.Committed.Offset, Line: ci.Committed.Line, Records: ci.Records, Refused: ci.Refused}
 			p.add(in, i, -1)
 			continue
 		}
 		p.cursors = max(p.cursors, len(ci.Segments))
 		for k, s := range ci.Segments {
 			in := f
-			in.Start = Committed{Offset: s.Committed.Offset, Line: s.Committed.Line, Records: s.Records}
+			in.Start = Committed{Offset: s.Committed.Offset, Line: s.Committed.Line, Records: s.Records, Refused: ci.Refused}
 			in.End = s.End // 0: to the end of the file
 			p.add(in, i, k)
 		}
@@ -119,6 +119,7 @@ func (p *segmentPlan) record(state *checkpoint.State, committed []Committed, com
 		ci := &state.Inputs[p.file[k]]
 		pos := checkpoint.Position{Offset: c.Offset, Line: c.Line}
 		records := p.inputs[k].Start.Records + c.Records
+		ci.Refused = ci.Refused || c.Refused
 		if p.seg[k] < 0 {
 			ci.Committed, ci.Records, ci.Done = pos, records, complete
 			continue

@@ -418,6 +418,8 @@ func accumulate(total *Result, counts *checkpoint.Counters, r *Result, began tim
 	total.Snapshot.Requests += r.Snapshot.Requests
 	total.Snapshot.Throttled += r.Snapshot.Throttled
 	total.Snapshot.RU += r.Snapshot.RU
+	total.Live.Retries.add(r.Live.Retries)
+	total.Live.InputsRefused += r.Live.InputsRefused
 	total.CheckpointSaves += r.CheckpointSaves
 	total.CheckpointTime += r.CheckpointTime
 	for _, sec := range r.Series {

@@ -11,6 +11,9 @@ const (
 	resultWritten
 	resultSkipped
 	resultDeadLettered
+	// resultRefused: a whole input refused before any of its records was
+	// read (corrupt gzip, bad CSV header); one dead letter stands for it.
+	resultRefused
 )
 
 // Committed is what is durable for one input: the position just after the
@@ -21,6 +24,9 @@ type Committed struct {
 	Offset, Line                   int64
 	Written, Skipped, DeadLettered int64
 	Records                        int64
+	// Refused: the input was refused as a whole (one dead letter, counted
+	// in DeadLettered); a resume does not read it again.
+	Refused bool
 }
 
 // tracker computes per-input contiguous low-water marks from out-of-order
@@ -96,7 +102,7 @@ func (t *tracker) ack(i int, seq uint64, r recordResult, dead *DeadLetter) {
 		if e.result == pending {
 			break
 		}
-		if e.result == resultDeadLettered && t.onDead != nil {
+		if (e.result == resultDeadLettered || e.result == resultRefused) && t.onDead != nil {
 			// The mark passes a dead-lettered record only once its line is
 			// in the file: a record that could not be listed stays ahead of
 			// every checkpoint, so a resume sends it through again.
@@ -114,8 +120,9 @@ func (t *tracker) ack(i int, seq uint64, r recordResult, dead *DeadLetter) {
 			in.done.Written++
 		case resultSkipped:
 			in.done.Skipped++
-		case resultDeadLettered:
+		case resultDeadLettered, resultRefused:
 			in.done.DeadLettered++
+			in.done.Refused = in.done.Refused || e.result == resultRefused
 		}
 		*e = trackEntry{}
 		in.head = (in.head + 1) % len(in.ring)

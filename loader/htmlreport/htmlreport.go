@@ -74,12 +74,22 @@ type Data struct {
 	RUPerRecordP50, RUPerRecordP95, RUPerRecordMax                                               float64
 
 	DeadLetterPath, CheckpointPath string
+	// InputsRefused counts inputs refused whole (corrupt gzip, bad CSV
+	// header); each is one of RecordsDeadLettered.
+	InputsRefused int64
+	// Retries are the resent write attempts by cause.
+	Retries Retries
 
 	Naive NaiveFigures
 	Paced PacedFigures
 
 	Series  []Second
 	Compare []Run
+}
+
+// Retries counts resent write attempts by cause.
+type Retries struct {
+	Throttled, Timeout, Unavailable, Connection, Other int64
 }
 
 // leftMargin lines the two charts' plots up for RU/s up to 100,000.
@@ -202,6 +212,9 @@ func build(d *Data) view {
 	}
 	if d.RecordsDeadLettered > 0 {
 		v.DeadLetterNote = fmt.Sprintf("%s records could not be written; each line of the dead-letter file holds one with the reason.", count(d.RecordsDeadLettered))
+		if d.InputsRefused > 0 {
+			v.DeadLetterNote += fmt.Sprintf(" Inputs refused whole (corrupt gzip or bad CSV header): %s; one line stands for each such file, none of whose records was loaded.", count(d.InputsRefused))
+		}
 	}
 	return v
 }
@@ -248,6 +261,14 @@ func figures(d *Data) []figure {
 		{Label: "Utilisation", Value: chart.FormatNumber(d.Utilization*100, 0) + " %", Note: "of the target RU/s"},
 		{Label: "Throttled", Value: chart.FormatNumber(d.ThrottledPercent, 2) + " %", Note: count(d.ThrottledResponses) + " of " + count(d.RequestsSent) + " requests", Class: warnIf(d.ThrottledResponses > 0)},
 	}
+	r := d.Retries
+	fs = append(fs, figure{
+		Label: "Retries",
+		Value: count(r.Throttled + r.Timeout + r.Unavailable + r.Connection + r.Other),
+		Note: fmt.Sprintf("429 throttled %s · 408 timeout %s · 503/449 unavailable %s · connection %s · other %s",
+			count(r.Throttled), count(r.Timeout), count(r.Unavailable), count(r.Connection), count(r.Other)),
+		Class: warnIf(r.Timeout+r.Unavailable+r.Connection+r.Other > 0),
+	})
 	if d.TargetRUPerSec <= 0 {
 		fs[5].Note = "no target set"
 		fs[6].Value, fs[6].Note = "—", "no target set"

@@ -394,3 +394,22 @@ func BenchmarkWriteSixHours(b *testing.B) {
 	}
 	b.ReportMetric(float64(buf.Len()), "bytes/report")
 }
+
+// Retries by class and inputs refused whole are on the page.
+func TestRetriesAndRefusedInputs(t *testing.T) {
+	d := smallRun()
+	d.Retries = Retries{Throttled: 7, Timeout: 2, Unavailable: 3, Connection: 1}
+	d.InputsRefused = 2
+	var b bytes.Buffer
+	if err := Write(&b, d); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"<dt>Retries</dt><dd>13<small>429 throttled 7 · 408 timeout 2 · 503/449 unavailable 3 · connection 1 · other 0</small>",
+		"Inputs refused whole (corrupt gzip or bad CSV header): 2;",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}

@@ -90,6 +90,15 @@ func Split(in Input, opts Options, n int) ([]Range, string, error) {
 		if delim == 0 {
 			return whole, "its delimiter is not one byte", nil
 		}
+		// A refused header refuses the file once, not once per segment.
+		if r, err := Open(in, nil, opts, Position{}); err != nil {
+			var ie *InputError
+			if errors.As(err, &ie) {
+				return whole, "its CSV header is refused", nil
+			}
+		} else {
+			r.Close()
+		}
 		var why string
 		starts, why, err = csvBoundaries(f, targets, delim)
 		if why != "" || err != nil {
