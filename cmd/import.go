@@ -129,6 +129,7 @@ adapting to throttling. Progress is checkpointed: after a crash or Ctrl-C,
 'loader resume CHECKPOINT' continues where it stopped.
 
 FILE may be a file, a glob, a directory (read recursively) or - for stdin.
+Gzip files are verified whole (CRC, length) before loading; stdin cannot be.
 With no endpoint configured (flags or COSMOS_ENDPOINT / COSMOS_CONNECTION_STRING)
 the embedded local Cosmos DB target is used and announced on stderr.
 
