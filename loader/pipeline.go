@@ -572,7 +572,7 @@ func (r *run) readInput(i int, in Input, queues []chan *item) error {
 	// runs on every run, resumes included (one decompression pass, far
 	// faster than a paced load). Stdin is read once and cannot be checked.
 	if !in.Stdin {
-		if _, err := source.VerifyGzip(in.Path); err != nil {
+		if _, err := source.VerifyGzip(in.Input); err != nil {
 			return r.refuseInput(i, in, err)
 		}
 	}

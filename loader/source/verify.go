@@ -39,17 +39,22 @@ func inputError(code string, off int64, err error) error {
 
 // IsGzip reports whether the file at path is read as gzip: by its .gz
 // extension or its magic bytes, as Open decides.
-func IsGzip(path string) (bool, error) {
-	if strings.HasSuffix(strings.ToLower(path), ".gz") {
+func IsGzip(in Input) (bool, error) {
+	if strings.HasSuffix(strings.ToLower(in.Path), ".gz") {
 		return true, nil
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
 	var magic [2]byte
-	n, _ := f.ReadAt(magic[:], 0)
+	var n int
+	if in.Remote != nil {
+		n, _ = in.Remote.ReadAt(magic[:], 0)
+	} else {
+		f, err := os.Open(in.Path)
+		if err != nil {
+			return false, err
+		}
+		defer f.Close()
+		n, _ = f.ReadAt(magic[:], 0)
+	}
 	return n == 2 && magic == [2]byte(gzipMagic), nil
 }
 
@@ -63,12 +68,13 @@ func IsGzip(path string) (bool, error) {
 //
 // It costs one decompression pass (see BenchmarkVerifyGzip: several hundred
 // MB/s of decompressed data on one core), far faster than a paced load.
-func VerifyGzip(path string) (int64, error) {
-	gz, err := IsGzip(path)
+func VerifyGzip(in Input) (int64, error) {
+	gz, err := IsGzip(in)
 	if err != nil || !gz {
 		return 0, err
 	}
-	f, err := os.Open(path)
+	path := in.Path
+	f, err := OpenRaw(in, 0)
 	if err != nil {
 		return 0, err
 	}

@@ -55,7 +55,7 @@ func TestVerifyGzip(t *testing.T) {
 		{"empty.ndjson.gz", nil, "not a valid gzip file"},
 	} {
 		p := write(tc.name, tc.file)
-		n, err := VerifyGzip(p)
+		n, err := VerifyGzip(Input{Path: p})
 		if tc.want == "" {
 			if err != nil {
 				t.Errorf("%s: %v", tc.name, err)
@@ -85,7 +85,7 @@ func TestVerifyGzip(t *testing.T) {
 	if rec, err := r.Next(); err != nil || rec.Data == nil {
 		t.Fatalf("first record of a CRC-corrupt file: %v %v", rec, err)
 	}
-	if _, err := VerifyGzip(filepath.Join(dir, "missing.gz")); err == nil || errors.As(err, new(*InputError)) {
+	if _, err := VerifyGzip(Input{Path: filepath.Join(dir, "missing.gz")}); err == nil || errors.As(err, new(*InputError)) {
 		t.Errorf("missing file: err %v, want a plain I/O error", err)
 	}
 }
@@ -128,7 +128,7 @@ func BenchmarkVerifyGzip(b *testing.B) {
 	data = nil
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := VerifyGzip(p); err != nil {
+		if _, err := VerifyGzip(Input{Path: p}); err != nil {
 			b.Fatal(err)
 		}
 	}
