@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 )
@@ -12,37 +13,80 @@ import (
 type ConcurrencyConfig struct {
 	// TargetRU is the RU/s the pacer aims at.
 	TargetRU float64
-	// MeanRU and Latency seed the estimates until observations arrive
-	// (defaults 10 RU and 10 ms).
-	MeanRU  float64
+	// MeanRU seeds the mean charge until charges are observed (default 10).
+	MeanRU float64
+	// Latency is the round-trip time assumed until Warmup latencies have
+	// been observed (default 1 s). It is deliberately high: at start-up a
+	// limit that is too high costs a few idle goroutines, one that is too
+	// low leaves a long network path starved for seconds while the
+	// estimate crawls up from answers that are themselves throttled by it.
 	Latency time.Duration
-	// Headroom multiplies Little's law's answer (default 1.5): latency
-	// varies, and a request waiting for a free slot is RU/s not spent,
-	// while one waiting in the pacer costs only memory.
+	// Warmup is how many latencies must be observed before they replace
+	// Latency (default 16).
+	Warmup int
+	// Percentile of the recent latencies the limit is sized from (default
+	// 0.95). Little's law holds for the mean, but with jitter the requests
+	// in flight are the slow ones: sizing from the mean starves the pool
+	// whenever a few slow answers hold slots.
+	Percentile float64
+	// Window is how many recent latencies the percentile is taken over
+	// (default 1024: about a second of a busy load, so a change of network
+	// path is followed within a second or two).
+	Window int
+	// Headroom multiplies Little's law's answer (default 1.3): a request
+	// waiting for a free slot is RU/s not spent, while one waiting in the
+	// pacer costs only memory.
 	Headroom float64
-	// Min and Max bound the limit (defaults 2 and 256).
+	// Min bounds the limit from below (default 2). Max, when > 0, is an
+	// explicit cap; there is none by default, because any fixed number is
+	// too low for some target and path.
 	Min, Max int
-	// Smoothing is the EWMA weight of a new observation (default 0.05).
+	// FDLimit is the process's open-file limit; 0 means read it from the
+	// system (RLIMIT_NOFILE; Go raises the soft limit to the hard one at
+	// start-up). Every request in flight holds a connection, so the limit
+	// stays FDReserve below it.
+	FDLimit int
+	// FDReserve is how many descriptors are kept for everything else:
+	// inputs, checkpoint, dead letters, idle connections (default 64 plus
+	// a tenth of FDLimit).
+	FDReserve int
+	// Smoothing is the EWMA weight of a new charge (default 0.05).
 	Smoothing float64
+	// Notice, if set, is called once, the first time the file-descriptor
+	// limit holds the limit below what Little's law asks for, with a
+	// message for the user. It is called without locks held.
+	Notice func(msg string)
 }
 
 // Concurrency sizes the writer pool by Little's law: to spend TargetRU
 // RU/s on requests of MeanRU each taking Latency, about TargetRU ÷ MeanRU ×
-// Latency requests must be in flight. A 50,000 RU/s target over a 50 ms
-// link keeps hundreds in flight; 400 RU/s of 10 RU records at 2 ms keeps 2.
+// Latency requests must be in flight. The latency used is a high
+// percentile of the recent round trips, not their mean, so a jittery path
+// still keeps the target busy. A 50,000 RU/s target over a 50 ms link
+// keeps hundreds in flight; 400 RU/s of 10 RU records at 2 ms keeps 2.
+// Nothing caps it but the process's file-descriptor limit, and that is
+// reported (Notice, BoundMessage) when it binds.
 //
 // It is also a semaphore whose size follows the limit: Acquire before
 // sending a request the pacer has admitted, Release when its response is
 // in. It is safe for concurrent use.
 type Concurrency struct {
-	cfg ConcurrencyConfig
+	cfg     ConcurrencyConfig
+	fdBound int // 0: none known
 
 	mu       sync.Mutex
 	target   float64
 	meanRU   float64
-	latency  float64 // seconds
+	latency  float64   // seconds: the percentile, or cfg.Latency while warming up
+	samples  []float64 // ring of recent latencies, seconds
+	next     int       // ring position of the next sample
+	seen     int       // samples observed in all
+	scratch  []float64
 	inFlight int
 	waiters  []chan struct{}
+
+	boundMsg string // set once, when the fd limit first binds
+	notified bool
 }
 
 // NewConcurrency returns a Concurrency seeded from cfg.
@@ -51,26 +95,44 @@ func NewConcurrency(cfg ConcurrencyConfig) *Concurrency {
 		cfg.MeanRU = 10
 	}
 	if cfg.Latency <= 0 {
-		cfg.Latency = 10 * time.Millisecond
+		cfg.Latency = time.Second
+	}
+	if cfg.Warmup <= 0 {
+		cfg.Warmup = 16
+	}
+	if cfg.Percentile <= 0 || cfg.Percentile > 1 {
+		cfg.Percentile = 0.95
+	}
+	if cfg.Window <= 0 {
+		cfg.Window = 1024
 	}
 	if cfg.Headroom <= 0 {
-		cfg.Headroom = 1.5
+		cfg.Headroom = 1.3
 	}
 	if cfg.Min <= 0 {
 		cfg.Min = 2
 	}
-	if cfg.Max < cfg.Min {
-		cfg.Max = max(256, cfg.Min)
-	}
 	if cfg.Smoothing <= 0 || cfg.Smoothing > 1 {
 		cfg.Smoothing = 0.05
 	}
-	return &Concurrency{
+	if cfg.FDLimit <= 0 {
+		cfg.FDLimit = processFDLimit()
+	}
+	c := &Concurrency{
 		cfg:     cfg,
 		target:  cfg.TargetRU,
 		meanRU:  cfg.MeanRU,
 		latency: cfg.Latency.Seconds(),
+		samples: make([]float64, 0, cfg.Window),
 	}
+	if cfg.FDLimit > 0 {
+		reserve := cfg.FDReserve
+		if reserve <= 0 {
+			reserve = 64 + cfg.FDLimit/10
+		}
+		c.fdBound = max(cfg.FDLimit-reserve, cfg.Min)
+	}
+	return c
 }
 
 // ObserveLatency feeds one request's round-trip time.
@@ -78,7 +140,28 @@ func (c *Concurrency) ObserveLatency(d time.Duration) {
 	if d <= 0 {
 		return
 	}
-	c.update(func() { c.latency += c.cfg.Smoothing * (d.Seconds() - c.latency) })
+	c.update(func() {
+		s := d.Seconds()
+		if len(c.samples) < cap(c.samples) {
+			c.samples = append(c.samples, s)
+		} else {
+			c.samples[c.next] = s
+		}
+		c.next = (c.next + 1) % cap(c.samples)
+		c.seen++
+		// Sorting the window costs O(n log n); once it is full, do it every
+		// 32 answers, which is still many times a second on a busy load.
+		if c.seen >= c.cfg.Warmup && (len(c.samples) < cap(c.samples) || c.seen%32 == 0) {
+			c.latency = c.percentileLocked()
+		}
+	})
+}
+
+func (c *Concurrency) percentileLocked() float64 {
+	c.scratch = append(c.scratch[:0], c.samples...)
+	slices.Sort(c.scratch)
+	i := int(math.Ceil(c.cfg.Percentile*float64(len(c.scratch)))) - 1
+	return c.scratch[min(max(i, 0), len(c.scratch)-1)]
 }
 
 // ObserveCharge feeds one request's RU charge.
@@ -100,27 +183,75 @@ func (c *Concurrency) SetTarget(ru float64) {
 // update applies a change and lets waiters in if the limit grew.
 func (c *Concurrency) update(change func()) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	change()
 	c.wakeLocked()
+	c.unlockAndNotify()
+}
+
+// unlockAndNotify releases c.mu and, the first time the fd limit has bound,
+// tells the user, outside the lock.
+func (c *Concurrency) unlockAndNotify() {
+	msg := ""
+	if c.boundMsg != "" && !c.notified {
+		c.notified = true
+		msg = c.boundMsg
+	}
+	c.mu.Unlock()
+	if msg != "" && c.cfg.Notice != nil {
+		c.cfg.Notice(msg)
+	}
 }
 
 // Limit returns how many requests to keep in flight.
 func (c *Concurrency) Limit() int {
 	c.mu.Lock()
+	n := c.limitLocked()
+	c.unlockAndNotify()
+	return n
+}
+
+// Latency returns the round-trip time the limit is sized from: the
+// configured percentile of the recent latencies, or the start-up
+// assumption before enough have been seen.
+func (c *Concurrency) Latency() time.Duration {
+	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.limitLocked()
+	return time.Duration(c.latency * float64(time.Second))
+}
+
+// BoundMessage returns why the limit is below what Little's law asks for,
+// or "" if it never has been.
+func (c *Concurrency) BoundMessage() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.boundMsg
 }
 
 func (c *Concurrency) limitLocked() int {
-	n := math.Ceil(c.target / c.meanRU * c.latency * c.cfg.Headroom)
-	if math.IsNaN(n) || n < float64(c.cfg.Min) {
+	// The epsilon keeps float error from turning an exact 130 into 131.
+	want := math.Ceil(c.target/c.meanRU*c.latency*c.cfg.Headroom - 1e-9)
+	if math.IsNaN(want) || want < float64(c.cfg.Min) {
 		return c.cfg.Min
 	}
-	if n > float64(c.cfg.Max) {
-		return c.cfg.Max
+	if c.cfg.Max > 0 && want > float64(max(c.cfg.Max, c.cfg.Min)) {
+		return max(c.cfg.Max, c.cfg.Min)
 	}
-	return int(n)
+	if c.fdBound > 0 && want > float64(c.fdBound) {
+		// Only a shortfall against the bare Little's-law need (no
+		// headroom) is worth telling the user about.
+		need := math.Ceil(c.target / c.meanRU * c.latency)
+		if c.boundMsg == "" && need > float64(c.fdBound) && c.seen >= c.cfg.Warmup {
+			c.boundMsg = fmt.Sprintf("concurrency: %.0f RU/s of %.1f RU requests at %s round trip (p%.0f) need %.0f requests in flight, "+
+				"but the open-file limit (%d) allows %d: the load will run below its target; raise it (ulimit -n) to reach it",
+				c.target, c.meanRU, time.Duration(c.latency*float64(time.Second)).Round(time.Millisecond),
+				100*c.cfg.Percentile, need, c.cfg.FDLimit, c.fdBound)
+		}
+		return c.fdBound
+	}
+	if want > math.MaxInt32 {
+		return math.MaxInt32
+	}
+	return int(want)
 }
 
 // InFlight returns how many slots are held.
@@ -140,12 +271,12 @@ func (c *Concurrency) Acquire(ctx context.Context) error {
 	}
 	if len(c.waiters) == 0 && c.inFlight < c.limitLocked() {
 		c.inFlight++
-		c.mu.Unlock()
+		c.unlockAndNotify()
 		return nil
 	}
 	ready := make(chan struct{})
 	c.waiters = append(c.waiters, ready)
-	c.mu.Unlock()
+	c.unlockAndNotify()
 	select {
 	case <-ready:
 		return nil
@@ -172,11 +303,11 @@ func (c *Concurrency) Acquire(ctx context.Context) error {
 // Release gives back a slot taken by Acquire.
 func (c *Concurrency) Release() {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.inFlight > 0 {
 		c.inFlight--
 	}
 	c.wakeLocked()
+	c.unlockAndNotify()
 }
 
 // wakeLocked grants slots to waiters, oldest first, while the limit allows.

@@ -3,6 +3,10 @@ package pacing
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 )
@@ -15,15 +19,16 @@ func TestConcurrencyLimit(t *testing.T) {
 		latency time.Duration
 		want    int
 	}{
-		{"big target, far away", 50000, 25, 50 * time.Millisecond, 150},
-		{"big target, small records, capped", 50000, 10, 50 * time.Millisecond, 256},
+		{"big target, far away", 50000, 25, 50 * time.Millisecond, 130},
+		// The README's example: no fixed cap of 256 below Little's law.
+		{"big target, small records, not capped", 50000, 10, 50 * time.Millisecond, 325},
 		{"small target, near", 400, 10, 2 * time.Millisecond, 2},
-		{"mid", 10000, 10, 5 * time.Millisecond, 8},
+		{"mid", 10000, 10, 5 * time.Millisecond, 7},
 		{"no target", 0, 10, 5 * time.Millisecond, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := NewConcurrency(ConcurrencyConfig{TargetRU: tt.target})
+			c := NewConcurrency(ConcurrencyConfig{TargetRU: tt.target, FDLimit: 1 << 20})
 			for range 500 {
 				c.ObserveLatency(tt.latency)
 				c.ObserveCharge(tt.meanRU)
@@ -100,5 +105,121 @@ func TestConcurrencySemaphore(t *testing.T) {
 	}
 	if got := c.InFlight(); got != 0 {
 		t.Errorf("InFlight after release = %d, want 0", got)
+	}
+}
+
+// simulateLongPath drives a Concurrency the way the pipeline does, in
+// simulated time: requests of ru RU are admitted at target RU/s (the
+// pacer's job), each takes a slot (or waits for one, in order) and holds
+// it for base + a uniform jitter, and its latency and charge are observed
+// when its answer comes. It returns the RU completed in each simulated
+// second and the limit at the end of each.
+func simulateLongPath(c *Concurrency, target, ru float64, base, jitter time.Duration, seconds int, seed uint64) (perSec []float64, limits []int) {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	const step = 100 * time.Microsecond
+	interval := time.Duration(float64(time.Second) * ru / target)
+	type req struct{ sent, done time.Duration }
+	var inFlight []req
+	queued := 0 // admitted by the pacer, waiting for a slot
+	nextAdmit := time.Duration(0)
+	end := time.Duration(seconds) * time.Second
+	perSec = make([]float64, seconds)
+	for now := time.Duration(0); now < end; now += step {
+		kept := inFlight[:0]
+		for _, r := range inFlight {
+			if r.done > now {
+				kept = append(kept, r)
+				continue
+			}
+			c.ObserveLatency(r.done - r.sent)
+			c.ObserveCharge(ru)
+			c.Release()
+			perSec[int(r.done/time.Second)] += ru
+		}
+		inFlight = kept
+		for ; nextAdmit <= now; nextAdmit += interval {
+			queued++
+		}
+		for queued > 0 && c.InFlight() < c.Limit() {
+			if err := c.Acquire(context.Background()); err != nil {
+				panic(err)
+			}
+			queued--
+			inFlight = append(inFlight, req{now, now + base + time.Duration(rng.Int64N(int64(jitter)+1))})
+		}
+		if (now+step)%time.Second == 0 {
+			limits = append(limits, c.Limit())
+		}
+	}
+	return perSec, limits
+}
+
+// At 200 ms + up to 200 ms and 8,000 RU/s of 7.6 RU writes, Little's law
+// asks for ~1,053 req/s × 0.3 s ≈ 316 in flight: the old limit (EWMA of
+// the mean from a 10 ms seed, capped at 256) reached neither in 3 s.
+func TestConcurrencyLongPath(t *testing.T) {
+	const target, ru = 8000.0, 7.6
+	for _, tc := range []struct {
+		base, jitter time.Duration
+		minThird     float64 // share of the target completed in the 3rd second
+	}{
+		{200 * time.Millisecond, 200 * time.Millisecond, 0.90},
+		{300 * time.Millisecond, 300 * time.Millisecond, 0.90},
+	} {
+		t.Run(fmt.Sprintf("%v+%v", tc.base, tc.jitter), func(t *testing.T) {
+			c := NewConcurrency(ConcurrencyConfig{TargetRU: target, FDLimit: 1 << 20})
+			perSec, limits := simulateLongPath(c, target, ru, tc.base, tc.jitter, 6, 1)
+			mean := (tc.base + tc.jitter/2).Seconds()
+			little := int(math.Ceil(target / ru * mean))
+			t.Logf("RU per second %.0f, limit at each second's end %v, Little's law %d", perSec, limits, little)
+			if limits[2] < little {
+				t.Errorf("limit after 3 s = %d, want ≥ Little's law's %d", limits[2], little)
+			}
+			if got := perSec[2] / target; got < tc.minThird {
+				t.Errorf("3rd second completed %.1f %% of the target, want ≥ %.0f %%", 100*got, 100*tc.minThird)
+			}
+			for i, ruSec := range perSec[3:] {
+				if ruSec < 0.97*target {
+					t.Errorf("second %d completed %.0f RU, want ≥ 97 %% of %.0f", i+4, ruSec, target)
+				}
+			}
+		})
+	}
+}
+
+// 50,000 RU/s of 10 RU writes over a 250 ms path needs ~1,250 in flight;
+// with 1,024 descriptors the limit stops below them and says so, once.
+func TestConcurrencyFDLimitBinds(t *testing.T) {
+	var notices []string
+	c := NewConcurrency(ConcurrencyConfig{TargetRU: 50000, FDLimit: 1024,
+		Notice: func(msg string) { notices = append(notices, msg) }})
+	for range 200 {
+		c.ObserveLatency(250 * time.Millisecond)
+		c.ObserveCharge(10)
+	}
+	bound := 1024 - 64 - 102
+	if got := c.Limit(); got != bound {
+		t.Errorf("Limit() = %d, want the fd bound %d", got, bound)
+	}
+	c.Limit()
+	if len(notices) != 1 {
+		t.Fatalf("got %d notices, want 1: %q", len(notices), notices)
+	}
+	for _, want := range []string{"1250 requests in flight", "open-file limit (1024)", "ulimit -n"} {
+		if !strings.Contains(notices[0], want) {
+			t.Errorf("notice %q does not say %q", notices[0], want)
+		}
+	}
+	if c.BoundMessage() != notices[0] {
+		t.Errorf("BoundMessage() = %q, want the notice", c.BoundMessage())
+	}
+
+	// Below the bound, nothing to say.
+	quiet := NewConcurrency(ConcurrencyConfig{TargetRU: 8000, FDLimit: 1024})
+	for range 200 {
+		quiet.ObserveLatency(100 * time.Millisecond)
+	}
+	if quiet.BoundMessage() != "" || quiet.Limit() >= bound {
+		t.Errorf("8,000 RU/s at 100 ms: limit %d, message %q; want under %d, none", quiet.Limit(), quiet.BoundMessage(), bound)
 	}
 }
