@@ -209,7 +209,7 @@ func Execute(ctx context.Context, j *Job) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	limiter := pacing.NewConcurrency(pacing.ConcurrencyConfig{TargetRU: target})
+	limiter := pacing.NewConcurrency(pacing.ConcurrencyConfig{TargetRU: target, Notice: func(m string) { logf("warning: %s", m) }})
 	base := state.Counters
 
 	var totalBytes int64

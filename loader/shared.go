@@ -216,7 +216,7 @@ func executeShared(ctx context.Context, j *Job, s *sharedLoad) (*Report, error) 
 	if err != nil {
 		return nil, err
 	}
-	limiter := pacing.NewConcurrency(pacing.ConcurrencyConfig{TargetRU: s.target})
+	limiter := pacing.NewConcurrency(pacing.ConcurrencyConfig{TargetRU: s.target, Notice: func(m string) { warn("%s", m) }})
 	gate := newCapacityGate()
 	capa.Subscribe(func(limit float64) {
 		gate.set(limit)
