@@ -35,17 +35,22 @@ type PacerConfig struct {
 	// the top of each second", which keeps every second's spend within
 	// (1 + Depth/1s) of the target.
 	Depth time.Duration
-	// Backoff multiplies a partition's rate on a 429 (default 0.7), at most
-	// once per CutInterval (default 1 s, Cosmos DB's budget period), so one
-	// burst of 429s from requests already in flight is one cut. The first
-	// 429 after a quiet spell (Quiet, default 5 s without a cut) is only
-	// cut by MildBackoff (default 0.95): pacing at exactly the provisioned
-	// throughput meets the odd 429 where a second's boundary falls, and
-	// that should not cost seconds of recovery.
+	// Backoff multiplies a partition's rate when its 429s look like
+	// contention (default 0.7), at most once per CutInterval (default 1 s,
+	// Cosmos DB's budget period), so one burst of 429s from requests
+	// already in flight is one cut. 429s look like contention when a burst
+	// of them follows another within Sustain (default 2 s: throttled in
+	// consecutive budget periods, as when another application takes part
+	// of the budget), or when one burst's 429s are more than Fraction
+	// (default 0.1) of the partition's requests of the last second. Any
+	// other burst is timing noise — requests that straddled a second's
+	// boundary, a stall on a busy machine — and is only cut by MildBackoff
+	// (default 0.95), which the additive increase repays in half a second.
 	Backoff     float64
 	MildBackoff float64
 	CutInterval time.Duration
-	Quiet       time.Duration
+	Sustain     time.Duration
+	Fraction    float64
 	// Floor is the lowest rate a partition is cut to, as a fraction of its
 	// share of the target (default 0.05).
 	Floor float64
@@ -68,8 +73,11 @@ func (c *PacerConfig) defaults() {
 	if c.MildBackoff <= 0 || c.MildBackoff > 1 {
 		c.MildBackoff = 0.95
 	}
-	if c.Quiet <= 0 {
-		c.Quiet = 5 * time.Second
+	if c.Sustain <= 0 {
+		c.Sustain = 2 * time.Second
+	}
+	if c.Fraction <= 0 || c.Fraction > 1 {
+		c.Fraction = 0.1
 	}
 	if c.CutInterval <= 0 {
 		c.CutInterval = time.Second
@@ -117,6 +125,15 @@ type partition struct {
 	frac float64
 
 	pausedUntil, lastCut, lastRecover time.Time
+	// burst is when the current burst of 429s began (the first 429 more
+	// than CutInterval after the previous burst's), prevBurst when the one
+	// before it did; burst429 counts its 429s, and hard says it has been
+	// judged contention and cut by Backoff.
+	burst, prevBurst time.Time
+	burst429         int
+	hard             bool
+	// sent counts requests by second, for Fraction.
+	sent countRing
 
 	requests, succeeded, throttled int64
 	totalRU                        float64
@@ -229,6 +246,7 @@ func (p *Pacer) Reserve(part int, ru float64) *Reservation {
 		r.At = pt.pausedUntil
 	}
 	pt.requests++
+	pt.sent.add(now.Unix(), 1)
 	pt.totalRU += ru
 	pt.perSecond.add(r.At, ru)
 	return r
@@ -260,6 +278,7 @@ func (r *Reservation) Cancel() {
 	pt.credit += r.credit
 	r.credit = 0
 	pt.requests--
+	pt.sent.add(now.Unix(), -1)
 	pt.totalRU -= r.RU
 	pt.perSecond.add(r.At, -r.RU)
 }
@@ -327,10 +346,12 @@ func (p *Pacer) Succeeded(part int) {
 }
 
 // Throttled records a 429 on a partition: it sends nothing more until
-// retryAfter has passed (0 means one budget period, 1 s) and its rate is cut
-// by Backoff (MildBackoff after a quiet spell), no more than once per
-// CutInterval and never below Floor of its share. Other partitions are not affected: a hot partition key must not
-// slow the rest of the load.
+// retryAfter has passed (0 means one budget period, 1 s), whatever the 429
+// means. Its rate is cut by Backoff when the 429s look like contention and
+// by MildBackoff when they look like timing noise (see PacerConfig), never
+// more than once per CutInterval and never below Floor of its share.
+// Other partitions are not affected: a hot partition key must not slow the
+// rest of the load.
 func (p *Pacer) Throttled(part int, retryAfter time.Duration) {
 	if retryAfter <= 0 {
 		retryAfter = time.Second
@@ -343,13 +364,22 @@ func (p *Pacer) Throttled(part int, retryAfter time.Duration) {
 	if until := now.Add(retryAfter); until.After(pt.pausedUntil) {
 		pt.pausedUntil = until
 	}
-	if sinceCut := now.Sub(pt.lastCut); pt.lastCut.IsZero() || sinceCut >= p.cfg.CutInterval {
-		factor := p.cfg.Backoff
-		if pt.lastCut.IsZero() || sinceCut >= p.cfg.Quiet {
-			factor = p.cfg.MildBackoff
+	if pt.burst.IsZero() || now.Sub(pt.burst) >= p.cfg.CutInterval {
+		pt.prevBurst, pt.burst, pt.burst429, pt.hard = pt.burst, now, 1, false
+		factor := p.cfg.MildBackoff
+		if !pt.prevBurst.IsZero() && now.Sub(pt.prevBurst) < p.cfg.Sustain {
+			factor, pt.hard = p.cfg.Backoff, true
 		}
-		pt.setLimit(p, now, math.Max(pt.limit*factor, pt.share*p.cfg.Floor))
-		pt.lastCut = now
+		pt.cut(p, now, factor)
+	} else {
+		pt.burst429++
+		// Many 429s in one burst: the budget ran out early in the second,
+		// which noise does not do. Cut the rest of the way to Backoff.
+		sent := pt.sent.at(now.Unix()) + pt.sent.at(now.Unix()-1)
+		if !pt.hard && pt.burst429 >= 3 && float64(pt.burst429) > p.cfg.Fraction*float64(sent) {
+			pt.hard = true
+			pt.cut(p, now, p.cfg.Backoff/p.cfg.MildBackoff)
+		}
 	}
 	// Empty the bucket up to the end of the pause, so that when it ends
 	// requests resume at the (cut) rate instead of all at once.
@@ -358,6 +388,33 @@ func (p *Pacer) Throttled(part int, retryAfter time.Duration) {
 	if tokens := pt.lim.TokensAt(now); tokens > floor {
 		takeTokens(pt.lim, now, int(tokens-floor))
 	}
+}
+
+// cut multiplies a partition's rate by factor, down to Floor of its share.
+// pt.mu must be held.
+func (pt *partition) cut(p *Pacer, now time.Time, factor float64) {
+	pt.setLimit(p, now, math.Max(pt.limit*factor, pt.share*p.cfg.Floor))
+	pt.lastCut = now
+}
+
+// countRing counts events by second for the last few seconds.
+type countRing struct {
+	slots [4]struct{ sec, n int64 }
+}
+
+func (r *countRing) add(sec, n int64) {
+	s := &r.slots[sec&3]
+	if s.sec != sec {
+		s.sec, s.n = sec, 0
+	}
+	s.n += n
+}
+
+func (r *countRing) at(sec int64) int64 {
+	if s := r.slots[sec&3]; s.sec == sec {
+		return s.n
+	}
+	return 0
 }
 
 // recover raises a partition's rate additively for the clean time since
