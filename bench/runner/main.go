@@ -47,11 +47,13 @@ type plan struct {
 	// UnlimitedRU is the throughput of F's and G's containers: more
 	// than this machine can send, so the target is the limit.
 	UnlimitedRU float64 `json:"unlimited_ru"`
+	// PathSeconds is the ideal length of each load of scenarios L and M.
+	PathSeconds float64 `json:"path_seconds"`
 }
 
 var (
-	fullPlan  = plan{Name: "full", RU: 5000, ADocs: 30000, CDocs: 6000, NoisyAt: 20, NoisyFor: 20, BigBytes: 1e9, JSONBytes: 256e6, GDocs: 50000, UnlimitedRU: 1000000}
-	quickPlan = plan{Name: "quick", RU: 5000, ADocs: 7500, CDocs: 3000, NoisyAt: 5, NoisyFor: 5, BigBytes: 128e6, GDocs: 10000, UnlimitedRU: 1000000}
+	fullPlan  = plan{Name: "full", RU: 5000, ADocs: 30000, CDocs: 6000, NoisyAt: 20, NoisyFor: 20, BigBytes: 1e9, JSONBytes: 256e6, GDocs: 50000, UnlimitedRU: 1000000, PathSeconds: 30}
+	quickPlan = plan{Name: "quick", RU: 5000, ADocs: 7500, CDocs: 3000, NoisyAt: 5, NoisyFor: 5, BigBytes: 128e6, GDocs: 10000, UnlimitedRU: 1000000, PathSeconds: 10}
 )
 
 type runner struct {
@@ -68,9 +70,13 @@ func main() {
 	sdkBin := flag.String("sdkdefault", "", "the built bench/sdkdefault binary")
 	work := flag.String("work", "", "scratch directory (data, reports, logs)")
 	out := flag.String("out", "bench", "where results.json and chart.svg go")
-	only := flag.String("only", "", "comma-separated scenarios to run (A,B,C,D,E,F,G,K; D needs A); default all")
+	only := flag.String("only", "", "comma-separated scenarios to run (A,B,C,D,E,F,G,K,L,M; D needs A); default all")
 	render := flag.String("render", "", "only print the table and redraw the chart of this results.json")
+	spinN := flag.Int("spin", 0, "internal: keep this many goroutines busy until killed (scenario M's other process)")
 	flag.Parse()
+	if *spinN > 0 {
+		spin(*spinN)
+	}
 	if *render != "" {
 		if err := rerender(*render, *out); err != nil {
 			fmt.Fprintln(os.Stderr, "runner:", err)
@@ -111,6 +117,7 @@ func (r *runner) main(ctx context.Context, out, only string) error {
 	}{
 		{"A", r.scenarioA}, {"D", r.scenarioD}, {"B", r.scenarioB}, {"C", r.scenarioC},
 		{"G", r.scenarioG}, {"K", r.scenarioK}, {"E", r.scenarioE}, {"F", r.scenarioF},
+		{"L", r.scenarioL}, {"M", r.scenarioM},
 	}
 	for _, s := range steps {
 		if !want(s.name) {

@@ -29,6 +29,8 @@ type results struct {
 	F            *scenarioF          `json:"f_memory,omitempty"`
 	G            *scenarioG          `json:"g_checkpoint_overhead,omitempty"`
 	K            *scenarioK          `json:"k_key_sorted_export,omitempty"`
+	L            []*pathRun          `json:"l_long_path,omitempty"`
+	M            *pathRun            `json:"m_busy_machine,omitempty"`
 }
 
 // check is one pass criterion of issue 4 (or this benchmark's own, where
@@ -118,6 +120,7 @@ func (res *results) markdown() string {
 	if k := res.K; k != nil {
 		rows = append(rows, k.rows()...)
 	}
+	rows = append(rows, res.pathRows()...)
 	if len(rows) > 0 {
 		b.WriteString("| measure | result |\n|---|---|\n")
 		for _, r := range rows {
