@@ -144,6 +144,7 @@ func (res *results) markdown() string {
 var scenarioName = map[string]string{
 	"A": "A side by side", "B": "B noisy neighbour", "C": "C skew, 4 partitions",
 	"D": "D dry-run accuracy", "E": "E read path", "F": "F memory", "G": "G checkpoints", "K": "K key-sorted export",
+	"L": "L long path", "M": "M busy machine",
 }
 
 // chartSVG is RU/s per second of the paced and naive runs of scenario A,
