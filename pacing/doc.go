@@ -21,14 +21,16 @@
 //     the estimates; SetTarget changes the total at run time.
 //
 //   - Adaptation. Throttled pauses a partition for the server's retry-after
-//     and cuts its rate multiplicatively; clean time raises it additively
+//     and cuts its rate multiplicatively — hard for 429s that look like
+//     contention, lightly for timing noise; clean time raises it additively
 //     back to its share (AIMD), per partition, so a hot partition or another
 //     application on the container costs only that partition. Stats
 //     reports rates, spend and throttling for the progress line and report.
 //
 //   - Concurrency. A Concurrency sizes the writer pool by Little's law
-//     (target ÷ mean RU × latency × headroom) from observed charges and
-//     latencies, and is itself a semaphore that follows that limit.
+//     (target ÷ mean RU × p95 latency × headroom) from observed charges and
+//     latencies, bounded by the file-descriptor limit only, and is itself a
+//     semaphore that follows that limit.
 //
 //   - Comparison. Model, ModelNaive, ModelPaced and ModelUniform compute
 //     the naive (send everything, resend the 429s each second) and paced
