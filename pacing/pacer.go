@@ -41,16 +41,16 @@ type PacerConfig struct {
 	// already in flight is one cut. 429s look like contention when a burst
 	// of them follows another within Sustain (default 2 s: throttled in
 	// consecutive budget periods, as when another application takes part
-	// of the budget), or when one burst's 429s are more than Fraction
-	// (default 0.1) of the partition's requests of the last second. Any
-	// other burst is timing noise — requests that straddled a second's
-	// boundary, a stall on a busy machine — and is only cut by MildBackoff
-	// (default 0.95), which the additive increase repays in half a second.
+	// of the budget). Any other burst is timing noise — requests that
+	// straddled a second's boundary, a stall on a busy machine — and is
+	// only cut by MildBackoff (default 0.95), which the additive increase
+	// repays in half a second. A burst's size is no evidence either way:
+	// over a long path, hundreds of requests are in flight when a noisy
+	// second's budget runs out, and all of them come back 429.
 	Backoff     float64
 	MildBackoff float64
 	CutInterval time.Duration
 	Sustain     time.Duration
-	Fraction    float64
 	// Floor is the lowest rate a partition is cut to, as a fraction of its
 	// share of the target (default 0.05).
 	Floor float64
@@ -75,9 +75,6 @@ func (c *PacerConfig) defaults() {
 	}
 	if c.Sustain <= 0 {
 		c.Sustain = 2 * time.Second
-	}
-	if c.Fraction <= 0 || c.Fraction > 1 {
-		c.Fraction = 0.1
 	}
 	if c.CutInterval <= 0 {
 		c.CutInterval = time.Second
@@ -125,15 +122,10 @@ type partition struct {
 	frac float64
 
 	pausedUntil, lastCut, lastRecover time.Time
-	// burst is when the current burst of 429s began (the first 429 more
-	// than CutInterval after the previous burst's), prevBurst when the one
-	// before it did; burst429 counts its 429s, and hard says it has been
-	// judged contention and cut by Backoff.
-	burst, prevBurst time.Time
-	burst429         int
-	hard             bool
-	// sent counts requests by second, for Fraction.
-	sent countRing
+	// burst is when the current burst of 429s began (the first 429 at
+	// least CutInterval after the previous burst began), last429 when the
+	// latest 429 came.
+	burst, last429 time.Time
 
 	requests, succeeded, throttled int64
 	totalRU                        float64
@@ -246,7 +238,6 @@ func (p *Pacer) Reserve(part int, ru float64) *Reservation {
 		r.At = pt.pausedUntil
 	}
 	pt.requests++
-	pt.sent.add(now.Unix(), 1)
 	pt.totalRU += ru
 	pt.perSecond.add(r.At, ru)
 	return r
@@ -278,7 +269,6 @@ func (r *Reservation) Cancel() {
 	pt.credit += r.credit
 	r.credit = 0
 	pt.requests--
-	pt.sent.add(now.Unix(), -1)
 	pt.totalRU -= r.RU
 	pt.perSecond.add(r.At, -r.RU)
 }
@@ -365,22 +355,17 @@ func (p *Pacer) Throttled(part int, retryAfter time.Duration) {
 		pt.pausedUntil = until
 	}
 	if pt.burst.IsZero() || now.Sub(pt.burst) >= p.cfg.CutInterval {
-		pt.prevBurst, pt.burst, pt.burst429, pt.hard = pt.burst, now, 1, false
+		// Measured from the previous 429, not the previous burst's start,
+		// so bursts a budget period apart are contention whatever the
+		// phase of the second they fall in.
 		factor := p.cfg.MildBackoff
-		if !pt.prevBurst.IsZero() && now.Sub(pt.prevBurst) < p.cfg.Sustain {
-			factor, pt.hard = p.cfg.Backoff, true
+		if !pt.last429.IsZero() && now.Sub(pt.last429) < p.cfg.Sustain {
+			factor = p.cfg.Backoff
 		}
+		pt.burst = now
 		pt.cut(p, now, factor)
-	} else {
-		pt.burst429++
-		// Many 429s in one burst: the budget ran out early in the second,
-		// which noise does not do. Cut the rest of the way to Backoff.
-		sent := pt.sent.at(now.Unix()) + pt.sent.at(now.Unix()-1)
-		if !pt.hard && pt.burst429 >= 3 && float64(pt.burst429) > p.cfg.Fraction*float64(sent) {
-			pt.hard = true
-			pt.cut(p, now, p.cfg.Backoff/p.cfg.MildBackoff)
-		}
 	}
+	pt.last429 = now
 	// Empty the bucket up to the end of the pause, so that when it ends
 	// requests resume at the (cut) rate instead of all at once.
 	pt.credit = 0
@@ -395,26 +380,6 @@ func (p *Pacer) Throttled(part int, retryAfter time.Duration) {
 func (pt *partition) cut(p *Pacer, now time.Time, factor float64) {
 	pt.setLimit(p, now, math.Max(pt.limit*factor, pt.share*p.cfg.Floor))
 	pt.lastCut = now
-}
-
-// countRing counts events by second for the last few seconds.
-type countRing struct {
-	slots [4]struct{ sec, n int64 }
-}
-
-func (r *countRing) add(sec, n int64) {
-	s := &r.slots[sec&3]
-	if s.sec != sec {
-		s.sec, s.n = sec, 0
-	}
-	s.n += n
-}
-
-func (r *countRing) at(sec int64) int64 {
-	if s := r.slots[sec&3]; s.sec == sec {
-		return s.n
-	}
-	return 0
 }
 
 // recover raises a partition's rate additively for the clean time since
