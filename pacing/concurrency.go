@@ -149,9 +149,9 @@ func (c *Concurrency) ObserveLatency(d time.Duration) {
 		}
 		c.next = (c.next + 1) % cap(c.samples)
 		c.seen++
-		// Sorting the window costs O(n log n); once it is full, do it every
-		// 32 answers, which is still many times a second on a busy load.
-		if c.seen >= c.cfg.Warmup && (len(c.samples) < cap(c.samples) || c.seen%32 == 0) {
+		// Sorting the window costs O(n log n): after the first 64 answers,
+		// do it every 32, which is still many times a second on a busy load.
+		if c.seen >= c.cfg.Warmup && (c.seen <= 64 || c.seen%32 == 0) {
 			c.latency = c.percentileLocked()
 		}
 	})
