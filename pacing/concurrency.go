@@ -78,6 +78,7 @@ type Concurrency struct {
 	target   float64
 	meanRU   float64
 	latency  float64   // seconds: the percentile, or cfg.Latency while warming up
+	floor    float64   // seconds: the lowest 5th percentile of any window so far
 	samples  []float64 // ring of recent latencies, seconds
 	next     int       // ring position of the next sample
 	seen     int       // samples observed in all
@@ -152,16 +153,36 @@ func (c *Concurrency) ObserveLatency(d time.Duration) {
 		// Sorting the window costs O(n log n): after the first 64 answers,
 		// do it every 32, which is still many times a second on a busy load.
 		if c.seen >= c.cfg.Warmup && (c.seen <= 64 || c.seen%32 == 0) {
-			c.latency = c.percentileLocked()
+			c.latency = c.estimateLocked()
 		}
 	})
 }
 
-func (c *Concurrency) percentileLocked() float64 {
+// estimateLocked returns the latency to size the pool from: the window's
+// high percentile, scaled down by how far its 5th percentile has risen
+// above the lowest seen. A long, jittery path raises the high percentile
+// but not the low one, and is sized for in full. Requests queueing behind
+// one another — in this process when its CPU is the limit, or in an
+// overloaded target — raise every percentile together: sizing from that
+// would add requests in flight, which lengthen the queue, which adds more
+// (an unreachable target grew the pool to thousands of connections and
+// slowed the load threefold). The ratio keeps the pool where the latency
+// was before the queue formed.
+func (c *Concurrency) estimateLocked() float64 {
 	c.scratch = append(c.scratch[:0], c.samples...)
 	slices.Sort(c.scratch)
-	i := int(math.Ceil(c.cfg.Percentile*float64(len(c.scratch)))) - 1
-	return c.scratch[min(max(i, 0), len(c.scratch)-1)]
+	at := func(q float64) float64 {
+		i := int(math.Ceil(q*float64(len(c.scratch)))) - 1
+		return c.scratch[min(max(i, 0), len(c.scratch)-1)]
+	}
+	high, low := at(c.cfg.Percentile), at(0.05)
+	if c.floor == 0 || low < c.floor {
+		c.floor = low
+	}
+	if low > 0 {
+		return high * c.floor / low
+	}
+	return high
 }
 
 // ObserveCharge feeds one request's RU charge.

@@ -116,6 +116,14 @@ func TestConcurrencySemaphore(t *testing.T) {
 // second and the limit at the end of each.
 func simulateLongPath(c *Concurrency, target, ru float64, base, jitter time.Duration, seconds int, seed uint64) (perSec []float64, limits []int) {
 	rng := rand.New(rand.NewPCG(seed, 1))
+	return simulatePool(c, target, ru, seconds, func(int) time.Duration {
+		return base + time.Duration(rng.Int64N(int64(jitter)+1))
+	})
+}
+
+// simulatePool is simulateLongPath with the latency of a request sent
+// while inFlight others are a function of that number.
+func simulatePool(c *Concurrency, target, ru float64, seconds int, latency func(inFlight int) time.Duration) (perSec []float64, limits []int) {
 	const step = 100 * time.Microsecond
 	interval := time.Duration(float64(time.Second) * ru / target)
 	type req struct{ sent, done time.Duration }
@@ -145,7 +153,7 @@ func simulateLongPath(c *Concurrency, target, ru float64, base, jitter time.Dura
 				panic(err)
 			}
 			queued--
-			inFlight = append(inFlight, req{now, now + base + time.Duration(rng.Int64N(int64(jitter)+1))})
+			inFlight = append(inFlight, req{now, now + latency(len(inFlight))})
 		}
 		if (now+step)%time.Second == 0 {
 			limits = append(limits, c.Limit())
@@ -221,5 +229,28 @@ func TestConcurrencyFDLimitBinds(t *testing.T) {
 	}
 	if quiet.BoundMessage() != "" || quiet.Limit() >= bound {
 		t.Errorf("8,000 RU/s at 100 ms: limit %d, message %q; want under %d, none", quiet.Limit(), quiet.BoundMessage(), bound)
+	}
+}
+
+// A target far beyond what the client or the server can serve (the bench's
+// unthrottled loads) makes requests queue: each waits behind the others,
+// so latency grows with the requests in flight. Sizing from that latency
+// grew the pool without end; it must stay near what the service rate
+// needs. Here: 8,000 writes/s at most, 1 ms apart at best, 1,000,000 RU/s
+// asked for.
+func TestConcurrencyDoesNotFeedItsOwnQueue(t *testing.T) {
+	const target, ru, capacity = 1e6, 10.0, 8000.0
+	c := NewConcurrency(ConcurrencyConfig{TargetRU: target, FDLimit: 1 << 20})
+	perSec, limits := simulatePool(c, target, ru, 10, func(inFlight int) time.Duration {
+		return time.Millisecond + time.Duration(float64(inFlight)/capacity*float64(time.Second))
+	})
+	t.Logf("RU per second %.0f, limits %v", perSec, limits)
+	for i, l := range limits[2:] {
+		if l > 1000 {
+			t.Errorf("second %d: limit %d, want it bounded (≤ 1,000) when latency is queueing", i+3, l)
+		}
+	}
+	if got := perSec[9] / ru; got < 0.9*capacity {
+		t.Errorf("last second served %.0f writes, want ≥ 90 %% of the %.0f possible", got, capacity)
 	}
 }
