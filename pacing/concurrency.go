@@ -22,7 +22,10 @@ type ConcurrencyConfig struct {
 	// estimate crawls up from answers that are themselves throttled by it.
 	Latency time.Duration
 	// Warmup is how many latencies must be observed before they replace
-	// Latency (default 16).
+	// Latency (default 16). Until then at most 4 × Warmup requests are in
+	// flight: enough for the first answers to size the pool within one
+	// round trip, few enough that a target far beyond what this machine
+	// can send does not open thousands of connections before any answer.
 	Warmup int
 	// Percentile of the recent latencies the limit is sized from (default
 	// 0.95). Little's law holds for the mean, but with jitter the requests
@@ -253,6 +256,9 @@ func (c *Concurrency) limitLocked() int {
 	want := math.Ceil(c.target/c.meanRU*c.latency*c.cfg.Headroom - 1e-9)
 	if math.IsNaN(want) || want < float64(c.cfg.Min) {
 		return c.cfg.Min
+	}
+	if c.seen < c.cfg.Warmup {
+		want = math.Min(want, float64(max(4*c.cfg.Warmup, c.cfg.Min)))
 	}
 	if c.cfg.Max > 0 && want > float64(max(c.cfg.Max, c.cfg.Min)) {
 		return max(c.cfg.Max, c.cfg.Min)
