@@ -55,6 +55,12 @@ type ConcurrencyConfig struct {
 	FDReserve int
 	// Smoothing is the EWMA weight of a new charge (default 0.05).
 	Smoothing float64
+	// Gain bounds the pool to this many times the bandwidth-delay product:
+	// the highest recent answer rate × the fastest round trip (default 4).
+	Gain float64
+	// Now is the clock the answer rate is measured with (default
+	// time.Now).
+	Now func() time.Time
 	// Notice, if set, is called once, the first time the file-descriptor
 	// limit holds the limit below what Little's law asks for, with a
 	// message for the user. It is called without locks held.
@@ -91,7 +97,19 @@ type Concurrency struct {
 
 	boundMsg string // set once, when the fd limit first binds
 	notified bool
+
+	// The answer rate: answers since rateAt, and the rates of the last
+	// rateWindows windows (answers per second; none until one has passed).
+	rateAt time.Time
+	rateN  int
+	rates  []float64
 }
+
+// rateWindows is how many windows the highest answer rate is taken over.
+const rateWindows = 8
+
+// rateWindow is how long answers are counted for one rate measurement.
+const rateWindow = 250 * time.Millisecond
 
 // NewConcurrency returns a Concurrency seeded from cfg.
 func NewConcurrency(cfg ConcurrencyConfig) *Concurrency {
@@ -119,6 +137,12 @@ func NewConcurrency(cfg ConcurrencyConfig) *Concurrency {
 	if cfg.Smoothing <= 0 || cfg.Smoothing > 1 {
 		cfg.Smoothing = 0.05
 	}
+	if cfg.Gain <= 1 {
+		cfg.Gain = 4
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	if cfg.FDLimit <= 0 {
 		cfg.FDLimit = processFDLimit()
 	}
@@ -145,6 +169,7 @@ func (c *Concurrency) ObserveLatency(d time.Duration) {
 		return
 	}
 	c.update(func() {
+		c.countAnswerLocked()
 		s := d.Seconds()
 		if len(c.samples) < cap(c.samples) {
 			c.samples = append(c.samples, s)
@@ -186,6 +211,33 @@ func (c *Concurrency) estimateLocked() float64 {
 		return high * c.floor / low
 	}
 	return high
+}
+
+// countAnswerLocked adds one answer to the rate measurement.
+func (c *Concurrency) countAnswerLocked() {
+	now := c.cfg.Now()
+	c.rateN++
+	if c.rateAt.IsZero() {
+		c.rateAt = now
+		return
+	}
+	if el := now.Sub(c.rateAt); el >= rateWindow {
+		if len(c.rates) == rateWindows {
+			c.rates = append(c.rates[:0], c.rates[1:]...)
+		}
+		c.rates = append(c.rates, float64(c.rateN)/el.Seconds())
+		c.rateN, c.rateAt = 0, now
+	}
+}
+
+// maxRateLocked is the highest answer rate of the recent windows, 0 before
+// the first.
+func (c *Concurrency) maxRateLocked() float64 {
+	var m float64
+	for _, r := range c.rates {
+		m = max(m, r)
+	}
+	return m
 }
 
 // ObserveCharge feeds one request's RU charge.
@@ -252,12 +304,27 @@ func (c *Concurrency) BoundMessage() string {
 }
 
 func (c *Concurrency) limitLocked() int {
+	// Little's law for the rate the target asks for, but never more than
+	// Gain × the highest rate answers recently came back at × the fastest
+	// round trip seen (the path's own latency, without queues): the
+	// bandwidth-delay product that BBR congestion control keeps in flight.
+	// On a path the target can use, the answer rate rises with the pool and
+	// the bound grows ahead of it (×3.6 a window at 200+200 ms); when this
+	// process, not the service, limits the rate (an unreachable target on
+	// two busy cores), more requests would only queue here, the answer
+	// rate stops rising and so does the pool.
+	need := c.target / c.meanRU * c.latency
+	if bdp := c.cfg.Gain * c.maxRateLocked() * c.floor; bdp > 0 {
+		need = math.Min(need, bdp)
+	}
 	// The epsilon keeps float error from turning an exact 130 into 131.
-	want := math.Ceil(c.target/c.meanRU*c.latency*c.cfg.Headroom - 1e-9)
+	want := math.Ceil(need*c.cfg.Headroom - 1e-9)
 	if math.IsNaN(want) || want < float64(c.cfg.Min) {
 		return c.cfg.Min
 	}
-	if c.seen < c.cfg.Warmup {
+	if c.seen < c.cfg.Warmup || len(c.rates) == 0 {
+		// Until enough answers have sized the pool and one window has
+		// measured their rate.
 		want = math.Min(want, float64(max(4*c.cfg.Warmup, c.cfg.Min)))
 	}
 	if c.cfg.Max > 0 && want > float64(max(c.cfg.Max, c.cfg.Min)) {

@@ -28,8 +28,10 @@ func TestConcurrencyLimit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := NewConcurrency(ConcurrencyConfig{TargetRU: tt.target, FDLimit: 1 << 20})
-			for range 500 {
+			// Answers 0.1 ms apart: 10,000 a second, as many as the
+			// largest case needs, so the bandwidth bound does not bind.
+			c := NewConcurrency(ConcurrencyConfig{TargetRU: tt.target, FDLimit: 1 << 20, Now: tickingClock(100 * time.Microsecond)})
+			for range 5000 {
 				c.ObserveLatency(tt.latency)
 				c.ObserveCharge(tt.meanRU)
 			}
@@ -37,6 +39,31 @@ func TestConcurrencyLimit(t *testing.T) {
 				t.Errorf("Limit() = %d, want %d", got, tt.want)
 			}
 		})
+	}
+}
+
+// tickingClock is a clock that moves on by step each time it is read.
+func tickingClock(step time.Duration) func() time.Time {
+	now := time.Unix(0, 0)
+	return func() time.Time {
+		now = now.Add(step)
+		return now
+	}
+}
+
+// An answer rate far below what the target asks for (this process cannot
+// send faster) bounds the pool near the bandwidth-delay product, whatever
+// the target.
+func TestConcurrencyBoundedByAnswerRate(t *testing.T) {
+	// 1,000 answers a second at 2 ms: the path holds 2 requests; 4 × that
+	// with 30 % headroom is 11, not the 260 Little's law asks for at 1,000,000 RU/s.
+	c := NewConcurrency(ConcurrencyConfig{TargetRU: 1e6, FDLimit: 1 << 20, Now: tickingClock(time.Millisecond)})
+	for range 2000 {
+		c.ObserveLatency(2 * time.Millisecond)
+		c.ObserveCharge(10)
+	}
+	if got := c.Limit(); got != 11 {
+		t.Errorf("Limit() = %d, want 11", got)
 	}
 }
 
@@ -132,7 +159,9 @@ func simulatePool(c *Concurrency, target, ru float64, seconds int, latency func(
 	nextAdmit := time.Duration(0)
 	end := time.Duration(seconds) * time.Second
 	perSec = make([]float64, seconds)
-	for now := time.Duration(0); now < end; now += step {
+	var now time.Duration
+	c.cfg.Now = func() time.Time { return time.Unix(0, 0).Add(now) }
+	for ; now < end; now += step {
 		kept := inFlight[:0]
 		for _, r := range inFlight {
 			if r.done > now {
@@ -199,9 +228,9 @@ func TestConcurrencyLongPath(t *testing.T) {
 // with 1,024 descriptors the limit stops below them and says so, once.
 func TestConcurrencyFDLimitBinds(t *testing.T) {
 	var notices []string
-	c := NewConcurrency(ConcurrencyConfig{TargetRU: 50000, FDLimit: 1024,
+	c := NewConcurrency(ConcurrencyConfig{TargetRU: 50000, FDLimit: 1024, Now: tickingClock(50 * time.Microsecond),
 		Notice: func(msg string) { notices = append(notices, msg) }})
-	for range 200 {
+	for range 20000 {
 		c.ObserveLatency(250 * time.Millisecond)
 		c.ObserveCharge(10)
 	}
@@ -242,7 +271,9 @@ func TestConcurrencyDoesNotFeedItsOwnQueue(t *testing.T) {
 	const target, ru, capacity = 1e6, 10.0, 8000.0
 	c := NewConcurrency(ConcurrencyConfig{TargetRU: target, FDLimit: 1 << 20})
 	perSec, limits := simulatePool(c, target, ru, 10, func(inFlight int) time.Duration {
-		return time.Millisecond + time.Duration(float64(inFlight)/capacity*float64(time.Second))
+		// Served one after another at the capacity: a request waits for
+		// those ahead of it, never less than the path's 1 ms.
+		return max(time.Millisecond, time.Duration(float64(inFlight)/capacity*float64(time.Second)))
 	})
 	t.Logf("RU per second %.0f, limits %v", perSec, limits)
 	for i, l := range limits[2:] {
