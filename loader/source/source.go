@@ -46,16 +46,18 @@ const (
 
 // Options configure how an input is split into records.
 type Options struct {
-	// Format is "auto" (or empty), "ndjson", "csv" or "tsv". Auto goes by the
-	// extension after stripping a trailing .gz: .ndjson .jsonl .json → ndjson,
-	// .csv → csv, .tsv → tsv; anything else (and stdin) → ndjson.
+	// Format is "auto" (or empty), "ndjson", "csv", "tsv" or "parquet". Auto
+	// goes by the extension after stripping a trailing .gz: .ndjson .jsonl
+	// .json → ndjson, .csv → csv, .tsv → tsv, .parquet → parquet; anything
+	// else (and stdin) → ndjson.
 	Format string
 	// Delimiter overrides the CSV field delimiter (--delimiter).
 	Delimiter rune
 	// CSVStrings keeps every CSV value a JSON string (--csv-strings).
 	CSVStrings bool
-	// CSVEmptyNull turns an empty CSV cell into null instead of omitting the
-	// field (--csv-empty=null).
+	// CSVEmptyNull keeps missing values as null instead of omitting the
+	// field (--null keep, alias --csv-empty=null): empty CSV cells and null
+	// Parquet values (columns, struct fields, map values) alike.
 	CSVEmptyNull bool
 	// MaxRecordBytes is the longest accepted line or array element; 0 means
 	// DefaultMaxRecordBytes. A longer NDJSON line is a bad record and reading
@@ -210,11 +212,11 @@ func ResolveFormat(in Input, opts Options) (string, error) {
 	switch f := strings.ToLower(opts.Format); f {
 	case FormatNDJSON, "jsonl", "json":
 		return FormatNDJSON, nil
-	case FormatCSV, FormatTSV:
+	case FormatCSV, FormatTSV, FormatParquet:
 		return f, nil
 	case "", FormatAuto:
 	default:
-		return "", fmt.Errorf("unknown input format %q (want auto, ndjson, csv or tsv)", opts.Format)
+		return "", fmt.Errorf("unknown input format %q (want auto, ndjson, csv, tsv or parquet)", opts.Format)
 	}
 	if in.Stdin {
 		return FormatNDJSON, nil
@@ -224,6 +226,8 @@ func ResolveFormat(in Input, opts Options) (string, error) {
 		return FormatCSV, nil
 	case ".tsv", ".tab":
 		return FormatTSV, nil
+	case ".parquet", ".parq":
+		return FormatParquet, nil
 	}
 	return FormatNDJSON, nil
 }
@@ -249,6 +253,17 @@ func Open(in Input, stdin io.Reader, opts Options, start Position) (Reader, erro
 	format, err := ResolveFormat(in, opts)
 	if err != nil {
 		return nil, err
+	}
+	if format == FormatParquet {
+		r, err := openParquet(in, opts, start)
+		if err != nil {
+			var ie *InputError
+			if !errors.As(err, &ie) {
+				err = fmt.Errorf("open %s: %w", in.Path, err)
+			}
+			return nil, err
+		}
+		return r, nil
 	}
 	path := in.Path
 	var open opener

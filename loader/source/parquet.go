@@ -1,0 +1,278 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/bits"
+	"os"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+// FormatParquet is the Apache Parquet format (.parquet, --format parquet).
+const FormatParquet = "parquet"
+
+// Reasons of input-level failures: the whole input (or the rest of it) is
+// refused, and the dead-letter file gets one entry for it.
+const (
+	// ReasonCorruptInput: the input cannot be decoded (a Parquet footer or
+	// row group that does not parse).
+	ReasonCorruptInput = "corrupt_input"
+)
+
+// InputError is a failure of a whole input, as opposed to one bad record:
+// the input (from Offset/Line on) is refused and the other inputs go on.
+type InputError struct {
+	Code string // one of the Reason constants, e.g. ReasonCorruptInput
+	Path string
+	// Line and Offset locate where the input stopped being readable (for
+	// Parquet: the row number and row index of the first refused row).
+	Line, Offset int64
+	Err          error
+}
+
+func (e *InputError) Error() string  { return e.Err.Error() }
+func (e *InputError) Unwrap() error  { return e.Err }
+func (e *InputError) Reason() string { return e.Code }
+
+// parquetBatchRows is the Arrow batch size: big enough to amortise the
+// per-batch work, small enough that a batch of wide rows stays a few MB.
+const parquetBatchRows = 4096
+
+// parquetReader streams the rows of a Parquet file as JSON objects, one row
+// group at a time, one Arrow batch at a time: memory is bounded by a batch
+// plus one page per column (buffered column streams), whatever the size of
+// the file or of its row groups.
+//
+// Positions: Record.Line is the 1-based row number and Record.Offset the
+// 0-based row index (unique, so generated ids are stable). Next.Line is the
+// number of rows consumed — what a resume goes by — and Next.Offset is that
+// count scaled to the file's size (rows × size ÷ total rows), so byte-based
+// progress, ETA and dry-run totals advance by rows and end at the file size.
+type parquetReader struct {
+	path   string
+	f      *os.File
+	pf     *file.Reader
+	fr     *pqarrow.FileReader
+	opts   Options
+	size   int64
+	total  int64   // rows in the file
+	rgRows []int64 // rows per row group
+
+	rg     int                   // current row group
+	rgRead int64                 // rows of rg returned or skipped
+	rr     pqarrow.RecordReader  // reader of rg, nil between row groups
+	batch  arrow.RecordBatch     // current batch, nil when exhausted
+	enc    *rowEncoder           // bound to batch
+	i      int                   // next row in batch
+	row    int64                 // rows consumed (the next row's index)
+	scr    []byte                // scratch for one row's JSON
+	arena  []byte                // output arena: Data slices are never reused
+	failed error                 // sticky input-level error
+	ctx    context.Context
+}
+
+// ParquetRows returns the number of rows of a Parquet input, read from its
+// footer; ok is false when in is not a Parquet input or cannot be opened.
+func ParquetRows(in Input, opts Options) (rows int64, ok bool) {
+	if in.Stdin {
+		return 0, false
+	}
+	if f, err := ResolveFormat(in, opts); err != nil || f != FormatParquet {
+		return 0, false
+	}
+	pf, err := file.OpenParquetFile(in.Path, false)
+	if err != nil {
+		return 0, false
+	}
+	defer pf.Close()
+	return pf.NumRows(), true
+}
+
+func openParquet(in Input, opts Options, start Position) (r *parquetReader, err error) {
+	if in.Stdin {
+		return nil, errors.New("a Parquet input cannot be read from stdin: it needs random access (give a file)")
+	}
+	if start.Line < 0 {
+		return nil, fmt.Errorf("invalid start position %+v", start)
+	}
+	f, err := os.Open(in.Path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+		}
+	}()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	r = &parquetReader{path: in.Path, f: f, opts: opts, size: st.Size(), row: start.Line, ctx: context.Background()}
+	refuse := func(err error) error {
+		return &InputError{Code: ReasonCorruptInput, Path: in.Path, Line: start.Line + 1, Offset: start.Line,
+			Err: fmt.Errorf("not a readable Parquet file: %w", err)}
+	}
+	// arrow-go may panic on a damaged footer; that is a corrupt input too.
+	defer func() {
+		if p := recover(); p != nil {
+			err = refuse(fmt.Errorf("%v", p))
+		}
+	}()
+	props := parquet.NewReaderProperties(memory.DefaultAllocator)
+	// Read pages as they are decoded instead of whole column chunks: a row
+	// group of a few hundred MB must not be held in memory.
+	props.BufferedStreamEnabled = true
+	props.BufferSize = 256 << 10
+	pf, err := file.NewParquetReader(f, file.WithReadProps(props))
+	if err != nil {
+		return nil, refuse(err)
+	}
+	r.pf = pf
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: parquetBatchRows}, memory.DefaultAllocator)
+	if err != nil {
+		return nil, refuse(err)
+	}
+	r.fr = fr
+	r.rgRows = make([]int64, pf.NumRowGroups())
+	for g := range r.rgRows {
+		n := pf.MetaData().RowGroups[g].GetNumRows()
+		if n < 0 {
+			return nil, refuse(fmt.Errorf("row group %d has %d rows", g, n))
+		}
+		r.rgRows[g] = n
+		r.total += n
+	}
+	if start.Line > r.total {
+		return nil, fmt.Errorf("resume position row %d is past the end of the file (%d rows)", start.Line, r.total)
+	}
+	// Skip whole row groups without decoding them.
+	skip := start.Line
+	for r.rg < len(r.rgRows) && skip >= r.rgRows[r.rg] {
+		skip -= r.rgRows[r.rg]
+		r.rg++
+	}
+	r.rgRead = skip
+	return r, nil
+}
+
+// offsetAt is rows scaled to the file size (see parquetReader).
+func (r *parquetReader) offsetAt(rows int64) int64 {
+	if r.total <= 0 {
+		return 0
+	}
+	hi, lo := bits.Mul64(uint64(rows), uint64(r.size))
+	q, _ := bits.Div64(hi, lo, uint64(r.total)) // rows ≤ total: no overflow
+	return int64(q)
+}
+
+func (r *parquetReader) Next() (rec Record, err error) {
+	if r.failed != nil {
+		return Record{}, r.failed
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = r.fail(fmt.Errorf("%v", p))
+		}
+	}()
+	for {
+		if r.batch != nil && r.i < int(r.batch.NumRows()) {
+			return r.emit(), nil
+		}
+		if r.batch != nil {
+			r.batch.Release()
+			r.batch = nil
+		}
+		if r.rr != nil {
+			if r.rr.Next() {
+				r.batch = r.rr.RecordBatch()
+				r.batch.Retain()
+				r.i = 0
+				r.enc = bindRow(r.batch, r.enc, r.opts.CSVEmptyNull)
+				continue
+			}
+			if err := r.rr.Err(); err != nil && !errors.Is(err, io.EOF) {
+				return Record{}, r.fail(err)
+			}
+			if r.rgRead != r.rgRows[r.rg] {
+				return Record{}, r.fail(fmt.Errorf("decoded %d rows, the footer says %d", r.rgRead, r.rgRows[r.rg]))
+			}
+			r.rr.Release()
+			r.rr = nil
+			r.rg++
+			r.rgRead = 0
+		}
+		if r.rg >= len(r.rgRows) {
+			return Record{}, io.EOF
+		}
+		if r.rgRows[r.rg] == 0 {
+			r.rg++
+			continue
+		}
+		rr, err := r.fr.GetRecordReader(r.ctx, nil, []int{r.rg})
+		if err != nil {
+			return Record{}, r.fail(err)
+		}
+		r.rr = rr
+		if r.rgRead > 0 {
+			if err := rr.SeekToRow(r.rgRead); err != nil {
+				return Record{}, r.fail(err)
+			}
+		}
+	}
+}
+
+// emit encodes the current row.
+func (r *parquetReader) emit() Record {
+	r.scr = r.enc.appendRow(r.scr[:0], r.i)
+	n := len(r.scr)
+	if cap(r.arena)-len(r.arena) < n {
+		r.arena = make([]byte, 0, max(256<<10, n))
+	}
+	start := len(r.arena)
+	r.arena = append(r.arena, r.scr...)
+	data := r.arena[start : start+n : start+n]
+	rec := Record{
+		Path:   r.path,
+		Line:   r.row + 1,
+		Offset: r.row,
+		Next:   Position{Offset: r.offsetAt(r.row + 1), Line: r.row + 1},
+		Data:   data,
+	}
+	r.i++
+	r.row++
+	r.rgRead++
+	return rec
+}
+
+// fail refuses the rest of the file: rows of earlier row groups (and of
+// this one, up to the failing batch) were already returned.
+func (r *parquetReader) fail(err error) error {
+	first := r.row - r.rgRead // first row of the row group
+	r.failed = &InputError{Code: ReasonCorruptInput, Path: r.path, Line: r.row + 1, Offset: r.row,
+		Err: fmt.Errorf("%s: row group %d of %d (rows %d–%d) cannot be decoded, the rest of the file is refused from row %d: %w",
+			r.path, r.rg+1, len(r.rgRows), first+1, first+r.rgRows[min(r.rg, len(r.rgRows)-1)], r.row+1, err)}
+	return r.failed
+}
+
+func (r *parquetReader) Close() error {
+	if r.batch != nil {
+		r.batch.Release()
+		r.batch = nil
+	}
+	if r.rr != nil {
+		r.rr.Release()
+		r.rr = nil
+	}
+	if r.pf != nil {
+		return r.pf.Close() // closes f
+	}
+	return r.f.Close()
+}

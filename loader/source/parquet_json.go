@@ -1,0 +1,315 @@
+package source
+
+import (
+	"encoding/base64"
+	"math"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+)
+
+// Arrow values as JSON, the way a Cosmos DB document wants them:
+//
+//   - integers and floats are JSON numbers; NaN and ±Inf (which JSON cannot
+//     spell) are null;
+//   - timestamps are RFC 3339 strings in UTC with as many fractional digits
+//     as needed ("2026-11-24T05:08:27.5Z"), whatever the column's time zone
+//     (the instant is kept; UTC makes them sort as strings); dates are
+//     "2026-11-24", times of day "05:08:27.5"; durations are numbers in the
+//     column's unit;
+//   - decimals are JSON numbers when they have at most 15 significant
+//     digits — every such value survives a float64, which is what Cosmos DB
+//     and JavaScript clients hold — and exact strings ("12345678901234567.89")
+//     otherwise;
+//   - binary values are standard base64 strings (with padding);
+//   - lists are arrays; structs are objects; maps are objects whose keys are
+//     the map keys as strings (an integer key 7 becomes "7", a timestamp key
+//     its RFC 3339 string), in file order;
+//   - a null column or struct field is omitted, or null with --null keep; a
+//     null list element is always null (an array cannot omit one).
+//
+// Strings with invalid UTF-8 get U+FFFD, as encoding/json does.
+
+// appendFn appends the JSON of element i of the array it was bound to. It is
+// only called for non-null elements.
+type appendFn func(b []byte, i int) []byte
+
+type objField struct {
+	key []byte // `"name":`
+	arr arrow.Array
+	put appendFn
+}
+
+// rowEncoder encodes the rows of one batch.
+type rowEncoder struct {
+	fields    []objField
+	keepNulls bool
+}
+
+// bindRow binds an encoder to a batch; keys are escaped once per batch.
+func bindRow(rb arrow.RecordBatch, prev *rowEncoder, keepNulls bool) *rowEncoder {
+	e := prev
+	if e == nil || len(e.fields) != int(rb.NumCols()) {
+		e = &rowEncoder{fields: make([]objField, rb.NumCols())}
+	}
+	e.keepNulls = keepNulls
+	sc := rb.Schema()
+	for c := range e.fields {
+		col := rb.Column(c)
+		e.fields[c] = objField{key: appendKey(nil, sc.Field(c).Name), arr: col, put: binder(col, keepNulls)}
+	}
+	return e
+}
+
+func (e *rowEncoder) appendRow(b []byte, i int) []byte {
+	return appendObject(b, e.fields, i, e.keepNulls)
+}
+
+func appendKey(b []byte, name string) []byte {
+	b = appendString(b, name)
+	return append(b, ':')
+}
+
+func appendObject(b []byte, fields []objField, i int, keepNulls bool) []byte {
+	b = append(b, '{')
+	first := true
+	for k := range fields {
+		f := &fields[k]
+		null := f.arr.IsNull(i)
+		if null && !keepNulls {
+			continue
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = append(b, f.key...)
+		if null {
+			b = append(b, "null"...)
+		} else {
+			b = f.put(b, i)
+		}
+	}
+	return append(b, '}')
+}
+
+// binder returns the encoder of arr's non-null elements.
+func binder(arr arrow.Array, keepNulls bool) appendFn {
+	switch a := arr.(type) {
+	case *array.Null:
+		return func(b []byte, _ int) []byte { return append(b, "null"...) }
+	case *array.Boolean:
+		return func(b []byte, i int) []byte { return strconv.AppendBool(b, a.Value(i)) }
+	case *array.Int8:
+		return func(b []byte, i int) []byte { return strconv.AppendInt(b, int64(a.Value(i)), 10) }
+	case *array.Int16:
+		return func(b []byte, i int) []byte { return strconv.AppendInt(b, int64(a.Value(i)), 10) }
+	case *array.Int32:
+		return func(b []byte, i int) []byte { return strconv.AppendInt(b, int64(a.Value(i)), 10) }
+	case *array.Int64:
+		return func(b []byte, i int) []byte { return strconv.AppendInt(b, a.Value(i), 10) }
+	case *array.Uint8:
+		return func(b []byte, i int) []byte { return strconv.AppendUint(b, uint64(a.Value(i)), 10) }
+	case *array.Uint16:
+		return func(b []byte, i int) []byte { return strconv.AppendUint(b, uint64(a.Value(i)), 10) }
+	case *array.Uint32:
+		return func(b []byte, i int) []byte { return strconv.AppendUint(b, uint64(a.Value(i)), 10) }
+	case *array.Uint64:
+		return func(b []byte, i int) []byte { return strconv.AppendUint(b, a.Value(i), 10) }
+	case *array.Float16:
+		return func(b []byte, i int) []byte { return appendFloat(b, float64(a.Value(i).Float32()), 32) }
+	case *array.Float32:
+		return func(b []byte, i int) []byte { return appendFloat(b, float64(a.Value(i)), 32) }
+	case *array.Float64:
+		return func(b []byte, i int) []byte { return appendFloat(b, a.Value(i), 64) }
+	case *array.String:
+		return func(b []byte, i int) []byte { return appendString(b, a.Value(i)) }
+	case *array.LargeString:
+		return func(b []byte, i int) []byte { return appendString(b, a.Value(i)) }
+	case *array.StringView:
+		return func(b []byte, i int) []byte { return appendString(b, a.Value(i)) }
+	case *array.Binary:
+		return func(b []byte, i int) []byte { return appendBase64(b, a.Value(i)) }
+	case *array.LargeBinary:
+		return func(b []byte, i int) []byte { return appendBase64(b, a.Value(i)) }
+	case *array.BinaryView:
+		return func(b []byte, i int) []byte { return appendBase64(b, a.Value(i)) }
+	case *array.FixedSizeBinary:
+		return func(b []byte, i int) []byte { return appendBase64(b, a.Value(i)) }
+	case *array.Timestamp:
+		unit := a.DataType().(*arrow.TimestampType).Unit
+		return func(b []byte, i int) []byte { return appendTime(b, a.Value(i).ToTime(unit), time.RFC3339Nano) }
+	case *array.Date32:
+		return func(b []byte, i int) []byte { return appendTime(b, a.Value(i).ToTime(), time.DateOnly) }
+	case *array.Date64:
+		return func(b []byte, i int) []byte { return appendTime(b, a.Value(i).ToTime(), time.DateOnly) }
+	case *array.Time32:
+		unit := a.DataType().(*arrow.Time32Type).Unit
+		return func(b []byte, i int) []byte { return appendTime(b, a.Value(i).ToTime(unit), "15:04:05.999999999") }
+	case *array.Time64:
+		unit := a.DataType().(*arrow.Time64Type).Unit
+		return func(b []byte, i int) []byte { return appendTime(b, a.Value(i).ToTime(unit), "15:04:05.999999999") }
+	case *array.Duration:
+		return func(b []byte, i int) []byte { return strconv.AppendInt(b, int64(a.Value(i)), 10) }
+	case *array.Decimal32, *array.Decimal64, *array.Decimal128, *array.Decimal256:
+		s := arr.(interface{ ValueStr(int) string })
+		return func(b []byte, i int) []byte { return appendDecimal(b, s.ValueStr(i)) }
+	case *array.Dictionary:
+		dict := binder(a.Dictionary(), keepNulls)
+		values := a.Dictionary()
+		return func(b []byte, i int) []byte {
+			j := a.GetValueIndex(i)
+			if values.IsNull(j) {
+				return append(b, "null"...)
+			}
+			return dict(b, j)
+		}
+	case *array.Struct:
+		st := a.DataType().(*arrow.StructType)
+		fields := make([]objField, a.NumField())
+		for k := range fields {
+			child := a.Field(k)
+			fields[k] = objField{key: appendKey(nil, st.Field(k).Name), arr: child, put: binder(child, keepNulls)}
+		}
+		return func(b []byte, i int) []byte { return appendObject(b, fields, i, keepNulls) }
+	case *array.Map:
+		keys, items := a.Keys(), a.Items()
+		putKey, putItem := binder(keys, keepNulls), binder(items, keepNulls)
+		var scratch []byte
+		return func(b []byte, i int) []byte {
+			start, end := a.ValueOffsets(i)
+			b = append(b, '{')
+			first := true
+			for j := int(start); j < int(end); j++ {
+				null := items.IsNull(j)
+				if null && !keepNulls {
+					continue
+				}
+				if !first {
+					b = append(b, ',')
+				}
+				first = false
+				if keys.IsNull(j) { // not allowed by Parquet, tolerated
+					b = append(b, `"null"`...)
+				} else if scratch = putKey(scratch[:0], j); len(scratch) > 0 && scratch[0] == '"' {
+					b = append(b, scratch...)
+				} else {
+					b = appendString(b, string(scratch))
+				}
+				b = append(b, ':')
+				if null {
+					b = append(b, "null"...)
+				} else {
+					b = putItem(b, j)
+				}
+			}
+			return append(b, '}')
+		}
+	case array.ListLike:
+		values := a.ListValues()
+		put := binder(values, keepNulls)
+		return func(b []byte, i int) []byte {
+			start, end := a.ValueOffsets(i)
+			b = append(b, '[')
+			for j := int(start); j < int(end); j++ {
+				if j > int(start) {
+					b = append(b, ',')
+				}
+				if values.IsNull(j) {
+					b = append(b, "null"...)
+				} else {
+					b = put(b, j)
+				}
+			}
+			return append(b, ']')
+		}
+	}
+	// Anything else (intervals, unions, extension types): its text form.
+	return func(b []byte, i int) []byte { return appendString(b, arr.ValueStr(i)) }
+}
+
+func appendFloat(b []byte, v float64, bitSize int) []byte {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return append(b, "null"...)
+	}
+	return strconv.AppendFloat(b, v, 'g', -1, bitSize)
+}
+
+func appendTime(b []byte, t time.Time, layout string) []byte {
+	b = append(b, '"')
+	b = t.UTC().AppendFormat(b, layout)
+	return append(b, '"')
+}
+
+func appendBase64(b []byte, v []byte) []byte {
+	b = append(b, '"')
+	b = base64.StdEncoding.AppendEncode(b, v)
+	return append(b, '"')
+}
+
+// appendDecimal writes an exact decimal string as a JSON number when a
+// float64 holds it (≤ 15 significant digits), else as a string.
+func appendDecimal(b []byte, s string) []byte {
+	digits, leading := 0, true
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			continue
+		}
+		if leading && c == '0' {
+			continue
+		}
+		leading = false
+		digits++
+	}
+	if digits <= 15 {
+		return append(b, s...)
+	}
+	return appendString(b, s)
+}
+
+
+// appendString appends s as a JSON string.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c < utf8.RuneSelf {
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}

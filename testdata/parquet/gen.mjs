@@ -1,0 +1,107 @@
+// Writes the Parquet fixtures of the reader's tests with an independent
+// writer (the pure-JavaScript @dsnp/parquetjs, not arrow-go). Run once, in a
+// temporary directory, never added to the repository's package.json:
+//
+//   cd "$(mktemp -d)" && npm install --no-save --no-package-lock @dsnp/parquetjs@1.8.9 \
+//     && node /path/to/testdata/parquet/gen.mjs /path/to/testdata/parquet
+//
+// The files are committed; the expected JSON lives in the Go tests.
+import { createRequire } from 'node:module';
+import fs from 'node:fs';
+import path from 'node:path';
+
+const require = createRequire(path.join(process.cwd(), 'x.js'));
+const parquet = require('@dsnp/parquetjs');
+const out = process.argv[2] || '.';
+
+// types.parquet: every primitive the writer has, nulls, nested types, three
+// row groups of 2, 2 and 1 rows.
+const types = new parquet.ParquetSchema({
+  id: { type: 'UTF8' },
+  pk: { type: 'UTF8' },
+  i32: { type: 'INT32', optional: true },
+  i64: { type: 'INT64', optional: true },
+  i8: { type: 'INT_8', optional: true },
+  u32: { type: 'UINT_32', optional: true },
+  f32: { type: 'FLOAT', optional: true },
+  f64: { type: 'DOUBLE', optional: true },
+  ok: { type: 'BOOLEAN', optional: true },
+  s: { type: 'UTF8', optional: true },
+  bin: { type: 'BYTE_ARRAY', optional: true },
+  ts: { type: 'TIMESTAMP_MILLIS', optional: true },
+  tsus: { type: 'TIMESTAMP_MICROS', optional: true },
+  day: { type: 'DATE', optional: true },
+  price: { type: 'DECIMAL', precision: 10, scale: 2, optional: true },
+  big: { type: 'DECIMAL', precision: 18, scale: 1, optional: true },
+  tags: parquet.ParquetFieldBuilder.createListField('UTF8'),
+  addr: {
+    optional: true,
+    fields: {
+      city: { type: 'UTF8', optional: true },
+      zip: { type: 'INT32', optional: true },
+    },
+  },
+  attrs: {
+    type: 'MAP',
+    optional: true,
+    fields: {
+      key_value: {
+        repeated: true,
+        fields: {
+          key: { type: 'UTF8' },
+          value: { type: 'INT64', optional: true },
+        },
+      },
+    },
+  },
+});
+
+const rows = [
+  {
+    id: 'a1', pk: 'p1', i32: -7, i64: 9007199254740993n, i8: -128, u32: 2147483647, f32: 1.5, f64: 0.1,
+    ok: true, s: 'héllo "quoted"\n\ttab', bin: Buffer.from([0, 1, 2, 255]),
+    ts: new Date('2026-11-24T05:08:27.123Z'), tsus: 1764047307123456n, day: new Date('2026-02-28T00:00:00Z'),
+    price: 123.5, big: 2 ** 53 / 10,
+    tags: { list: [{ element: 'x' }, { element: 'y' }] },
+    addr: { city: 'Oslo', zip: 150 },
+    attrs: { key_value: [{ key: 'a', value: 1n }, { key: 'b', value: 2n }] },
+  },
+  { id: 'a2', pk: 'p2' }, // every optional column null
+  {
+    id: 'a3', pk: 'p1', i32: 0, i64: 0n, f64: -2.5e-300, ok: false, s: '',
+    tags: { list: [{ element: 'z' }, {}] }, // a null element
+    addr: { city: null },
+    attrs: { key_value: [{ key: 'n', value: null }] },
+  },
+  { id: 'a4', pk: 'p3', price: -0.5, tags: { list: [] }, addr: {} },
+  { id: 'a5', pk: 'p2', s: '日本語', day: new Date('1969-12-31T00:00:00Z') },
+];
+{
+  const w = await parquet.ParquetWriter.openFile(types, path.join(out, 'types.parquet'));
+  w.setRowGroupSize(2);
+  for (const r of rows) await w.appendRow(r);
+  await w.close();
+}
+
+// rows.parquet: 250 flat rows in row groups of 100, 100 and 50, for resume
+// and end-to-end tests.
+const flat = new parquet.ParquetSchema({
+  id: { type: 'UTF8' },
+  pk: { type: 'UTF8' },
+  n: { type: 'INT64' },
+  name: { type: 'UTF8', optional: true },
+});
+{
+  const w = await parquet.ParquetWriter.openFile(flat, path.join(out, 'rows.parquet'));
+  w.setRowGroupSize(100);
+  for (let i = 1; i <= 250; i++) {
+    await w.appendRow({ id: `r${i}`, pk: `k${i % 7}`, n: BigInt(i), name: i % 10 === 0 ? undefined : `row ${i}` });
+  }
+  await w.close();
+}
+
+// truncated.parquet: rows.parquet cut in the middle (no footer).
+{
+  const b = fs.readFileSync(path.join(out, 'rows.parquet'));
+  fs.writeFileSync(path.join(out, 'truncated.parquet'), b.subarray(0, Math.floor(b.length / 2)));
+}
