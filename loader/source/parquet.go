@@ -65,16 +65,16 @@ type parquetReader struct {
 	total  int64   // rows in the file
 	rgRows []int64 // rows per row group
 
-	rg     int                   // current row group
-	rgRead int64                 // rows of rg returned or skipped
-	rr     pqarrow.RecordReader  // reader of rg, nil between row groups
-	batch  arrow.RecordBatch     // current batch, nil when exhausted
-	enc    *rowEncoder           // bound to batch
-	i      int                   // next row in batch
-	row    int64                 // rows consumed (the next row's index)
-	scr    []byte                // scratch for one row's JSON
-	arena  []byte                // output arena: Data slices are never reused
-	failed error                 // sticky input-level error
+	rg     int                  // current row group
+	rgRead int64                // rows of rg returned or skipped
+	rr     pqarrow.RecordReader // reader of rg, nil between row groups
+	batch  arrow.RecordBatch    // current batch, nil when exhausted
+	enc    *rowEncoder          // bound to batch
+	i      int                  // next row in batch
+	row    int64                // rows consumed (the next row's index)
+	scr    []byte               // scratch for one row's JSON
+	arena  []byte               // output arena: Data slices are never reused
+	failed error                // sticky input-level error
 	ctx    context.Context
 }
 

@@ -271,7 +271,6 @@ func appendDecimal(b []byte, s string) []byte {
 	return appendString(b, s)
 }
 
-
 // appendString appends s as a JSON string.
 func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
