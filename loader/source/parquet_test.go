@@ -1,0 +1,178 @@
+package source
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/parquet/file"
+)
+
+const parquetDir = "../../testdata/parquet/"
+
+// readParquet returns every record of path from start, and the error that
+// ended reading (nil at EOF).
+func readParquet(t *testing.T, path string, opts Options, start Position) ([]Record, error) {
+	t.Helper()
+	r, err := Open(Input{Path: path}, nil, opts, start)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	var recs []Record
+	for {
+		rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return recs, nil
+		}
+		if err != nil {
+			return recs, err
+		}
+		recs = append(recs, rec)
+	}
+}
+
+// types.parquet is written by parquetjs (testdata/parquet/gen.mjs): every
+// value below is what an independent writer put there.
+func TestParquetTypesExactJSON(t *testing.T) {
+	omit := []string{
+		`{"id":"a1","pk":"p1","i32":-7,"i64":9007199254740993,"i8":-128,"u32":2147483647,"f32":1.5,"f64":0.1,"ok":true,"s":"héllo \"quoted\"\n\ttab","bin":"AAEC/w==","ts":"2026-11-24T05:08:27.123Z","tsus":"2025-11-25T05:08:27.123456Z","day":"2026-02-28","price":123.5,"big":"900719925474099.2","tags":["x","y"],"addr":{"city":"Oslo","zip":150},"attrs":{"a":1,"b":2}}`,
+		`{"id":"a2","pk":"p2"}`,
+		`{"id":"a3","pk":"p1","i32":0,"i64":0,"f64":-2.5e-300,"ok":false,"s":"","tags":["z",null],"addr":{},"attrs":{}}`,
+		`{"id":"a4","pk":"p3","price":-0.5,"tags":[],"addr":{}}`,
+		`{"id":"a5","pk":"p2","s":"日本語","day":"1969-12-31"}`,
+	}
+	keep := []string{
+		omit[0],
+		`{"id":"a2","pk":"p2","i32":null,"i64":null,"i8":null,"u32":null,"f32":null,"f64":null,"ok":null,"s":null,"bin":null,"ts":null,"tsus":null,"day":null,"price":null,"big":null,"tags":null,"addr":null,"attrs":null}`,
+		`{"id":"a3","pk":"p1","i32":0,"i64":0,"i8":null,"u32":null,"f32":null,"f64":-2.5e-300,"ok":false,"s":"","bin":null,"ts":null,"tsus":null,"day":null,"price":null,"big":null,"tags":["z",null],"addr":{"city":null,"zip":null},"attrs":{"n":null}}`,
+		`{"id":"a4","pk":"p3","i32":null,"i64":null,"i8":null,"u32":null,"f32":null,"f64":null,"ok":null,"s":null,"bin":null,"ts":null,"tsus":null,"day":null,"price":-0.5,"big":null,"tags":[],"addr":{"city":null,"zip":null},"attrs":null}`,
+		`{"id":"a5","pk":"p2","i32":null,"i64":null,"i8":null,"u32":null,"f32":null,"f64":null,"ok":null,"s":"日本語","bin":null,"ts":null,"tsus":null,"day":"1969-12-31","price":null,"big":null,"tags":null,"addr":null,"attrs":null}`,
+	}
+	for _, tc := range []struct {
+		name string
+		opts Options
+		want []string
+	}{
+		{"omit", Options{}, omit},
+		{"keep", Options{CSVEmptyNull: true}, keep},
+		{"format flag", Options{Format: "parquet"}, omit},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			recs, err := readParquet(t, parquetDir+"types.parquet", tc.opts, Position{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(recs) != len(tc.want) {
+				t.Fatalf("got %d records, want %d", len(recs), len(tc.want))
+			}
+			for i, rec := range recs {
+				if string(rec.Data) != tc.want[i] {
+					t.Errorf("row %d:\n got %s\nwant %s", i+1, rec.Data, tc.want[i])
+				}
+				if rec.Line != int64(i+1) || rec.Offset != int64(i) || rec.Next.Line != int64(i+1) || rec.Path != parquetDir+"types.parquet" {
+					t.Errorf("row %d: position line %d offset %d next %+v", i+1, rec.Line, rec.Offset, rec.Next)
+				}
+			}
+		})
+	}
+}
+
+// Resuming at any row — the start, inside a row group, on a row-group
+// boundary, the end — yields exactly the rows after it, and progress
+// offsets end at the file size.
+func TestParquetResumeAtEveryKindOfRow(t *testing.T) {
+	path := parquetDir + "rows.parquet"
+	all, err := readParquet(t, path, Options{}, Position{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 250 {
+		t.Fatalf("got %d rows, want 250", len(all))
+	}
+	st, _ := os.Stat(path)
+	if last := all[len(all)-1].Next.Offset; last != st.Size() {
+		t.Fatalf("last Next.Offset %d, want the file size %d", last, st.Size())
+	}
+	for i := 1; i < len(all); i++ {
+		if all[i].Next.Offset < all[i-1].Next.Offset {
+			t.Fatalf("Next.Offset went back at row %d", i+1)
+		}
+	}
+	if rows, ok := ParquetRows(Input{Path: path}, Options{}); !ok || rows != 250 {
+		t.Fatalf("ParquetRows = %d, %v", rows, ok)
+	}
+	for _, k := range []int{0, 1, 57, 99, 100, 101, 199, 200, 249, 250} {
+		start := Position{}
+		if k > 0 {
+			start = all[k-1].Next
+		}
+		got, err := readParquet(t, path, Options{}, start)
+		if err != nil {
+			t.Fatalf("from row %d: %v", k, err)
+		}
+		if len(got) != 250-k {
+			t.Fatalf("from row %d: got %d rows, want %d", k, len(got), 250-k)
+		}
+		for i, rec := range got {
+			w := all[k+i]
+			if string(rec.Data) != string(w.Data) || rec.Line != w.Line || rec.Next != w.Next {
+				t.Fatalf("from row %d: record %d = %d %s, want %d %s", k, i, rec.Line, rec.Data, w.Line, w.Data)
+			}
+		}
+	}
+	if _, err := readParquet(t, path, Options{}, Position{Line: 251}); err == nil {
+		t.Fatal("a start past the end was accepted")
+	}
+}
+
+func TestParquetTruncatedFileIsRefusedAtOpen(t *testing.T) {
+	_, err := Open(Input{Path: parquetDir + "truncated.parquet"}, nil, Options{}, Position{})
+	var ie *InputError
+	if !errors.As(err, &ie) || ie.Reason() != ReasonCorruptInput {
+		t.Fatalf("got %v (%T), want an InputError %s", err, err, ReasonCorruptInput)
+	}
+}
+
+// A row group whose pages do not decode refuses the rest of the file; the
+// row groups before it were read.
+func TestParquetCorruptRowGroupRefusesTheRest(t *testing.T) {
+	b, err := os.ReadFile(parquetDir + "rows.parquet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := file.OpenParquetFile(parquetDir+"rows.parquet", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := pf.MetaData().RowGroup(1).ColumnChunk(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := cc.DataPageOffset()
+	pf.Close()
+	for i := off; i < off+24; i++ {
+		b[i] = 0xff // the page header of row group 2, first column
+	}
+	path := filepath.Join(t.TempDir(), "bad.parquet")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := readParquet(t, path, Options{}, Position{})
+	var ie *InputError
+	if !errors.As(err, &ie) || ie.Reason() != ReasonCorruptInput {
+		t.Fatalf("got %v (%T) after %d rows, want an InputError %s", err, err, len(recs), ReasonCorruptInput)
+	}
+	if len(recs) != 100 || ie.Line != 101 || !strings.Contains(err.Error(), "row group 2 of 3") {
+		t.Fatalf("read %d rows, refused from line %d: %v", len(recs), ie.Line, err)
+	}
+}
+
+func TestParquetFromStdinIsRefused(t *testing.T) {
+	if _, err := Open(Input{Path: "-", Stdin: true}, strings.NewReader("PAR1"), Options{Format: "parquet"}, Position{}); err == nil {
+		t.Fatal("stdin Parquet accepted")
+	}
+}
