@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -200,6 +201,14 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 			largest.offer(Item{ID: s.doc.ID, Source: s.rec.Path, Line: s.rec.Line, Bytes: len(s.doc.Body), RU: ru}, 5)
 			return true
 		})
+		var ie *source.InputError
+		if errors.As(err, &ie) { // a refused input is a bad record, as in an import
+			p.BadRecords++
+			if len(p.BadSamples) < 10 {
+				p.BadSamples = append(p.BadSamples, BadLine{Source: input.Path, Line: ie.Line, Reason: ie.Reason(), Error: ie.Error()})
+			}
+			err = nil
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -576,7 +576,7 @@ func (r *run) readInput(i int, in Input, queues []chan *item) error {
 			return r.refuseInput(i, in, err)
 		}
 	}
-	lastOffset := in.Start.Offset
+	lastOffset, lastLine := in.Start.Offset, in.Start.Line
 	anyRecord := false
 	err := scanInput(in, r.o.Stdin, r.o.Source, r.o.Mapper, func(s *scanned) bool {
 		if r.stopped() {
@@ -586,7 +586,7 @@ func (r *run) readInput(i int, in Input, queues []chan *item) error {
 		rec := s.rec
 		r.read.Add(1)
 		r.bytes.Add(rec.Next.Offset - lastOffset)
-		lastOffset = rec.Next.Offset
+		lastOffset, lastLine = rec.Next.Offset, rec.Next.Line
 		seq := r.tr.add(i, rec.Next.Offset, rec.Next.Line)
 		if s.dead != nil {
 			r.deadLetter(i, seq, s.dead)
@@ -615,6 +615,19 @@ func (r *run) readInput(i int, in Input, queues []chan *item) error {
 		// A bad CSV header is found when the input is opened.
 		return r.refuseInput(i, in, err)
 	}
+	// A Parquet row group that does not decode refuses the rest of the
+	// file, at the position reached: the rows before it were loaded.
+	var ie *source.InputError
+	if errors.As(err, &ie) {
+		r.read.Add(1)
+		r.refused.Add(1)
+		seq := r.tr.add(i, lastOffset, lastLine)
+		r.deadLetterAs(i, seq, resultRefused, &DeadLetter{
+			Source: in.Path, Line: ie.Line, Offset: ie.Offset, Reason: ie.Code,
+			Error: "the rest of the input refused, the rows before it loaded: " + ie.Error(),
+		})
+		return nil
+	}
 	return err
 }
 
@@ -626,7 +639,7 @@ func (r *run) refuseInput(i int, in Input, err error) error {
 	if !errors.As(err, &ie) {
 		return err
 	}
-	line := int64(0)
+	line := ie.Line
 	if ie.Code == source.ReasonCSVHeader {
 		line = 1
 	}

@@ -145,7 +145,7 @@ func jobID(fps []checkpoint.Fingerprint, db, coll string) string {
 // starts: plain NDJSON, not gzip, CSV or one JSON array.
 func splittable(in source.Input, format string) bool {
 	switch strings.ToLower(filepath.Ext(in.Path)) {
-	case ".gz", ".csv", ".tsv", ".tab":
+	case ".gz", ".csv", ".tsv", ".tab", ".parquet", ".parq":
 		return false
 	}
 	if format != "auto" && format != "ndjson" && format != "" {
@@ -349,6 +349,9 @@ func runShard(ctx context.Context, j *Job, s *sharedLoad, claim *shard.Claim, pa
 	in := s.inputs[claim.Shard.Input]
 	in.Start = Committed{Offset: claim.From.Offset, Line: claim.From.Line}
 	in.End = claim.Shard.End
+	if claim.Shard.Start == 0 && claim.Shard.End >= s.fps[claim.Shard.Input].Size {
+		in.End = 0 // the whole input: no bound (Parquet record offsets are row indexes)
+	}
 	from := claim.From
 	if claim.From.Offset >= claim.Shard.End {
 		done := from

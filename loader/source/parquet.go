@@ -18,29 +18,6 @@ import (
 // FormatParquet is the Apache Parquet format (.parquet, --format parquet).
 const FormatParquet = "parquet"
 
-// Reasons of input-level failures: the whole input (or the rest of it) is
-// refused, and the dead-letter file gets one entry for it.
-const (
-	// ReasonCorruptInput: the input cannot be decoded (a Parquet footer or
-	// row group that does not parse).
-	ReasonCorruptInput = "corrupt_input"
-)
-
-// InputError is a failure of a whole input, as opposed to one bad record:
-// the input (from Offset/Line on) is refused and the other inputs go on.
-type InputError struct {
-	Code string // one of the Reason constants, e.g. ReasonCorruptInput
-	Path string
-	// Line and Offset locate where the input stopped being readable (for
-	// Parquet: the row number and row index of the first refused row).
-	Line, Offset int64
-	Err          error
-}
-
-func (e *InputError) Error() string  { return e.Err.Error() }
-func (e *InputError) Unwrap() error  { return e.Err }
-func (e *InputError) Reason() string { return e.Code }
-
 // parquetBatchRows is the Arrow batch size: big enough to amortise the
 // per-batch work, small enough that a batch of wide rows stays a few MB.
 const parquetBatchRows = 4096
@@ -117,7 +94,7 @@ func openParquet(in Input, opts Options, start Position) (r *parquetReader, err 
 	}
 	r = &parquetReader{path: in.Path, f: f, opts: opts, size: st.Size(), row: start.Line, ctx: context.Background()}
 	refuse := func(err error) error {
-		return &InputError{Code: ReasonCorruptInput, Path: in.Path, Line: start.Line + 1, Offset: start.Line,
+		return &InputError{Code: ReasonCorruptInput, Line: start.Line + 1, Offset: start.Line,
 			Err: fmt.Errorf("not a readable Parquet file: %w", err)}
 	}
 	// arrow-go may panic on a damaged footer; that is a corrupt input too.
@@ -256,7 +233,7 @@ func (r *parquetReader) emit() Record {
 // this one, up to the failing batch) were already returned.
 func (r *parquetReader) fail(err error) error {
 	first := r.row - r.rgRead // first row of the row group
-	r.failed = &InputError{Code: ReasonCorruptInput, Path: r.path, Line: r.row + 1, Offset: r.row,
+	r.failed = &InputError{Code: ReasonCorruptInput, Line: r.row + 1, Offset: r.row,
 		Err: fmt.Errorf("%s: row group %d of %d (rows %d–%d) cannot be decoded, the rest of the file is refused from row %d: %w",
 			r.path, r.rg+1, len(r.rgRows), first+1, first+r.rgRows[min(r.rg, len(r.rgRows)-1)], r.row+1, err)}
 	return r.failed

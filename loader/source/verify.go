@@ -24,9 +24,13 @@ const (
 // such an input (one dead-letter entry) and goes on with the others.
 type InputError struct {
 	Code string // ReasonCorruptInput or ReasonCSVHeader
-	// Offset is where in the decompressed stream the problem was found.
+	// Offset is where in the decompressed stream the problem was found
+	// (Parquet: the row index of the first refused row).
 	Offset int64
-	Err    error
+	// Line is the line (Parquet: 1-based row) of the first refused record,
+	// 0 when not known.
+	Line int64
+	Err  error
 }
 
 func (e *InputError) Error() string  { return e.Err.Error() }
