@@ -163,8 +163,10 @@ func TestImportRejectsBadFlagValues(t *testing.T) {
 		{[]string{"--mode", "merge"}, `--mode must be upsert or create, not "merge"`},
 		{[]string{"--strategy", "fast"}, `--strategy must be paced or naive, not "fast"`},
 		{[]string{"--ru-share", "1.5"}, "--ru-share must be in (0, 1], not 1.5"},
-		{[]string{"--format", "xml"}, `--format must be auto, ndjson, csv or tsv, not "xml"`},
+		{[]string{"--format", "xml"}, `--format must be auto, ndjson, csv, tsv or parquet, not "xml"`},
 		{[]string{"--format", "csv", "--csv-empty", "zero"}, `--csv-empty must be omit or null, not "zero"`},
+		{[]string{"--null", "maybe"}, `--null must be omit or keep, not "maybe"`},
+		{[]string{"--format", "csv", "--null", "omit", "--csv-empty", "null"}, `--null omit contradicts --csv-empty null`},
 		{[]string{"--format", "csv", "--delimiter", "ab"}, `--delimiter must be one character, not "ab"`},
 		{[]string{"--ru", "0"}, "--ru must be a positive number of RU/s, not 0"},
 		{[]string{"--ru", "-5"}, "--ru must be a positive number of RU/s, not -5"},
@@ -284,6 +286,25 @@ func TestResumeRejectsBadFlagValues(t *testing.T) {
 		if code := run(context.Background(), f, append([]string{"resume", "/does/not/exist.json"}, tt.args...)); code != ExitUsage ||
 			!strings.Contains(errOut.String(), tt.want) {
 			t.Errorf("%v: exit %d, want 2 with %q:\n%s", tt.args, code, tt.want, errOut.String())
+		}
+	}
+}
+
+// --null omit|keep and --csv-empty omit|null are one setting.
+func TestNullFlagsAreOneSetting(t *testing.T) {
+	for _, tt := range []struct {
+		null, csvEmpty string
+		keep           bool
+	}{
+		{"", "omit", false},
+		{"", "null", true},
+		{"keep", "omit", true},
+		{"omit", "omit", false},
+		{"keep", "null", true},
+	} {
+		so, err := (&InputFlags{Format: "parquet", Null: tt.null, CSVEmpty: tt.csvEmpty}).sourceOptions()
+		if err != nil || so.CSVEmptyNull != tt.keep || so.Format != "parquet" {
+			t.Errorf("--null %q --csv-empty %q: keep %v err %v, want keep %v", tt.null, tt.csvEmpty, so.CSVEmptyNull, err, tt.keep)
 		}
 	}
 }

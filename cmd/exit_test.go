@@ -62,7 +62,7 @@ func TestRunExitCodesAndMessages(t *testing.T) {
 		{[]string{"import", "x", "--zzzzzz"}, ExitUsage, "", "unknown flag: --zzzzzz\nRun 'loader import --help'"},
 		{[]string{"--version"}, ExitOK, "loader ", ""},
 		{[]string{"__complete", "import", "x", "--mode", ""}, ExitOK, "upsert\ncreate\n:4", ""},
-		{[]string{"__complete", "import", "x", "--format", ""}, ExitOK, "auto\nndjson\ncsv\ntsv\n:4", ""},
+		{[]string{"__complete", "import", "x", "--format", ""}, ExitOK, "auto\nndjson\ncsv\ntsv\nparquet\n:4", ""},
 		{[]string{"__complete", "import", "x", "--strategy", ""}, ExitOK, "paced\nnaive\n:4", ""},
 		{[]string{"__complete", "import", "x", "--priority", ""}, ExitOK, "low\nhigh\n:4", ""},
 		{[]string{"__complete", "dry-run", "x", "--indexing", ""}, ExitOK, "consistent\nnone\n:4", ""},

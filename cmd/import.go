@@ -286,19 +286,22 @@ type InputFlags struct {
 	Delimiter  string
 	CSVStrings bool
 	CSVEmpty   string
+	Null       string
 	IDField    string
 	Blob       BlobFlags
 }
 
 func (o *InputFlags) addFlags(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&o.Format, "format", "auto", "input format: auto (by extension), ndjson, csv or tsv")
+	fl.StringVar(&o.Format, "format", "auto", "input format: auto (by extension), ndjson, csv, tsv or parquet")
 	fl.StringVar(&o.Delimiter, "delimiter", "", "CSV field delimiter (default , for csv, tab for tsv)")
 	fl.BoolVar(&o.CSVStrings, "csv-strings", false, "keep every CSV value a string (no number/boolean typing)")
-	fl.StringVar(&o.CSVEmpty, "csv-empty", "omit", "empty CSV cells: omit or null")
+	fl.StringVar(&o.Null, "null", "", "missing values (empty CSV cells, Parquet nulls): omit the field or keep it as null (omit|keep; default omit)")
+	fl.StringVar(&o.CSVEmpty, "csv-empty", "omit", "empty CSV cells: omit or null (the same as --null omit|keep)")
 	fl.StringVar(&o.IDField, "id-field", "id", "field holding the document id (dotted path); records without one get a deterministic UUID")
-	group(fl, groupInput, "format", "delimiter", "csv-strings", "csv-empty", "id-field")
-	enum(cmd, "format", "auto", "ndjson", "csv", "tsv")
+	group(fl, groupInput, "format", "null", "delimiter", "csv-strings", "csv-empty", "id-field")
+	enum(cmd, "format", "auto", "ndjson", "csv", "tsv", "parquet")
+	enum(cmd, "null", "omit", "keep")
 	enum(cmd, "csv-empty", "omit", "null")
 	o.Blob.addFlags(cmd)
 }
@@ -306,9 +309,9 @@ func (o *InputFlags) addFlags(cmd *cobra.Command) {
 func (o *InputFlags) sourceOptions() (source.Options, error) {
 	so := source.Options{Format: o.Format, CSVStrings: o.CSVStrings}
 	switch o.Format {
-	case "auto", "ndjson", "csv", "tsv":
+	case "auto", "ndjson", "csv", "tsv", "parquet":
 	default:
-		return so, usageError("--format must be auto, ndjson, csv or tsv, not %q", o.Format)
+		return so, usageError("--format must be auto, ndjson, csv, tsv or parquet, not %q", o.Format)
 	}
 	switch o.CSVEmpty {
 	case "omit":
@@ -316,6 +319,18 @@ func (o *InputFlags) sourceOptions() (source.Options, error) {
 		so.CSVEmptyNull = true
 	default:
 		return so, usageError("--csv-empty must be omit or null, not %q", o.CSVEmpty)
+	}
+	// --csv-empty is the CSV-only name of --null: one setting.
+	switch o.Null {
+	case "":
+	case "omit", "keep":
+		if keep := o.Null == "keep"; o.CSVEmpty == "null" && !keep {
+			return so, usageError("--null omit contradicts --csv-empty null")
+		} else {
+			so.CSVEmptyNull = keep
+		}
+	default:
+		return so, usageError("--null must be omit or keep, not %q", o.Null)
 	}
 	if o.Delimiter != "" {
 		d := o.Delimiter
