@@ -11,7 +11,7 @@ import (
 
 // inputExtensions are the files a directory argument contributes: a README
 // or a .DS_Store next to the data is not a record source.
-var inputExtensions = map[string]bool{".ndjson": true, ".jsonl": true, ".json": true, ".csv": true, ".tsv": true, ".tab": true}
+var inputExtensions = map[string]bool{".ndjson": true, ".jsonl": true, ".json": true, ".csv": true, ".tsv": true, ".tab": true, ".parquet": true, ".parq": true}
 
 // Expand resolves command-line arguments into inputs, in a deterministic
 // order: arguments in the order given; the matches of a glob and the files
@@ -145,7 +145,7 @@ func walkInputs(dir string) ([]string, error) {
 }
 
 func knownExtensions() string {
-	return ".ndjson, .jsonl, .json, .csv, .tsv, .tab"
+	return ".ndjson, .jsonl, .json, .csv, .tsv, .tab, .parquet"
 }
 
 // IsInputName reports whether a name found under a directory or a blob

@@ -1,0 +1,134 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/cosmosloader/loader/checkpoint"
+	"github.com/cosmosloader/loader/emulator"
+)
+
+// parquetFixtures copies the fixtures written by an independent writer
+// (parquetjs, testdata/parquet/gen.mjs) into a temporary directory.
+func parquetFixtures(t *testing.T, names ...string) (dir string) {
+	t.Helper()
+	dir = t.TempDir()
+	for _, n := range names {
+		b, err := os.ReadFile(filepath.Join(repoRoot(), "testdata", "parquet", n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, dir, n, b)
+	}
+	return dir
+}
+
+// parquetRow is row i of rows.parquet as it must land.
+func parquetRow(i int) map[string]any {
+	doc := map[string]any{"id": fmt.Sprintf("r%d", i), "pk": fmt.Sprintf("k%d", i%7), "n": float64(i)}
+	if i%10 != 0 {
+		doc["name"] = fmt.Sprintf("row %d", i)
+	}
+	return doc
+}
+
+func TestParquetImportLandsExactlyAndRefusesTheCorruptFile(t *testing.T) {
+	dir := parquetFixtures(t, "types.parquet", "rows.parquet", "truncated.parquet")
+	writeFile(t, dir, "more.ndjson", []byte(`{"id":"j1","pk":"p9"}`+"\n"))
+	want := map[string]map[string]any{"j1": {"id": "j1", "pk": "p9"}}
+	for i := 1; i <= 250; i++ {
+		want[fmt.Sprintf("r%d", i)] = parquetRow(i)
+	}
+	for _, s := range []string{
+		`{"id":"a1","pk":"p1","i32":-7,"i64":9007199254740993,"i8":-128,"u32":2147483647,"f32":1.5,"f64":0.1,"ok":true,"s":"héllo \"quoted\"\n\ttab","bin":"AAEC/w==","ts":"2026-11-24T05:08:27.123Z","tsus":"2025-11-25T05:08:27.123456Z","day":"2026-02-28","price":123.5,"big":"900719925474099.2","tags":["x","y"],"addr":{"city":"Oslo","zip":150},"attrs":{"a":1,"b":2}}`,
+		`{"id":"a2","pk":"p2"}`,
+		`{"id":"a3","pk":"p1","i32":0,"i64":0,"f64":-2.5e-300,"ok":false,"s":"","tags":["z",null],"addr":{},"attrs":{}}`,
+		`{"id":"a4","pk":"p3","price":-0.5,"tags":[],"addr":{}}`,
+		`{"id":"a5","pk":"p2","s":"日本語","day":"1969-12-31"}`,
+	} {
+		var doc map[string]any
+		if err := json.Unmarshal([]byte(s), &doc); err != nil {
+			t.Fatal(err)
+		}
+		want[doc["id"].(string)] = doc
+	}
+	for _, tg := range targets(t) {
+		t.Run(tg.name, func(t *testing.T) {
+			out := t.TempDir()
+			dl := filepath.Join(out, "dead.ndjson")
+			rep := filepath.Join(out, "report.json")
+			res := runLoader(t, nil, append([]string{"import", dir}, tg.args("e2e", "pq",
+				"--create-container", "--partition-key", "/pk",
+				"--dead-letter", dl, "--report", rep, "--checkpoint", filepath.Join(out, "ckpt.json"))...)...)
+			if res.code != 3 {
+				t.Fatalf("exit %d, want 3 (a refused input)\nstderr:\n%s", res.code, res.stderr)
+			}
+			got := readAll(t, tg, "e2e", "pq")
+			if len(got) != len(want) {
+				t.Errorf("%d documents landed, want %d", len(got), len(want))
+			}
+			for id, w := range want {
+				if !reflect.DeepEqual(got[id], w) {
+					t.Errorf("document %s:\n got %v\nwant %v", id, got[id], w)
+				}
+			}
+			dead := readDeadLetters(t, dl)
+			if len(dead) != 1 || filepath.Base(dead[0]["source"].(string)) != "truncated.parquet" ||
+				dead[0]["reason"] != "corrupt_input" || !strings.Contains(dead[0]["error"].(string), "Parquet") {
+				t.Fatalf("dead letters %v, want one corrupt_input entry for truncated.parquet", dead)
+			}
+			r := readReport(t, rep)
+			if r["records_written"] != float64(len(want)) || r["records_dead_lettered"] != 1.0 {
+				t.Errorf("report: written %v dead-lettered %v", r["records_written"], r["records_dead_lettered"])
+			}
+		})
+	}
+}
+
+// An import interrupted in the middle of a Parquet file resumes from the
+// committed row: every row lands once.
+func TestParquetInterruptAndResumeMidFile(t *testing.T) {
+	tg := localTarget(t, emulator.Options{DefaultRU: 400})
+	dir := parquetFixtures(t, "rows.parquet")
+	input := filepath.Join(dir, "rows.parquet")
+	ckpt := filepath.Join(dir, "ckpt.json")
+	args := append([]string{"import", input, "--checkpoint", ckpt, "--checkpoint-interval", "100ms"},
+		tg.args("e2e", "pqresume", "--create-container", "--partition-key", "/pk", "--ru", "400")...)
+	cmd, wait := startLoader(t, args...)
+	waitForCheckpoint(t, ckpt)
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	if code, stderr := wait(); code != 130 {
+		t.Fatalf("exit %d after SIGINT, want 130 (did the load finish first?)\n%s", code, stderr)
+	}
+	st, err := checkpoint.Load(ckpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := int64(0)
+	if fi, err := os.Stat(input); err == nil {
+		size = fi.Size()
+	}
+	c := st.Inputs[0].Committed
+	if st.Complete || c.Line <= 0 || c.Line >= 250 || c.Offset <= 0 || c.Offset >= size {
+		t.Fatalf("checkpoint after SIGINT: complete=%v committed=%+v (file %d bytes)", st.Complete, c, size)
+	}
+	res := runLoader(t, nil, "resume", ckpt, "--endpoint", tg.endpoint, "--key", tg.key, "--quiet")
+	if res.code != 0 {
+		t.Fatalf("resume: exit %d\n%s", res.code, res.stderr)
+	}
+	got := readAll(t, tg, "e2e", "pqresume")
+	if len(got) != 250 {
+		t.Errorf("%d documents landed, want 250", len(got))
+	}
+	for i := 1; i <= 250; i++ {
+		if id := fmt.Sprintf("r%d", i); !reflect.DeepEqual(got[id], parquetRow(i)) {
+			t.Errorf("document %s: %v", id, got[id])
+		}
+	}
+}
