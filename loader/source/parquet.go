@@ -53,6 +53,25 @@ type parquetReader struct {
 	arena  []byte               // output arena: Data slices are never reused
 	failed error                // sticky input-level error
 	ctx    context.Context
+
+	// Decoding and encoding run one goroutine ahead of the caller, which
+	// maps and costs: two cores share the work. At most parquetAhead
+	// chunks of parquetChunkRows records wait.
+	ahead   chan parquetChunk
+	stop    chan struct{}
+	stopped chan struct{}
+	cur     []Record
+	err     error // sticky: the error that ended the producer
+}
+
+const (
+	parquetChunkRows = 1024
+	parquetAhead     = 2
+)
+
+type parquetChunk struct {
+	recs []Record
+	err  error
 }
 
 // ParquetRows returns the number of rows of a Parquet input, read from its
@@ -150,7 +169,54 @@ func (r *parquetReader) offsetAt(rows int64) int64 {
 	return int64(q)
 }
 
-func (r *parquetReader) Next() (rec Record, err error) {
+// Next returns the next row, read ahead by the producer goroutine.
+func (r *parquetReader) Next() (Record, error) {
+	for len(r.cur) == 0 {
+		if r.err != nil {
+			return Record{}, r.err
+		}
+		if r.ahead == nil {
+			r.ahead = make(chan parquetChunk, parquetAhead)
+			r.stop, r.stopped = make(chan struct{}), make(chan struct{})
+			go r.produce()
+		}
+		c, ok := <-r.ahead
+		if !ok {
+			return Record{}, io.EOF
+		}
+		r.cur, r.err = c.recs, c.err
+	}
+	rec := r.cur[0]
+	r.cur[0] = Record{}
+	r.cur = r.cur[1:]
+	return rec, nil
+}
+
+func (r *parquetReader) produce() {
+	defer close(r.stopped)
+	defer close(r.ahead)
+	for {
+		recs := make([]Record, 0, parquetChunkRows)
+		var err error
+		for len(recs) < parquetChunkRows {
+			var rec Record
+			if rec, err = r.next(); err != nil {
+				break
+			}
+			recs = append(recs, rec)
+		}
+		select {
+		case r.ahead <- parquetChunk{recs: recs, err: err}:
+		case <-r.stop:
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (r *parquetReader) next() (rec Record, err error) {
 	if r.failed != nil {
 		return Record{}, r.failed
 	}
@@ -240,6 +306,11 @@ func (r *parquetReader) fail(err error) error {
 }
 
 func (r *parquetReader) Close() error {
+	if r.stop != nil {
+		close(r.stop)
+		<-r.stopped // the producer owns the Arrow state until it returns
+		r.stop = nil
+	}
 	if r.batch != nil {
 		r.batch.Release()
 		r.batch = nil

@@ -176,3 +176,19 @@ func TestParquetFromStdinIsRefused(t *testing.T) {
 		t.Fatal("stdin Parquet accepted")
 	}
 }
+
+// Closing in the middle stops the read-ahead goroutine.
+func TestParquetCloseMidFile(t *testing.T) {
+	for range 3 {
+		r, err := Open(Input{Path: parquetDir + "rows.parquet"}, nil, Options{}, Position{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec, err := r.Next(); err != nil || rec.Line != 1 {
+			t.Fatalf("first row: %+v %v", rec, err)
+		}
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
