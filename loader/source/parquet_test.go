@@ -192,3 +192,9 @@ func TestParquetCloseMidFile(t *testing.T) {
 		}
 	}
 }
+
+func TestParquetIsNotSplit(t *testing.T) {
+	if ok, why := Splittable(Input{Path: parquetDir + "rows.parquet"}, Options{}); ok || !strings.Contains(why, "Parquet") {
+		t.Fatalf("Splittable = %v, %q", ok, why)
+	}
+}

@@ -21,7 +21,7 @@ type Range struct {
 
 // Splittable reports whether in can be read at several places at once, and
 // why not when it cannot: only a plain NDJSON or CSV/TSV file can be, not
-// stdin, a gzip file (no random access) nor one JSON array.
+// stdin, a gzip file (no random access), one JSON array nor a Parquet file.
 func Splittable(in Input, opts Options) (bool, string) {
 	if in.Stdin {
 		return false, "standard input is read once, front to back"
@@ -34,6 +34,9 @@ func Splittable(in Input, opts Options) (bool, string) {
 	format, err := ResolveFormat(in, opts)
 	if err != nil {
 		return false, err.Error()
+	}
+	if format == FormatParquet {
+		return false, "it is Parquet (read row group by row group, front to back)"
 	}
 	f, err := os.Open(in.Path)
 	if err != nil {
