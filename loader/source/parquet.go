@@ -95,6 +95,9 @@ func openParquet(in Input, opts Options, start Position) (r *parquetReader, err 
 	if in.Stdin {
 		return nil, errors.New("a Parquet input cannot be read from stdin: it needs random access (give a file)")
 	}
+	if in.Remote != nil {
+		return nil, errors.New("Parquet is read from local files only, not yet from blob storage")
+	}
 	if start.Line < 0 {
 		return nil, fmt.Errorf("invalid start position %+v", start)
 	}
