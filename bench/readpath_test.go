@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cosmosloader/loader/epk"
 	"github.com/cosmosloader/loader/loader"
 	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/source"
-	"github.com/cosmosloader/loader/pacing/epk"
 )
 
 var (

@@ -7,9 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cosmosloader/loader/epk"
 	"github.com/cosmosloader/loader/loader"
 	"github.com/cosmosloader/loader/loader/record"
-	"github.com/cosmosloader/loader/pacing/epk"
 )
 
 func init() {

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/cosmosloader/loader/pacing/epk"
+	"github.com/cosmosloader/loader/epk"
 )
 
 var errTooLarge = errors.New("request entity too large")

@@ -16,7 +16,7 @@ import (
 
 	"github.com/cosmosloader/loader/emulator"
 	"github.com/cosmosloader/loader/emulator/emulatortest"
-	"github.com/cosmosloader/loader/pacing/epk"
+	"github.com/cosmosloader/loader/epk"
 )
 
 // fakeClock is a settable clock for the emulator's throttling.

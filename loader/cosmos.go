@@ -16,7 +16,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
-	"github.com/cosmosloader/loader/pacing/epk"
+	"github.com/cosmosloader/loader/epk"
 )
 
 // Mode is how documents are written.

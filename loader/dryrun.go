@@ -13,10 +13,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cosmosloader/loader/epk"
 	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/source"
 	"github.com/cosmosloader/loader/pacing"
-	"github.com/cosmosloader/loader/pacing/epk"
 )
 
 // Cosmos DB's caps: one logical partition holds at most 20 GB; one

@@ -10,9 +10,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cosmosloader/loader/epk"
 	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/source"
-	"github.com/cosmosloader/loader/pacing/epk"
 )
 
 // Strategy selects how writes are scheduled.

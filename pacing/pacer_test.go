@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cosmosloader/loader/pacing/epk"
+	"github.com/cosmosloader/loader/epk"
 )
 
 func within(got, want, tolerance float64) bool {
