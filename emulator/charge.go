@@ -5,19 +5,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
+
+	"github.com/cosmosloader/loader/pacing"
 )
-
-// writeCostTable is Microsoft's published write cost by item size
-// (understand-request-unit-consumption): KB → RU, excluding indexing.
-var writeCostTable = [...]struct{ kb, ru float64 }{
-	{1, 4.95}, {2, 6.29}, {4, 6.67}, {8, 7.04}, {16, 9.52}, {32, 11.23},
-	{64, 22.67}, {128, 48.19}, {256, 98.29}, {512, 184.57}, {1024, 625}, {2048, 1250},
-}
-
-// ruPerIndexTerm is the indexing cost of one term, from the same page's
-// worked example (1 KB, 10 terms: 5 + 0.2 × 10 ≈ 7 RU). A measurement in
-// COSMOS_FACTS.md suggests ~0.26; the loader calibrates from charges anyway.
-const ruPerIndexTerm = 0.2
 
 // Charges of operations the cost table does not cover: a failed request, a
 // metadata request, and a query page (a fixed part plus a per-KB part).
@@ -28,28 +18,11 @@ const (
 	queryPagePerKBRU = 0.1
 )
 
-// sizeCost interpolates the write cost table; items under 1 KB cost the 1 KB
-// price, as the service charges a minimum.
-func sizeCost(bytes int) float64 {
-	kb := float64(bytes) / 1024
-	t := writeCostTable
-	if kb <= t[0].kb {
-		return t[0].ru
-	}
-	for i := 1; i < len(t); i++ {
-		if kb <= t[i].kb {
-			f := (kb - t[i-1].kb) / (t[i].kb - t[i-1].kb)
-			return t[i-1].ru + f*(t[i].ru-t[i-1].ru)
-		}
-	}
-	last := t[len(t)-1]
-	return last.ru * kb / last.kb
-}
-
 // createCharge is the RU charge of creating an item of the given size with
-// the given number of indexed terms.
+// the given number of indexed terms, from the published table the loader's
+// cost model also starts from (pacing.WriteCostTable, pacing.TermCost).
 func createCharge(bytes, terms int) float64 {
-	return round2(sizeCost(bytes) + ruPerIndexTerm*float64(terms))
+	return round2(pacing.SizeCost(bytes) + pacing.TermCost*float64(terms))
 }
 
 // readCharge is the RU charge of a point read: about 1 RU per KB, minimum 1.

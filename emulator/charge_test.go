@@ -5,29 +5,9 @@ import (
 	"math"
 	"testing"
 	"time"
-)
 
-func TestSizeCost(t *testing.T) {
-	tests := []struct {
-		bytes int
-		want  float64
-	}{
-		{0, 4.95},
-		{500, 4.95},
-		{1024, 4.95},
-		{1536, (4.95 + 6.29) / 2},
-		{2048, 6.29},
-		{3 * 1024, (6.29 + 6.67) / 2},
-		{64 * 1024, 22.67},
-		{1024 * 1024, 625},
-		{2048 * 1024, 1250},
-	}
-	for _, tt := range tests {
-		if got := sizeCost(tt.bytes); math.Abs(got-tt.want) > 1e-9 {
-			t.Errorf("sizeCost(%d) = %v, want %v", tt.bytes, got, tt.want)
-		}
-	}
-}
+	"github.com/cosmosloader/loader/pacing"
+)
 
 func TestCreateChargeMatchesPublishedExample(t *testing.T) {
 	// 1 KB with 10 indexed terms ≈ 7 RU (understand-request-unit-consumption).
@@ -122,5 +102,16 @@ func TestChargeNoiseStaysInRange(t *testing.T) {
 	}
 	if got := (&Server{}).withNoise(7.5); got != 7.5 {
 		t.Errorf("no noise: %v", got)
+	}
+}
+
+// The local target charges from the same published table, with the same
+// interpolation and extrapolation, as the loader's cost model.
+func TestCreateChargeFollowsPublishedTable(t *testing.T) {
+	for _, b := range []int{0, 1024, 1536, 3 * 1024, 96 * 1024, 2048 * 1024, 3072 * 1024} {
+		want := math.Round((pacing.SizeCost(b)+5*pacing.TermCost)*100) / 100
+		if got := createCharge(b, 5); got != want {
+			t.Errorf("createCharge(%d, 5) = %v, want %v", b, got, want)
+		}
 	}
 }

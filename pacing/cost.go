@@ -11,32 +11,38 @@ import (
 // real figure for the container at hand).
 const TermCost = 0.2
 
-// sizeTable is the documented write cost by item size, KB → RU.
-var sizeTable = []struct{ kb, ru float64 }{
+// WriteCostTable is Microsoft's published write cost by item size
+// (understand-request-unit-consumption), before indexing, in ascending size.
+// It is the one copy of the table: the cost model's prior and the local
+// target's charges both come from it through SizeCost.
+var WriteCostTable = []struct{ KB, RU float64 }{
 	{1, 4.95}, {2, 6.29}, {4, 6.67}, {8, 7.04}, {16, 9.52}, {32, 11.23},
 	{64, 22.67}, {128, 48.19}, {256, 98.29}, {512, 184.57}, {1024, 625}, {2048, 1250},
 }
 
 // SizeCost returns the RU of creating an item of the given encoded size,
-// before indexing, by linear interpolation of the documented size table.
+// before indexing, by linear interpolation of WriteCostTable.
 //
 // Items under 1 KB cost the 1 KB figure: Cosmos DB meters storage I/O in
 // whole kilobytes, so a 200-byte item is not cheaper than a 1 KB one (the
-// same rule that makes every point read of a small item 1 RU). Beyond 2 MB,
-// which the service rejects anyway, the last segment's slope is extended.
+// same rule that makes every point read of a small item 1 RU). Beyond the
+// table (2 MB, which the service rejects anyway) the last segment's slope is
+// extended: that keeps the curve continuous and assumes only what the last
+// two published points say, not that cost is proportional to size from zero.
 func SizeCost(bytes int) float64 {
+	t := WriteCostTable
 	kb := float64(bytes) / 1024
-	first, last := sizeTable[0], sizeTable[len(sizeTable)-1]
-	if kb <= first.kb {
-		return first.ru
+	first, last := t[0], t[len(t)-1]
+	if kb <= first.KB {
+		return first.RU
 	}
-	if kb >= last.kb {
-		prev := sizeTable[len(sizeTable)-2]
-		return last.ru + (kb-last.kb)*(last.ru-prev.ru)/(last.kb-prev.kb)
+	if kb >= last.KB {
+		prev := t[len(t)-2]
+		return last.RU + (kb-last.KB)*(last.RU-prev.RU)/(last.KB-prev.KB)
 	}
-	i := sort.Search(len(sizeTable), func(i int) bool { return sizeTable[i].kb >= kb })
-	lo, hi := sizeTable[i-1], sizeTable[i]
-	return lo.ru + (kb-lo.kb)*(hi.ru-lo.ru)/(hi.kb-lo.kb)
+	i := sort.Search(len(t), func(i int) bool { return t[i].KB >= kb })
+	lo, hi := t[i-1], t[i]
+	return lo.RU + (kb-lo.KB)*(hi.RU-lo.RU)/(hi.KB-lo.KB)
 }
 
 // CostOptions configures a CostModel.

@@ -4,7 +4,8 @@
 //
 // The parts, in the order a record meets them:
 //
-//   - Cost. SizeCost interpolates the documented write-cost-by-size table
+//   - Cost. SizeCost interpolates the published write-cost-by-size table
+//     (WriteCostTable, shared with the local target in emulator/)
 //     and TermCost prices an indexed term. A CostModel (NewCostModel,
 //     Estimate, Observe, Calibrated, Snapshot/Restore) starts from those
 //     figures and calibrates online from each response's
