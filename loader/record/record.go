@@ -232,7 +232,7 @@ func (m *Mapper) mapWith(s *scanner, data []byte, genID func() string) (Doc, err
 			return Doc{}, err
 		}
 		rewrite = true
-		s.idBuf = appendJSONString(s.idBuf[:0], doc.ID)
+		s.idBuf = AppendJSONString(s.idBuf[:0], doc.ID)
 		idJSON = s.idBuf
 	case data[idc.start] == '"':
 		raw := data[idc.start:idc.end]
@@ -399,22 +399,50 @@ func checkID(id string, off int) error {
 	return checkIDBytes(unsafe.Slice(unsafe.StringData(id), len(id)), off)
 }
 
-// appendJSONString appends s as a JSON string. Only generated ids go through
-// here; ids read from the input are copied as they were written.
-func appendJSONString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
+const hexDigits = "0123456789abcdef"
+
+// jsonSafe marks the bytes a JSON string can hold unescaped; a table lookup
+// is measurably faster than the comparisons on the CSV path.
+var jsonSafe = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// AppendJSONString appends s to dst as a JSON string: quote and backslash
+// escaped, control characters as their short or \u00XX escapes. s must be
+// valid UTF-8 (callers check it: CSV rows before they are converted; ids
+// read from the input are copied as written and never come here); bytes
+// from 0x80 up pass through.
+func AppendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
+	start := 0
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
-			dst = append(dst, '\\', c)
-		case c < 0x20:
-			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-		default:
-			dst = append(dst, c)
+		if jsonSafe[c] {
+			continue
 		}
+		dst = append(dst, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		case '\b':
+			dst = append(dst, '\\', 'b')
+		case '\f':
+			dst = append(dst, '\\', 'f')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		}
+		start = i + 1
 	}
+	dst = append(dst, s[start:]...)
 	return append(dst, '"')
 }
 

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/cosmosloader/loader/loader/record"
 )
 
 // csvBufferSize is the read-ahead of the CSV parser.
@@ -251,7 +253,7 @@ func buildTree(header []string) (*node, error) {
 			}
 			switch {
 			case child == nil:
-				child = &node{name: p, key: append(appendJSONString(nil, p), ':'), col: -1, header: h}
+				child = &node{name: p, key: append(record.AppendJSONString(nil, p), ':'), col: -1, header: h}
 				if last {
 					child.col = i
 				}
@@ -323,7 +325,7 @@ func appendValue(dst []byte, v string, asStrings bool) []byte {
 			return append(dst, "false"...)
 		}
 	}
-	return appendJSONString(dst, v)
+	return record.AppendJSONString(dst, v)
 }
 
 // jsonNumber reports whether v is spelled as a JSON number, and whether it is
@@ -370,50 +372,6 @@ func jsonNumber(v string) (isInt, ok bool) {
 		}
 	}
 	return isInt, i == len(v)
-}
-
-const hexDigits = "0123456789abcdef"
-
-// jsonSafe marks the bytes a JSON string can hold unescaped; a table lookup
-// is measurably faster than the comparisons on the CSV path.
-var jsonSafe = func() (t [256]bool) {
-	for c := 0x20; c < 256; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-// appendJSONString writes s as a JSON string. s must be valid UTF-8 (rows are
-// checked before they are converted); bytes from 0x80 up pass through.
-func appendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if jsonSafe[c] {
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		case '\b':
-			dst = append(dst, '\\', 'b')
-		case '\f':
-			dst = append(dst, '\\', 'f')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		}
-		start = i + 1
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }
 
 // teeReader keeps the bytes read through it from stream offset start on, so
