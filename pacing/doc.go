@@ -37,10 +37,9 @@
 //     the naive (send everything, resend the 429s each second) and paced
 //     strategies' requests, 429s and time, for dry-run and the report.
 //
-// Simulate runs a Pacer against a Cosmos-like server (per-partition
+// The tests run a Pacer against a Cosmos-like server (per-partition
 // per-second budgets with debt, 429 with retry-after, optional noisy
-// neighbours) as a deterministic discrete-event simulation; the tests use
-// it, and so can benchmarks and the README.
+// neighbours) as a deterministic discrete-event simulation (sim_test.go).
 //
 // A writer's loop:
 //
