@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/cosmosloader/loader/checkpoint"
+	"github.com/cosmosloader/loader/coord/lease"
 	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/loader/htmlreport"
-	"github.com/cosmosloader/loader/pacing/lease"
 )
 
 // Report is the account of one import run. Its JSON field names are part

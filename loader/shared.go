@@ -19,11 +19,11 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/cosmosloader/loader/checkpoint"
+	"github.com/cosmosloader/loader/coord/lease"
+	"github.com/cosmosloader/loader/coord/shard"
 	"github.com/cosmosloader/loader/loader/record"
-	"github.com/cosmosloader/loader/loader/shard"
 	"github.com/cosmosloader/loader/loader/source"
 	"github.com/cosmosloader/loader/pacing"
-	"github.com/cosmosloader/loader/pacing/lease"
 )
 
 // SharedOptions configure loading alongside other loader processes: the
