@@ -11,26 +11,24 @@
 package lease
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"net/http"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	azlease "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
 	"github.com/google/uuid"
+
+	"github.com/cosmosloader/loader/coord"
 )
 
 // Azure accepts fixed lease durations from 15 to 60 seconds.
@@ -345,7 +343,7 @@ func (c *Capacity) round(ctx context.Context) error {
 			c.mu.Lock()
 			c.held[p] = sent
 			c.mu.Unlock()
-		case lost(err):
+		case coord.LeaseLost(err):
 			c.cfg.Logf("capacity partition %d: lease lost: %v", p, err)
 			c.mu.Lock()
 			delete(c.held, p)
@@ -385,7 +383,7 @@ func (c *Capacity) round(ctx context.Context) error {
 			rctx, cancel := context.WithTimeout(ctx, c.reqTimeout)
 			_, err := c.clients[p].ReleaseLease(rctx, nil)
 			cancel()
-			if err != nil && !lost(err) {
+			if err != nil && !coord.LeaseLost(err) {
 				return fmt.Errorf("release lease on partition %d: %w", p, err)
 			}
 		}
@@ -399,7 +397,7 @@ func (c *Capacity) round(ctx context.Context) error {
 			// so a dead process's partitions are taken soon after its
 			// leases expire, but not on every demand update.
 			c.mu.Lock()
-			c.nextAcquire = c.cfg.Clock().Add(jitter(c.renewEvery / 6))
+			c.nextAcquire = c.cfg.Clock().Add(coord.Jitter(c.renewEvery / 6))
 			c.mu.Unlock()
 		}
 	}
@@ -447,7 +445,7 @@ func (c *Capacity) acquire(ctx context.Context, free []int, n int) (int, error) 
 			c.held[p] = sent
 			c.mu.Unlock()
 			c.notify()
-		case taken(err):
+		case coord.Taken(err):
 		default:
 			return got, fmt.Errorf("acquire lease on partition %d: %w", p, err)
 		}
@@ -463,66 +461,11 @@ func (c *Capacity) tryAcquire(ctx context.Context, p int) error {
 	if !bloberror.HasCode(err, bloberror.BlobNotFound) {
 		return err
 	}
-	if err := createEmpty(rctx, c.blobs[p]); err != nil {
-		return err
+	if err := coord.CreateEmpty(rctx, c.blobs[p], nil); err != nil {
+		return fmt.Errorf("create blob: %w", err)
 	}
 	_, err = c.clients[p].AcquireLease(rctx, secs, nil)
 	return err
-}
-
-// createEmpty creates a 0-byte blob unless it exists; another process
-// creating it first is not an error.
-func createEmpty(ctx context.Context, bb *blockblob.Client) error {
-	etagAny := azcore.ETagAny
-	_, err := bb.Upload(ctx, nopCloser{bytes.NewReader(nil)}, &blockblob.UploadOptions{
-		AccessConditions: &blob.AccessConditions{
-			ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: &etagAny},
-		},
-	})
-	if err != nil && !bloberror.HasCode(err, bloberror.BlobAlreadyExists, bloberror.LeaseIDMissing) &&
-		!hasStatus(err, http.StatusConflict, http.StatusPreconditionFailed) {
-		return fmt.Errorf("create blob: %w", err)
-	}
-	return nil
-}
-
-type nopCloser struct{ *bytes.Reader }
-
-func (nopCloser) Close() error { return nil }
-
-// taken reports whether an acquire failed because another process holds the
-// lease.
-func taken(err error) bool {
-	return bloberror.HasCode(err, bloberror.LeaseAlreadyPresent) || hasStatus(err, http.StatusConflict)
-}
-
-// lost reports whether a renew or release failed because the lease is no
-// longer ours: it expired and someone else acquired it, or it was broken.
-func lost(err error) bool {
-	return bloberror.HasCode(err,
-		bloberror.LeaseIDMismatchWithLeaseOperation, bloberror.LeaseLost,
-		bloberror.LeaseNotPresentWithLeaseOperation, bloberror.LeaseIsBrokenAndCannotBeRenewed,
-		bloberror.LeaseAlreadyPresent, bloberror.BlobNotFound) ||
-		hasStatus(err, http.StatusConflict, http.StatusPreconditionFailed)
-}
-
-func hasStatus(err error, codes ...int) bool {
-	var re *azcore.ResponseError
-	if !errors.As(err, &re) {
-		return false
-	}
-	for _, code := range codes {
-		if re.StatusCode == code {
-			return true
-		}
-	}
-	return false
-}
-
-// jitter spreads d over [0.75d, 1.25d) so processes that collided once do
-// not keep colliding.
-func jitter(d time.Duration) time.Duration {
-	return d*3/4 + time.Duration(rand.Int64N(int64(d)/2+1))
 }
 
 // nextWake is when the loop must next look: the earliest renewal due, or a
@@ -622,7 +565,7 @@ func (c *Capacity) shutdown() {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), c.reqTimeout)
 			defer cancel()
-			if _, err := c.clients[p].ReleaseLease(ctx, nil); err != nil && !lost(err) {
+			if _, err := c.clients[p].ReleaseLease(ctx, nil); err != nil && !coord.LeaseLost(err) {
 				c.cfg.Logf("capacity partition %d: release lease: %v", p, err)
 			}
 		}()
@@ -673,7 +616,7 @@ func (c *Capacity) heartbeat(ctx context.Context, now time.Time) error {
 	}
 	if due {
 		w := strconv.Itoa(want)
-		_, err := c.member.Upload(rctx, nopCloser{bytes.NewReader(nil)}, &blockblob.UploadOptions{
+		_, err := c.member.Upload(rctx, coord.Body(nil), &blockblob.UploadOptions{
 			Metadata: map[string]*string{metaWant: &w},
 		})
 		if err != nil {

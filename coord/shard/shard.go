@@ -23,13 +23,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	azlease "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
 	"github.com/google/uuid"
+
+	"github.com/cosmosloader/loader/coord"
 )
 
 // DefaultShardBytes is the largest byte range one shard covers by default.
@@ -306,7 +307,7 @@ func (c *Coordinator) Claim(ctx context.Context) (*Claim, error) {
 			// One listing per poll is cheap, and polling a few times per
 			// renewal period takes a dead owner's shard soon after its
 			// lease expires.
-			backoff = jitter(c.renewEvery / 3)
+			backoff = coord.Jitter(c.renewEvery / 3)
 		}
 		if err == nil {
 			c.mu.Lock()
@@ -367,15 +368,7 @@ func (c *Coordinator) tryClaim(ctx context.Context, i int, exists bool) (*Claim,
 	defer cancel()
 	if !exists {
 		// An empty blob is a shard nobody has saved progress for.
-		etagAny := azcore.ETagAny
-		_, err := bb.Upload(rctx, nopCloser{bytes.NewReader(nil)}, &blockblob.UploadOptions{
-			Metadata: c.metadata(i, false),
-			AccessConditions: &blob.AccessConditions{
-				ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: &etagAny},
-			},
-		})
-		if err != nil && !bloberror.HasCode(err, bloberror.BlobAlreadyExists, bloberror.LeaseIDMissing) &&
-			!hasStatus(err, http.StatusConflict, http.StatusPreconditionFailed) {
+		if err := coord.CreateEmpty(rctx, bb, c.metadata(i, false)); err != nil {
 			return nil, fmt.Errorf("create shard blob %s: %w", s.ID, err)
 		}
 	}
@@ -385,7 +378,7 @@ func (c *Coordinator) tryClaim(ctx context.Context, i int, exists bool) (*Claim,
 		return nil, fmt.Errorf("new lease client: %w", err)
 	}
 	if _, err := lc.AcquireLease(rctx, int32(c.cfg.LeaseDuration/time.Second), nil); err != nil {
-		if hasStatus(err, http.StatusConflict) {
+		if coord.HasStatus(err, http.StatusConflict) {
 			return nil, nil
 		}
 		return nil, fmt.Errorf("acquire shard lease %s: %w", s.ID, err)
@@ -517,7 +510,7 @@ func (cl *Claim) Save(ctx context.Context, p Progress) error {
 	rctx, cancel := context.WithTimeout(ctx, cl.c.reqTimeout)
 	defer cancel()
 	upload := func() error {
-		_, err := cl.bb.Upload(rctx, nopCloser{bytes.NewReader(body)}, &blockblob.UploadOptions{
+		_, err := cl.bb.Upload(rctx, coord.Body(body), &blockblob.UploadOptions{
 			Metadata: cl.c.metadata(cl.index, p.Done),
 			AccessConditions: &blob.AccessConditions{
 				LeaseAccessConditions: &blob.LeaseAccessConditions{LeaseID: &cl.leaseID},
@@ -535,7 +528,7 @@ func (cl *Claim) Save(ctx context.Context, p Progress) error {
 		}
 	}
 	if err != nil {
-		if lostErr(err) {
+		if coord.LeaseLost(err) {
 			cl.markLost()
 			return fmt.Errorf("save shard %s: %w: %v", cl.Shard.ID, ErrLeaseLost, err)
 		}
@@ -561,7 +554,7 @@ func (cl *Claim) release(ctx context.Context) error {
 	defer cancel()
 	_, err := cl.lc.ReleaseLease(rctx, nil)
 	cl.markLost() // nothing more to do with it either way
-	if err != nil && !lostErr(err) {
+	if err != nil && !coord.LeaseLost(err) {
 		return fmt.Errorf("release shard %s: %w", cl.Shard.ID, err)
 	}
 	return nil
@@ -596,7 +589,7 @@ func (cl *Claim) renew() {
 		switch {
 		case err == nil:
 			warned = false
-		case lostErr(err):
+		case coord.LeaseLost(err):
 			cl.c.cfg.Logf("shard %s: lease lost: %v", cl.Shard.ID, err)
 			cl.markLost()
 			return
@@ -617,42 +610,9 @@ func (cl *Claim) abandon() {
 	cl.stopRenewing()
 }
 
-type nopCloser struct{ *bytes.Reader }
-
-func (nopCloser) Close() error { return nil }
-
-// lostErr reports whether the service refused because the lease is not ours.
-func lostErr(err error) bool {
-	return bloberror.HasCode(err,
-		bloberror.LeaseIDMismatchWithLeaseOperation, bloberror.LeaseIDMismatchWithBlobOperation,
-		bloberror.LeaseLost, bloberror.LeaseNotPresentWithLeaseOperation,
-		bloberror.LeaseNotPresentWithBlobOperation, bloberror.LeaseIsBrokenAndCannotBeRenewed,
-		bloberror.LeaseAlreadyPresent) ||
-		hasStatus(err, http.StatusConflict, http.StatusPreconditionFailed)
-}
-
 // transient reports whether storage could not be reached or timed out, as
 // opposed to answering with an error.
 func transient(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.ErrUnexpectedEOF)
-}
-
-func hasStatus(err error, codes ...int) bool {
-	var re *azcore.ResponseError
-	if !errors.As(err, &re) {
-		return false
-	}
-	for _, code := range codes {
-		if re.StatusCode == code {
-			return true
-		}
-	}
-	return false
-}
-
-// jitter spreads d over [0.75d, 1.25d) so processes polling together drift
-// apart.
-func jitter(d time.Duration) time.Duration {
-	return d*3/4 + time.Duration(rand.Int64N(int64(d)/2+1))
 }

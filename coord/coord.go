@@ -1,0 +1,83 @@
+// Package coord holds what the loader's blob-storage coordination shares:
+// capacity leases (coord/lease) and input shards (coord/shard) both keep
+// their state in 0-byte or small blobs of one container, under leases, and
+// classify the service's answers the same way. The helpers here are that
+// one shared set.
+package coord
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
+)
+
+// Body wraps b for an upload.
+func Body(b []byte) io.ReadSeekCloser { return nopCloser{bytes.NewReader(b)} }
+
+type nopCloser struct{ *bytes.Reader }
+
+func (nopCloser) Close() error { return nil }
+
+// CreateEmpty creates a 0-byte blob with the given metadata unless it
+// exists; another process creating it first is not an error.
+func CreateEmpty(ctx context.Context, bb *blockblob.Client, metadata map[string]*string) error {
+	etagAny := azcore.ETagAny
+	_, err := bb.Upload(ctx, Body(nil), &blockblob.UploadOptions{
+		Metadata: metadata,
+		AccessConditions: &blob.AccessConditions{
+			ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: &etagAny},
+		},
+	})
+	if err != nil && !bloberror.HasCode(err, bloberror.BlobAlreadyExists, bloberror.LeaseIDMissing) &&
+		!HasStatus(err, http.StatusConflict, http.StatusPreconditionFailed) {
+		return err
+	}
+	return nil
+}
+
+// Taken reports whether an acquire failed because another process holds
+// the lease.
+func Taken(err error) bool {
+	return bloberror.HasCode(err, bloberror.LeaseAlreadyPresent) || HasStatus(err, http.StatusConflict)
+}
+
+// LeaseLost reports whether the service refused a lease or blob operation
+// because the lease is no longer ours: it expired and someone else acquired
+// it, it was broken, or the blob is gone.
+func LeaseLost(err error) bool {
+	return bloberror.HasCode(err,
+		bloberror.LeaseIDMismatchWithLeaseOperation, bloberror.LeaseIDMismatchWithBlobOperation,
+		bloberror.LeaseLost, bloberror.LeaseNotPresentWithLeaseOperation,
+		bloberror.LeaseNotPresentWithBlobOperation, bloberror.LeaseIsBrokenAndCannotBeRenewed,
+		bloberror.LeaseAlreadyPresent, bloberror.BlobNotFound) ||
+		HasStatus(err, http.StatusConflict, http.StatusPreconditionFailed)
+}
+
+// HasStatus reports whether err is a service response with one of codes.
+func HasStatus(err error, codes ...int) bool {
+	var re *azcore.ResponseError
+	if !errors.As(err, &re) {
+		return false
+	}
+	for _, code := range codes {
+		if re.StatusCode == code {
+			return true
+		}
+	}
+	return false
+}
+
+// Jitter spreads d over [0.75d, 1.25d) so processes that collided once, or
+// poll together, drift apart.
+func Jitter(d time.Duration) time.Duration {
+	return d*3/4 + time.Duration(rand.Int64N(int64(d)/2+1))
+}
