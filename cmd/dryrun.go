@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cosmosloader/loader/cosmos"
 	"github.com/cosmosloader/loader/epk"
 	"github.com/cosmosloader/loader/loader"
 	"github.com/cosmosloader/loader/loader/record"
@@ -123,13 +124,13 @@ func dryRunRun(ctx context.Context, o *DryRunOptions) error {
 		if err != nil {
 			return err
 		}
-		tgt, err := loader.Connect(ctx, to)
+		tgt, err := cosmos.Connect(ctx, to)
 		if err != nil {
 			return err
 		}
 		j.Bounds = tgt.Bounds
-		j.Mapper.PartitionKeyPaths = tgt.PartitionKey.Paths
-		j.Mapper.Policy = record.PolicyFromSDK(tgt.Indexing)
+		j.Mapper.PartitionKeyPaths = tgt.PartitionKeyPaths
+		j.Mapper.Policy = tgt.Indexing
 		j.TargetRU = o.RU
 		if j.TargetRU <= 0 {
 			if tgt.Throughput <= 0 {

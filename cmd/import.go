@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cosmosloader/loader/cosmos"
 	"github.com/cosmosloader/loader/emulator"
 	"github.com/cosmosloader/loader/loader"
 	"github.com/cosmosloader/loader/loader/source"
@@ -370,7 +371,7 @@ func importRun(ctx context.Context, o *ImportOptions) error {
 	defer stopTarget()
 	job := &loader.Job{
 		Args: redactArgs(o.Args), Inputs: inputs, Stdin: o.IO.In, Source: so,
-		Target: to, Embedded: o.Target.embedded(),
+		Target: to, Connect: cosmos.Connect, Embedded: o.Target.embedded(),
 		IDField: o.IDField, Mode: mode, Strategy: strategy,
 		RU: o.RU, RUShare: o.RUShare, MaxErrors: o.MaxErrors, ReadAhead: o.ReadAhead, Segments: o.Segments,
 		CheckpointPath: o.Checkpoint, CheckpointEvery: o.CkptEvery, CheckpointInterval: o.CkptInterval,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cosmosloader/loader/blobsource"
 	"github.com/cosmosloader/loader/checkpoint"
+	"github.com/cosmosloader/loader/cosmos"
 	"github.com/cosmosloader/loader/loader"
 )
 
@@ -148,6 +149,7 @@ func resumeRun(ctx context.Context, o *ResumeOptions) error {
 	defer stopTarget()
 	to.Priority, to.ThroughputBucket = job.Target.Priority, job.Target.ThroughputBucket
 	job.Target = to
+	job.Connect = cosmos.Connect
 	job.MaxErrors = o.MaxErrors
 	job.CheckpointEvery, job.CheckpointInterval = o.CkptEvery, o.CkptInterval
 	job.ReportPath, job.ReportHTMLPath = o.Report, o.ReportHTML

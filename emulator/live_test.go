@@ -16,7 +16,7 @@ import (
 
 	"github.com/cosmosloader/loader/emulator"
 	"github.com/cosmosloader/loader/emulator/emulatortest"
-	"github.com/cosmosloader/loader/pacing/epk"
+	"github.com/cosmosloader/loader/epk"
 )
 
 // The container changes under a load: throughput changes, partition splits,

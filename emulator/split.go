@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cosmosloader/loader/pacing/epk"
+	"github.com/cosmosloader/loader/epk"
 )
 
 // A physical partition serves at most this many RU/s; throughput beyond

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strconv"
 	"time"
 )
 
@@ -88,19 +87,4 @@ func Backoff(attempt int, base, maxWait time.Duration, rnd float64) time.Duratio
 	d = min(d, maxWait)
 	// Full jitter keeps retrying writers from synchronising.
 	return time.Duration(float64(d) * (0.5 + rnd/2))
-}
-
-// parseRetryAfter reads x-ms-retry-after-ms (Cosmos) or Retry-After.
-func parseRetryAfter(h http.Header) time.Duration {
-	if v := h.Get("x-ms-retry-after-ms"); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 {
-			return time.Duration(ms * float64(time.Millisecond))
-		}
-	}
-	if v := h.Get("Retry-After"); v != "" {
-		if s, err := strconv.Atoi(v); err == nil && s >= 0 {
-			return time.Duration(s) * time.Second
-		}
-	}
-	return 0
 }

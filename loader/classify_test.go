@@ -3,7 +3,6 @@ package loader
 import (
 	"context"
 	"io"
-	"net/http"
 	"syscall"
 	"testing"
 	"time"
@@ -63,21 +62,5 @@ func TestBackoffGrowsAndCaps(t *testing.T) {
 		if got < tt.min || got > tt.max {
 			t.Errorf("Backoff(%d, rnd=%v) = %v, want in [%v, %v]", tt.attempt, tt.rnd, got, tt.min, tt.max)
 		}
-	}
-}
-
-func TestParseRetryAfter(t *testing.T) {
-	h := http.Header{}
-	h.Set("x-ms-retry-after-ms", "250")
-	if got := parseRetryAfter(h); got != 250*time.Millisecond {
-		t.Errorf("got %v", got)
-	}
-	h = http.Header{}
-	h.Set("Retry-After", "2")
-	if got := parseRetryAfter(h); got != 2*time.Second {
-		t.Errorf("got %v", got)
-	}
-	if got := parseRetryAfter(http.Header{}); got != 0 {
-		t.Errorf("got %v", got)
 	}
 }

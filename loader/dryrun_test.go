@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cosmosloader/loader/epk"
 	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/source"
-	"github.com/cosmosloader/loader/pacing/epk"
 )
 
 func dryRunLines(t *testing.T, lines []string, pk string, partitions int) *Plan {

@@ -30,6 +30,8 @@ type Job struct {
 
 	Target   TargetOptions
 	Embedded bool // Target is the embedded local Cosmos DB target
+	// Connect opens Target (cmd wires cosmos.Connect).
+	Connect Connector
 
 	IDField  string
 	Mode     Mode
@@ -115,14 +117,17 @@ func Execute(ctx context.Context, j *Job) (*Report, error) {
 		return nil, err
 	}
 
-	tgt, err := Connect(ctx, j.Target)
+	if j.Connect == nil {
+		return nil, errors.New("loader: Job.Connect is not set")
+	}
+	tgt, err := j.Connect(ctx, j.Target)
 	if err != nil {
 		return nil, err
 	}
 	mapper, err := record.NewMapper(record.Config{
 		IDField:           j.IDField,
-		PartitionKeyPaths: tgt.PartitionKey.Paths,
-		Policy:            record.PolicyFromSDK(tgt.Indexing),
+		PartitionKeyPaths: tgt.PartitionKeyPaths,
+		Policy:            tgt.Indexing,
 	})
 	if err != nil {
 		return nil, err
@@ -144,7 +149,7 @@ func Execute(ctx context.Context, j *Job) (*Report, error) {
 			target: target, partitions: partitions, logf: logf})
 	}
 
-	cfg := j.checkpointConfig(tgt.PartitionKey.Paths)
+	cfg := j.checkpointConfig(tgt.PartitionKeyPaths)
 
 	startRecords := make([]int64, len(inputs))
 	cost := pacing.NewCostModel(pacing.CostOptions{FixedCost: j.CostPerRecord})

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 )
 
 func gen(id string) func() string { return func() string { return id } }
@@ -424,36 +422,6 @@ func TestTermsRewrittenID(t *testing.T) {
 			}
 			if doc.Terms != tt.terms {
 				t.Errorf("Terms = %d, want %d", doc.Terms, tt.terms)
-			}
-		})
-	}
-}
-
-func TestPolicyFromSDK(t *testing.T) {
-	tests := []struct {
-		name string
-		in   *azcosmos.IndexingPolicy
-		want IndexPolicy
-	}{
-		{"nil is the default", nil, IndexPolicy{}},
-		{"consistent", &azcosmos.IndexingPolicy{
-			Automatic:     true,
-			IndexingMode:  azcosmos.IndexingModeConsistent,
-			IncludedPaths: []azcosmos.IncludedPath{{Path: "/*"}},
-			ExcludedPaths: []azcosmos.ExcludedPath{{Path: `/"_etag"/?`}},
-		}, IndexPolicy{Mode: "consistent", Included: []string{"/*"}, Excluded: []string{`/"_etag"/?`}}},
-		{"none", &azcosmos.IndexingPolicy{IndexingMode: azcosmos.IndexingModeNone}, IndexPolicy{Mode: "none"}},
-		{"no mode", &azcosmos.IndexingPolicy{IncludedPaths: []azcosmos.IncludedPath{{Path: "/a/?"}}},
-			IndexPolicy{Mode: "consistent", Included: []string{"/a/?"}}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := PolicyFromSDK(tt.in)
-			if !reflect.DeepEqual(got, tt.want) {
-				t.Fatalf("PolicyFromSDK = %+v, want %+v", got, tt.want)
-			}
-			if _, err := NewMapper(Config{PartitionKeyPaths: []string{"/a"}, Policy: got}); err != nil {
-				t.Fatalf("NewMapper with converted policy: %v", err)
 			}
 		})
 	}

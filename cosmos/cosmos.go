@@ -1,4 +1,10 @@
-package loader
+// Package cosmos is the loader's Azure Cosmos DB adapter: it connects with
+// azcosmos (the SDK's retries off: the engine owns retries and pacing),
+// reads the container's facts (partition key paths, indexing policy,
+// throughput, physical partition bounds) into a loader.Target and writes
+// documents as a loader.Sink. It is the only package of the engine's run
+// path that imports azcosmos.
+package cosmos
 
 import (
 	"context"
@@ -17,72 +23,22 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
 	"github.com/cosmosloader/loader/epk"
+	"github.com/cosmosloader/loader/loader"
 )
 
-// Mode is how documents are written.
-type Mode string
-
-const (
-	ModeUpsert Mode = "upsert"
-	ModeCreate Mode = "create"
-)
-
-// Document is one mapped record, ready to send.
-type Document struct {
-	ID   string
-	PK   []any // string, float64, bool or nil per partition key path
-	Body []byte
-}
-
-// Sink writes one document once; the pipeline owns retries.
-type Sink interface {
-	Write(ctx context.Context, d Document) Outcome
-}
-
-// TargetOptions say which container to load and how to reach it. Key and
-// ConnectionString are secrets: they are never logged, reported or
-// checkpointed.
-type TargetOptions struct {
-	Endpoint           string
-	Key                string
-	ConnectionString   string
-	InsecureSkipVerify bool
-	// Credential is used when neither Key nor ConnectionString is set; nil
-	// means azidentity.DefaultAzureCredential.
-	Credential azcore.TokenCredential
-
-	Database, Container string
-	// CreateContainer creates the database and container when missing,
-	// with PartitionKey and CreateRU (manual throughput).
-	CreateContainer bool
-	PartitionKey    []string
-	CreateRU        float64
-
-	Priority         string // "", "high" or "low": Cosmos priority-based execution
-	ThroughputBucket int    // 0 = none; 1–5
-}
-
-// Target is a connected container and what the loader learned about it.
-type Target struct {
-	Container    *azcosmos.ContainerClient
-	PartitionKey azcosmos.PartitionKeyDefinition
-	Indexing     *azcosmos.IndexingPolicy
-	// Throughput is the provisioned RU/s (manual, or autoscale max); 0 when
-	// it could not be read (serverless, shared database throughput, or a
-	// server without offers).
-	Throughput float64
-	Autoscale  bool
-	// Bounds are the physical partitions' effective-partition-key range
-	// bounds (len = partitions + 1), from the service's partition key ranges.
-	Bounds []string
-
+// container writes to one connected container: the loader.Writer of the
+// Target Connect returns.
+type container struct {
+	cc          *azcosmos.ContainerClient
 	itemOptions azcosmos.ItemOptions
 }
+
+var _ loader.Writer = (*container)(nil)
 
 // Connect opens a client with the SDK's retries off (the loader owns
 // retries and pacing), finds or creates the container and reads its
 // partitioning, indexing policy and throughput.
-func Connect(ctx context.Context, o TargetOptions) (*Target, error) {
+func Connect(ctx context.Context, o loader.TargetOptions) (*loader.Target, error) {
 	client, err := newClient(o)
 	if err != nil {
 		return nil, err
@@ -108,14 +64,15 @@ func Connect(ctx context.Context, o TargetOptions) (*Target, error) {
 	if err != nil {
 		return nil, connectError(err, o)
 	}
-	t := &Target{
-		Container:    cc,
-		PartitionKey: props.ContainerProperties.PartitionKeyDefinition,
-		Indexing:     props.ContainerProperties.IndexingPolicy,
+	w := &container{cc: cc}
+	t := &loader.Target{
+		PartitionKeyPaths: props.ContainerProperties.PartitionKeyDefinition.Paths,
+		Indexing:          PolicyFromSDK(props.ContainerProperties.IndexingPolicy),
+		Writer:            w,
 	}
-	if len(o.PartitionKey) > 0 && !samePaths(o.PartitionKey, t.PartitionKey.Paths) {
-		return nil, &UsageError{fmt.Errorf("--partition-key %s does not match the container's partition key %s",
-			strings.Join(o.PartitionKey, ","), strings.Join(t.PartitionKey.Paths, ","))}
+	if len(o.PartitionKey) > 0 && !samePaths(o.PartitionKey, t.PartitionKeyPaths) {
+		return nil, &loader.UsageError{Err: fmt.Errorf("--partition-key %s does not match the container's partition key %s",
+			strings.Join(o.PartitionKey, ","), strings.Join(t.PartitionKeyPaths, ","))}
 	}
 	if tp, err := cc.ReadThroughput(ctx, nil); err == nil && tp.ThroughputProperties != nil {
 		if max, ok := tp.ThroughputProperties.AutoscaleMaxThroughput(); ok {
@@ -131,19 +88,19 @@ func Connect(ctx context.Context, o TargetOptions) (*Target, error) {
 	switch o.Priority {
 	case "low":
 		p := azcosmos.PriorityLevelLow
-		t.itemOptions.PriorityLevel = &p
+		w.itemOptions.PriorityLevel = &p
 	case "high":
 		p := azcosmos.PriorityLevelHigh
-		t.itemOptions.PriorityLevel = &p
+		w.itemOptions.PriorityLevel = &p
 	}
 	if o.ThroughputBucket > 0 {
 		b := int32(o.ThroughputBucket)
-		t.itemOptions.ThroughputBucket = &b
+		w.itemOptions.ThroughputBucket = &b
 	}
 	return t, nil
 }
 
-func newClient(o TargetOptions) (*azcosmos.Client, error) {
+func newClient(o loader.TargetOptions) (*azcosmos.Client, error) {
 	opts := &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{
 		// One layer retries throttled requests: ours.
 		Retry: policy.RetryOptions{MaxRetries: -1},
@@ -172,19 +129,15 @@ func newClient(o TargetOptions) (*azcosmos.Client, error) {
 		}
 		return azcosmos.NewClientWithKey(o.Endpoint, cred, opts)
 	default:
-		cred := o.Credential
-		if cred == nil {
-			dc, err := azidentity.NewDefaultAzureCredential(nil)
-			if err != nil {
-				return nil, fmt.Errorf("connect: no key given and Microsoft Entra ID is unavailable: %w", err)
-			}
-			cred = dc
+		cred, err := azidentity.NewDefaultAzureCredential(nil)
+		if err != nil {
+			return nil, fmt.Errorf("connect: no key given and Microsoft Entra ID is unavailable: %w", err)
 		}
 		return azcosmos.NewClient(o.Endpoint, cred, opts)
 	}
 }
 
-func createContainer(ctx context.Context, client *azcosmos.Client, db *azcosmos.DatabaseClient, o TargetOptions) error {
+func createContainer(ctx context.Context, client *azcosmos.Client, db *azcosmos.DatabaseClient, o loader.TargetOptions) error {
 	if len(o.PartitionKey) == 0 {
 		return errors.New("create container: --partition-key is required")
 	}
@@ -246,44 +199,46 @@ func PartitionKeyOf(values []any) azcosmos.PartitionKey {
 	return pk
 }
 
-// cosmosSink writes through azcosmos.
-type cosmosSink struct {
-	t    *Target
-	mode Mode
+// sink writes through azcosmos.
+type sink struct {
+	c    *container
+	mode loader.Mode
 }
 
-// Sink returns a Sink writing to the container in the given mode.
-func (t *Target) Sink(mode Mode) Sink { return &cosmosSink{t: t, mode: mode} }
+var _ loader.Sink = (*sink)(nil)
 
-func (s *cosmosSink) Write(ctx context.Context, d Document) Outcome {
-	opts := s.t.itemOptions // a copy per request: the SDK may keep a pointer
+// Sink returns a Sink writing to the container in the given mode.
+func (c *container) Sink(mode loader.Mode) loader.Sink { return &sink{c: c, mode: mode} }
+
+func (s *sink) Write(ctx context.Context, d loader.Document) loader.Outcome {
+	opts := s.c.itemOptions // a copy per request: the SDK may keep a pointer
 	pk := PartitionKeyOf(d.PK)
 	var (
 		resp azcosmos.ItemResponse
 		err  error
 	)
-	if s.mode == ModeCreate {
-		resp, err = s.t.Container.CreateItem(ctx, pk, d.Body, &opts)
+	if s.mode == loader.ModeCreate {
+		resp, err = s.c.cc.CreateItem(ctx, pk, d.Body, &opts)
 	} else {
-		resp, err = s.t.Container.UpsertItem(ctx, pk, d.Body, &opts)
+		resp, err = s.c.cc.UpsertItem(ctx, pk, d.Body, &opts)
 	}
 	if err == nil {
 		status := http.StatusOK
 		if resp.RawResponse != nil {
 			status = resp.RawResponse.StatusCode
 		}
-		return Outcome{Status: status, Charge: float64(resp.RequestCharge)}
+		return loader.Outcome{Status: status, Charge: float64(resp.RequestCharge)}
 	}
 	return outcomeOf(err)
 }
 
 // outcomeOf turns an SDK error into an Outcome.
-func outcomeOf(err error) Outcome {
+func outcomeOf(err error) loader.Outcome {
 	var re *azcore.ResponseError
 	if !errors.As(err, &re) {
-		return Outcome{Err: err}
+		return loader.Outcome{Err: err}
 	}
-	o := Outcome{Status: re.StatusCode, Message: re.ErrorCode}
+	o := loader.Outcome{Status: re.StatusCode, Message: re.ErrorCode}
 	if r := re.RawResponse; r != nil {
 		o.RetryAfter = parseRetryAfter(r.Header)
 		o.SubStatus, _ = strconv.Atoi(r.Header.Get("x-ms-substatus"))
@@ -345,4 +300,19 @@ func serviceMessage(s string) string {
 		}
 	}
 	return strings.TrimSpace(b.String())
+}
+
+// parseRetryAfter reads x-ms-retry-after-ms (Cosmos) or Retry-After.
+func parseRetryAfter(h http.Header) time.Duration {
+	if v := h.Get("x-ms-retry-after-ms"); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 {
+			return time.Duration(ms * float64(time.Millisecond))
+		}
+	}
+	if v := h.Get("Retry-After"); v != "" {
+		if s, err := strconv.Atoi(v); err == nil && s >= 0 {
+			return time.Duration(s) * time.Second
+		}
+	}
+	return 0
 }

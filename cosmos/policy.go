@@ -1,18 +1,20 @@
-package record
+package cosmos
 
 import (
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+
+	"github.com/cosmosloader/loader/loader/record"
 )
 
 // PolicyFromSDK converts a container's indexing policy as azcosmos reads it.
 // A nil policy is the Cosmos default.
-func PolicyFromSDK(p *azcosmos.IndexingPolicy) IndexPolicy {
+func PolicyFromSDK(p *azcosmos.IndexingPolicy) record.IndexPolicy {
 	if p == nil {
-		return IndexPolicy{}
+		return record.IndexPolicy{}
 	}
-	pol := IndexPolicy{Mode: strings.ToLower(string(p.IndexingMode))}
+	pol := record.IndexPolicy{Mode: strings.ToLower(string(p.IndexingMode))}
 	if pol.Mode == "" {
 		pol.Mode = "consistent"
 	}

@@ -1,0 +1,73 @@
+package loader
+
+import (
+	"context"
+
+	"github.com/cosmosloader/loader/loader/record"
+)
+
+// Mode is how documents are written.
+type Mode string
+
+const (
+	ModeUpsert Mode = "upsert"
+	ModeCreate Mode = "create"
+)
+
+// Document is one mapped record, ready to send.
+type Document struct {
+	ID   string
+	PK   []any // string, float64, bool or nil per partition key path
+	Body []byte
+}
+
+// Sink writes one document once; the pipeline owns retries.
+type Sink interface {
+	Write(ctx context.Context, d Document) Outcome
+}
+
+// Writer gives the Sink that writes to a connected container in a mode.
+type Writer interface {
+	Sink(mode Mode) Sink
+}
+
+// TargetOptions say which container to load and how to reach it. Key and
+// ConnectionString are secrets: they are never logged, reported or
+// checkpointed.
+type TargetOptions struct {
+	Endpoint           string
+	Key                string
+	ConnectionString   string
+	InsecureSkipVerify bool
+
+	Database, Container string
+	// CreateContainer creates the database and container when missing,
+	// with PartitionKey and CreateRU (manual throughput).
+	CreateContainer bool
+	PartitionKey    []string
+	CreateRU        float64
+
+	Priority         string // "", "high" or "low": Cosmos priority-based execution
+	ThroughputBucket int    // 0 = none; 1–5
+}
+
+// Target is a connected container and what the loader learned about it.
+// An adapter (cosmos.Connect) fills it; the engine never sees the SDK.
+type Target struct {
+	PartitionKeyPaths []string
+	Indexing          record.IndexPolicy
+	// Throughput is the provisioned RU/s (manual, or autoscale max); 0 when
+	// it could not be read (serverless, shared database throughput, or a
+	// server without offers).
+	Throughput float64
+	Autoscale  bool
+	// Bounds are the physical partitions' effective-partition-key range
+	// bounds (len = partitions + 1), from the service's partition key ranges.
+	Bounds []string
+
+	Writer
+}
+
+// Connector connects to the container o names and reads its facts.
+// cosmos.Connect is the one for Azure Cosmos DB.
+type Connector func(ctx context.Context, o TargetOptions) (*Target, error)
