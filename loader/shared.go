@@ -13,12 +13,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
-	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
-
 	"github.com/cosmosloader/loader/checkpoint"
+	"github.com/cosmosloader/loader/coord"
 	"github.com/cosmosloader/loader/coord/lease"
 	"github.com/cosmosloader/loader/coord/shard"
 	"github.com/cosmosloader/loader/loader/record"
@@ -56,30 +52,6 @@ type sharedLoad struct {
 	target     float64
 	partitions int
 	logf       func(string, ...any)
-}
-
-func (o *SharedOptions) containerClient() (*container.Client, error) {
-	opts := &container.ClientOptions{ClientOptions: azcore.ClientOptions{
-		// Capacity and shards retry on their own schedule; a storage outage
-		// must surface quickly so the loader falls back to its reserve.
-		Retry: policy.RetryOptions{MaxRetries: 1, TryTimeout: 5 * time.Second},
-	}}
-	name := o.Container
-	if name == "" {
-		name = "loader-leases"
-	}
-	if o.ConnectionString != "" {
-		c, err := container.NewClientFromConnectionString(o.ConnectionString, name, opts)
-		if err != nil {
-			return nil, errors.New("lease storage: the connection string is not valid")
-		}
-		return c, nil
-	}
-	cred, err := azidentity.NewDefaultAzureCredential(nil)
-	if err != nil {
-		return nil, fmt.Errorf("lease storage: Microsoft Entra ID is unavailable: %w", err)
-	}
-	return container.NewClient(strings.TrimSuffix(o.AccountURL, "/")+"/"+name, cred, opts)
 }
 
 // capacityGate holds writes while the process has no capacity at all (no
@@ -180,7 +152,7 @@ func executeShared(ctx context.Context, j *Job, s *sharedLoad) (*Report, error) 
 			return nil, &UsageError{errors.New("standard input cannot be shared between loaders: give files")}
 		}
 	}
-	cc, err := so.containerClient()
+	cc, err := coord.Open(so.ConnectionString, so.AccountURL, so.Container)
 	if err != nil {
 		return nil, &UsageError{err}
 	}
