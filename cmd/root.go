@@ -1,5 +1,6 @@
 // Package cmd wires command-line flags to options and calls into loader/,
-// pacing/, checkpoint/ and emulator/. It never talks to Cosmos or files itself.
+// pacing/, checkpoint/ and emulator/, handing loader the cosmos/ adapter. It
+// never talks to Cosmos or files itself.
 package cmd
 
 import (
