@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -80,4 +81,23 @@ func HasStatus(err error, codes ...int) bool {
 // poll together, drift apart.
 func Jitter(d time.Duration) time.Duration {
 	return d*3/4 + time.Duration(rand.Int64N(int64(d)/2+1))
+}
+
+// Azure accepts fixed lease durations from 15 to 60 seconds.
+const (
+	MinLeaseDuration     = 15 * time.Second
+	MaxLeaseDuration     = 60 * time.Second
+	DefaultLeaseDuration = MinLeaseDuration
+)
+
+// LeaseDuration returns d, or DefaultLeaseDuration for 0, if Azure accepts
+// it: whole seconds from MinLeaseDuration to MaxLeaseDuration.
+func LeaseDuration(d time.Duration) (time.Duration, error) {
+	if d == 0 {
+		return DefaultLeaseDuration, nil
+	}
+	if d < MinLeaseDuration || d > MaxLeaseDuration || d%time.Second != 0 {
+		return 0, fmt.Errorf("lease duration %v must be whole seconds from %v to %v", d, MinLeaseDuration, MaxLeaseDuration)
+	}
+	return d, nil
 }

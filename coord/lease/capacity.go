@@ -31,13 +31,6 @@ import (
 	"github.com/cosmosloader/loader/coord"
 )
 
-// Azure accepts fixed lease durations from 15 to 60 seconds.
-const (
-	MinLeaseDuration     = 15 * time.Second
-	MaxLeaseDuration     = 60 * time.Second
-	DefaultLeaseDuration = MinLeaseDuration
-)
-
 // CapacityConfig configures a Capacity. Zero values mean the documented
 // defaults.
 type CapacityConfig struct {
@@ -115,13 +108,11 @@ func NewCapacity(cfg CapacityConfig) (*Capacity, error) {
 	case cfg.ReservedRU < 0 || math.IsNaN(cfg.ReservedRU):
 		return nil, fmt.Errorf("new capacity: reserved %v RU/s must not be negative", cfg.ReservedRU)
 	}
-	if cfg.LeaseDuration == 0 {
-		cfg.LeaseDuration = DefaultLeaseDuration
+	d, err := coord.LeaseDuration(cfg.LeaseDuration)
+	if err != nil {
+		return nil, fmt.Errorf("new capacity: %w", err)
 	}
-	if cfg.LeaseDuration < MinLeaseDuration || cfg.LeaseDuration > MaxLeaseDuration || cfg.LeaseDuration%time.Second != 0 {
-		return nil, fmt.Errorf("new capacity: lease duration %v must be whole seconds from %v to %v",
-			cfg.LeaseDuration, MinLeaseDuration, MaxLeaseDuration)
-	}
+	cfg.LeaseDuration = d
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}

@@ -7,12 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	azlease "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
 
+	"github.com/cosmosloader/loader/coord/coordtest"
 	"github.com/cosmosloader/loader/internal/testenv"
 )
 
@@ -151,19 +149,6 @@ func TestBlobName(t *testing.T) {
 	}
 }
 
-// azuriteContainer returns a client for a container on az, with a short
-// retry policy so that a stopped server fails fast.
-func azuriteContainer(t *testing.T, az *testenv.AzuriteServer, name string) *container.Client {
-	t.Helper()
-	client, err := azblob.NewClientFromConnectionString(az.ConnectionString(), &azblob.ClientOptions{
-		ClientOptions: azcore.ClientOptions{Retry: policy.RetryOptions{MaxRetries: 1, RetryDelay: 50 * time.Millisecond}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return client.ServiceClient().NewContainerClient(name)
-}
-
 // running is a Capacity whose Run goroutine the test controls.
 type running struct {
 	*Capacity
@@ -237,7 +222,7 @@ func logf(t *testing.T, who string) func(string, ...any) {
 func TestCapacityTwoProcessesShare(t *testing.T) {
 	t.Parallel()
 	az := testenv.Azurite(t)
-	cont := azuriteContainer(t, az, "leases")
+	cont := coordtest.Container(t, az, "leases")
 	const prefix = "capacity/db/c/"
 	cfg := func(who string) CapacityConfig {
 		return CapacityConfig{Container: cont, Prefix: prefix, Partitions: 6, TargetRU: 600, Logf: logf(t, who)}
@@ -307,7 +292,7 @@ func TestCapacityTwoProcessesShare(t *testing.T) {
 func TestCapacityKilledProcessLeasesExpire(t *testing.T) {
 	t.Parallel()
 	az := testenv.Azurite(t)
-	cont := azuriteContainer(t, az, "leases")
+	cont := coordtest.Container(t, az, "leases")
 	const prefix = "capacity/"
 	cfg := CapacityConfig{Container: cont, Prefix: prefix, Partitions: 4, TargetRU: 400, Logf: logf(t, "a")}
 	a := start(t, cfg, 400)
@@ -338,7 +323,7 @@ func TestCapacityKilledProcessLeasesExpire(t *testing.T) {
 func TestCapacityStorageOutage(t *testing.T) {
 	t.Parallel()
 	az := testenv.Azurite(t)
-	cont := azuriteContainer(t, az, "leases")
+	cont := coordtest.Container(t, az, "leases")
 	var mu sync.Mutex
 	var warnings []string
 	cfg := CapacityConfig{

@@ -36,13 +36,6 @@ import (
 // DefaultShardBytes is the largest byte range one shard covers by default.
 const DefaultShardBytes = 256 << 20
 
-// Azure accepts fixed lease durations from 15 to 60 seconds.
-const (
-	MinLeaseDuration     = 15 * time.Second
-	MaxLeaseDuration     = 60 * time.Second
-	DefaultLeaseDuration = MinLeaseDuration
-)
-
 var (
 	// ErrLeaseLost means another process may own the shard now: stop
 	// working on it. Records written since the last Save will be replayed
@@ -163,13 +156,11 @@ func New(cfg Config) (*Coordinator, error) {
 	if cfg.Container == nil {
 		return nil, errors.New("new shard coordinator: no container client")
 	}
-	if cfg.LeaseDuration == 0 {
-		cfg.LeaseDuration = DefaultLeaseDuration
+	d, err := coord.LeaseDuration(cfg.LeaseDuration)
+	if err != nil {
+		return nil, fmt.Errorf("new shard coordinator: %w", err)
 	}
-	if cfg.LeaseDuration < MinLeaseDuration || cfg.LeaseDuration > MaxLeaseDuration || cfg.LeaseDuration%time.Second != 0 {
-		return nil, fmt.Errorf("new shard coordinator: lease duration %v must be whole seconds from %v to %v",
-			cfg.LeaseDuration, MinLeaseDuration, MaxLeaseDuration)
-	}
+	cfg.LeaseDuration = d
 	if cfg.ShardBytes <= 0 {
 		cfg.ShardBytes = DefaultShardBytes
 	}

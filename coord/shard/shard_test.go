@@ -14,11 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
+	"github.com/cosmosloader/loader/coord/coordtest"
 	"github.com/cosmosloader/loader/internal/testenv"
 )
 
@@ -90,17 +88,6 @@ func TestPlanCoversEveryByteOnce(t *testing.T) {
 	}
 }
 
-func azuriteContainer(t *testing.T, az *testenv.AzuriteServer) *container.Client {
-	t.Helper()
-	client, err := azblob.NewClientFromConnectionString(az.ConnectionString(), &azblob.ClientOptions{
-		ClientOptions: azcore.ClientOptions{Retry: policy.RetryOptions{MaxRetries: 1, RetryDelay: 50 * time.Millisecond}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return client.ServiceClient().NewContainerClient("shards")
-}
-
 // ndjson writes n lines of varying length with CRLF and LF ends.
 func ndjson(t *testing.T, n int) (string, []string) {
 	t.Helper()
@@ -156,7 +143,7 @@ func readShard(t *testing.T, path string, cl *Claim) map[int64]string {
 func TestCoordinatorsClaimDisjointShards(t *testing.T) {
 	t.Parallel()
 	az := testenv.Azurite(t)
-	cont := azuriteContainer(t, az)
+	cont := coordtest.Container(t, az, "shards")
 	path, lines := ndjson(t, 400)
 	fi, _ := os.Stat(path)
 	inputs := []Input{{Path: path, Size: fi.Size(), HeadHash: "h", Splittable: true}}
@@ -235,7 +222,7 @@ func TestCoordinatorsClaimDisjointShards(t *testing.T) {
 func TestClaimSaveReleaseResume(t *testing.T) {
 	t.Parallel()
 	az := testenv.Azurite(t)
-	cont := azuriteContainer(t, az)
+	cont := coordtest.Container(t, az, "shards")
 	inputs := []Input{{Path: "/nonexistent/a.csv.gz", Size: 5000, HeadHash: "h"}}
 	newC := func() *Coordinator {
 		c, err := New(Config{Container: cont, Prefix: "shards/job2/", Inputs: inputs})
@@ -314,7 +301,7 @@ func TestClaimSaveReleaseResume(t *testing.T) {
 func TestDeadOwnersShardIsTakenOver(t *testing.T) {
 	t.Parallel()
 	az := testenv.Azurite(t)
-	cont := azuriteContainer(t, az)
+	cont := coordtest.Container(t, az, "shards")
 	path, _ := ndjson(t, 200)
 	fi, _ := os.Stat(path)
 	inputs := []Input{{Path: path, Size: fi.Size(), HeadHash: "h", Splittable: true}}
@@ -404,7 +391,7 @@ func TestNewRejectsBadLease(t *testing.T) {
 func TestStorageOutage(t *testing.T) {
 	t.Parallel()
 	az := testenv.Azurite(t)
-	cont := azuriteContainer(t, az)
+	cont := coordtest.Container(t, az, "shards")
 	var mu sync.Mutex
 	var warnings []string
 	c, err := New(Config{Container: cont, Prefix: "shards/job4/", Inputs: []Input{{Size: 10}, {Size: 20}},
