@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cosmosloader/loader/coord/store"
 	"github.com/cosmosloader/loader/cosmos"
 	"github.com/cosmosloader/loader/emulator"
 	"github.com/cosmosloader/loader/loader"
@@ -84,7 +85,7 @@ func (s *SharedFlags) options(getenv func(string) string) *loader.SharedOptions 
 	return &loader.SharedOptions{
 		ConnectionString: s.ConnectionString, AccountURL: s.AccountURL, Container: s.Container,
 		Partitions: s.Partitions, ReservedRU: s.ReservedRU, LeaseDuration: s.LeaseDuration,
-		ShardBytes: s.ShardSize, JobID: s.Job,
+		ShardBytes: s.ShardSize, JobID: s.Job, Open: store.Open,
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/cosmosloader/loader/checkpoint"
-	"github.com/cosmosloader/loader/coord/lease"
 	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/loader/htmlreport"
 )
@@ -81,8 +80,8 @@ type Report struct {
 
 	// Leases is the capacity this process held over time and Shards the
 	// input shards it loaded, when sharing the container with other loaders.
-	Leases []lease.Sample `json:"leases,omitempty"`
-	Shards []string       `json:"shards,omitempty"`
+	Leases []LeaseSample `json:"leases,omitempty"`
+	Shards []string      `json:"shards,omitempty"`
 }
 
 // RunFigures are what one process did, apart from the runs it resumed.

@@ -14,9 +14,6 @@ import (
 	"time"
 
 	"github.com/cosmosloader/loader/checkpoint"
-	"github.com/cosmosloader/loader/coord"
-	"github.com/cosmosloader/loader/coord/lease"
-	"github.com/cosmosloader/loader/coord/shard"
 	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/source"
 	"github.com/cosmosloader/loader/pacing"
@@ -41,6 +38,9 @@ type SharedOptions struct {
 	// JobID names the shared load; processes with the same inputs and
 	// target derive the same one.
 	JobID string
+	// Open opens the store named by ConnectionString or AccountURL and
+	// Container (cmd wires coord/store.Open).
+	Open OpenStore
 }
 
 // sharedLoad is what Execute resolved before handing over to shared mode.
@@ -152,7 +152,7 @@ func executeShared(ctx context.Context, j *Job, s *sharedLoad) (*Report, error) 
 			return nil, &UsageError{errors.New("standard input cannot be shared between loaders: give files")}
 		}
 	}
-	cc, err := coord.Open(so.ConnectionString, so.AccountURL, so.Container)
+	cc, err := so.store()
 	if err != nil {
 		return nil, &UsageError{err}
 	}
@@ -163,21 +163,21 @@ func executeShared(ctx context.Context, j *Job, s *sharedLoad) (*Report, error) 
 		so.Partitions = 10
 	}
 	warn := func(format string, a ...any) { s.logf("warning: "+format, a...) }
-	capa, err := lease.NewCapacity(lease.CapacityConfig{
-		Container: cc, Prefix: "capacity/" + j.Target.Database + "/" + j.Target.Container + "/",
+	capa, err := cc.Capacity(CapacityConfig{
+		Prefix:     "capacity/" + j.Target.Database + "/" + j.Target.Container + "/",
 		Partitions: so.Partitions, TargetRU: s.target, ReservedRU: so.ReservedRU,
 		LeaseDuration: so.LeaseDuration, Logf: warn,
 	})
 	if err != nil {
 		return nil, &UsageError{err}
 	}
-	var shardInputs []shard.Input
+	var shardInputs []ShardInput
 	for i, in := range s.inputs {
-		shardInputs = append(shardInputs, shard.Input{Path: in.Path, Size: s.fps[i].Size, HeadHash: s.fps[i].HeadHash,
+		shardInputs = append(shardInputs, ShardInput{Path: in.Path, Size: s.fps[i].Size, HeadHash: s.fps[i].HeadHash,
 			Splittable: splittable(in.Input, j.Source.Format), Open: rawOpener(in.Input)})
 	}
-	coord, err := shard.New(shard.Config{
-		Container: cc, Prefix: "shards/" + so.JobID + "/", Inputs: shardInputs,
+	coord, err := cc.Shards(ShardsConfig{
+		Prefix: "shards/" + so.JobID + "/", Inputs: shardInputs,
 		ShardBytes: so.ShardBytes, LeaseDuration: so.LeaseDuration, Logf: warn,
 	})
 	if err != nil {
@@ -263,7 +263,7 @@ func executeShared(ctx context.Context, j *Job, s *sharedLoad) (*Report, error) 
 			lastErr = err
 		}
 		if res != nil && res.Cause != Finished {
-			if errors.Is(res.Err, shard.ErrLeaseLost) {
+			if errors.Is(res.Err, ErrLeaseLost) {
 				warn("lost the lease on shard %s; another loader continues it", claim.Shard.ID)
 				continue
 			}
@@ -314,7 +314,7 @@ func (j *Job) prepareSharedDeadLetters(fps []checkpoint.Fingerprint) error {
 
 // runShard loads one claimed shard and keeps its progress in the shard's
 // blob. A lost lease stops it: the new owner continues from the last save.
-func runShard(ctx context.Context, j *Job, s *sharedLoad, claim *shard.Claim, pacer *pacing.Pacer,
+func runShard(ctx context.Context, j *Job, s *sharedLoad, claim *ShardClaim, pacer *pacing.Pacer,
 	limiter *pacing.Concurrency, gate *capacityGate, cost *pacing.CostModel, charges *Histogram,
 	prog func(Live), dlDir string) (*Result, error) {
 	defer claim.Release(context.Background())
@@ -335,19 +335,19 @@ func runShard(ctx context.Context, j *Job, s *sharedLoad, claim *shard.Claim, pa
 	go func() {
 		select {
 		case <-claim.Lost():
-			cancel(shard.ErrLeaseLost)
+			cancel(ErrLeaseLost)
 		case <-runCtx.Done():
 		}
 	}()
 	save := func(snap Snapshot) error {
 		c := snap.Committed[0]
-		err := claim.Save(context.Background(), shard.Progress{
+		err := claim.Save(context.Background(), ShardProgress{
 			Offset: c.Offset, Line: c.Line, Done: snap.Complete,
 			Written:        from.Written + c.Written + c.Skipped,
 			DeadLettered:   from.DeadLettered + c.DeadLettered,
 			DeadLetterSize: snap.DeadLetterSize,
 		})
-		if errors.Is(err, shard.ErrLeaseLost) {
+		if errors.Is(err, ErrLeaseLost) {
 			return err
 		}
 		if err != nil {
@@ -371,8 +371,8 @@ func runShard(ctx context.Context, j *Job, s *sharedLoad, claim *shard.Claim, pa
 		Now:                j.Now,
 		Charges:            charges,
 	})
-	if res != nil && context.Cause(runCtx) == shard.ErrLeaseLost {
-		res.Cause, res.Err = FatalError, shard.ErrLeaseLost
+	if res != nil && context.Cause(runCtx) == ErrLeaseLost {
+		res.Cause, res.Err = FatalError, ErrLeaseLost
 	}
 	return res, err
 }

@@ -1,0 +1,128 @@
+package loader
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+)
+
+// What a shared load needs from the store that coordinates loaders: capacity
+// leases and input shards. coord/store implements it on Azure Blob Storage
+// and cmd wires it in through SharedOptions.Open, so the engine imports no
+// storage SDK.
+
+// SharedStore is one blob container (or equivalent) holding the capacity and
+// shard state of shared loads.
+type SharedStore interface {
+	Capacity(cfg CapacityConfig) (Capacity, error)
+	Shards(cfg ShardsConfig) (ShardClaimer, error)
+	// URL names the store in messages and the report.
+	URL() string
+}
+
+// OpenStore opens the store named by a connection string (a secret) or an
+// account URL, and a container name ("" for the default).
+type OpenStore func(connectionString, accountURL, container string) (SharedStore, error)
+
+// CapacityConfig configures the capacity leases of one target container.
+type CapacityConfig struct {
+	Prefix        string
+	Partitions    int
+	TargetRU      float64
+	ReservedRU    float64
+	LeaseDuration time.Duration
+	Logf          func(string, ...any)
+}
+
+// Capacity holds capacity leases in proportion to the demand it is told
+// about and reports the RU/s limit they are worth.
+type Capacity interface {
+	SetDemand(ruPerSec float64)
+	Limit() float64
+	Held() int
+	Subscribe(f func(limit float64))
+	History() []LeaseSample
+	// Run keeps the leases until ctx ends, then releases them.
+	Run(ctx context.Context) error
+}
+
+// LeaseSample is one change of the capacity a process holds, for the report.
+type LeaseSample struct {
+	Time      time.Time `json:"time"`
+	Held      int       `json:"held"`
+	LimitRU   float64   `json:"limit_ru"`
+	StorageOK bool      `json:"storage_ok"`
+}
+
+// ShardsConfig configures the shards of one shared load.
+type ShardsConfig struct {
+	Prefix        string
+	Inputs        []ShardInput
+	ShardBytes    int64
+	LeaseDuration time.Duration
+	Logf          func(string, ...any)
+}
+
+// ShardInput is one input file as every process sees it.
+type ShardInput struct {
+	Path       string
+	Size       int64
+	HeadHash   string
+	Splittable bool // plain NDJSON may be cut into byte ranges
+	// Open reads the raw input from a byte offset, for aligning a shard's
+	// start on a line; nil opens Path as a local file.
+	Open func(offset int64) (io.ReadCloser, error)
+}
+
+// Shard is the byte range [Start, End) of input Input.
+type Shard struct {
+	ID         string
+	Input      int
+	Start, End int64
+}
+
+// ShardProgress is the committed position inside a shard.
+type ShardProgress struct {
+	Offset         int64 `json:"offset"`
+	Line           int64 `json:"line"`
+	Done           bool  `json:"done"`
+	Written        int64 `json:"written"`
+	DeadLettered   int64 `json:"dead_lettered"`
+	DeadLetterSize int64 `json:"dead_letter_size,omitempty"`
+}
+
+// ShardClaimer hands out unfinished shards; (nil, nil) means every shard is
+// done.
+type ShardClaimer interface {
+	Claim(ctx context.Context) (*ShardClaim, error)
+}
+
+// ShardClaim is a shard leased to this process: read from From.Offset and
+// stop at the first record starting at or past Shard.End.
+type ShardClaim struct {
+	Shard Shard
+	From  ShardProgress
+	ShardLease
+}
+
+// ShardLease keeps a claimed shard's lease and its progress.
+type ShardLease interface {
+	// Lost is closed when the lease is found gone.
+	Lost() <-chan struct{}
+	// Save checkpoints p while the lease is held; an error that is
+	// ErrLeaseLost means stop.
+	Save(ctx context.Context, p ShardProgress) error
+	Release(ctx context.Context) error
+}
+
+// ErrLeaseLost means another process may own the shard now: stop working on
+// it. Records written since the last save will be replayed by the new owner.
+var ErrLeaseLost = errors.New("shard lease lost")
+
+func (o *SharedOptions) store() (SharedStore, error) {
+	if o.Open == nil {
+		return nil, errors.New("loader: SharedOptions.Open is not set")
+	}
+	return o.Open(o.ConnectionString, o.AccountURL, o.Container)
+}
