@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/cosmosloader/loader/coord"
 )
 
 // Everything here is checked before anything connects or reads: a mistake
@@ -232,7 +234,7 @@ func (o *ImportOptions) validate(c *cobra.Command) error {
 
 func (s *SharedFlags) validate(c *cobra.Command) error {
 	switch {
-	case s.LeaseDuration < 15*time.Second || s.LeaseDuration > 60*time.Second:
+	case s.LeaseDuration < coord.MinLeaseDuration || s.LeaseDuration > coord.MaxLeaseDuration:
 		return usageError("--lease-duration must be between 15s and 60s (Azure Blob Storage leases), not %v", s.LeaseDuration)
 	case s.Partitions < 1:
 		return usageError("--capacity-partitions must be at least 1, not %d", s.Partitions)
