@@ -24,7 +24,7 @@ import (
 	"github.com/cosmosloader/loader/loader"
 	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/source"
-	"github.com/cosmosloader/loader/pacing/epk"
+	"github.com/cosmosloader/loader/epk"
 )
 
 // orderSchema is readpath_test.go's order document as a Parquet schema:

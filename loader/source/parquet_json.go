@@ -4,11 +4,14 @@ import (
 	"encoding/base64"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/cosmosloader/loader/loader/record"
 )
 
 // Arrow values as JSON, the way a Cosmos DB document wants them:
@@ -271,44 +274,11 @@ func appendDecimal(b []byte, s string) []byte {
 	return appendString(b, s)
 }
 
-// appendString appends s as a JSON string.
+// appendString appends s as a JSON string; invalid UTF-8 (Parquet does
+// not enforce it) becomes U+FFFD.
 func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if c < utf8.RuneSelf {
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		i += size
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\ufffd")
 	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
+	return record.AppendJSONString(b, s)
 }
