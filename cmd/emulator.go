@@ -35,6 +35,7 @@ type EmulatorOptions struct {
 	Fail503       float64
 	Fail408       float64
 	Drop          float64
+	DropAfter     float64
 	NoisyRU       float64
 	SplitDelay    time.Duration
 	Completing    time.Duration
@@ -99,6 +100,7 @@ Exit codes:
 	fl.Float64Var(&opts.Fail503, "fail-503", 0, "fraction of item requests answered 503")
 	fl.Float64Var(&opts.Fail408, "fail-408", 0, "fraction of item requests answered 408")
 	fl.Float64Var(&opts.Drop, "drop", 0, "fraction of item requests whose connection is dropped")
+	fl.Float64Var(&opts.DropAfter, "drop-after-apply", 0, "fraction of item requests executed, then answered by a dropped connection (a lost response)")
 	fl.Float64Var(&opts.NoisyRU, "noisy-ru", 0, "RU/s a noisy neighbour consumes from every container's budget")
 	fl.DurationVar(&opts.SplitDelay, "split-delay", 30*time.Second, "how long a throughput raise beyond partitions × 10,000 RU/s waits for its partition splits")
 	fl.DurationVar(&opts.Completing, "completing-split", 0, "answer writes to new partitions 410/1007 (completing split) for this long after a split")
@@ -109,7 +111,7 @@ func (o *EmulatorOptions) validate() error {
 	for _, fr := range []struct {
 		name string
 		v    float64
-	}{{"--fail-503", o.Fail503}, {"--fail-408", o.Fail408}, {"--drop", o.Drop}, {"--charge-noise", o.ChargeNoise}} {
+	}{{"--fail-503", o.Fail503}, {"--fail-408", o.Fail408}, {"--drop", o.Drop}, {"--drop-after-apply", o.DropAfter}, {"--charge-noise", o.ChargeNoise}} {
 		if fr.v < 0 || fr.v > 1 {
 			return usageError("%s must be between 0 and 1, got %v", fr.name, fr.v)
 		}
@@ -139,7 +141,7 @@ func emulatorRun(ctx context.Context, o *EmulatorOptions) error {
 	srv, err := emulator.Start(ctx, emulator.Options{
 		Addr: o.Addr, Key: o.Key, TLS: o.TLS, DefaultRU: o.RU, Partitions: o.Partitions,
 		DataDir: o.DataDir, ChargeNoise: o.ChargeNoise, Latency: o.Latency, LatencyJitter: o.LatencyJitter,
-		FailRate503: o.Fail503, FailRate408: o.Fail408, DropRate: o.Drop, NoisyNeighborRU: o.NoisyRU,
+		FailRate503: o.Fail503, FailRate408: o.Fail408, DropRate: o.Drop, DropAfterApplyRate: o.DropAfter, NoisyNeighborRU: o.NoisyRU,
 		SplitDelay: o.SplitDelay, CompletingSplitWindow: o.Completing,
 	})
 	if err != nil {

@@ -77,6 +77,11 @@ type Options struct {
 	FailRate503   float64 // fraction of item requests answered 503 without executing
 	FailRate408   float64 // fraction of item requests answered 408 without executing
 	DropRate      float64 // fraction of item requests whose connection is dropped unanswered
+	// DropAfterApplyRate is the fraction of item requests that are
+	// executed (the write lands) but whose connection is then dropped
+	// before the reply: the lost response a client must retry without
+	// knowing the outcome.
+	DropAfterApplyRate float64
 	// NoisyNeighborRU is RU/s consumed from every container's budget (split
 	// evenly over its partitions) in the background.
 	NoisyNeighborRU float64

@@ -193,6 +193,9 @@ func (s *Server) injectFaults(q *request) bool {
 		// reset the HTTP/2 stream) without a response.
 		panic(http.ErrAbortHandler)
 	}
+	if o.DropAfterApplyRate > 0 && rand.Float64() < o.DropAfterApplyRate {
+		q.w = &dropReply{ResponseWriter: q.w}
+	}
 	if o.FailRate503 > 0 && rand.Float64() < o.FailRate503 {
 		s.fail(q.w, http.StatusServiceUnavailable, "ServiceUnavailable",
 			"Service is currently unavailable (injected by the emulator).", 0)
@@ -204,6 +207,18 @@ func (s *Server) injectFaults(q *request) bool {
 		return false
 	}
 	return true
+}
+
+// dropReply lets the request execute, then drops the connection instead
+// of sending a successful reply: the write is applied and the client never
+// hears so. Errors go through, since nothing was applied.
+type dropReply struct{ http.ResponseWriter }
+
+func (d *dropReply) WriteHeader(status int) {
+	if status >= 200 && status < 300 {
+		panic(http.ErrAbortHandler)
+	}
+	d.ResponseWriter.WriteHeader(status)
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {
