@@ -27,6 +27,7 @@ func writeSummary(w io.Writer, r *loader.Report) {
 	if r.InputsRefused > 0 {
 		fmt.Fprintf(&b, "  inputs refused        %s (corrupt gzip or bad CSV header: one dead-letter line each, none of their records loaded)\n", n(r.InputsRefused))
 	}
+	writeReasons(&b, r.DeadLettersByReason, r.DeadLetterHint)
 	fmt.Fprintf(&b, "  RU consumed           %s (%s per record, p95 %s)\n",
 		human.Number(r.RUConsumed, 1), human.Number(r.RUPerRecord.Mean, 2), human.Number(r.RUPerRecord.P95, 2))
 	fmt.Fprintf(&b, "  duration              %s\n", human.Seconds(r.DurationSeconds))
@@ -55,6 +56,28 @@ func writeSummary(w io.Writer, r *loader.Report) {
 		fmt.Fprintf(&b, "\n  %s\n", r.Error)
 	}
 	io.WriteString(w, b.String())
+}
+
+// maxReasons is how many dead-letter reasons the summary lists.
+const maxReasons = 5
+
+// writeReasons lists the dead letters by reason, most frequent first,
+// each with where its first record is, then what likely fixes the load.
+func writeReasons(b *strings.Builder, rs []loader.ReasonCount, hint string) {
+	for i, rc := range rs {
+		if i == maxReasons {
+			more := "reasons"
+			if len(rs)-maxReasons == 1 {
+				more = "reason"
+			}
+			fmt.Fprintf(b, "    and %s more %s (see the report)\n", human.Count(int64(len(rs)-maxReasons)), more)
+			break
+		}
+		fmt.Fprintf(b, "    %-22s %9s  first at %s\n", rc.Reason, human.Count(rc.Count), rc.First)
+	}
+	if hint != "" {
+		fmt.Fprintf(b, "  hint: %s\n", hint)
+	}
 }
 
 func label(measured bool) string {

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"unicode/utf8"
@@ -57,6 +58,9 @@ type deadLetterFile struct {
 	w    *bufio.Writer
 	size int64
 	n    int64
+	// tally counts the file's lines by reason, those of earlier runs
+	// included, for the report.
+	tally reasonTally
 }
 
 // openDeadLetter opens path for appending after truncating it to size
@@ -73,6 +77,10 @@ func openDeadLetter(path string, size int64) (*deadLetterFile, error) {
 	d := &deadLetterFile{path: path, size: size}
 	if size > 0 {
 		if err := d.open(); err != nil {
+			return nil, err
+		}
+		if err := d.tallyExisting(); err != nil {
+			d.f.Close()
 			return nil, err
 		}
 	} else if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
@@ -116,7 +124,33 @@ func (d *deadLetterFile) write(dl *DeadLetter) error {
 	}
 	d.size += int64(len(b))
 	d.n++
+	d.tally.add(dl)
 	return nil
+}
+
+// tallyExisting counts the lines earlier runs left (the file is already
+// cut to its checkpointed size), so the report's reasons cover the whole
+// load, not only this run.
+func (d *deadLetterFile) tallyExisting() error {
+	sc := bufio.NewScanner(io.NewSectionReader(d.f, 0, d.size))
+	sc.Buffer(make([]byte, 0, 64<<10), 4*maxRawBytes+(1<<20))
+	for sc.Scan() {
+		var dl DeadLetter
+		if json.Unmarshal(sc.Bytes(), &dl) == nil {
+			d.tally.add(&dl)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("read dead-letter file: %w", err)
+	}
+	return nil
+}
+
+// reasons returns a copy of the tally so far.
+func (d *deadLetterFile) reasons() *reasonTally {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.tally.clone()
 }
 
 // written returns the size of the lines written so far, durable or not.

@@ -173,6 +173,8 @@ type Result struct {
 	// CheckpointSaves and CheckpointTime measure checkpointing's cost.
 	CheckpointSaves int64
 	CheckpointTime  time.Duration
+	// reasons counts the dead-letter file's lines by reason, earlier runs' too.
+	reasons *reasonTally
 }
 
 // Second is one second of the run, for the report's chart.
@@ -324,6 +326,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if cerr := dl.close(); cerr != nil && serr == nil {
 		serr = cerr
 	}
+	res.reasons = dl.reasons()
 	if serr != nil {
 		return res, serr
 	}

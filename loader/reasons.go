@@ -45,6 +45,36 @@ func (t *reasonTally) add(d *DeadLetter) {
 	}
 }
 
+// clone returns an independent copy of t.
+func (t *reasonTally) clone() *reasonTally {
+	c := &reasonTally{}
+	c.merge(t)
+	return c
+}
+
+// merge adds o's counts to t; t's first examples win, since they come
+// first in input order when t and o are one load's successive parts.
+func (t *reasonTally) merge(o *reasonTally) {
+	if o == nil {
+		return
+	}
+	if t.byReason == nil {
+		t.byReason = make(map[string]*ReasonCount)
+	}
+	t.total += o.total
+	for k, rc := range o.byReason {
+		if mine := t.byReason[k]; mine != nil {
+			mine.Count += rc.Count
+			continue
+		}
+		cp := *rc
+		t.byReason[k] = &cp
+	}
+	if t.fields == nil {
+		t.fields = o.fields
+	}
+}
+
 // counts lists the reasons, the most frequent first.
 func (t *reasonTally) counts() []ReasonCount {
 	out := make([]ReasonCount, 0, len(t.byReason))

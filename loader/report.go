@@ -64,6 +64,13 @@ type Report struct {
 
 	RUPerRecord Spread `json:"ru_per_record"`
 
+	// DeadLettersByReason counts the dead-letter file's lines by reason,
+	// the most frequent first, each with its first record's file:line;
+	// DeadLetterHint says what likely fixes the load when one reason
+	// refused most of its records.
+	DeadLettersByReason []ReasonCount `json:"dead_letters_by_reason,omitempty"`
+	DeadLetterHint      string        `json:"dead_letter_hint,omitempty"`
+
 	// Resumed marks a run that continued an earlier one's checkpoint.
 	Resumed bool       `json:"resumed,omitempty"`
 	ThisRun RunFigures `json:"this_run"`
@@ -160,6 +167,10 @@ func buildReport(j *Job, res *Result, target float64, partitions int, base check
 	}
 	if r.RecordsDeadLettered == 0 {
 		r.DeadLetterPath = ""
+	}
+	if res.reasons != nil {
+		r.DeadLettersByReason = res.reasons.counts()
+		r.DeadLetterHint = res.reasons.hint(c.RecordsRead, st.Config.PartitionKey, j.IDField)
 	}
 	if c.RequestsSent > 0 {
 		r.ThrottledPercent = round2(100 * float64(c.ThrottledResponses) / float64(c.RequestsSent))
@@ -263,6 +274,13 @@ func (r *Report) WriteHTML(path string) error {
 		InputsRefused: r.InputsRefused, Retries: htmlreport.Retries(r.Retries),
 		Naive: htmlreport.NaiveFigures(r.Naive), Paced: htmlreport.PacedFigures(r.Paced),
 	}
+	if r.Resumed {
+		d.Resumed, d.ThisRun = true, htmlreport.RunFigures(r.ThisRun)
+	}
+	for _, rc := range r.DeadLettersByReason {
+		d.DeadLetterReasons = append(d.DeadLetterReasons, htmlreport.Reason(rc))
+	}
+	d.DeadLetterHint = r.DeadLetterHint
 	for _, s := range r.Series {
 		d.Series = append(d.Series, htmlreport.Second(s))
 	}

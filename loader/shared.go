@@ -277,7 +277,7 @@ func executeShared(ctx context.Context, j *Job, s *sharedLoad) (*Report, error) 
 	total.Snapshot.Complete = total.Cause == Finished
 	total.Charges = charges
 	total.Snapshot.Elapsed = j.Now().Sub(began)
-	st := &checkpoint.State{Counters: counts}
+	st := &checkpoint.State{Counters: counts, Config: checkpoint.Config{PartitionKey: s.tgt.PartitionKey.Paths}}
 	j.CheckpointPath = cc.URL() + "/shards/" + so.JobID + "/"
 	j.DeadLetterPath = dlDir
 	rep := buildReport(j, &total, s.target, s.partitions, checkpoint.Counters{}, st)
@@ -397,6 +397,10 @@ func accumulate(total *Result, counts *checkpoint.Counters, r *Result, began tim
 	total.Live.InputsRefused += r.Live.InputsRefused
 	total.CheckpointSaves += r.CheckpointSaves
 	total.CheckpointTime += r.CheckpointTime
+	if total.reasons == nil {
+		total.reasons = &reasonTally{}
+	}
+	total.reasons.merge(r.reasons)
 	for _, sec := range r.Series {
 		sec.T += shift
 		total.Series = append(total.Series, sec)

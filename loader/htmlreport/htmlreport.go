@@ -54,6 +54,20 @@ type PacedFigures struct {
 	Measured            bool
 }
 
+// RunFigures are what one process did, apart from the runs it resumed.
+type RunFigures struct {
+	Records, RecordsWritten, RecordsDeadLettered, RequestsSent, ThrottledResponses int64
+	RUConsumed, DurationSeconds, AchievedRUPerSec                                  float64
+}
+
+// Reason is how many records were dead-lettered for one reason; First is
+// the first of them as file:line, Example its message.
+type Reason struct {
+	Reason         string
+	Count          int64
+	First, Example string
+}
+
 // Data is everything the report shows. Utilization is a fraction (0.93),
 // ThrottledPercent a percentage (1.5).
 type Data struct {
@@ -82,6 +96,16 @@ type Data struct {
 
 	Naive NaiveFigures
 	Paced PacedFigures
+
+	// Resumed marks a run that continued an earlier one's checkpoint: the
+	// figures above are then the whole load's and ThisRun this process's.
+	Resumed bool
+	ThisRun RunFigures
+
+	// DeadLetterReasons counts the dead letters by reason, most frequent
+	// first; DeadLetterHint says what likely fixes the load.
+	DeadLetterReasons []Reason
+	DeadLetterHint    string
 
 	Series  []Second
 	Compare []Run
@@ -148,6 +172,14 @@ type view struct {
 	Spread                                            string
 	DeadLetterPath, CheckpointPath                    string
 	DeadLetterNote                                    string
+	// ThisRun compares this run with the whole load after a resume.
+	ThisRun []comparisonRow
+	Reasons []reasonRow
+	Hint    string
+}
+
+type reasonRow struct {
+	Reason, Count, First, Example string
 }
 
 type namedSeries struct {
@@ -210,6 +242,23 @@ func build(d *Data) view {
 		v.Spread = fmt.Sprintf("RU per record: median %s, 95th percentile %s, max %s.",
 			chart.FormatNumber(d.RUPerRecordP50, 2), chart.FormatNumber(d.RUPerRecordP95, 2), chart.FormatNumber(d.RUPerRecordMax, 2))
 	}
+	if d.Resumed {
+		t := d.ThisRun
+		v.ThisRun = []comparisonRow{
+			{"Records committed", count(t.Records), count(d.RecordsRead)},
+			{"Records written", count(t.RecordsWritten), count(d.RecordsWritten)},
+			{"Dead-lettered", count(t.RecordsDeadLettered), count(d.RecordsDeadLettered)},
+			{"RU consumed", chart.FormatNumber(t.RUConsumed, 0), chart.FormatNumber(d.RUConsumed, 0)},
+			{"Duration", duration(t.DurationSeconds), duration(d.DurationSeconds)},
+			{"Achieved RU/s", chart.FormatNumber(t.AchievedRUPerSec, 0), chart.FormatNumber(d.AchievedRUPerSec, 0)},
+			{"Requests sent", count(t.RequestsSent), count(d.RequestsSent)},
+			{"Throttled (429) responses", count(t.ThrottledResponses), count(d.ThrottledResponses)},
+		}
+	}
+	for _, r := range d.DeadLetterReasons {
+		v.Reasons = append(v.Reasons, reasonRow{Reason: r.Reason, Count: count(r.Count), First: r.First, Example: r.Example})
+	}
+	v.Hint = d.DeadLetterHint
 	if d.RecordsDeadLettered > 0 {
 		v.DeadLetterNote = fmt.Sprintf("%s records could not be written; each line of the dead-letter file holds one with the reason.", count(d.RecordsDeadLettered))
 		if d.InputsRefused > 0 {
@@ -602,7 +651,15 @@ footer { margin-top: 32px; padding-top: 12px; border-top: 1px solid var(--line);
 {{range .Figures}}<div class="figure{{if .Class}} {{.Class}}{{end}}"><dt>{{.Label}}</dt><dd>{{.Value}}{{if .Note}}<small>{{.Note}}</small>{{end}}</dd></div>
 {{end}}</dl>
 
-<figure id="ru">
+{{if .ThisRun}}<h2 id="this-run">This run and the whole load</h2>
+<table>
+<thead><tr><th></th><th>This run</th><th>Whole load</th></tr></thead>
+<tbody>
+{{range .ThisRun}}<tr><td>{{.Label}}</td><td>{{.Naive}}</td><td>{{.Paced}}</td></tr>
+{{end}}</tbody>
+</table>
+<p class="muted">This run resumed an earlier one's checkpoint: the figures above are the whole load (its runs' durations added up); the charts and the naive-versus-paced comparison are this run's.</p>
+{{end}}<figure id="ru">
 {{.RUChart}}<figcaption>{{.RUCaption}}</figcaption>
 </figure>
 
@@ -628,7 +685,15 @@ footer { margin-top: 32px; padding-top: 12px; border-top: 1px solid var(--line);
 </table>
 <p class="muted">Measured figures come from this run; modelled ones are computed from this run's measured RU charges, target RU/s and partitions.</p>
 {{end}}
-<h2>Files</h2>
+{{if .Reasons}}<h2 id="dead-letters">Dead letters by reason</h2>
+{{if .Hint}}<p class="error">{{.Hint}}</p>{{end}}
+<table>
+<thead><tr><th>Reason</th><th>Records</th><th>First (file:line)</th><th>Its message</th></tr></thead>
+<tbody>
+{{range .Reasons}}<tr><td><code>{{.Reason}}</code></td><td>{{.Count}}</td><td><code>{{.First}}</code></td><td>{{.Example}}</td></tr>
+{{end}}</tbody>
+</table>
+{{end}}<h2>Files</h2>
 <dl class="paths">
 <dt>Dead-letter file</dt><dd>{{if .DeadLetterPath}}<code>{{.DeadLetterPath}}</code>{{else}}none{{end}}</dd>
 <dt>Checkpoint</dt><dd>{{if .CheckpointPath}}<code>{{.CheckpointPath}}</code>{{else}}none{{end}}</dd>

@@ -413,3 +413,42 @@ func TestRetriesAndRefusedInputs(t *testing.T) {
 		}
 	}
 }
+
+// After a resume the page tells this run from the whole load; dead
+// letters are listed by reason, with the hint first. Neither appears for
+// a plain, clean run.
+func TestThisRunAndDeadLetterReasons(t *testing.T) {
+	plain := render(t, smallRun())
+	if strings.Contains(plain, `id="this-run"`) || strings.Contains(plain, `id="dead-letters"`) {
+		t.Error("a run that resumed nothing and lists no reasons shows those sections")
+	}
+	d := smallRun()
+	d.Resumed = true
+	d.ThisRun = RunFigures{Records: 1200, RecordsWritten: 1195, RecordsDeadLettered: 5, RequestsSent: 1201,
+		ThrottledResponses: 3, RUConsumed: 8400, DurationSeconds: 9, AchievedRUPerSec: 933.3}
+	d.DeadLetterReasons = []Reason{{Reason: "missing_partition_key", Count: 9, First: "people.ndjson:17", Example: "missing partition key /pk"},
+		{Reason: "invalid_json", Count: 1, First: "people.ndjson:<40>", Example: "bad"}}
+	d.DeadLetterHint = "9 records have no /pk: wrong --partition-key?"
+	html := render(t, d)
+	i := strings.Index(html, `id="this-run"`)
+	if i < 0 {
+		t.Fatal("no this-run section after a resume")
+	}
+	for _, want := range []string{"<th>This run</th><th>Whole load</th>", "<td>Records committed</td><td>1,200</td><td>2,800</td>",
+		"<td>RU consumed</td><td>8,400</td><td>19,530</td>", "<td>Duration</td><td>" + duration(9) + "</td>"} {
+		if !strings.Contains(html[i:], want) {
+			t.Errorf("this-run section lacks %q", want)
+		}
+	}
+	j := strings.Index(html, `id="dead-letters"`)
+	if j < 0 {
+		t.Fatal("no dead-letters section")
+	}
+	sec := html[j:]
+	if h, r := strings.Index(sec, "wrong --partition-key?"), strings.Index(sec, "<code>missing_partition_key</code></td><td>9</td><td><code>people.ndjson:17</code>"); h < 0 || r < 0 || h > r {
+		t.Errorf("dead-letters section: hint at %d, first reason at %d", h, r)
+	}
+	if !strings.Contains(sec, "people.ndjson:&lt;40&gt;") {
+		t.Error("a reason's file:line is not escaped")
+	}
+}
