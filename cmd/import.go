@@ -45,6 +45,7 @@ type ImportOptions struct {
 	Quiet        bool
 	DrainTimeout time.Duration
 	Shared       SharedFlags
+	Observe      ObserveFlags
 	getenv       func(string) string
 }
 
@@ -171,6 +172,7 @@ the embedded local Cosmos DB target is used and announced on stderr.
 	fl.StringVar(&opts.ReportHTML, "report-html", "", "write the run's report as a self-contained HTML page with charts")
 	fl.BoolVar(&opts.Restart, "restart", false, "start over even if an unfinished checkpoint for these inputs exists")
 	fl.BoolVarP(&opts.Quiet, "quiet", "q", false, "no progress and no summary")
+	opts.Observe.addFlags(cmd)
 	fl.DurationVar(&opts.DrainTimeout, "drain-timeout", 30*time.Second, "on interrupt, how long in-flight writes may finish")
 	group(fl, groupInput, "mode")
 	group(fl, groupPacing, "strategy", "ru", "ru-share", "read-ahead", "drain-timeout")
@@ -365,6 +367,12 @@ func importRun(ctx context.Context, o *ImportOptions) error {
 	if shared != nil && o.Target.embedded() {
 		return usageError("sharing capacity needs a real endpoint: the embedded target lives inside one loader")
 	}
+	ob, err := o.Observe.start(o.IO)
+	if err != nil {
+		return err
+	}
+	defer ob.close()
+	o.IO = ob.io
 	to, stopTarget, err := o.Target.connect(ctx, o.IO, o.RU, o.Quiet)
 	if err != nil {
 		return err
@@ -381,27 +389,30 @@ func importRun(ctx context.Context, o *ImportOptions) error {
 		Quiet:        o.Quiet, Log: o.IO.ErrOut, Now: o.Now,
 	}
 	job.Shared = shared
-	return finishJob(ctx, o.IO, job, o.Quiet)
+	return finishJob(ctx, o.IO, job, o.Quiet, ob)
 }
 
 // finishJob executes a job, prints its summary and maps the outcome to an
 // exit code.
-func finishJob(ctx context.Context, io *IOStreams, job *loader.Job, quiet bool) error {
+func finishJob(ctx context.Context, io *IOStreams, job *loader.Job, quiet bool, ob *observer) error {
 	var prog *progress
-	if !quiet {
+	if !quiet && !ob.json() {
 		prog = newProgress(io)
 		job.Progress, job.Log = prog.update, prog
 	}
+	ob.attach(job, quiet)
 	rep, err := loader.Execute(ctx, job)
 	if prog != nil {
 		prog.finish()
 	}
 	if rep == nil {
 		// Loading never started: no checkpoint to speak of.
+		ob.stop(nil, exitCode(err, nil), err)
 		return &ExitCodeError{Code: exitCode(err, nil), Err: err}
 	}
 	code := exitCode(err, rep)
 	rep.ExitCode = code
+	ob.stop(rep, code, err)
 	if job.ReportPath != "" {
 		if werr := rep.WriteJSON(job.ReportPath); werr != nil {
 			fmt.Fprintf(io.ErrOut, "loader: %v\n", werr)
@@ -414,13 +425,13 @@ func finishJob(ctx context.Context, io *IOStreams, job *loader.Job, quiet bool) 
 			fmt.Fprintf(io.ErrOut, "loader: %v\n", htmlErr)
 		}
 	}
-	if !quiet {
+	if !quiet && !ob.json() {
 		writeSummary(io.ErrOut, rep)
 		if job.ReportHTMLPath != "" && htmlErr == nil {
 			fmt.Fprintf(io.ErrOut, "\nReport: %s (open it in a browser)\n", job.ReportHTMLPath)
 		}
 	}
-	if code == ExitInterrupted || code == ExitStopped {
+	if (code == ExitInterrupted || code == ExitStopped) && !ob.json() {
 		// Even with --quiet: without this line the user cannot continue.
 		if job.Shared != nil {
 			fmt.Fprintf(io.ErrOut, "\nShard progress is saved in blob storage (%s).\nRun the same command again to continue.\n", job.CheckpointPath)

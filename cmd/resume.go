@@ -34,6 +34,7 @@ type ResumeOptions struct {
 	Quiet        bool
 	DrainTimeout time.Duration
 	Blob         BlobFlags
+	Observe      ObserveFlags
 }
 
 // NewCmdResume builds `loader resume`.
@@ -80,6 +81,7 @@ an unknown version. The account key is never stored: give it again through
 	fl.Int64Var(&opts.CkptEvery, "checkpoint-every", 10000, "save the checkpoint every N committed records")
 	fl.DurationVar(&opts.CkptInterval, "checkpoint-interval", 5*time.Second, "… and at least this often")
 	fl.BoolVarP(&opts.Quiet, "quiet", "q", false, "no progress and no summary")
+	opts.Observe.addFlags(cmd)
 	fl.DurationVar(&opts.DrainTimeout, "drain-timeout", 30*time.Second, "on interrupt, how long in-flight writes may finish")
 	group(fl, groupPacing, "drain-timeout")
 	group(fl, groupCheckpoint, "checkpoint-every", "checkpoint-interval")
@@ -142,6 +144,12 @@ func resumeRun(ctx context.Context, o *ResumeOptions) error {
 	if len(t.PartitionKey) == 0 {
 		t.PartitionKey = cfg.PartitionKey
 	}
+	ob, err := o.Observe.start(o.IO)
+	if err != nil {
+		return err
+	}
+	defer ob.close()
+	o.IO = ob.io
 	to, stopTarget, err := t.connect(ctx, o.IO, cfg.TargetRU, o.Quiet)
 	if err != nil {
 		return err
@@ -155,5 +163,5 @@ func resumeRun(ctx context.Context, o *ResumeOptions) error {
 	job.ReportPath, job.ReportHTMLPath = o.Report, o.ReportHTML
 	job.DrainTimeout = o.DrainTimeout
 	job.Quiet, job.Log, job.Now = o.Quiet, o.IO.ErrOut, o.Now
-	return finishJob(ctx, o.IO, job, o.Quiet)
+	return finishJob(ctx, o.IO, job, o.Quiet, ob)
 }

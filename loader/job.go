@@ -69,6 +69,10 @@ type Job struct {
 	// Progress, when set, receives a progress event about once a second.
 	Progress func(ProgressEvent)
 	Now      func() time.Time
+
+	// Checkpointed, when set, is told the whole load's counters after
+	// each checkpoint save (structured logs report them).
+	Checkpointed func(checkpoint.Counters)
 }
 
 // ErrUnfinished means an unfinished checkpoint for the same inputs and
@@ -241,7 +245,13 @@ func Execute(ctx context.Context, j *Job) (*Report, error) {
 		if cal, err := json.Marshal(cost.Snapshot()); err == nil {
 			state.Calibration = cal
 		}
-		return checkpoint.Save(j.CheckpointPath, state)
+		if err := checkpoint.Save(j.CheckpointPath, state); err != nil {
+			return err
+		}
+		if j.Checkpointed != nil {
+			j.Checkpointed(state.Counters)
+		}
+		return nil
 	}
 
 	res, runErr := Run(ctx, Options{

@@ -24,6 +24,10 @@ type ProgressEvent struct {
 	// RU/s, when sharing the container with other loaders.
 	LeasesHeld, LeasePartitions int
 	LeasedRU                    float64
+	// Partitions is the pacer's view of each physical partition (its
+	// share of the target, current limit, last second's RU, 429s); nil
+	// when not pacing.
+	Partitions []pacing.PartitionStats
 }
 
 // progressFunc turns the pipeline's live figures into events for
@@ -36,7 +40,8 @@ func (j *Job) progressFunc(totalBytes int64, target float64, pacer *pacing.Pacer
 	return func(l Live) {
 		ev := ProgressEvent{Live: l, TotalBytes: totalBytes, TargetRU: target}
 		if pacer != nil {
-			ev.PacerLimitRU = pacer.Stats().LimitRU
+			st := pacer.Stats()
+			ev.PacerLimitRU, ev.Partitions = st.LimitRU, st.Partitions
 		}
 		if fill != nil {
 			fill(&ev)

@@ -277,7 +277,7 @@ func executeShared(ctx context.Context, j *Job, s *sharedLoad) (*Report, error) 
 	total.Snapshot.Complete = total.Cause == Finished
 	total.Charges = charges
 	total.Snapshot.Elapsed = j.Now().Sub(began)
-	st := &checkpoint.State{Counters: counts, Config: checkpoint.Config{PartitionKey: s.tgt.PartitionKey.Paths}}
+	st := &checkpoint.State{Counters: counts, Config: checkpoint.Config{PartitionKey: s.tgt.PartitionKeyPaths}}
 	j.CheckpointPath = cc.URL() + "/shards/" + so.JobID + "/"
 	j.DeadLetterPath = dlDir
 	rep := buildReport(j, &total, s.target, s.partitions, checkpoint.Counters{}, st)
