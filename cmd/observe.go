@@ -167,6 +167,9 @@ func (ob *observer) stop(rep *loader.Report, code int, err error) {
 		if rep.DeadLetterPath != "" {
 			attrs = append(attrs, "dead_letter_path", rep.DeadLetterPath)
 		}
+		if len(rep.DeadLettersByReason) > 0 {
+			attrs = append(attrs, "dead_letters_by_reason", rep.DeadLettersByReason)
+		}
 		if rep.DeadLetterHint != "" {
 			attrs = append(attrs, "hint", rep.DeadLetterHint)
 		}
