@@ -44,6 +44,8 @@ type observer struct {
 	metrics *metricsCollector
 	srv     *http.Server
 
+	job *loader.Job
+
 	mu       sync.Mutex
 	logEvery time.Duration
 	window   progress // only its rate window is used
@@ -103,6 +105,7 @@ func (ob *observer) attach(job *loader.Job, quiet bool) {
 	if ob == nil || (ob.log == nil && ob.metrics == nil) {
 		return
 	}
+	ob.job = job
 	next := job.Progress
 	job.Progress = func(ev loader.ProgressEvent) {
 		ob.update(ev, quiet)
@@ -173,8 +176,11 @@ func (ob *observer) stop(rep *loader.Report, code int, err error) {
 		if rep.DeadLetterHint != "" {
 			attrs = append(attrs, "hint", rep.DeadLetterHint)
 		}
-		if code == ExitInterrupted || code == ExitStopped {
+		if (code == ExitInterrupted || code == ExitStopped) && ob.job != nil && ob.job.Shared == nil {
 			attrs = append(attrs, "resume", "loader resume "+shellQuote(rep.CheckpointPath))
+			if hint := resumeCredentialHint(ob.job); hint != "" {
+				attrs = append(attrs, "resume_note", strings.TrimSpace(hint))
+			}
 		}
 	}
 	level := slog.LevelInfo

@@ -132,18 +132,20 @@ func (d *deadLetterFile) write(dl *DeadLetter) error {
 // cut to its checkpointed size), so the report's reasons cover the whole
 // load, not only this run.
 func (d *deadLetterFile) tallyExisting() error {
-	sc := bufio.NewScanner(io.NewSectionReader(d.f, 0, d.size))
-	sc.Buffer(make([]byte, 0, 64<<10), 4*maxRawBytes+(1<<20))
-	for sc.Scan() {
+	br := bufio.NewReaderSize(io.NewSectionReader(d.f, 0, d.size), 64<<10)
+	for {
+		line, err := br.ReadBytes('\n')
 		var dl DeadLetter
-		if json.Unmarshal(sc.Bytes(), &dl) == nil {
+		if len(line) > 0 && json.Unmarshal(line, &dl) == nil {
 			d.tally.add(&dl)
 		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read dead-letter file: %w", err)
+		}
 	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("read dead-letter file: %w", err)
-	}
-	return nil
 }
 
 // reasons returns a copy of the tally so far.
