@@ -53,6 +53,8 @@ type observer struct {
 	seen     bool
 	lastLog  time.Duration
 	logged   bool
+	lastWarn time.Duration
+	warned   bool
 }
 
 // startObserver validates the flags, binds the metrics listener (only
@@ -129,7 +131,16 @@ func (ob *observer) update(ev loader.ProgressEvent, quiet bool) {
 	defer ob.mu.Unlock()
 	r := ob.window.rates(ev.Live)
 	ob.last, ob.seen = ev, true
-	if ob.log == nil || quiet {
+	if ob.log == nil {
+		return
+	}
+	// The no-write warning is an event, shown even with --quiet, as often
+	// as the progress line would repeat it.
+	if warn := loader.StallText(ev.Live); warn != "" && (!ob.warned || ev.Elapsed-ob.lastWarn >= ob.logEvery) {
+		ob.lastWarn, ob.warned = ev.Elapsed, true
+		ob.log.Warn(warn, "event", "warning", "no_write_for_s", int64(ev.NoWriteFor/time.Second), "last_failure", ev.LastFailure)
+	}
+	if quiet {
 		return
 	}
 	if ob.logged && ev.Elapsed-ob.lastLog < ob.logEvery {
@@ -142,7 +153,9 @@ func (ob *observer) update(ev loader.ProgressEvent, quiet bool) {
 		"records_skipped_existing", ev.Skipped, "records_dead_lettered", ev.DeadLettered,
 		"requests", ev.Requests, "throttled", ev.Throttled, "in_flight", ev.InFlight,
 		"ru_consumed", round2(ev.RU), "ru_per_sec", round2(r.RU), "target_ru_per_sec", ev.TargetRU,
-		"throttled_percent", round2(r.ThrottlePct)}
+		"throttled_percent", round2(r.ThrottlePct),
+		"retries", map[string]int64{"throttled": ev.Retries.Throttled, "timeout": ev.Retries.Timeout,
+			"unavailable": ev.Retries.Unavailable, "connection": ev.Retries.Connection, "other": ev.Retries.Other}}
 	if ev.TotalBytes > 0 {
 		attrs = append(attrs, "bytes_done", ev.BytesDone, "bytes_total", ev.TotalBytes)
 	}
@@ -274,6 +287,7 @@ var (
 	mRU        = prometheus.NewDesc("loader_ru_consumed_total", "Request units charged to this run's requests.", nil, nil)
 	mRequests  = prometheus.NewDesc("loader_requests_total", "Write requests sent, resends included.", nil, nil)
 	mThrottled = prometheus.NewDesc("loader_throttled_responses_total", "Responses 429 (request rate too large).", nil, nil)
+	mRetries   = prometheus.NewDesc("loader_retries_total", "Write attempts sent again, by cause: throttled (429), timeout (408), unavailable (503/449), connection (no response), other.", []string{"class"}, nil)
 	mInFlight  = prometheus.NewDesc("loader_in_flight_requests", "Requests sent and not yet answered.", nil, nil)
 	mTarget    = prometheus.NewDesc("loader_target_ru_per_second", "The run's target RU/s.", nil, nil)
 	mCurrent   = prometheus.NewDesc("loader_ru_per_second", "RU/s consumed over about the last 5 s.", nil, nil)
@@ -289,7 +303,7 @@ var (
 )
 
 func (c *metricsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{mRecords, mRead, mRU, mRequests, mThrottled, mInFlight, mTarget, mCurrent,
+	for _, d := range []*prometheus.Desc{mRecords, mRead, mRU, mRequests, mThrottled, mRetries, mInFlight, mTarget, mCurrent,
 		mLimit, mETA, mElapsed, mBytesDone, mBytesAll, mPartShare, mPartLimit, mPartRU, mPartThr} {
 		ch <- d
 	}
@@ -318,6 +332,13 @@ func (c *metricsCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(mRU, ev.RU)
 	counter(mRequests, float64(ev.Requests))
 	counter(mThrottled, float64(ev.Throttled))
+	for _, rc := range []struct {
+		class string
+		n     int64
+	}{{"throttled", ev.Retries.Throttled}, {"timeout", ev.Retries.Timeout}, {"unavailable", ev.Retries.Unavailable},
+		{"connection", ev.Retries.Connection}, {"other", ev.Retries.Other}} {
+		counter(mRetries, float64(rc.n), rc.class)
+	}
 	gauge(mInFlight, float64(ev.InFlight))
 	gauge(mElapsed, ev.Elapsed.Seconds())
 	if !seen {

@@ -57,7 +57,8 @@ func TestMetricsFromProgressEvents(t *testing.T) {
 		Partitions: []pacing.PartitionStats{{ShareRU: 400, LimitRU: 300, LastSecondRU: 290, Throttled: 2}, {ShareRU: 400, LimitRU: 300}}}
 	ev.Live = loader.Live{Elapsed: time.Second, BytesDone: 100, Written: 10, DeadLettered: 1, Requests: 12, Throttled: 2, RU: 70, InFlight: 3}
 	ob.update(ev, false)
-	ev.Live = loader.Live{Elapsed: 3 * time.Second, BytesDone: 500, Written: 50, DeadLettered: 1, Requests: 52, Throttled: 2, RU: 350, InFlight: 4}
+	ev.Live = loader.Live{Elapsed: 3 * time.Second, BytesDone: 500, Written: 50, DeadLettered: 1, Requests: 52, Throttled: 2, RU: 350, InFlight: 4,
+		Retries: loader.Retries{Throttled: 2, Connection: 3}}
 	ob.update(ev, false)
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -83,6 +84,7 @@ func TestMetricsFromProgressEvents(t *testing.T) {
 		"loader_ru_consumed_total": 350, "loader_requests_total": 52, "loader_throttled_responses_total": 2,
 		"loader_in_flight_requests": 4, "loader_target_ru_per_second": 800, "loader_pacer_limit_ru_per_second": 600,
 		"loader_ru_per_second": 140, "loader_eta_seconds": 2.5, // 500 bytes left at 200 B/s
+		"loader_retries_total{class=connection}": 3, "loader_retries_total{class=throttled}": 2,
 		"loader_partition_target_ru_per_second{partition=1}": 400, "loader_partition_throttled_total{partition=0}": 2,
 	} {
 		if got[name] != want {

@@ -24,10 +24,10 @@ func writeSummary(w io.Writer, r *loader.Report) {
 		fmt.Fprintf(&b, "  → %s", r.DeadLetterPath)
 	}
 	b.WriteString("\n")
+	writeReasons(&b, r.DeadLettersByReason, r.DeadLetterHint)
 	if r.InputsRefused > 0 {
 		fmt.Fprintf(&b, "  inputs refused        %s (corrupt gzip or bad CSV header: one dead-letter line each, none of their records loaded)\n", n(r.InputsRefused))
 	}
-	writeReasons(&b, r.DeadLettersByReason, r.DeadLetterHint)
 	fmt.Fprintf(&b, "  RU consumed           %s (%s per record, p95 %s)\n",
 		human.Number(r.RUConsumed, 1), human.Number(r.RUPerRecord.Mean, 2), human.Number(r.RUPerRecord.P95, 2))
 	fmt.Fprintf(&b, "  duration              %s\n", human.Seconds(r.DurationSeconds))

@@ -41,9 +41,13 @@ func TestLostResponseIsRetriedExactly(t *testing.T) {
 			if written+skipped != n || rep["records_read"].(float64) != n {
 				t.Errorf("read %v written %v skipped %v: the counts do not add up to %d", rep["records_read"], written, skipped, n)
 			}
-			// The fault fired: some writes were sent again.
+			// The fault fired: some writes were sent again, counted as
+			// connection retries.
 			if sent := rep["requests_sent"].(float64); sent <= n {
 				t.Errorf("requests_sent %v: no write was resent, the fault never fired", sent)
+			}
+			if rt, _ := rep["retries"].(map[string]any); rt == nil || !(rt["connection"].(float64) > 0) {
+				t.Errorf("retries %v, want connection retries", rep["retries"])
 			}
 			switch mode {
 			case "upsert":
