@@ -232,6 +232,49 @@ func (s *sink) Write(ctx context.Context, d loader.Document) loader.Outcome {
 	return outcomeOf(err)
 }
 
+var _ BatchSink = (*cosmosSink)(nil)
+
+// WriteBatch sends docs, which share one partition key, as one atomic
+// transactional batch of creates or upserts.
+func (s *cosmosSink) WriteBatch(ctx context.Context, docs []Document) BatchOutcome {
+	b := s.t.Container.NewTransactionalBatch(PartitionKeyOf(docs[0].PK))
+	for _, d := range docs {
+		if s.mode == ModeCreate {
+			b.CreateItem(d.Body, nil)
+		} else {
+			b.UpsertItem(d.Body, nil)
+		}
+	}
+	opts := azcosmos.TransactionalBatchOptions{
+		PriorityLevel:    s.t.itemOptions.PriorityLevel,
+		ThroughputBucket: s.t.itemOptions.ThroughputBucket,
+	}
+	resp, err := s.t.Container.ExecuteTransactionalBatch(ctx, b, &opts)
+	if err != nil {
+		return BatchOutcome{Outcome: outcomeOf(err)}
+	}
+	status := http.StatusOK
+	if resp.RawResponse != nil {
+		status = resp.RawResponse.StatusCode
+	}
+	if !resp.Success {
+		status = http.StatusMultiStatus
+	}
+	out := BatchOutcome{Outcome: Outcome{Status: status, Charge: float64(resp.RequestCharge)}}
+	out.Ops = make([]Outcome, len(resp.OperationResults))
+	for i, op := range resp.OperationResults {
+		o := Outcome{Status: int(op.StatusCode), Charge: float64(op.RequestCharge)}
+		if !resp.Success && o.Status != http.StatusFailedDependency {
+			o.Message = fmt.Sprintf("%d %s (in a transactional batch)", o.Status, http.StatusText(o.Status))
+			if m := serviceMessage(string(op.ResourceBody)); m != "" {
+				o.Message += ": " + m
+			}
+		}
+		out.Ops[i] = o
+	}
+	return out
+}
+
 // outcomeOf turns an SDK error into an Outcome.
 func outcomeOf(err error) loader.Outcome {
 	var re *azcore.ResponseError

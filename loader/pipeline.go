@@ -80,6 +80,17 @@ type Options struct {
 	Pacer   Pacer // required for StrategyPaced
 	Cost    CostModel
 	Limiter Limiter // in-flight bound for StrategyPaced
+	// Batch caps the operations of a transactional batch of records that
+	// share a partition key (see ParseBatch); 0 or 1 sends point writes
+	// only. Batches need a Sink that is a BatchSink.
+	Batch int
+	// BatchBytes bounds a batch's documents; 0 means DefaultBatchBytes.
+	BatchBytes int
+	// BatchLinger is the longest a dispatcher waits to fill a batch; 0
+	// means DefaultBatchLinger, negative not at all.
+	BatchLinger time.Duration
+	// Logf, when set, receives the run's one-off notices (stderr).
+	Logf func(format string, a ...any)
 	// NaiveConcurrency is the fixed number of writers of StrategyNaive.
 	NaiveConcurrency int
 	// QueuePerPartition bounds records read ahead per physical partition;
@@ -222,6 +233,9 @@ type run struct {
 	sinceCheckpoint        atomic.Int64
 	retries                retryCounters
 	health                 writeHealth
+	// batchWorked: a batch has been committed this run; batchOff: the
+	// server refused batches, so the rest of the run sends point writes.
+	batchWorked, batchOff atomic.Bool
 
 	saves    int64         // checkpoints saved
 	saveTime time.Duration // time spent saving them (fsyncs mostly)
@@ -360,6 +374,16 @@ func (o *Options) defaults() {
 	}
 	if o.Mode == "" {
 		o.Mode = ModeUpsert
+	}
+	if _, ok := o.Sink.(BatchSink); !ok || o.Batch < 2 {
+		o.Batch = 0
+	}
+	o.Batch = min(o.Batch, MaxBatchOps)
+	if o.BatchBytes <= 0 {
+		o.BatchBytes = DefaultBatchBytes
+	}
+	if o.BatchLinger == 0 {
+		o.BatchLinger = DefaultBatchLinger
 	}
 	if o.Strategy == "" {
 		o.Strategy = StrategyPaced
@@ -678,24 +702,27 @@ func (r *run) dispatch(q <-chan *item) {
 	if r.o.Strategy == StrategyNaive {
 		naiveSlots = make(chan struct{}, r.o.NaiveConcurrency)
 	}
-	for it := range q {
+	// admit waits until one request (a point write or a batch) of ru may
+	// be sent: its partition's bucket and the in-flight bound count
+	// requests, whatever the records in them.
+	admit := func(part int, ru float64) bool {
 		if r.stopped() {
-			continue
+			return false
 		}
 		if naiveSlots != nil {
 			select {
 			case naiveSlots <- struct{}{}:
+				return true
 			case <-r.readCtx.Done():
-				continue
-			}
-		} else {
-			if err := r.o.Pacer.Wait(r.readCtx, it.part, it.est); err != nil {
-				continue
-			}
-			if err := r.o.Limiter.Acquire(r.readCtx); err != nil {
-				continue
+				return false
 			}
 		}
+		if err := r.o.Pacer.Wait(r.readCtx, part, ru); err != nil {
+			return false
+		}
+		return r.o.Limiter.Acquire(r.readCtx) == nil
+	}
+	start := func(send func()) {
 		r.wg.Add(1)
 		r.inFlight.Add(1)
 		go func() {
@@ -706,8 +733,20 @@ func (r *run) dispatch(q <-chan *item) {
 			} else {
 				defer r.o.Limiter.Release()
 			}
-			r.write(it)
+			send()
 		}()
+	}
+	if r.o.Batch > 1 {
+		r.dispatchBatched(q, admit, start)
+		// Drain what a stop left queued so the reader is never blocked.
+		for range q {
+		}
+		return
+	}
+	for it := range q {
+		if admit(it.part, it.est) {
+			start(func() { r.write(it) })
+		}
 	}
 }
 

@@ -1,0 +1,391 @@
+package loader
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// BatchSink is a Sink that can also send a transactional batch: documents
+// of one logical partition key, written all or nothing in one request.
+type BatchSink interface {
+	Sink
+	WriteBatch(ctx context.Context, docs []Document) BatchOutcome
+}
+
+// BatchOutcome is what a BatchSink reports for one batch attempt. Outcome
+// is the request as a whole: a 2xx means every operation was applied; 207
+// Multi-Status means none was, and Ops says why (the refused operation's
+// own status, 424 Failed Dependency for the others); anything else (429,
+// 5xx, 400/413 of the whole body, no response) means the batch was not
+// executed and Ops is empty.
+type BatchOutcome struct {
+	Outcome
+	Ops []Outcome
+}
+
+const (
+	// MaxBatchOps is Cosmos DB's limit on operations in a transactional batch.
+	MaxBatchOps = 100
+	// DefaultBatchBytes bounds the documents' bytes in one batch: well under
+	// the service's 2 MB request limit, leaving room for the operations'
+	// framing.
+	DefaultBatchBytes = 1536 << 10
+	// DefaultBatchLinger is the longest a partition's dispatcher waits for
+	// more records of a key that already has two or more waiting.
+	DefaultBatchLinger = 2 * time.Millisecond
+	// batchOpOverhead approximates the JSON framing of one operation.
+	batchOpOverhead = 64
+)
+
+// ParseBatch reads --batch: "auto" (batches of up to 100 operations),
+// "off" (point writes only), or N (batches of at most N operations). It
+// returns the operations cap; 0 or 1 means point writes.
+func ParseBatch(s string) (int, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "auto":
+		return MaxBatchOps, nil
+	case "off", "none", "0":
+		return 0, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > MaxBatchOps {
+		return 0, fmt.Errorf("--batch must be auto, off or a number of operations from 1 to %d; got %q", MaxBatchOps, s)
+	}
+	return n, nil
+}
+
+// keyOf is a record's full (hierarchical) logical partition key as a map
+// key: two records batch together only when every component matches, type
+// included ("1" and 1 are different keys).
+func keyOf(pk []any) string {
+	if len(pk) == 1 {
+		if s, ok := pk[0].(string); ok {
+			return "s" + s
+		}
+	}
+	var b strings.Builder
+	for _, v := range pk {
+		switch v := v.(type) {
+		case string:
+			b.WriteByte('s')
+			b.WriteString(strconv.Itoa(len(v)))
+			b.WriteByte(':')
+			b.WriteString(v)
+		case float64:
+			b.WriteByte('n')
+			b.WriteString(strconv.FormatFloat(v, 'g', -1, 64))
+		case bool:
+			if v {
+				b.WriteString("t")
+			} else {
+				b.WriteString("f")
+			}
+		default:
+			b.WriteByte('z')
+		}
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
+// groupBatches splits a window of queued records into requests: records
+// that share a key, in read order, in chunks of at most maxOps operations
+// and maxBytes of documents; a chunk of one is a point write. Requests come
+// in the order of their first record.
+func groupBatches(window []*item, maxOps, maxBytes int) [][]*item {
+	type open struct {
+		cur   []*item
+		bytes int
+	}
+	var out [][]*item
+	at := make(map[string]int, len(window)) // key → index in out of its open chunk
+	sizes := make(map[string]int, len(window))
+	for _, it := range window {
+		k := keyOf(it.doc.PK)
+		cost := it.size + batchOpOverhead
+		i, ok := at[k]
+		if ok && len(out[i]) < maxOps && sizes[k]+cost <= maxBytes {
+			out[i] = append(out[i], it)
+			sizes[k] += cost
+			continue
+		}
+		at[k] = len(out)
+		sizes[k] = cost
+		out = append(out, []*item{it})
+	}
+	return out
+}
+
+// dispatchBatched is dispatch with a batching stage: it takes whatever the
+// partition's queue holds (up to a window), waits at most BatchLinger for
+// more when some key already has two or more records waiting, and sends
+// each key's records as batches, lone records as point writes.
+func (r *run) dispatchBatched(q <-chan *item, admit func(part int, ru float64) bool, start func(func())) {
+	maxWindow := max(r.o.Batch, min(r.o.QueuePerPartition, 1024))
+	window := make([]*item, 0, maxWindow)
+	counts := make(map[string]int)
+	for {
+		it, ok := <-q
+		if !ok {
+			return
+		}
+		window = append(window[:0], it)
+		clear(counts)
+		counts[keyOf(it.doc.PK)] = 1
+		waiting := false // some key has 2+ records but less than a full batch
+		closed := false
+		var deadline *time.Timer
+	fill:
+		for len(window) < maxWindow {
+			var next *item
+			select {
+			case next, ok = <-q:
+			default:
+				if !waiting || r.o.BatchLinger <= 0 {
+					break fill
+				}
+				if deadline == nil {
+					deadline = time.NewTimer(r.o.BatchLinger)
+				}
+				select {
+				case next, ok = <-q:
+				case <-deadline.C:
+					break fill
+				}
+			}
+			if !ok {
+				closed = true
+				break
+			}
+			window = append(window, next)
+			k := keyOf(next.doc.PK)
+			counts[k]++
+			if n := counts[k]; n >= 2 && n%r.o.Batch != 0 {
+				waiting = true
+			}
+		}
+		if deadline != nil {
+			deadline.Stop()
+		}
+		for _, g := range groupBatches(window, r.o.Batch, r.o.BatchBytes) {
+			if r.stopped() {
+				break
+			}
+			if len(g) == 1 || r.batchOff.Load() {
+				for _, it := range g {
+					if admit(it.part, it.est) {
+						start(func() { r.write(it) })
+					}
+				}
+				continue
+			}
+			if admit(g[0].part, estimateOf(g)) {
+				start(func() { r.writeBatch(g) })
+			}
+		}
+		clear(window) // let written documents go
+		if closed {
+			return
+		}
+	}
+}
+
+func estimateOf(g []*item) float64 {
+	var s float64
+	for _, it := range g {
+		s += it.est
+	}
+	return s
+}
+
+// writeBatch sends records that share a key as transactional batches until
+// each is written, counted as existing, dead-lettered, or the run stops.
+// The caller has reserved the records' estimate. A batch is atomic, so a
+// refused operation (its own status; 424 for the others) splits it: the
+// operations before the refused one, which ran and were rolled back, are
+// resent as a batch, the refused record is classified as a point write
+// would be, and the ones after it (never run) are resent as another batch.
+func (r *run) writeBatch(items []*item) {
+	bs := r.o.Sink.(BatchSink)
+	paced := r.o.Strategy == StrategyPaced
+	part := items[0].part
+	pending := [][]*item{items}
+	reserved := true // the dispatcher paid for the first attempt
+	transient := 0
+	for len(pending) > 0 {
+		g := pending[0]
+		pending = pending[1:]
+		if len(g) == 1 || r.batchOff.Load() {
+			for _, it := range g {
+				if !reserved && paced {
+					if err := r.o.Pacer.Wait(r.wctx, part, it.est); err != nil {
+						return
+					}
+				}
+				reserved = false
+				r.write(it)
+			}
+			continue
+		}
+		est := estimateOf(g)
+		if !reserved && paced {
+			if err := r.o.Pacer.Wait(r.wctx, part, est); err != nil {
+				return
+			}
+		}
+		reserved = false
+		docs := make([]Document, len(g))
+		for i, it := range g {
+			docs[i] = it.doc
+		}
+		began := r.o.Now()
+		out := bs.WriteBatch(r.wctx, docs)
+		if paced && r.o.Limiter != nil {
+			r.o.Limiter.ObserveLatency(r.o.Now().Sub(began))
+		}
+		if r.wctx.Err() != nil && out.Status == 0 {
+			return // drain deadline passed: left unacknowledged, replayed on resume
+		}
+		r.requests.Add(1)
+		r.ruMilli.Add(int64(out.Charge * 1000))
+		class, wait := Classify(out.Outcome)
+		if class != Throttled && paced {
+			r.o.Pacer.Settle(part, est, out.Charge)
+		}
+		switch {
+		case out.Status == http.StatusMultiStatus:
+			rest, ok := r.splitRefused(g, out)
+			if !ok {
+				return
+			}
+			pending = append(rest, pending...)
+			continue
+		case class == Done:
+			r.batchWorked.Store(true)
+			r.batchDone(g, out)
+			continue
+		case class == Throttled:
+			r.throttled.Add(1)
+			pending = append([][]*item{g}, pending...)
+			if paced {
+				r.o.Pacer.Throttled(part, wait)
+				reserved = false // re-pays the estimate and honours the pause
+			} else if err := r.o.Sleep(r.wctx, wait); err != nil {
+				return
+			}
+		case out.Status == http.StatusInternalServerError && !r.batchWorked.Load():
+			// A server that has never taken a batch and answers one with
+			// 500 does not support them (@vercel/cosmosdb-server): point
+			// writes for the rest of the run, said once.
+			if r.batchOff.CompareAndSwap(false, true) && r.o.Logf != nil {
+				r.o.Logf("transactional batches are not supported by this server (%s): sending point writes for the rest of the run", outcomeText(out.Outcome))
+			}
+			pending = append([][]*item{g}, pending...)
+		case class == Transient:
+			transient++
+			if transient >= r.o.MaxTransientAttempts {
+				r.stop(FatalError, fmt.Errorf("write a batch of %d (%s line %d): gave up after %d attempts: %s",
+					len(g), g[0].path, g[0].line, transient, outcomeText(out.Outcome)))
+				return
+			}
+			pending = append([][]*item{g}, pending...)
+			if err := r.o.Sleep(r.wctx, Backoff(transient, 100*time.Millisecond, 5*time.Second, rand.Float64())); err != nil {
+				return
+			}
+		case class == Fatal:
+			if r.wctx.Err() == nil {
+				r.stop(FatalError, fmt.Errorf("write a batch of %d (%s line %d): %s", len(g), g[0].path, g[0].line, outcomeText(out.Outcome)))
+			}
+			return
+		default:
+			// The batch as a whole was refused (400, 413): the documents may
+			// each be fine, so each gets the outcome of its own point write.
+			pending = append(singles(g), pending...)
+		}
+		if r.wctx.Err() != nil {
+			return
+		}
+	}
+}
+
+func singles(g []*item) [][]*item {
+	out := make([][]*item, len(g))
+	for i := range g {
+		out[i] = g[i : i+1 : i+1]
+	}
+	return out
+}
+
+// batchDone acknowledges a committed batch; its operations' charges
+// calibrate the cost model as point writes' would.
+func (r *run) batchDone(g []*item, out BatchOutcome) {
+	perOp := out.Charge / float64(len(g))
+	for i, it := range g {
+		c := perOp
+		if len(out.Ops) == len(g) && out.Ops[i].Charge > 0 {
+			c = out.Ops[i].Charge
+		}
+		if r.o.Cost != nil {
+			r.o.Cost.Observe(it.size, it.terms, c)
+		}
+		r.charges.Add(c)
+		r.written.Add(1)
+		r.sinceCheckpoint.Add(1)
+		r.tr.ack(it.input, it.seq, resultWritten, nil)
+	}
+	if r.o.Strategy == StrategyPaced {
+		r.o.Pacer.Succeeded(g[0].part)
+		r.o.Limiter.ObserveCharge(out.Charge)
+	}
+}
+
+// splitRefused handles a 207: the refused operation's record is
+// acknowledged as a point write with that status would be, and the
+// others are returned to be resent. ok is false when the run must stop.
+func (r *run) splitRefused(g []*item, out BatchOutcome) (rest [][]*item, ok bool) {
+	failed := -1
+	for i, op := range out.Ops {
+		if op.Status != http.StatusFailedDependency {
+			failed = i
+			break
+		}
+	}
+	if len(out.Ops) != len(g) || failed < 0 {
+		// No operation to blame: let each record's own write decide.
+		return singles(g), true
+	}
+	it, op := g[failed], out.Ops[failed]
+	switch class, _ := Classify(op); class {
+	case Exists:
+		r.skipped.Add(1)
+		r.sinceCheckpoint.Add(1)
+		r.tr.ack(it.input, it.seq, resultSkipped, nil)
+	case Permanent:
+		r.deadLetter(it.input, it.seq, &DeadLetter{
+			Source: it.path, Line: it.line, Offset: it.off,
+			Reason: "rejected", Error: outcomeText(op), Status: op.Status, ID: it.doc.ID,
+			Raw: string(it.doc.Body),
+		})
+	case Fatal:
+		if r.wctx.Err() == nil {
+			r.stop(FatalError, fmt.Errorf("write %s (%s line %d): %s", it.doc.ID, it.path, it.line, outcomeText(op)))
+		}
+		return nil, false
+	default:
+		// Throttled, transient or (oddly) done inside a failed batch:
+		// nothing was applied, so the record is simply sent again alone.
+		rest = append(rest, g[failed:failed+1:failed+1])
+	}
+	if failed > 0 {
+		rest = append([][]*item{g[:failed:failed]}, rest...)
+	}
+	if failed+1 < len(g) {
+		rest = append(rest, g[failed+1:])
+	}
+	return rest, true
+}

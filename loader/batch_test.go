@@ -1,0 +1,317 @@
+package loader
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// fakeBatchSink models a container: point writes go through fakeSink's
+// respond; a batch is applied all or nothing, its first refused operation
+// (refuse, or 409 for an existing id in create mode) carrying its status
+// and the others 424. whole, when set, answers the batch as a whole
+// (429, 500 …) for the n-th batch call, 0 meaning "execute it".
+type fakeBatchSink struct {
+	*fakeSink
+	create bool
+	refuse func(id string) int
+	whole  func(call int) int
+
+	bmu     sync.Mutex
+	batches [][]string
+	puts    map[string]int // times each id was applied, by batch or point write
+}
+
+var _ BatchSink = (*fakeBatchSink)(nil)
+
+func newFakeBatchSink(create bool, refuse func(string) int) *fakeBatchSink {
+	s := &fakeBatchSink{create: create, refuse: refuse, puts: map[string]int{}}
+	s.fakeSink = &fakeSink{respond: func(id string, _ int) Outcome {
+		s.bmu.Lock()
+		defer s.bmu.Unlock()
+		if st := s.status(id); st != 0 {
+			return Outcome{Status: st, Message: fmt.Sprintf("%d refused %s", st, id), Charge: 1}
+		}
+		s.puts[id]++
+		return Outcome{Status: 201, Charge: 5}
+	}}
+	return s
+}
+
+// status is the refusal of id, 0 if it would be applied; bmu held.
+func (s *fakeBatchSink) status(id string) int {
+	if s.refuse != nil {
+		if st := s.refuse(id); st != 0 {
+			return st
+		}
+	}
+	if s.create && s.puts[id] > 0 {
+		return 409
+	}
+	return 0
+}
+
+func (s *fakeBatchSink) WriteBatch(_ context.Context, docs []Document) BatchOutcome {
+	s.bmu.Lock()
+	defer s.bmu.Unlock()
+	ids := make([]string, len(docs))
+	for i, d := range docs {
+		ids[i] = d.ID
+		if keyOf(d.PK) != keyOf(docs[0].PK) {
+			panic("a batch mixes partition keys")
+		}
+	}
+	s.batches = append(s.batches, ids)
+	if s.whole != nil {
+		if st := s.whole(len(s.batches)); st != 0 {
+			return BatchOutcome{Outcome: Outcome{Status: st, Charge: 0.4}}
+		}
+	}
+	ops := make([]Outcome, len(docs))
+	failed := -1
+	for i, d := range docs {
+		if st := s.status(d.ID); st != 0 {
+			failed = i
+			ops[i] = Outcome{Status: st, Charge: 1, Message: fmt.Sprintf("%d refused %s in a batch", st, d.ID)}
+			break
+		}
+		ops[i] = Outcome{Status: 201, Charge: 5}
+	}
+	if failed >= 0 {
+		for i := range ops {
+			if i != failed {
+				ops[i] = Outcome{Status: 424}
+			}
+		}
+		return BatchOutcome{Outcome: Outcome{Status: 207, Charge: 1}, Ops: ops}
+	}
+	for _, id := range ids {
+		s.puts[id]++
+	}
+	return BatchOutcome{Outcome: Outcome{Status: 200, Charge: 5 * float64(len(docs))}, Ops: ops}
+}
+
+func mkItems(keys ...any) []*item {
+	var out []*item
+	for i, k := range keys {
+		pk, ok := k.([]any)
+		if !ok {
+			pk = []any{k}
+		}
+		out = append(out, &item{seq: uint64(i), doc: Document{ID: fmt.Sprint(i), PK: pk}, size: 100})
+	}
+	return out
+}
+
+func ids(g []*item) string {
+	var s []string
+	for _, it := range g {
+		s = append(s, it.doc.ID)
+	}
+	return strings.Join(s, ",")
+}
+
+func TestGroupBatchesByFullKey(t *testing.T) {
+	w := mkItems("a", "b", "a", []any{"x", 1.0}, "a", "b", []any{"x", "1"}, []any{"x", 1.0}, "c", nil)
+	var got []string
+	for _, g := range groupBatches(w, 100, DefaultBatchBytes) {
+		got = append(got, ids(g))
+	}
+	want := []string{"0,2,4", "1,5", "3,7", "6", "8", "9"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("groups %v, want %v", got, want)
+	}
+}
+
+func TestGroupBatchesCapsOperationsAndBytes(t *testing.T) {
+	var keys []any
+	for range 250 {
+		keys = append(keys, "k")
+	}
+	var sizes []int
+	for _, g := range groupBatches(mkItems(keys...), 100, DefaultBatchBytes) {
+		sizes = append(sizes, len(g))
+	}
+	if fmt.Sprint(sizes) != "[100 100 50]" {
+		t.Errorf("250 records of one key made batches of %v, want [100 100 50]", sizes)
+	}
+	big := mkItems("k", "k", "k", "k", "k")
+	for _, it := range big {
+		it.size = 600 << 10
+	}
+	sizes = nil
+	for _, g := range groupBatches(big, 100, DefaultBatchBytes) {
+		sizes = append(sizes, len(g))
+		var b int
+		for _, it := range g {
+			b += it.size
+		}
+		if b > DefaultBatchBytes {
+			t.Errorf("a batch of %d bytes", b)
+		}
+	}
+	if fmt.Sprint(sizes) != "[2 2 1]" {
+		t.Errorf("600 KB records made batches of %v, want [2 2 1]", sizes)
+	}
+}
+
+func keyedDocs(n, keys int) []string {
+	var out []string
+	for i := range n {
+		out = append(out, fmt.Sprintf(`{"id":"d%d","k":"p%d"}`, i, i%keys))
+	}
+	return out
+}
+
+func checkExact(t *testing.T, res *Result, s *fakeBatchSink, n int, bad map[string]bool, dl string, written, skipped int64) {
+	t.Helper()
+	if res.Cause != Finished || !res.Snapshot.Complete {
+		t.Fatalf("cause %v err %v snapshot %+v", res.Cause, res.Err, res.Snapshot)
+	}
+	c := res.Snapshot.Committed[0]
+	if c.Records != int64(n) || c.Written != written || c.Skipped != skipped || c.DeadLettered != int64(len(bad)) || c.Line != int64(n) {
+		t.Errorf("committed %+v, want %d records: %d written, %d skipped, %d dead-lettered", c, n, written, skipped, len(bad))
+	}
+	if res.Live.Written != written || res.Live.Skipped != skipped || res.Live.DeadLettered != int64(len(bad)) {
+		t.Errorf("live %+v", res.Live)
+	}
+	for i := range n {
+		id := fmt.Sprintf("d%d", i)
+		if want := map[bool]int{true: 0, false: 1}[bad[id]]; s.puts[id] != want {
+			t.Errorf("%s applied %d times, want %d", id, s.puts[id], want)
+		}
+	}
+	b, err := os.ReadFile(dl)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	var lines []int64
+	sc := bufio.NewScanner(strings.NewReader(string(b)))
+	for sc.Scan() {
+		var d DeadLetter
+		if err := json.Unmarshal(sc.Bytes(), &d); err != nil {
+			t.Fatal(err)
+		}
+		if !bad[d.ID] || d.Status != 400 {
+			t.Errorf("dead letter %+v", d)
+		}
+		lines = append(lines, d.Line)
+	}
+	if len(lines) != len(bad) {
+		t.Errorf("%d dead letters, want %d", len(lines), len(bad))
+	}
+	for i := 1; i < len(lines); i++ {
+		if lines[i] <= lines[i-1] {
+			t.Errorf("dead letters out of input order: %v", lines)
+		}
+	}
+}
+
+func TestRunBatchesRecordsOfOneKey(t *testing.T) {
+	s := newFakeBatchSink(false, nil)
+	res, dl := runFake(t, keyedDocs(600, 3), s.fakeSink, func(o *Options) { o.Sink = s; o.Batch = 40 })
+	checkExact(t, res, s, 600, nil, dl, 600, 0)
+	if len(s.batches) == 0 || res.Live.Requests >= 600 {
+		t.Fatalf("%d batches, %d requests for 600 records of 3 keys", len(s.batches), res.Live.Requests)
+	}
+	for _, b := range s.batches {
+		if len(b) > 40 || len(b) < 2 {
+			t.Errorf("a batch of %d operations (cap 40)", len(b))
+		}
+	}
+}
+
+func TestRunBatchRefusalsDeadLetterOnceAndResendTheRest(t *testing.T) {
+	bad := map[string]bool{"d5": true, "d6": true, "d17": true, "d99": true, "d250": true}
+	for _, create := range []bool{false, true} {
+		t.Run(map[bool]string{false: "upsert", true: "create"}[create], func(t *testing.T) {
+			s := newFakeBatchSink(create, func(id string) int {
+				if bad[id] {
+					return 400
+				}
+				return 0
+			})
+			mode := ModeUpsert
+			if create {
+				mode = ModeCreate
+			}
+			res, dl := runFake(t, keyedDocs(300, 2), s.fakeSink, func(o *Options) { o.Sink = s; o.Batch = 100; o.Mode = mode })
+			checkExact(t, res, s, 300, bad, dl, 300-int64(len(bad)), 0)
+			inside := 0
+			for _, b := range s.batches {
+				for _, id := range b {
+					if bad[id] {
+						inside++
+					}
+				}
+			}
+			if inside == 0 || res.Live.Requests >= 300 {
+				t.Errorf("bad records inside batches %d times; %d requests", inside, res.Live.Requests)
+			}
+		})
+	}
+}
+
+func TestRunBatchCountsExistingInCreateMode(t *testing.T) {
+	s := newFakeBatchSink(true, nil)
+	for i := 0; i < 300; i += 7 {
+		s.puts[fmt.Sprintf("d%d", i)] = 1 // written by an earlier, interrupted run
+	}
+	res, dl := runFake(t, keyedDocs(300, 2), s.fakeSink, func(o *Options) { o.Sink = s; o.Batch = 100; o.Mode = ModeCreate })
+	checkExact(t, res, s, 300, nil, dl, 300-43, 43)
+}
+
+func TestRunBatchThrottledIsRetriedWhole(t *testing.T) {
+	p := &noPacer{}
+	s := newFakeBatchSink(false, nil)
+	s.whole = func(call int) int {
+		if call == 1 {
+			return 429
+		}
+		return 0
+	}
+	res, dl := runFake(t, keyedDocs(200, 1), s.fakeSink, func(o *Options) { o.Sink = s; o.Batch = 100; o.Pacer = p })
+	checkExact(t, res, s, 200, nil, dl, 200, 0)
+	if res.Live.Throttled != 1 || len(p.throttled) != 1 {
+		t.Errorf("throttled %d, pacer told %v", res.Live.Throttled, p.throttled)
+	}
+	if len(s.batches) < 2 || strings.Join(s.batches[0], ",") != strings.Join(s.batches[1], ",") {
+		t.Errorf("the throttled batch was not resent as it was: %v", s.batches[:min(2, len(s.batches))])
+	}
+}
+
+func TestRunFallsBackToPointWritesWhenBatchesFail500(t *testing.T) {
+	s := newFakeBatchSink(false, nil)
+	s.whole = func(int) int { return 500 }
+	var logs []string
+	res, dl := runFake(t, keyedDocs(300, 2), s.fakeSink, func(o *Options) {
+		o.Sink = s
+		o.Batch = 100
+		o.Logf = func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }
+	})
+	checkExact(t, res, s, 300, nil, dl, 300, 0)
+	if len(logs) != 1 || !strings.Contains(logs[0], "not supported") {
+		t.Errorf("notices %q, want one about batches", logs)
+	}
+	if len(s.batches) > 4 {
+		t.Errorf("%d batches sent after the server refused them", len(s.batches))
+	}
+}
+
+func TestParseBatch(t *testing.T) {
+	for in, want := range map[string]int{"": 100, "auto": 100, "off": 0, "1": 1, "50": 50, "100": 100} {
+		if got, err := ParseBatch(in); err != nil || got != want {
+			t.Errorf("ParseBatch(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"101", "-1", "x"} {
+		if _, err := ParseBatch(in); err == nil {
+			t.Errorf("ParseBatch(%q) accepted", in)
+		}
+	}
+}
