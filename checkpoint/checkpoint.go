@@ -103,6 +103,8 @@ type Config struct {
 	ReadAhead        int    `json:"read_ahead,omitempty"`
 	Priority         string `json:"priority,omitempty"`
 	ThroughputBucket int    `json:"throughput_bucket,omitempty"`
+	// Batch is --batch as given ("" = auto).
+	Batch string `json:"batch,omitempty"`
 	// Embedded means the local target built into the loader; its endpoint
 	// is a loopback address that changes from run to run.
 	Embedded bool `json:"embedded,omitempty"`

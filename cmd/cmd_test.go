@@ -33,7 +33,7 @@ func TestImportFlagsToOptions(t *testing.T) {
 			name: "defaults",
 			args: []string{"a.ndjson"},
 			check: func(t *testing.T, o *ImportOptions) {
-				if o.Mode != "upsert" || o.Strategy != "paced" || o.RUShare != 1 || o.MaxErrors != -1 || o.IDField != "id" || o.Format != "auto" {
+				if o.Mode != "upsert" || o.Strategy != "paced" || o.Batch != "auto" || o.RUShare != 1 || o.MaxErrors != -1 || o.IDField != "id" || o.Format != "auto" {
 					t.Errorf("defaults: %+v", o)
 				}
 				if !o.Target.embedded() {
@@ -79,12 +79,12 @@ func TestImportFlagsToOptions(t *testing.T) {
 			args: []string{"a.csv", "b/", "-", "--partition-key", "/tenant,/user", "--id-field", "meta.key", "--mode", "create",
 				"--ru", "5000", "--max-errors", "10", "--checkpoint", "c.json", "--dead-letter", "dl.ndjson",
 				"--report", "r.json", "--format", "csv", "--delimiter", ";", "--csv-strings", "--csv-empty", "null",
-				"--strategy", "naive", "--priority", "low", "--throughput-bucket", "2", "--restart", "--quiet", "--insecure-skip-verify"},
+				"--strategy", "naive", "--batch", "20", "--priority", "low", "--throughput-bucket", "2", "--restart", "--quiet", "--insecure-skip-verify"},
 			check: func(t *testing.T, o *ImportOptions) {
 				if strings.Join(o.Args, " ") != "a.csv b/ -" || strings.Join(o.PartitionKey, ",") != "/tenant,/user" ||
 					o.IDField != "meta.key" || o.Mode != "create" || o.RU != 5000 || o.RUShare != 1 || o.MaxErrors != 10 ||
 					o.Checkpoint != "c.json" || o.DeadLetter != "dl.ndjson" || o.Report != "r.json" || o.Format != "csv" ||
-					o.Delimiter != ";" || !o.CSVStrings || o.CSVEmpty != "null" || o.Strategy != "naive" || o.Priority != "low" ||
+					o.Delimiter != ";" || !o.CSVStrings || o.CSVEmpty != "null" || o.Strategy != "naive" || o.Batch != "20" || o.Priority != "low" ||
 					o.ThroughputBucket != 2 || !o.Restart || !o.Quiet || !o.InsecureSkipVerify {
 					t.Errorf("got %+v", o)
 				}
@@ -161,6 +161,7 @@ func TestImportRejectsBadFlagValues(t *testing.T) {
 		want string
 	}{
 		{[]string{"--mode", "merge"}, `--mode must be upsert or create, not "merge"`},
+		{[]string{"--batch", "101"}, `--batch must be auto, off or a number of operations from 1 to 100; got "101"`},
 		{[]string{"--strategy", "fast"}, `--strategy must be paced or naive, not "fast"`},
 		{[]string{"--ru-share", "1.5"}, "--ru-share must be in (0, 1], not 1.5"},
 		{[]string{"--format", "xml"}, `--format must be auto, ndjson, csv, tsv or parquet, not "xml"`},

@@ -33,6 +33,7 @@ type DryRunOptions struct {
 	Mode          string
 	ReadAhead     int
 	Segments      int
+	Batch         string
 	JSON          bool
 }
 
@@ -81,6 +82,7 @@ Exit codes:
 	fl.StringVar(&opts.Mode, "mode", "upsert", "upsert or create: upsert notes what replacing existing items would cost")
 	fl.IntVar(&opts.Segments, "segments", 0, "the import's --segments, for the input-order simulation (default: chosen from each file's size and the partitions)")
 	fl.IntVar(&opts.ReadAhead, "read-ahead", 0, "the import's --read-ahead, for the input-order simulation (default 16,384 ÷ partitions, 256-4,096)")
+	fl.StringVar(&opts.Batch, "batch", "auto", "the import's --batch (auto, off or N): requests are counted as it would send them")
 	fl.BoolVar(&opts.JSON, "json", false, "print the plan as JSON")
 	group(fl, groupConnection, "partitions", "indexing")
 	group(fl, groupPacing, "ru", "ru-share", "cost-per-record")
@@ -102,7 +104,11 @@ func dryRunRun(ctx context.Context, o *DryRunOptions) error {
 	if mode != loader.ModeUpsert && mode != loader.ModeCreate {
 		return usageError("--mode must be upsert or create, not %q", o.Mode)
 	}
-	j := &loader.DryRunJob{Inputs: inputs, Stdin: o.IO.In, Source: so, CostPerRecord: o.CostPerRecord, Mode: mode, ReadAhead: o.ReadAhead, Segments: o.Segments, Now: o.Now}
+	batch, err := loader.ParseBatch(o.Batch)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	j := &loader.DryRunJob{Batch: batch, Inputs: inputs, Stdin: o.IO.In, Source: so, CostPerRecord: o.CostPerRecord, Mode: mode, ReadAhead: o.ReadAhead, Segments: o.Segments, Now: o.Now}
 	j.Mapper = record.Config{IDField: o.IDField, PartitionKeyPaths: o.PartitionKey}
 	if o.embedded() {
 		j.TargetRU = o.RU

@@ -30,6 +30,7 @@ type ImportOptions struct {
 	InputFlags
 	Mode         string
 	Strategy     string
+	Batch        string
 	RU           float64
 	RUShare      float64
 	MaxErrors    int64
@@ -159,6 +160,7 @@ the embedded local Cosmos DB target is used and announced on stderr.
 	opts.Shared.addFlags(cmd)
 	fl.StringVar(&opts.Mode, "mode", "upsert", "upsert or create (create counts 409 Conflict as already written)")
 	fl.StringVar(&opts.Strategy, "strategy", "paced", "paced, or naive (fixed concurrency, resend on 429: for comparison)")
+	fl.StringVar(&opts.Batch, "batch", "auto", "transactional batches of records that share a partition key: auto (up to 100 operations), off (one request per record), or N (at most N operations)")
 	fl.Float64Var(&opts.RU, "ru", 0, "target RU/s (default: the container's throughput × --ru-share); also the throughput of a created container")
 	fl.Float64Var(&opts.RUShare, "ru-share", 1, "fraction of the container's throughput to use, leaving the rest to live traffic")
 	fl.Int64Var(&opts.MaxErrors, "max-errors", -1, "stop (exit 4) once more than N records are dead-lettered; -1 = no limit")
@@ -175,7 +177,7 @@ the embedded local Cosmos DB target is used and announced on stderr.
 	opts.Observe.addFlags(cmd)
 	fl.DurationVar(&opts.DrainTimeout, "drain-timeout", 30*time.Second, "on interrupt, how long in-flight writes may finish")
 	group(fl, groupInput, "mode")
-	group(fl, groupPacing, "strategy", "ru", "ru-share", "read-ahead", "drain-timeout")
+	group(fl, groupPacing, "strategy", "batch", "ru", "ru-share", "read-ahead", "drain-timeout")
 	group(fl, groupCheckpoint, "checkpoint", "checkpoint-every", "checkpoint-interval", "restart")
 	group(fl, groupOutput, "max-errors", "dead-letter", "report", "report-html", "quiet")
 	enum(cmd, "mode", "upsert", "create")
@@ -381,7 +383,7 @@ func importRun(ctx context.Context, o *ImportOptions) error {
 	job := &loader.Job{
 		Args: redactArgs(o.Args), Inputs: inputs, Stdin: o.IO.In, Source: so,
 		Target: to, Connect: cosmos.Connect, Embedded: o.Target.embedded(),
-		IDField: o.IDField, Mode: mode, Strategy: strategy,
+		IDField: o.IDField, Mode: mode, Strategy: strategy, Batch: o.Batch,
 		RU: o.RU, RUShare: o.RUShare, MaxErrors: o.MaxErrors, ReadAhead: o.ReadAhead, Segments: o.Segments,
 		CheckpointPath: o.Checkpoint, CheckpointEvery: o.CkptEvery, CheckpointInterval: o.CkptInterval,
 		DeadLetterPath: o.DeadLetter, ReportPath: o.Report, ReportHTMLPath: o.ReportHTML, Restart: o.Restart,

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cosmosloader/loader/coord"
+	"github.com/cosmosloader/loader/loader"
 )
 
 // Everything here is checked before anything connects or reads: a mistake
@@ -217,6 +218,9 @@ func (o *ImportOptions) validate(c *cobra.Command) error {
 	case "upsert", "create":
 	default:
 		return usageError("--mode must be upsert or create, not %q", o.Mode)
+	}
+	if _, err := loader.ParseBatch(o.Batch); err != nil {
+		return usageError("%v", err)
 	}
 	switch o.Strategy {
 	case "paced", "naive":

@@ -126,7 +126,7 @@ func groupBatches(window []*item, maxOps, maxBytes int) [][]*item {
 // more when some key already has two or more records waiting, and sends
 // each key's records as batches, lone records as point writes.
 func (r *run) dispatchBatched(q <-chan *item, admit func(part int, ru float64) bool, start func(func())) {
-	maxWindow := max(r.o.Batch, min(r.o.QueuePerPartition, 1024))
+	maxWindow := batchWindow(r.o.Batch, r.o.QueuePerPartition)
 	window := make([]*item, 0, maxWindow)
 	counts := make(map[string]int)
 	for {
@@ -388,4 +388,46 @@ func (r *run) splitRefused(g []*item, out BatchOutcome) (rest [][]*item, ok bool
 		rest = append(rest, g[failed+1:])
 	}
 	return rest, true
+}
+
+// batchWindow is how many queued records a dispatcher groups at once.
+func batchWindow(maxOps, queue int) int { return max(maxOps, min(queue, 1024)) }
+
+// requestPlanner groups records into requests as the import's dispatchers
+// do when their queues are full (the paced steady state): per physical
+// partition, windows of queued records grouped by key. dry-run and the
+// naive-versus-paced model count requests with it.
+type requestPlanner struct {
+	maxOps, maxBytes, window int
+	send                     func(part int, records int, ru float64)
+	wins                     [][]*item
+}
+
+func newRequestPlanner(parts, maxOps, queue int, send func(part, records int, ru float64)) *requestPlanner {
+	return &requestPlanner{maxOps: maxOps, maxBytes: DefaultBatchBytes, window: batchWindow(maxOps, queue),
+		send: send, wins: make([][]*item, max(parts, 1))}
+}
+
+func (p *requestPlanner) add(part int, pk []any, size int, ru float64) {
+	if p.maxOps < 2 {
+		p.send(part, 1, ru)
+		return
+	}
+	p.wins[part] = append(p.wins[part], &item{doc: Document{PK: pk}, size: size, est: ru})
+	if len(p.wins[part]) >= p.window {
+		p.flushPart(part)
+	}
+}
+
+func (p *requestPlanner) flushPart(part int) {
+	for _, g := range groupBatches(p.wins[part], p.maxOps, p.maxBytes) {
+		p.send(part, len(g), estimateOf(g))
+	}
+	p.wins[part] = p.wins[part][:0]
+}
+
+func (p *requestPlanner) flush() {
+	for part := range p.wins {
+		p.flushPart(part)
+	}
 }

@@ -45,6 +45,10 @@ type DryRunJob struct {
 	Segments int
 	Mode     Mode
 	Now      func() time.Time
+
+	// Batch is the import's --batch as a cap on operations (ParseBatch);
+	// requests are counted as the import would send them.
+	Batch int
 }
 
 // Plan is what a dry run predicts.
@@ -89,6 +93,11 @@ type Plan struct {
 	OrderUtilisation float64   `json:"order_utilisation"`
 	FinishAt         time.Time `json:"finish_at"`
 	AtOtherRates     []RateRow `json:"at_other_rates"`
+
+	// Requests is how many requests the load takes unthrottled, batches
+	// of records that share a partition key counting once.
+	Requests          int64   `json:"requests"`
+	RecordsPerRequest float64 `json:"records_per_request"`
 
 	Naive NaiveFigures `json:"naive"`
 	Paced PacedFigures `json:"paced"`
@@ -158,6 +167,16 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 	// seq follows the import's segments; alt, more of them, for advice.
 	seq, alt := pacing.NewSequence(1, 4<<20), pacing.NewSequence(1, 4<<20)
 	var cursors, altCursors, seqBase, altBase, altSegments int
+	planQueue := j.ReadAhead
+	if planQueue <= 0 {
+		planQueue = DefaultReadAhead(parts)
+	}
+	var written int64
+	planner := newRequestPlanner(parts, j.Batch, planQueue, func(part, records int, ru float64) {
+		p.Requests++
+		written += int64(records)
+		model.Add(part, ru)
+	})
 	for _, in := range j.Inputs {
 		p.Inputs = append(p.Inputs, in.Path)
 		input := Input{Input: in, IDSeed: "dry-run"}
@@ -192,7 +211,7 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 			key := epk.Of(s.doc.PK)
 			part := epk.Locate(bounds, key)
 			p.PartitionRU[part] += ru
-			model.Add(part, ru)
+			planner.add(part, s.doc.PK, len(s.doc.Body), ru)
 			seg = segmentOf(ranges, seg, s.rec.Offset)
 			altSeg = segmentOf(altRanges, altSeg, s.rec.Offset)
 			seq.Add(seqBase+seg, part, ru)
@@ -217,6 +236,10 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
+	}
+	planner.flush()
+	if p.Requests > 0 {
+		p.RecordsPerRequest = round2(float64(written) / float64(p.Requests))
 	}
 	if n := hist.Count(); n > 0 {
 		p.RUPerRecord = Spread{Mean: round2(p.EstimatedRU / float64(n)), P50: round2(hist.Quantile(0.5)), P95: round2(hist.Quantile(0.95)), Max: round2(hist.Max())}
@@ -416,6 +439,9 @@ func (p *Plan) WriteText(w io.Writer) {
 	}
 	fmt.Fprintf(&b, "  estimated RU       %.0f\n", p.EstimatedRU)
 	fmt.Fprintf(&b, "  RU per record      p50 %.2f  p95 %.2f  max %.2f\n", p.RUPerRecord.P50, p.RUPerRecord.P95, p.RUPerRecord.Max)
+	if p.Requests > 0 {
+		fmt.Fprintf(&b, "  requests           %s (%.2f records per request)\n", count(p.Requests), p.RecordsPerRequest)
+	}
 	if len(p.Largest) > 0 {
 		b.WriteString("  largest items\n")
 		for _, it := range p.Largest {

@@ -36,6 +36,8 @@ type Job struct {
 	IDField  string
 	Mode     Mode
 	Strategy Strategy
+	// Batch is --batch: auto (""), off or a number of operations.
+	Batch string
 
 	// RU is the target RU/s; 0 = the container's throughput × RUShare.
 	RU      float64
@@ -263,6 +265,8 @@ func Execute(ctx context.Context, j *Job) (*Report, error) {
 		Sink:               tgt.Sink(j.Mode),
 		Mode:               j.Mode,
 		Strategy:           j.Strategy,
+		Batch:              j.batchOps(),
+		Logf:               logf,
 		Pacer:              pacer,
 		Cost:               cost,
 		Limiter:            limiter,
@@ -389,6 +393,12 @@ func humanBytes(n int64) string {
 		return fmt.Sprintf("%.1f KB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// batchOps is --batch as a cap on operations (validated by the command).
+func (j *Job) batchOps() int {
+	n, _ := ParseBatch(j.Batch)
+	return n
 }
 
 func (j *Job) defaults() {

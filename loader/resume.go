@@ -17,7 +17,7 @@ func (j *Job) checkpointConfig(partitionKey []string) checkpoint.Config {
 		PartitionKey: partitionKey, IDField: j.IDField, Mode: string(j.Mode),
 		Format: j.Source.Format, CSVStrings: j.Source.CSVStrings, CSVEmptyNull: j.Source.CSVEmptyNull,
 		TargetRU: j.RU, RUShare: j.RUShare, DeadLetterPath: j.DeadLetterPath, Embedded: j.Embedded,
-		Strategy: string(j.Strategy), ReadAhead: j.ReadAhead,
+		Strategy: string(j.Strategy), ReadAhead: j.ReadAhead, Batch: j.Batch,
 		Priority: j.Target.Priority, ThroughputBucket: j.Target.ThroughputBucket,
 	}
 	if j.Source.Delimiter != 0 {
@@ -39,7 +39,7 @@ func ResumeJob(st *checkpoint.State, checkpointPath string) *Job {
 		},
 		Embedded: cfg.Embedded,
 		IDField:  cfg.IDField, Mode: Mode(cfg.Mode), Strategy: Strategy(cfg.Strategy),
-		RU: cfg.TargetRU, RUShare: cfg.RUShare, ReadAhead: cfg.ReadAhead,
+		RU: cfg.TargetRU, RUShare: cfg.RUShare, ReadAhead: cfg.ReadAhead, Batch: cfg.Batch,
 		CheckpointPath: checkpointPath, DeadLetterPath: cfg.DeadLetterPath,
 		Resume: st,
 	}
