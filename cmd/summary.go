@@ -42,6 +42,9 @@ func writeSummary(w io.Writer, r *loader.Report) {
 		fmt.Fprintf(&b, "  retries (this run)    %s: 429 throttled %s · 408 timeout %s · 503/449 unavailable %s · connection %s · other %s\n",
 			n(rt.Total()), n(rt.Throttled), n(rt.Timeout), n(rt.Unavailable), n(rt.Connection), n(rt.Other))
 	}
+	if r.RecordsPerRequest > 1.005 || (r.Batch != "" && r.Batch != "off" && r.Batch != "auto") {
+		fmt.Fprintf(&b, "  records per request   %s (--batch %s)\n", human.Number(r.RecordsPerRequest, 2), r.Batch)
+	}
 	if r.Resumed {
 		t := r.ThisRun
 		b.WriteString("  this run (the figures above are the whole load):\n")

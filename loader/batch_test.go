@@ -315,3 +315,29 @@ func TestParseBatch(t *testing.T) {
 		}
 	}
 }
+
+func TestRequestPlannerCountsBatchesAsTheImportSendsThem(t *testing.T) {
+	var requests, records int
+	var ru float64
+	p := newRequestPlanner(2, 100, 256, func(part, n int, r float64) { requests++; records += n; ru += r })
+	for i := range 250 {
+		p.add(0, []any{"hot"}, 300, 5)
+		if i%50 == 0 {
+			p.add(1, []any{fmt.Sprint("u", i)}, 300, 5) // unique keys: point writes
+		}
+	}
+	p.flush()
+	// 250 records of one key: a window of 256 holds them all → 100, 100, 50.
+	if requests != 3+5 || records != 255 || ru != 255*5 {
+		t.Errorf("%d requests for %d records, %.0f RU; want 8 for 255, 1275 RU", requests, records, ru)
+	}
+	off := 0
+	p = newRequestPlanner(1, 0, 256, func(int, int, float64) { off++ })
+	for range 250 {
+		p.add(0, []any{"hot"}, 300, 5)
+	}
+	p.flush()
+	if off != 250 {
+		t.Errorf("--batch off: %d requests for 250 records", off)
+	}
+}

@@ -1,12 +1,17 @@
 package loader
 
-import "github.com/cosmosloader/loader/pacing"
+import (
+	"math"
+
+	"github.com/cosmosloader/loader/pacing"
+)
 
 // compare models the naive approach and the paced one for a load whose
 // per-record charges are h, at target RU/s over parts physical partitions.
 // The import report only has the charges' distribution, not their order
-// or partitions, so records are spread evenly over the partitions.
-func compare(h *Histogram, target float64, parts int) (NaiveFigures, PacedFigures) {
+// or partitions, so records are spread evenly over the partitions, and
+// sent perRequest at a time (batches) at perRequest times the cost.
+func compare(h *Histogram, target float64, parts int, perRequest float64) (NaiveFigures, PacedFigures) {
 	if target <= 0 {
 		return NaiveFigures{}, PacedFigures{}
 	}
@@ -20,7 +25,8 @@ func compare(h *Histogram, target float64, parts int) (NaiveFigures, PacedFigure
 				n++
 			}
 			if n > 0 {
-				m.AddN(p, n, v)
+				k := max(1, int64(math.Ceil(float64(n)/max(perRequest, 1))))
+				m.AddN(p, k, v*float64(n)/float64(k))
 			}
 		}
 	}

@@ -181,6 +181,9 @@ type Result struct {
 	Live     Live
 	Series   []Second
 	Charges  *Histogram
+	// BatchesRefused: the server answered batches with 500 and the run
+	// fell back to point writes.
+	BatchesRefused bool
 	// CheckpointSaves and CheckpointTime measure checkpointing's cost.
 	CheckpointSaves int64
 	CheckpointTime  time.Duration
@@ -333,6 +336,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	snap, serr := r.checkpoint(true)
 	res := &Result{Cause: r.cause, Err: r.fatal, Started: r.start, Snapshot: snap, Live: r.live(), Charges: r.charges}
+	res.BatchesRefused = r.batchOff.Load()
 	r.mu.Lock()
 	res.CheckpointSaves, res.CheckpointTime = r.saves, r.saveTime
 	res.Series = append([]Second(nil), r.series...)

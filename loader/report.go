@@ -70,6 +70,12 @@ type Report struct {
 	// refused most of its records.
 	DeadLettersByReason []ReasonCount `json:"dead_letters_by_reason,omitempty"`
 	DeadLetterHint      string        `json:"dead_letter_hint,omitempty"`
+	// RecordsPerRequest is the records written or found existing per
+	// request sent (retries and 429s included): above 1 with batches.
+	RecordsPerRequest float64 `json:"records_per_request"`
+	// Batch is --batch as the run used it: auto, off, N, or "off (…)"
+	// when the server refused batches and the run fell back to point writes.
+	Batch string `json:"batch"`
 
 	// Resumed marks a run that continued an earlier one's checkpoint.
 	Resumed bool       `json:"resumed,omitempty"`
@@ -174,6 +180,14 @@ func buildReport(j *Job, res *Result, target float64, partitions int, base check
 	}
 	if c.RequestsSent > 0 {
 		r.ThrottledPercent = round2(100 * float64(c.ThrottledResponses) / float64(c.RequestsSent))
+		r.RecordsPerRequest = round2(float64(c.RecordsWritten+c.RecordsSkippedExisting) / float64(c.RequestsSent))
+	}
+	r.Batch = j.Batch
+	if r.Batch == "" {
+		r.Batch = "auto"
+	}
+	if res.BatchesRefused {
+		r.Batch = "off (the server refused transactional batches)"
 	}
 	r.Resumed = j.Resume != nil
 	r.ThisRun = RunFigures{
@@ -209,7 +223,7 @@ func buildReport(j *Job, res *Result, target float64, partitions int, base check
 		r.RUPerRecord = Spread{Mean: round2(h.Sum() / float64(n)), P50: round2(h.Quantile(0.5)), P95: round2(h.Quantile(0.95)), Max: round2(h.Max())}
 	}
 	measured := PacedFigures{Requests: res.Snapshot.Requests, Throttled: res.Snapshot.Throttled, Seconds: round2(dur), Measured: true}
-	naive, paced := compare(h, target, partitions)
+	naive, paced := compare(h, target, partitions, max(r.RecordsPerRequest, 1))
 	if j.Strategy == StrategyNaive {
 		naive = NaiveFigures{Requests: measured.Requests, Throttled: measured.Throttled, Seconds: measured.Seconds, Measured: true}
 	} else {
