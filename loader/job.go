@@ -266,7 +266,7 @@ func Execute(ctx context.Context, j *Job) (*Report, error) {
 		Mode:               j.Mode,
 		Strategy:           j.Strategy,
 		Batch:              j.batchOps(),
-		Logf:               logf,
+		Logf:               j.warnf,
 		Pacer:              pacer,
 		Cost:               cost,
 		Limiter:            limiter,
@@ -393,6 +393,12 @@ func humanBytes(n int64) string {
 		return fmt.Sprintf("%.1f KB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// warnf says something that changes the run's speed or result, even with
+// --quiet.
+func (j *Job) warnf(format string, a ...any) {
+	fmt.Fprintf(j.Log, "warning: "+format+"\n", a...)
 }
 
 // batchOps is --batch as a cap on operations (validated by the command).

@@ -358,7 +358,7 @@ func runShard(ctx context.Context, j *Job, s *sharedLoad, claim *ShardClaim, pac
 	}
 	res, err := Run(runCtx, Options{
 		Inputs: []Input{in}, Source: j.Source, Mapper: s.mapper,
-		Sink: s.tgt.Sink(j.Mode), Mode: j.Mode, Strategy: j.Strategy, Batch: j.batchOps(), Logf: s.logf,
+		Sink: s.tgt.Sink(j.Mode), Mode: j.Mode, Strategy: j.Strategy, Batch: j.batchOps(), Logf: j.warnf,
 		Pacer: gatedPacer{Pacer: pacer, gate: gate}, Cost: cost, Limiter: limiter,
 		Partitions: s.partitions, QueuePerPartition: j.ReadAhead, MaxErrors: j.MaxErrors,
 		DeadLetterPath:     filepath.Join(dlDir, "deadletter-"+claim.Shard.ID+".ndjson"),
