@@ -172,7 +172,11 @@ func (r *run) dispatchBatched(q <-chan *item, admit func(part int, ru float64) b
 		if deadline != nil {
 			deadline.Stop()
 		}
-		for _, g := range groupBatches(window, r.o.Batch, r.o.BatchBytes) {
+		groups := [][]*item{window}
+		if len(window) > 1 {
+			groups = groupBatches(window, r.o.Batch, r.o.BatchBytes)
+		}
+		for _, g := range groups {
 			if r.stopped() {
 				break
 			}

@@ -22,6 +22,11 @@ type dataSpec struct {
 	// Small documents (~200 bytes, 12 leaves: ~7.6 RU on the local
 	// target) instead of the ~600-byte orders (~10 RU).
 	Small bool
+	// PerKey, when > 0, gives each run of PerKey consecutive records one
+	// tenant of its own (a key-sorted export); Unique gives every record
+	// its own tenant.
+	PerKey int
+	Unique bool
 }
 
 type dataFile struct {
@@ -52,6 +57,12 @@ func generate(path string, s dataSpec) (dataFile, error) {
 		tenant := fmt.Sprintf("tenant-%04d", rng.Intn(500))
 		if s.HotShare > 0 && rng.Float64() < s.HotShare {
 			tenant = s.HotKey
+		}
+		switch {
+		case s.Unique:
+			tenant = fmt.Sprintf("tenant-u%09d", i)
+		case s.PerKey > 0:
+			tenant = fmt.Sprintf("tenant-k%07d", i/s.PerKey)
 		}
 		if s.Small {
 			n, err := fmt.Fprintf(w, `{"id":"order-%09d","tenant":"%s","customer":"%s %s","email":"c%d@example.com","city":"Lisbon","total":%.2f,"currency":"EUR","status":"paid","created":"2026-11-%02dT10:00:00Z","qty":%d,"sku":"SKU-%05d","channel":"%s"}`+"\n",

@@ -31,6 +31,7 @@ type results struct {
 	K            *scenarioK          `json:"k_key_sorted_export,omitempty"`
 	L            []*pathRun          `json:"l_long_path,omitempty"`
 	M            *pathRun            `json:"m_busy_machine,omitempty"`
+	H            *scenarioH          `json:"h_batches,omitempty"`
 }
 
 // check is one pass criterion of issue 4 (or this benchmark's own, where
@@ -120,6 +121,16 @@ func (res *results) markdown() string {
 	if k := res.K; k != nil {
 		rows = append(rows, k.rows()...)
 	}
+	if h := res.H; h != nil {
+		for _, arm := range []struct {
+			name string
+			a    batchArm
+		}{{fmt.Sprintf("%d per key, key-sorted", h.PerKey), h.Keyed}, {"unique keys", h.Unique}} {
+			rows = append(rows, [2]string{fmt.Sprintf("--batch auto vs off, %s records unthrottled, %s", n0(float64(h.Records)), arm.name),
+				fmt.Sprintf("CPU %.1f vs %.1f µs per record (×%.2f) · %s vs %s records/s (×%.2f) · %.1f records per request (2 runs each, alternating)",
+					arm.a.Auto.MeanCPUMicros, arm.a.Off.MeanCPUMicros, arm.a.CPURatio, n0(arm.a.Auto.MeanRate), n0(arm.a.Off.MeanRate), arm.a.RateRatio, arm.a.Auto.RecordsPerRequest)})
+		}
+	}
 	rows = append(rows, res.pathRows()...)
 	if len(rows) > 0 {
 		b.WriteString("| measure | result |\n|---|---|\n")
@@ -143,7 +154,7 @@ func (res *results) markdown() string {
 
 var scenarioName = map[string]string{
 	"A": "A side by side", "B": "B noisy neighbour", "C": "C skew, 4 partitions",
-	"D": "D dry-run accuracy", "E": "E read path", "F": "F memory", "G": "G checkpoints", "K": "K key-sorted export",
+	"D": "D dry-run accuracy", "E": "E read path", "F": "F memory", "G": "G checkpoints", "H": "H batches", "K": "K key-sorted export",
 	"L": "L long path", "M": "M busy machine",
 }
 

@@ -583,3 +583,131 @@ func round(v float64, places int) float64 {
 }
 
 func pct(f float64) string { return fmt.Sprintf("%.1f %%", 100*f) }
+
+// scenarioH: transactional batches (issue 14). Unthrottled, the loader's
+// own CPU (getrusage user+sys of the child) per record written and its
+// records/s with --batch auto against --batch off, alternating auto, off,
+// auto, off on the same target so drift on a shared machine falls on both
+// arms; on key-sorted data (HPerKey records per key) and on unique keys.
+// Then the keyed data paced at the plan's RU/s, with scenario A's criteria.
+type scenarioH struct {
+	Records int64     `json:"records_per_run"`
+	PerKey  int       `json:"records_per_key"`
+	Keyed   batchArm  `json:"keyed"`
+	Unique  batchArm  `json:"unique_keys"`
+	Paced   *approach `json:"keyed_paced"`
+	// PacedRecordsPerRequest is the paced run's records per request.
+	PacedRecordsPerRequest float64 `json:"keyed_paced_records_per_request"`
+}
+
+// batchArm compares --batch auto with --batch off on one data set.
+type batchArm struct {
+	Auto, Off batchRuns
+	// CPURatio is auto's CPU per record over off's; RateRatio auto's
+	// records/s over off's.
+	CPURatio  float64 `json:"cpu_per_record_auto_over_off"`
+	RateRatio float64 `json:"records_per_sec_auto_over_off"`
+}
+
+type batchRuns struct {
+	CPUMicros         []float64 `json:"cpu_us_per_record"`
+	RecordsPerSec     []float64 `json:"records_per_sec"`
+	RecordsPerRequest float64   `json:"records_per_request"`
+	// Mean CPU per record and records/s over the runs (total ÷ total).
+	MeanCPUMicros float64 `json:"mean_cpu_us_per_record"`
+	MeanRate      float64 `json:"mean_records_per_sec"`
+	cpu, secs     float64
+	records       int64
+}
+
+func (r *runner) scenarioH(ctx context.Context, shared *target) error {
+	h := &scenarioH{Records: int64(r.plan.HDocs), PerKey: 40}
+	r.res.H = h
+	keyed, err := r.data("h-keyed", dataSpec{Seed: 8, Records: r.plan.HDocs, PerKey: h.PerKey})
+	if err != nil {
+		return err
+	}
+	unique, err := r.data("h-unique", dataSpec{Seed: 9, Records: r.plan.HDocs, Unique: true})
+	if err != nil {
+		return err
+	}
+	t, err := startTarget(r.loaderBin, r.work)
+	if err != nil {
+		return err
+	}
+	defer t.stop()
+	for _, set := range []struct {
+		name string
+		data dataFile
+		arm  *batchArm
+	}{{"keyed", keyed, &h.Keyed}, {"unique", unique, &h.Unique}} {
+		for i := range 4 {
+			mode, runs := "auto", &set.arm.Auto
+			if i%2 == 1 {
+				mode, runs = "off", &set.arm.Off
+			}
+			container := fmt.Sprintf("h-%s-%s-%d", set.name, mode, i/2+1)
+			p, err := run(ctx, r.limit(container, float64(set.data.Records)/1000), r.loaderBin,
+				r.importArgs(t, container, r.plan.UnlimitedRU, set.data.Path, "--batch", mode)...)
+			if err != nil {
+				return err
+			}
+			rep, err := r.readReport(container)
+			if err != nil {
+				return err
+			}
+			if rep.RecordsWritten != set.data.Records || rep.DurationSeconds <= 0 {
+				return fmt.Errorf("%s wrote %d of %d records", container, rep.RecordsWritten, set.data.Records)
+			}
+			cpu := p.UserCPU + p.SysCPU
+			runs.CPUMicros = append(runs.CPUMicros, round(1e6*cpu/float64(rep.RecordsWritten), 1))
+			runs.RecordsPerSec = append(runs.RecordsPerSec, round(float64(rep.RecordsWritten)/rep.DurationSeconds, 0))
+			runs.RecordsPerRequest = rep.RecordsPerRequest
+			runs.cpu += cpu
+			runs.secs += rep.DurationSeconds
+			runs.records += rep.RecordsWritten
+			fmt.Fprintf(os.Stderr, "  %s --batch %s: %.0f µs CPU per record, %.0f records/s, %.2f records per request\n",
+				set.name, mode, runs.CPUMicros[len(runs.CPUMicros)-1], runs.RecordsPerSec[len(runs.RecordsPerSec)-1], rep.RecordsPerRequest)
+		}
+		for _, runs := range []*batchRuns{&set.arm.Auto, &set.arm.Off} {
+			runs.MeanCPUMicros = round(1e6*runs.cpu/float64(runs.records), 1)
+			runs.MeanRate = round(float64(runs.records)/runs.secs, 0)
+		}
+		set.arm.CPURatio = round(set.arm.Auto.MeanCPUMicros/set.arm.Off.MeanCPUMicros, 3)
+		set.arm.RateRatio = round(set.arm.Auto.MeanRate/set.arm.Off.MeanRate, 2)
+	}
+	r.check("H", "keyed data: CPU per record with batches ≤ 1/4 of --batch off",
+		fmt.Sprintf("%.1f vs %.1f µs (×%.3f)", h.Keyed.Auto.MeanCPUMicros, h.Keyed.Off.MeanCPUMicros, h.Keyed.CPURatio), h.Keyed.CPURatio <= 0.25)
+	r.check("H", "keyed data: records/s with batches ≥ 3× --batch off",
+		fmt.Sprintf("%.0f vs %.0f (×%.2f)", h.Keyed.Auto.MeanRate, h.Keyed.Off.MeanRate, h.Keyed.RateRatio), h.Keyed.RateRatio >= 3)
+	// Unique keys send exactly the same requests either way: the bar
+	// allows the run-to-run noise of a shared machine (5 %).
+	r.check("H", "unique keys: --batch auto no slower than off (within 5 %)",
+		fmt.Sprintf("%.0f vs %.0f records/s (×%.2f)", h.Unique.Auto.MeanRate, h.Unique.Off.MeanRate, h.Unique.RateRatio), h.Unique.RateRatio >= 0.95)
+	r.check("H", "unique keys: --batch auto no more CPU than off (within 5 %)",
+		fmt.Sprintf("%.1f vs %.1f µs per record (×%.3f)", h.Unique.Auto.MeanCPUMicros, h.Unique.Off.MeanCPUMicros, h.Unique.CPURatio), h.Unique.CPURatio <= 1.05)
+
+	// Paced, batched: scenario A's criteria on the keyed data.
+	ru := r.plan.RU
+	ideal := float64(keyed.Records) * 10.15 / ru
+	p, err := run(ctx, r.limit("h-paced", ideal), r.loaderBin, r.importArgs(shared, "h-paced", ru, keyed.Path, "--batch", "auto")...)
+	if err != nil {
+		return err
+	}
+	m, err := r.measure(shared, "paced, --batch auto", "h-paced", keyed, p)
+	if err != nil {
+		return err
+	}
+	if rep, err := r.readReport("h-paced"); err == nil {
+		m.Own = rep
+		h.PacedRecordsPerRequest = rep.RecordsPerRequest
+	}
+	m.Series = nil
+	h.Paced = m
+	idealSecs := m.RU / ru
+	r.check("H", "keyed, paced with batches: utilisation ≥ 97 %", pct(m.Utilization), m.Utilization >= 0.97)
+	r.check("H", "keyed, paced with batches: ≤ 0.5 % of requests throttled", fmt.Sprintf("%.2f %% of %d requests", m.ThrottledPct, m.Requests), m.ThrottledPct <= 0.5)
+	r.check("H", "keyed, paced with batches: within 3 % of ideal", fmt.Sprintf("%.1f s vs %.1f s (%+.1f %%)", m.WallSeconds, idealSecs, 100*(m.WallSeconds/idealSecs-1)), m.WallSeconds/idealSecs <= 1.03)
+	r.check("H", "keyed, paced with batches: loses nothing", strconv.FormatInt(m.Lost, 10), m.Lost == 0)
+	return nil
+}
