@@ -602,7 +602,8 @@ type scenarioH struct {
 
 // batchArm compares --batch auto with --batch off on one data set.
 type batchArm struct {
-	Auto, Off batchRuns
+	Auto batchRuns `json:"auto"`
+	Off  batchRuns `json:"off"`
 	// CPURatio is auto's CPU per record over off's; RateRatio auto's
 	// records/s over off's.
 	CPURatio  float64 `json:"cpu_per_record_auto_over_off"`
