@@ -262,6 +262,12 @@ func (r *run) writeBatch(items []*item) {
 			r.o.Pacer.Settle(part, est, out.Charge)
 		}
 		switch {
+		case class == Done || out.Status == http.StatusMultiStatus:
+			r.health.succeeded(r.o.Now()) // the service answered the batch
+		case class == Throttled || class == Transient:
+			r.health.failed(r.o.Now(), out.Outcome)
+		}
+		switch {
 		case out.Status == http.StatusMultiStatus:
 			rest, ok := r.splitRefused(g, out)
 			if !ok {
@@ -275,6 +281,7 @@ func (r *run) writeBatch(items []*item) {
 			continue
 		case class == Throttled:
 			r.throttled.Add(1)
+			r.retries[retryThrottled].Add(1) // one resend of the whole batch
 			pending = append([][]*item{g}, pending...)
 			if paced {
 				r.o.Pacer.Throttled(part, wait)
@@ -297,6 +304,7 @@ func (r *run) writeBatch(items []*item) {
 					len(g), g[0].path, g[0].line, transient, outcomeText(out.Outcome)))
 				return
 			}
+			r.retries[retryClass(out.Outcome)].Add(1)
 			pending = append([][]*item{g}, pending...)
 			if err := r.o.Sleep(r.wctx, Backoff(transient, 100*time.Millisecond, 5*time.Second, rand.Float64())); err != nil {
 				return

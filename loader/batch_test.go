@@ -277,8 +277,8 @@ func TestRunBatchThrottledIsRetriedWhole(t *testing.T) {
 	}
 	res, dl := runFake(t, keyedDocs(200, 1), s.fakeSink, func(o *Options) { o.Sink = s; o.Batch = 100; o.Pacer = p })
 	checkExact(t, res, s, 200, nil, dl, 200, 0)
-	if res.Live.Throttled != 1 || len(p.throttled) != 1 {
-		t.Errorf("throttled %d, pacer told %v", res.Live.Throttled, p.throttled)
+	if res.Live.Throttled != 1 || len(p.throttled) != 1 || res.Live.Retries.Throttled != 1 {
+		t.Errorf("throttled %d, retries %+v, pacer told %v", res.Live.Throttled, res.Live.Retries, p.throttled)
 	}
 	if len(s.batches) < 2 || strings.Join(s.batches[0], ",") != strings.Join(s.batches[1], ",") {
 		t.Errorf("the throttled batch was not resent as it was: %v", s.batches[:min(2, len(s.batches))])
