@@ -234,6 +234,33 @@ func (s *sink) Write(ctx context.Context, d loader.Document) loader.Outcome {
 
 var _ BatchSink = (*cosmosSink)(nil)
 
+// ProbeBatches checks that the container executes transactional batches
+// as Cosmos DB does: a batch reading an id that does not exist must come
+// back 207 with that operation's 404. @vercel/cosmosdb-server fails this
+// (it answers azcosmos' batches with 500, or applies operations without
+// atomicity), and then the loader must not send batches at all. The probe
+// writes nothing and costs one read.
+func (t *Target) ProbeBatches(ctx context.Context) error {
+	vals := make([]any, max(len(t.PartitionKey.Paths), 1))
+	for i := range vals {
+		vals[i] = "loader-batch-probe"
+	}
+	b := t.Container.NewTransactionalBatch(PartitionKeyOf(vals))
+	b.ReadItem(fmt.Sprintf("loader-batch-probe-%d", time.Now().UnixNano()), nil)
+	resp, err := t.Container.ExecuteTransactionalBatch(ctx, b, nil)
+	if err != nil {
+		return errors.New(describe(err))
+	}
+	if resp.Success || len(resp.OperationResults) != 1 || resp.OperationResults[0].StatusCode != http.StatusNotFound {
+		status := 0
+		if resp.RawResponse != nil {
+			status = resp.RawResponse.StatusCode
+		}
+		return fmt.Errorf("a batch reading a missing item came back %d, not 207 with 404", status)
+	}
+	return nil
+}
+
 // WriteBatch sends docs, which share one partition key, as one atomic
 // transactional batch of creates or upserts.
 func (s *cosmosSink) WriteBatch(ctx context.Context, docs []Document) BatchOutcome {

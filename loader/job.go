@@ -75,6 +75,8 @@ type Job struct {
 	// Checkpointed, when set, is told the whole load's counters after
 	// each checkpoint save (structured logs report them).
 	Checkpointed func(checkpoint.Counters)
+	// batchesRefused: the target failed the batch probe (ProbeBatches).
+	batchesRefused bool
 }
 
 // ErrUnfinished means an unfinished checkpoint for the same inputs and
@@ -129,6 +131,12 @@ func Execute(ctx context.Context, j *Job) (*Report, error) {
 	tgt, err := j.Connect(ctx, j.Target)
 	if err != nil {
 		return nil, err
+	}
+	if j.batchOps() > 1 {
+		if err := tgt.ProbeBatches(ctx); err != nil {
+			j.batchesRefused = true
+			j.warnf("transactional batches are not supported by this server (%v): sending point writes for the whole run", err)
+		}
 	}
 	mapper, err := record.NewMapper(record.Config{
 		IDField:           j.IDField,
@@ -403,6 +411,9 @@ func (j *Job) warnf(format string, a ...any) {
 
 // batchOps is --batch as a cap on operations (validated by the command).
 func (j *Job) batchOps() int {
+	if j.batchesRefused {
+		return 0
+	}
 	n, _ := ParseBatch(j.Batch)
 	return n
 }
