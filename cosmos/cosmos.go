@@ -31,6 +31,7 @@ import (
 type container struct {
 	cc          *azcosmos.ContainerClient
 	itemOptions azcosmos.ItemOptions
+	pkPaths     int // partition key paths (1 to 3)
 }
 
 var _ loader.Writer = (*container)(nil)
@@ -64,7 +65,7 @@ func Connect(ctx context.Context, o loader.TargetOptions) (*loader.Target, error
 	if err != nil {
 		return nil, connectError(err, o)
 	}
-	w := &container{cc: cc}
+	w := &container{cc: cc, pkPaths: len(props.ContainerProperties.PartitionKeyDefinition.Paths)}
 	t := &loader.Target{
 		PartitionKeyPaths: props.ContainerProperties.PartitionKeyDefinition.Paths,
 		Indexing:          PolicyFromSDK(props.ContainerProperties.IndexingPolicy),
@@ -232,7 +233,10 @@ func (s *sink) Write(ctx context.Context, d loader.Document) loader.Outcome {
 	return outcomeOf(err)
 }
 
-var _ BatchSink = (*cosmosSink)(nil)
+var (
+	_ loader.BatchSink   = (*sink)(nil)
+	_ loader.BatchProber = (*container)(nil)
+)
 
 // ProbeBatches checks that the container executes transactional batches
 // as Cosmos DB does: a batch reading an id that does not exist must come
@@ -240,14 +244,14 @@ var _ BatchSink = (*cosmosSink)(nil)
 // (it answers azcosmos' batches with 500, or applies operations without
 // atomicity), and then the loader must not send batches at all. The probe
 // writes nothing and costs one read.
-func (t *Target) ProbeBatches(ctx context.Context) error {
-	vals := make([]any, max(len(t.PartitionKey.Paths), 1))
+func (c *container) ProbeBatches(ctx context.Context) error {
+	vals := make([]any, max(c.pkPaths, 1))
 	for i := range vals {
 		vals[i] = "loader-batch-probe"
 	}
-	b := t.Container.NewTransactionalBatch(PartitionKeyOf(vals))
+	b := c.cc.NewTransactionalBatch(PartitionKeyOf(vals))
 	b.ReadItem(fmt.Sprintf("loader-batch-probe-%d", time.Now().UnixNano()), nil)
-	resp, err := t.Container.ExecuteTransactionalBatch(ctx, b, nil)
+	resp, err := c.cc.ExecuteTransactionalBatch(ctx, b, nil)
 	if err != nil {
 		return errors.New(describe(err))
 	}
@@ -263,22 +267,22 @@ func (t *Target) ProbeBatches(ctx context.Context) error {
 
 // WriteBatch sends docs, which share one partition key, as one atomic
 // transactional batch of creates or upserts.
-func (s *cosmosSink) WriteBatch(ctx context.Context, docs []Document) BatchOutcome {
-	b := s.t.Container.NewTransactionalBatch(PartitionKeyOf(docs[0].PK))
+func (s *sink) WriteBatch(ctx context.Context, docs []loader.Document) loader.BatchOutcome {
+	b := s.c.cc.NewTransactionalBatch(PartitionKeyOf(docs[0].PK))
 	for _, d := range docs {
-		if s.mode == ModeCreate {
+		if s.mode == loader.ModeCreate {
 			b.CreateItem(d.Body, nil)
 		} else {
 			b.UpsertItem(d.Body, nil)
 		}
 	}
 	opts := azcosmos.TransactionalBatchOptions{
-		PriorityLevel:    s.t.itemOptions.PriorityLevel,
-		ThroughputBucket: s.t.itemOptions.ThroughputBucket,
+		PriorityLevel:    s.c.itemOptions.PriorityLevel,
+		ThroughputBucket: s.c.itemOptions.ThroughputBucket,
 	}
-	resp, err := s.t.Container.ExecuteTransactionalBatch(ctx, b, &opts)
+	resp, err := s.c.cc.ExecuteTransactionalBatch(ctx, b, &opts)
 	if err != nil {
-		return BatchOutcome{Outcome: outcomeOf(err)}
+		return loader.BatchOutcome{Outcome: outcomeOf(err)}
 	}
 	status := http.StatusOK
 	if resp.RawResponse != nil {
@@ -287,10 +291,10 @@ func (s *cosmosSink) WriteBatch(ctx context.Context, docs []Document) BatchOutco
 	if !resp.Success {
 		status = http.StatusMultiStatus
 	}
-	out := BatchOutcome{Outcome: Outcome{Status: status, Charge: float64(resp.RequestCharge)}}
-	out.Ops = make([]Outcome, len(resp.OperationResults))
+	out := loader.BatchOutcome{Outcome: loader.Outcome{Status: status, Charge: float64(resp.RequestCharge)}}
+	out.Ops = make([]loader.Outcome, len(resp.OperationResults))
 	for i, op := range resp.OperationResults {
-		o := Outcome{Status: int(op.StatusCode), Charge: float64(op.RequestCharge)}
+		o := loader.Outcome{Status: int(op.StatusCode), Charge: float64(op.RequestCharge)}
 		if !resp.Success && o.Status != http.StatusFailedDependency {
 			o.Message = fmt.Sprintf("%d %s (in a transactional batch)", o.Status, http.StatusText(o.Status))
 			if m := serviceMessage(string(op.ResourceBody)); m != "" {

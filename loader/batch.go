@@ -10,6 +10,12 @@ import (
 	"time"
 )
 
+// BatchProber is a target that can check, before loading, that it executes
+// transactional batches as Cosmos DB does.
+type BatchProber interface {
+	ProbeBatches(ctx context.Context) error
+}
+
 // BatchSink is a Sink that can also send a transactional batch: documents
 // of one logical partition key, written all or nothing in one request.
 type BatchSink interface {

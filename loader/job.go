@@ -133,7 +133,10 @@ func Execute(ctx context.Context, j *Job) (*Report, error) {
 		return nil, err
 	}
 	if j.batchOps() > 1 {
-		if err := tgt.ProbeBatches(ctx); err != nil {
+		prober, ok := tgt.Writer.(BatchProber)
+		if !ok {
+			j.batchesRefused = true
+		} else if err := prober.ProbeBatches(ctx); err != nil {
 			j.batchesRefused = true
 			j.warnf("transactional batches are not supported by this server (%v): sending point writes for the whole run", err)
 		}
