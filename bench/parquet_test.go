@@ -20,11 +20,11 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
+	"github.com/cosmosloader/loader/epk"
 	"github.com/cosmosloader/loader/internal/testenv"
 	"github.com/cosmosloader/loader/loader"
 	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/source"
-	"github.com/cosmosloader/loader/epk"
 )
 
 // orderSchema is readpath_test.go's order document as a Parquet schema:
