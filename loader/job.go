@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cosmosloader/loader/checkpoint"
+	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/source"
 	"github.com/cosmosloader/loader/pacing"
@@ -366,44 +367,15 @@ func resumePositions(inputs []Input, progress []checkpoint.Input) []string {
 				left += end - s.Committed.Offset
 			}
 			out = append(out, fmt.Sprintf("%s: %d segments, %s left to read; %s records already committed",
-				in.Path, len(p.Segments), humanBytes(left), groupThousands(p.Records)))
+				in.Path, len(p.Segments), human.Bytes(float64(left)), human.Count(p.Records)))
 		case in.Start.Offset == 0 && in.Start.Records == 0:
 			out = append(out, fmt.Sprintf("%s: from the start", in.Path))
 		default:
 			out = append(out, fmt.Sprintf("%s: from line %s (byte %s); %s records already committed",
-				in.Path, groupThousands(in.Start.Line+1), humanBytes(in.Start.Offset), groupThousands(in.Start.Records)))
+				in.Path, human.Count(in.Start.Line+1), human.Bytes(float64(in.Start.Offset)), human.Count(in.Start.Records)))
 		}
 	}
 	return out
-}
-
-func groupThousands(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }
 
 // warnf says something that changes the run's speed or result, even with

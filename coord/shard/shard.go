@@ -31,6 +31,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/cosmosloader/loader/coord"
+	"github.com/cosmosloader/loader/loader/source"
 )
 
 // DefaultShardBytes is the largest byte range one shard covers by default.
@@ -393,11 +394,13 @@ func (c *Coordinator) tryClaim(ctx context.Context, i int, exists bool) (*Claim,
 		return nil, nil
 	}
 	if err == nil && !saved && s.Start > 0 {
-		var pos Position
+		// Shards and an import's segments are the same kind of byte
+		// range, aligned by the same code (source.AlignFrom).
+		var pos source.Position
 		if in := c.cfg.Inputs[s.Input]; in.Open != nil {
-			pos, err = AlignStartFrom(in.Open, s.Start)
+			pos, err = source.AlignFrom(in.Open, s.Start)
 		} else {
-			pos, err = AlignStart(in.Path, s.Start)
+			pos, err = source.AlignStart(in.Path, s.Start)
 		}
 		from = Progress{Offset: pos.Offset, Line: pos.Line}
 	}

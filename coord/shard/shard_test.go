@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
@@ -441,4 +442,13 @@ func TestStorageOutage(t *testing.T) {
 	if unreachable != 1 {
 		t.Errorf("warnings %q: want exactly one about unreachable storage", warnings)
 	}
+}
+
+func writeFixture(t *testing.T, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "in.ndjson")
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -134,24 +134,33 @@ func rangesFrom(starts []Position, size int64) []Range {
 // AlignStart returns the first record boundary (a line start) at or after
 // offset in a plain NDJSON file, with its line number: 0 for offset 0,
 // otherwise the byte after the first '\n' at or after offset-1, or the end
-// of the file when there is none.
+// of the file when there is none. A range starting at offset owns the
+// records that start there.
 func AlignStart(path string, offset int64) (Position, error) {
+	return AlignFrom(func(int64) (io.ReadCloser, error) { return os.Open(path) }, offset)
+}
+
+// AlignFrom is AlignStart over any source of the input's raw bytes (a
+// blob), read from its start to count the lines before the boundary.
+func AlignFrom(open func(offset int64) (io.ReadCloser, error), offset int64) (Position, error) {
 	if offset <= 0 {
 		return Position{}, nil
 	}
-	f, err := os.Open(path)
+	r, err := open(0)
 	if err != nil {
-		return Position{}, fmt.Errorf("align %s: %w", path, err)
+		return Position{}, fmt.Errorf("align range start: %w", err)
 	}
-	defer f.Close()
-	starts, err := lineBoundaries(f, []int64{offset})
+	defer r.Close()
+	starts, err := lineBoundaries(r, []int64{offset})
 	if err != nil {
-		return Position{}, fmt.Errorf("align %s: %w", path, err)
+		return Position{}, fmt.Errorf("align range start: %w", err)
 	}
 	return starts[0], nil
 }
 
-const splitBuf = 1 << 20
+// splitBuf is the read size of the boundary scans; tests shrink it to cross
+// buffer boundaries.
+var splitBuf = 1 << 20
 
 // lineBoundaries reads r from its start and returns, for each target offset
 // (ascending), the first line start at or after it: the byte after the

@@ -110,14 +110,3 @@ func TestSplitFallsBackToOneCursor(t *testing.T) {
 		t.Errorf("stdin split into %d (%q)", len(ranges), why)
 	}
 }
-
-func TestAlignStart(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "a.ndjson")
-	os.WriteFile(path, []byte("ab\ncd\nef\n"), 0o600)
-	for _, tc := range []struct{ off, want, line int64 }{{0, 0, 0}, {1, 3, 1}, {3, 3, 1}, {4, 6, 2}, {8, 9, 3}, {20, 9, 3}} {
-		p, err := AlignStart(path, tc.off)
-		if err != nil || p.Offset != tc.want || p.Line != tc.line {
-			t.Errorf("AlignStart(%d) = %+v, %v; want {%d %d}", tc.off, p, err, tc.want, tc.line)
-		}
-	}
-}

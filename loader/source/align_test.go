@@ -1,4 +1,4 @@
-package shard
+package source
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ const crlf = "a\r\nbb\r\n\r\nccc\r\nlast"
 
 // offsets:       a=0 \r=1 \n=2 | b=3 b=4 \r=5 \n=6 | \r=7 \n=8 | c=9 c=10 c=11 \r=12 \n=13 | l=14 … t=17, EOF=18
 
-func writeFixture(t *testing.T, content string) string {
+func writeAlignFixture(t *testing.T, content string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "in.ndjson")
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
@@ -21,8 +21,8 @@ func writeFixture(t *testing.T, content string) string {
 	return path
 }
 
-func TestAlignStart(t *testing.T) {
-	path := writeFixture(t, crlf)
+func TestAlignStartCRLF(t *testing.T) {
+	path := writeAlignFixture(t, crlf)
 	tests := []struct {
 		name   string
 		offset int64
@@ -43,7 +43,7 @@ func TestAlignStart(t *testing.T) {
 		{"past EOF", 40, Position{18, 4}},
 	}
 	for _, bufSize := range []int{1 << 20, 1, 2, 3} {
-		alignBuf = bufSize
+		splitBuf = bufSize
 		for _, tt := range tests {
 			got, err := AlignStart(path, tt.offset)
 			if err != nil {
@@ -54,17 +54,17 @@ func TestAlignStart(t *testing.T) {
 			}
 		}
 	}
-	alignBuf = 1 << 20
+	splitBuf = 1 << 20
 }
 
 // Against a direct definition, for every offset of a few shapes of file.
 func TestAlignStartMatchesDefinition(t *testing.T) {
 	contents := []string{"", "\n", "\n\n\n", "x", "x\n", "ab\ncd\n", crlf, "{\"a\":1}\n{\"b\":22}\r\n\n{}"}
-	defer func(n int) { alignBuf = n }(alignBuf)
+	defer func(n int) { splitBuf = n }(splitBuf)
 	for _, content := range contents {
-		path := writeFixture(t, content)
+		path := writeAlignFixture(t, content)
 		for _, bufSize := range []int{1 << 20, 1, 4} {
-			alignBuf = bufSize
+			splitBuf = bufSize
 			for off := int64(0); off <= int64(len(content))+1; off++ {
 				want := Position{}
 				if off > 0 {
