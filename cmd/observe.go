@@ -365,7 +365,7 @@ func (c *metricsCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// rateBetween is progress.rates over two samples, without touching a window.
+// rateBetween is the rates between two samples of a run.
 func rateBetween(first, l loader.Live) rates {
 	dt := (l.Elapsed - first.Elapsed).Seconds()
 	if dt <= 0 {

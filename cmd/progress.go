@@ -111,16 +111,7 @@ func (p *progress) rates(l loader.Live) rates {
 	for len(p.window) > 2 && l.Elapsed-p.window[0].Elapsed > 5*time.Second {
 		p.window = p.window[1:]
 	}
-	first := p.window[0]
-	dt := (l.Elapsed - first.Elapsed).Seconds()
-	if dt <= 0 {
-		return rates{}
-	}
-	r := rates{RU: (l.RU - first.RU) / dt, BytesPerSec: float64(l.BytesDone-first.BytesDone) / dt}
-	if req := l.Requests - first.Requests; req > 0 {
-		r.ThrottlePct = 100 * float64(l.Throttled-first.Throttled) / float64(req)
-	}
-	return r
+	return rateBetween(p.window[0], l)
 }
 
 // form is one way to show a field, and its rank: when space is short,
