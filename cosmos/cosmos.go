@@ -251,7 +251,11 @@ func (c *container) ProbeBatches(ctx context.Context) error {
 	}
 	b := c.cc.NewTransactionalBatch(PartitionKeyOf(vals))
 	b.ReadItem(fmt.Sprintf("loader-batch-probe-%d", time.Now().UnixNano()), nil)
-	resp, err := c.cc.ExecuteTransactionalBatch(ctx, b, nil)
+	// The probe carries the run's priority and throughput bucket like
+	// every other request of the load.
+	resp, err := c.cc.ExecuteTransactionalBatch(ctx, b, &azcosmos.TransactionalBatchOptions{
+		PriorityLevel: c.itemOptions.PriorityLevel, ThroughputBucket: c.itemOptions.ThroughputBucket,
+	})
 	if err != nil {
 		return errors.New(describe(err))
 	}

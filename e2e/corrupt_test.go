@@ -131,7 +131,7 @@ func TestReportCountsRetriesByClass(t *testing.T) {
 	in := writeFile(t, dir, "in.ndjson", ndjsonDocs("doc", 300))
 	rep := filepath.Join(dir, "report.json")
 	res := runLoader(t, nil, append([]string{"import", in}, tg.args("e2e", "retries",
-		"--create-container", "--partition-key", "/tenant", "--report", rep,
+		"--create-container", "--partition-key", "/tenant", "--report", rep, "--batch", "off", // a retry per request
 		"--checkpoint", filepath.Join(dir, "ckpt.json"))...)...)
 	if res.code != 0 {
 		t.Fatalf("exit %d, want 0\nstderr:\n%s", res.code, res.stderr)

@@ -29,7 +29,8 @@ func TestLostResponseIsRetriedExactly(t *testing.T) {
 			dl := filepath.Join(dir, "dl.ndjson")
 			res := runLoader(t, nil, append([]string{"import", input, "--report", report, "--dead-letter", dl,
 				"--checkpoint", filepath.Join(dir, "ckpt.json")},
-				tg.args("e2e", "lost", "--create-container", "--partition-key", "/pk", "--mode", mode)...)...)
+				// Point writes: one lost reply, one resent record.
+				tg.args("e2e", "lost", "--create-container", "--partition-key", "/pk", "--mode", mode, "--batch", "off")...)...)
 			if res.code != 0 {
 				t.Fatalf("exit %d, want 0\n%s", res.code, res.stderr)
 			}

@@ -35,7 +35,9 @@ func TestPriorityAndThroughputBucketReachTheService(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if writes != 3 || seen["priority=Low"] != 3 || seen["bucket=2"] != 3 {
-		t.Errorf("%d item writes, headers seen %v", writes, seen)
+	// Three point writes, and the batch probe before them: every item
+	// request carries both headers.
+	if writes < 3 || seen["priority=Low"] != writes || seen["bucket=2"] != writes {
+		t.Errorf("%d item requests, headers seen %v", writes, seen)
 	}
 }
