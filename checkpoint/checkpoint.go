@@ -108,6 +108,12 @@ type Config struct {
 	// Embedded means the local target built into the loader; its endpoint
 	// is a loopback address that changes from run to run.
 	Embedded bool `json:"embedded,omitempty"`
+	// ScaleRU is --scale-ru, and OriginalRU (OriginalAutoscale) the
+	// container's throughput before the load raised it: what a resume
+	// raises again and restores when the load ends, even after a crash.
+	ScaleRU           float64 `json:"scale_ru,omitempty"`
+	OriginalRU        float64 `json:"original_ru,omitempty"`
+	OriginalAutoscale bool    `json:"original_autoscale,omitempty"`
 }
 
 // State is everything a checkpoint holds.

@@ -33,6 +33,9 @@ type ImportOptions struct {
 	Batch        string
 	RU           float64
 	RUShare      float64
+	ScaleRU      float64
+	AllowSplit   bool
+	Watch        time.Duration
 	MaxErrors    int64
 	ReadAhead    int
 	Segments     int
@@ -69,7 +72,7 @@ func (s *SharedFlags) addFlags(cmd *cobra.Command) {
 	fl.StringVar(&s.AccountURL, "lease-account-url", "", "Azure Storage blob endpoint for shared capacity, with Microsoft Entra ID (https://ACCOUNT.blob.core.windows.net)")
 	fl.StringVar(&s.Container, "lease-container", "loader-leases", "blob container holding the lease and shard blobs")
 	fl.IntVar(&s.Partitions, "capacity-partitions", 10, "split the target RU/s into this many leasable capacity partitions")
-	fl.Float64Var(&s.ReservedRU, "reserved-ru", 0, "RU/s this loader may use without a lease (and all it uses while storage is unreachable)")
+	fl.Float64Var(&s.ReservedRU, "reserved-ru", 0, "RU/s this loader may use without a lease (and all it uses while storage is unreachable); part of the target, carved out before it is split into capacity partitions")
 	fl.DurationVar(&s.LeaseDuration, "lease-duration", 15*time.Second, "lease duration (15s-60s): a dead loader's capacity and shards return to the others after this")
 	fl.Int64Var(&s.ShardSize, "shard-size", 256<<20, "bytes per input shard (plain NDJSON is split; gzip, CSV and JSON arrays are one shard each)")
 	fl.StringVar(&s.Job, "job", "", "name of the shared load (default: derived from the inputs' content and the target)")
@@ -163,6 +166,9 @@ the embedded local Cosmos DB target is used and announced on stderr.
 	fl.StringVar(&opts.Batch, "batch", "auto", "transactional batches of records that share a partition key: auto (up to 100 operations), off (one request per record), or N (at most N operations)")
 	fl.Float64Var(&opts.RU, "ru", 0, "target RU/s (default: the container's throughput × --ru-share); also the throughput of a created container")
 	fl.Float64Var(&opts.RUShare, "ru-share", 1, "fraction of the container's throughput to use, leaving the rest to live traffic")
+	fl.Float64Var(&opts.ScaleRU, "scale-ru", 0, "raise the container's throughput (autoscale: its maximum) to N RU/s for the load and restore the original when it ends, or on resume after a crash; needs key authentication")
+	fl.BoolVar(&opts.AllowSplit, "allow-split", false, "let --scale-ru go beyond physical partitions × 10,000 RU/s, which makes Cosmos DB split partitions (hours)")
+	fl.DurationVar(&opts.Watch, "throughput-interval", 5*time.Second, "how often to re-read the container's throughput during the load, to follow changes")
 	fl.Int64Var(&opts.MaxErrors, "max-errors", -1, "stop (exit 4) once more than N records are dead-lettered; -1 = no limit")
 	fl.IntVar(&opts.Segments, "segments", 0, "places each plain NDJSON/CSV file is read at once, so a file sorted by partition key keeps every partition busy (default: one per MiB, up to 4 per physical partition, 8-64; 1 = front to back)")
 	fl.IntVar(&opts.ReadAhead, "read-ahead", 0, "records read ahead per physical partition (default 16,384 ÷ partitions, 256-4,096): deeper keeps other partitions busy behind a hot partition key, at the cost of memory")
@@ -177,7 +183,7 @@ the embedded local Cosmos DB target is used and announced on stderr.
 	opts.Observe.addFlags(cmd)
 	fl.DurationVar(&opts.DrainTimeout, "drain-timeout", 30*time.Second, "on interrupt, how long in-flight writes may finish")
 	group(fl, groupInput, "mode")
-	group(fl, groupPacing, "strategy", "batch", "ru", "ru-share", "read-ahead", "drain-timeout")
+	group(fl, groupPacing, "strategy", "batch", "ru", "ru-share", "scale-ru", "allow-split", "throughput-interval", "read-ahead", "drain-timeout")
 	group(fl, groupCheckpoint, "checkpoint", "checkpoint-every", "checkpoint-interval", "restart")
 	group(fl, groupOutput, "max-errors", "dead-letter", "report", "report-html", "quiet")
 	enum(cmd, "mode", "upsert", "create")
@@ -366,6 +372,9 @@ func importRun(ctx context.Context, o *ImportOptions) error {
 	if o.getenv != nil {
 		shared = o.Shared.options(o.getenv)
 	}
+	if shared != nil && o.ScaleRU > 0 {
+		return usageError("--scale-ru cannot be combined with shared capacity: raise the throughput once, outside the fleet")
+	}
 	if shared != nil && o.Target.embedded() {
 		return usageError("sharing capacity needs a real endpoint: the embedded target lives inside one loader")
 	}
@@ -385,6 +394,7 @@ func importRun(ctx context.Context, o *ImportOptions) error {
 		Target: to, Connect: cosmos.Connect, Embedded: o.Target.embedded(),
 		IDField: o.IDField, Mode: mode, Strategy: strategy, Batch: o.Batch,
 		RU: o.RU, RUShare: o.RUShare, MaxErrors: o.MaxErrors, ReadAhead: o.ReadAhead, Segments: o.Segments,
+		ScaleRU: o.ScaleRU, AllowSplit: o.AllowSplit, Watch: loader.WatchOptions{ThroughputInterval: o.Watch},
 		CheckpointPath: o.Checkpoint, CheckpointEvery: o.CkptEvery, CheckpointInterval: o.CkptInterval,
 		DeadLetterPath: o.DeadLetter, ReportPath: o.Report, ReportHTMLPath: o.ReportHTML, Restart: o.Restart,
 		DrainTimeout: o.DrainTimeout,

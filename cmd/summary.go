@@ -3,6 +3,7 @@ package cmd
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/cosmosloader/loader/internal/human"
@@ -37,6 +38,20 @@ func writeSummary(w io.Writer, r *loader.Report) {
 	}
 	fmt.Fprintf(&b, "  achieved              %s RU/s of %s target (%s%s)\n", human.Number(r.AchievedRUPerSec, 0),
 		human.Number(r.TargetRUPerSec, 0), human.Number(r.Utilization*100, 0)+"%", per)
+	if len(r.TargetChanges) > 1 {
+		steps := make([]string, len(r.TargetChanges))
+		for i, c := range r.TargetChanges {
+			steps[i] = human.Number(c.RU, 0) + " at " + human.Seconds(c.AtSeconds)
+		}
+		fmt.Fprintf(&b, "  target changes        %s (the target above is their time-weighted mean)\n", strings.Join(steps, " → "))
+	}
+	if len(r.PartitionChanges) > 1 {
+		steps := make([]string, len(r.PartitionChanges))
+		for i, c := range r.PartitionChanges {
+			steps[i] = strconv.Itoa(c.Partitions) + " at " + human.Seconds(c.AtSeconds)
+		}
+		fmt.Fprintf(&b, "  physical partitions   %s\n", strings.Join(steps, " → "))
+	}
 	fmt.Fprintf(&b, "  requests              %s, throttled %s (%s)\n", n(r.RequestsSent), n(r.ThrottledResponses), human.Number(r.ThrottledPercent, 2)+"%")
 	if rt := r.Retries; rt.Total() > 0 {
 		fmt.Fprintf(&b, "  retries (this run)    %s: 429 throttled %s · 408 timeout %s · 503/449 unavailable %s · connection %s · other %s\n",

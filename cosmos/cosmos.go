@@ -32,6 +32,8 @@ type container struct {
 	cc          *azcosmos.ContainerClient
 	itemOptions azcosmos.ItemOptions
 	pkPaths     int // partition key paths (1 to 3)
+	db, coll    string
+	meta        *metaAuth // nil without a key: see ReadBounds
 }
 
 var _ loader.Writer = (*container)(nil)
@@ -65,8 +67,10 @@ func Connect(ctx context.Context, o loader.TargetOptions) (*loader.Target, error
 	if err != nil {
 		return nil, connectError(err, o)
 	}
-	w := &container{cc: cc, pkPaths: len(props.ContainerProperties.PartitionKeyDefinition.Paths)}
+	w := &container{cc: cc, pkPaths: len(props.ContainerProperties.PartitionKeyDefinition.Paths),
+		db: o.Database, coll: o.Container, meta: newMetaAuth(o)}
 	t := &loader.Target{
+		Live:              w,
 		PartitionKeyPaths: props.ContainerProperties.PartitionKeyDefinition.Paths,
 		Indexing:          PolicyFromSDK(props.ContainerProperties.IndexingPolicy),
 		Writer:            w,
@@ -83,7 +87,9 @@ func Connect(ctx context.Context, o loader.TargetOptions) (*loader.Target, error
 		}
 	}
 	t.Bounds = []string{epk.Min, epk.Max}
-	if ranges, err := cc.ReadFeedRanges(ctx, nil); err == nil && len(ranges) > 0 {
+	if b, err := w.ReadBounds(ctx); err == nil {
+		t.Bounds = b
+	} else if ranges, err := cc.ReadFeedRanges(ctx, nil); err == nil && len(ranges) > 0 {
 		t.Bounds = boundsFromRanges(ranges)
 	}
 	switch o.Priority {

@@ -315,6 +315,17 @@ func (r *run) writeBatch(items []*item) {
 			if err := r.o.Sleep(r.wctx, Backoff(transient, 100*time.Millisecond, 5*time.Second, rand.Float64())); err != nil {
 				return
 			}
+		case class == Gone:
+			// A split: the routing is refreshed and the batch resent,
+			// however long the split takes (never dead-lettered).
+			r.retries[retryClass(out.Outcome)].Add(1)
+			if r.o.OnGone != nil {
+				r.o.OnGone()
+			}
+			pending = append([][]*item{g}, pending...)
+			if err := r.o.Sleep(r.wctx, max(wait, 200*time.Millisecond)); err != nil {
+				return
+			}
 		case class == Fatal:
 			if r.wctx.Err() == nil {
 				r.stop(FatalError, fmt.Errorf("write a batch of %d (%s line %d): %s", len(g), g[0].path, g[0].line, outcomeText(out.Outcome)))

@@ -27,10 +27,14 @@ const (
 	// Fatal: nothing else will succeed either (401, 403, 404 container
 	// gone); stop the run with a valid checkpoint.
 	Fatal
+	// Gone: 410 with substatus 1002, 1007 or 1008 — the partition split or
+	// moved. Refresh the routing and resend, however long it takes: a
+	// split is the container's doing, never the record's.
+	Gone
 )
 
 func (c Class) String() string {
-	return [...]string{"done", "exists", "throttled", "transient", "permanent", "fatal"}[c]
+	return [...]string{"done", "exists", "throttled", "transient", "permanent", "fatal", "gone"}[c]
 }
 
 // Outcome is what a Sink reports for one write attempt.
@@ -64,6 +68,8 @@ func Classify(o Outcome) (Class, time.Duration) {
 		return Exists, 0
 	case o.Status == http.StatusTooManyRequests:
 		return Throttled, o.RetryAfter
+	case o.Status == http.StatusGone && goneSubstatus(o.SubStatus):
+		return Gone, o.RetryAfter
 	case o.Status == http.StatusRequestTimeout, o.Status == 449,
 		o.Status == http.StatusServiceUnavailable, o.Status == http.StatusGone,
 		o.Status == http.StatusInternalServerError, o.Status == http.StatusBadGateway,

@@ -42,6 +42,9 @@ type Capacity interface {
 	Limit() float64
 	Held() int
 	Subscribe(f func(limit float64))
+	// SetTarget changes the RU/s shared: the container's throughput
+	// changed, and the capacity partitions' size follows.
+	SetTarget(ru float64)
 	History() []LeaseSample
 	// Run keeps the leases until ctx ends, then releases them.
 	Run(ctx context.Context) error

@@ -43,6 +43,14 @@ type Job struct {
 	// RU is the target RU/s; 0 = the container's throughput × RUShare.
 	RU      float64
 	RUShare float64
+	// Watch is how often the container's throughput and partition key
+	// ranges are read during the load, to follow changes and splits.
+	Watch WatchOptions
+	// ScaleRU, when > 0, raises the container's throughput to it for the
+	// load and restores the original afterwards (--scale-ru); beyond
+	// partitions × 10,000 RU/s only with AllowSplit.
+	ScaleRU    float64
+	AllowSplit bool
 	// CostPerRecord, when > 0, replaces the cost model (dry-run what-ifs).
 	CostPerRecord float64
 
@@ -208,6 +216,22 @@ func Execute(ctx context.Context, j *Job) (*Report, error) {
 	}
 	plan := planSegments(inputs, state)
 
+	if j.Resume != nil && state.Config.ScaleRU > 0 {
+		// The first run checked the limit; the container may have split
+		// since, at the user's request.
+		j.ScaleRU, j.AllowSplit = state.Config.ScaleRU, true
+	}
+	if j.ScaleRU > 0 {
+		restore, err := j.scaleThroughput(ctx, tgt, state, partitions, logf)
+		if err != nil {
+			return nil, err
+		}
+		defer restore()
+		if j.RU <= 0 {
+			target = tgt.Throughput * j.RUShare
+		}
+	}
+
 	logf("loading %d input(s) into %s/%s: target %.0f RU/s over %d physical partition(s), %s, mode %s",
 		len(inputs), j.Target.Database, j.Target.Container, target, partitions, j.Strategy, j.Mode)
 	logf("checkpoint: %s", j.CheckpointPath)
@@ -234,6 +258,21 @@ func Execute(ctx context.Context, j *Job) (*Report, error) {
 	}
 	limiter := pacing.NewConcurrency(pacing.ConcurrencyConfig{TargetRU: target, Notice: func(m string) { logf("warning: %s", m) }})
 	base := state.Counters
+	w := newWatcher(tgt.Live, j.Watch, j.Now(), target, j.RU, j.RUShare, tgt.Throughput, partitions)
+	w.logf, w.now = logf, j.Now
+	w.targets = []retargeter{pacer, limiter}
+	w.routing = pacer
+	var runPacer Pacer = pacer
+	if j.Strategy == StrategyPaced && tgt.Live != nil {
+		runPacer = watchedPacer{Pacer: pacer, w: w}
+		wctx, stopWatch := context.WithCancel(ctx)
+		watched := make(chan struct{})
+		go func() {
+			defer close(watched)
+			w.run(wctx, tgt.Throughput > 0)
+		}()
+		defer func() { stopWatch(); <-watched }()
+	}
 
 	var totalBytes int64
 	for k, in := range plan.inputs {
@@ -279,7 +318,8 @@ func Execute(ctx context.Context, j *Job) (*Report, error) {
 		Strategy:           j.Strategy,
 		Batch:              j.batchOps(),
 		Logf:               j.warnf,
-		Pacer:              pacer,
+		Pacer:              runPacer,
+		OnGone:             w.askRanges,
 		Cost:               cost,
 		Limiter:            limiter,
 		Partitions:         partitions,
@@ -290,14 +330,89 @@ func Execute(ctx context.Context, j *Job) (*Report, error) {
 		Checkpoint:         save,
 		CheckpointEvery:    j.CheckpointEvery,
 		CheckpointInterval: j.CheckpointInterval,
-		Progress:           j.progressFunc(totalBytes, target, pacerStats, nil),
+		Progress:           j.progressFunc(totalBytes, target, pacerStats, func(ev *ProgressEvent) { ev.TargetRU = w.current() }),
 		DrainTimeout:       j.DrainTimeout,
 		Now:                j.Now,
 	})
 	if res == nil {
 		return nil, runErr
 	}
-	return buildReport(j, res, target, partitions, base, state), runErr
+	changes, parts := w.history()
+	rep := buildReport(j, res, meanTarget(changes, res.Snapshot.Elapsed.Seconds()), partitions, base, state)
+	if len(changes) > 1 {
+		rep.TargetChanges = changes
+	}
+	if len(parts) > 1 {
+		rep.PartitionChanges = parts
+	}
+	return rep, runErr
+}
+
+// scaleThroughput raises the container's throughput to j.ScaleRU for the
+// load, having first saved the original in the checkpoint, and returns
+// the function that puts the original back. On resume the original comes
+// from the checkpoint: the container may still be at the raised value
+// after a crash.
+func (j *Job) scaleThroughput(ctx context.Context, tgt *Target, state *checkpoint.State, partitions int, logf func(string, ...any)) (func(), error) {
+	instant := float64(partitions) * 10000
+	if j.ScaleRU > instant && !j.AllowSplit {
+		return nil, &UsageError{fmt.Errorf("--scale-ru %.0f is above what the container's %d physical partition(s) can take at once (%d × 10,000 = %.0f RU/s): beyond that Cosmos DB splits partitions, which takes hours (typically 4–6) and would not speed up this load; raise it to at most %.0f, or add --allow-split",
+			j.ScaleRU, partitions, partitions, instant, instant)}
+	}
+	live := tgt.Live
+	if live == nil {
+		return nil, &UsageError{errors.New("--scale-ru: this target's throughput cannot be changed")}
+	}
+	cur, err := live.ReadThroughput(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("--scale-ru: the container's throughput could not be read: %w", err)
+	}
+	orig := Throughput{RU: state.Config.OriginalRU, Autoscale: state.Config.OriginalAutoscale}
+	if orig.RU <= 0 {
+		if cur.RU >= j.ScaleRU {
+			logf("--scale-ru: the container already has %.0f RU/s (≥ %.0f): left as it is", cur.RU, j.ScaleRU)
+			return func() {}, nil
+		}
+		orig = cur
+		state.Config.ScaleRU, state.Config.OriginalRU, state.Config.OriginalAutoscale = j.ScaleRU, cur.RU, cur.Autoscale
+		// The original is on disk before the container changes: a crash
+		// from here on leaves a checkpoint whose resume restores it.
+		state.UpdatedAt = j.Now()
+		if err := checkpoint.Save(j.CheckpointPath, state); err != nil {
+			return nil, fmt.Errorf("save checkpoint: %w", err)
+		}
+	}
+	restore := func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if err := live.ReplaceThroughput(rctx, orig); err != nil {
+			logf("warning: could not restore the container's throughput to %.0f RU/s: %v — set it back yourself (or run loader resume %s)", orig.RU, err, j.CheckpointPath)
+			return
+		}
+		logf("throughput restored to %.0f RU/s", orig.RU)
+	}
+	if cur.RU < j.ScaleRU {
+		if err := live.ReplaceThroughput(ctx, Throughput{RU: j.ScaleRU, Autoscale: cur.Autoscale}); err != nil {
+			if orig.RU != cur.RU {
+				restore() // a resume after a crash: the original is still owed
+			}
+			return nil, fmt.Errorf("--scale-ru: %w", err)
+		}
+		what := "throughput"
+		if cur.Autoscale {
+			what = "autoscale maximum"
+		}
+		logf("--scale-ru: %s raised from %.0f to %.0f RU/s for the load; %.0f is restored when it ends", what, cur.RU, j.ScaleRU, orig.RU)
+		if j.ScaleRU > instant {
+			logf("warning: %.0f RU/s is above %.0f: Cosmos DB splits partitions first, which takes hours; the raise applies when it is done", j.ScaleRU, instant)
+		}
+	}
+	// What is in force, not what was asked: a raise beyond the instant
+	// maximum is pending until the split completes.
+	if now, err := live.ReadThroughput(ctx); err == nil && now.RU > 0 {
+		tgt.Throughput, tgt.Autoscale = now.RU, now.Autoscale
+	}
+	return restore, nil
 }
 
 // prepareState resolves the checkpoint and dead-letter paths, makes sure

@@ -120,6 +120,10 @@ type Options struct {
 	Progress func(Live)
 	// DrainTimeout bounds how long in-flight writes may finish after a stop.
 	DrainTimeout time.Duration
+	// OnGone is called (from a writer) when a write meets 410 Gone for a
+	// split or moved partition, before the record is re-routed and resent:
+	// the caller refreshes the routing. It must not block.
+	OnGone func()
 
 	Now   func() time.Time
 	Sleep func(ctx context.Context, d time.Duration) error
@@ -211,6 +215,7 @@ type item struct {
 	terms int
 	est   float64
 	part  int
+	epk   string
 	path  string
 	line  int64
 	off   int64
@@ -301,27 +306,22 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Strategy == StrategyNaive || parts < 1 {
 		parts = 1
 	}
-	queues := make([]chan *item, parts)
-	for p := range queues {
-		queues[p] = make(chan *item, o.QueuePerPartition)
-	}
 	var dispatchers sync.WaitGroup
-	for p := range queues {
+	queues := &lanes{size: o.QueuePerPartition, start: func(q chan *item) {
 		dispatchers.Add(1)
 		go func() {
 			defer dispatchers.Done()
-			r.dispatch(queues[p])
+			r.dispatch(q)
 		}()
-	}
+	}}
+	queues.get(parts - 1)
 
 	done := make(chan struct{})
 	var readErr error
 	go func() {
 		defer close(done)
 		readErr = r.readAll(queues)
-		for _, q := range queues {
-			close(q)
-		}
+		queues.closeAll()
 		dispatchers.Wait()
 		r.wg.Wait()
 	}()
@@ -415,6 +415,36 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// lanes are the queues of records read ahead, one per pacer partition
+// index. A split adds partitions, hence lanes; a split-away partition's
+// lane drains, its records re-routed as they are dispatched. Only the
+// reader calls get and closeAll.
+type lanes struct {
+	mu    sync.Mutex
+	qs    []chan *item
+	size  int
+	start func(chan *item)
+}
+
+func (l *lanes) get(i int) chan *item {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for len(l.qs) <= i {
+		q := make(chan *item, l.size)
+		l.qs = append(l.qs, q)
+		l.start(q)
+	}
+	return l.qs[max(i, 0)]
+}
+
+func (l *lanes) closeAll() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, q := range l.qs {
+		close(q)
 	}
 }
 
@@ -552,7 +582,7 @@ func (r *run) checkpoint(final bool) (Snapshot, error) {
 
 // readAll reads every input in order, maps records and queues them on
 // their partition. It returns a fatal input error (I/O, corrupt gzip).
-func (r *run) readAll(queues []chan *item) error {
+func (r *run) readAll(queues *lanes) error {
 	cursors := min(max(r.o.Cursors, 1), len(r.o.Inputs))
 	if cursors <= 1 {
 		for i, in := range r.o.Inputs {
@@ -594,7 +624,7 @@ func (r *run) readAll(queues []chan *item) error {
 	return firstErr
 }
 
-func (r *run) readInput(i int, in Input, queues []chan *item) error {
+func (r *run) readInput(i int, in Input, queues *lanes) error {
 	if in.Start.Refused {
 		return nil // refused by an earlier run: its dead letter is written
 	}
@@ -632,11 +662,12 @@ func (r *run) readInput(i int, in Input, queues []chan *item) error {
 		if r.o.Cost != nil {
 			it.est = r.o.Cost.Estimate(it.size, it.terms)
 		}
-		if r.o.Strategy == StrategyPaced && len(queues) > 1 {
-			it.part = r.o.Pacer.Partition(epk.Of(s.doc.PK))
+		if r.o.Strategy == StrategyPaced {
+			it.epk = epk.Of(s.doc.PK)
+			it.part = r.o.Pacer.Partition(it.epk)
 		}
 		select {
-		case queues[it.part] <- it:
+		case queues.get(it.part) <- it:
 			return true
 		case <-r.readCtx.Done():
 			return false
@@ -748,6 +779,11 @@ func (r *run) dispatch(q <-chan *item) {
 		return
 	}
 	for it := range q {
+		if naiveSlots == nil {
+			// Routed again here: the partitions may have split since the
+			// record was queued.
+			it.part = r.o.Pacer.Partition(it.epk)
+		}
 		if admit(it.part, it.est) {
 			start(func() { r.write(it) })
 		}
@@ -756,7 +792,7 @@ func (r *run) dispatch(q <-chan *item) {
 
 // write sends one record until it is written, refused, or the run stops.
 func (r *run) write(it *item) {
-	transient := 0
+	transient, gone := 0, 0
 	for {
 		began := r.o.Now()
 		out := r.o.Sink.Write(r.wctx, it.doc)
@@ -829,6 +865,21 @@ func (r *run) write(it *item) {
 				Raw: string(it.doc.Body),
 			})
 			return
+		case Gone:
+			r.retries[retryClass(out)].Add(1)
+			if r.o.OnGone != nil {
+				r.o.OnGone()
+			}
+			gone++
+			if err := r.o.Sleep(r.wctx, max(wait, Backoff(gone, 50*time.Millisecond, time.Second, rand.Float64()))); err != nil {
+				return
+			}
+			if r.o.Strategy == StrategyPaced {
+				it.part = r.o.Pacer.Partition(it.epk)
+				if err := r.o.Pacer.Wait(r.wctx, it.part, it.est); err != nil {
+					return
+				}
+			}
 		case Fatal:
 			if r.wctx.Err() == nil {
 				r.stop(FatalError, fmt.Errorf("write %s (%s line %d): %s", it.doc.ID, it.path, it.line, outcomeText(out)))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/internal/human"
+	"github.com/cosmosloader/loader/loader/chart"
 	"github.com/cosmosloader/loader/loader/htmlreport"
 )
 
@@ -95,6 +96,14 @@ type Report struct {
 	// input shards it loaded, when sharing the container with other loaders.
 	Leases []LeaseSample `json:"leases,omitempty"`
 	Shards []string      `json:"shards,omitempty"`
+
+	// TargetChanges lists the target from each moment on, when the
+	// container's throughput changed during the load (the first entry is
+	// the starting target); TargetRUPerSec and Utilization are then
+	// against the time-weighted mean target. PartitionChanges likewise
+	// lists the physical partitions after each split seen.
+	TargetChanges    []TargetChange    `json:"target_changes,omitempty"`
+	PartitionChanges []PartitionChange `json:"partition_changes,omitempty"`
 }
 
 // RunFigures are what one process did, apart from the runs it resumed.
@@ -297,6 +306,9 @@ func (r *Report) WriteHTML(path string) error {
 	d.DeadLetterHint = r.DeadLetterHint
 	for _, s := range r.Series {
 		d.Series = append(d.Series, htmlreport.Second(s))
+	}
+	for _, c := range r.TargetChanges {
+		d.TargetSteps = append(d.TargetSteps, chart.Point{X: c.AtSeconds, Y: c.RU})
 	}
 	var b bytes.Buffer
 	if err := htmlreport.Write(&b, d); err != nil {

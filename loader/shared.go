@@ -197,6 +197,21 @@ func executeShared(ctx context.Context, j *Job, s *sharedLoad) (*Report, error) 
 			limiter.SetTarget(limit)
 		}
 	})
+	// The container's throughput is followed by resizing the capacity
+	// partitions: every loader does the same, so the fleet follows too.
+	w := newWatcher(s.tgt.Live, j.Watch, j.Now(), s.target, j.RU, j.RUShare, s.tgt.Throughput, s.partitions)
+	w.logf, w.now = s.logf, j.Now
+	w.targets = []retargeter{capa}
+	w.routing = pacer
+	wctx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		if s.tgt.Live != nil {
+			w.run(wctx, s.tgt.Throughput > 0)
+		}
+	}()
+	defer func() { stopWatch(); <-watched }()
 	capCtx, stopCapacity := context.WithCancel(context.Background())
 	capDone := make(chan struct{})
 	go func() {
@@ -280,7 +295,14 @@ func executeShared(ctx context.Context, j *Job, s *sharedLoad) (*Report, error) 
 	st := &checkpoint.State{Counters: counts, Config: checkpoint.Config{PartitionKey: s.tgt.PartitionKeyPaths}}
 	j.CheckpointPath = cc.URL() + "/shards/" + so.JobID + "/"
 	j.DeadLetterPath = dlDir
-	rep := buildReport(j, &total, s.target, s.partitions, checkpoint.Counters{}, st)
+	changes, parts := w.history()
+	rep := buildReport(j, &total, meanTarget(changes, total.Snapshot.Elapsed.Seconds()), s.partitions, checkpoint.Counters{}, st)
+	if len(changes) > 1 {
+		rep.TargetChanges = changes
+	}
+	if len(parts) > 1 {
+		rep.PartitionChanges = parts
+	}
 	rep.Leases = capa.History()
 	rep.Shards = shards
 	return rep, lastErr

@@ -64,6 +64,10 @@ type Target struct {
 	// Bounds are the physical partitions' effective-partition-key range
 	// bounds (len = partitions + 1), from the service's partition key ranges.
 	Bounds []string
+	// Live follows the container during the load (throughput changes,
+	// splits) and changes its throughput (--scale-ru); nil when the
+	// adapter cannot.
+	Live LiveContainer
 
 	Writer
 }

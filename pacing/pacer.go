@@ -103,7 +103,14 @@ type Pacer struct {
 
 	mu     sync.Mutex // guards target
 	target float64
-	parts  []*partition
+
+	// rmu guards the routing, which Rebound changes after a split: parts
+	// only grows (a split-away partition stays, retired, so that requests
+	// already holding its index settle on the bucket they reserved from),
+	// live lists the indices of the current partitions in bounds order.
+	rmu   sync.RWMutex
+	parts []*partition
+	live  []int
 }
 
 // partition is one physical partition's bucket and adaptation state.
@@ -163,6 +170,7 @@ func NewPacer(cfg PacerConfig) (*Pacer, error) {
 		// Start empty: a full bucket would let the first second spend
 		// (1 + Depth) × the target, a 429 when the target is all there is.
 		pt.lim.ReserveN(p.start, pt.lim.Burst())
+		p.live = append(p.live, len(p.parts))
 		p.parts = append(p.parts, pt)
 	}
 	return p, nil
@@ -174,14 +182,26 @@ func (p *Pacer) burst(ruPerSec float64) int {
 }
 
 // Partitions returns the number of physical partitions paced.
-func (p *Pacer) Partitions() int { return len(p.parts) }
+func (p *Pacer) Partitions() int {
+	p.rmu.RLock()
+	defer p.rmu.RUnlock()
+	return len(p.live)
+}
 
 // Partition returns the index of the physical partition holding an EPK.
-func (p *Pacer) Partition(key string) int { return epk.Locate(p.bounds, key) }
+// After a Rebound, indices of split-away partitions stay valid for the
+// requests holding them, and new partitions get new indices.
+func (p *Pacer) Partition(key string) int {
+	p.rmu.RLock()
+	defer p.rmu.RUnlock()
+	return p.live[epk.Locate(p.bounds, key)]
+}
 
 // part returns partition i, clamping a bad index to a valid one rather than
 // panicking in the middle of a load.
 func (p *Pacer) part(i int) *partition {
+	p.rmu.RLock()
+	defer p.rmu.RUnlock()
 	return p.parts[min(max(i, 0), len(p.parts)-1)]
 }
 
@@ -421,7 +441,9 @@ func (p *Pacer) SetTarget(ru float64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.target = ru
-	share := ru / float64(len(p.parts))
+	p.rmu.RLock()
+	defer p.rmu.RUnlock()
+	share := ru / float64(len(p.live))
 	for _, pt := range p.parts {
 		pt.mu.Lock()
 		now := pt.now(p.clock)

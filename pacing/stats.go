@@ -70,7 +70,14 @@ func (p *Pacer) Stats() Snapshot {
 	now := p.clock.Now()
 	cur := now.Unix()
 	window := min(int64(now.Sub(p.start)/time.Second), recentSeconds)
-	for _, pt := range p.parts {
+	p.rmu.RLock()
+	parts, live := p.parts, p.live
+	p.rmu.RUnlock()
+	isLive := make(map[int]bool, len(live))
+	for _, i := range live {
+		isLive[i] = true
+	}
+	for i, pt := range parts {
 		pt.mu.Lock()
 		p.recover(pt, pt.now(p.clock))
 		ps := PartitionStats{
@@ -87,11 +94,14 @@ func (p *Pacer) Stats() Snapshot {
 		}
 		s.TotalRU += pt.totalRU
 		pt.mu.Unlock()
-		s.LimitRU += ps.LimitRU
-		s.LastSecondRU += ps.LastSecondRU
 		s.Requests += ps.Requests
 		s.Succeeded += ps.Succeeded
 		s.Throttled += ps.Throttled
+		s.LastSecondRU += ps.LastSecondRU
+		if !isLive[i] {
+			continue // split away: its counts stay in the totals
+		}
+		s.LimitRU += ps.LimitRU
 		s.Partitions = append(s.Partitions, ps)
 	}
 	if window > 0 {

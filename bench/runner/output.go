@@ -32,6 +32,7 @@ type results struct {
 	L            []*pathRun          `json:"l_long_path,omitempty"`
 	M            *pathRun            `json:"m_busy_machine,omitempty"`
 	H            *scenarioH          `json:"h_batches,omitempty"`
+	N            *scenarioN          `json:"n_live_throughput,omitempty"`
 }
 
 // check is one pass criterion of issue 4 (or this benchmark's own, where
@@ -156,6 +157,7 @@ var scenarioName = map[string]string{
 	"A": "A side by side", "B": "B noisy neighbour", "C": "C skew, 4 partitions",
 	"D": "D dry-run accuracy", "E": "E read path", "F": "F memory", "G": "G checkpoints", "H": "H batches", "K": "K key-sorted export",
 	"L": "L long path", "M": "M busy machine",
+	"N": "N throughput change",
 }
 
 // chartSVG is RU/s per second of the paced and naive runs of scenario A,

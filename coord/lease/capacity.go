@@ -45,7 +45,10 @@ type CapacityConfig struct {
 	// TargetRU is the container budget every process shares.
 	TargetRU float64
 	// ReservedRU is what this process may always spend without a lease, and
-	// all it spends while storage is unreachable.
+	// all it spends while storage is unreachable. It is part of TargetRU,
+	// not added to it: the live processes' reserved RU/s (from their
+	// heartbeats) are carved out of the target before it is divided into
+	// the partitions, so the fleet never spends more than TargetRU.
 	ReservedRU float64
 	// LeaseDuration is 15 s by default; Azure allows 15–60 s.
 	LeaseDuration time.Duration
@@ -86,9 +89,11 @@ type Capacity struct {
 	nextAcquire time.Time
 	ready       bool // container known to exist
 	beat        time.Time
-	beatWant    int // the want last published in the heartbeat; 0: no heartbeat blob
-	share       int // partitions this process may hold while others want theirs
-	members     int // processes wanting partitions at the last heartbeat
+	beatWant    int     // the want last published in the heartbeat; 0: no heartbeat blob
+	share       int     // partitions this process may hold while others want theirs
+	members     int     // processes wanting partitions at the last heartbeat
+	reservedAll float64 // RU/s reserved by the live processes, this one included
+	beatOn      bool    // this process's heartbeat blob exists
 
 	notifyMu sync.Mutex
 	subs     []func(float64)
@@ -130,6 +135,8 @@ func NewCapacity(cfg CapacityConfig) (*Capacity, error) {
 		storageOK:  true,
 		notified:   cfg.ReservedRU,
 	}
+	c.reservedAll = cfg.ReservedRU
+	c.resizeLocked()
 	// One lease ID for every partition: acquiring a blob this process still
 	// holds (say, after storage came back) then succeeds instead of waiting
 	// for its own old lease to expire.
@@ -148,6 +155,27 @@ func NewCapacity(cfg CapacityConfig) (*Capacity, error) {
 	c.share = cfg.Partitions
 	c.history = []Sample{{Time: cfg.Clock(), LimitRU: cfg.ReservedRU, StorageOK: true}}
 	return c, nil
+}
+
+// resizeLocked sizes the partitions: the target less what the live
+// processes reserve, divided by P. c.mu must be held (or c unshared).
+func (c *Capacity) resizeLocked() {
+	// Kept above zero: demand ÷ per must stay finite when the reserved
+	// capacity takes the whole target.
+	c.per = max((c.cfg.TargetRU-c.reservedAll)/float64(c.cfg.Partitions), 1e-6)
+}
+
+// SetTarget changes the RU/s shared (the container's throughput changed):
+// every partition's size follows at once, in every process that is told.
+func (c *Capacity) SetTarget(ru float64) {
+	if !(ru > 0) || math.IsInf(ru, 0) {
+		return
+	}
+	c.mu.Lock()
+	c.cfg.TargetRU = ru
+	c.resizeLocked()
+	c.mu.Unlock()
+	c.notify()
 }
 
 // BlobName is the name of partition p's blob: the prefix and p, zero-padded
@@ -541,7 +569,7 @@ func (c *Capacity) shutdown() {
 		return
 	}
 	var wg sync.WaitGroup
-	if c.beatWant != 0 {
+	if c.beatOn {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -576,7 +604,10 @@ func (c *Capacity) abandon() {
 // named by its lease ID, with how many it wants in its metadata.
 const membersDir = "members/"
 
-const metaWant = "want"
+const (
+	metaWant     = "want"
+	metaReserved = "reserved"
+)
 
 // heartbeat publishes how many partitions this process wants and reads what
 // every live process wants, to work out this process's fair share: without
@@ -587,34 +618,38 @@ const metaWant = "want"
 func (c *Capacity) heartbeat(ctx context.Context, now time.Time) error {
 	c.mu.Lock()
 	want := wanted(c.demand, c.cfg.ReservedRU, c.per, c.cfg.Partitions)
-	published := c.beatWant
-	due := want != published || now.Sub(c.beat) >= c.renewEvery-c.renewEvery/10
+	published, on := c.beatWant, c.beatOn
+	// A process spending only its reserved capacity still announces it, so
+	// that the others carve it out of the target.
+	present := want > 0 || (c.demand > 0 && c.cfg.ReservedRU > 0)
+	due := want != published || !on || now.Sub(c.beat) >= c.renewEvery-c.renewEvery/10
 	c.mu.Unlock()
 
 	rctx, cancel := context.WithTimeout(ctx, c.reqTimeout)
 	defer cancel()
-	if want == 0 {
-		if published != 0 {
+	if !present {
+		if on {
 			_, err := c.member.Delete(rctx, nil)
 			if err != nil && !bloberror.HasCode(err, bloberror.BlobNotFound) {
 				return fmt.Errorf("delete capacity heartbeat: %w", err)
 			}
 		}
 		c.mu.Lock()
-		c.beatWant, c.share = 0, c.cfg.Partitions
+		c.beatWant, c.beatOn, c.share = 0, false, c.cfg.Partitions
 		c.mu.Unlock()
 		return nil
 	}
 	if due {
 		w := strconv.Itoa(want)
+		r := strconv.FormatFloat(c.cfg.ReservedRU, 'f', -1, 64)
 		_, err := c.member.Upload(rctx, coord.Body(nil), &blockblob.UploadOptions{
-			Metadata: map[string]*string{metaWant: &w},
+			Metadata: map[string]*string{metaWant: &w, metaReserved: &r},
 		})
 		if err != nil {
 			return fmt.Errorf("write capacity heartbeat: %w", err)
 		}
 		c.mu.Lock()
-		c.beat, c.beatWant = now, want
+		c.beat, c.beatWant, c.beatOn = now, want, true
 		c.mu.Unlock()
 	}
 
@@ -626,6 +661,7 @@ func (c *Capacity) heartbeat(ctx context.Context, now time.Time) error {
 		Include: container.ListBlobsInclude{Metadata: true},
 	})
 	var stale []string
+	reserved := c.cfg.ReservedRU
 	for pager.More() {
 		page, err := pager.NextPage(rctx)
 		if err != nil {
@@ -657,6 +693,11 @@ func (c *Capacity) heartbeat(ctx context.Context, now time.Time) error {
 						wants[*b.Name] = n
 					}
 				}
+				if v != nil && strings.EqualFold(k, metaReserved) {
+					if r, err := strconv.ParseFloat(*v, 64); err == nil && r > 0 && !math.IsInf(r, 0) {
+						reserved += r
+					}
+				}
 			}
 		}
 	}
@@ -685,6 +726,10 @@ func (c *Capacity) heartbeat(ctx context.Context, now time.Time) error {
 		c.cfg.Logf("capacity: %d processes want partitions; this one's fair share is %d of %d", len(names), share, c.cfg.Partitions)
 	}
 	c.share, c.members = share, len(names)
+	if reserved != c.reservedAll {
+		c.reservedAll = reserved
+		c.resizeLocked()
+	}
 	c.mu.Unlock()
 	return nil
 }

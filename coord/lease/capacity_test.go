@@ -93,10 +93,11 @@ func TestLimitCountsOnlyConfirmedLeases(t *testing.T) {
 		held      int
 		wantLimit float64
 	}{
-		{0, 2, 250},
-		{4 * time.Second, 2, 250},
-		{5 * time.Second, 1, 150}, // partition 1 renewed 10 s ago: within 5 s of expiry
-		{9 * time.Second, 1, 150},
+		// The reserved 50 is carved out of the 400: partitions of 87.5.
+		{0, 2, 225},
+		{4 * time.Second, 2, 225},
+		{5 * time.Second, 1, 137.5}, // partition 1 renewed 10 s ago: within 5 s of expiry
+		{9 * time.Second, 1, 137.5},
 		{10 * time.Second, 0, 50},
 	}
 	start := now
@@ -337,8 +338,8 @@ func TestCapacityStorageOutage(t *testing.T) {
 	}
 	a := start(t, cfg, 1000)
 	waitFor(t, 5*time.Second, "a to hold everything", func() bool { return a.Held() == 3 })
-	if got := a.Limit(); got != 330 {
-		t.Errorf("Limit() = %v, want 330", got)
+	if got := a.Limit(); got != 300 {
+		t.Errorf("Limit() = %v, want 300 (the reserved 30 is part of the target)", got)
 	}
 
 	az.Stop()
@@ -367,5 +368,27 @@ func TestCapacityStorageOutage(t *testing.T) {
 	}
 	if !sawDown {
 		t.Errorf("History() = %+v, want a sample with storage down at the reserve", a.History())
+	}
+}
+
+// Reserved capacity is part of the target: with two live processes each
+// reserving 50 of 400 RU/s, the partitions share the remaining 300, so
+// everything the fleet may spend adds up to the target; a target change
+// resizes the partitions at once.
+func TestReservedCarvedOutOfTarget(t *testing.T) {
+	t.Parallel()
+	az := testenv.Azurite(t)
+	cont := coordtest.Container(t, az, "carve")
+	cfg := CapacityConfig{Container: cont, Prefix: "cap/", Partitions: 4, TargetRU: 400, ReservedRU: 50}
+	a := start(t, cfg, 1000)
+	b := start(t, cfg, 1000)
+	waitFor(t, 10*time.Second, "both to hold their share", func() bool { return a.Held() == 2 && b.Held() == 2 })
+	waitFor(t, 10*time.Second, "both to see the other's reserve", func() bool { return a.Limit()+b.Limit() == 400 })
+	if got := a.Limit(); got != 200 {
+		t.Errorf("a's limit %v, want 2 × 75 + 50", got)
+	}
+	a.SetTarget(800)
+	if got := a.Limit(); got != 400 {
+		t.Errorf("after SetTarget(800): a's limit %v, want 2 × 175 + 50", got)
 	}
 }

@@ -109,6 +109,10 @@ type Data struct {
 
 	Series  []Second
 	Compare []Run
+	// TargetSteps, when the target changed during the run, are the target
+	// from each moment on (seconds since start); the chart draws them as a
+	// step line instead of one horizontal target line.
+	TargetSteps []chart.Point
 }
 
 // Retries counts resent write attempts by cause.
@@ -411,7 +415,14 @@ func ruChart(d *Data, runs []namedSeries) (template.HTML, string) {
 		XDuration:  true,
 		LeftMargin: leftMargin,
 	}
-	if d.TargetRUPerSec > 0 {
+	switch {
+	case len(d.TargetSteps) > 1:
+		pts := append([]chart.Point(nil), d.TargetSteps...)
+		if end := d.DurationSeconds; end > pts[len(pts)-1].X {
+			pts = append(pts, chart.Point{X: end, Y: pts[len(pts)-1].Y})
+		}
+		c.Series = append(c.Series, chart.Series{Name: "target RU/s (changed during the load)", Color: targetColor, Dashed: true, Step: true, Points: pts})
+	case d.TargetRUPerSec > 0:
 		c.HLines = []chart.HLine{{Y: d.TargetRUPerSec, Label: "target " + chart.FormatNumber(d.TargetRUPerSec, 0) + " RU/s", Color: targetColor}}
 	}
 	var throttledSeconds, throttled int64

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cosmosloader/loader/loader/chart"
 )
 
 var (
@@ -450,5 +452,22 @@ func TestThisRunAndDeadLetterReasons(t *testing.T) {
 	}
 	if !strings.Contains(sec, "people.ndjson:&lt;40&gt;") {
 		t.Error("a reason's file:line is not escaped")
+	}
+}
+
+// A target that changed during the load is drawn as a step line, not as
+// one horizontal line at the (mean) target.
+func TestTargetChangesDrawnAsSteps(t *testing.T) {
+	d := smallRun()
+	d.TargetSteps = []chart.Point{{X: 0, Y: 1000}, {X: 10, Y: 2000}}
+	out := render(t, d)
+	if !strings.Contains(out, "target RU/s (changed during the load)") {
+		t.Error("no target step line")
+	}
+	if strings.Contains(out, "target 1,000 RU/s") {
+		t.Error("the single target line is still drawn")
+	}
+	if plain := render(t, smallRun()); !strings.Contains(plain, "target 1,000 RU/s") {
+		t.Error("an unchanged target lost its line")
 	}
 }

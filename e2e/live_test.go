@@ -1,0 +1,452 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+
+	"github.com/cosmosloader/loader/checkpoint"
+	"github.com/cosmosloader/loader/emulator"
+	"github.com/cosmosloader/loader/internal/testenv"
+)
+
+// A live container, changed under a running load through the SDK and the
+// standalone local target's control endpoints.
+
+// standalone starts `loader emulator` as its own process on loopback.
+func standalone(t *testing.T, args ...string) target {
+	t.Helper()
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(testenv.FreePort(t)))
+	emu := exec.Command(testenv.LoaderBinary(t), append([]string{"emulator", "--addr", addr, "--data", filepath.Join(t.TempDir(), "data")}, args...)...)
+	var emuErr bytes.Buffer
+	emu.Stderr = &emuErr
+	if err := emu.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = emu.Process.Signal(syscall.SIGTERM)
+		_ = emu.Wait()
+		if t.Failed() {
+			t.Logf("emulator log:\n%s", emuErr.String())
+		}
+	})
+	endpoint := "http://" + addr + "/"
+	waitHTTP(t, endpoint+"_emulator/stats")
+	return target{name: "standalone", endpoint: endpoint, key: emulator.WellKnownKey, local: true}
+}
+
+// liveContainer creates db/c with /tenant as partition key and manual
+// throughput ru.
+func liveContainer(t *testing.T, tg target, db, coll string, ru int32) *azcosmos.ContainerClient {
+	t.Helper()
+	ctx := context.Background()
+	c := client(t, tg)
+	if _, err := c.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: db}, nil); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := c.NewDatabase(db)
+	tp := azcosmos.NewManualThroughputProperties(ru)
+	if _, err := d.CreateContainer(ctx, azcosmos.ContainerProperties{ID: coll,
+		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/tenant"}, Version: 2}},
+		&azcosmos.CreateContainerOptions{ThroughputProperties: &tp}); err != nil {
+		t.Fatal(err)
+	}
+	cc, _ := d.NewContainer(coll)
+	return cc
+}
+
+func manualRU(t *testing.T, cc *azcosmos.ContainerClient) int32 {
+	t.Helper()
+	tp, err := cc.ReadThroughput(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := tp.ThroughputProperties.ManualThroughput()
+	return v
+}
+
+func setRU(t *testing.T, cc *azcosmos.ContainerClient, ru int32) {
+	t.Helper()
+	if _, err := cc.ReplaceThroughput(context.Background(), azcosmos.NewManualThroughputProperties(ru), nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// emuSeries returns the container's per-second use from /_emulator/stats.
+func emuSeries(t *testing.T, tg target) []emulator.Second {
+	t.Helper()
+	resp, err := http.Get(tg.endpoint + "_emulator/stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st emulator.Stats
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Total.Series
+}
+
+// startLoad runs the loader in the background; wait returns its exit code.
+func startLoad(t *testing.T, args ...string) (cmd *exec.Cmd, wait func() (int, string)) {
+	t.Helper()
+	cmd = exec.Command(testenv.LoaderBinary(t), args...)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	cmd.Env = append(os.Environ(), "COSMOS_ENDPOINT=", "COSMOS_KEY=", "COSMOS_CONNECTION_STRING=", "XDG_STATE_HOME="+t.TempDir())
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	return cmd, func() (int, string) {
+		select {
+		case err := <-done:
+			if ee, ok := err.(*exec.ExitError); ok {
+				return ee.ExitCode(), errb.String()
+			}
+			return 0, errb.String()
+		case <-time.After(3 * time.Minute):
+			t.Fatal("the load did not end")
+			return -1, ""
+		}
+	}
+}
+
+type liveReport struct {
+	RecordsWritten   int64     `json:"records_written"`
+	Throttled        int64     `json:"throttled_responses"`
+	Requests         int64     `json:"requests_sent"`
+	StartedAt        time.Time `json:"started_at"`
+	FinishedAt       time.Time `json:"finished_at"`
+	TargetChanges    []struct{ AtSeconds, RU float64 }
+	PartitionChanges []struct{ AtSeconds, Partitions float64 }
+}
+
+func (r *liveReport) UnmarshalJSON(b []byte) error {
+	type plain liveReport
+	var aux struct {
+		plain
+		TC []struct {
+			At float64 `json:"at_seconds"`
+			RU float64 `json:"ru"`
+		} `json:"target_changes"`
+		PC []struct {
+			At float64 `json:"at_seconds"`
+			P  float64 `json:"partitions"`
+		} `json:"partition_changes"`
+	}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	*r = liveReport(aux.plain)
+	for _, c := range aux.TC {
+		r.TargetChanges = append(r.TargetChanges, struct{ AtSeconds, RU float64 }{c.At, c.RU})
+	}
+	for _, c := range aux.PC {
+		r.PartitionChanges = append(r.PartitionChanges, struct{ AtSeconds, Partitions float64 }{c.At, c.P})
+	}
+	return nil
+}
+
+func loadReport(t *testing.T, path string) liveReport {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r liveReport
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// window sums the emulator's series over [from, to) unix seconds.
+func window(series []emulator.Second, from, to int64) (ru float64, requests, throttled int64, seconds int64) {
+	for _, s := range series {
+		if s.T >= from && s.T < to {
+			ru += s.RU
+			requests += s.Requests
+			throttled += s.Throttled
+			seconds++
+		}
+	}
+	return
+}
+
+// TestLiveThroughputRaise: 2,000 → 4,000 RU/s about 5 s into a load paced
+// to the container's throughput. The target follows within the 5 s read
+// interval, and the container's own per-second series shows the new rate
+// used from then on.
+func TestLiveThroughputRaise(t *testing.T) {
+	if testing.Short() {
+		t.Skip("live test: not in -short")
+	}
+	tg := standalone(t)
+	cc := liveContainer(t, tg, "live", "c", 2000)
+	dir := t.TempDir()
+	input, want := crashInput(t, dir, 9000)
+	rep := filepath.Join(dir, "report.json")
+	_, wait := startLoad(t, append([]string{"import", input, "--checkpoint", filepath.Join(dir, "ckpt.json"), "--report", rep},
+		tg.args("live", "c")...)...)
+	time.Sleep(5 * time.Second)
+	changed := time.Now()
+	setRU(t, cc, 4000)
+	code, stderr := wait()
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	r := loadReport(t, rep)
+	if r.RecordsWritten != int64(len(want)) {
+		t.Errorf("written %d, want %d", r.RecordsWritten, len(want))
+	}
+	at := changed.Sub(r.StartedAt).Seconds()
+	var followed float64 = -1
+	for _, c := range r.TargetChanges {
+		if c.RU == 4000 {
+			followed = c.AtSeconds
+		}
+	}
+	t.Logf("throughput raised %.1f s into the load; target changes %v", at, r.TargetChanges)
+	if followed < 0 || followed-at > 5.5 {
+		t.Fatalf("target followed at %.1f s, the raise was at %.1f s: want within 5 s\n%s", followed, at, stderr)
+	}
+	// From the service's side: full seconds after the loader followed,
+	// up to the last full second of the load.
+	from := r.StartedAt.Unix() + int64(followed) + 2
+	to := r.FinishedAt.Unix() - 1
+	ru, req, thr, secs := window(emuSeries(t, tg), from, to)
+	if secs < 3 {
+		t.Fatalf("only %d seconds after the change: make the load longer", secs)
+	}
+	util := ru / float64(secs) / 4000
+	t.Logf("after the change: %.0f RU/s over %d s (%.1f%% of 4,000), %d of %d requests throttled", ru/float64(secs), secs, util*100, thr, req)
+	if util < 0.9 {
+		t.Errorf("utilisation of the new target %.1f%%, want ≥ 90%%", util*100)
+	}
+	checkLanded(t, readAll(t, tg, "live", "c"), want)
+}
+
+// TestLiveThroughputCut: 4,000 → 2,000 RU/s mid-load: the first 429s
+// trigger a throughput read, so few requests are throttled.
+func TestLiveThroughputCut(t *testing.T) {
+	if testing.Short() {
+		t.Skip("live test: not in -short")
+	}
+	tg := standalone(t)
+	cc := liveContainer(t, tg, "live", "c", 4000)
+	dir := t.TempDir()
+	input, want := crashInput(t, dir, 9000)
+	rep := filepath.Join(dir, "report.json")
+	_, wait := startLoad(t, append([]string{"import", input, "--checkpoint", filepath.Join(dir, "ckpt.json"), "--report", rep},
+		tg.args("live", "c")...)...)
+	time.Sleep(4 * time.Second)
+	changed := time.Now()
+	setRU(t, cc, 2000)
+	code, stderr := wait()
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	r := loadReport(t, rep)
+	if r.RecordsWritten != int64(len(want)) {
+		t.Errorf("written %d, want %d", r.RecordsWritten, len(want))
+	}
+	t.Logf("cut at %.1f s; target changes %v", changed.Sub(r.StartedAt).Seconds(), r.TargetChanges)
+	_, req, thr, _ := window(emuSeries(t, tg), changed.Unix(), changed.Unix()+10)
+	pct := 100 * float64(thr) / float64(max(req, 1))
+	t.Logf("10 s after the cut: %d of %d requests throttled (%.2f%%)", thr, req, pct)
+	if pct > 2 {
+		t.Errorf("%.2f%% throttled in the 10 s after the cut, want ≤ 2%%", pct)
+	}
+	if n := len(r.TargetChanges); n < 2 || r.TargetChanges[n-1].RU != 2000 {
+		t.Errorf("target changes %v: want the last at 2,000", r.TargetChanges)
+	}
+}
+
+// TestLiveSplit: the container's one partition splits in two mid-load;
+// the loader sees the new ranges (on its next read or a 410), rebuilds
+// routing, and every record lands exactly once.
+func TestLiveSplit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("live test: not in -short")
+	}
+	tg := standalone(t, "--completing-split", "500ms")
+	liveContainer(t, tg, "live", "c", 4000)
+	dir := t.TempDir()
+	input, want := crashInput(t, dir, 9000)
+	rep := filepath.Join(dir, "report.json")
+	_, wait := startLoad(t, append([]string{"import", input, "--checkpoint", filepath.Join(dir, "ckpt.json"), "--report", rep},
+		tg.args("live", "c")...)...)
+	time.Sleep(3 * time.Second)
+	resp, err := http.Post(tg.endpoint+"_emulator/split?db=live&coll=c", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("split: %s", resp.Status)
+	}
+	code, stderr := wait()
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	r := loadReport(t, rep)
+	t.Logf("partition changes %v; %d of %d requests throttled", r.PartitionChanges, r.Throttled, r.Requests)
+	if n := len(r.PartitionChanges); n < 2 || r.PartitionChanges[n-1].Partitions != 2 {
+		t.Errorf("partition changes %v: want the split to 2 seen\n%s", r.PartitionChanges, stderr)
+	}
+	if r.RecordsWritten != int64(len(want)) {
+		t.Errorf("written %d, want %d", r.RecordsWritten, len(want))
+	}
+	checkLanded(t, readAll(t, tg, "live", "c"), want)
+}
+
+// TestScaleRU: --scale-ru raises the throughput for the load and puts the
+// original back after success, after SIGINT, and after SIGKILL + resume.
+func TestScaleRU(t *testing.T) {
+	if testing.Short() {
+		t.Skip("live test: not in -short")
+	}
+	tg := standalone(t)
+	cc := liveContainer(t, tg, "live", "c", 1000)
+	dir := t.TempDir()
+	input, _ := crashInput(t, dir, 6000)
+
+	t.Run("success", func(t *testing.T) {
+		small, _ := crashInput(t, t.TempDir(), 300)
+		ckpt := filepath.Join(t.TempDir(), "c.json")
+		res := runLoader(t, nil, append([]string{"import", small, "--scale-ru", "3000", "--checkpoint", ckpt},
+			tg.args("live", "c")...)...)
+		if res.code != 0 {
+			t.Fatalf("exit %d:\n%s", res.code, res.stderr)
+		}
+		if st, err := checkpoint.Load(ckpt); err != nil || st.Config.ScaleRU != 3000 || st.Config.OriginalRU != 1000 {
+			t.Errorf("checkpoint: %v, scale %v from %v; want 3000 from 1000", err, st.Config.ScaleRU, st.Config.OriginalRU)
+		}
+		if got := manualRU(t, cc); got != 1000 {
+			t.Errorf("after the load: %d RU/s, want 1000 restored", got)
+		}
+	})
+	t.Run("refused beyond the instant maximum", func(t *testing.T) {
+		res := runLoader(t, nil, append([]string{"import", input, "--scale-ru", "20000", "--checkpoint", filepath.Join(t.TempDir(), "c.json")},
+			tg.args("live", "c")...)...)
+		if res.code != 2 || !strings.Contains(res.stderr, "--allow-split") || !strings.Contains(res.stderr, "hours") {
+			t.Errorf("exit %d:\n%s", res.code, res.stderr)
+		}
+	})
+	t.Run("SIGINT", func(t *testing.T) {
+		cmd, wait := startLoad(t, append([]string{"import", input, "--scale-ru", "2000", "--checkpoint", filepath.Join(t.TempDir(), "c.json")},
+			tg.args("live", "c")...)...)
+		waitRU(t, cc, 2000)
+		_ = cmd.Process.Signal(os.Interrupt)
+		code, stderr := wait()
+		if code != 130 {
+			t.Errorf("exit %d, want 130:\n%s", code, stderr)
+		}
+		if got := manualRU(t, cc); got != 1000 {
+			t.Errorf("after SIGINT: %d RU/s, want 1000 restored\n%s", got, stderr)
+		}
+	})
+	t.Run("SIGKILL then resume", func(t *testing.T) {
+		ckpt := filepath.Join(t.TempDir(), "c.json")
+		cmd, wait := startLoad(t, append([]string{"import", input, "--scale-ru", "2000", "--checkpoint", ckpt},
+			tg.args("live", "c")...)...)
+		waitRU(t, cc, 2000)
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		wait()
+		if got := manualRU(t, cc); got != 2000 {
+			t.Fatalf("after SIGKILL: %d RU/s, want still raised (2000)", got)
+		}
+		st, err := checkpoint.Load(ckpt)
+		if err != nil || st.Config.OriginalRU != 1000 {
+			t.Fatalf("checkpoint: %v, original %v", err, st.Config.OriginalRU)
+		}
+		res := runLoader(t, nil, "resume", ckpt, "--endpoint", tg.endpoint, "--key", tg.key, "--quiet")
+		if res.code != 0 {
+			t.Fatalf("resume: exit %d\n%s", res.code, res.stderr)
+		}
+		if got := manualRU(t, cc); got != 1000 {
+			t.Errorf("after resume: %d RU/s, want 1000 restored", got)
+		}
+	})
+}
+
+func waitRU(t *testing.T, cc *azcosmos.ContainerClient, ru int32) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if manualRU(t, cc) == ru {
+			time.Sleep(500 * time.Millisecond) // into the load proper
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("throughput never reached %d", ru)
+}
+
+// TestReservedCapacityInsideTarget: three loaders share 6,000 RU/s, each
+// with --reserved-ru 500. Reserved capacity is carved out of the target
+// (it used to be spent on top: 3 × 500 = +25 %), so no 5-second window
+// exceeds the target by more than 2 %.
+func TestReservedCapacityInsideTarget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("shared capacity: not in -short")
+	}
+	az := testenv.Azurite(t)
+	tg := localTarget(t, emulator.Options{DefaultRU: sharedRU})
+	dir := t.TempDir()
+	var waits []func() (int, string)
+	for p := 0; p < 3; p++ {
+		sub := filepath.Join(dir, fmt.Sprint(p))
+		os.MkdirAll(sub, 0o755)
+		in, _ := crashInput(t, sub, 6000)
+		b, _ := os.ReadFile(in)
+		os.WriteFile(in, []byte(strings.ReplaceAll(string(b), `"id":"doc-`, fmt.Sprintf(`"id":"p%d-doc-`, p))), 0o644)
+		_, wait := startLoader(t, append([]string{"import", in}, sharedArgs(tg, az, "--reserved-ru", "500")...)...)
+		waits = append(waits, wait)
+	}
+	for i, wait := range waits {
+		if code, stderr := wait(); code != 0 {
+			t.Fatalf("loader %d: exit %d\n%s", i, code, stderr)
+		}
+	}
+	if n := len(readAll(t, tg, "e2e", "shared")); n != 18000 {
+		t.Errorf("%d documents landed, want 18000", n)
+	}
+	series, usage := containerSeries(t, tg.srv)
+	var first, last int64 = 1 << 62, 0
+	for sec := range series {
+		first, last = min(first, sec), max(last, sec)
+	}
+	worst := 0.0
+	for s := first; s+5 <= last+1; s++ {
+		var ru float64
+		for k := s; k < s+5; k++ {
+			ru += series[k].RU
+		}
+		worst = max(worst, ru/5)
+	}
+	pct := 100 * float64(usage.Throttled) / float64(max(usage.Requests, 1))
+	t.Logf("worst 5-second window %.0f RU/s of %d (%+.1f %%); %.2f %% throttled", worst, sharedRU, 100*(worst/sharedRU-1), pct)
+	if worst > sharedRU*1.02 {
+		t.Errorf("worst 5-second window %.0f RU/s: over %d + 2 %%", worst, sharedRU)
+	}
+	if pct > 1 {
+		t.Errorf("%.2f %% of requests throttled, want ≤ 1 %%", pct)
+	}
+}

@@ -1,0 +1,364 @@
+package loader
+
+import (
+	"context"
+	"errors"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/cosmosloader/loader/pacing"
+)
+
+// TargetChange is the RU/s target from AtSeconds into the run on; the
+// first entry is the starting target.
+type TargetChange struct {
+	AtSeconds float64 `json:"at_seconds"`
+	RU        float64 `json:"ru"`
+}
+
+// PartitionChange records the physical partitions seen from AtSeconds on.
+type PartitionChange struct {
+	AtSeconds  float64 `json:"at_seconds"`
+	Partitions int     `json:"partitions"`
+}
+
+// liveTarget is what the watcher reads from the container.
+type liveTarget interface {
+	ReadThroughput(ctx context.Context) (Throughput, error)
+	ReadBounds(ctx context.Context) ([]string, error)
+}
+
+// LiveContainer is what an adapter offers to follow a container during a
+// load and to change its throughput (cosmos implements it).
+type LiveContainer interface {
+	liveTarget
+	ReplaceThroughput(ctx context.Context, tp Throughput) error
+}
+
+// Throughput is a container's provisioned throughput.
+type Throughput struct {
+	RU        float64 // manual RU/s, or the autoscale maximum
+	Autoscale bool
+}
+
+// ErrMetadataThrottled is a metadata request refused with 429 (substatus
+// 3201 on the service): back off the metadata reads, not the data writes.
+var ErrMetadataThrottled = errors.New("metadata request throttled")
+
+// ErrThroughputForbidden is a throughput change refused with 403 under
+// Microsoft Entra ID.
+var ErrThroughputForbidden = errors.New("changing throughput needs key authentication (--key or --connection-string): Microsoft Entra ID data-plane roles cannot change throughput, a control-plane operation")
+
+// goneSubstatus reports whether a 410's substatus says the routing is
+// stale: the partition split (1002, 1007) or moved (1008).
+func goneSubstatus(sub int) bool { return sub == 1002 || sub == 1007 || sub == 1008 }
+
+// retargeter follows a new RU/s target: the pacer and the in-flight bound.
+type retargeter interface{ SetTarget(ru float64) }
+
+// rebounder follows new partition bounds: the pacer.
+type rebounder interface {
+	Rebound(bounds []string) (bool, error)
+}
+
+// WatchOptions configure following a live container.
+type WatchOptions struct {
+	// ThroughputInterval is how often the throughput is read (default
+	// 5 s); 0 throughput at start means it is not read at all.
+	ThroughputInterval time.Duration
+	// RangesInterval is how often the partition key ranges are read
+	// (default 60 s); they are also read on a 410 and when 429s
+	// concentrate on one partition.
+	RangesInterval time.Duration
+}
+
+func (o *WatchOptions) defaults() {
+	if o.ThroughputInterval <= 0 {
+		o.ThroughputInterval = 5 * time.Second
+	}
+	if o.RangesInterval <= 0 {
+		o.RangesInterval = 60 * time.Second
+	}
+}
+
+// watcher follows a live container during a load: throughput changes move
+// the target (an increase within one interval, a decrease as soon as
+// seen), and splits rebuild the pacer's routing. Its decisions take the
+// time as an argument, so tests drive them with synthetic times.
+type watcher struct {
+	src      liveTarget
+	opts     WatchOptions
+	fixedRU  float64 // --ru; 0 = follow share × throughput
+	share    float64
+	startTP  float64
+	targets  []retargeter
+	routing  rebounder
+	start    time.Time
+	logf     func(string, ...any)
+	now      func() time.Time
+	sleepFor func(ctx context.Context, d time.Duration) error
+
+	refresh   chan struct{} // a ranges read asked for (410, 429s concentrating)
+	tpRefresh chan struct{} // a throughput read asked for (a 429: maybe a decrease)
+
+	mu          sync.Mutex
+	target      float64
+	containerRU float64
+	capped      bool // following the container below --ru
+	changes     []TargetChange
+	partitions  []PartitionChange
+	tpBackoff   time.Duration // after metadata 429s
+	throttles   map[int]int   // per partition, since windowStart
+	windowStart time.Time
+	lastAsk     time.Time
+	lastTPRead  time.Time
+}
+
+func newWatcher(src liveTarget, o WatchOptions, start time.Time, target, fixedRU, share, containerRU float64, partitions int) *watcher {
+	o.defaults()
+	return &watcher{
+		src: src, opts: o, fixedRU: fixedRU, share: share, startTP: containerRU,
+		start: start, now: time.Now, sleepFor: sleepCtx, logf: func(string, ...any) {},
+		refresh:     make(chan struct{}, 1),
+		tpRefresh:   make(chan struct{}, 1),
+		target:      target,
+		containerRU: containerRU,
+		changes:     []TargetChange{{AtSeconds: 0, RU: target}},
+		partitions:  []PartitionChange{{AtSeconds: 0, Partitions: partitions}},
+		throttles:   map[int]int{},
+	}
+}
+
+// desired is the target for a container throughput.
+func (w *watcher) desired(tp float64) float64 {
+	if w.fixedRU <= 0 {
+		return tp * w.share
+	}
+	// --ru above the container's throughput at start is the user's
+	// choice (and warned about); once the container changes, follow it
+	// down rather than pace into certain throttling.
+	if tp < w.fixedRU && tp != w.startTP {
+		return tp
+	}
+	return w.fixedRU
+}
+
+// applyThroughput follows a throughput read at now.
+func (w *watcher) applyThroughput(now time.Time, tp Throughput) {
+	if !(tp.RU > 0) {
+		return
+	}
+	w.mu.Lock()
+	prevTP := w.containerRU
+	w.containerRU = tp.RU
+	want := w.desired(tp.RU)
+	if want == w.target {
+		w.mu.Unlock()
+		return
+	}
+	w.target = want
+	w.changes = append(w.changes, TargetChange{AtSeconds: round2(now.Sub(w.start).Seconds()), RU: want})
+	capped := w.fixedRU > 0 && want < w.fixedRU
+	warn := capped && !w.capped
+	w.capped = capped
+	w.mu.Unlock()
+	for _, t := range w.targets {
+		t.SetTarget(want)
+	}
+	if warn {
+		w.logf("warning: the container's throughput fell to %.0f RU/s, below --ru %.0f: following the container", tp.RU, w.fixedRU)
+	} else {
+		w.logf("throughput changed: %.0f → %.0f RU/s; target now %.0f RU/s", prevTP, tp.RU, want)
+	}
+}
+
+// pollThroughput reads the throughput once and returns how long to wait
+// before the next read: the interval, or longer after metadata 429s.
+func (w *watcher) pollThroughput(ctx context.Context) time.Duration {
+	tp, err := w.src.ReadThroughput(ctx)
+	w.mu.Lock()
+	w.lastTPRead = w.now()
+	if errors.Is(err, ErrMetadataThrottled) {
+		// More RU/s does not help a 3201: slow the metadata reads, leave
+		// the data writes alone.
+		w.tpBackoff = min(max(2*w.tpBackoff, 2*w.opts.ThroughputInterval), time.Minute)
+		d := w.tpBackoff
+		w.mu.Unlock()
+		return d
+	}
+	w.tpBackoff = 0
+	w.mu.Unlock()
+	if err == nil {
+		w.applyThroughput(w.now(), tp)
+	}
+	return w.opts.ThroughputInterval
+}
+
+// pollRanges reads the partition key ranges and rebuilds routing if they
+// changed.
+func (w *watcher) pollRanges(ctx context.Context) {
+	b, err := w.src.ReadBounds(ctx)
+	if err != nil || w.routing == nil {
+		return
+	}
+	changed, err := w.routing.Rebound(b)
+	if err != nil || !changed {
+		return
+	}
+	n := len(b) - 1
+	w.mu.Lock()
+	prev := w.partitions[len(w.partitions)-1].Partitions
+	w.partitions = append(w.partitions, PartitionChange{AtSeconds: round2(w.now().Sub(w.start).Seconds()), Partitions: n})
+	w.mu.Unlock()
+	w.logf("partition key ranges changed: %d → %d physical partition(s); routing and per-partition budgets rebuilt", prev, n)
+}
+
+// askRanges asks for a ranges read soon; it never blocks.
+func (w *watcher) askRanges() {
+	select {
+	case w.refresh <- struct{}{}:
+	default:
+	}
+}
+
+// throttled counts a 429 on a partition and asks for a ranges read when,
+// within ten seconds, at least 20 429s came and 80 % of them on one
+// partition: a hot key, or a split the loader has not seen. At most one
+// such read per 10 s.
+func (w *watcher) throttled(part int, now time.Time) {
+	w.mu.Lock()
+	// A 429 may be the first sign of a throughput decrease: read it now
+	// rather than at the next interval (at most once a second, and not
+	// while metadata reads are backing off).
+	if w.tpBackoff == 0 && now.Sub(w.lastTPRead) >= time.Second {
+		w.lastTPRead = now
+		select {
+		case w.tpRefresh <- struct{}{}:
+		default:
+		}
+	}
+	if now.Sub(w.windowStart) > 10*time.Second {
+		clear(w.throttles)
+		w.windowStart = now
+	}
+	w.throttles[part]++
+	total := 0
+	for _, n := range w.throttles {
+		total += n
+	}
+	ask := total >= 20 && float64(w.throttles[part]) >= 0.8*float64(total) && now.Sub(w.lastAsk) >= 10*time.Second
+	if ask {
+		w.lastAsk = now
+		clear(w.throttles)
+		w.windowStart = now
+	}
+	w.mu.Unlock()
+	if ask {
+		w.askRanges()
+	}
+}
+
+// run polls until ctx ends.
+func (w *watcher) run(ctx context.Context, watchThroughput bool) {
+	var wg sync.WaitGroup
+	if watchThroughput {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				t := time.NewTimer(w.pollThroughput(ctx))
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return
+				case <-t.C:
+				case <-w.tpRefresh:
+					t.Stop()
+				}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTimer(w.opts.RangesInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			case <-w.refresh:
+				// Many writers meet the same 410 at once: one read
+				// answers them all, and a second at most once a second.
+				if w.sleepFor(ctx, 100*time.Millisecond) != nil {
+					return
+				}
+				select {
+				case <-w.refresh:
+				default:
+				}
+			}
+			w.pollRanges(ctx)
+			if !t.Stop() {
+				select {
+				case <-t.C:
+				default:
+				}
+			}
+			t.Reset(w.opts.RangesInterval)
+			if w.sleepFor(ctx, time.Second) != nil {
+				return
+			}
+		}
+	}()
+	wg.Wait()
+}
+
+// Target returns the current target.
+func (w *watcher) current() float64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.target
+}
+
+// history returns the target changes and partition changes so far.
+func (w *watcher) history() ([]TargetChange, []PartitionChange) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]TargetChange(nil), w.changes...), append([]PartitionChange(nil), w.partitions...)
+}
+
+// meanTarget is the time-weighted mean of the target over [0, end].
+func meanTarget(changes []TargetChange, end float64) float64 {
+	if len(changes) == 0 {
+		return 0
+	}
+	if end <= 0 {
+		return changes[len(changes)-1].RU
+	}
+	var sum float64
+	for i, c := range changes {
+		to := end
+		if i+1 < len(changes) {
+			to = math.Min(changes[i+1].AtSeconds, end)
+		}
+		if to > c.AtSeconds {
+			sum += c.RU * (to - c.AtSeconds)
+		}
+	}
+	return sum / end
+}
+
+// watchedPacer tells the watcher about 429s, so that 429s concentrating
+// on one partition trigger a ranges read.
+type watchedPacer struct {
+	*pacing.Pacer
+	w *watcher
+}
+
+func (p watchedPacer) Throttled(part int, retryAfter time.Duration) {
+	p.Pacer.Throttled(part, retryAfter)
+	p.w.throttled(part, p.w.now())
+}

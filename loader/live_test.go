@@ -1,0 +1,173 @@
+package loader
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cosmosloader/loader/epk"
+	"github.com/cosmosloader/loader/pacing"
+)
+
+// fakeLive answers the watcher's reads from fields a test sets.
+type fakeLive struct {
+	mu     sync.Mutex
+	tp     Throughput
+	tpErr  error
+	bounds []string
+	reads  int
+}
+
+func (f *fakeLive) ReadThroughput(context.Context) (Throughput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reads++
+	return f.tp, f.tpErr
+}
+
+func (f *fakeLive) ReadBounds(context.Context) ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.bounds, nil
+}
+
+type recordTarget struct{ got []float64 }
+
+func (r *recordTarget) SetTarget(ru float64) { r.got = append(r.got, ru) }
+
+func TestWatcherFollowsThroughput(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	tests := []struct {
+		name           string
+		fixedRU, share float64
+		start          float64 // container RU/s at start
+		reads          []float64
+		want           []TargetChange
+	}{
+		{"increase then decrease", 0, 1, 2000, []float64{2000, 4000, 4000, 2000},
+			[]TargetChange{{0, 2000}, {10, 4000}, {20, 2000}}},
+		{"share of the throughput", 0, 0.5, 2000, []float64{4000},
+			[]TargetChange{{0, 1000}, {5, 2000}}},
+		{"--ru below the container: unchanged", 1500, 1, 2000, []float64{4000, 2000},
+			[]TargetChange{{0, 1500}}},
+		{"--ru above the new throughput: follow the container, then back", 1500, 1, 2000, []float64{1000, 3000},
+			[]TargetChange{{0, 1500}, {5, 1000}, {10, 1500}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := &fakeLive{}
+			start := tt.fixedRU
+			if start == 0 {
+				start = tt.start * tt.share
+			}
+			w := newWatcher(src, WatchOptions{}, t0, start, tt.fixedRU, tt.share, tt.start, 1)
+			rec := &recordTarget{}
+			w.targets = []retargeter{rec}
+			now := t0
+			w.now = func() time.Time { return now }
+			for _, ru := range tt.reads {
+				now = now.Add(5 * time.Second)
+				src.tp = Throughput{RU: ru}
+				if d := w.pollThroughput(context.Background()); d != 5*time.Second {
+					t.Fatalf("next read in %v, want 5s", d)
+				}
+			}
+			got, _ := w.history()
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("changes %v, want %v", got, tt.want)
+			}
+			if len(rec.got) != len(tt.want)-1 {
+				t.Errorf("SetTarget calls %v, want %d", rec.got, len(tt.want)-1)
+			}
+		})
+	}
+}
+
+func TestWatcherBacksOffMetadataThrottling(t *testing.T) {
+	src := &fakeLive{tpErr: ErrMetadataThrottled}
+	w := newWatcher(src, WatchOptions{}, time.Unix(0, 0), 1000, 0, 1, 1000, 1)
+	rec := &recordTarget{}
+	w.targets = []retargeter{rec}
+	var waits []time.Duration
+	for range 5 {
+		waits = append(waits, w.pollThroughput(context.Background()))
+	}
+	want := []time.Duration{10 * time.Second, 20 * time.Second, 40 * time.Second, time.Minute, time.Minute}
+	if !reflect.DeepEqual(waits, want) {
+		t.Errorf("waits %v, want %v", waits, want)
+	}
+	if len(rec.got) != 0 {
+		t.Errorf("a metadata 429 changed the data target: %v", rec.got)
+	}
+	src.tpErr = nil
+	src.tp = Throughput{RU: 1000}
+	if d := w.pollThroughput(context.Background()); d != 5*time.Second {
+		t.Errorf("after a clean read: next in %v, want 5s", d)
+	}
+}
+
+func TestWatcherRebuildsRoutingOnSplit(t *testing.T) {
+	clock := time.Unix(0, 0)
+	p, err := pacing.NewPacer(pacing.PacerConfig{TargetRU: 1000, Partitions: 1, Clock: fixedClock{clock}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &fakeLive{bounds: []string{epk.Min, epk.Max}}
+	w := newWatcher(src, WatchOptions{}, clock, 1000, 0, 1, 1000, 1)
+	w.routing = p
+	w.now = func() time.Time { return clock.Add(7 * time.Second) }
+	w.pollRanges(context.Background())
+	if _, parts := w.history(); len(parts) != 1 {
+		t.Fatalf("unchanged ranges recorded a change: %v", parts)
+	}
+	src.bounds = epk.SplitEven(2)
+	w.pollRanges(context.Background())
+	_, parts := w.history()
+	if want := []PartitionChange{{0, 1}, {7, 2}}; !reflect.DeepEqual(parts, want) {
+		t.Errorf("partition changes %v, want %v", parts, want)
+	}
+	if p.Partitions() != 2 {
+		t.Errorf("pacer has %d partitions, want 2", p.Partitions())
+	}
+}
+
+func TestWatcherAsksRangesWhen429sConcentrate(t *testing.T) {
+	w := newWatcher(&fakeLive{}, WatchOptions{}, time.Unix(0, 0), 1000, 0, 1, 1000, 4)
+	now := time.Unix(100, 0)
+	for i := range 19 {
+		w.throttled(i%4, now) // spread: never
+	}
+	if len(w.refresh) != 0 {
+		t.Fatal("spread 429s asked for a ranges read")
+	}
+	now = now.Add(11 * time.Second)
+	for range 20 {
+		w.throttled(2, now)
+	}
+	if len(w.refresh) != 1 {
+		t.Fatal("20 429s on one partition did not ask for a ranges read")
+	}
+}
+
+func TestMeanTarget(t *testing.T) {
+	ch := []TargetChange{{0, 2000}, {5, 4000}}
+	if got := meanTarget(ch, 10); got != 3000 {
+		t.Errorf("mean %v, want 3000", got)
+	}
+	if got := meanTarget(ch[:1], 10); got != 2000 {
+		t.Errorf("mean %v, want 2000", got)
+	}
+}
+
+type fixedClock struct{ t time.Time }
+
+func (c fixedClock) Now() time.Time { return c.t }
+func (c fixedClock) Sleep(ctx context.Context, d time.Duration) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return errors.New("fixed clock does not sleep")
+}
