@@ -160,6 +160,9 @@ const crashRecords = 12000
 var crashFlags = []string{"--checkpoint-interval", "20ms", "--checkpoint-every", "500", "--quiet"}
 
 func TestCrashResumeAgainstStandaloneTarget(t *testing.T) {
+	// Exactness, not speed, is checked: these kill-and-resume loops run
+	// side by side with each other after the timing-sensitive tests.
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("crash test: not in -short")
 	}
@@ -193,6 +196,9 @@ func TestCrashResumeAgainstStandaloneTarget(t *testing.T) {
 }
 
 func TestCrashResumeWithEmbeddedTarget(t *testing.T) {
+	// Exactness, not speed, is checked: these kill-and-resume loops run
+	// side by side with each other after the timing-sensitive tests.
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("crash test: not in -short")
 	}

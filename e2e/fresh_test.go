@@ -257,6 +257,9 @@ func TestTwoLoadersOnOneCheckpoint(t *testing.T) {
 // by default), leaves a checkpoint that resume accepts; a kill before it
 // exists must have written nothing.
 func TestKillInTheFirstSecondsThenResume(t *testing.T) {
+	// Exactness, not speed, is checked: these kill-and-resume loops run
+	// side by side with each other after the timing-sensitive tests.
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("kills: not in -short")
 	}

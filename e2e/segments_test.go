@@ -17,6 +17,9 @@ import (
 // every good record lands once, every bad line is in the dead-letter file
 // exactly once, and the checkpoint keeps one low-water mark per segment.
 func TestSegmentedLoadKilledAndResumedLandsExactly(t *testing.T) {
+	// Exactness, not speed, is checked: these kill-and-resume loops run
+	// side by side with each other after the timing-sensitive tests.
+	t.Parallel()
 	dir := t.TempDir()
 	var b bytes.Buffer
 	var bad []string
