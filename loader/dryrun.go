@@ -255,7 +255,13 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 	if readAhead <= 0 {
 		readAhead = DefaultReadAhead(parts)
 	}
-	orderCfg := pacing.OrderConfig{Partitions: parts, BudgetPerPartition: j.TargetRU / float64(parts), Queue: readAhead, Cursors: cursors}
+	// With batches each partition's dispatcher also holds a window of
+	// records taken from its queue: the import reads that much further.
+	queue := readAhead
+	if j.Batch >= 2 {
+		queue += batchWindow(j.Batch, readAhead)
+	}
+	orderCfg := pacing.OrderConfig{Partitions: parts, BudgetPerPartition: j.TargetRU / float64(parts), Queue: queue, Cursors: cursors}
 	sim := pacing.SimulateOrder(seq, orderCfg)
 	// The simulation steps in 10 ms; never report less than the bound.
 	estimate := max(sim.Seconds, bound)
