@@ -132,7 +132,7 @@ func groupBatches(window []*item, maxOps, maxBytes int) [][]*item {
 // more when some key already has two or more records waiting, and sends
 // each key's records as batches, lone records as point writes.
 func (r *run) dispatchBatched(q <-chan *item, admit func(part int, ru float64) bool, start func(func())) {
-	maxWindow := batchWindow(r.o.Batch, r.o.QueuePerPartition)
+	_, maxWindow := batchSplit(r.o.QueuePerPartition, r.o.Batch)
 	window := make([]*item, 0, maxWindow)
 	counts := make(map[string]int)
 	for {
@@ -419,8 +419,18 @@ func (r *run) splitRefused(g []*item, out BatchOutcome) (rest [][]*item, ok bool
 	return rest, true
 }
 
-// batchWindow is how many queued records a dispatcher groups at once.
-func batchWindow(maxOps, queue int) int { return max(maxOps, min(queue, 1024)) }
+// batchSplit divides a partition's read-ahead between its queue and the
+// window of records its dispatcher groups at once (half each, the window at
+// most 1,024 and at least a full batch), so batching holds no more records
+// in memory than the read-ahead says. Without batches the queue is all of
+// it.
+func batchSplit(readAhead, maxOps int) (queue, window int) {
+	if maxOps < 2 {
+		return readAhead, 0
+	}
+	window = max(maxOps, min(readAhead/2, 1024))
+	return max(readAhead-window, 1), window
+}
 
 // requestPlanner groups records into requests as the import's dispatchers
 // do when their queues are full (the paced steady state): per physical
@@ -433,7 +443,8 @@ type requestPlanner struct {
 }
 
 func newRequestPlanner(parts, maxOps, queue int, send func(part, records int, ru float64)) *requestPlanner {
-	return &requestPlanner{maxOps: maxOps, maxBytes: DefaultBatchBytes, window: batchWindow(maxOps, queue),
+	_, window := batchSplit(queue, maxOps)
+	return &requestPlanner{maxOps: maxOps, maxBytes: DefaultBatchBytes, window: max(window, 1),
 		send: send, wins: make([][]*item, max(parts, 1))}
 }
 

@@ -324,7 +324,7 @@ func TestParseBatch(t *testing.T) {
 func TestRequestPlannerCountsBatchesAsTheImportSendsThem(t *testing.T) {
 	var requests, records int
 	var ru float64
-	p := newRequestPlanner(2, 100, 256, func(part, n int, r float64) { requests++; records += n; ru += r })
+	p := newRequestPlanner(2, 100, 512, func(part, n int, r float64) { requests++; records += n; ru += r })
 	for i := range 250 {
 		p.add(0, []any{"hot"}, 300, 5)
 		if i%50 == 0 {
@@ -332,7 +332,8 @@ func TestRequestPlannerCountsBatchesAsTheImportSendsThem(t *testing.T) {
 		}
 	}
 	p.flush()
-	// 250 records of one key: a window of 256 holds them all → 100, 100, 50.
+	// 250 records of one key: a window of 256 (half the read-ahead of 512)
+	// holds them all → 100, 100, 50.
 	if requests != 3+5 || records != 255 || ru != 255*5 {
 		t.Errorf("%d requests for %d records, %.0f RU; want 8 for 255, 1275 RU", requests, records, ru)
 	}

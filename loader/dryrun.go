@@ -255,12 +255,11 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 	if readAhead <= 0 {
 		readAhead = DefaultReadAhead(parts)
 	}
-	// With batches each partition's dispatcher also holds a window of
-	// records taken from its queue: the import reads that much further.
-	queue := readAhead
-	if j.Batch >= 2 {
-		queue += batchWindow(j.Batch, readAhead)
-	}
+	// With batches each partition's dispatcher holds a window of records
+	// taken from its queue; together they are the read-ahead (at least a
+	// batch more when the read-ahead is small).
+	q, w := batchSplit(readAhead, j.Batch)
+	queue := q + w
 	orderCfg := pacing.OrderConfig{Partitions: parts, BudgetPerPartition: j.TargetRU / float64(parts), Queue: queue, Cursors: cursors}
 	sim := pacing.SimulateOrder(seq, orderCfg)
 	// The simulation steps in 10 ms; never report less than the bound.

@@ -107,31 +107,21 @@ func TestDryRunNotesReplaceCostInUpsertMode(t *testing.T) {
 	}
 }
 
-// With batches on, each partition's dispatcher holds a window of records
-// beyond its queue, so the import reads further ahead and a sorted file
-// costs less: the estimate follows.
-func TestDryRunCountsTheBatchWindowAsReadAhead(t *testing.T) {
-	var lines []string
-	for k := 0; k < 4; k++ {
-		for i := 0; i < 3000; i++ {
-			lines = append(lines, fmt.Sprintf(`{"id":"%d-%d","pk":"k%d"}`, k, i, k))
+// With batches on, a partition's queue and its dispatcher's window share
+// the read-ahead, so batching holds no more records than --read-ahead says,
+// and dry-run's order simulation reads exactly as far.
+func TestBatchSplitHoldsTheReadAhead(t *testing.T) {
+	for _, tc := range []struct{ readAhead, maxOps, queue, window int }{
+		{4096, 100, 3072, 1024},
+		{1024, 100, 512, 512},
+		{256, 100, 128, 128},
+		{150, 100, 50, 100}, // a full batch at least
+		{64, 100, 1, 100},
+		{1024, 0, 1024, 0}, // --batch off
+	} {
+		q, w := batchSplit(tc.readAhead, tc.maxOps)
+		if q != tc.queue || w != tc.window {
+			t.Errorf("batchSplit(%d, %d) = %d, %d; want %d, %d", tc.readAhead, tc.maxOps, q, w, tc.queue, tc.window)
 		}
-	}
-	path := filepath.Join(t.TempDir(), "sorted.ndjson")
-	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	estimate := func(batch int) float64 {
-		p, err := DryRun(context.Background(), &DryRunJob{
-			Inputs: []source.Input{{Path: path}}, Mapper: record.Config{IDField: "id", PartitionKeyPaths: []string{"/pk"}},
-			TargetRU: 4000, Bounds: epk.SplitEven(4), ReadAhead: 256, Segments: 1, Batch: batch,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p.EstimatedSeconds
-	}
-	if off, on := estimate(0), estimate(100); on >= off {
-		t.Errorf("estimate with batches %.1f s, without %.1f s: the batch window should shorten it", on, off)
 	}
 }

@@ -311,7 +311,7 @@ func Execute(ctx context.Context, j *Job) (*Report, error) {
 		Inputs:             plan.inputs,
 		Cursors:            plan.cursors,
 		Stdin:              j.Stdin,
-		Source:             j.Source,
+		Source:             segmentedSource(j.Source, plan.cursors),
 		Mapper:             mapper,
 		Sink:               tgt.Sink(j.Mode),
 		Mode:               j.Mode,

@@ -307,7 +307,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		parts = 1
 	}
 	var dispatchers sync.WaitGroup
-	queues := &lanes{size: o.QueuePerPartition, start: func(q chan *item) {
+	laneSize, _ := batchSplit(o.QueuePerPartition, o.Batch)
+	queues := &lanes{size: laneSize, start: func(q chan *item) {
 		dispatchers.Add(1)
 		go func() {
 			defer dispatchers.Done()

@@ -60,7 +60,7 @@ func FuzzNDJSON(f *testing.F) {
 		f.Add([]byte(s), uint8(3), uint16(100))
 	}
 	f.Fuzz(func(t *testing.T, data []byte, block uint8, max uint16) {
-		opts := Options{blockSize: int(block%64) + 1, MaxRecordBytes: int(max%512) + 1}
+		opts := Options{BlockSize: int(block%64) + 1, MaxRecordBytes: int(max%512) + 1}
 		recs, err := readMem(t, data, FormatNDJSON, opts, Position{})
 		if err != nil {
 			t.Fatalf("fatal error from memory: %v", err)

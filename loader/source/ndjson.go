@@ -71,7 +71,7 @@ type ndjsonReader struct {
 }
 
 func openNDJSON(path string, open opener, opts Options, start Position) (Reader, error) {
-	s := &ndjsonReader{path: path, max: opts.maxRecord(), blockSize: opts.blockSize}
+	s := &ndjsonReader{path: path, max: opts.maxRecord(), blockSize: opts.BlockSize}
 	if s.blockSize <= 0 {
 		s.blockSize = defaultBlockSize
 	}

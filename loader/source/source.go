@@ -66,9 +66,11 @@ type Options struct {
 	// can be trusted).
 	MaxRecordBytes int
 
-	// blockSize overrides the read block size; tests and fuzzing use tiny
-	// blocks to exercise every refill path.
-	blockSize int
+	// BlockSize is the NDJSON reader's read size (default 1 MiB). A queued
+	// record keeps its block alive, so an import reading a file at many
+	// places at once uses smaller blocks; tests and fuzzing use tiny ones
+	// to exercise every refill path.
+	BlockSize int
 }
 
 func (o Options) maxRecord() int {

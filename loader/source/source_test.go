@@ -214,7 +214,7 @@ func TestFixtures(t *testing.T) {
 			name := fmt.Sprintf("%s/%+v/block=%d", tc.file, tc.opts, block)
 			t.Run(name, func(t *testing.T) {
 				opts := tc.opts
-				opts.blockSize = block
+				opts.BlockSize = block
 				raw := decompressed(t, fixture(tc.file))
 				recs := readAll(t, Input{Path: fixture(tc.file)}, nil, opts, Position{})
 				check(t, name, recs, tc.wants)
@@ -300,7 +300,7 @@ func TestResume(t *testing.T) {
 		for _, path := range []string{fixture(tc.file), gz} {
 			for _, block := range []int{0, 5} {
 				opts := tc.opts
-				opts.blockSize = block
+				opts.BlockSize = block
 				all := readAll(t, Input{Path: path}, nil, opts, Position{})
 				for i, r := range all {
 					rest := readAll(t, Input{Path: path}, nil, opts, r.Next)
