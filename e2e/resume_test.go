@@ -15,37 +15,14 @@ import (
 
 	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/emulator"
-	"github.com/cosmosloader/loader/internal/testenv"
 	"github.com/cosmosloader/loader/loader"
 )
 
-// startLoader runs the loader in the background; wait returns its exit code
-// and stderr.
+// startLoader runs the loader in the background with no account in the
+// environment; wait returns its exit code and stderr.
 func startLoader(t *testing.T, args ...string) (cmd *exec.Cmd, wait func() (int, string)) {
 	t.Helper()
-	cmd = exec.Command(testenv.LoaderBinary(t), args...)
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
-	cmd.Env = append(os.Environ(), "COSMOS_ENDPOINT=", "COSMOS_KEY=", "COSMOS_CONNECTION_STRING=")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	return cmd, func() (int, string) {
-		select {
-		case err := <-done:
-			code := 0
-			if ee, ok := err.(*exec.ExitError); ok {
-				code = ee.ExitCode()
-			}
-			return code, errb.String()
-		case <-time.After(2 * time.Minute):
-			t.Fatal("the loader did not exit")
-			return 0, ""
-		}
-	}
+	return startIn(t, append(os.Environ(), "COSMOS_ENDPOINT=", "COSMOS_KEY=", "COSMOS_CONNECTION_STRING="), args...)
 }
 
 // slowLoad sets up a load that takes about ten seconds at 1,000 RU/s.
