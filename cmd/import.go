@@ -446,9 +446,9 @@ func finishJob(ctx context.Context, io *IOStreams, job *loader.Job, quiet bool, 
 	if (code == ExitInterrupted || code == ExitStopped) && !ob.json() {
 		// Even with --quiet: without this line the user cannot continue.
 		if job.Shared != nil {
-			fmt.Fprintf(io.ErrOut, "\nShard progress is saved in blob storage (%s).\nRun the same command again to continue.\n", job.CheckpointPath)
+			fmt.Fprintf(io.ErrOut, "\nShard progress is saved in blob storage (%s).\nRun the same command again to continue.\n", rep.CheckpointPath)
 		} else {
-			fmt.Fprintf(io.ErrOut, "\nCheckpoint saved. Continue with:\n  loader resume %s\n", shellQuote(job.CheckpointPath))
+			fmt.Fprintf(io.ErrOut, "\nCheckpoint saved. Continue with:\n  loader resume %s\n", shellQuote(rep.CheckpointPath))
 			if hint := resumeCredentialHint(job); hint != "" {
 				fmt.Fprintln(io.ErrOut, hint)
 			}

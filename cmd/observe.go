@@ -117,8 +117,8 @@ func (ob *observer) attach(job *loader.Job, quiet bool) {
 	}
 	if ob.log != nil {
 		job.Log = ob.io.ErrOut
-		job.Checkpointed = func(c checkpoint.Counters) {
-			ob.log.Info("checkpoint saved", "event", "checkpoint", "path", job.CheckpointPath,
+		job.Checkpointed = func(path string, c checkpoint.Counters) {
+			ob.log.Info("checkpoint saved", "event", "checkpoint", "path", path,
 				"records_read", c.RecordsRead, "records_written", c.RecordsWritten,
 				"records_skipped_existing", c.RecordsSkippedExisting, "records_dead_lettered", c.RecordsDeadLettered,
 				"ru_consumed", round2(c.RUConsumed))

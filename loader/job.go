@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -81,11 +82,10 @@ type Job struct {
 	Progress func(ProgressEvent)
 	Now      func() time.Time
 
-	// Checkpointed, when set, is told the whole load's counters after
-	// each checkpoint save (structured logs report them).
-	Checkpointed func(checkpoint.Counters)
-	// batchesRefused: the target failed the batch probe (ProbeBatches).
-	batchesRefused bool
+	// Checkpointed, when set, is told the checkpoint's path and the whole
+	// load's counters after each checkpoint save (structured logs report
+	// them).
+	Checkpointed func(path string, c checkpoint.Counters)
 }
 
 // ErrUnfinished means an unfinished checkpoint for the same inputs and
@@ -101,16 +101,11 @@ func (e *UsageError) Unwrap() error { return e.Err }
 
 // Execute runs a Job end to end: connect, plan, check the checkpoint, load,
 // report. The Report is returned whenever loading started, with err set
-// when the run did not finish.
+// when the run did not finish. j is only read: what Execute resolves (the
+// checkpoint's default path, the shared job's name) is in the Report.
 func Execute(ctx context.Context, j *Job) (*Report, error) {
-	j.defaults()
-	logf := func(format string, a ...any) {
-		if !j.Quiet {
-			fmt.Fprintf(j.Log, format+"\n", a...)
-		}
-	}
-
-	inputs, fps, err := j.fingerprint()
+	p := j.resolve()
+	inputs, fps, err := p.fingerprint()
 	if err != nil {
 		return nil, &UsageError{err}
 	}
@@ -118,40 +113,40 @@ func Execute(ctx context.Context, j *Job) (*Report, error) {
 	// Everything the run will write is checked, and the checkpoint locked,
 	// before connecting: nothing is sent to Cosmos DB by a run that could
 	// not record what it did.
-	if err := prepareOutput("--report", j.ReportPath, reportDirMode); err != nil {
+	if err := prepareOutput("--report", p.ReportPath, reportDirMode); err != nil {
 		return nil, err
 	}
-	if err := prepareOutput("--report-html", j.ReportHTMLPath, reportDirMode); err != nil {
+	if err := prepareOutput("--report-html", p.ReportHTMLPath, reportDirMode); err != nil {
 		return nil, err
 	}
-	if j.Shared == nil {
-		lock, err := j.prepareState()
+	if p.Shared == nil {
+		lock, err := p.prepareState()
 		if err != nil {
 			return nil, err
 		}
 		defer lock.Release()
-	} else if err := j.prepareSharedDeadLetters(fps); err != nil {
+	} else if err := p.prepareSharedDeadLetters(fps); err != nil {
 		return nil, err
 	}
 
-	if j.Connect == nil {
+	if p.Connect == nil {
 		return nil, errors.New("loader: Job.Connect is not set")
 	}
-	tgt, err := j.Connect(ctx, j.Target)
+	tgt, err := p.Connect(ctx, p.Target)
 	if err != nil {
 		return nil, err
 	}
-	if j.batchOps() > 1 {
+	if p.batch > 1 {
 		prober, ok := tgt.Writer.(BatchProber)
 		if !ok {
-			j.batchesRefused = true
+			p.refuseBatches()
 		} else if err := prober.ProbeBatches(ctx); err != nil {
-			j.batchesRefused = true
-			j.warnf("transactional batches are not supported by this server (%v): sending point writes for the whole run", err)
+			p.refuseBatches()
+			p.warnf("transactional batches are not supported by this server (%v): sending point writes for the whole run", err)
 		}
 	}
 	mapper, err := record.NewMapper(record.Config{
-		IDField:           j.IDField,
+		IDField:           p.IDField,
 		PartitionKeyPaths: tgt.PartitionKeyPaths,
 		Policy:            tgt.Indexing,
 	})
@@ -159,31 +154,127 @@ func Execute(ctx context.Context, j *Job) (*Report, error) {
 		return nil, err
 	}
 
-	target := j.RU
+	target := p.RU
 	if target <= 0 {
 		if tgt.Throughput <= 0 {
 			return nil, &UsageError{errors.New("the container's throughput could not be read (serverless, shared database throughput, or no permission): set --ru")}
 		}
-		target = tgt.Throughput * j.RUShare
+		target = tgt.Throughput * p.RUShare
 	}
-	partitions := len(tgt.Bounds) - 1
 	if tgt.Throughput > 0 && target > tgt.Throughput*1.001 {
-		logf("warning: target %.0f RU/s is above the container's %.0f RU/s: expect throttling (the pacer will back off)", target, tgt.Throughput)
+		p.logf("warning: target %.0f RU/s is above the container's %.0f RU/s: expect throttling (the pacer will back off)", target, tgt.Throughput)
+	}
+	cost := pacing.NewCostModel(pacing.CostOptions{FixedCost: p.CostPerRecord})
+	if p.Shared != nil {
+		shards, err := p.leasedShards(tgt, inputs, fps, target)
+		if err != nil {
+			return nil, err
+		}
+		defer shards.close()
+		return p.load(ctx, tgt, mapper, target, cost, shards, shards)
+	}
+	whole, err := p.wholeInputs(ctx, tgt, inputs, fps, &target, cost)
+	if err != nil {
+		return nil, err
+	}
+	defer whole.restore()
+	return p.load(ctx, tgt, mapper, target, cost, whole, whole)
+}
+
+// plan is a Job with its defaults resolved, and what Execute learns on
+// the way (the checkpoint's path, whether the server takes batches). It is
+// Execute's own copy: the caller's Job is never written.
+type plan struct {
+	Job
+	// batch is --batch as a cap on operations; 0 once the server refused
+	// transactional batches (batchesRefused).
+	batch          int
+	batchesRefused bool
+}
+
+// resolve is j with every default filled in, as a new plan: j is not
+// changed.
+func (j *Job) resolve() *plan {
+	p := &plan{Job: *j}
+	if p.Now == nil {
+		p.Now = time.Now
+	}
+	if p.Log == nil {
+		p.Log = io.Discard
+	}
+	if p.Mode == "" {
+		p.Mode = ModeUpsert
+	}
+	if p.Strategy == "" {
+		p.Strategy = StrategyPaced
+	}
+	if p.RUShare <= 0 {
+		p.RUShare = 1
+	}
+	if p.IDField == "" {
+		p.IDField = "id"
 	}
 	if j.Shared != nil {
-		return executeShared(ctx, j, &sharedLoad{tgt: tgt, mapper: mapper, inputs: inputs, fps: fps,
-			target: target, partitions: partitions, logf: logf})
+		so := *j.Shared
+		if so.Partitions <= 0 {
+			so.Partitions = 10
+		}
+		p.Shared = &so
 	}
+	p.batch, _ = ParseBatch(j.Batch) // validated by the command
+	return p
+}
 
-	cfg := j.checkpointConfig(tgt.PartitionKeyPaths)
+// refuseBatches sends point writes for the whole run: the target failed
+// the batch probe (ProbeBatches).
+func (p *plan) refuseBatches() {
+	p.batch, p.batchesRefused = 0, true
+}
 
+// logf says what the run does, unless --quiet.
+func (p *plan) logf(format string, a ...any) {
+	if !p.Quiet {
+		fmt.Fprintf(p.Log, format+"\n", a...)
+	}
+}
+
+// wholeInputs is a plain load's work: every input, or its segments, read
+// in one run, with progress kept in the checkpoint file.
+type wholeInputs struct {
+	p          *plan
+	segments   *segmentPlan
+	state      *checkpoint.State
+	base       checkpoint.Counters
+	cost       *pacing.CostModel
+	dlSize     int64
+	totalBytes int64
+	live       bool
+	handed     bool
+	// restore puts the container's throughput back (--scale-ru).
+	restore func()
+}
+
+var (
+	_ workSource    = (*wholeInputs)(nil)
+	_ progressStore = (*wholeInputs)(nil)
+)
+
+// wholeInputs builds the checkpoint state (new, or the resumed one),
+// splits plain files into segments, applies --scale-ru (raising *target
+// with the container when the target follows it) and saves the checkpoint
+// before the first write.
+func (p *plan) wholeInputs(ctx context.Context, tgt *Target, inputs []Input, fps []checkpoint.Fingerprint,
+	target *float64, cost *pacing.CostModel) (*wholeInputs, error) {
+	partitions := len(tgt.Bounds) - 1
+	w := &wholeInputs{p: p, cost: cost, live: tgt.Live != nil, restore: func() {}}
 	startRecords := make([]int64, len(inputs))
-	cost := pacing.NewCostModel(pacing.CostOptions{FixedCost: j.CostPerRecord})
-	state := &checkpoint.State{CreatedAt: j.Now(), Config: cfg}
-	var dlSize int64
-	if j.Resume != nil {
-		state = j.Resume
-		dlSize = state.DeadLetterSize
+	state := &checkpoint.State{CreatedAt: p.Now(), Config: p.checkpointConfig(tgt.PartitionKeyPaths)}
+	var prev []checkpoint.Input
+	if p.Resume != nil {
+		// A copy: the caller's checkpoint state is not written.
+		resumed := *p.Resume
+		state = &resumed
+		w.dlSize = state.DeadLetterSize
 		if len(state.Calibration) > 0 {
 			var cal pacing.Calibration
 			if err := json.Unmarshal(state.Calibration, &cal); err == nil {
@@ -195,157 +286,122 @@ func Execute(ctx context.Context, j *Job) (*Report, error) {
 			inputs[i].Start = Committed{Offset: c.Committed.Offset, Line: c.Committed.Line, Records: c.Records, Refused: c.Refused}
 			startRecords[i] = c.Records
 		}
+		prev = state.Inputs
 	}
-	prev := state.Inputs
 	state.Inputs = make([]checkpoint.Input, len(inputs))
 	for i, in := range inputs {
 		state.Inputs[i] = checkpoint.Input{Fingerprint: fps[i], Stdin: in.Stdin,
 			Committed: checkpoint.Position{Offset: in.Start.Offset, Line: in.Start.Line}, Records: startRecords[i]}
-		if j.Resume != nil {
-			state.Inputs[i].Segments = prev[i].Segments
+		if prev != nil {
+			state.Inputs[i].Segments = slices.Clone(prev[i].Segments)
 		}
 	}
-	if j.Resume == nil && j.Strategy == StrategyPaced {
-		notes, err := splitInputs(inputs, state, j.Source, partitions, j.Segments)
+	if p.Resume == nil && p.Strategy == StrategyPaced {
+		notes, err := splitInputs(inputs, state, p.Source, partitions, p.Segments)
 		if err != nil {
 			return nil, err
 		}
 		for _, n := range notes {
-			logf("note: %s", n)
+			p.logf("note: %s", n)
 		}
 	}
-	plan := planSegments(inputs, state)
+	w.segments = planSegments(inputs, state)
+	w.state, w.base = state, state.Counters
 
-	if j.Resume != nil && state.Config.ScaleRU > 0 {
+	if p.Resume != nil && state.Config.ScaleRU > 0 {
 		// The first run checked the limit; the container may have split
 		// since, at the user's request.
-		j.ScaleRU, j.AllowSplit = state.Config.ScaleRU, true
+		p.ScaleRU, p.AllowSplit = state.Config.ScaleRU, true
 	}
-	if j.ScaleRU > 0 {
-		restore, err := j.scaleThroughput(ctx, tgt, state, partitions, logf)
+	if p.ScaleRU > 0 {
+		restore, err := p.scaleThroughput(ctx, tgt, state, partitions, p.logf)
 		if err != nil {
 			return nil, err
 		}
-		defer restore()
-		if j.RU <= 0 {
-			target = tgt.Throughput * j.RUShare
+		w.restore = restore
+		if p.RU <= 0 {
+			*target = tgt.Throughput * p.RUShare
 		}
 	}
 
-	logf("loading %d input(s) into %s/%s: target %.0f RU/s over %d physical partition(s), %s, mode %s",
-		len(inputs), j.Target.Database, j.Target.Container, target, partitions, j.Strategy, j.Mode)
-	logf("checkpoint: %s", j.CheckpointPath)
-	if j.Resume != nil {
+	p.logf("loading %d input(s) into %s/%s: target %.0f RU/s over %d physical partition(s), %s, mode %s",
+		len(inputs), p.Target.Database, p.Target.Container, *target, partitions, p.Strategy, p.Mode)
+	p.logf("checkpoint: %s", p.CheckpointPath)
+	if p.Resume != nil {
 		for _, line := range resumePositions(inputs, state.Inputs) {
-			logf("%s", line)
+			p.logf("%s", line)
 		}
 	}
-	if err := checkpoint.RemoveStaleTemps(j.CheckpointPath); err != nil {
-		logf("warning: %v", err)
+	if err := checkpoint.RemoveStaleTemps(p.CheckpointPath); err != nil {
+		p.logf("warning: %v", err)
 	}
-	if j.Resume == nil {
+	if p.Resume == nil {
 		// Saved before the first write, so a kill at any moment leaves a
 		// checkpoint that resume accepts (and that says nothing is done).
-		state.UpdatedAt = j.Now()
-		if err := checkpoint.Save(j.CheckpointPath, state); err != nil {
+		state.UpdatedAt = p.Now()
+		if err := checkpoint.Save(p.CheckpointPath, state); err != nil {
+			w.restore()
 			return nil, fmt.Errorf("save checkpoint: %w", err)
 		}
 	}
-
-	pacer, err := pacing.NewPacer(pacing.PacerConfig{TargetRU: target, Bounds: tgt.Bounds})
-	if err != nil {
-		return nil, err
-	}
-	limiter := pacing.NewConcurrency(pacing.ConcurrencyConfig{TargetRU: target, Notice: func(m string) { logf("warning: %s", m) }})
-	base := state.Counters
-	w := newWatcher(tgt.Live, j.Watch, j.Now(), target, j.RU, j.RUShare, tgt.Throughput, partitions)
-	w.logf, w.now = logf, j.Now
-	w.targets = []retargeter{pacer, limiter}
-	w.routing = pacer
-	var runPacer Pacer = pacer
-	if j.Strategy == StrategyPaced && tgt.Live != nil {
-		runPacer = watchedPacer{Pacer: pacer, w: w}
-		wctx, stopWatch := context.WithCancel(ctx)
-		watched := make(chan struct{})
-		go func() {
-			defer close(watched)
-			w.run(wctx, tgt.Throughput > 0)
-		}()
-		defer func() { stopWatch(); <-watched }()
-	}
-
-	var totalBytes int64
-	for k, in := range plan.inputs {
+	for k, in := range w.segments.inputs {
 		if !in.Stdin {
 			end := in.End
 			if end <= 0 {
-				end = fps[plan.file[k]].Size
+				end = fps[w.segments.file[k]].Size
 			}
-			totalBytes += end - in.Start.Offset
+			w.totalBytes += end - in.Start.Offset
 		}
 	}
-	var pacerStats *pacing.Pacer
-	if j.Strategy == StrategyPaced {
-		pacerStats = pacer
-	}
+	return w, nil
+}
 
-	save := func(s Snapshot) error {
-		plan.record(state, s.Committed, s.Complete)
-		state.Counters = addCounters(base, s)
-		state.DeadLetterSize = s.DeadLetterSize
-		state.Complete = s.Complete
-		state.UpdatedAt = j.Now()
-		if cal, err := json.Marshal(cost.Snapshot()); err == nil {
-			state.Calibration = cal
-		}
-		if err := checkpoint.Save(j.CheckpointPath, state); err != nil {
-			return err
-		}
-		if j.Checkpointed != nil {
-			j.Checkpointed(state.Counters)
-		}
-		return nil
+func (w *wholeInputs) next(context.Context) (*piece, error) {
+	if w.handed {
+		return nil, nil
 	}
+	w.handed = true
+	return &piece{
+		inputs: w.segments.inputs, cursors: w.segments.cursors,
+		source:     segmentedSource(w.p.Source, w.segments.cursors),
+		totalBytes: w.totalBytes, deadLetterPath: w.p.DeadLetterPath, deadLetterSize: w.dlSize,
+	}, nil
+}
 
-	res, runErr := Run(ctx, Options{
-		Inputs:             plan.inputs,
-		Cursors:            plan.cursors,
-		Stdin:              j.Stdin,
-		Source:             segmentedSource(j.Source, plan.cursors),
-		Mapper:             mapper,
-		Sink:               tgt.Sink(j.Mode),
-		Mode:               j.Mode,
-		Strategy:           j.Strategy,
-		Batch:              j.batchOps(),
-		Logf:               j.warnf,
-		Pacer:              runPacer,
-		OnGone:             w.askRanges,
-		Cost:               cost,
-		Limiter:            limiter,
-		Partitions:         partitions,
-		QueuePerPartition:  j.ReadAhead,
-		MaxErrors:          j.MaxErrors,
-		DeadLetterPath:     j.DeadLetterPath,
-		DeadLetterSize:     dlSize,
-		Checkpoint:         save,
-		CheckpointEvery:    j.CheckpointEvery,
-		CheckpointInterval: j.CheckpointInterval,
-		Progress:           j.progressFunc(totalBytes, target, pacerStats, func(ev *ProgressEvent) { ev.TargetRU = w.current() }),
-		DrainTimeout:       j.DrainTimeout,
-		Now:                j.Now,
-	})
-	if res == nil {
-		return nil, runErr
+// pace follows the container's throughput and splits with the pacer and
+// limiter themselves; 429s concentrating on one partition ask for its
+// ranges.
+func (w *wholeInputs) pace(r *runPacing) {
+	r.watcher.targets = []retargeter{r.pacer, r.limiter}
+	if w.p.Strategy == StrategyPaced && w.live {
+		r.wait, r.watch = watchedPacer{Pacer: r.pacer, w: r.watcher}, true
 	}
-	changes, parts := w.history()
-	rep := buildReport(j, res, meanTarget(changes, res.Snapshot.Elapsed.Seconds()), partitions, base, state)
-	if len(changes) > 1 {
-		rep.TargetChanges = changes
+}
+
+func (w *wholeInputs) finish(*Report) {}
+
+func (w *wholeInputs) save(_ *piece, s Snapshot) error {
+	state := w.state
+	w.segments.record(state, s.Committed, s.Complete)
+	state.Counters = addCounters(w.base, s)
+	state.DeadLetterSize = s.DeadLetterSize
+	state.Complete = s.Complete
+	state.UpdatedAt = w.p.Now()
+	if cal, err := json.Marshal(w.cost.Snapshot()); err == nil {
+		state.Calibration = cal
 	}
-	if len(parts) > 1 {
-		rep.PartitionChanges = parts
+	if err := checkpoint.Save(w.p.CheckpointPath, state); err != nil {
+		return err
 	}
-	return rep, runErr
+	if w.p.Checkpointed != nil {
+		w.p.Checkpointed(w.p.CheckpointPath, state.Counters)
+	}
+	return nil
+}
+
+// totals is the checkpoint's state: the whole load, earlier runs included.
+func (w *wholeInputs) totals(checkpoint.Counters) (*checkpoint.State, checkpoint.Counters) {
+	return w.state, w.base
 }
 
 // scaleThroughput raises the container's throughput to j.ScaleRU for the
@@ -497,36 +553,6 @@ func resumePositions(inputs []Input, progress []checkpoint.Input) []string {
 // --quiet.
 func (j *Job) warnf(format string, a ...any) {
 	fmt.Fprintf(j.Log, "warning: "+format+"\n", a...)
-}
-
-// batchOps is --batch as a cap on operations (validated by the command).
-func (j *Job) batchOps() int {
-	if j.batchesRefused {
-		return 0
-	}
-	n, _ := ParseBatch(j.Batch)
-	return n
-}
-
-func (j *Job) defaults() {
-	if j.Now == nil {
-		j.Now = time.Now
-	}
-	if j.Log == nil {
-		j.Log = io.Discard
-	}
-	if j.Mode == "" {
-		j.Mode = ModeUpsert
-	}
-	if j.Strategy == "" {
-		j.Strategy = StrategyPaced
-	}
-	if j.RUShare <= 0 {
-		j.RUShare = 1
-	}
-	if j.IDField == "" {
-		j.IDField = "id"
-	}
 }
 
 // fingerprint builds the pipeline inputs with their id seeds and, on

@@ -195,7 +195,7 @@ func buildReport(j *Job, res *Result, target float64, partitions int, base check
 	if r.Batch == "" {
 		r.Batch = "auto"
 	}
-	if res.BatchesRefused || j.batchesRefused {
+	if res.BatchesRefused {
 		r.Batch = "off (the server refused transactional batches)"
 	}
 	r.Resumed = j.Resume != nil

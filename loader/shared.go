@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/cosmosloader/loader/checkpoint"
-	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/source"
 	"github.com/cosmosloader/loader/pacing"
 )
@@ -41,17 +40,6 @@ type SharedOptions struct {
 	// Open opens the store named by ConnectionString or AccountURL and
 	// Container (cmd wires coord/store.Open).
 	Open OpenStore
-}
-
-// sharedLoad is what Execute resolved before handing over to shared mode.
-type sharedLoad struct {
-	tgt        *Target
-	mapper     *record.Mapper
-	inputs     []Input
-	fps        []checkpoint.Fingerprint
-	target     float64
-	partitions int
-	logf       func(string, ...any)
 }
 
 // capacityGate holds writes while the process has no capacity at all (no
@@ -143,11 +131,35 @@ func rawOpener(in source.Input) func(int64) (io.ReadCloser, error) {
 	return func(off int64) (io.ReadCloser, error) { return source.OpenRaw(in, off) }
 }
 
-// executeShared loads the shards this process can claim, each through
-// the ordinary pipeline, pacing to the capacity its leases are worth.
-func executeShared(ctx context.Context, j *Job, s *sharedLoad) (*Report, error) {
-	so := j.Shared
-	for _, in := range s.inputs {
+// leasedShards is a shared load's work: the shards this process can
+// claim, one run each, paced to the capacity its leases are worth, with
+// each shard's progress kept in its blob.
+type leasedShards struct {
+	p       *plan
+	store   SharedStore
+	capa    Capacity
+	claimer ShardClaimer
+	inputs  []Input
+	fps     []checkpoint.Fingerprint
+	target  float64
+	dlDir   string
+	pkPaths []string
+	claimed []string
+
+	stopCapacity context.CancelFunc
+	capDone      chan struct{}
+}
+
+var (
+	_ workSource    = (*leasedShards)(nil)
+	_ progressStore = (*leasedShards)(nil)
+)
+
+// leasedShards opens the shared store and plans its capacity leases and
+// shards; close releases the leases.
+func (p *plan) leasedShards(tgt *Target, inputs []Input, fps []checkpoint.Fingerprint, target float64) (*leasedShards, error) {
+	so := p.Shared
+	for _, in := range inputs {
 		if in.Stdin {
 			return nil, &UsageError{errors.New("standard input cannot be shared between loaders: give files")}
 		}
@@ -157,155 +169,155 @@ func executeShared(ctx context.Context, j *Job, s *sharedLoad) (*Report, error) 
 		return nil, &UsageError{err}
 	}
 	if so.JobID == "" {
-		so.JobID = jobID(s.fps, j.Target.Database, j.Target.Container)
+		so.JobID = jobID(fps, p.Target.Database, p.Target.Container)
 	}
-	if so.Partitions <= 0 {
-		so.Partitions = 10
-	}
-	warn := func(format string, a ...any) { s.logf("warning: "+format, a...) }
+	warn := func(format string, a ...any) { p.logf("warning: "+format, a...) }
 	capa, err := cc.Capacity(CapacityConfig{
-		Prefix:     "capacity/" + j.Target.Database + "/" + j.Target.Container + "/",
-		Partitions: so.Partitions, TargetRU: s.target, ReservedRU: so.ReservedRU,
+		Prefix:     "capacity/" + p.Target.Database + "/" + p.Target.Container + "/",
+		Partitions: so.Partitions, TargetRU: target, ReservedRU: so.ReservedRU,
 		LeaseDuration: so.LeaseDuration, Logf: warn,
 	})
 	if err != nil {
 		return nil, &UsageError{err}
 	}
 	var shardInputs []ShardInput
-	for i, in := range s.inputs {
-		shardInputs = append(shardInputs, ShardInput{Path: in.Path, Size: s.fps[i].Size, HeadHash: s.fps[i].HeadHash,
-			Splittable: splittable(in.Input, j.Source.Format), Open: rawOpener(in.Input)})
+	for i, in := range inputs {
+		shardInputs = append(shardInputs, ShardInput{Path: in.Path, Size: fps[i].Size, HeadHash: fps[i].HeadHash,
+			Splittable: splittable(in.Input, p.Source.Format), Open: rawOpener(in.Input)})
 	}
-	coord, err := cc.Shards(ShardsConfig{
+	claimer, err := cc.Shards(ShardsConfig{
 		Prefix: "shards/" + so.JobID + "/", Inputs: shardInputs,
 		ShardBytes: so.ShardBytes, LeaseDuration: so.LeaseDuration, Logf: warn,
 	})
 	if err != nil {
 		return nil, &UsageError{err}
 	}
-
-	pacer, err := pacing.NewPacer(pacing.PacerConfig{TargetRU: s.target, Bounds: s.tgt.Bounds})
-	if err != nil {
-		return nil, err
-	}
-	limiter := pacing.NewConcurrency(pacing.ConcurrencyConfig{TargetRU: s.target, Notice: func(m string) { warn("%s", m) }})
-	gate := newCapacityGate()
-	capa.Subscribe(func(limit float64) {
-		gate.set(limit)
-		if limit > 0 {
-			pacer.SetTarget(limit)
-			limiter.SetTarget(limit)
-		}
-	})
-	// The container's throughput is followed by resizing the capacity
-	// partitions: every loader does the same, so the fleet follows too.
-	w := newWatcher(s.tgt.Live, j.Watch, j.Now(), s.target, j.RU, j.RUShare, s.tgt.Throughput, s.partitions)
-	w.logf, w.now = s.logf, j.Now
-	w.targets = []retargeter{capa}
-	w.routing = pacer
-	wctx, stopWatch := context.WithCancel(ctx)
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
-		if s.tgt.Live != nil {
-			w.run(wctx, s.tgt.Throughput > 0)
-		}
-	}()
-	defer func() { stopWatch(); <-watched }()
-	capCtx, stopCapacity := context.WithCancel(context.Background())
-	capDone := make(chan struct{})
-	go func() {
-		defer close(capDone)
-		_ = capa.Run(capCtx)
-	}()
-	defer func() {
-		stopCapacity() // releases every lease at once
-		<-capDone
-	}()
-
-	s.logf("sharing %s/%s: %.0f RU/s in %d capacity partitions of %.0f RU/s (reserved %.0f), job %s, leases in container %q",
-		j.Target.Database, j.Target.Container, s.target, so.Partitions, s.target/float64(so.Partitions), so.ReservedRU, so.JobID, cc.URL())
-
-	cost := pacing.NewCostModel(pacing.CostOptions{FixedCost: j.CostPerRecord})
-	charges := NewHistogram()
-	began := j.Now()
-	prog := j.progressFunc(0, s.target, pacer, func(ev *ProgressEvent) {
-		ev.LeasesHeld, ev.LeasePartitions, ev.LeasedRU = capa.Held(), so.Partitions, capa.Limit()
-	})
-	var (
-		total   Result
-		counts  checkpoint.Counters
-		shards  []string
-		lastErr error
-	)
-	total.Cause = Finished
 	// Each shard has its own dead-letter file in this directory: a shard
 	// resumed on this machine truncates its file to the saved size.
-	dlDir, err := j.sharedDeadLetterDir(s.fps)
+	dlDir, err := p.sharedDeadLetterDir(fps)
 	if err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(dlDir, 0o700); err != nil {
 		return nil, fmt.Errorf("dead-letter directory: %w", err)
 	}
+	// The report names where this load's progress and dead letters are.
+	p.CheckpointPath = cc.URL() + "/shards/" + so.JobID + "/"
+	p.DeadLetterPath = dlDir
+	return &leasedShards{p: p, store: cc, capa: capa, claimer: claimer, inputs: inputs, fps: fps,
+		target: target, dlDir: dlDir, pkPaths: tgt.PartitionKeyPaths}, nil
+}
 
-	capa.SetDemand(s.target)
-	for ctx.Err() == nil {
+// pace gates and retargets the pacer and limiter by the capacity held, and
+// starts keeping leases. The container's throughput is followed by
+// resizing the capacity partitions: every loader does the same, so the
+// fleet follows too.
+func (l *leasedShards) pace(r *runPacing) {
+	so := l.p.Shared
+	gate := newCapacityGate()
+	l.capa.Subscribe(func(limit float64) {
+		gate.set(limit)
+		if limit > 0 {
+			r.pacer.SetTarget(limit)
+			r.limiter.SetTarget(limit)
+		}
+	})
+	r.watcher.targets = []retargeter{l.capa}
+	r.wait, r.watch = gatedPacer{Pacer: r.pacer, gate: gate}, true
+	r.fill = func(ev *ProgressEvent) {
+		ev.LeasesHeld, ev.LeasePartitions, ev.LeasedRU = l.capa.Held(), so.Partitions, l.capa.Limit()
+	}
+	capCtx, stop := context.WithCancel(context.Background())
+	l.stopCapacity, l.capDone = stop, make(chan struct{})
+	go func() {
+		defer close(l.capDone)
+		_ = l.capa.Run(capCtx)
+	}()
+	l.p.logf("sharing %s/%s: %.0f RU/s in %d capacity partitions of %.0f RU/s (reserved %.0f), job %s, leases in container %q",
+		l.p.Target.Database, l.p.Target.Container, l.target, so.Partitions, l.target/float64(so.Partitions), so.ReservedRU, so.JobID, l.store.URL())
+	l.capa.SetDemand(l.target)
+}
+
+// close releases every lease at once.
+func (l *leasedShards) close() {
+	if l.stopCapacity != nil {
+		l.stopCapacity()
+		<-l.capDone
+	}
+}
+
+// next claims the next unfinished shard.
+func (l *leasedShards) next(ctx context.Context) (*piece, error) {
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		// Claiming the next shard is usually immediate; dropping demand at
 		// once would release every lease between two shards. Only a loader
 		// left waiting for others' shards gives its capacity back.
-		idle := time.AfterFunc(time.Second, func() { capa.SetDemand(0) })
-		claim, err := coord.Claim(ctx)
+		idle := time.AfterFunc(time.Second, func() { l.capa.SetDemand(0) })
+		claim, err := l.claimer.Claim(ctx)
 		idle.Stop()
-		if err != nil {
-			if ctx.Err() != nil {
-				break
+		if err != nil || claim == nil {
+			return nil, err // nil, nil: every shard is done
+		}
+		l.capa.SetDemand(l.target)
+		l.claimed = append(l.claimed, claim.Shard.ID)
+		if claim.From.Offset >= claim.Shard.End {
+			// Read to its end by a loader that stopped before marking it done.
+			done := claim.From
+			done.Done = true
+			if err := claim.Save(ctx, done); err != nil {
+				l.p.logf("warning: saving shard %s progress: %v", claim.Shard.ID, err)
 			}
-			lastErr = err
-			total.Cause, total.Err = FatalError, err
-			break
+			claim.Release(context.Background())
+			continue
 		}
-		if claim == nil {
-			break // every shard is done
+		in := l.inputs[claim.Shard.Input]
+		in.Start = Committed{Offset: claim.From.Offset, Line: claim.From.Line}
+		in.End = claim.Shard.End
+		if claim.Shard.Start == 0 && claim.Shard.End >= l.fps[claim.Shard.Input].Size {
+			in.End = 0 // the whole input: no bound (Parquet record offsets are row indexes)
 		}
-		capa.SetDemand(s.target)
-		res, err := runShard(ctx, j, s, claim, pacer, limiter, gate, cost, charges, prog, dlDir)
-		shards = append(shards, claim.Shard.ID)
-		if res != nil {
-			accumulate(&total, &counts, res, began)
-		}
-		if err != nil {
-			lastErr = err
-		}
-		if res != nil && res.Cause != Finished {
-			if errors.Is(res.Err, ErrLeaseLost) {
-				warn("lost the lease on shard %s; another loader continues it", claim.Shard.ID)
-				continue
-			}
-			total.Cause, total.Err = res.Cause, res.Err
-			break
-		}
+		return &piece{
+			name: claim.Shard.ID, inputs: []Input{in}, source: l.p.Source,
+			deadLetterPath: filepath.Join(l.dlDir, "deadletter-"+claim.Shard.ID+".ndjson"),
+			deadLetterSize: claim.From.DeadLetterSize,
+			lost:           claim.Lost(),
+			release:        func() { claim.Release(context.Background()) },
+			shard:          claim,
+		}, nil
 	}
-	if ctx.Err() != nil && total.Cause == Finished {
-		total.Cause = Interrupted
+}
+
+func (l *leasedShards) finish(rep *Report) {
+	rep.Leases = l.capa.History()
+	rep.Shards = l.claimed
+}
+
+// save keeps a shard's progress in its blob while its lease is held.
+func (l *leasedShards) save(pc *piece, snap Snapshot) error {
+	from, c := pc.shard.From, snap.Committed[0]
+	err := pc.shard.Save(context.Background(), ShardProgress{
+		Offset: c.Offset, Line: c.Line, Done: snap.Complete,
+		Written:        from.Written + c.Written + c.Skipped,
+		DeadLettered:   from.DeadLettered + c.DeadLettered,
+		DeadLetterSize: snap.DeadLetterSize,
+	})
+	if errors.Is(err, ErrLeaseLost) {
+		return err
 	}
-	total.Snapshot.Complete = total.Cause == Finished
-	total.Charges = charges
-	total.Snapshot.Elapsed = j.Now().Sub(began)
-	st := &checkpoint.State{Counters: counts, Config: checkpoint.Config{PartitionKey: s.tgt.PartitionKeyPaths}}
-	j.CheckpointPath = cc.URL() + "/shards/" + so.JobID + "/"
-	j.DeadLetterPath = dlDir
-	changes, parts := w.history()
-	rep := buildReport(j, &total, meanTarget(changes, total.Snapshot.Elapsed.Seconds()), s.partitions, checkpoint.Counters{}, st)
-	if len(changes) > 1 {
-		rep.TargetChanges = changes
+	if err != nil {
+		// Storage may be down: the next save writes the whole position.
+		l.p.logf("warning: saving shard %s progress: %v", pc.name, err)
 	}
-	if len(parts) > 1 {
-		rep.PartitionChanges = parts
-	}
-	rep.Leases = capa.History()
-	rep.Shards = shards
-	return rep, lastErr
+	return nil
+}
+
+// totals: shard blobs keep no per-input state here, so the report counts
+// what this process committed.
+func (l *leasedShards) totals(ran checkpoint.Counters) (*checkpoint.State, checkpoint.Counters) {
+	return &checkpoint.State{Counters: ran, Config: checkpoint.Config{PartitionKey: l.pkPaths}}, checkpoint.Counters{}
 }
 
 // sharedDeadLetterDir is the directory of this load's per-shard dead-letter
@@ -332,99 +344,4 @@ func (j *Job) prepareSharedDeadLetters(fps []checkpoint.Fingerprint) error {
 		return err
 	}
 	return prepareDir("--dead-letter", dir, dir, stateDirMode)
-}
-
-// runShard loads one claimed shard and keeps its progress in the shard's
-// blob. A lost lease stops it: the new owner continues from the last save.
-func runShard(ctx context.Context, j *Job, s *sharedLoad, claim *ShardClaim, pacer *pacing.Pacer,
-	limiter *pacing.Concurrency, gate *capacityGate, cost *pacing.CostModel, charges *Histogram,
-	prog func(Live), dlDir string) (*Result, error) {
-	defer claim.Release(context.Background())
-	in := s.inputs[claim.Shard.Input]
-	in.Start = Committed{Offset: claim.From.Offset, Line: claim.From.Line}
-	in.End = claim.Shard.End
-	if claim.Shard.Start == 0 && claim.Shard.End >= s.fps[claim.Shard.Input].Size {
-		in.End = 0 // the whole input: no bound (Parquet record offsets are row indexes)
-	}
-	from := claim.From
-	if claim.From.Offset >= claim.Shard.End {
-		done := from
-		done.Done = true
-		return nil, claim.Save(ctx, done)
-	}
-	runCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	go func() {
-		select {
-		case <-claim.Lost():
-			cancel(ErrLeaseLost)
-		case <-runCtx.Done():
-		}
-	}()
-	save := func(snap Snapshot) error {
-		c := snap.Committed[0]
-		err := claim.Save(context.Background(), ShardProgress{
-			Offset: c.Offset, Line: c.Line, Done: snap.Complete,
-			Written:        from.Written + c.Written + c.Skipped,
-			DeadLettered:   from.DeadLettered + c.DeadLettered,
-			DeadLetterSize: snap.DeadLetterSize,
-		})
-		if errors.Is(err, ErrLeaseLost) {
-			return err
-		}
-		if err != nil {
-			// Storage may be down: the next save writes the whole position.
-			s.logf("warning: saving shard %s progress: %v", claim.Shard.ID, err)
-		}
-		return nil
-	}
-	res, err := Run(runCtx, Options{
-		Inputs: []Input{in}, Source: j.Source, Mapper: s.mapper,
-		Sink: s.tgt.Sink(j.Mode), Mode: j.Mode, Strategy: j.Strategy, Batch: j.batchOps(), Logf: j.warnf,
-		Pacer: gatedPacer{Pacer: pacer, gate: gate}, Cost: cost, Limiter: limiter,
-		Partitions: s.partitions, QueuePerPartition: j.ReadAhead, MaxErrors: j.MaxErrors,
-		DeadLetterPath:     filepath.Join(dlDir, "deadletter-"+claim.Shard.ID+".ndjson"),
-		DeadLetterSize:     from.DeadLetterSize,
-		Checkpoint:         save,
-		CheckpointEvery:    j.CheckpointEvery,
-		CheckpointInterval: j.CheckpointInterval,
-		Progress:           prog,
-		DrainTimeout:       j.DrainTimeout,
-		Now:                j.Now,
-		Charges:            charges,
-	})
-	if res != nil && context.Cause(runCtx) == ErrLeaseLost {
-		res.Cause, res.Err = FatalError, ErrLeaseLost
-	}
-	return res, err
-}
-
-// accumulate adds one shard's run to the process's totals.
-func accumulate(total *Result, counts *checkpoint.Counters, r *Result, began time.Time) {
-	// Each shard's run counts its seconds from its own start.
-	shift := int64(r.Started.Sub(began) / time.Second)
-	for _, c := range r.Snapshot.Committed {
-		counts.RecordsRead += c.Records
-		counts.RecordsWritten += c.Written
-		counts.RecordsSkippedExisting += c.Skipped
-		counts.RecordsDeadLettered += c.DeadLettered
-	}
-	counts.RequestsSent += r.Snapshot.Requests
-	counts.ThrottledResponses += r.Snapshot.Throttled
-	counts.RUConsumed += r.Snapshot.RU
-	total.Snapshot.Requests += r.Snapshot.Requests
-	total.Snapshot.Throttled += r.Snapshot.Throttled
-	total.Snapshot.RU += r.Snapshot.RU
-	total.Live.Retries.add(r.Live.Retries)
-	total.Live.InputsRefused += r.Live.InputsRefused
-	total.CheckpointSaves += r.CheckpointSaves
-	total.CheckpointTime += r.CheckpointTime
-	if total.reasons == nil {
-		total.reasons = &reasonTally{}
-	}
-	total.reasons.merge(r.reasons)
-	for _, sec := range r.Series {
-		sec.T += shift
-		total.Series = append(total.Series, sec)
-	}
 }

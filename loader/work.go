@@ -1,0 +1,235 @@
+package loader
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/cosmosloader/loader/checkpoint"
+	"github.com/cosmosloader/loader/loader/record"
+	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/pacing"
+)
+
+// A load is read in pieces, each by one pipeline run: a plain load is one
+// piece (its inputs, or their segments) kept in the checkpoint file; a
+// shared load is one leased shard after another, each kept in its blob.
+// load is the one run path for both: what differs is where the pieces come
+// from (a workSource) and where their progress is kept (a progressStore).
+
+// workSource hands out the pieces of a load.
+type workSource interface {
+	// next is the next piece to read; nil when none is left.
+	next(ctx context.Context) (*piece, error)
+	// pace ties the run's pacer and limiter to the capacity the source
+	// may use, and says what the pipeline waits on.
+	pace(r *runPacing)
+	// finish adds the source's part to the report.
+	finish(rep *Report)
+}
+
+// progressStore keeps the committed progress of pieces.
+type progressStore interface {
+	// save records a snapshot of p's run; an error stops the run.
+	save(p *piece, s Snapshot) error
+	// totals is the load's state for the report and the counters earlier
+	// processes had reached; ran is what this process's runs committed.
+	totals(ran checkpoint.Counters) (st *checkpoint.State, base checkpoint.Counters)
+}
+
+// piece is what one pipeline run reads.
+type piece struct {
+	name    string // the shard's ID; "" for a plain load's inputs
+	inputs  []Input
+	cursors int
+	source  source.Options
+	// totalBytes is what the piece has to read, for progress; 0 unknown.
+	totalBytes     int64
+	deadLetterPath string
+	deadLetterSize int64
+	// lost is closed when the piece is taken away (another loader owns
+	// the shard now); nil when it cannot be.
+	lost <-chan struct{}
+	// release gives the piece back once its run ends; nil: nothing to do.
+	release func()
+	// shard is the claim a shard's progress is saved through.
+	shard *ShardClaim
+}
+
+// runPacing is the pacing of a load, shared by its pieces' runs.
+type runPacing struct {
+	pacer   *pacing.Pacer
+	limiter *pacing.Concurrency
+	watcher *watcher
+	// Set by workSource.pace: what the pipeline waits on, whether the
+	// watcher runs, and what progress events add.
+	wait  Pacer
+	watch bool
+	fill  func(*ProgressEvent)
+}
+
+// load runs every piece src hands out through the pipeline, pacing to
+// target, and reports. The Report is returned whenever a run started.
+func (p *plan) load(ctx context.Context, tgt *Target, mapper *record.Mapper, target float64, cost *pacing.CostModel,
+	src workSource, store progressStore) (*Report, error) {
+	partitions := len(tgt.Bounds) - 1
+	pacer, err := pacing.NewPacer(pacing.PacerConfig{TargetRU: target, Bounds: tgt.Bounds})
+	if err != nil {
+		return nil, err
+	}
+	limiter := pacing.NewConcurrency(pacing.ConcurrencyConfig{TargetRU: target, Notice: func(m string) { p.logf("warning: %s", m) }})
+	w := newWatcher(tgt.Live, p.Watch, p.Now(), target, p.RU, p.RUShare, tgt.Throughput, partitions)
+	w.logf, w.now = p.logf, p.Now
+	w.routing = pacer
+	rp := &runPacing{pacer: pacer, limiter: limiter, watcher: w, wait: pacer}
+	src.pace(rp)
+	if rp.watch && tgt.Live != nil {
+		wctx, stopWatch := context.WithCancel(ctx)
+		watched := make(chan struct{})
+		go func() {
+			defer close(watched)
+			w.run(wctx, tgt.Throughput > 0)
+		}()
+		defer func() { stopWatch(); <-watched }()
+	}
+	var pacerStats *pacing.Pacer
+	if p.Strategy == StrategyPaced {
+		pacerStats = pacer
+	}
+	common := Options{
+		Stdin: p.Stdin, Mapper: mapper, Sink: tgt.Sink(p.Mode), Mode: p.Mode, Strategy: p.Strategy,
+		Batch: p.batch, Logf: p.warnf, Pacer: rp.wait, OnGone: w.askRanges, Cost: cost, Limiter: limiter,
+		Partitions: partitions, QueuePerPartition: p.ReadAhead, MaxErrors: p.MaxErrors,
+		CheckpointEvery: p.CheckpointEvery, CheckpointInterval: p.CheckpointInterval,
+		DrainTimeout: p.DrainTimeout, Now: p.Now, Charges: NewHistogram(),
+	}
+
+	began := p.Now()
+	total := &Result{Cause: Finished, Charges: common.Charges, BatchesRefused: p.batchesRefused}
+	var (
+		ran       checkpoint.Counters
+		lastErr   error
+		started   bool
+		exhausted bool
+	)
+	for {
+		pc, err := src.next(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				lastErr = err
+				total.Cause, total.Err = FatalError, err
+			}
+			break
+		}
+		if pc == nil {
+			exhausted = true
+			break
+		}
+		o := common
+		o.Inputs, o.Cursors, o.Source = pc.inputs, pc.cursors, pc.source
+		o.DeadLetterPath, o.DeadLetterSize = pc.deadLetterPath, pc.deadLetterSize
+		o.Checkpoint = func(s Snapshot) error { return store.save(pc, s) }
+		o.Progress = p.progressFunc(pc.totalBytes, target, pacerStats, func(ev *ProgressEvent) {
+			ev.TargetRU = w.current()
+			if rp.fill != nil {
+				rp.fill(ev)
+			}
+		})
+		res, err := runPiece(ctx, pc, o)
+		if res == nil {
+			if !started {
+				return nil, err
+			}
+			lastErr = err
+			total.Cause, total.Err = FatalError, err
+			break
+		}
+		started = true
+		accumulate(total, &ran, res, began)
+		if err != nil {
+			lastErr = err
+		}
+		if res.Cause != Finished {
+			if errors.Is(res.Err, ErrLeaseLost) {
+				p.logf("warning: lost the lease on shard %s; another loader continues it", pc.name)
+				continue
+			}
+			total.Cause, total.Err = res.Cause, res.Err
+			break
+		}
+	}
+	if ctx.Err() != nil && total.Cause == Finished && !exhausted {
+		total.Cause = Interrupted
+	}
+	total.Snapshot.Complete = total.Cause == Finished
+	total.Snapshot.Elapsed = p.Now().Sub(began)
+	st, base := store.totals(ran)
+	changes, parts := w.history()
+	rep := buildReport(&p.Job, total, meanTarget(changes, total.Snapshot.Elapsed.Seconds()), partitions, base, st)
+	if len(changes) > 1 {
+		rep.TargetChanges = changes
+	}
+	if len(parts) > 1 {
+		rep.PartitionChanges = parts
+	}
+	src.finish(rep)
+	return rep, lastErr
+}
+
+// runPiece runs the pipeline over one piece. A lost piece stops its run:
+// the new owner continues from the last save.
+func runPiece(ctx context.Context, pc *piece, o Options) (*Result, error) {
+	if pc.release != nil {
+		defer pc.release()
+	}
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if pc.lost != nil {
+		go func() {
+			select {
+			case <-pc.lost:
+				cancel(ErrLeaseLost)
+			case <-runCtx.Done():
+			}
+		}()
+	}
+	res, err := Run(runCtx, o)
+	if res != nil && context.Cause(runCtx) == ErrLeaseLost {
+		res.Cause, res.Err = FatalError, ErrLeaseLost
+	}
+	return res, err
+}
+
+// accumulate adds one run to the load's totals: the Result the report is
+// built from, and ran, the records and requests this process committed.
+func accumulate(total *Result, ran *checkpoint.Counters, r *Result, began time.Time) {
+	// Each run counts its seconds from its own start.
+	shift := int64(r.Started.Sub(began) / time.Second)
+	for _, c := range r.Snapshot.Committed {
+		ran.RecordsRead += c.Records
+		ran.RecordsWritten += c.Written
+		ran.RecordsSkippedExisting += c.Skipped
+		ran.RecordsDeadLettered += c.DeadLettered
+	}
+	ran.RequestsSent += r.Snapshot.Requests
+	ran.ThrottledResponses += r.Snapshot.Throttled
+	ran.RUConsumed += r.Snapshot.RU
+	total.Snapshot.Requests += r.Snapshot.Requests
+	total.Snapshot.Throttled += r.Snapshot.Throttled
+	total.Snapshot.RU += r.Snapshot.RU
+	total.Live.Retries.add(r.Live.Retries)
+	total.Live.InputsRefused += r.Live.InputsRefused
+	total.CheckpointSaves += r.CheckpointSaves
+	total.CheckpointTime += r.CheckpointTime
+	total.BatchesRefused = total.BatchesRefused || r.BatchesRefused
+	if r.reasons != nil {
+		if total.reasons == nil {
+			total.reasons = &reasonTally{}
+		}
+		total.reasons.merge(r.reasons)
+	}
+	for _, sec := range r.Series {
+		sec.T += shift
+		total.Series = append(total.Series, sec)
+	}
+}
