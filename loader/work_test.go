@@ -1,0 +1,250 @@
+package loader
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/cosmosloader/loader/checkpoint"
+	"github.com/cosmosloader/loader/epk"
+	"github.com/cosmosloader/loader/loader/record"
+	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/pacing"
+)
+
+// fakeWriter is a connected container that writes through a fakeSink.
+type fakeWriter struct{ sink *fakeSink }
+
+func (w fakeWriter) Sink(Mode) Sink { return w.sink }
+
+func fakeTarget(sink *fakeSink) *Target {
+	return &Target{PartitionKeyPaths: []string{"/k"}, Throughput: 1e6, Bounds: epk.SplitEven(1), Writer: fakeWriter{sink}}
+}
+
+// fakeSource hands out its pieces in order.
+type fakeSource struct {
+	pieces   []*piece
+	handed   int
+	paced    bool
+	finished bool
+}
+
+func (s *fakeSource) next(context.Context) (*piece, error) {
+	if s.handed == len(s.pieces) {
+		return nil, nil
+	}
+	s.handed++
+	return s.pieces[s.handed-1], nil
+}
+func (s *fakeSource) pace(r *runPacing) { s.paced = r.pacer != nil && r.limiter != nil && r.watcher != nil }
+func (s *fakeSource) finish(rep *Report) {
+	s.finished = true
+	rep.Shards = append(rep.Shards, "finished")
+}
+
+// fakeStore keeps every piece's last snapshot; totals are base plus what
+// the saves say was committed, as a checkpoint file's would be.
+type fakeStore struct {
+	mu    sync.Mutex
+	base  checkpoint.Counters
+	last  map[*piece]Snapshot
+	saves int
+}
+
+func (s *fakeStore) save(p *piece, snap Snapshot) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.last == nil {
+		s.last = map[*piece]Snapshot{}
+	}
+	s.last[p] = snap
+	s.saves++
+	return nil
+}
+
+func (s *fakeStore) totals(checkpoint.Counters) (*checkpoint.State, checkpoint.Counters) {
+	c := s.base
+	for _, snap := range s.last {
+		c = addCounters(c, snap)
+	}
+	return &checkpoint.State{Counters: c}, s.base
+}
+
+// writeInput writes n records with ids prefix0… to a file in dir.
+func writeInput(t *testing.T, dir, prefix string, n int) Input {
+	t.Helper()
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, `{"id":"%s%d","k":"p%d"}`+"\n", prefix, i, i%3)
+	}
+	path := filepath.Join(dir, prefix+".ndjson")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return Input{Input: source.Input{Path: path}, IDSeed: prefix}
+}
+
+func testLoad(t *testing.T, src workSource, store progressStore, sink *fakeSink) (*Report, error) {
+	t.Helper()
+	p := (&Job{RU: 1e6, MaxErrors: -1}).resolve()
+	tgt := fakeTarget(sink)
+	m, err := record.NewMapper(record.Config{PartitionKeyPaths: tgt.PartitionKeyPaths})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.load(context.Background(), tgt, m, 1e6, pacing.NewCostModel(pacing.CostOptions{}), src, store)
+}
+
+// A plain load's shape: one piece of two inputs read in one run, resumed
+// over a checkpoint that already counted 100 records.
+func TestLoadRunsOnePieceAndReportsItsStore(t *testing.T) {
+	dir := t.TempDir()
+	pc := &piece{inputs: []Input{writeInput(t, dir, "a", 7), writeInput(t, dir, "b", 5)}, cursors: 2,
+		deadLetterPath: filepath.Join(dir, "dl.ndjson")}
+	src := &fakeSource{pieces: []*piece{pc}}
+	store := &fakeStore{base: checkpoint.Counters{RecordsRead: 100, RecordsWritten: 100, RequestsSent: 100, RUConsumed: 500}}
+	sink := &fakeSink{}
+
+	rep, err := testLoad(t, src, store, sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sink.written) != 12 {
+		t.Fatalf("written %d documents, want 12", len(sink.written))
+	}
+	last, ok := store.last[pc]
+	if !ok || !last.Complete || len(last.Committed) != 2 || last.Committed[0].Written != 7 || last.Committed[1].Written != 5 {
+		t.Fatalf("last save of the piece: %+v (saved: %v)", last, ok)
+	}
+	if !src.paced || !src.finished || !reflect.DeepEqual(rep.Shards, []string{"finished"}) {
+		t.Errorf("source not asked to pace (%v) or finish (%v)", src.paced, src.finished)
+	}
+	if rep.Status != "finished" || rep.RecordsRead != 112 || rep.RecordsWritten != 112 || rep.RequestsSent != 112 {
+		t.Errorf("report totals: status %s, read %d, written %d, requests %d; want finished, 112, 112, 112",
+			rep.Status, rep.RecordsRead, rep.RecordsWritten, rep.RequestsSent)
+	}
+	if rep.ThisRun.Records != 12 || rep.ThisRun.RecordsWritten != 12 || rep.ThisRun.RequestsSent != 12 || rep.ThisRun.RUConsumed != 60 {
+		t.Errorf("this run: %+v, want 12 records, 12 requests, 60 RU", rep.ThisRun)
+	}
+	if rep.RUPerRecord.Mean != 5 || rep.CheckpointSaves == 0 {
+		t.Errorf("charges %+v, checkpoint saves %d", rep.RUPerRecord, rep.CheckpointSaves)
+	}
+}
+
+// A shared load's shape: pieces one after another, one of them taken away
+// (its lease lost) before it is read; the load goes on with the next, and
+// the report counts what every piece committed.
+func TestLoadRunsPiecesInTurnAndSkipsALostOne(t *testing.T) {
+	dir := t.TempDir()
+	lost := make(chan struct{})
+	close(lost)
+	var released []string
+	var mu sync.Mutex
+	mk := func(name string, n int, lostCh <-chan struct{}) *piece {
+		return &piece{name: name, inputs: []Input{writeInput(t, dir, name, n)},
+			deadLetterPath: filepath.Join(dir, "dl-"+name+".ndjson"), lost: lostCh,
+			release: func() { mu.Lock(); released = append(released, name); mu.Unlock() }}
+	}
+	pieces := []*piece{mk("s1", 4, nil), mk("s2", 50, lost), mk("s3", 6, nil)}
+	src := &fakeSource{pieces: pieces}
+	store := &fakeStore{}
+	sink := &fakeSink{}
+
+	rep, err := testLoad(t, src, store, sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(released, []string{"s1", "s2", "s3"}) {
+		t.Errorf("released %v, want every piece in turn", released)
+	}
+	for _, pc := range []*piece{pieces[0], pieces[2]} {
+		if s := store.last[pc]; !s.Complete {
+			t.Errorf("piece %s: last save %+v, want complete", pc.name, s)
+		}
+	}
+	if s, ok := store.last[pieces[1]]; ok && s.Complete {
+		t.Errorf("the lost piece was saved complete: %+v", s)
+	}
+	var committed int64
+	for _, s := range store.last {
+		for _, c := range s.Committed {
+			committed += c.Written
+		}
+	}
+	if rep.Status != "finished" || rep.RecordsWritten != committed || rep.ThisRun.RecordsWritten != committed || committed < 10 {
+		t.Errorf("report: status %s, written %d, this run %d; the saves committed %d (≥ 10)",
+			rep.Status, rep.RecordsWritten, rep.ThisRun.RecordsWritten, committed)
+	}
+	if int64(len(sink.written)) < committed || rep.RUPerRecord.Mean != 5 {
+		t.Errorf("sink wrote %d, charges %+v", len(sink.written), rep.RUPerRecord)
+	}
+}
+
+// Execute reads its Job and writes nothing back: the defaults, the derived
+// dead-letter path and the resumed checkpoint state are its own; what it
+// resolved is in the Report.
+func TestExecuteLeavesItsJobAlone(t *testing.T) {
+	dir := t.TempDir()
+	in := writeInput(t, dir, "in", 9)
+	if err := os.WriteFile(in.Path, append(mustRead(t, in.Path), []byte("{not json\n")...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sink := &fakeSink{}
+	ckpt := filepath.Join(dir, "ck.json")
+	var saves []string
+	job := &Job{
+		Args: []string{in.Path}, Inputs: []source.Input{in.Input}, RU: 1e6, MaxErrors: -1,
+		CheckpointPath: ckpt, Restart: true,
+		Connect:      func(context.Context, TargetOptions) (*Target, error) { return fakeTarget(sink), nil },
+		Checkpointed: func(path string, _ checkpoint.Counters) { saves = append(saves, path) },
+	}
+	rep, err := Execute(context.Background(), job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job.Now != nil || job.Log != nil || job.Mode != "" || job.Strategy != "" || job.RUShare != 0 || job.IDField != "" || job.DeadLetterPath != "" {
+		t.Errorf("Execute wrote into its Job: %+v", job)
+	}
+	if rep.CheckpointPath != ckpt || rep.DeadLetterPath != filepath.Join(dir, "ck.deadletter.ndjson") || rep.RecordsWritten != 9 || rep.RecordsDeadLettered != 1 {
+		t.Errorf("report: checkpoint %q, dead letters %q, written %d, dead-lettered %d", rep.CheckpointPath, rep.DeadLetterPath, rep.RecordsWritten, rep.RecordsDeadLettered)
+	}
+	if len(saves) == 0 || saves[0] != ckpt {
+		t.Errorf("Checkpointed told %v, want the checkpoint's path", saves)
+	}
+
+	// Resumed from the start: the checkpoint state handed in is unchanged.
+	st, err := checkpoint.Load(ckpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Complete, st.Inputs[0].Committed, st.Inputs[0].Records = false, checkpoint.Position{}, 0
+	before, _ := json.Marshal(st)
+	resume := ResumeJob(st, ckpt)
+	resume.Connect = job.Connect
+	resume.MaxErrors = -1
+	rep, err = Execute(context.Background(), resume)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := json.Marshal(st); string(after) != string(before) {
+		t.Errorf("Execute changed the resumed state:\n%s\nwas\n%s", after, before)
+	}
+	if !rep.Resumed || rep.ThisRun.Records != 10 {
+		t.Errorf("resume: resumed %v, this run %d records, want 10", rep.Resumed, rep.ThisRun.Records)
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
