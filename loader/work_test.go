@@ -42,7 +42,9 @@ func (s *fakeSource) next(context.Context) (*piece, error) {
 	s.handed++
 	return s.pieces[s.handed-1], nil
 }
-func (s *fakeSource) pace(r *runPacing) { s.paced = r.pacer != nil && r.limiter != nil && r.watcher != nil }
+func (s *fakeSource) pace(r *runPacing) {
+	s.paced = r.pacer != nil && r.limiter != nil && r.watcher != nil
+}
 func (s *fakeSource) finish(rep *Report) {
 	s.finished = true
 	rep.Shards = append(rep.Shards, "finished")
