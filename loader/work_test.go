@@ -250,3 +250,104 @@ func mustRead(t *testing.T, path string) []byte {
 	}
 	return b
 }
+
+// fakeShared is a SharedStore whose capacity is always the whole target
+// and whose shards are handed out once each, in order.
+type fakeShared struct {
+	mu      sync.Mutex
+	shards  []*ShardClaim
+	handed  int
+	saved   map[string][]ShardProgress
+	release map[string]int
+}
+
+func (f *fakeShared) URL() string { return "fake://leases" }
+func (f *fakeShared) Capacity(cfg CapacityConfig) (Capacity, error) {
+	return &fakeCapacity{limit: cfg.TargetRU}, nil
+}
+func (f *fakeShared) Shards(ShardsConfig) (ShardClaimer, error) { return f, nil }
+func (f *fakeShared) Claim(context.Context) (*ShardClaim, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.handed == len(f.shards) {
+		return nil, nil
+	}
+	f.handed++
+	c := f.shards[f.handed-1]
+	c.ShardLease = &fakeLease{f: f, id: c.Shard.ID}
+	return c, nil
+}
+
+type fakeLease struct {
+	f  *fakeShared
+	id string
+}
+
+func (l *fakeLease) Lost() <-chan struct{} { return nil }
+func (l *fakeLease) Save(_ context.Context, p ShardProgress) error {
+	l.f.mu.Lock()
+	defer l.f.mu.Unlock()
+	l.f.saved[l.id] = append(l.f.saved[l.id], p)
+	return nil
+}
+func (l *fakeLease) Release(context.Context) error {
+	l.f.mu.Lock()
+	defer l.f.mu.Unlock()
+	l.f.release[l.id]++
+	return nil
+}
+
+type fakeCapacity struct{ limit float64 }
+
+func (c *fakeCapacity) SetDemand(float64)               {}
+func (c *fakeCapacity) Limit() float64                  { return c.limit }
+func (c *fakeCapacity) Held() int                       { return 1 }
+func (c *fakeCapacity) Subscribe(f func(limit float64)) { f(c.limit) }
+func (c *fakeCapacity) SetTarget(float64)               {}
+func (c *fakeCapacity) History() []LeaseSample          { return []LeaseSample{{Held: 1, LimitRU: c.limit}} }
+func (c *fakeCapacity) Run(ctx context.Context) error   { <-ctx.Done(); return nil }
+
+// A shared load through Execute: each shard's progress goes to its own
+// lease, a shard found already read to its end is marked done and not
+// read again, and the report names the shards and the store.
+func TestExecuteSharedSavesEachShardInItsBlob(t *testing.T) {
+	dir := t.TempDir()
+	a, b := writeInput(t, dir, "a", 8), writeInput(t, dir, "b", 3)
+	sizeA, sizeB := int64(len(mustRead(t, a.Path))), int64(len(mustRead(t, b.Path)))
+	store := &fakeShared{saved: map[string][]ShardProgress{}, release: map[string]int{},
+		shards: []*ShardClaim{
+			{Shard: Shard{ID: "a-0", Input: 0, End: sizeA}},
+			{Shard: Shard{ID: "b-0", Input: 1, End: sizeB}, From: ShardProgress{Offset: sizeB, Line: 3, Written: 3}},
+		}}
+	sink := &fakeSink{}
+	job := &Job{
+		Args: []string{a.Path, b.Path}, Inputs: []source.Input{a.Input, b.Input}, RU: 1e6, MaxErrors: -1,
+		DeadLetterPath: filepath.Join(dir, "dl"),
+		Connect:        func(context.Context, TargetOptions) (*Target, error) { return fakeTarget(sink), nil },
+		Shared:         &SharedOptions{Open: func(string, string, string) (SharedStore, error) { return store, nil }},
+	}
+	rep, err := Execute(context.Background(), job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sink.written) != 8 {
+		t.Errorf("wrote %d documents, want shard a-0's 8", len(sink.written))
+	}
+	sa, sb := store.saved["a-0"], store.saved["b-0"]
+	if len(sa) == 0 || !sa[len(sa)-1].Done || sa[len(sa)-1].Written != 8 || sa[len(sa)-1].Offset != sizeA {
+		t.Errorf("shard a-0 saves %+v, want the last done with 8 written at %d", sa, sizeA)
+	}
+	if len(sb) != 1 || !sb[0].Done || sb[0].Written != 3 {
+		t.Errorf("shard b-0 saves %+v, want one, done, keeping its 3 written", sb)
+	}
+	if store.release["a-0"] != 1 || store.release["b-0"] != 1 {
+		t.Errorf("releases %v, want one per shard", store.release)
+	}
+	if rep.Status != "finished" || rep.RecordsWritten != 8 || !reflect.DeepEqual(rep.Shards, []string{"a-0", "b-0"}) ||
+		len(rep.Leases) != 1 || !strings.HasPrefix(rep.CheckpointPath, "fake://leases/shards/job-") {
+		t.Errorf("report: %s, written %d, shards %v, leases %v, checkpoint %q", rep.Status, rep.RecordsWritten, rep.Shards, rep.Leases, rep.CheckpointPath)
+	}
+	if job.Shared.JobID != "" || job.Shared.Partitions != 0 {
+		t.Errorf("Execute wrote into the Job's SharedOptions: %+v", job.Shared)
+	}
+}
