@@ -130,20 +130,8 @@ func dryRunRun(ctx context.Context, o *DryRunOptions) error {
 		if err != nil {
 			return err
 		}
-		tgt, err := cosmos.Connect(ctx, to)
-		if err != nil {
-			return err
-		}
-		j.Bounds = tgt.Bounds
-		j.Mapper.PartitionKeyPaths = tgt.PartitionKeyPaths
-		j.Mapper.Policy = tgt.Indexing
-		j.TargetRU = o.RU
-		if j.TargetRU <= 0 {
-			if tgt.Throughput <= 0 {
-				return usageError("the container's throughput could not be read: set --ru")
-			}
-			j.TargetRU = tgt.Throughput * o.RUShare
-		}
+		j.Target, j.Connect = to, cosmos.Connect
+		j.TargetRU, j.RUShare = o.RU, o.RUShare
 	}
 	plan, err := loader.DryRun(ctx, j)
 	if err != nil {

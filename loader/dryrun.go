@@ -49,6 +49,37 @@ type DryRunJob struct {
 	// Batch is the import's --batch as a cap on operations (ParseBatch);
 	// requests are counted as the import would send them.
 	Batch int
+
+	// Connect, when set, opens Target and takes the container's partition
+	// key, indexing policy and partitions from it instead of Mapper's and
+	// Bounds; TargetRU, when 0, becomes its throughput × RUShare (cmd
+	// wires cosmos.Connect, as for an import).
+	Connect Connector
+	Target  TargetOptions
+	RUShare float64
+}
+
+// connected is j with the container's shape read through j.Connect.
+func (j *DryRunJob) connected(ctx context.Context) (*DryRunJob, error) {
+	tgt, err := j.Connect(ctx, j.Target)
+	if err != nil {
+		return nil, err
+	}
+	c := *j
+	c.Bounds = tgt.Bounds
+	c.Mapper.PartitionKeyPaths = tgt.PartitionKeyPaths
+	c.Mapper.Policy = tgt.Indexing
+	if c.TargetRU <= 0 {
+		if tgt.Throughput <= 0 {
+			return nil, &UsageError{errors.New("the container's throughput could not be read: set --ru")}
+		}
+		share := c.RUShare
+		if share <= 0 {
+			share = 1
+		}
+		c.TargetRU = tgt.Throughput * share
+	}
+	return &c, nil
 }
 
 // Plan is what a dry run predicts.
@@ -144,6 +175,13 @@ type RateRow struct {
 
 // DryRun reads and costs every record without writing anything.
 func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
+	if j.Connect != nil {
+		c, err := j.connected(ctx)
+		if err != nil {
+			return nil, err
+		}
+		j = c
+	}
 	if j.Now == nil {
 		j.Now = time.Now
 	}
