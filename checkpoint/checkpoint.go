@@ -105,6 +105,8 @@ type Config struct {
 	ThroughputBucket int    `json:"throughput_bucket,omitempty"`
 	// Batch is --batch as given ("" = auto).
 	Batch string `json:"batch,omitempty"`
+	// ThroughputInterval is --throughput-interval (0: the default).
+	ThroughputInterval time.Duration `json:"throughput_interval,omitempty"`
 	// Embedded means the local target built into the loader; its endpoint
 	// is a loopback address that changes from run to run.
 	Embedded bool `json:"embedded,omitempty"`

@@ -308,11 +308,6 @@ func (p *plan) wholeInputs(ctx context.Context, tgt *Target, inputs []Input, fps
 	w.segments = planSegments(inputs, state)
 	w.state, w.base = state, state.Counters
 
-	if p.Resume != nil && state.Config.ScaleRU > 0 {
-		// The first run checked the limit; the container may have split
-		// since, at the user's request.
-		p.ScaleRU, p.AllowSplit = state.Config.ScaleRU, true
-	}
 	if p.ScaleRU > 0 {
 		restore, err := p.scaleThroughput(ctx, tgt, state, partitions, p.logf)
 		if err != nil {

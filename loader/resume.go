@@ -19,6 +19,7 @@ func (j *Job) checkpointConfig(partitionKey []string) checkpoint.Config {
 		TargetRU: j.RU, RUShare: j.RUShare, DeadLetterPath: j.DeadLetterPath, Embedded: j.Embedded,
 		Strategy: string(j.Strategy), ReadAhead: j.ReadAhead, Batch: j.Batch,
 		Priority: j.Target.Priority, ThroughputBucket: j.Target.ThroughputBucket,
+		ThroughputInterval: j.Watch.ThroughputInterval,
 	}
 	if j.Source.Delimiter != 0 {
 		cfg.Delimiter = string(j.Source.Delimiter)
@@ -40,6 +41,10 @@ func ResumeJob(st *checkpoint.State, checkpointPath string) *Job {
 		Embedded: cfg.Embedded,
 		IDField:  cfg.IDField, Mode: Mode(cfg.Mode), Strategy: Strategy(cfg.Strategy),
 		RU: cfg.TargetRU, RUShare: cfg.RUShare, ReadAhead: cfg.ReadAhead, Batch: cfg.Batch,
+		Watch: WatchOptions{ThroughputInterval: cfg.ThroughputInterval},
+		// The first run checked --scale-ru's limit; the container may have
+		// split since, at the user's request.
+		ScaleRU: cfg.ScaleRU, AllowSplit: cfg.ScaleRU > 0,
 		CheckpointPath: checkpointPath, DeadLetterPath: cfg.DeadLetterPath,
 		Resume: st,
 	}

@@ -3,6 +3,7 @@ package loader
 import (
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/loader/source"
@@ -18,7 +19,8 @@ func TestResumeJobKeepsEveryStoredOption(t *testing.T) {
 		Target: TargetOptions{Endpoint: "https://acct.documents.azure.com:443/", Database: "db", Container: "c",
 			PartitionKey: []string{"/tenant", "/user"}, Priority: "low", ThroughputBucket: 2},
 		IDField: "orderId", Mode: ModeCreate, Strategy: StrategyNaive,
-		RU: 1234, RUShare: 0.5, ReadAhead: 777, DeadLetterPath: "/tmp/dl.ndjson",
+		RU: 1234, RUShare: 0.5, ReadAhead: 777, DeadLetterPath: "/tmp/dl.ndjson", Batch: "50",
+		Watch: WatchOptions{ThroughputInterval: 7 * time.Second},
 	}
 	st := &checkpoint.State{Config: j.checkpointConfig(j.Target.PartitionKey), Inputs: []checkpoint.Input{{Fingerprint: checkpoint.Fingerprint{Path: "a.csv"}}}}
 	got := ResumeJob(st, "/tmp/ck.json")
@@ -31,10 +33,49 @@ func TestResumeJobKeepsEveryStoredOption(t *testing.T) {
 		t.Errorf("target: got %+v", got.Target)
 	}
 	if got.IDField != j.IDField || got.Mode != j.Mode || got.Strategy != j.Strategy || got.RU != j.RU ||
-		got.RUShare != j.RUShare || got.ReadAhead != j.ReadAhead || got.DeadLetterPath != j.DeadLetterPath {
+		got.RUShare != j.RUShare || got.ReadAhead != j.ReadAhead || got.DeadLetterPath != j.DeadLetterPath ||
+		got.Batch != j.Batch || got.Watch != j.Watch {
 		t.Errorf("options: got %+v", got)
 	}
 	if !reflect.DeepEqual(got.Args, j.Args) || got.CheckpointPath != "/tmp/ck.json" || got.Resume != st {
 		t.Errorf("inputs/checkpoint: got %v %q", got.Args, got.CheckpointPath)
+	}
+}
+
+// Config → Job → Config keeps every field: a field added to the
+// checkpoint's Config that ResumeJob or checkpointConfig drops fails here.
+// The --scale-ru fields are state the run writes (scaleThroughput), not
+// options checkpointConfig repeats; ResumeJob must still hand them on.
+func TestResumeMappingRoundTripsEveryConfigField(t *testing.T) {
+	var cfg checkpoint.Config
+	v := reflect.ValueOf(&cfg).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		f := v.Field(i)
+		switch f.Kind() {
+		case reflect.String:
+			f.SetString("x" + v.Type().Field(i).Name)
+		case reflect.Bool:
+			f.SetBool(true)
+		case reflect.Int, reflect.Int64:
+			f.SetInt(int64(i + 2))
+		case reflect.Float64:
+			f.SetFloat(float64(i) + 0.5)
+		case reflect.Slice:
+			f.Set(reflect.ValueOf([]string{"/a", "/b"}))
+		default:
+			t.Fatalf("Config.%s: kind %s not covered by this test", v.Type().Field(i).Name, f.Kind())
+		}
+	}
+	cfg.Delimiter = ";"
+	st := &checkpoint.State{Config: cfg, Inputs: []checkpoint.Input{{Fingerprint: checkpoint.Fingerprint{Path: "a.csv"}}}}
+	j := ResumeJob(st, "/tmp/ck.json")
+	got := j.checkpointConfig(cfg.PartitionKey)
+	want := cfg
+	want.ScaleRU, want.OriginalRU, want.OriginalAutoscale = 0, 0, false
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("round trip:\n got %+v\nwant %+v", got, want)
+	}
+	if j.ScaleRU != cfg.ScaleRU || !j.AllowSplit {
+		t.Errorf("--scale-ru on resume: %v (allow split %v), want %v", j.ScaleRU, j.AllowSplit, cfg.ScaleRU)
 	}
 }
