@@ -30,6 +30,10 @@ type Config struct {
 	Credential       azcore.TokenCredential
 	// ChunkSize is the ranged GET size; 0 means DefaultChunkSize.
 	ChunkSize int64
+	// CacheBlockSize and CacheBlocks bound a random-access reader's cache
+	// (Parquet): 0 means DefaultCacheBlockSize and DefaultCacheBlocks.
+	CacheBlockSize int64
+	CacheBlocks    int
 	// Retry configures the SDK's retries of each request (5xx, 408, 429,
 	// timeouts and connection errors, with exponential backoff honouring
 	// Retry-After). Zero values mean 5 retries from 500 ms up to 30 s.
@@ -150,7 +154,7 @@ func (r *Resolver) prefix(cc *container.Client, loc location, prefix string) ([]
 		return nil, fmt.Errorf("list %s: %w", loc.display(prefix), err)
 	}
 	if len(ins) == 0 {
-		return nil, fmt.Errorf("no input blobs under %s (.ndjson, .jsonl, .json, .csv, .tsv, .tab, optionally .gz)", loc.display(prefix))
+		return nil, fmt.Errorf("no input blobs under %s (.ndjson, .jsonl, .json, .csv, .tsv, .tab, optionally .gz, or .parquet)", loc.display(prefix))
 	}
 	return ins, nil
 }
@@ -193,7 +197,7 @@ func (r *Resolver) list(cc *container.Client, loc location, prefix string, each 
 }
 
 func (r *Resolver) stat(cc *container.Client, loc location, name string) (source.Input, error) {
-	b := &Blob{client: cc.NewBlobClient(name), name: loc.display(name), chunk: r.cfg.ChunkSize}
+	b := r.blob(cc, loc, name)
 	id, err := b.Stat(r.ctx)
 	if err != nil {
 		return source.Input{}, err
@@ -203,8 +207,14 @@ func (r *Resolver) stat(cc *container.Client, loc location, name string) (source
 }
 
 func (r *Resolver) input(cc *container.Client, loc location, name string, id source.RemoteIdentity) source.Input {
-	b := &Blob{client: cc.NewBlobClient(name), name: loc.display(name), id: id, chunk: r.cfg.ChunkSize}
+	b := r.blob(cc, loc, name)
+	b.id = id
 	return source.Input{Path: b.name, Remote: b}
+}
+
+func (r *Resolver) blob(cc *container.Client, loc location, name string) *Blob {
+	return &Blob{client: cc.NewBlobClient(name), name: loc.display(name), chunk: r.cfg.ChunkSize,
+		cacheBlockSize: r.cfg.CacheBlockSize, cacheBlocks: r.cfg.CacheBlocks}
 }
 
 // client builds a container client with the best credential available.

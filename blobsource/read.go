@@ -21,6 +21,9 @@ type Blob struct {
 	name   string // display URL, no credentials
 	id     source.RemoteIdentity
 	chunk  int64
+
+	cacheBlockSize int64 // OpenRandom's cache; 0: the defaults
+	cacheBlocks    int
 }
 
 var _ source.Remote = (*Blob)(nil)

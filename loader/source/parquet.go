@@ -34,7 +34,7 @@ const parquetBatchRows = 4096
 // progress, ETA and dry-run totals advance by rows and end at the file size.
 type parquetReader struct {
 	path   string
-	f      *os.File
+	f      RandomReader // a local file, or a remote input's cached reader
 	pf     *file.Reader
 	fr     *pqarrow.FileReader
 	opts   Options
@@ -76,6 +76,7 @@ type parquetChunk struct {
 
 // ParquetRows returns the number of rows of a Parquet input, read from its
 // footer; ok is false when in is not a Parquet input or cannot be opened.
+// A blob costs one ranged GET: its tail, which holds the footer.
 func ParquetRows(in Input, opts Options) (rows int64, ok bool) {
 	if in.Stdin {
 		return 0, false
@@ -83,25 +84,50 @@ func ParquetRows(in Input, opts Options) (rows int64, ok bool) {
 	if f, err := ResolveFormat(in, opts); err != nil || f != FormatParquet {
 		return 0, false
 	}
-	pf, err := file.OpenParquetFile(in.Path, false)
+	f, _, err := openRandom(in)
 	if err != nil {
 		return 0, false
 	}
-	defer pf.Close()
+	defer f.Close()
+	defer func() {
+		if recover() != nil { // a damaged footer
+			rows, ok = 0, false
+		}
+	}()
+	pf, err := file.NewParquetReader(f)
+	if err != nil {
+		return 0, false
+	}
 	return pf.NumRows(), true
+}
+
+// openRandom opens a Parquet input for reads at any offset: a local file,
+// or a remote input through its bounded cache.
+func openRandom(in Input) (f RandomReader, size int64, err error) {
+	if in.Remote != nil {
+		f, err = in.Remote.OpenRandom()
+		return f, in.Remote.Identity().Size, err
+	}
+	lf, err := os.Open(in.Path)
+	if err != nil {
+		return nil, 0, err
+	}
+	st, err := lf.Stat()
+	if err != nil {
+		lf.Close()
+		return nil, 0, err
+	}
+	return lf, st.Size(), nil
 }
 
 func openParquet(in Input, opts Options, start Position) (r *parquetReader, err error) {
 	if in.Stdin {
 		return nil, errors.New("a Parquet input cannot be read from stdin: it needs random access (give a file)")
 	}
-	if in.Remote != nil {
-		return nil, errors.New("Parquet is read from local files only, not yet from blob storage")
-	}
 	if start.Line < 0 {
 		return nil, fmt.Errorf("invalid start position %+v", start)
 	}
-	f, err := os.Open(in.Path)
+	f, size, err := openRandom(in)
 	if err != nil {
 		return nil, err
 	}
@@ -110,11 +136,7 @@ func openParquet(in Input, opts Options, start Position) (r *parquetReader, err 
 			f.Close()
 		}
 	}()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	r = &parquetReader{path: in.Path, f: f, opts: opts, size: st.Size(), row: start.Line, ctx: context.Background()}
+	r = &parquetReader{path: in.Path, f: f, opts: opts, size: size, row: start.Line, ctx: context.Background()}
 	refuse := func(err error) error {
 		return &InputError{Code: ReasonCorruptInput, Line: start.Line + 1, Offset: start.Line,
 			Err: fmt.Errorf("not a readable Parquet file: %w", err)}

@@ -116,3 +116,11 @@ func TestRemoteIsNotSegmented(t *testing.T) {
 		t.Errorf("Split of a blob = %v, %q, %v; want one range and the reason", ranges, why, err)
 	}
 }
+
+type memRandom struct{ *bytes.Reader }
+
+func (memRandom) Close() error { return nil }
+
+func (m *memRemote) OpenRandom() (RandomReader, error) {
+	return memRandom{bytes.NewReader(m.data)}, nil
+}

@@ -106,6 +106,18 @@ type Remote interface {
 	Open(offset int64) (io.ReadCloser, error)
 	// ReadAt reads raw bytes at off, for small reads (magic bytes, heads).
 	ReadAt(p []byte, off int64) (int, error)
+	// OpenRandom returns a reader for many reads at any offset (Parquet:
+	// the footer, then the column chunks), with a bounded cache and
+	// read-ahead in front of the network.
+	OpenRandom() (RandomReader, error)
+}
+
+// RandomReader reads an input at any offset; Seek(0, io.SeekEnd) is its
+// size.
+type RandomReader interface {
+	io.ReaderAt
+	io.Seeker
+	io.Closer
 }
 
 // RemoteIdentity is a remote object's version: what a checkpoint trusts a

@@ -1,0 +1,181 @@
+package blobsource
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"math/rand"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cosmosloader/loader/loader/source"
+)
+
+// openRandomTest opens data.ndjson of f for random access with blocks of
+// 1000 bytes, 4 of them.
+func openRandomTest(t *testing.T, f *fakeBlob) (*random, func() (requests int, fetched int64)) {
+	t.Helper()
+	r, base := testResolver(t, f)
+	r.cfg.CacheBlockSize, r.cfg.CacheBlocks = 1000, 4
+	in, err := r.Open(base + "data.ndjson?sig=SECRET")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	f.ranges = nil
+	f.mu.Unlock()
+	ra, err := in.Remote.OpenRandom()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ra.Close() })
+	gets := func() (int, int64) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		var total int64
+		for _, rg := range f.ranges {
+			var a, b int64
+			if _, err := fmt.Sscanf(rg, "bytes=%d-%d", &a, &b); err != nil {
+				t.Fatalf("unranged request %q", rg)
+			}
+			total += b - a + 1
+		}
+		return len(f.ranges), total
+	}
+	return ra.(*random), gets
+}
+
+// quiesce waits for a read-ahead in flight, so counts are stable.
+func (r *random) quiesce() { r.wg.Wait() }
+
+func (r *random) held() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.blocks)
+}
+
+func TestRandomReadsMatchTheBlob(t *testing.T) {
+	data := lines(2000)
+	f := &fakeBlob{data: data, etag: `"e1"`}
+	ra, _ := openRandomTest(t, f)
+	rng := rand.New(rand.NewSource(1))
+	for i := 0; i < 500; i++ {
+		off := rng.Int63n(int64(len(data)) + 10)
+		n := rng.Intn(1500) // some larger than a block: fetched as asked, not cached
+		p := make([]byte, n)
+		got, err := ra.ReadAt(p, off)
+		want := max(0, min(n, len(data)-int(off)))
+		if got != want || (got < n && err != io.EOF) || (got == n && err != nil) {
+			t.Fatalf("ReadAt(%d bytes at %d) = %d, %v; want %d", n, off, got, err, want)
+		}
+		if want > 0 && !bytes.Equal(p[:got], data[off:off+int64(got)]) {
+			t.Fatalf("ReadAt(%d bytes at %d): wrong bytes", n, off)
+		}
+		if h := ra.held(); h > 5 { // 4, and one being fetched for the read itself
+			t.Fatalf("%d blocks held, the cache has room for 4", h)
+		}
+	}
+	if end, _ := ra.Seek(0, io.SeekEnd); end != int64(len(data)) {
+		t.Errorf("Seek(0, end) = %d, want the size %d", end, len(data))
+	}
+}
+
+// A sequential reader in small steps costs about one GET per block, each
+// block read ahead; memory stays within the blocks.
+func TestRandomReadsAheadInOrder(t *testing.T) {
+	data := lines(2000)
+	f := &fakeBlob{data: data, etag: `"e1"`}
+	ra, gets := openRandomTest(t, f)
+	body := int64(len(data))
+	p := make([]byte, 100)
+	// Past the middle of the first block, the second is on its way.
+	for off := int64(0); off < 600; off += 100 {
+		ra.ReadAt(p, off)
+	}
+	ra.quiesce()
+	f.mu.Lock()
+	ahead := slices.Contains(f.ranges, "bytes=1000-1999")
+	f.mu.Unlock()
+	if !ahead {
+		t.Errorf("after reading 600 bytes in order, GETs %v; want the next block read ahead", f.ranges)
+	}
+	for off := int64(600); off < body; off += 100 {
+		if _, err := ra.ReadAt(p, off); err != nil && err != io.EOF {
+			t.Fatal(err)
+		}
+		if h := ra.held(); h > 4 {
+			t.Fatalf("%d blocks held at %d, the cache has room for 4", h, off)
+		}
+	}
+	ra.quiesce()
+	n, fetched := gets()
+	blocks := int((body + 999) / 1000)
+	if n > blocks+2 || fetched > body+2000 {
+		t.Errorf("%d GETs of %d bytes for %d bytes read in order; want about %d GETs", n, fetched, body, blocks)
+	}
+}
+
+// The Parquet footer: the last 8 bytes, then the footer before them, is
+// one GET of the tail.
+func TestRandomTailOnce(t *testing.T) {
+	data := lines(2000)
+	f := &fakeBlob{data: data, etag: `"e1"`}
+	ra, gets := openRandomTest(t, f)
+	size := int64(len(data))
+	if _, err := ra.ReadAt(make([]byte, 8), size-8); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ra.ReadAt(make([]byte, 600), size-608); err != nil {
+		t.Fatal(err)
+	}
+	ra.quiesce()
+	if n, fetched := gets(); n != 1 || fetched != 1000 {
+		t.Errorf("footer read in %d GETs of %d bytes; want one of the last 1000 bytes", n, fetched)
+	}
+}
+
+// Many streams read in turns (the column chunks of a wide row group)
+// would evict each other's blocks unread: the reader notices and fetches
+// only what is asked, so the download stays about the bytes read.
+func TestRandomInterleavedStreamsNoAmplification(t *testing.T) {
+	data := lines(3000)
+	f := &fakeBlob{data: data, etag: `"e1"`}
+	ra, gets := openRandomTest(t, f)
+	const streams, span, step = 10, 8000, 250
+	p := make([]byte, step)
+	var read int64
+	for o := int64(0); o < span; o += step {
+		for s := int64(0); s < streams; s++ {
+			if _, err := ra.ReadAt(p, s*span+o); err != nil {
+				t.Fatal(err)
+			}
+			read += step
+		}
+	}
+	ra.quiesce()
+	_, fetched := gets()
+	if fetched > read*3/2 {
+		t.Errorf("fetched %d bytes for %d read by %d streams in turns", fetched, read, streams)
+	}
+}
+
+// A blob replaced after it was listed fails the read (If-Match), naming
+// the blob and not the SAS.
+func TestRandomRefusesAChangedBlob(t *testing.T) {
+	data := lines(2000)
+	f := &fakeBlob{data: data, etag: `"e1"`}
+	ra, _ := openRandomTest(t, f)
+	if _, err := ra.ReadAt(make([]byte, 10), 0); err != nil {
+		t.Fatal(err)
+	}
+	ra.quiesce()
+	f.mu.Lock()
+	f.etag = `"e2"`
+	f.mu.Unlock()
+	_, err := ra.ReadAt(make([]byte, 10), 20000)
+	if err == nil || !strings.Contains(err.Error(), "changed while it was being read (412") || strings.Contains(err.Error(), "SECRET") {
+		t.Fatalf("err = %v, want a 412 naming the blob only", err)
+	}
+	var _ source.RandomReader = ra
+}
