@@ -38,10 +38,11 @@ func parquetRow(i int) map[string]any {
 	return doc
 }
 
-func TestParquetImportLandsExactlyAndRefusesTheCorruptFile(t *testing.T) {
-	dir := parquetFixtures(t, "types.parquet", "rows.parquet", "truncated.parquet")
-	writeFile(t, dir, "more.ndjson", []byte(`{"id":"j1","pk":"p9"}`+"\n"))
-	want := map[string]map[string]any{"j1": {"id": "j1", "pk": "p9"}}
+// parquetFixtureDocs are the documents of rows.parquet and types.parquet
+// as they must land.
+func parquetFixtureDocs(t *testing.T) map[string]map[string]any {
+	t.Helper()
+	want := map[string]map[string]any{}
 	for i := 1; i <= 250; i++ {
 		want[fmt.Sprintf("r%d", i)] = parquetRow(i)
 	}
@@ -58,6 +59,14 @@ func TestParquetImportLandsExactlyAndRefusesTheCorruptFile(t *testing.T) {
 		}
 		want[doc["id"].(string)] = doc
 	}
+	return want
+}
+
+func TestParquetImportLandsExactlyAndRefusesTheCorruptFile(t *testing.T) {
+	dir := parquetFixtures(t, "types.parquet", "rows.parquet", "truncated.parquet")
+	writeFile(t, dir, "more.ndjson", []byte(`{"id":"j1","pk":"p9"}`+"\n"))
+	want := parquetFixtureDocs(t)
+	want["j1"] = map[string]any{"id": "j1", "pk": "p9"}
 	for _, tg := range targets(t) {
 		t.Run(tg.name, func(t *testing.T) {
 			out := t.TempDir()

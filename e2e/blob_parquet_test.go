@@ -1,0 +1,197 @@
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/cosmosloader/loader/checkpoint"
+	"github.com/cosmosloader/loader/emulator"
+	"github.com/cosmosloader/loader/internal/testenv"
+)
+
+// Parquet inputs in blob storage (Azurite): a glob of the independent
+// writer's fixtures with a corrupt blob among them, dry-run, a kill and
+// resume in the middle of a blob of many row groups, a shared load.
+
+// genParquet writes rows rows (id prefix-i, tenant, seq, pad) in row
+// groups of rowGroup rows with arrow-go, and returns the file and the
+// documents it must land as.
+func genParquet(t *testing.T, prefix string, rows, rowGroup int) ([]byte, map[string]map[string]any) {
+	t.Helper()
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.BinaryTypes.String},
+		{Name: "tenant", Type: arrow.BinaryTypes.String},
+		{Name: "seq", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "pad", Type: arrow.BinaryTypes.String},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	want := map[string]map[string]any{}
+	for i := 0; i < rows; i++ {
+		id, tenant, pad := fmt.Sprintf("%s-%d", prefix, i), fmt.Sprintf("t%d", i%5), strings.Repeat(string(rune('a'+i%26)), 100+i%50)
+		b.Field(0).(*array.StringBuilder).Append(id)
+		b.Field(1).(*array.StringBuilder).Append(tenant)
+		b.Field(2).(*array.Int64Builder).Append(int64(i))
+		b.Field(3).(*array.StringBuilder).Append(pad)
+		want[id] = map[string]any{"id": id, "tenant": tenant, "seq": float64(i), "pad": pad}
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	tbl := array.NewTableFromRecords(schema, []arrow.RecordBatch{rec})
+	defer tbl.Release()
+	var buf bytes.Buffer
+	if err := pqarrow.WriteTable(tbl, &buf, int64(rowGroup), parquet.NewWriterProperties(), pqarrow.DefaultWriterProps()); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes(), want
+}
+
+func checkDocs(t *testing.T, got, want map[string]map[string]any) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("%d documents landed, want %d", len(got), len(want))
+	}
+	bad := 0
+	for id, w := range want {
+		if !reflect.DeepEqual(got[id], w) {
+			if bad++; bad <= 5 {
+				t.Errorf("document %s:\n got %v\nwant %v", id, got[id], w)
+			}
+		}
+	}
+}
+
+func TestBlobParquetGlobLandsExactlyAndRefusesTheCorruptBlob(t *testing.T) {
+	az := testenv.Azurite(t)
+	tg := localTarget(t, emulatorOptions())
+	cc := blobContainer(t, az, "exports")
+	for _, n := range []string{"types.parquet", "rows.parquet", "truncated.parquet"} {
+		b, err := os.ReadFile(filepath.Join(repoRoot(), "testdata", "parquet", n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		putBlob(t, cc, "2026-11/"+n, b)
+	}
+	putBlob(t, cc, "2026-11/part-1.ndjson", []byte(`{"id":"j1","pk":"p9"}`+"\n")) // not matched by the glob
+	glob := az.BlobEndpoint() + "/exports/2026-11/*.parquet"
+	conn := []string{"--source-connection-string", az.ConnectionString()}
+	want := parquetFixtureDocs(t)
+
+	dry := runLoader(t, nil, append([]string{"dry-run", glob, "--json"}, conn...)...)
+	if dry.code != 0 || !strings.Contains(dry.stdout, `"records": 255`) || !strings.Contains(dry.stdout, `"reason": "corrupt_input"`) {
+		t.Errorf("dry-run: exit %d, want 255 records and the corrupt blob\n%s\n%s", dry.code, dry.stdout, dry.stderr)
+	}
+
+	out := t.TempDir()
+	dl, rep := filepath.Join(out, "dead.ndjson"), filepath.Join(out, "report.json")
+	res := runLoader(t, nil, append(append([]string{"import", glob}, conn...), tg.args("e2e", "pqblob",
+		"--create-container", "--partition-key", "/pk", "--dead-letter", dl, "--report", rep,
+		"--checkpoint", filepath.Join(out, "ckpt.json"))...)...)
+	if res.code != 3 {
+		t.Fatalf("exit %d, want 3 (a refused input)\nstderr:\n%s", res.code, res.stderr)
+	}
+	checkDocs(t, readAll(t, tg, "e2e", "pqblob"), want)
+	dead := readDeadLetters(t, dl)
+	if len(dead) != 1 || dead[0]["source"] != az.BlobEndpoint()+"/exports/2026-11/truncated.parquet" ||
+		dead[0]["reason"] != "corrupt_input" || !strings.Contains(dead[0]["error"].(string), "Parquet") {
+		t.Fatalf("dead letters %v, want one corrupt_input entry naming the blob truncated.parquet", dead)
+	}
+	if r := readReport(t, rep); r["records_written"] != float64(len(want)) || r["records_dead_lettered"] != 1.0 {
+		t.Errorf("report: written %v dead-lettered %v", r["records_written"], r["records_dead_lettered"])
+	}
+}
+
+// A load killed in the middle of a Parquet blob of many row groups
+// resumes from the committed row: every row lands exactly once.
+func TestBlobParquetKillAndResume(t *testing.T) {
+	az := testenv.Azurite(t)
+	tg := localTarget(t, emulator.Options{DefaultRU: 1000})
+	cc := blobContainer(t, az, "inputs")
+	const rows = 1500
+	data, want := genParquet(t, "p", rows, 100)
+	putBlob(t, cc, "big.parquet", data)
+	ckpt := filepath.Join(t.TempDir(), "ckpt.json")
+	conn := []string{"--source-connection-string", az.ConnectionString()}
+	args := append([]string{"import", az.BlobEndpoint() + "/inputs/big.parquet", "--checkpoint", ckpt, "--checkpoint-interval", "100ms"},
+		tg.args("e2e", "pqresume", "--create-container", "--partition-key", "/tenant", "--ru", "1000")...)
+	cmd, wait := startLoader(t, append(args, conn...)...)
+	// Past a few row groups, so the resume skips whole ones.
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if st, err := checkpoint.Load(ckpt); err == nil && st.Inputs[0].Committed.Line >= 350 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no checkpoint past row 350 within 60 s")
+		}
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	wait()
+	st, err := checkpoint.Load(ckpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := st.Inputs[0].Committed
+	if st.Complete || c.Line <= 0 || c.Line >= rows || !strings.Contains(st.Inputs[0].Path, "/inputs/big.parquet") {
+		t.Fatalf("checkpoint after SIGKILL: complete=%v input %s committed=%+v", st.Complete, st.Inputs[0].Path, c)
+	}
+	t.Logf("killed at row %d of %d (row group %d of %d)", c.Line, rows, c.Line/100+1, rows/100)
+
+	res := runLoader(t, nil, append([]string{"resume", ckpt, "--quiet", "--key", tg.key}, conn...)...)
+	if res.code != 0 {
+		t.Fatalf("resume: exit %d\n%s", res.code, res.stderr)
+	}
+	checkDocs(t, readAll(t, tg, "e2e", "pqresume"), want)
+	if st, err := checkpoint.Load(ckpt); err != nil || !st.Complete || st.Inputs[0].Committed.Line != rows {
+		t.Errorf("checkpoint after resume: %+v, %v", st, err)
+	}
+}
+
+// Two loaders over one prefix of Parquet blobs: one shard per blob, as
+// for local Parquet files, every row once.
+func TestTwoLoadersShareParquetBlobs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("shared capacity: not in -short")
+	}
+	az := testenv.Azurite(t)
+	tg := localTarget(t, emulator.Options{DefaultRU: sharedRU})
+	cc := blobContainer(t, az, "fleet")
+	want := map[string]map[string]any{}
+	for _, f := range []struct {
+		name string
+		rows int
+	}{{"a", 400}, {"b", 300}, {"c", 200}} {
+		data, w := genParquet(t, f.name, f.rows, 64)
+		putBlob(t, cc, "pq/"+f.name+".parquet", data)
+		for id, d := range w {
+			want[id] = d
+		}
+	}
+	var waits []func() (int, string)
+	for p := 0; p < 2; p++ {
+		_, wait := startLoader(t, append([]string{"import", az.BlobEndpoint() + "/fleet/pq/",
+			"--source-connection-string", az.ConnectionString(), "--shard-size", "4096"}, sharedArgs(tg, az)...)...)
+		waits = append(waits, wait)
+	}
+	for i, wait := range waits {
+		if code, stderr := wait(); code != 0 {
+			t.Fatalf("loader %d: exit %d\n%s", i, code, stderr)
+		}
+	}
+	checkDocs(t, readAll(t, tg, "e2e", "shared"), want)
+	if n := shardBlobs(t, az); n != 3 {
+		t.Errorf("%d shards for 3 Parquet blobs at --shard-size 4096, want one per blob", n)
+	}
+}
