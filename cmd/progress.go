@@ -149,6 +149,11 @@ func progressLine(ev loader.ProgressEvent, r rates, width int) string {
 		label = "records "
 	}
 	switch total := estimateTotal(ev); {
+	case pct >= 0 && ev.TotalRows > 0:
+		// Parquet: the footers say how many rows there are.
+		p, of := strconv.Itoa(int(pct))+"%", human.Count(done)+" of "+human.Count(ev.TotalRows)+" rows"
+		add(form{0, p}, form{1, human.Count(done) + "/" + human.Count(ev.TotalRows) + " " + p},
+			form{5, of + " (" + p + ")"}, form{20, label + of + " (" + p + ")"})
 	case pct >= 0 && total > 0:
 		// Reading runs ahead of writing: the total is the records read per
 		// byte times the input's size, an estimate until all is read.

@@ -36,6 +36,11 @@ var progressStates = []struct {
 			DeadLettered: 2000},
 		TotalBytes: 200 * 1024, TargetRU: 4000, PacerLimitRU: 4000,
 	}, rates{}},
+	{"parquet-rows", loader.ProgressEvent{
+		Live: loader.Live{Elapsed: 95 * time.Second, RecordsRead: 1300000, BytesRead: 90 * mb, BytesDone: 80 * mb,
+			Written: 1200000, Requests: 1200000, RU: 7000000},
+		TotalBytes: 900 * mb, TotalRows: 13100000, TargetRU: 80000, PacerLimitRU: 80000,
+	}, rates{RU: 76000, BytesPerSec: 850 * 1024}},
 	{"stdin-unknown-total", loader.ProgressEvent{
 		Live: loader.Live{Elapsed: 68 * time.Second, RecordsRead: 140000, BytesRead: 60 * mb, BytesDone: 58 * mb,
 			Written: 139200, Requests: 139500, Throttled: 12, RU: 980000},

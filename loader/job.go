@@ -248,6 +248,7 @@ type wholeInputs struct {
 	cost       *pacing.CostModel
 	dlSize     int64
 	totalBytes int64
+	totalRows  int64
 	live       bool
 	handed     bool
 	// restore puts the container's throughput back (--scale-ru).
@@ -348,6 +349,9 @@ func (p *plan) wholeInputs(ctx context.Context, tgt *Target, inputs []Input, fps
 			w.totalBytes += end - in.Start.Offset
 		}
 	}
+	if p.Progress != nil {
+		w.totalRows = parquetRowsLeft(w.segments.inputs, p.Source)
+	}
 	return w, nil
 }
 
@@ -359,7 +363,7 @@ func (w *wholeInputs) next(context.Context) (*piece, error) {
 	return &piece{
 		inputs: w.segments.inputs, cursors: w.segments.cursors,
 		source:     segmentedSource(w.p.Source, w.segments.cursors),
-		totalBytes: w.totalBytes, deadLetterPath: w.p.DeadLetterPath, deadLetterSize: w.dlSize,
+		totalBytes: w.totalBytes, totalRows: w.totalRows, deadLetterPath: w.p.DeadLetterPath, deadLetterSize: w.dlSize,
 	}, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cosmosloader/loader/loader/source"
 	"github.com/cosmosloader/loader/pacing"
 )
 
@@ -15,6 +16,11 @@ type ProgressEvent struct {
 	// TotalBytes is the input this run has to load (what is left of it on
 	// resume); 0 when unknown: stdin, shards of a shared load.
 	TotalBytes int64
+	// TotalRows is the rows this run has to load when every input is
+	// Parquet, exact from the footers (less the committed rows); 0
+	// otherwise. Parquet positions are rows scaled to bytes, so the byte
+	// figures advance by rows too.
+	TotalRows int64
 	// TargetRU is the run's target RU/s.
 	TargetRU float64
 	// PacerLimitRU is the pacer's current limit, below TargetRU while 429s
@@ -48,6 +54,20 @@ func (j *Job) progressFunc(totalBytes int64, target float64, pacer *pacing.Pacer
 		}
 		j.Progress(ev)
 	}
+}
+
+// parquetRowsLeft is TotalRows: the rows left to load when every input is
+// Parquet, else 0.
+func parquetRowsLeft(ins []Input, opts source.Options) int64 {
+	var n int64
+	for _, in := range ins {
+		rows, ok := source.ParquetRows(in.Input, opts)
+		if !ok {
+			return 0
+		}
+		n += rows - in.Start.Line
+	}
+	return n
 }
 
 // StallWarning is how long no write may succeed, while attempts keep

@@ -44,7 +44,9 @@ type piece struct {
 	cursors int
 	source  source.Options
 	// totalBytes is what the piece has to read, for progress; 0 unknown.
-	totalBytes     int64
+	totalBytes int64
+	// totalRows is its rows when every input is Parquet; 0 otherwise.
+	totalRows      int64
 	deadLetterPath string
 	deadLetterSize int64
 	// lost is closed when the piece is taken away (another loader owns
@@ -130,7 +132,7 @@ func (p *plan) load(ctx context.Context, tgt *Target, mapper *record.Mapper, tar
 		o.DeadLetterPath, o.DeadLetterSize = pc.deadLetterPath, pc.deadLetterSize
 		o.Checkpoint = func(s Snapshot) error { return store.save(pc, s) }
 		o.Progress = p.progressFunc(pc.totalBytes, target, pacerStats, func(ev *ProgressEvent) {
-			ev.TargetRU = w.current()
+			ev.TargetRU, ev.TotalRows = w.current(), pc.totalRows
 			if rp.fill != nil {
 				rp.fill(ev)
 			}

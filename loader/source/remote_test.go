@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"strings"
 	"testing"
 )
@@ -123,4 +124,30 @@ func (memRandom) Close() error { return nil }
 
 func (m *memRemote) OpenRandom() (RandomReader, error) {
 	return memRandom{bytes.NewReader(m.data)}, nil
+}
+
+// A Parquet input in blob storage reads like a local one: rows from its
+// footer, a resume from the committed row.
+func TestRemoteParquet(t *testing.T) {
+	data, err := os.ReadFile(parquetDir + "rows.parquet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := Input{Path: "https://acct.blob.core.windows.net/c/rows.parquet", Remote: &memRemote{data: data}}
+	if rows, ok := ParquetRows(in, Options{}); !ok || rows != 250 {
+		t.Fatalf("ParquetRows = %d, %v; want 250", rows, ok)
+	}
+	r, err := Open(in, nil, Options{}, Position{Line: 120})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	got := readAllRecords(t, r)
+	if len(got) != 130 || !strings.Contains(got[0], `"id":"r121"`) {
+		t.Fatalf("resumed at row 120: %d rows, first %.40s", len(got), got[0])
+	}
+	bad := Input{Path: "https://acct.blob.core.windows.net/c/x.parquet", Remote: &memRemote{data: data[:len(data)-9]}}
+	if _, err := Open(bad, nil, Options{}, Position{}); err == nil || !strings.Contains(err.Error(), "not a readable Parquet file") {
+		t.Errorf("a truncated blob: %v", err)
+	}
 }
