@@ -9,6 +9,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/apache/arrow-go/v18/parquet/file"
 )
 
 // memRemote is a Remote over bytes that records the offsets it was opened at.
@@ -149,5 +151,65 @@ func TestRemoteParquet(t *testing.T) {
 	bad := Input{Path: "https://acct.blob.core.windows.net/c/x.parquet", Remote: &memRemote{data: data[:len(data)-9]}}
 	if _, err := Open(bad, nil, Options{}, Position{}); err == nil || !strings.Contains(err.Error(), "not a readable Parquet file") {
 		t.Errorf("a truncated blob: %v", err)
+	}
+}
+
+// recordingRandom records the offsets a random-access reader is read at.
+type recordingRandom struct {
+	memRandom
+	offs *[]int64
+}
+
+func (r recordingRandom) ReadAt(p []byte, off int64) (int, error) {
+	*r.offs = append(*r.offs, off)
+	return r.memRandom.ReadAt(p, off)
+}
+
+type recordingRemote struct {
+	*memRemote
+	offs []int64
+}
+
+func (m *recordingRemote) OpenRandom() (RandomReader, error) {
+	return recordingRandom{memRandom{bytes.NewReader(m.data)}, &m.offs}, nil
+}
+
+// A Parquet blob resumed in its last row group reads nothing of the row
+// groups before it: over the network they are never downloaded.
+func TestRemoteParquetResumeSkipsRowGroupsUnread(t *testing.T) {
+	data, err := os.ReadFile(parquetDir + "rows.parquet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := file.NewParquetReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := pf.RowGroup(pf.NumRowGroups() - 1).MetaData()
+	lastStart := int64(len(data))
+	for c := 0; c < last.NumColumns(); c++ {
+		cc, err := last.ColumnChunk(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := cc.DataPageOffset()
+		if cc.HasDictionaryPage() {
+			start = min(start, cc.DictionaryPageOffset())
+		}
+		lastStart = min(lastStart, start)
+	}
+	m := &recordingRemote{memRemote: &memRemote{data: data}}
+	r, err := Open(Input{Path: "https://acct.blob.core.windows.net/c/rows.parquet", Remote: m}, nil, Options{}, Position{Line: 220})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if got := readAllRecords(t, r); len(got) != 30 {
+		t.Fatalf("resumed at row 220: %d rows", len(got))
+	}
+	for _, off := range m.offs {
+		if off < lastStart {
+			t.Errorf("read at byte %d, before the last row group (byte %d): reads %v", off, lastStart, m.offs)
+		}
 	}
 }
