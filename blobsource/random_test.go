@@ -6,8 +6,15 @@ import (
 	"io"
 	"math/rand"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/cosmosloader/loader/loader/source"
 )
@@ -178,4 +185,93 @@ func TestRandomRefusesAChangedBlob(t *testing.T) {
 		t.Fatalf("err = %v, want a 412 naming the blob only", err)
 	}
 	var _ source.RandomReader = ra
+}
+
+// wideParquet writes cols string columns of rows rows in one row group,
+// with small pages, so arrow-go reads the column chunks in turns.
+func wideParquet(t *testing.T, cols, rows int) []byte {
+	t.Helper()
+	var fields []arrow.Field
+	for c := 0; c < cols; c++ {
+		fields = append(fields, arrow.Field{Name: fmt.Sprintf("c%d", c), Type: arrow.BinaryTypes.String})
+	}
+	schema := arrow.NewSchema(fields, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	rng := rand.New(rand.NewSource(2))
+	for i := 0; i < rows; i++ {
+		for c := 0; c < cols; c++ {
+			b.Field(c).(*array.StringBuilder).Append(strconv.FormatUint(rng.Uint64(), 36))
+		}
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	tbl := array.NewTableFromRecords(schema, []arrow.RecordBatch{rec})
+	defer tbl.Release()
+	var buf bytes.Buffer
+	props := parquet.NewWriterProperties(parquet.WithDictionaryDefault(false), parquet.WithDataPageSize(4<<10))
+	if err := pqarrow.WriteTable(tbl, &buf, int64(rows), props, pqarrow.DefaultWriterProps()); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// Read by the Parquet reader itself, a blob costs about its own size in
+// GETs: with room for every column chunk being read (narrow), and with
+// more column chunks than blocks (wide), where the cache gives up
+// reading ahead instead of fetching blocks it evicts unread.
+func TestRandomUnderTheParquetReader(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		cols, rows int
+		block      int64
+		blocks     int
+	}{
+		// The reader reads 256 KiB at a time per column chunk.
+		{"narrow", 3, 180000, 1 << 20, 16},
+		{"wide", 24, 36000, 1 << 20, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := wideParquet(t, tc.cols, tc.rows)
+			f := &fakeBlob{data: data, etag: `"e1"`}
+			r, base := testResolver(t, f)
+			r.cfg.CacheBlockSize, r.cfg.CacheBlocks = tc.block, tc.blocks
+			in, err := r.Open(base + "data.ndjson?sig=x")
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.mu.Lock()
+			f.ranges = nil
+			f.mu.Unlock()
+			rd, err := source.Open(in, nil, source.Options{Format: "parquet"}, source.Position{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for ; ; n++ {
+				if _, err := rd.Next(); err == io.EOF {
+					break
+				} else if err != nil {
+					t.Fatal(err)
+				}
+			}
+			rd.Close()
+			if n != tc.rows {
+				t.Fatalf("%d rows read, want %d", n, tc.rows)
+			}
+			var fetched int64
+			f.mu.Lock()
+			gets := len(f.ranges)
+			for _, rg := range f.ranges {
+				var a, b int64
+				fmt.Sscanf(rg, "bytes=%d-%d", &a, &b)
+				fetched += b - a + 1
+			}
+			f.mu.Unlock()
+			t.Logf("%d bytes of Parquet: %d GETs, %d bytes fetched", len(data), gets, fetched)
+			if fetched > int64(len(data))*3/2 {
+				t.Errorf("fetched %d bytes for a %d-byte file", fetched, len(data))
+			}
+		})
+	}
 }
