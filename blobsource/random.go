@@ -55,10 +55,10 @@ type random struct {
 }
 
 type block struct {
-	off   int64
-	data  []byte
-	ready chan struct{} // closed when data (or err) is in
-	err   error
+	off    int64
+	data   []byte
+	ready  chan struct{} // closed when data (or err) is in
+	err    error
 	used   int64 // LRU tick
 	high   int64 // end of the furthest read served from it
 	served int64 // bytes served from it
