@@ -8,6 +8,11 @@
 // counts only until one third of its duration before the server would expire
 // it, so a process whose renewals stop getting through stops spending that
 // capacity before anyone else can acquire it.
+//
+// A dead process's partitions come back before its leases expire: a process
+// counts a partition only while its own heartbeat is fresh, so once that
+// heartbeat is old enough the others know it spends nothing and break its
+// leases (see breakable for the timing argument).
 package lease
 
 import (
@@ -16,12 +21,16 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"net/http"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
@@ -79,21 +88,29 @@ type Capacity struct {
 	blobs      []*blockblob.Client
 	member     *blockblob.Client // this process's heartbeat blob
 	wake       chan struct{}
+	beatEvery  time.Duration // how often the heartbeat is written
+	freshFor   time.Duration // how long after a heartbeat was sent its partitions still count
+	deadAfter  time.Duration // a heartbeat this old (server time) means its process spends nothing
+	backoff    time.Duration // Run's goroutine only
 
 	mu          sync.Mutex
 	demand      float64
 	held        map[int]time.Time // partition → when its last successful acquire/renew was sent
+	labelled    map[int]time.Time // partition → when its holder label was last written (sent)
 	storageOK   bool
 	history     []Sample
 	abandoned   bool
 	nextAcquire time.Time
 	ready       bool // container known to exist
 	beat        time.Time
-	beatWant    int     // the want last published in the heartbeat; 0: no heartbeat blob
-	share       int     // partitions this process may hold while others want theirs
-	members     int     // processes wanting partitions at the last heartbeat
-	reservedAll float64 // RU/s reserved by the live processes, this one included
-	beatOn      bool    // this process's heartbeat blob exists
+	beatWant    int             // the want last published in the heartbeat; 0: no heartbeat blob
+	share       int             // partitions this process may hold while others want theirs
+	members     int             // processes wanting partitions at the last heartbeat
+	reservedAll float64         // RU/s reserved by the live processes, this one included
+	beatOn      bool            // this process's heartbeat blob exists
+	streak      time.Time       // since when the heartbeat has been fresh without a gap (ack time)
+	beatDate    time.Time       // the server's time of the last heartbeat listing
+	alive       map[string]bool // heartbeat blobs fresh at beatDate
 
 	notifyMu sync.Mutex
 	subs     []func(float64)
@@ -130,8 +147,16 @@ func NewCapacity(cfg CapacityConfig) (*Capacity, error) {
 		renewEvery: cfg.LeaseDuration / 3,
 		safeFor:    cfg.LeaseDuration - cfg.LeaseDuration/3,
 		reqTimeout: cfg.LeaseDuration / 6,
+		// Heartbeats twice per renewal period; partitions count for a
+		// renewal period and a half after one (a late heartbeat has a
+		// full period of slack); a heartbeat two periods old means its
+		// process spends nothing, with half a period of margin.
+		beatEvery: cfg.LeaseDuration / 6,
+		freshFor:  cfg.LeaseDuration / 2,
+		deadAfter: cfg.LeaseDuration * 2 / 3,
 		wake:       make(chan struct{}, 1),
 		held:       map[int]time.Time{},
+		labelled:   map[int]time.Time{},
 		storageOK:  true,
 		notified:   cfg.ReservedRU,
 	}
@@ -237,10 +262,17 @@ func (c *Capacity) History() []Sample {
 	return append([]Sample(nil), c.history...)
 }
 
+// countedLocked is how many partitions count at now: renewed recently
+// enough, while this process's heartbeat is fresh, and labelled with its ID
+// since the heartbeat last became fresh. The last two are what makes
+// breaking a dead holder's lease safe (see breakable).
 func (c *Capacity) countedLocked(now time.Time) int {
+	if c.beat.IsZero() || now.Sub(c.beat) >= c.freshFor {
+		return 0
+	}
 	n := 0
-	for _, renewed := range c.held {
-		if now.Sub(renewed) < c.safeFor {
+	for p, renewed := range c.held {
+		if now.Sub(renewed) < c.safeFor && !c.labelled[p].Before(c.streak) {
 			n++
 		}
 	}
@@ -291,26 +323,29 @@ func decide(demand, reserved, per float64, held, partitions, share int) int {
 // ReservedRU and retries with backoff. It returns nil once ctx is done.
 func (c *Capacity) Run(ctx context.Context) error {
 	defer c.shutdown()
-	var backoff time.Duration
+	// The limit drops when a lease or the heartbeat stops counting, even
+	// while the loop below waits on a slow storage call: the others' break
+	// timing relies on it (see breakable).
+	go func() {
+		tick := time.NewTicker(c.renewEvery / 10)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				c.notify()
+			}
+		}
+	}()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	<-timer.C
 	for {
-		err := c.round(ctx)
+		wait := c.step(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
-		var wait time.Duration
-		if err != nil {
-			c.storageDown(err)
-			backoff = min(max(2*backoff, 500*time.Millisecond), c.renewEvery)
-			wait = backoff
-		} else {
-			c.storageUp()
-			backoff = 0
-			wait = c.nextWake()
-		}
-		c.notify()
 		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
@@ -322,6 +357,28 @@ func (c *Capacity) Run(ctx context.Context) error {
 		case <-timer.C:
 		}
 	}
+}
+
+// step is one pass of Run's loop: a round, the storage health it showed,
+// subscribers told. It returns how long to wait before the next pass. Tests
+// call it directly on a fake clock.
+func (c *Capacity) step(ctx context.Context) time.Duration {
+	err := c.round(ctx)
+	if ctx.Err() != nil {
+		return 0
+	}
+	var wait time.Duration
+	if err != nil {
+		c.storageDown(err)
+		c.backoff = min(max(2*c.backoff, 500*time.Millisecond), c.renewEvery)
+		wait = c.backoff
+	} else {
+		c.storageUp()
+		c.backoff = 0
+		wait = c.nextWake()
+	}
+	c.notify()
+	return wait
 }
 
 // round renews what is due, then acquires or releases toward the demand. It
@@ -375,6 +432,22 @@ func (c *Capacity) round(ctx context.Context) error {
 	if err := c.heartbeat(ctx, now); err != nil {
 		return err
 	}
+	// After a gap in the heartbeat the partitions still held count again
+	// only once labelled anew: a breaker that judged this process dead
+	// during the gap then finds the label's ETag changed and fails.
+	c.mu.Lock()
+	var relabel []int
+	for p := range c.held {
+		if c.labelled[p].Before(c.streak) {
+			relabel = append(relabel, p)
+		}
+	}
+	c.mu.Unlock()
+	for _, p := range relabel {
+		if err := c.label(ctx, p); err != nil {
+			return err
+		}
+	}
 
 	c.mu.Lock()
 	change := decide(c.demand, c.cfg.ReservedRU, c.per, len(c.held), c.cfg.Partitions, c.share)
@@ -397,6 +470,7 @@ func (c *Capacity) round(ctx context.Context) error {
 			// never spent twice.
 			c.mu.Lock()
 			delete(c.held, p)
+			delete(c.labelled, p)
 			c.mu.Unlock()
 			c.notify()
 			rctx, cancel := context.WithTimeout(ctx, c.reqTimeout)
@@ -425,13 +499,23 @@ func (c *Capacity) round(ctx context.Context) error {
 
 // acquire tries each partition that is neither held here nor leased
 // elsewhere once, in random order so that processes starting together spread
-// over the partitions, until it holds n more.
+// over the partitions, until it holds n more. If that is not enough it
+// breaks the leases of processes known to spend nothing (breakable).
 func (c *Capacity) acquire(ctx context.Context, free []int, n int) (int, error) {
-	// One listing says which leases are live, so a starving process can
-	// poll often without an acquire per partition.
-	leased := map[string]bool{}
+	// One listing says which leases are live and who holds them, so a
+	// starving process can poll often without an acquire per partition.
+	type blobState struct {
+		leased   bool
+		holder   string
+		modified time.Time
+		etag     azcore.ETag
+	}
+	blobs := map[string]blobState{}
 	prefix := c.cfg.Prefix
-	pager := c.cfg.Container.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: &prefix})
+	pager := c.cfg.Container.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{
+		Prefix:  &prefix,
+		Include: container.ListBlobsInclude{Metadata: true},
+	})
 	for pager.More() {
 		rctx, cancel := context.WithTimeout(ctx, c.reqTimeout)
 		page, err := pager.NextPage(rctx)
@@ -440,36 +524,170 @@ func (c *Capacity) acquire(ctx context.Context, free []int, n int) (int, error) 
 			return 0, fmt.Errorf("list capacity partitions: %w", err)
 		}
 		for _, b := range page.Segment.BlobItems {
-			if b.Name != nil && b.Properties != nil && b.Properties.LeaseState != nil {
-				st := *b.Properties.LeaseState
-				leased[*b.Name] = st == azlease.StateTypeLeased || st == azlease.StateTypeBreaking
+			if b.Name == nil || b.Properties == nil {
+				continue
 			}
+			var st blobState
+			if ls := b.Properties.LeaseState; ls != nil {
+				st.leased = *ls == azlease.StateTypeLeased || *ls == azlease.StateTypeBreaking
+			}
+			if b.Properties.LastModified != nil {
+				st.modified = *b.Properties.LastModified
+			}
+			if b.Properties.ETag != nil {
+				st.etag = *b.Properties.ETag
+			}
+			for k, v := range b.Metadata {
+				if v != nil && strings.EqualFold(k, metaHolder) {
+					st.holder = *v
+				}
+			}
+			blobs[*b.Name] = st
 		}
 	}
 	rand.Shuffle(len(free), func(i, j int) { free[i], free[j] = free[j], free[i] })
 	got := 0
+	var dead []int
 	for _, p := range free {
-		if leased[BlobName(c.cfg.Prefix, p, c.cfg.Partitions)] {
-			continue
-		}
 		if got == n {
 			break
 		}
-		sent := c.cfg.Clock()
-		err := c.tryAcquire(ctx, p)
+		st := blobs[BlobName(c.cfg.Prefix, p, c.cfg.Partitions)]
+		// A lease still held under this process's own ID (storage came
+		// back before it expired) is acquired again at once.
+		if st.leased && st.holder != c.id {
+			if c.breakable(st.holder, st.modified) {
+				dead = append(dead, p)
+			}
+			continue
+		}
+		ok, err := c.take(ctx, p)
+		if err != nil {
+			return got, err
+		}
+		if ok {
+			got++
+		}
+	}
+	for _, p := range dead {
+		if got == n {
+			break
+		}
+		st := blobs[BlobName(c.cfg.Prefix, p, c.cfg.Partitions)]
+		rctx, cancel := context.WithTimeout(ctx, c.reqTimeout)
+		_, err := c.clients[p].BreakLease(rctx, &azlease.BlobBreakOptions{
+			BreakPeriod:              to.Ptr(int32(0)),
+			ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &st.etag},
+		})
+		cancel()
 		switch {
 		case err == nil:
-			got++
-			c.mu.Lock()
-			c.held[p] = sent
-			c.mu.Unlock()
-			c.notify()
-		case coord.Taken(err):
+			c.cfg.Logf("capacity partition %d: broke the lease of process %s, whose heartbeat stopped", p, st.holder)
+		case coord.HasStatus(err, http.StatusPreconditionFailed, http.StatusConflict, http.StatusNotFound):
+			// Relabelled (its holder is back), released or taken since
+			// the listing: leave it.
+			continue
 		default:
-			return got, fmt.Errorf("acquire lease on partition %d: %w", p, err)
+			return got, fmt.Errorf("break lease on partition %d: %w", p, err)
+		}
+		ok, err := c.take(ctx, p)
+		if err != nil {
+			return got, err
+		}
+		if ok {
+			got++
 		}
 	}
 	return got, nil
+}
+
+// take acquires partition p and labels it with this process's ID; it
+// reports false when another process holds it.
+func (c *Capacity) take(ctx context.Context, p int) (bool, error) {
+	sent := c.cfg.Clock()
+	err := c.tryAcquire(ctx, p)
+	switch {
+	case coord.Taken(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("acquire lease on partition %d: %w", p, err)
+	}
+	c.mu.Lock()
+	c.held[p] = sent
+	c.mu.Unlock()
+	if err := c.label(ctx, p); err != nil {
+		return false, err
+	}
+	c.notify()
+	return true, nil
+}
+
+// label writes this process's ID into partition p's metadata under its
+// lease; p counts only after that (countedLocked). A lease lost meanwhile
+// drops p.
+func (c *Capacity) label(ctx context.Context, p int) error {
+	sent := c.cfg.Clock()
+	id := c.id
+	rctx, cancel := context.WithTimeout(ctx, c.reqTimeout)
+	_, err := c.blobs[p].SetMetadata(rctx, map[string]*string{metaHolder: &id}, &blob.SetMetadataOptions{
+		AccessConditions: &blob.AccessConditions{LeaseAccessConditions: &blob.LeaseAccessConditions{LeaseID: &id}},
+	})
+	cancel()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case err == nil:
+		c.labelled[p] = sent
+	case coord.LeaseLost(err):
+		c.cfg.Logf("capacity partition %d: lease lost: %v", p, err)
+		delete(c.held, p)
+		delete(c.labelled, p)
+	default:
+		return fmt.Errorf("label partition %d: %w", p, err)
+	}
+	return nil
+}
+
+// breakable reports whether a partition leased by holder and last labelled
+// at modified (server time) may have its lease broken now, with a break
+// period of 0 and on condition that its ETag has not changed since the
+// listing. It may when the holder's heartbeat was absent or older than
+// deadAfter at the last heartbeat listing (server time beatDate), and the
+// label is at least deadAfter older than that listing.
+//
+// Why the holder then spends nothing, alive or not: it counts a partition
+// only while it knows of a heartbeat it sent less than freshFor ago, and
+// only if it labelled the partition after its heartbeat last became fresh
+// (countedLocked). Suppose it counted the partition at some time after the
+// break. Renewals after the break fail, and so do label writes under the
+// broken lease; the unchanged ETag says the label the break saw, written at
+// modified, was its last before the break. So the holder's heartbeat was
+// fresh without a gap from at most modified to after the break, which
+// includes beatDate (modified < beatDate - deadAfter, and the partition
+// listing that gave the ETag follows the heartbeat listing). Fresh at
+// beatDate means the listing showed a heartbeat acknowledged before
+// beatDate and sent less than freshFor before it: age < freshFor <
+// deadAfter. Contradiction. The margin deadAfter − freshFor (a sixth of the
+// lease duration, 2.5 s at 15 s) absorbs the one-second resolution of
+// Last-Modified and Date and requests still in flight when the holder's
+// limit dropped (Run's ticker drops it within a tenth of a renewal period).
+//
+// A holder whose lease was broken while it was stalled finds out at its
+// next renewal (lease lost) or, if it wrote a fresh heartbeat first, at its
+// relabel; either way it never counted the partition after the break. And
+// the break costs the fleet nothing it did not already lose: the holder's
+// capacity had stopped counting anywhere.
+func (c *Capacity) breakable(holder string, modified time.Time) bool {
+	if holder == "" || modified.IsZero() {
+		// Labelled by no one: leave it to expire.
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.beatDate.IsZero() || c.alive[c.cfg.Prefix+membersDir+holder] {
+		return false
+	}
+	return !modified.After(c.beatDate.Add(-c.deadAfter))
 }
 
 func (c *Capacity) tryAcquire(ctx context.Context, p int) error {
@@ -497,6 +715,11 @@ func (c *Capacity) nextWake() time.Duration {
 	for _, renewed := range c.held {
 		wait = min(wait, renewed.Add(c.renewEvery).Sub(now))
 	}
+	if c.beatOn {
+		// A late heartbeat stops this process's partitions from
+		// counting: wake for it.
+		wait = min(wait, c.beat.Add(c.beatEvery).Sub(now))
+	}
 	if !c.nextAcquire.IsZero() && decide(c.demand, c.cfg.ReservedRU, c.per, len(c.held), c.cfg.Partitions, c.share) > 0 {
 		wait = min(wait, c.nextAcquire.Sub(now))
 	}
@@ -519,6 +742,7 @@ func (c *Capacity) storageDown(err error) {
 	c.ready = false
 	c.nextAcquire = time.Time{}
 	clear(c.held)
+	clear(c.labelled)
 	c.mu.Unlock()
 }
 
@@ -607,22 +831,27 @@ const membersDir = "members/"
 const (
 	metaWant     = "want"
 	metaReserved = "reserved"
+	// metaHolder, on a partition blob, is the lease ID of the process that
+	// labelled it under its lease: the name of its heartbeat blob.
+	metaHolder = "holder"
 )
 
 // heartbeat publishes how many partitions this process wants and reads what
 // every live process wants, to work out this process's fair share: without
 // it the first process to start would hold every partition for as long as
-// it had work. A process's heartbeat counts for two and a half renewal
-// periods, so a dead process's claim on a share lapses about when its
-// leases do.
+// it had work. A process's heartbeat counts for two renewal periods
+// (deadAfter); by then a dead process's partitions have stopped counting
+// and the others break their leases.
 func (c *Capacity) heartbeat(ctx context.Context, now time.Time) error {
 	c.mu.Lock()
 	want := wanted(c.demand, c.cfg.ReservedRU, c.per, c.cfg.Partitions)
 	published, on := c.beatWant, c.beatOn
 	// A process spending only its reserved capacity still announces it, so
 	// that the others carve it out of the target.
-	present := want > 0 || (c.demand > 0 && c.cfg.ReservedRU > 0)
-	due := want != published || !on || now.Sub(c.beat) >= c.renewEvery-c.renewEvery/10
+	// And so does one still holding partitions: they count only while its
+	// heartbeat is fresh.
+	present := want > 0 || len(c.held) > 0 || (c.demand > 0 && c.cfg.ReservedRU > 0)
+	due := want != published || !on || now.Sub(c.beat) >= c.beatEvery-c.beatEvery/10
 	c.mu.Unlock()
 
 	rctx, cancel := context.WithTimeout(ctx, c.reqTimeout)
@@ -636,20 +865,27 @@ func (c *Capacity) heartbeat(ctx context.Context, now time.Time) error {
 		}
 		c.mu.Lock()
 		c.beatWant, c.beatOn, c.share = 0, false, c.cfg.Partitions
+		c.beat = time.Time{}
 		c.mu.Unlock()
 		return nil
 	}
 	if due {
 		w := strconv.Itoa(want)
 		r := strconv.FormatFloat(c.cfg.ReservedRU, 'f', -1, 64)
+		sent := c.cfg.Clock()
 		_, err := c.member.Upload(rctx, coord.Body(nil), &blockblob.UploadOptions{
 			Metadata: map[string]*string{metaWant: &w, metaReserved: &r},
 		})
 		if err != nil {
 			return fmt.Errorf("write capacity heartbeat: %w", err)
 		}
+		acked := c.cfg.Clock()
 		c.mu.Lock()
-		c.beat, c.beatWant, c.beatOn = now, want, true
+		if c.beat.IsZero() || acked.Sub(c.beat) >= c.freshFor {
+			// A gap: partitions labelled before it no longer count.
+			c.streak = acked
+		}
+		c.beat, c.beatWant, c.beatOn = sent, want, true
 		c.mu.Unlock()
 	}
 
@@ -662,6 +898,8 @@ func (c *Capacity) heartbeat(ctx context.Context, now time.Time) error {
 	})
 	var stale []string
 	reserved := c.cfg.ReservedRU
+	alive := map[string]bool{self: true}
+	var listed time.Time
 	for pager.More() {
 		page, err := pager.NextPage(rctx)
 		if err != nil {
@@ -672,6 +910,9 @@ func (c *Capacity) heartbeat(ctx context.Context, now time.Time) error {
 		if page.Date != nil {
 			serverNow = *page.Date
 		}
+		if listed.IsZero() {
+			listed = serverNow
+		}
 		for _, b := range page.Segment.BlobItems {
 			if b.Name == nil || *b.Name == self || b.Properties == nil || b.Properties.LastModified == nil {
 				continue
@@ -680,13 +921,13 @@ func (c *Capacity) heartbeat(ctx context.Context, now time.Time) error {
 			if age > 4*c.cfg.LeaseDuration {
 				stale = append(stale, *b.Name)
 			}
-			// A live process rewrites its heartbeat every renewal period;
-			// two and a half periods without one means it is gone, so the
-			// others raise their share while its leases run out and take
-			// them soon after they expire.
-			if age > c.renewEvery*5/2 {
+			// A live process rewrites its heartbeat twice per renewal
+			// period; two periods without one means it spends nothing, so
+			// the others raise their share and break its leases.
+			if age > c.deadAfter {
 				continue
 			}
+			alive[*b.Name] = true
 			for k, v := range b.Metadata {
 				if v != nil && strings.EqualFold(k, metaWant) {
 					if n, err := strconv.Atoi(*v); err == nil && n > 0 {
@@ -726,6 +967,12 @@ func (c *Capacity) heartbeat(ctx context.Context, now time.Time) error {
 		c.cfg.Logf("capacity: %d processes want partitions; this one's fair share is %d of %d", len(names), share, c.cfg.Partitions)
 	}
 	c.share, c.members = share, len(names)
+	c.alive = alive
+	if page := listed; !page.IsZero() {
+		c.beatDate = page
+	} else {
+		c.beatDate = time.Time{}
+	}
 	if reserved != c.reservedAll {
 		c.reservedAll = reserved
 		c.resizeLocked()
