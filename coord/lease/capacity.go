@@ -154,11 +154,11 @@ func NewCapacity(cfg CapacityConfig) (*Capacity, error) {
 		beatEvery: cfg.LeaseDuration / 6,
 		freshFor:  cfg.LeaseDuration / 2,
 		deadAfter: cfg.LeaseDuration * 2 / 3,
-		wake:       make(chan struct{}, 1),
-		held:       map[int]time.Time{},
-		labelled:   map[int]time.Time{},
-		storageOK:  true,
-		notified:   cfg.ReservedRU,
+		wake:      make(chan struct{}, 1),
+		held:      map[int]time.Time{},
+		labelled:  map[int]time.Time{},
+		storageOK: true,
+		notified:  cfg.ReservedRU,
 	}
 	c.reservedAll = cfg.ReservedRU
 	c.resizeLocked()
@@ -267,16 +267,20 @@ func (c *Capacity) History() []Sample {
 // since the heartbeat last became fresh. The last two are what makes
 // breaking a dead holder's lease safe (see breakable).
 func (c *Capacity) countedLocked(now time.Time) int {
-	if c.beat.IsZero() || now.Sub(c.beat) >= c.freshFor {
-		return 0
-	}
 	n := 0
-	for p, renewed := range c.held {
-		if now.Sub(renewed) < c.safeFor && !c.labelled[p].Before(c.streak) {
+	for p := range c.held {
+		if c.countsLocked(p, now) {
 			n++
 		}
 	}
 	return n
+}
+
+// countsLocked reports whether held partition p counts at now; the
+// heartbeat must be fresh too (countedLocked).
+func (c *Capacity) countsLocked(p int, now time.Time) bool {
+	fresh := !c.beat.IsZero() && now.Sub(c.beat) < c.freshFor
+	return fresh && now.Sub(c.held[p]) < c.safeFor && !c.labelled[p].Before(c.streak)
 }
 
 func (c *Capacity) limitLocked(now time.Time) float64 {
@@ -575,10 +579,7 @@ func (c *Capacity) acquire(ctx context.Context, free []int, n int) (int, error) 
 		}
 		st := blobs[BlobName(c.cfg.Prefix, p, c.cfg.Partitions)]
 		rctx, cancel := context.WithTimeout(ctx, c.reqTimeout)
-		_, err := c.clients[p].BreakLease(rctx, &azlease.BlobBreakOptions{
-			BreakPeriod:              to.Ptr(int32(0)),
-			ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &st.etag},
-		})
+		_, err := c.clients[p].BreakLease(rctx, breakOptions(st.etag))
 		cancel()
 		switch {
 		case err == nil:
@@ -599,6 +600,14 @@ func (c *Capacity) acquire(ctx context.Context, free []int, n int) (int, error) 
 		}
 	}
 	return got, nil
+}
+
+// breakOptions break a lease at once, if the blob still has etag.
+func breakOptions(etag azcore.ETag) *azlease.BlobBreakOptions {
+	return &azlease.BlobBreakOptions{
+		BreakPeriod:              to.Ptr(int32(0)),
+		ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &etag},
+	}
 }
 
 // take acquires partition p and labels it with this process's ID; it

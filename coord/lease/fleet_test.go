@@ -1,0 +1,317 @@
+package lease
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/cosmosloader/loader/coord/coordtest"
+	"github.com/cosmosloader/loader/pacing/pacingtest"
+)
+
+// Fleet tests: several Capacities on one fake blob service, all on one fake
+// clock, each stepped as its Run loop would step it. No real time passes,
+// so what they check — the split, the reserve, takeover, outages — holds
+// however busy the machine is.
+
+// sim is a fleet under test.
+type sim struct {
+	t     *testing.T
+	clk   *pacingtest.FakeClock
+	blob  *coordtest.FakeBlob
+	procs []*simProc
+	// overlaps counts moments when two processes counted one partition.
+	overlaps []string
+}
+
+type simProc struct {
+	name    string
+	c       *Capacity
+	next    time.Time // when its loop would wake
+	stalled bool      // not stepped: killed, or frozen
+}
+
+func newSim(t *testing.T) *sim {
+	clk := pacingtest.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	return &sim{t: t, clk: clk, blob: coordtest.NewFakeBlob(t, clk.Now)}
+}
+
+// add starts a process with cfg's sizes, this sim's storage and clock.
+func (s *sim) add(name string, cfg CapacityConfig, demand float64) *simProc {
+	s.t.Helper()
+	cfg.Container = s.blob.Container(s.t, "leases")
+	cfg.Clock = s.clk.Now
+	if cfg.Prefix == "" {
+		cfg.Prefix = "capacity/db/c/"
+	}
+	cfg.Logf = func(format string, args ...any) {
+		s.t.Logf("%6.2fs %s: "+format, append([]any{s.elapsed().Seconds(), name}, args...)...)
+	}
+	c, err := NewCapacity(cfg)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	c.SetDemand(demand)
+	p := &simProc{name: name, c: c, next: s.clk.Now()}
+	s.procs = append(s.procs, p)
+	return p
+}
+
+var simStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func (s *sim) elapsed() time.Duration { return s.clk.Now().Sub(simStart) }
+
+// run advances the clock by d in 100 ms ticks, stepping every process
+// that is due (its timer ran out, or SetDemand woke it) and checking after
+// each tick that no partition counts in two processes.
+func (s *sim) run(d time.Duration) {
+	s.t.Helper()
+	const tick = 100 * time.Millisecond
+	for end := s.clk.Now().Add(d); s.clk.Now().Before(end); {
+		now := s.clk.Now()
+		for _, p := range s.procs {
+			if p.stalled {
+				continue
+			}
+			woken := false
+			select {
+			case <-p.c.wake:
+				woken = true
+			default:
+			}
+			if woken || !now.Before(p.next) {
+				p.next = now.Add(p.c.step(context.Background()))
+			}
+		}
+		s.checkExclusive()
+		s.clk.Advance(tick)
+	}
+}
+
+// until runs until cond holds, at most d; it returns how long that took.
+func (s *sim) until(d time.Duration, what string, cond func() bool) time.Duration {
+	s.t.Helper()
+	from := s.clk.Now()
+	for !cond() {
+		if s.clk.Now().Sub(from) > d {
+			s.t.Fatalf("%s: not within %v", what, d)
+		}
+		s.run(100 * time.Millisecond)
+	}
+	return s.clk.Now().Sub(from)
+}
+
+func (s *sim) checkExclusive() {
+	now := s.clk.Now()
+	counted := map[int]string{}
+	for _, p := range s.procs {
+		p.c.mu.Lock()
+		for part := range p.c.held {
+			if p.c.countsLocked(part, now) {
+				if other, ok := counted[part]; ok {
+					s.overlaps = append(s.overlaps, fmt.Sprintf("%v: partition %d counted by %s and %s", s.elapsed(), part, other, p.name))
+				}
+				counted[part] = p.name
+			}
+		}
+		p.c.mu.Unlock()
+	}
+}
+
+func (s *sim) done() {
+	s.t.Helper()
+	if len(s.overlaps) > 0 {
+		s.t.Errorf("a partition counted in two processes at once: %v", s.overlaps[:min(len(s.overlaps), 5)])
+	}
+}
+
+func (s *sim) held() []int {
+	var h []int
+	for _, p := range s.procs {
+		h = append(h, p.c.Held())
+	}
+	return h
+}
+
+func (s *sim) limits() (sum float64) {
+	for _, p := range s.procs {
+		if !p.stalled {
+			sum += p.c.Limit()
+		}
+	}
+	return sum
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-6 }
+
+// Three processes split the partitions evenly, each carving its reserve out
+// of the target: everything the fleet may spend adds up to the target, and
+// follows it when it changes.
+func TestFleetSplitsAndCarvesOutReserve(t *testing.T) {
+	s := newSim(t)
+	cfg := CapacityConfig{Partitions: 6, TargetRU: 6000, ReservedRU: 500}
+	for i := 0; i < 3; i++ {
+		s.add(fmt.Sprintf("p%d", i), cfg, 1e6)
+	}
+	took := s.until(30*time.Second, "an even split", func() bool {
+		h := s.held()
+		return h[0] == 2 && h[1] == 2 && h[2] == 2 && near(s.limits(), 6000)
+	})
+	t.Logf("even split with the reserves carved out after %v", took)
+	for _, p := range s.procs {
+		// (6000 − 3 × 500) ÷ 6 = 750 a partition.
+		if got := p.c.Limit(); !near(got, 2*750+500) {
+			t.Errorf("%s: limit %v, want 2 × 750 + 500", p.name, got)
+		}
+	}
+	s.run(20 * time.Second) // steady: no churn, no overshoot
+	if got := s.limits(); !near(got, 6000) {
+		t.Errorf("fleet limit %v after 20 s more, want 6000", got)
+	}
+	for _, p := range s.procs {
+		p.c.SetTarget(3000)
+	}
+	if got := s.limits(); !near(got, 3000) {
+		t.Errorf("fleet limit %v after the target fell to 3000, want 3000", got)
+	}
+	s.done()
+}
+
+// A killed process's partitions are taken over by breaking its leases once
+// its heartbeat is two renewal periods old: sooner than its leases would
+// expire, and never while it could still count them.
+func TestFleetBreaksKilledProcessLeases(t *testing.T) {
+	s := newSim(t)
+	cfg := CapacityConfig{Partitions: 6, TargetRU: 6000, ReservedRU: 150}
+	for i := 0; i < 3; i++ {
+		s.add(fmt.Sprintf("p%d", i), cfg, 1e6)
+	}
+	s.until(30*time.Second, "an even split", func() bool { h := s.held(); return h[0]+h[1]+h[2] == 6 && h[0] == 2 })
+	s.run(7 * time.Second)
+	victim := s.procs[0]
+	victim.stalled = true
+	// When its leases would expire on their own: a lease duration after
+	// its last renewals.
+	var expire time.Time
+	victim.c.mu.Lock()
+	for _, renewed := range victim.c.held {
+		if e := renewed.Add(victim.c.cfg.LeaseDuration); e.After(expire) {
+			expire = e
+		}
+	}
+	victim.c.mu.Unlock()
+	killed := s.clk.Now()
+	took := s.until(20*time.Second, "the survivors to hold all six", func() bool {
+		return s.procs[1].c.Held()+s.procs[2].c.Held() == 6
+	})
+	t.Logf("takeover %v after the kill; the leases would have expired %v after it", took, expire.Sub(killed))
+	if at := killed.Add(took); !at.Before(expire) {
+		t.Errorf("takeover at %v after the kill, not before the leases' expiry (%v)", took, expire.Sub(killed))
+	}
+	// Heartbeat ≤ half a period old at the kill, two periods to be dead,
+	// one-second timestamps, a third of a period to look again.
+	if limit := 10*time.Second + 2*time.Second + 2*time.Second; took > limit {
+		t.Errorf("takeover after %v, want ≤ %v", took, limit)
+	}
+	// The dead one's reserve goes back into the partitions.
+	if got := s.limits(); !near(got, 6000) {
+		t.Errorf("survivors' limits add up to %v, want 6000", got)
+	}
+	s.done()
+}
+
+// A process frozen long enough to be judged dead (a stalled VM, a long GC
+// pause) loses its partitions to a break; when it wakes, it has not counted
+// them since its heartbeat went stale, learns of the break at its next
+// renewal, and never counts a partition another process counts.
+func TestFleetFrozenHolderNeverOverlaps(t *testing.T) {
+	// Every 300 ms from shorter than a heartbeat's freshness to well past
+	// the break: the holder wakes before, during and after it.
+	for freeze := 4 * time.Second; freeze <= 20*time.Second; freeze += 300 * time.Millisecond {
+		t.Run(freeze.String(), func(t *testing.T) {
+			s := newSim(t)
+			cfg := CapacityConfig{Partitions: 4, TargetRU: 4000}
+			a := s.add("a", cfg, 1e6)
+			b := s.add("b", cfg, 1e6)
+			s.until(30*time.Second, "a split", func() bool { return a.c.Held() == 2 && b.c.Held() == 2 })
+			s.run(3 * time.Second)
+			a.stalled = true
+			s.run(freeze)
+			a.stalled = false
+			a.next = s.clk.Now()
+			s.run(30 * time.Second)
+			if h := s.held(); h[0] != 2 || h[1] != 2 {
+				t.Errorf("after the freeze: held %v, want two each again", h)
+			}
+			s.done()
+		})
+	}
+}
+
+// The ETag condition: a holder that relabelled its partition between a
+// breaker's listing and its break keeps it.
+func TestBreakFailsAfterRelabel(t *testing.T) {
+	s := newSim(t)
+	a := s.add("a", CapacityConfig{Partitions: 1, TargetRU: 100}, 1e6)
+	s.until(10*time.Second, "a to hold it", func() bool { return a.c.Held() == 1 })
+	cont := s.blob.Container(t, "leases")
+	name := BlobName("capacity/db/c/", 0, 1)
+	pager := cont.NewListBlobsFlatPager(nil)
+	page, err := pager.NextPage(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var etag = page.Segment.BlobItems[0].Properties.ETag
+	if err := a.c.label(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
+	b := s.add("b", CapacityConfig{Partitions: 1, TargetRU: 100}, 1e6)
+	_, err = b.c.clients[0].BreakLease(context.Background(), breakOptions(*etag))
+	if err == nil {
+		t.Fatal("break with the ETag from before the relabel succeeded")
+	}
+	if got := s.blob.Lease("leases", name); got != "leased" {
+		t.Errorf("lease %s after the refused break, want leased", got)
+	}
+}
+
+// With storage down every process falls back to its reserve at once (the
+// next round fails) and takes its share back when storage returns.
+func TestFleetStorageOutageFallsBackToReserve(t *testing.T) {
+	s := newSim(t)
+	var warnings int
+	cfg := CapacityConfig{Partitions: 6, TargetRU: 6000, ReservedRU: 1000}
+	a := s.add("a", cfg, 1e6)
+	b := s.add("b", cfg, 1e6)
+	for _, p := range s.procs {
+		logf := p.c.cfg.Logf
+		p.c.cfg.Logf = func(format string, args ...any) {
+			if format[:16] == "capacity leases:" {
+				warnings++
+			}
+			logf(format, args...)
+		}
+	}
+	s.until(30*time.Second, "a split", func() bool { return a.c.Held() == 3 && b.c.Held() == 3 && near(s.limits(), 6000) })
+	s.blob.SetDown(true)
+	took := s.until(10*time.Second, "both at their reserve", func() bool {
+		return a.c.Limit() == 1000 && b.c.Limit() == 1000
+	})
+	t.Logf("down to the reserve %v after the outage began", took)
+	if took > a.c.beatEvery+time.Second {
+		t.Errorf("fell back after %v, want within a heartbeat period", took)
+	}
+	s.run(30 * time.Second)
+	if a.c.Limit() != 1000 || b.c.Limit() != 1000 {
+		t.Errorf("during the outage: limits %v and %v, want the reserves", a.c.Limit(), b.c.Limit())
+	}
+	s.blob.SetDown(false)
+	took = s.until(30*time.Second, "the split back", func() bool { return a.c.Held() == 3 && b.c.Held() == 3 })
+	t.Logf("back to an even split %v after storage returned", took)
+	if warnings != 4 {
+		t.Errorf("%d storage warnings, want one down and one up per process", warnings)
+	}
+	s.done()
+}
