@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -399,56 +398,4 @@ func waitRU(t *testing.T, cc *azcosmos.ContainerClient, ru int32) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("throughput never reached %d", ru)
-}
-
-// TestReservedCapacityInsideTarget: three loaders share 6,000 RU/s, each
-// with --reserved-ru 500. Reserved capacity is carved out of the target
-// (it used to be spent on top: 3 × 500 = +25 %), so no 5-second window
-// exceeds the target by more than 2 %.
-func TestReservedCapacityInsideTarget(t *testing.T) {
-	if testing.Short() {
-		t.Skip("shared capacity: not in -short")
-	}
-	az := testenv.Azurite(t)
-	tg := localTarget(t, emulator.Options{DefaultRU: sharedRU})
-	dir := t.TempDir()
-	var waits []func() (int, string)
-	for p := 0; p < 3; p++ {
-		sub := filepath.Join(dir, fmt.Sprint(p))
-		os.MkdirAll(sub, 0o755)
-		in, _ := crashInput(t, sub, 6000)
-		b, _ := os.ReadFile(in)
-		os.WriteFile(in, []byte(strings.ReplaceAll(string(b), `"id":"doc-`, fmt.Sprintf(`"id":"p%d-doc-`, p))), 0o644)
-		_, wait := startLoader(t, append([]string{"import", in}, sharedArgs(tg, az, "--reserved-ru", "500")...)...)
-		waits = append(waits, wait)
-	}
-	for i, wait := range waits {
-		if code, stderr := wait(); code != 0 {
-			t.Fatalf("loader %d: exit %d\n%s", i, code, stderr)
-		}
-	}
-	if n := len(readAll(t, tg, "e2e", "shared")); n != 18000 {
-		t.Errorf("%d documents landed, want 18000", n)
-	}
-	series, usage := containerSeries(t, tg.srv)
-	var first, last int64 = 1 << 62, 0
-	for sec := range series {
-		first, last = min(first, sec), max(last, sec)
-	}
-	worst := 0.0
-	for s := first; s+5 <= last+1; s++ {
-		var ru float64
-		for k := s; k < s+5; k++ {
-			ru += series[k].RU
-		}
-		worst = max(worst, ru/5)
-	}
-	pct := 100 * float64(usage.Throttled) / float64(max(usage.Requests, 1))
-	t.Logf("worst 5-second window %.0f RU/s of %d (%+.1f %%); %.2f %% throttled", worst, sharedRU, 100*(worst/sharedRU-1), pct)
-	if worst > sharedRU*1.02 {
-		t.Errorf("worst 5-second window %.0f RU/s: over %d + 2 %%", worst, sharedRU)
-	}
-	if pct > 1 {
-		t.Errorf("%.2f %% of requests throttled, want ≤ 1 %%", pct)
-	}
 }
