@@ -1,8 +1,12 @@
 package testenv
 
 import (
+	"errors"
 	"fmt"
 	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,7 +33,8 @@ type AzuriteServer struct {
 	proc *process // nil while stopped
 }
 
-// Azurite starts a blob-only Azurite and stops it at t.Cleanup.
+// Azurite starts a blob-only Azurite and stops it at t.Cleanup. A missing
+// install skips the test, or fails it under CI / LOADER_REQUIRE_EXTERNAL=1.
 func Azurite(t testing.TB) *AzuriteServer {
 	t.Helper()
 	s := &AzuriteServer{
@@ -38,16 +43,47 @@ func Azurite(t testing.TB) *AzuriteServer {
 		location: t.TempDir(),
 	}
 	t.Cleanup(s.Stop)
-	// FreePort can race with another process taking the port: retry.
+	if err := s.startOnFreePort(); err != nil {
+		t.Fatalf("start azurite: %v", err)
+	}
+	return s
+}
+
+// StartAzurite is Azurite for programs that are not tests (the bench
+// runner): the same install and command line, data in location; the caller
+// calls Stop. Start (a restart) is for tests only.
+func StartAzurite(location string) (*AzuriteServer, error) {
+	root, err := findRepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	bin := filepath.Join(root, "node_modules", ".bin", "azurite-blob")
+	if _, err := os.Stat(bin); err != nil {
+		return nil, fmt.Errorf("azurite-blob not installed: run npm ci in %s", root)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		return nil, errors.New("node not on PATH")
+	}
+	s := &AzuriteServer{bin: bin, location: location}
+	if err := s.startOnFreePort(); err != nil {
+		return nil, fmt.Errorf("start azurite: %w", err)
+	}
+	return s, nil
+}
+
+// startOnFreePort starts the server on a free port. The port can be taken
+// by another process between finding and binding it: retry.
+func (s *AzuriteServer) startOnFreePort() error {
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
-		s.port = FreePort(t)
+		if s.port, err = freePort(); err != nil {
+			return err
+		}
 		if err = s.start(); err == nil {
-			return s
+			return nil
 		}
 	}
-	t.Fatalf("start azurite: %v", err)
-	return nil
+	return err
 }
 
 // BlobEndpoint is the account's blob service URL.

@@ -49,6 +49,14 @@ var (
 // directory).
 func RepoRoot(t testing.TB) string {
 	t.Helper()
+	root, err := findRepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+func findRepoRoot() (string, error) {
 	rootOnce.Do(func() {
 		dir, err := os.Getwd()
 		if err != nil {
@@ -68,10 +76,7 @@ func RepoRoot(t testing.TB) string {
 			dir = parent
 		}
 	})
-	if rootErr != nil {
-		t.Fatal(rootErr)
-	}
-	return rootDir
+	return rootDir, rootErr
 }
 
 // nodeBin returns the path of an npm-installed executable, skipping or
@@ -94,12 +99,20 @@ func nodeBin(t testing.TB, name string) string {
 // the helpers that start servers retry on a failed start.
 func FreePort(t testing.TB) int {
 	t.Helper()
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return port
+}
+
+func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("find free port: %v", err)
+		return 0, fmt.Errorf("find free port: %w", err)
 	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // process is a server child running in its own process group, so that
