@@ -41,25 +41,10 @@ func (r *runner) scenarioN(ctx context.Context, t *target) error {
 	if err != nil {
 		return err
 	}
-	cred, err := azcosmos.NewKeyCredential(t.Key)
+	cc, err := createContainer(ctx, t, nContainer, nLow)
 	if err != nil {
 		return err
 	}
-	c, err := azcosmos.NewClientWithKey(t.URL, cred, nil)
-	if err != nil {
-		return err
-	}
-	if _, err := c.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: database}, nil); err != nil && !isConflict(err) {
-		return fmt.Errorf("create database: %w", err)
-	}
-	db, _ := c.NewDatabase(database)
-	tp := azcosmos.NewManualThroughputProperties(nLow)
-	if _, err := db.CreateContainer(ctx, azcosmos.ContainerProperties{ID: nContainer,
-		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/tenant"}, Version: 2}},
-		&azcosmos.CreateContainerOptions{ThroughputProperties: &tp}); err != nil {
-		return fmt.Errorf("create container: %w", err)
-	}
-	cc, _ := db.NewContainer(nContainer)
 	set := func(ru int32) error {
 		_, err := cc.ReplaceThroughput(context.Background(), azcosmos.NewManualThroughputProperties(ru), nil)
 		return err

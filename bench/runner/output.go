@@ -33,6 +33,7 @@ type results struct {
 	M            *pathRun            `json:"m_busy_machine,omitempty"`
 	H            *scenarioH          `json:"h_batches,omitempty"`
 	N            *scenarioN          `json:"n_live_throughput,omitempty"`
+	P            *scenarioP          `json:"p_fleet,omitempty"`
 }
 
 // check is one pass criterion of issue 4 (or this benchmark's own, where
@@ -133,6 +134,7 @@ func (res *results) markdown() string {
 		}
 	}
 	rows = append(rows, res.pathRows()...)
+	rows = append(rows, res.fleetRows()...)
 	if len(rows) > 0 {
 		b.WriteString("| measure | result |\n|---|---|\n")
 		for _, r := range rows {
@@ -157,7 +159,7 @@ var scenarioName = map[string]string{
 	"A": "A side by side", "B": "B noisy neighbour", "C": "C skew, 4 partitions",
 	"D": "D dry-run accuracy", "E": "E read path", "F": "F memory", "G": "G checkpoints", "H": "H batches", "K": "K key-sorted export",
 	"L": "L long path", "M": "M busy machine",
-	"N": "N throughput change",
+	"N": "N throughput change", "P": "P fleet",
 }
 
 // chartSVG is RU/s per second of the paced and naive runs of scenario A,
