@@ -64,6 +64,9 @@ func StartAzurite(location string) (*AzuriteServer, error) {
 	if _, err := exec.LookPath("node"); err != nil {
 		return nil, errors.New("node not on PATH")
 	}
+	if err := os.MkdirAll(location, 0o755); err != nil {
+		return nil, fmt.Errorf("azurite data directory: %w", err)
+	}
 	s := &AzuriteServer{bin: bin, location: location}
 	if err := s.startOnFreePort(); err != nil {
 		return nil, fmt.Errorf("start azurite: %w", err)
