@@ -361,15 +361,20 @@ func TestFleetKilledAndRetargeted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cut := time.Now().Unix()
 	setRU(t, cc, cutRU)
+	cut := time.Now()
 	waitFleet(t, fleet, 0)
 	checkLanded(t, readAll(t, tg, "e2e", "shared"), want)
-	// The second of the cut is judged against the new target.
+	// The second of the cut has the old target until the cut: the
+	// target's budget changed within it.
 	checkInsideTarget(t, tg, func(sec int64) float64 {
-		if sec < cut {
+		switch {
+		case sec < cut.Unix():
 			return sharedRU
+		case sec > cut.Unix():
+			return cutRU
 		}
-		return cutRU
+		f := float64(cut.Nanosecond()) / 1e9
+		return f*sharedRU + (1-f)*cutRU
 	})
 }

@@ -134,13 +134,13 @@ func (r *runner) fleetRun(ctx context.Context, t *target, az *testenv.AzuriteSer
 	}
 	sleepUntil(ctx, start.Add(secs(pKillAt)))
 	kill()
-	var cutSec int64 = 1 << 62
+	var cutAt time.Time
 	if cut {
 		sleepUntil(ctx, start.Add(secs(pCutAt)))
-		cutSec = time.Now().Unix()
 		if _, err := cc.ReplaceThroughput(ctx, azcosmos.NewManualThroughputProperties(pCutRU), nil); err != nil {
 			return nil, fmt.Errorf("cut throughput: %w", err)
 		}
+		cutAt = time.Now()
 	}
 	wg.Wait()
 	fr.WallSeconds = round(time.Since(start).Seconds(), 2)
@@ -164,12 +164,7 @@ func (r *runner) fleetRun(ctx context.Context, t *target, az *testenv.AzuriteSer
 	if fr.Requests > 0 {
 		fr.ThrottledPct = round(100*float64(fr.Throttled)/float64(fr.Requests), 2)
 	}
-	targetAt := func(sec int64) float64 {
-		if sec >= cutSec {
-			return pCutRU
-		}
-		return pRU
-	}
+	targetAt := func(sec int64) float64 { return targetInSecond(sec, cutAt, pRU, pCutRU) }
 	bySec := map[int64]float64{}
 	for _, s := range cs.Series {
 		bySec[s.T] = s.RU
@@ -195,6 +190,20 @@ func (r *runner) fleetRun(ctx context.Context, t *target, az *testenv.AzuriteSer
 		}
 	}
 	return fr, nil
+}
+
+// targetInSecond is the target of unix second sec when it changed from
+// before to after at at (zero: never): the second of the change gets each
+// in proportion, as the target's budget did.
+func targetInSecond(sec int64, at time.Time, before, after float64) float64 {
+	switch {
+	case at.IsZero() || sec < at.Unix():
+		return before
+	case sec > at.Unix():
+		return after
+	}
+	f := float64(at.Nanosecond()) / 1e9
+	return f*before + (1-f)*after
 }
 
 // createContainer creates database/name on t with manual throughput ru.
