@@ -235,8 +235,12 @@ func (res *results) fleetRows() [][2]string {
 	}
 	var rows [][2]string
 	for _, run := range res.P.Runs {
+		what := fmt.Sprintf("one SIGKILLed at %.0f s", run.KillAt)
+		if run.CutTo > 0 {
+			what += fmt.Sprintf(", cut to %s RU/s at %.0f s", n0(run.CutTo), run.CutAt)
+		}
 		rows = append(rows, [2]string{
-			fmt.Sprintf("fleet: 3 loaders, --reserved-ru 150 each, %s RU/s, %s at %.0f s", n0(run.RU), run.Name, run.KillAt),
+			fmt.Sprintf("fleet: 3 loaders, --reserved-ru 150 each, %s RU/s, %s", n0(run.RU), what),
 			fmt.Sprintf("worst 5-s window %+.1f %% of the target · %.2f %% throttled · utilisation %s over the load (%.1f s) · %d lost",
 				100*(run.WorstWindow-1), run.ThrottledPct, pct(run.Utilization), run.WallSeconds, run.Lost)})
 	}
