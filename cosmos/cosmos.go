@@ -110,7 +110,8 @@ func Connect(ctx context.Context, o loader.TargetOptions) (*loader.Target, error
 func newClient(o loader.TargetOptions) (*azcosmos.Client, error) {
 	opts := &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{
 		// One layer retries throttled requests: ours.
-		Retry: policy.RetryOptions{MaxRetries: -1},
+		Retry:           policy.RetryOptions{MaxRetries: -1},
+		PerCallPolicies: []policy.Policy{batchWirePolicy{}},
 	}}
 	if o.InsecureSkipVerify {
 		opts.Transport = &http.Client{Transport: &http.Transport{
@@ -276,36 +277,39 @@ func (c *container) ProbeBatches(ctx context.Context) error {
 }
 
 // WriteBatch sends docs, which share one partition key, as one atomic
-// transactional batch of creates or upserts.
+// transactional batch of creates or upserts. The body is framed by
+// frameBatch and the results read by batchWirePolicy (batchwire.go); the
+// SDK's own batch holds one placeholder operation, never sent: were it
+// sent, an upsert of a document without an id writes nothing.
 func (s *sink) WriteBatch(ctx context.Context, docs []loader.Document) loader.BatchOutcome {
-	b := s.c.cc.NewTransactionalBatch(PartitionKeyOf(docs[0].PK))
-	for _, d := range docs {
-		if s.mode == loader.ModeCreate {
-			b.CreateItem(d.Body, nil)
-		} else {
-			b.UpsertItem(d.Body, nil)
-		}
+	op := "Upsert"
+	if s.mode == loader.ModeCreate {
+		op = "Create"
 	}
+	w := &batchWire{body: frameBatch(op, docs)}
+	b := s.c.cc.NewTransactionalBatch(PartitionKeyOf(docs[0].PK))
+	b.UpsertItem(placeholderOp, nil)
 	opts := azcosmos.TransactionalBatchOptions{
 		PriorityLevel:    s.c.itemOptions.PriorityLevel,
 		ThroughputBucket: s.c.itemOptions.ThroughputBucket,
 	}
-	resp, err := s.c.cc.ExecuteTransactionalBatch(ctx, b, &opts)
+	resp, err := s.c.cc.ExecuteTransactionalBatch(withBatchWire(ctx, w), b, &opts)
 	if err != nil {
 		return loader.BatchOutcome{Outcome: outcomeOf(err)}
+	}
+	if !w.sent {
+		return loader.BatchOutcome{Outcome: loader.Outcome{Err: errors.New("write a batch: the client has no batch body policy")}}
 	}
 	status := http.StatusOK
 	if resp.RawResponse != nil {
 		status = resp.RawResponse.StatusCode
 	}
-	if !resp.Success {
-		status = http.StatusMultiStatus
-	}
+	failed := status == http.StatusMultiStatus
 	out := loader.BatchOutcome{Outcome: loader.Outcome{Status: status, Charge: float64(resp.RequestCharge)}}
-	out.Ops = make([]loader.Outcome, len(resp.OperationResults))
-	for i, op := range resp.OperationResults {
-		o := loader.Outcome{Status: int(op.StatusCode), Charge: float64(op.RequestCharge)}
-		if !resp.Success && o.Status != http.StatusFailedDependency {
+	out.Ops = make([]loader.Outcome, len(w.results))
+	for i, op := range w.results {
+		o := loader.Outcome{Status: op.StatusCode, Charge: op.RequestCharge}
+		if failed && o.Status != http.StatusFailedDependency {
 			o.Message = fmt.Sprintf("%d %s (in a transactional batch)", o.Status, http.StatusText(o.Status))
 			if m := serviceMessage(string(op.ResourceBody)); m != "" {
 				o.Message += ": " + m
@@ -315,6 +319,9 @@ func (s *sink) WriteBatch(ctx context.Context, docs []loader.Document) loader.Ba
 	}
 	return out
 }
+
+// placeholderOp is the document of the SDK-side batch's one operation.
+var placeholderOp = []byte(`{}`)
 
 // outcomeOf turns an SDK error into an Outcome.
 func outcomeOf(err error) loader.Outcome {

@@ -1,0 +1,97 @@
+package cosmos
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/cosmosloader/loader/emulator"
+	"github.com/cosmosloader/loader/emulator/emulatortest"
+	"github.com/cosmosloader/loader/loader"
+)
+
+func TestFrameBatchIsTheSDKsBatchBody(t *testing.T) {
+	docs := []loader.Document{{Body: []byte(`{"id":"a","pk":"p"}`)}, {Body: []byte(`{"id":"b", "pk":"p","s":"<&>"}`)}}
+	got := frameBatch("Create", docs)
+	want := `[{"operationType":"Create","resourceBody":{"id":"a","pk":"p"}},{"operationType":"Create","resourceBody":{"id":"b", "pk":"p","s":"<&>"}}]`
+	if string(got) != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	if !json.Valid(got) || cap(got) != len(got) {
+		t.Errorf("valid %v, len %d cap %d", json.Valid(got), len(got), cap(got))
+	}
+}
+
+func connectEmulator(t *testing.T) *loader.Target {
+	t.Helper()
+	srv := emulatortest.Start(t, emulator.Options{})
+	tg, err := Connect(context.Background(), loader.TargetOptions{Endpoint: srv.URL(), Key: srv.Key(),
+		Database: "db", Container: "c", CreateContainer: true, PartitionKey: []string{"/pk"}, CreateRU: 10000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tg
+}
+
+func batchDocs(ids ...string) []loader.Document {
+	docs := make([]loader.Document, len(ids))
+	for i, id := range ids {
+		docs[i] = loader.Document{ID: id, PK: []any{"p"}, Body: []byte(fmt.Sprintf(`{"id":%q,"pk":"p","n":%d}`, id, i))}
+	}
+	return docs
+}
+
+func TestWriteBatchSendsTheDocumentsAndReadsEachResult(t *testing.T) {
+	tg := connectEmulator(t)
+	ctx := context.Background()
+	up := tg.Writer.Sink(loader.ModeUpsert).(loader.BatchSink)
+	out := up.WriteBatch(ctx, batchDocs("a", "b", "c"))
+	if out.Status != http.StatusOK || len(out.Ops) != 3 {
+		t.Fatalf("upsert batch: %+v", out)
+	}
+	sum := 0.0
+	for i, op := range out.Ops {
+		if op.Status != http.StatusCreated || op.Charge <= 0 {
+			t.Errorf("op %d: %+v", i, op)
+		}
+		sum += op.Charge
+	}
+	if d := sum - out.Charge; d > 0.05 || d < -0.05 {
+		t.Errorf("batch charge %v, sum of operations %v", out.Charge, sum)
+	}
+	// Written as sent: a point write of the same id in create mode conflicts.
+	if o := tg.Writer.Sink(loader.ModeCreate).Write(ctx, batchDocs("b")[0]); o.Status != http.StatusConflict {
+		t.Errorf("create b after the batch: %+v", o)
+	}
+
+	// Create mode, one id taken: 207, that operation's 409 with a reason,
+	// 424 for the others, nothing applied.
+	cr := tg.Writer.Sink(loader.ModeCreate).(loader.BatchSink)
+	out = cr.WriteBatch(ctx, batchDocs("x", "a", "y"))
+	var got []int
+	for _, op := range out.Ops {
+		got = append(got, op.Status)
+	}
+	if out.Status != http.StatusMultiStatus || fmt.Sprint(got) != "[424 409 424]" {
+		t.Fatalf("create batch with a taken id: status %d, ops %v", out.Status, got)
+	}
+	if !strings.Contains(out.Ops[1].Message, "409 Conflict (in a transactional batch)") || out.Ops[0].Message != "" {
+		t.Errorf("messages %q, %q", out.Ops[0].Message, out.Ops[1].Message)
+	}
+	if o := tg.Writer.Sink(loader.ModeCreate).Write(ctx, batchDocs("x")[0]); o.Status != http.StatusCreated {
+		t.Errorf("x was applied by the refused batch: %+v", o)
+	}
+
+	// A refusal of the whole request is the SDK's error, as before: 101
+	// operations.
+	many := make([]string, 101)
+	for i := range many {
+		many[i] = fmt.Sprint("m", i)
+	}
+	if out := up.WriteBatch(ctx, batchDocs(many...)); out.Status != http.StatusBadRequest || len(out.Ops) != 0 {
+		t.Errorf("batch of 101: status %d, %d ops", out.Status, len(out.Ops))
+	}
+}
