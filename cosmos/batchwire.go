@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
@@ -70,8 +71,10 @@ func (batchWirePolicy) Do(req *policy.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the batch response: %w", err)
 	}
-	if err := json.Unmarshal(payload, &w.results); err != nil {
-		return nil, fmt.Errorf("read the batch response: %w", err)
+	if w.results = scanResults(payload); w.results == nil {
+		if err := json.Unmarshal(payload, &w.results); err != nil {
+			return nil, fmt.Errorf("read the batch response: %w", err)
+		}
 	}
 	// The results are taken: the SDK finds an empty body and parses nothing.
 	resp.Body = http.NoBody
@@ -100,4 +103,122 @@ func frameBatch(op string, docs []loader.Document) []byte {
 		b = append(b, '}')
 	}
 	return append(b, ']')
+}
+
+// scanResults reads a batch response of flat results, as the service sends
+// them without content on write ({"statusCode":201,"requestCharge":10.29,
+// "eTag":"..."} each), in one pass. It returns nil for anything else
+// (a resourceBody, an escape in a string, malformed input), which
+// encoding/json then reads.
+func scanResults(b []byte) []batchResult {
+	i := 0
+	ws := func() {
+		for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+			i++
+		}
+	}
+	// str reads a string without escapes; ok is false otherwise.
+	str := func() (s []byte, ok bool) {
+		if i >= len(b) || b[i] != '"' {
+			return nil, false
+		}
+		j := i + 1
+		for j < len(b) && b[j] != '"' {
+			if b[j] == '\\' {
+				return nil, false
+			}
+			j++
+		}
+		if j == len(b) {
+			return nil, false
+		}
+		s, i = b[i+1:j], j+1
+		return s, true
+	}
+	num := func() (float64, bool) {
+		j := i
+		for j < len(b) && (b[j] == '-' || b[j] == '+' || b[j] == '.' || b[j] == 'e' || b[j] == 'E' || (b[j] >= '0' && b[j] <= '9')) {
+			j++
+		}
+		v, err := strconv.ParseFloat(string(b[i:j]), 64)
+		i = j
+		return v, err == nil
+	}
+	ws()
+	if i >= len(b) || b[i] != '[' {
+		return nil
+	}
+	i++
+	out := make([]batchResult, 0, 16)
+	for {
+		ws()
+		if i < len(b) && b[i] == ']' && len(out) == 0 {
+			i++
+			break
+		}
+		if i >= len(b) || b[i] != '{' {
+			return nil
+		}
+		i++
+		var r batchResult
+		for first := true; ; first = false {
+			ws()
+			if i < len(b) && b[i] == '}' && first {
+				break
+			}
+			key, ok := str()
+			if !ok {
+				return nil
+			}
+			ws()
+			if i >= len(b) || b[i] != ':' {
+				return nil
+			}
+			i++
+			ws()
+			switch {
+			case i < len(b) && b[i] == '"':
+				if _, ok := str(); !ok {
+					return nil
+				}
+			default:
+				v, ok := num()
+				if !ok {
+					return nil
+				}
+				switch string(key) {
+				case "statusCode":
+					r.StatusCode = int(v)
+				case "requestCharge":
+					r.RequestCharge = v
+				}
+			}
+			ws()
+			if i < len(b) && b[i] == ',' {
+				i++
+				continue
+			}
+			if i < len(b) && b[i] == '}' {
+				break
+			}
+			return nil
+		}
+		i++ // '}'
+		out = append(out, r)
+		ws()
+		if i < len(b) && b[i] == ',' {
+			i++
+			continue
+		}
+		if i < len(b) && b[i] == ']' {
+			i++
+			break
+		}
+		return nil
+	}
+	ws()
+	if i != len(b) {
+		return nil
+	}
+	return out
 }

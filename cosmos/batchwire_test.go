@@ -95,3 +95,55 @@ func TestWriteBatchSendsTheDocumentsAndReadsEachResult(t *testing.T) {
 		t.Errorf("batch of 101: status %d, %d ops", out.Status, len(out.Ops))
 	}
 }
+
+func TestScanResultsReadsWhatEncodingJSONReads(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		fast bool // read by scanResults, not handed to encoding/json
+	}{
+		{`[{"statusCode":201,"requestCharge":10.29,"eTag":"\"0a00\""},{"statusCode":200,"requestCharge":20.58,"eTag":"x"}]`, false},
+		{`[{"statusCode":201,"requestCharge":10.29,"eTag":"0a00"},{"statusCode":200,"requestCharge":2.058e1,"eTag":"x"}]`, true},
+		{" [ { \"statusCode\" : 424 , \"requestCharge\" : 0 } ,\n{\"statusCode\":409,\"requestCharge\":1.24} ] ", true},
+		{`[]`, true},
+		{`[{}]`, true},
+		{`[{"statusCode":400,"requestCharge":1.24,"resourceBody":{"code":"BadRequest","message":"no id"}}]`, false},
+		{`[{"statusCode":null}]`, false},
+		{`[{"statusCode":201,}]`, false},
+		{`[{"statusCode":201}`, false},
+		{`[{"statusCode":201}] x`, false},
+		{`{"statusCode":201}`, false},
+	} {
+		got := scanResults([]byte(tc.in))
+		if (got != nil) != tc.fast {
+			t.Errorf("%s: scanned %v, want %v", tc.in, got != nil, tc.fast)
+		}
+		if got == nil {
+			continue
+		}
+		var want []batchResult
+		if err := json.Unmarshal([]byte(tc.in), &want); err != nil {
+			t.Fatalf("%s: %v", tc.in, err)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: scanned %v, encoding/json %v", tc.in, got, want)
+		}
+	}
+}
+
+func FuzzScanResults(f *testing.F) {
+	f.Add(`[{"statusCode":201,"requestCharge":10.29,"eTag":"0a00"}]`)
+	f.Add(`[{"statusCode":424,"requestCharge":0},{"statusCode":409,"requestCharge":1.24}]`)
+	f.Fuzz(func(t *testing.T, in string) {
+		got := scanResults([]byte(in))
+		if got == nil {
+			return
+		}
+		var want []batchResult
+		if err := json.Unmarshal([]byte(in), &want); err != nil {
+			t.Fatalf("scanned %q, which encoding/json refuses: %v", in, err)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("%q: scanned %v, encoding/json %v", in, got, want)
+		}
+	})
+}

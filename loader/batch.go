@@ -65,13 +65,19 @@ func ParseBatch(s string) (int, error) {
 	return n, nil
 }
 
-// keyOf is a record's full (hierarchical) logical partition key as a map
-// key: two records batch together only when every component matches, type
-// included ("1" and 1 are different keys).
-func keyOf(pk []any) string {
+// batchKey is a record's full (hierarchical) logical partition key as a
+// map key: two records batch together only when every component matches,
+// type included ("1" and 1 are different keys). The common single string
+// key is the string itself, not a copy.
+type batchKey struct {
+	s      string
+	single bool // s is the one string component; else an encoding of all
+}
+
+func keyOf(pk []any) batchKey {
 	if len(pk) == 1 {
 		if s, ok := pk[0].(string); ok {
-			return "s" + s
+			return batchKey{s: s, single: true}
 		}
 	}
 	var b strings.Builder
@@ -96,7 +102,7 @@ func keyOf(pk []any) string {
 		}
 		b.WriteByte(0)
 	}
-	return b.String()
+	return batchKey{s: b.String()}
 }
 
 // groupBatches splits a window of queued records into requests: records
@@ -104,24 +110,19 @@ func keyOf(pk []any) string {
 // and maxBytes of documents; a chunk of one is a point write. Requests come
 // in the order of their first record.
 func groupBatches(window []*item, maxOps, maxBytes int) [][]*item {
-	type open struct {
-		cur   []*item
-		bytes int
-	}
+	type open struct{ at, bytes int } // a key's open chunk: index in out, its bytes
 	var out [][]*item
-	at := make(map[string]int, len(window)) // key → index in out of its open chunk
-	sizes := make(map[string]int, len(window))
+	chunks := make(map[batchKey]open, len(window))
 	for _, it := range window {
 		k := keyOf(it.doc.PK)
 		cost := it.size + batchOpOverhead
-		i, ok := at[k]
-		if ok && len(out[i]) < maxOps && sizes[k]+cost <= maxBytes {
-			out[i] = append(out[i], it)
-			sizes[k] += cost
+		c, ok := chunks[k]
+		if ok && len(out[c.at]) < maxOps && c.bytes+cost <= maxBytes {
+			out[c.at] = append(out[c.at], it)
+			chunks[k] = open{c.at, c.bytes + cost}
 			continue
 		}
-		at[k] = len(out)
-		sizes[k] = cost
+		chunks[k] = open{len(out), cost}
 		out = append(out, []*item{it})
 	}
 	return out
@@ -134,7 +135,7 @@ func groupBatches(window []*item, maxOps, maxBytes int) [][]*item {
 func (r *run) dispatchBatched(q <-chan *item, admit func(part int, ru float64) bool, start func(func())) {
 	_, maxWindow := batchSplit(r.o.QueuePerPartition, r.o.Batch)
 	window := make([]*item, 0, maxWindow)
-	counts := make(map[string]int)
+	counts := make(map[batchKey]int)
 	for {
 		it, ok := <-q
 		if !ok {
