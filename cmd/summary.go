@@ -57,8 +57,14 @@ func writeSummary(w io.Writer, r *loader.Report) {
 		fmt.Fprintf(&b, "  retries (this run)    %s: 429 throttled %s · 408 timeout %s · 503/449 unavailable %s · connection %s · other %s\n",
 			n(rt.Total()), n(rt.Throttled), n(rt.Timeout), n(rt.Unavailable), n(rt.Connection), n(rt.Other))
 	}
-	if r.RecordsPerRequest > 1.005 || (r.Batch != "" && r.Batch != "off" && r.Batch != "auto") {
-		fmt.Fprintf(&b, "  records per request   %s (--batch %s)\n", human.Number(r.RecordsPerRequest, 2), r.Batch)
+	// With batches allowed the figure says whether they formed (1.00: the
+	// keys were unique); a server that refused them says so here too.
+	if r.RequestsSent > 0 && (r.RecordsPerRequest > 1.005 || (r.Batch != "" && r.Batch != "off")) {
+		batch := "--batch " + r.Batch
+		if how, why, ok := strings.Cut(r.Batch, " ("); ok {
+			batch = "batches " + how + ": " + strings.TrimSuffix(why, ")")
+		}
+		fmt.Fprintf(&b, "  records per request   %s (%s)\n", human.Number(r.RecordsPerRequest, 2), batch)
 	}
 	if r.Resumed {
 		t := r.ThisRun

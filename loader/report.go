@@ -294,6 +294,7 @@ func (r *Report) WriteHTML(path string) error {
 		AchievedRUPerSec: r.AchievedRUPerSec, Utilization: r.Utilization, ThrottledPercent: r.ThrottledPercent,
 		RUPerRecordP50: r.RUPerRecord.P50, RUPerRecordP95: r.RUPerRecord.P95, RUPerRecordMax: r.RUPerRecord.Max,
 		DeadLetterPath: r.DeadLetterPath, CheckpointPath: r.CheckpointPath,
+		RecordsPerRequest: r.RecordsPerRequest, Batch: r.Batch,
 		InputsRefused: r.InputsRefused, Retries: htmlreport.Retries(r.Retries),
 		Naive: htmlreport.NaiveFigures(r.Naive), Paced: htmlreport.PacedFigures(r.Paced),
 	}

@@ -88,6 +88,11 @@ type Data struct {
 	RUPerRecordP50, RUPerRecordP95, RUPerRecordMax                                               float64
 
 	DeadLetterPath, CheckpointPath string
+	// RecordsPerRequest is the records written or found existing per
+	// request sent: above 1 with transactional batches. Batch is --batch as
+	// the run used it (auto, off, N, or off with the reason).
+	RecordsPerRequest float64
+	Batch             string
 	// InputsRefused counts inputs refused whole (corrupt gzip, bad CSV
 	// header); each is one of RecordsDeadLettered.
 	InputsRefused int64
@@ -313,6 +318,13 @@ func figures(d *Data) []figure {
 		{Label: "Achieved RU/s", Value: chart.FormatNumber(d.AchievedRUPerSec, 0), Note: "target " + chart.FormatNumber(d.TargetRUPerSec, 0)},
 		{Label: "Utilisation", Value: chart.FormatNumber(d.Utilization*100, 0) + " %", Note: "of the target RU/s"},
 		{Label: "Throttled", Value: chart.FormatNumber(d.ThrottledPercent, 2) + " %", Note: count(d.ThrottledResponses) + " of " + count(d.RequestsSent) + " requests", Class: warnIf(d.ThrottledResponses > 0)},
+	}
+	if d.RequestsSent > 0 {
+		note := "point writes"
+		if d.Batch != "" {
+			note = "--batch " + d.Batch
+		}
+		fs = append(fs, figure{Label: "Records per request", Value: chart.FormatNumber(d.RecordsPerRequest, 2), Note: note})
 	}
 	r := d.Retries
 	fs = append(fs, figure{

@@ -34,6 +34,7 @@ func smallRun() *Data {
 		RUConsumed: 19530, DurationSeconds: 20, TargetRUPerSec: 1000, AchievedRUPerSec: 976.5, Utilization: 0.98, ThrottledPercent: 0.25,
 		RUPerRecordP50: 6.9, RUPerRecordP95: 7.4, RUPerRecordMax: 12.1,
 		DeadLetterPath: "/data/people.dead.ndjson", CheckpointPath: "/data/people.ckpt",
+		RecordsPerRequest: 0.99, Batch: "off",
 		Naive: NaiveFigures{Requests: 8400, Throttled: 5600, Passes: 4, Seconds: 23.5},
 		Paced: PacedFigures{Requests: 2805, Throttled: 7, Seconds: 20, Measured: true},
 	}
@@ -243,6 +244,18 @@ func TestMarkersLabelledWithCounts(t *testing.T) {
 	}
 	if !strings.Contains(ruSVG, "target 1,000 RU/s") {
 		t.Error("RU chart lacks the target line label")
+	}
+}
+
+func TestRecordsPerRequestShown(t *testing.T) {
+	d := smallRun()
+	d.RecordsPerRequest, d.Batch = 37.17, "auto"
+	if html := render(t, d); !strings.Contains(html, "Records per request") || !strings.Contains(html, "37.17") || !strings.Contains(html, "--batch auto") {
+		t.Error("a batched run's report lacks its records per request and --batch")
+	}
+	d.RequestsSent = 0
+	if html := render(t, d); strings.Contains(html, "Records per request") {
+		t.Error("records per request shown for a run that sent no request")
 	}
 }
 
