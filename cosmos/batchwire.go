@@ -117,14 +117,15 @@ func scanResults(b []byte) []batchResult {
 			i++
 		}
 	}
-	// str reads a string without escapes; ok is false otherwise.
+	// str reads a string without escapes or control characters; ok is
+	// false otherwise.
 	str := func() (s []byte, ok bool) {
 		if i >= len(b) || b[i] != '"' {
 			return nil, false
 		}
 		j := i + 1
 		for j < len(b) && b[j] != '"' {
-			if b[j] == '\\' {
+			if b[j] == '\\' || b[j] < 0x20 {
 				return nil, false
 			}
 			j++
@@ -135,13 +136,40 @@ func scanResults(b []byte) []batchResult {
 		s, i = b[i+1:j], j+1
 		return s, true
 	}
+	digits := func() int {
+		j := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		return i - j
+	}
+	// num reads a number as JSON writes one.
 	num := func() (float64, bool) {
 		j := i
-		for j < len(b) && (b[j] == '-' || b[j] == '+' || b[j] == '.' || b[j] == 'e' || b[j] == 'E' || (b[j] >= '0' && b[j] <= '9')) {
-			j++
+		if i < len(b) && b[i] == '-' {
+			i++
 		}
-		v, err := strconv.ParseFloat(string(b[i:j]), 64)
-		i = j
+		if i < len(b) && b[i] == '0' {
+			i++
+		} else if digits() == 0 {
+			return 0, false
+		}
+		if i < len(b) && b[i] == '.' {
+			i++
+			if digits() == 0 {
+				return 0, false
+			}
+		}
+		if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+			i++
+			if i < len(b) && (b[i] == '+' || b[i] == '-') {
+				i++
+			}
+			if digits() == 0 {
+				return 0, false
+			}
+		}
+		v, err := strconv.ParseFloat(string(b[j:i]), 64)
 		return v, err == nil
 	}
 	ws()
@@ -182,15 +210,19 @@ func scanResults(b []byte) []batchResult {
 					return nil
 				}
 			default:
+				at := i
 				v, ok := num()
 				if !ok {
 					return nil
 				}
-				switch string(key) {
-				case "statusCode":
+				integer := bytes.IndexAny(b[at:i], ".eE") < 0
+				switch {
+				case string(key) == "statusCode" && integer && v == float64(int32(v)):
 					r.StatusCode = int(v)
-				case "requestCharge":
+				case string(key) == "requestCharge":
 					r.RequestCharge = v
+				case bytes.EqualFold(key, []byte("statusCode")) || bytes.EqualFold(key, []byte("requestCharge")):
+					return nil // encoding/json matches names without case
 				}
 			}
 			ws()
