@@ -107,6 +107,9 @@ type Config struct {
 	Batch string `json:"batch,omitempty"`
 	// ThroughputInterval is --throughput-interval (0: the default).
 	ThroughputInterval time.Duration `json:"throughput_interval,omitempty"`
+	// Segments is --segments as given (0 = chosen, and split further
+	// while loading when partitions starve).
+	Segments int `json:"segments,omitempty"`
 	// Embedded means the local target built into the loader; its endpoint
 	// is a loopback address that changes from run to run.
 	Embedded bool `json:"embedded,omitempty"`

@@ -205,6 +205,9 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 	// seq follows the import's segments; alt, more of them, for advice.
 	seq, alt := pacing.NewSequence(1, 4<<20), pacing.NewSequence(1, 4<<20)
 	var cursors, altCursors, seqBase, altBase, altSegments int
+	// adaptive: the import would split segments while loading (see
+	// segmenter); only when every input can be split.
+	adaptive := j.Segments == 0 && parts > 1
 	planQueue := j.ReadAhead
 	if planQueue <= 0 {
 		planQueue = DefaultReadAhead(parts)
@@ -221,6 +224,9 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 		ranges, altRanges, err := dryRunSegments(in, j, parts, &p.Warnings)
 		if err != nil {
 			return nil, err
+		}
+		if ok, _ := source.Splittable(in, j.Source); !ok {
+			adaptive = false
 		}
 		cursors, altCursors = max(cursors, len(ranges)), max(altCursors, len(altRanges))
 		altSegments = max(altSegments, len(altRanges))
@@ -299,6 +305,10 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 	q, w := batchSplit(readAhead, j.Batch)
 	queue := q + w
 	orderCfg := pacing.OrderConfig{Partitions: parts, BudgetPerPartition: j.TargetRU / float64(parts), Queue: queue, Cursors: cursors}
+	if adaptive && p.Records > 0 && p.Bytes > 0 {
+		orderCfg.Split = pacing.NewSplitPolicy(maxCursors(parts))
+		orderCfg.MinSplit = minSplitBytes * p.Records / p.Bytes
+	}
 	sim := pacing.SimulateOrder(seq, orderCfg)
 	// The simulation steps in 10 ms; never report less than the bound.
 	estimate := max(sim.Seconds, bound)
@@ -314,7 +324,7 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 		advice := fmt.Sprintf("a shuffled copy would take %s", fmtSeconds(bound))
 		if altSegments > cursors {
 			altCfg := orderCfg
-			altCfg.Cursors = altCursors
+			altCfg.Cursors, altCfg.Split = altCursors, nil
 			if a := max(pacing.SimulateOrder(alt, altCfg).Seconds, bound); a < estimate*0.95 {
 				advice = fmt.Sprintf("--segments %d would take %s", altSegments, fmtSeconds(a))
 			}

@@ -241,8 +241,12 @@ func (p *plan) logf(format string, a ...any) {
 // wholeInputs is a plain load's work: every input, or its segments, read
 // in one run, with progress kept in the checkpoint file.
 type wholeInputs struct {
-	p          *plan
-	segments   *segmentPlan
+	p        *plan
+	segments *segmentPlan
+	// seg splits segments while loading (nil: --segments given, or
+	// nothing to keep busy); cursors is what read blocks are sized for.
+	seg        *segmenter
+	cursors    int
 	state      *checkpoint.State
 	base       checkpoint.Counters
 	cost       *pacing.CostModel
@@ -308,6 +312,12 @@ func (p *plan) wholeInputs(ctx context.Context, tgt *Target, inputs []Input, fps
 	}
 	w.segments = planSegments(inputs, state)
 	w.state, w.base = state, state.Counters
+	w.cursors = w.segments.cursors
+	if p.Strategy == StrategyPaced && partitions > 1 && p.Segments == 0 {
+		// Cursors may be added while loading: read blocks sized for the most.
+		w.seg = newSegmenter(w.segments, state, p.Source, partitions, p.logf)
+		w.cursors = max(w.cursors, maxCursors(partitions))
+	}
 
 	if p.ScaleRU > 0 {
 		restore, err := p.scaleThroughput(ctx, tgt, state, partitions, p.logf)
@@ -361,8 +371,8 @@ func (w *wholeInputs) next(context.Context) (*piece, error) {
 	}
 	w.handed = true
 	return &piece{
-		inputs: w.segments.inputs, cursors: w.segments.cursors,
-		source:     segmentedSource(w.p.Source, w.segments.cursors),
+		inputs: w.segments.inputs, cursors: w.segments.cursors, segments: w.seg,
+		source:     segmentedSource(w.p.Source, w.cursors),
 		totalBytes: w.totalBytes, totalRows: w.totalRows, deadLetterPath: w.p.DeadLetterPath, deadLetterSize: w.dlSize,
 	}, nil
 }
@@ -381,6 +391,8 @@ func (w *wholeInputs) finish(*Report) {}
 
 func (w *wholeInputs) save(_ *piece, s Snapshot) error {
 	state := w.state
+	w.segments.mu.Lock() // a split while loading changes state.Inputs
+	defer w.segments.mu.Unlock()
 	w.segments.record(state, s.Committed, s.Complete)
 	state.Counters = addCounters(w.base, s)
 	state.DeadLetterSize = s.DeadLetterSize

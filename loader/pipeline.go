@@ -100,6 +100,9 @@ type Options struct {
 	// Cursors is how many inputs are read at once (the segments of one
 	// file, each its own input); 0 or 1 reads them one after another.
 	Cursors int
+	// Segments, when set, splits segments while the load runs, as new
+	// inputs (segments.go).
+	Segments *segmenter
 
 	// MaxErrors stops the run once more records than this are dead-lettered;
 	// negative means no limit.
@@ -441,6 +444,18 @@ func (l *lanes) get(i int) chan *item {
 	return l.qs[max(i, 0)]
 }
 
+// anyEmpty reports whether some partition has nothing queued.
+func (l *lanes) anyEmpty() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, q := range l.qs {
+		if len(q) == 0 {
+			return true
+		}
+	}
+	return false
+}
+
 func (l *lanes) closeAll() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -530,13 +545,7 @@ func (r *run) live() Live {
 	}
 }
 
-func (r *run) bytesDone() int64 {
-	var n int64
-	for i, c := range r.tr.committed() {
-		n += c.Offset - r.o.Inputs[i].Start.Offset
-	}
-	return n
-}
+func (r *run) bytesDone() int64 { return r.tr.bytesDone() }
 
 // checkpoint syncs the dead-letter file, then hands a snapshot to the
 // Checkpoint callback: the positions and the file's size are taken
@@ -561,13 +570,7 @@ func (r *run) checkpoint(final bool) (Snapshot, error) {
 		r.mu.Lock()
 		s.Complete = r.cause == Finished && r.fatal == nil
 		r.mu.Unlock()
-		if s.Complete {
-			for i := range r.o.Inputs {
-				if r.tr.inFlight(i) > 0 {
-					s.Complete = false
-				}
-			}
-		}
+		s.Complete = s.Complete && !r.tr.pending()
 	}
 	if r.o.Checkpoint == nil {
 		return s, nil
@@ -585,7 +588,7 @@ func (r *run) checkpoint(final bool) (Snapshot, error) {
 // their partition. It returns a fatal input error (I/O, corrupt gzip).
 func (r *run) readAll(queues *lanes) error {
 	cursors := min(max(r.o.Cursors, 1), len(r.o.Inputs))
-	if cursors <= 1 {
+	if cursors <= 1 && r.o.Segments == nil {
 		for i, in := range r.o.Inputs {
 			if r.stopped() {
 				return nil
@@ -604,22 +607,39 @@ func (r *run) readAll(queues *lanes) error {
 		errOnce  sync.Once
 		firstErr error
 	)
+	read := func(i int, in Input) bool {
+		if err := r.readInput(i, in, queues); err != nil {
+			errOnce.Do(func() { firstErr = err })
+			r.stop(FatalError, err)
+			return false
+		}
+		return true
+	}
 	for range cursors {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for {
 				i := int(next.Add(1) - 1)
-				if i >= len(r.o.Inputs) || r.stopped() {
-					return
-				}
-				if err := r.readInput(i, r.o.Inputs[i], queues); err != nil {
-					errOnce.Do(func() { firstErr = err })
-					r.stop(FatalError, err)
+				if i >= len(r.o.Inputs) || r.stopped() || !read(i, r.o.Inputs[i]) {
 					return
 				}
 			}
 		}()
+	}
+	if s := r.o.Segments; s != nil {
+		stop, watched := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(watched)
+			s.watch(stop, r.o.Now, queues.anyEmpty, r.tr, func(i int, in Input) {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					read(i, in)
+				}()
+			})
+		}()
+		defer func() { close(stop); <-watched }()
 	}
 	wg.Wait()
 	return firstErr
@@ -638,10 +658,13 @@ func (r *run) readInput(i int, in Input, queues *lanes) error {
 			return r.refuseInput(i, in, err)
 		}
 	}
+	cur := r.o.Segments.cursor(i)
+	cur.begin()
+	defer cur.finish()
 	lastOffset, lastLine := in.Start.Offset, in.Start.Line
 	anyRecord := false
 	err := scanInput(in, r.o.Stdin, r.o.Source, r.o.Mapper, func(s *scanned) bool {
-		if r.stopped() {
+		if r.stopped() || !cur.take(s.rec.Offset, s.rec.Next) {
 			return false
 		}
 		anyRecord = true
@@ -667,8 +690,16 @@ func (r *run) readInput(i int, in Input, queues *lanes) error {
 			it.epk = epk.Of(s.doc.PK)
 			it.part = r.o.Pacer.Partition(it.epk)
 		}
+		q := queues.get(it.part)
 		select {
-		case queues.get(it.part) <- it:
+		case q <- it:
+			return true
+		default:
+		}
+		cur.park(true)
+		defer cur.park(false)
+		select {
+		case q <- it:
 			return true
 		case <-r.readCtx.Done():
 			return false

@@ -17,7 +17,7 @@ func (j *Job) checkpointConfig(partitionKey []string) checkpoint.Config {
 		PartitionKey: partitionKey, IDField: j.IDField, Mode: string(j.Mode),
 		Format: j.Source.Format, CSVStrings: j.Source.CSVStrings, CSVEmptyNull: j.Source.CSVEmptyNull,
 		TargetRU: j.RU, RUShare: j.RUShare, DeadLetterPath: j.DeadLetterPath, Embedded: j.Embedded,
-		Strategy: string(j.Strategy), ReadAhead: j.ReadAhead, Batch: j.Batch,
+		Strategy: string(j.Strategy), ReadAhead: j.ReadAhead, Batch: j.Batch, Segments: j.Segments,
 		Priority: j.Target.Priority, ThroughputBucket: j.Target.ThroughputBucket,
 		ThroughputInterval: j.Watch.ThroughputInterval,
 	}
@@ -40,7 +40,7 @@ func ResumeJob(st *checkpoint.State, checkpointPath string) *Job {
 		},
 		Embedded: cfg.Embedded,
 		IDField:  cfg.IDField, Mode: Mode(cfg.Mode), Strategy: Strategy(cfg.Strategy),
-		RU: cfg.TargetRU, RUShare: cfg.RUShare, ReadAhead: cfg.ReadAhead, Batch: cfg.Batch,
+		RU: cfg.TargetRU, RUShare: cfg.RUShare, ReadAhead: cfg.ReadAhead, Batch: cfg.Batch, Segments: cfg.Segments,
 		Watch: WatchOptions{ThroughputInterval: cfg.ThroughputInterval},
 		// The first run checked --scale-ru's limit; the container may have
 		// split since, at the user's request.

@@ -2,9 +2,13 @@ package loader
 
 import (
 	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/pacing"
 )
 
 // A file sorted by partition key parks a single reader on one partition's
@@ -32,12 +36,15 @@ func SegmentCount(size int64, partitions, want int) int {
 	if partitions <= 1 || size < minSegmentedBytes {
 		return 1
 	}
-	return int(min(size>>20, int64(min(maxSegments, max(8, 4*partitions)))))
+	return int(min(size>>20, int64(maxCursors(partitions))))
 }
 
 // segmentPlan maps the checkpoint's inputs to the pipeline's: one pipeline
 // input per segment of a segmented file, one per other file.
 type segmentPlan struct {
+	// mu guards the plan and the state's inputs once a segmenter may split
+	// segments while the load runs.
+	mu     sync.Mutex
 	inputs []Input
 	file   []int // pipeline input → index in state.Inputs
 	seg    []int // pipeline input → index in that input's Segments, or -1
@@ -151,4 +158,242 @@ func segmentedSource(so source.Options, cursors int) source.Options {
 		so.BlockSize = max(64<<10, (4<<20)/cursors)
 	}
 	return so
+}
+
+// Run-time splits. A fixed count can still leave a partition idle: its
+// records may lie in no cursor's next few thousand lines (a small file read
+// with one cursor, keys longer than a segment). The segmenter watches the
+// cursors and the queues and, when pacing.SplitPolicy says the load is
+// starved, splits the largest unread range in two at a record boundary: the
+// cursor reading it stops at the boundary and a new one reads on from there.
+// The new segment is in the checkpoint before its first record is read, so
+// a resume reads every segment.
+
+// minSplitBytes is the least unread range worth splitting: each half is
+// then at least a couple of read blocks.
+const minSplitBytes = 512 << 10
+
+// maxCursors bounds the cursors of a load over the given partitions: up to
+// four per partition, at least 8, at most 64.
+func maxCursors(partitions int) int {
+	return min(maxSegments, max(8, 4*partitions))
+}
+
+// segmenter opens segments at run time for one Run.
+type segmenter struct {
+	// plan.mu guards the plan, state.Inputs, curs and refused.
+	plan   *segmentPlan
+	state  *checkpoint.State
+	so     source.Options
+	policy *pacing.SplitPolicy
+	curs   []*segCursor // by pipeline input
+	// refused are the files that cannot be split, by state.Inputs index.
+	refused map[int]bool
+	logf    func(format string, a ...any)
+}
+
+// segCursor is what the segmenter knows of one pipeline input's cursor.
+type segCursor struct {
+	mu sync.Mutex
+	// pos is where the next record starts, end where the cursor stops (a
+	// later split moves it closer).
+	pos            source.Position
+	end            int64
+	reading, ended bool
+	parked         atomic.Bool
+}
+
+// newSegmenter watches the plan's cursors; split segments are recorded in
+// state under plan.mu, which the checkpoint's save holds too.
+func newSegmenter(plan *segmentPlan, state *checkpoint.State, so source.Options, partitions int, logf func(string, ...any)) *segmenter {
+	s := &segmenter{plan: plan, state: state, so: so, policy: pacing.NewSplitPolicy(maxCursors(partitions)),
+		refused: map[int]bool{}, logf: logf}
+	for k, in := range plan.inputs {
+		s.curs = append(s.curs, s.newCursor(in, plan.file[k]))
+	}
+	return s
+}
+
+func (s *segmenter) newCursor(in Input, file int) *segCursor {
+	end := in.End
+	if end <= 0 {
+		end = s.state.Inputs[file].Size
+	}
+	if in.Stdin {
+		s.refused[file] = true
+	}
+	return &segCursor{pos: source.Position{Offset: in.Start.Offset, Line: in.Start.Line}, end: end}
+}
+
+// cursor returns input i's cursor; nil (whose methods do nothing) without
+// a segmenter.
+func (s *segmenter) cursor(i int) *segCursor {
+	if s == nil {
+		return nil
+	}
+	s.plan.mu.Lock()
+	defer s.plan.mu.Unlock()
+	return s.curs[i]
+}
+
+func (c *segCursor) begin() {
+	if c != nil {
+		c.mu.Lock()
+		c.reading = true
+		c.mu.Unlock()
+	}
+}
+
+func (c *segCursor) finish() {
+	if c != nil {
+		c.mu.Lock()
+		c.ended = true
+		c.mu.Unlock()
+	}
+}
+
+// take says whether the record starting at offset is the cursor's (not
+// beyond a split) and moves the cursor past it, to next.
+func (c *segCursor) take(offset int64, next source.Position) bool {
+	if c == nil {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if offset >= c.end {
+		return false
+	}
+	c.pos = next
+	return true
+}
+
+func (c *segCursor) park(on bool) {
+	if c != nil {
+		c.parked.Store(on)
+	}
+}
+
+// starved reports how many cursors are reading and whether every one of
+// them is parked while some partition has nothing queued.
+func (s *segmenter) starved(anyIdle func() bool) (reading int, starved bool) {
+	s.plan.mu.Lock()
+	curs := s.curs
+	s.plan.mu.Unlock()
+	parked := 0
+	for _, c := range curs {
+		c.mu.Lock()
+		live := c.reading && !c.ended
+		c.mu.Unlock()
+		if live {
+			reading++
+			if c.parked.Load() {
+				parked++
+			}
+		}
+	}
+	return reading, reading > 0 && parked == reading && anyIdle()
+}
+
+// watch samples the load every 100 ms until stop closes, splitting when the
+// policy says so; spawn starts a cursor on a new pipeline input.
+func (s *segmenter) watch(stop <-chan struct{}, now func() time.Time, anyIdle func() bool, tr *tracker, spawn func(int, Input)) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	start := now()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		reading, starved := s.starved(anyIdle)
+		if s.policy.Observe(now().Sub(start).Seconds(), starved, reading) {
+			if err := s.split(tr, spawn); err != nil {
+				s.logf("warning: %v", err)
+			}
+		}
+	}
+}
+
+// split cuts the largest unread range of a reading cursor in two at a
+// record boundary near its middle and starts a cursor on the second half.
+// It does nothing when no range is worth it or the cursor moved past the
+// boundary meanwhile.
+func (s *segmenter) split(tr *tracker, spawn func(int, Input)) error {
+	s.plan.mu.Lock()
+	curs := s.curs
+	refused := make([]bool, len(curs))
+	for i := range curs {
+		refused[i] = s.refused[s.plan.file[i]]
+	}
+	s.plan.mu.Unlock()
+	k, from, end := -1, source.Position{}, int64(0)
+	for i, c := range curs {
+		if refused[i] {
+			continue
+		}
+		c.mu.Lock()
+		if c.reading && !c.ended && c.end-c.pos.Offset > end-from.Offset {
+			k, from, end = i, c.pos, c.end
+		}
+		c.mu.Unlock()
+	}
+	if k < 0 || end-from.Offset < minSplitBytes {
+		return nil
+	}
+	s.plan.mu.Lock()
+	in, file := s.plan.inputs[k], s.plan.file[k]
+	s.plan.mu.Unlock()
+
+	if ok, why := source.Splittable(in.Input, s.so); !ok {
+		s.plan.mu.Lock()
+		s.refused[file] = true
+		s.plan.mu.Unlock()
+		s.logf("note: %s is not split further because %s", in.Path, why)
+		return nil
+	}
+	b, why, err := source.BoundaryAfter(in.Input, s.so, from, from.Offset+(end-from.Offset)/2)
+	if err != nil || why != "" {
+		s.plan.mu.Lock()
+		s.refused[file] = true
+		s.plan.mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("split %s: %w", in.Path, err)
+		}
+		s.logf("note: %s is not split further because %s", in.Path, why)
+		return nil
+	}
+	c := curs[k]
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ended || c.end != end || c.pos.Offset >= b.Offset || b.Offset >= end {
+		return nil
+	}
+	s.plan.mu.Lock()
+	ci := &s.state.Inputs[file]
+	if s.plan.seg[k] < 0 {
+		// A file read whole until now becomes its first segment.
+		start := checkpoint.Position{Offset: in.Start.Offset, Line: in.Start.Line}
+		ci.Segments = []checkpoint.Segment{{Start: start, Committed: ci.Committed, Records: ci.Records}}
+		s.plan.seg[k] = 0
+	}
+	old := &ci.Segments[s.plan.seg[k]]
+	start := checkpoint.Position{Offset: b.Offset, Line: b.Line}
+	ci.Segments = append(ci.Segments, checkpoint.Segment{Start: start, End: old.End, Committed: start})
+	ci.Segments[s.plan.seg[k]].End = b.Offset
+	next := in
+	next.Start = Committed{Offset: b.Offset, Line: b.Line}
+	next.End = ci.Segments[len(ci.Segments)-1].End
+	s.plan.add(next, file, len(ci.Segments)-1)
+	s.plan.cursors++
+	i := tr.open(next.Start)
+	if i != len(s.plan.inputs)-1 {
+		panic("segments: tracker and plan disagree on the inputs")
+	}
+	s.curs = append(s.curs, &segCursor{pos: b, end: end})
+	s.plan.mu.Unlock()
+	c.end = b.Offset
+	// c has not ended, so its reader holds the Run's cursor group open.
+	spawn(i, next)
+	return nil
 }

@@ -48,6 +48,7 @@ type inputTrack struct {
 	head, n int
 	next    uint64
 	done    Committed
+	start   int64 // offset the input was read from
 }
 
 type trackEntry struct {
@@ -59,9 +60,41 @@ type trackEntry struct {
 func newTracker(starts []Committed, onDead func(*DeadLetter) error) *tracker {
 	t := &tracker{inputs: make([]*inputTrack, len(starts)), onDead: onDead}
 	for i, s := range starts {
-		t.inputs[i] = &inputTrack{ring: make([]trackEntry, 64), done: s}
+		t.inputs[i] = &inputTrack{ring: make([]trackEntry, 64), done: s, start: s.Offset}
 	}
 	return t
+}
+
+// open adds an input read from start (a segment split off at run time) and
+// returns its index.
+func (t *tracker) open(start Committed) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.inputs = append(t.inputs, &inputTrack{ring: make([]trackEntry, 64), done: start, start: start.Offset})
+	return len(t.inputs) - 1
+}
+
+// bytesDone is how far the low-water marks have moved, in bytes, in all.
+func (t *tracker) bytesDone() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var n int64
+	for _, in := range t.inputs {
+		n += in.done.Offset - in.start
+	}
+	return n
+}
+
+// pending reports whether any input has records read but not acknowledged.
+func (t *tracker) pending() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, in := range t.inputs {
+		if in.n > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // add registers the next record of input i, ending at (offset, line), and

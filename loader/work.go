@@ -42,7 +42,9 @@ type piece struct {
 	name    string // the shard's ID; "" for a plain load's inputs
 	inputs  []Input
 	cursors int
-	source  source.Options
+	// segments splits the inputs' segments while loading; nil: never.
+	segments *segmenter
+	source   source.Options
 	// totalBytes is what the piece has to read, for progress; 0 unknown.
 	totalBytes int64
 	// totalRows is its rows when every input is Parquet; 0 otherwise.
@@ -128,7 +130,7 @@ func (p *plan) load(ctx context.Context, tgt *Target, mapper *record.Mapper, tar
 			break
 		}
 		o := common
-		o.Inputs, o.Cursors, o.Source = pc.inputs, pc.cursors, pc.source
+		o.Inputs, o.Cursors, o.Source, o.Segments = pc.inputs, pc.cursors, pc.source, pc.segments
 		o.DeadLetterPath, o.DeadLetterSize = pc.deadLetterPath, pc.deadLetterSize
 		o.Checkpoint = func(s Snapshot) error { return store.save(pc, s) }
 		o.Progress = p.progressFunc(pc.totalBytes, target, pacerStats, func(ev *ProgressEvent) {

@@ -188,6 +188,85 @@ type OrderConfig struct {
 	Cursors int
 	// Step is the simulation's time step; 0 = 10 ms.
 	Step float64
+	// Split, when set, opens cursors at run time as the import does when
+	// its cursors starve partitions (MaxCursors is the bound); a cursor is
+	// split only with at least MinSplit records left (the import's least
+	// range worth splitting, in records).
+	Split    *SplitPolicy
+	MinSplit int64
+}
+
+// SplitPolicy decides when a segmented load opens one more cursor: when,
+// for Patience, every cursor still reading is parked on a full queue while
+// some partition has nothing queued — the idle partition's records, if the
+// file holds any, lie beyond every cursor. The import then splits the
+// largest unread range in two. A split that does not end the starvation
+// (the idle partition may have no records left anywhere) doubles the wait
+// before the next one, so a load that cannot be helped makes only a few.
+// The import and the dry-run's simulation both ask it, with their own
+// clocks, so the dry run models the cursors the import opens.
+type SplitPolicy struct {
+	// MaxCursors bounds the cursors reading at once.
+	MaxCursors int
+	// Patience is how long starvation must last before a split, in
+	// seconds; 0 = 0.5 s.
+	Patience float64
+
+	since   float64 // when the current starvation began; <0: none
+	next    float64 // no split before this time
+	failed  int     // splits in a row that did not end the starvation
+	started bool
+}
+
+// NewSplitPolicy returns a policy allowing up to maxCursors cursors.
+func NewSplitPolicy(maxCursors int) *SplitPolicy {
+	return &SplitPolicy{MaxCursors: maxCursors}
+}
+
+// Observe is called regularly with the time in seconds, whether the load
+// is starved (every reading cursor parked, some partition idle) and how
+// many cursors read; it says whether to open a cursor now.
+func (s *SplitPolicy) Observe(now float64, starved bool, cursors int) bool {
+	patience := s.Patience
+	if patience <= 0 {
+		patience = 0.5
+	}
+	if !s.started {
+		s.started, s.since = true, -1
+	}
+	if !starved {
+		s.since, s.failed, s.next = -1, 0, 0
+		return false
+	}
+	if s.since < 0 {
+		s.since = now
+	}
+	if cursors >= s.MaxCursors || now-s.since < patience || now < s.next {
+		return false
+	}
+	// The wait doubles with each split the starvation outlasts.
+	s.next = now + patience*float64(int(1)<<min(s.failed, 10))
+	s.failed++
+	return true
+}
+
+// cutRuns splits runs after n records (0 < n < their total).
+func cutRuns(runs []Run, n int64) (head, tail []Run) {
+	for i, r := range runs {
+		if n >= int64(r.N) {
+			n -= int64(r.N)
+			if n == 0 {
+				return append([]Run(nil), runs[:i+1]...), append([]Run(nil), runs[i+1:]...)
+			}
+			continue
+		}
+		per := r.RU / float32(r.N)
+		k := int32(n)
+		head = append(append([]Run(nil), runs[:i]...), Run{Part: r.Part, N: k, RU: per * float32(k)})
+		tail = append([]Run{{Part: r.Part, N: r.N - k, RU: per * float32(r.N-k)}}, runs[i+1:]...)
+		return head, tail
+	}
+	return append([]Run(nil), runs...), nil
 }
 
 // OrderResult is what the simulated load does.
@@ -230,8 +309,38 @@ func SimulateOrder(seq *Sequence, cfg OrderConfig) OrderResult {
 	if pool <= 0 || pool > len(waiting) {
 		pool = len(waiting)
 	}
-	curs := waiting[:pool]
+	curs := append([]*cursor(nil), waiting[:pool]...)
 	waiting = waiting[pool:]
+	// split gives the second half of the largest unread stretch of any
+	// cursor to a new one, as the import splits a segment's unread bytes.
+	split := func() {
+		var big *cursor
+		var bigLeft int64
+		for _, c := range curs {
+			if c.i >= len(c.runs) {
+				continue
+			}
+			left := int64(c.left)
+			for _, r := range c.runs[c.i+1:] {
+				left += int64(r.N)
+			}
+			if left > bigLeft {
+				big, bigLeft = c, left
+			}
+		}
+		if big == nil || bigLeft < max(2, cfg.MinSplit) {
+			return
+		}
+		// What is left, from the current run's unread records on, cut in
+		// the middle: the old cursor keeps the head, a new one the tail.
+		cur := big.runs[big.i]
+		rem := append([]Run{{Part: cur.Part, N: big.left, RU: float32(big.ru) * float32(big.left)}}, big.runs[big.i+1:]...)
+		head, tail := cutRuns(rem, bigLeft/2)
+		big.runs, big.i, big.left = head, 0, head[0].N
+		big.ru = float64(head[0].RU) / float64(head[0].N)
+		nc := &cursor{runs: tail, left: tail[0].N, ru: float64(tail[0].RU) / float64(tail[0].N)}
+		curs = append(curs, nc)
+	}
 	// Each partition's queue as runs of equal-cost records, a count of the
 	// records in it, and the RU it may still spend this step (with debt).
 	type part struct {
@@ -294,6 +403,23 @@ func SimulateOrder(seq *Sequence, cfg OrderConfig) OrderResult {
 	var t float64
 	refill()
 	for !done() {
+		if cfg.Split != nil {
+			// Reading is instant here: after a refill every cursor still
+			// reading is parked.
+			reading, idle := 0, false
+			for _, c := range curs {
+				if c.i < len(c.runs) {
+					reading++
+				}
+			}
+			for _, p := range ps {
+				idle = idle || p.n == 0
+			}
+			if cfg.Split.Observe(t, reading > 0 && idle, reading) {
+				split()
+				refill()
+			}
+		}
 		var lastBusy float64
 		for pi := range ps {
 			p := &ps[pi]

@@ -88,3 +88,69 @@ func TestSimulateOrderCursorsRecoverSortedInput(t *testing.T) {
 		t.Errorf("8 cursors: %.1f s, bound %.1f s", res.Seconds, bound)
 	}
 }
+
+func TestSplitPolicyWaitsThenBacksOff(t *testing.T) {
+	p := &SplitPolicy{MaxCursors: 4, Patience: 0.5}
+	steps := []struct {
+		now     float64
+		starved bool
+		cursors int
+		want    bool
+	}{
+		{0, true, 1, false},   // starvation begins
+		{0.4, true, 1, false}, // not yet for Patience
+		{0.5, true, 1, true},  // split
+		{0.7, true, 2, false}, // waits another Patience
+		{1.0, true, 2, true},  // the split did not help: split again
+		{1.5, true, 3, false}, // and now waits twice as long
+		{1.9, true, 3, false},
+		{2.0, true, 3, true},
+		{2.1, false, 4, false}, // relief resets the back-off
+		{3.0, true, 3, false},
+		{3.5, true, 3, true},
+		{4.0, true, 4, false}, // at the bound
+		{9.0, true, 4, false},
+	}
+	for _, s := range steps {
+		if got := p.Observe(s.now, s.starved, s.cursors); got != s.want {
+			t.Errorf("at %.1f s (starved %v, %d cursors): split %v, want %v", s.now, s.starved, s.cursors, got, s.want)
+		}
+	}
+}
+
+func TestCutRuns(t *testing.T) {
+	runs := []Run{{Part: 0, N: 4, RU: 40}, {Part: 1, N: 6, RU: 60}}
+	head, tail := cutRuns(runs, 7)
+	if len(head) != 2 || head[1].N != 3 || head[1].RU != 30 || len(tail) != 1 || tail[0].N != 3 || tail[0].Part != 1 {
+		t.Errorf("cut after 7: %v | %v", head, tail)
+	}
+	head, tail = cutRuns(runs, 4)
+	if len(head) != 1 || len(tail) != 1 || tail[0].N != 6 {
+		t.Errorf("cut after 4: %v | %v", head, tail)
+	}
+}
+
+func TestSimulateOrderSplitsStarvedCursors(t *testing.T) {
+	// One cursor over a key-sorted input parks on each key's partition in
+	// turn; splitting while starved brings the load near the bound.
+	spread := []int{0, 0, 0, 1, 2, 2, 3, 3}
+	parts := keyed(8, 5000, func(k int) int { return spread[k] }, false)
+	cfg := OrderConfig{Partitions: 4, BudgetPerPartition: 2000, Queue: 1024}
+	bound := 15000 * 6.33 / 2000
+	fixed := simulateSeq(parts, 1<<20, cfg, 6.33)
+	cfg.Split = NewSplitPolicy(16)
+	split := simulateSeq(parts, 1<<20, cfg, 6.33)
+	if fixed.Seconds < bound*1.5 {
+		t.Fatalf("one cursor: %.1f s, expected far above the %.1f s bound", fixed.Seconds, bound)
+	}
+	if split.Seconds > bound*1.1 {
+		t.Errorf("with splits: %.1f s, bound %.1f s (one cursor: %.1f s)", split.Seconds, bound, fixed.Seconds)
+	}
+	var records float64
+	for _, b := range split.Busy {
+		records += b
+	}
+	if records <= 0 {
+		t.Error("no partition busy")
+	}
+}

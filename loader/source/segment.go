@@ -158,6 +158,39 @@ func AlignFrom(open func(offset int64) (io.ReadCloser, error), offset int64) (Po
 	return starts[0], nil
 }
 
+// BoundaryAfter returns the first record boundary at or after target in a
+// splittable plain file, reading only from from (a record boundary, where
+// CSV quoting starts afresh) to count the lines: a split while loading
+// reads the stretch it cuts, not the file before it. why says when a CSV's
+// quoting cannot be followed there.
+func BoundaryAfter(in Input, opts Options, from Position, target int64) (Position, string, error) {
+	f, err := os.Open(in.Path)
+	if err != nil {
+		return Position{}, "", fmt.Errorf("find record boundary: %w", err)
+	}
+	defer f.Close()
+	if _, err := f.Seek(from.Offset, io.SeekStart); err != nil {
+		return Position{}, "", fmt.Errorf("find record boundary: %w", err)
+	}
+	rel := []int64{max(target-from.Offset, 0)}
+	var starts []Position
+	var why string
+	switch format, _ := ResolveFormat(in, opts); format {
+	case FormatCSV, FormatTSV:
+		delim := csvDelimiter(format, opts)
+		if delim == 0 {
+			return Position{}, "its delimiter is not one byte", nil
+		}
+		starts, why, err = csvBoundaries(f, rel, delim)
+	default:
+		starts, err = lineBoundaries(f, rel)
+	}
+	if why != "" || err != nil {
+		return Position{}, why, err
+	}
+	return Position{Offset: from.Offset + starts[0].Offset, Line: from.Line + starts[0].Line}, "", nil
+}
+
 // splitBuf is the read size of the boundary scans; tests shrink it to cross
 // buffer boundaries.
 var splitBuf = 1 << 20
