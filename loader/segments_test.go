@@ -1,0 +1,88 @@
+package loader
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/cosmosloader/loader/checkpoint"
+	"github.com/cosmosloader/loader/loader/source"
+)
+
+// A file read whole is split while loading: the cursor stops at a line
+// boundary near the middle of what it has not read, the checkpoint holds
+// both segments before the new cursor starts, and a resume plans both.
+func TestSegmenterSplitsTheLargestUnreadRange(t *testing.T) {
+	var b bytes.Buffer
+	for i := 0; b.Len() < 2<<20; i++ {
+		fmt.Fprintf(&b, `{"id":"r%06d","pk":"k","pad":"%0*d"}`+"\n", i, 50+i%40, 0)
+	}
+	data := b.Bytes()
+	path := filepath.Join(t.TempDir(), "in.ndjson")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files := []Input{{Input: source.Input{Path: path}}}
+	state := &checkpoint.State{Inputs: []checkpoint.Input{{Fingerprint: checkpoint.Fingerprint{Path: path, Size: int64(len(data))}}}}
+	plan := planSegments(files, state)
+	tr := newTracker([]Committed{plan.inputs[0].Start}, nil)
+	s := newSegmenter(plan, state, source.Options{}, 4, t.Logf)
+
+	first := bytes.IndexByte(data, '\n') + 1
+	c := s.cursor(0)
+	c.begin()
+	if !c.take(0, source.Position{Offset: int64(first), Line: 1}) {
+		t.Fatal("the first record is the cursor's")
+	}
+	seq := tr.add(0, int64(first), 1)
+	tr.ack(0, seq, resultWritten, nil)
+
+	var spawned []int
+	var next Input
+	if err := s.split(tr, func(i int, in Input) { spawned, next = append(spawned, i), in }); err != nil {
+		t.Fatal(err)
+	}
+	if len(spawned) != 1 || spawned[0] != 1 {
+		t.Fatalf("spawned %v, want input 1", spawned)
+	}
+	at := next.Start.Offset
+	mid := int64(first) + (int64(len(data))-int64(first))/2
+	if at < mid || at > mid+200 || data[at-1] != '\n' {
+		t.Fatalf("split at %d, want the line start at or after %d", at, mid)
+	}
+	if want := int64(bytes.Count(data[:at], []byte{'\n'})); next.Start.Line != want {
+		t.Errorf("new segment starts on line %d, want %d", next.Start.Line, want)
+	}
+	if c.take(at, source.Position{}) {
+		t.Error("the old cursor read past the split")
+	}
+	if !c.take(at-10, source.Position{Offset: at, Line: next.Start.Line}) {
+		t.Error("the old cursor refused a record before the split")
+	}
+	segs := state.Inputs[0].Segments
+	if len(segs) != 2 || segs[0].End != at || segs[0].Start.Offset != 0 || segs[1].Start.Offset != at || segs[1].End != 0 || segs[1].Committed.Offset != at {
+		t.Fatalf("checkpoint segments %+v", segs)
+	}
+
+	plan.record(state, tr.committed(), false)
+	if got := state.Inputs[0].Segments[0].Committed.Offset; got != int64(first) {
+		t.Errorf("first segment committed at %d, want %d", got, first)
+	}
+	resumed := planSegments(files, state)
+	if len(resumed.inputs) != 2 || resumed.inputs[0].End != at || resumed.inputs[1].Start.Offset != at || resumed.inputs[1].End != 0 || resumed.cursors != 2 {
+		t.Errorf("resume plan %+v", resumed.inputs)
+	}
+
+	// Cursor 0 has read up to the split and cursor 1 has not begun:
+	// nothing left to split.
+	for range 8 {
+		if err := s.split(tr, func(i int, in Input) { spawned = append(spawned, i) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(state.Inputs[0].Segments); n != 2 {
+		t.Errorf("%d segments after splits with nothing to split, want 2", n)
+	}
+}
