@@ -38,19 +38,31 @@ type PacerConfig struct {
 	// Backoff multiplies a partition's rate when its 429s look like
 	// contention (default 0.7), at most once per CutInterval (default 1 s,
 	// Cosmos DB's budget period), so one burst of 429s from requests
-	// already in flight is one cut. 429s look like contention when a burst
-	// of them follows another within Sustain (default 2 s: throttled in
-	// consecutive budget periods, as when another application takes part
-	// of the budget). Any other burst is timing noise — requests that
-	// straddled a second's boundary, a stall on a busy machine — and is
-	// only cut by MildBackoff (default 0.95), which the additive increase
-	// repays in half a second. A burst's size is no evidence either way:
-	// over a long path, hundreds of requests are in flight when a noisy
-	// second's budget runs out, and all of them come back 429.
-	Backoff     float64
-	MildBackoff float64
-	CutInterval time.Duration
-	Sustain     time.Duration
+	// already in flight is one cut. Any other burst is timing noise —
+	// requests that straddled a second's boundary, a stall on a busy
+	// machine — and is only cut by MildBackoff (default 0.95), which the
+	// additive increase repays in half a second. Pacing at exactly the
+	// provisioned throughput, such bursts come every two to five seconds
+	// over a jittery path; a 30 % cut for each of them cost 3 % of the
+	// load.
+	//
+	// A burst is contention when it follows a 429 within Sustain (default
+	// 2 s) and either falls in the very next budget period — the period
+	// it was told to wait for (now + retry-after) ends less than 1.5
+	// budget periods after the previous 429's: throttled in consecutive
+	// seconds, as
+	// when another application takes part of the budget — or grows to
+	// refuse ContentionBurst (default 0.1) of a second's rate. Over a
+	// long path a partition paused until the renewal misses the start of
+	// the next period, so contention throttles every other second; but
+	// then the budget runs out well before the period ends and every
+	// request still in flight comes back 429, while noise runs it out in
+	// the last few milliseconds.
+	Backoff         float64
+	MildBackoff     float64
+	CutInterval     time.Duration
+	Sustain         time.Duration
+	ContentionBurst float64
 	// Floor is the lowest rate a partition is cut to, as a fraction of its
 	// share of the target (default 0.05).
 	Floor float64
@@ -78,6 +90,9 @@ func (c *PacerConfig) defaults() {
 	}
 	if c.CutInterval <= 0 {
 		c.CutInterval = time.Second
+	}
+	if c.ContentionBurst <= 0 {
+		c.ContentionBurst = 0.1
 	}
 	if c.Floor <= 0 || c.Floor > 1 {
 		c.Floor = 0.05
@@ -131,8 +146,13 @@ type partition struct {
 	pausedUntil, lastCut, lastRecover time.Time
 	// burst is when the current burst of 429s began (the first 429 at
 	// least CutInterval after the previous burst began), last429 when the
-	// latest 429 came.
-	burst, last429 time.Time
+	// latest 429 came and lastEnd when the budget period it was throttled
+	// in ends (now + retry-after). burstRU is the RU the current burst was refused;
+	// suspect says it followed a 429 within Sustain, hard that it has been
+	// cut as contention.
+	burst, last429, lastEnd time.Time
+	burstRU                 float64
+	suspect, hard           bool
 
 	requests, succeeded, throttled int64
 	totalRU                        float64
@@ -376,16 +396,22 @@ func (p *Pacer) Throttled(part int, retryAfter time.Duration) {
 	}
 	if pt.burst.IsZero() || now.Sub(pt.burst) >= p.cfg.CutInterval {
 		// Measured from the previous 429, not the previous burst's start,
-		// so bursts a budget period apart are contention whatever the
-		// phase of the second they fall in.
-		factor := p.cfg.MildBackoff
-		if !pt.last429.IsZero() && now.Sub(pt.last429) < p.cfg.Sustain {
-			factor = p.cfg.Backoff
+		// so bursts a budget period apart are suspect whatever the phase
+		// of the second they fall in.
+		pt.suspect = !pt.last429.IsZero() && now.Sub(pt.last429) < p.cfg.Sustain
+		pt.burst, pt.burstRU, pt.hard = now, 0, false
+		pt.cut(p, now, p.cfg.MildBackoff)
+		if pt.suspect && now.Add(retryAfter).Sub(pt.lastEnd) < p.cfg.CutInterval*3/2 {
+			pt.escalate(p, now)
 		}
-		pt.burst = now
-		pt.cut(p, now, factor)
 	}
-	pt.last429 = now
+	if pt.requests > 0 {
+		pt.burstRU += pt.totalRU / float64(pt.requests)
+	}
+	if pt.suspect && !pt.hard && pt.burstRU >= p.cfg.ContentionBurst*pt.limit*p.cfg.CutInterval.Seconds() {
+		pt.escalate(p, now)
+	}
+	pt.last429, pt.lastEnd = now, now.Add(retryAfter)
 	// Empty the bucket up to the end of the pause, so that when it ends
 	// requests resume at the (cut) rate instead of all at once.
 	pt.credit = 0
@@ -393,6 +419,13 @@ func (p *Pacer) Throttled(part int, retryAfter time.Duration) {
 	if tokens := pt.lim.TokensAt(now); tokens > floor {
 		takeTokens(pt.lim, now, int(tokens-floor))
 	}
+}
+
+// escalate turns the current burst's mild cut into a contention cut.
+// pt.mu must be held.
+func (pt *partition) escalate(p *Pacer, now time.Time) {
+	pt.cut(p, now, p.cfg.Backoff/p.cfg.MildBackoff)
+	pt.hard = true
 }
 
 // cut multiplies a partition's rate by factor, down to Floor of its share.

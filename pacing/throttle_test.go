@@ -88,3 +88,56 @@ func TestSustained429sCut(t *testing.T) {
 		t.Errorf("a third burst left the rate at %.0f RU/s, want ≤ 60 %% of %.0f", lowest[2], target)
 	}
 }
+
+// burst429s is count 429s on partition 0 spread evenly from at until the
+// next whole second, each told to wait for that second, as the emulator
+// and Cosmos DB's per-second budget answer the requests arriving after it
+// ran out. It returns the partition's limit after the burst.
+func burst429s(p *pacing.Pacer, clock *pacingtest.FakeClock, at time.Duration, count int) float64 {
+	clock.Advance(epoch.Add(at).Sub(clock.Now()))
+	end := epoch.Add(at).Truncate(time.Second).Add(time.Second)
+	step := end.Sub(clock.Now()) / time.Duration(count+1)
+	for range count {
+		p.Throttled(0, end.Sub(clock.Now()))
+		clock.Advance(step)
+	}
+	return p.Stats().Partitions[0].LimitRU
+}
+
+// Pacing at exactly the provisioned throughput over a jittery path, a few
+// requests overshoot a second's budget every two to five seconds (measured
+// at 200 + ≤ 200 ms: bursts of 1 to 14 at the ends of seconds 3, 6, 8, 12,
+// 14, …). Two such bursts two seconds apart are still noise: the old rule
+// (another 429 within 2 s) cut both 8 and 14 by 30 %, 3 % of the load.
+func TestNoiseTwoSecondsApartIsMild(t *testing.T) {
+	const target = 8000.0
+	clock := pacingtest.NewFakeClock(epoch)
+	p := newPacer(t, pacing.PacerConfig{TargetRU: target, Partitions: 1, Clock: clock})
+	p.Reserve(0, 17.6)
+	burst429s(p, clock, 6990*time.Millisecond, 3)
+	clock.Advance(time.Second)
+	p.Succeeded(0) // a clean second: back at the target
+	if got := burst429s(p, clock, 8950*time.Millisecond, 5); got < 0.9*target {
+		t.Errorf("a noise burst 2 s after another cut the rate to %.0f RU/s, want ≥ 90 %% of %.0f", got, target)
+	}
+}
+
+// Over a long path, a partition paused until the budget's renewal misses
+// the start of the next second (its requests arrive 200–600 ms late), so
+// another application taking 30 % of the budget throttles it every other
+// second, not every second. Each such burst refuses everything arriving
+// after the budget ran out, a quarter of a second's requests: contention.
+func TestLongPathContentionCuts(t *testing.T) {
+	const target = 8000.0
+	clock := pacingtest.NewFakeClock(epoch)
+	p := newPacer(t, pacing.PacerConfig{TargetRU: target, Partitions: 1, Clock: clock})
+	p.Reserve(0, 17.6)
+	if got := burst429s(p, clock, 2740*time.Millisecond, 120); got < 0.9*target {
+		t.Errorf("the first burst cut the rate to %.0f RU/s: it could have been noise", got)
+	}
+	clock.Advance(time.Second)
+	p.Succeeded(0)
+	if got := burst429s(p, clock, 4740*time.Millisecond, 120); got > 0.75*target {
+		t.Errorf("a second burst of 120 429s left the rate at %.0f RU/s, want ≤ 75 %% of %.0f", got, target)
+	}
+}
