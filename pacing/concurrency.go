@@ -87,7 +87,7 @@ type Concurrency struct {
 	target   float64
 	meanRU   float64
 	latency  float64   // seconds: the percentile, or cfg.Latency while warming up
-	floor    float64   // seconds: the lowest 5th percentile of any window so far
+	floor    float64   // seconds: the lowest mean of any full enough window so far
 	samples  []float64 // ring of recent latencies, seconds
 	next     int       // ring position of the next sample
 	seen     int       // samples observed in all
@@ -187,31 +187,44 @@ func (c *Concurrency) ObserveLatency(d time.Duration) {
 }
 
 // estimateLocked returns the latency to size the pool from: the window's
-// high percentile, scaled down by how far its 5th percentile has risen
-// above the lowest seen. A long, jittery path raises the high percentile
-// but not the low one, and is sized for in full. Requests queueing behind
-// one another — in this process when its CPU is the limit, or in an
-// overloaded target — raise every percentile together: sizing from that
-// would add requests in flight, which lengthen the queue, which adds more
-// (an unreachable target grew the pool to thousands of connections and
-// slowed the load threefold). The ratio keeps the pool where the latency
-// was before the queue formed.
+// high percentile, scaled down by how far its mean has risen above the
+// lowest mean seen (floor). A long, jittery path raises the high
+// percentile but not the mean, and is sized for in full. Requests
+// queueing behind one another — in this process when its CPU is the
+// limit, or in an overloaded target — raise the mean with the requests in
+// flight: sizing from that would add requests in flight, which lengthen
+// the queue, which adds more (an unreachable target grew the pool to
+// thousands of connections and slowed the load threefold). The ratio
+// keeps the pool where the latency was before the queue formed.
+//
+// The floor is a mean over at least floorSamples answers, not the fastest
+// answers: on a machine kept busy by another process most of a round trip
+// is waiting for a core, a lucky answer takes a millisecond where the
+// mean is twenty, and a floor taken from the fastest answers (the 5th
+// percentile, as it was) starved the pool to two requests and the load
+// to 81 % of its target.
 func (c *Concurrency) estimateLocked() float64 {
 	c.scratch = append(c.scratch[:0], c.samples...)
 	slices.Sort(c.scratch)
-	at := func(q float64) float64 {
-		i := int(math.Ceil(q*float64(len(c.scratch)))) - 1
-		return c.scratch[min(max(i, 0), len(c.scratch)-1)]
+	i := int(math.Ceil(c.cfg.Percentile*float64(len(c.scratch)))) - 1
+	high := c.scratch[min(max(i, 0), len(c.scratch)-1)]
+	if len(c.samples) < min(floorSamples, cap(c.samples)) {
+		return high
 	}
-	high, low := at(c.cfg.Percentile), at(0.05)
-	if c.floor == 0 || low < c.floor {
-		c.floor = low
+	var sum float64
+	for _, s := range c.samples {
+		sum += s
 	}
-	if low > 0 {
-		return high * c.floor / low
+	mean := sum / float64(len(c.samples))
+	if c.floor == 0 || mean < c.floor {
+		c.floor = mean
 	}
-	return high
+	return high * c.floor / mean
 }
+
+// floorSamples is how many answers a window's mean must hold to become the
+// floor: enough that its noise is a few per cent on a busy machine.
+const floorSamples = 256
 
 // countAnswerLocked adds one answer to the rate measurement.
 func (c *Concurrency) countAnswerLocked() {
@@ -305,14 +318,17 @@ func (c *Concurrency) BoundMessage() string {
 
 func (c *Concurrency) limitLocked() int {
 	// Little's law for the rate the target asks for, but never more than
-	// Gain × the highest rate answers recently came back at × the fastest
-	// round trip seen (the path's own latency, without queues): the
+	// Gain × the highest rate answers recently came back at × the lowest
+	// mean round trip seen (the path's own latency, without queues): the
 	// bandwidth-delay product that BBR congestion control keeps in flight.
 	// On a path the target can use, the answer rate rises with the pool and
-	// the bound grows ahead of it (×3.6 a window at 200+200 ms); when this
-	// process, not the service, limits the rate (an unreachable target on
-	// two busy cores), more requests would only queue here, the answer
-	// rate stops rising and so does the pool.
+	// the bound grows ahead of it (×4 a window); when this process, not the
+	// service, limits the rate (an unreachable target on two busy cores),
+	// more requests would only queue here, the answer rate stops rising
+	// and so does the pool. The mean, not the fastest answers: with the
+	// pool at N and answers taking R on average, the rate is N ÷ R and the
+	// bound Gain × N × floor ÷ R, which shrinks the pool — and with it the
+	// rate, and the bound — whenever R is more than Gain × the floor.
 	need := c.target / c.meanRU * c.latency
 	if bdp := c.cfg.Gain * c.maxRateLocked() * c.floor; bdp > 0 {
 		need = math.Min(need, bdp)
