@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"time"
 )
 
@@ -19,8 +20,20 @@ type SimConfig struct {
 	// 32): each partition has its own, so a paused partition cannot starve
 	// the others of workers and isolation is the pacer's alone.
 	Workers int
-	// Latency is every request's round trip (default 5 ms).
-	Latency time.Duration
+	// Latency is every request's round trip (default 5 ms), plus a
+	// uniform random Jitter (default none).
+	Latency, Jitter time.Duration
+	// ChargeOnArrival has the server see a request a round trip after it
+	// was sent and answer at once, as the local target models a long path
+	// (bench scenario L); otherwise it sees it when sent and the answer
+	// takes the round trip.
+	ChargeOnArrival bool
+	// Dispatch reserves new requests one at a time per partition, the
+	// next once the previous is sent, as the pipeline's dispatcher does;
+	// only retries of throttled requests reserve on their own. Otherwise
+	// every worker reserves its next request as soon as it is free, which
+	// books the bucket up to Workers requests ahead.
+	Dispatch bool
 	// Request returns the estimated and actual charge of the i-th request
 	// on a partition (default 10 RU, estimated exactly).
 	Request func(part int, i int64) (estimate, actual float64)
@@ -86,6 +99,7 @@ type simEventKind int
 const (
 	simReady simEventKind = iota
 	simSend
+	simArrive
 	simResponse
 	simSecond
 )
@@ -120,6 +134,7 @@ type simWorker struct {
 	part             int
 	estimate, actual float64
 	retry, ok        bool
+	dispatched       bool
 	retryAfter       time.Duration
 }
 
@@ -184,6 +199,39 @@ func Simulate(cfg SimConfig) (SimResult, error) {
 		push(simEvent{at: start.Add(time.Duration(s) * time.Second), kind: simSecond, second: s})
 	}
 
+	dispatching := make([]bool, parts)
+	waiting := make([][]int, parts)
+	rng := rand.New(rand.NewPCG(uint64(cfg.Latency), uint64(cfg.Jitter)))
+	// serve is the server's answer to a worker's request arriving at at; it
+	// returns false for a request after the end.
+	serve := func(worker int, at time.Time) bool {
+		w := &workers[worker]
+		s := int(at.Sub(start) / time.Second)
+		if s >= seconds {
+			return false
+		}
+		res.Requests++
+		w.ok = true
+		if cfg.Capacity > 0 {
+			srv := &servers[w.part]
+			for srv.second < s {
+				srv.second++
+				srv.avail = min(srv.avail, 0) + cfg.Capacity - cfg.Neighbour(w.part, srv.second)
+			}
+			if srv.avail > 0 {
+				srv.avail -= w.actual
+			} else {
+				w.ok = false
+				w.retryAfter = start.Add(time.Duration(s+1) * time.Second).Sub(at)
+			}
+		}
+		if w.ok {
+			res.ChargedRU[s][w.part] += w.actual
+		} else {
+			res.Throttled++
+		}
+		return true
+	}
 	for q.Len() > 0 {
 		e := heap.Pop(&q).(simEvent)
 		if e.at.After(end) {
@@ -202,6 +250,14 @@ func Simulate(cfg SimConfig) (SimResult, error) {
 			}
 		case simReady:
 			w := &workers[e.worker]
+			if cfg.Dispatch && !w.retry {
+				if dispatching[w.part] {
+					waiting[w.part] = append(waiting[w.part], e.worker)
+					continue
+				}
+				dispatching[w.part] = true
+				w.dispatched = true
+			}
 			if !w.retry {
 				w.estimate, w.actual = cfg.Request(w.part, counts[w.part])
 				counts[w.part]++
@@ -214,31 +270,28 @@ func Simulate(cfg SimConfig) (SimResult, error) {
 				push(simEvent{at: paused, kind: simSend, worker: e.worker})
 				continue
 			}
-			s := int(e.at.Sub(start) / time.Second)
-			if s >= seconds {
+			if w.dispatched {
+				w.dispatched, dispatching[w.part] = false, false
+				if q := waiting[w.part]; len(q) > 0 {
+					waiting[w.part] = q[1:]
+					push(simEvent{at: e.at, kind: simReady, worker: q[0]})
+				}
+			}
+			rtt := cfg.Latency
+			if cfg.Jitter > 0 {
+				rtt += time.Duration(rng.Int64N(int64(cfg.Jitter)))
+			}
+			if cfg.ChargeOnArrival {
+				push(simEvent{at: e.at.Add(rtt), kind: simArrive, worker: e.worker})
 				continue
 			}
-			res.Requests++
-			w.ok = true
-			if cfg.Capacity > 0 {
-				srv := &servers[w.part]
-				for srv.second < s {
-					srv.second++
-					srv.avail = min(srv.avail, 0) + cfg.Capacity - cfg.Neighbour(w.part, srv.second)
-				}
-				if srv.avail > 0 {
-					srv.avail -= w.actual
-				} else {
-					w.ok = false
-					w.retryAfter = start.Add(time.Duration(s+1) * time.Second).Sub(e.at)
-				}
+			if serve(e.worker, e.at) {
+				push(simEvent{at: e.at.Add(rtt), kind: simResponse, worker: e.worker})
 			}
-			if w.ok {
-				res.ChargedRU[s][w.part] += w.actual
-			} else {
-				res.Throttled++
+		case simArrive:
+			if serve(e.worker, e.at) {
+				push(simEvent{at: e.at, kind: simResponse, worker: e.worker})
 			}
-			push(simEvent{at: e.at.Add(cfg.Latency), kind: simResponse, worker: e.worker})
 		case simResponse:
 			w := &workers[e.worker]
 			if w.ok {
