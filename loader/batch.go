@@ -10,6 +10,55 @@ import (
 	"time"
 )
 
+// batchesOK says whether batches may be sent now: the server has not
+// refused them and the probe, if any, has found that it executes them.
+func (r *run) batchesOK() bool {
+	if r.batchOff.Load() {
+		return false
+	}
+	if r.o.BatchProbe == nil {
+		return true
+	}
+	decided, ok := r.o.BatchProbe()
+	return decided && ok
+}
+
+// batchProbe is a ProbeBatches answer on its way: the load starts with
+// point writes and sends batches once the answer says it may, instead of
+// waiting a round trip (0.3–0.6 s over a long path) before the first write.
+type batchProbe struct {
+	done chan struct{}
+	err  error
+}
+
+// startBatchProbe probes in the background; warn is told of a refusal.
+func startBatchProbe(ctx context.Context, p BatchProber, warn func(format string, a ...any)) *batchProbe {
+	b := &batchProbe{done: make(chan struct{})}
+	go func() {
+		defer close(b.done)
+		if b.err = p.ProbeBatches(ctx); b.err != nil {
+			warn("transactional batches are not supported by this server (%v): sending point writes for the whole run", b.err)
+		}
+	}()
+	return b
+}
+
+// state is Options.BatchProbe.
+func (b *batchProbe) state() (decided, ok bool) {
+	select {
+	case <-b.done:
+		return true, b.err == nil
+	default:
+		return false, false
+	}
+}
+
+// refused waits for the answer and says whether the server failed it.
+func (b *batchProbe) refused() bool {
+	<-b.done
+	return b.err != nil
+}
+
 // BatchProber is a target that can check, before loading, that it executes
 // transactional batches as Cosmos DB does.
 type BatchProber interface {
@@ -187,7 +236,7 @@ func (r *run) dispatchBatched(q <-chan *item, admit func(part int, ru float64) b
 			if r.stopped() {
 				break
 			}
-			if len(g) == 1 || r.batchOff.Load() {
+			if len(g) == 1 || !r.batchesOK() {
 				for _, it := range g {
 					if admit(it.part, it.est) {
 						start(func() { r.write(it) })
@@ -231,7 +280,7 @@ func (r *run) writeBatch(items []*item) {
 	for len(pending) > 0 {
 		g := pending[0]
 		pending = pending[1:]
-		if len(g) == 1 || r.batchOff.Load() {
+		if len(g) == 1 || !r.batchesOK() {
 			for _, it := range g {
 				if !reserved && paced {
 					if err := r.o.Pacer.Wait(r.wctx, part, it.est); err != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -345,5 +346,35 @@ func TestRequestPlannerCountsBatchesAsTheImportSendsThem(t *testing.T) {
 	p.flush()
 	if off != 250 {
 		t.Errorf("--batch off: %d requests for 250 records", off)
+	}
+}
+
+// The batch probe costs a round trip (0.3–0.6 s over a long path): the
+// load starts with point writes while it is on its way, sends batches once
+// it says the server takes them, and none if it says not.
+func TestRunSendsPointWritesUntilTheProbeAnswers(t *testing.T) {
+	for _, ok := range []bool{true, false} {
+		t.Run(fmt.Sprintf("probe ok %v", ok), func(t *testing.T) {
+			s := newFakeBatchSink(false, nil)
+			var points atomic.Int64
+			respond := s.fakeSink.respond
+			s.fakeSink.respond = func(id string, attempt int) Outcome {
+				points.Add(1)
+				return respond(id, attempt)
+			}
+			// The answer comes after the first 50 point writes.
+			probe := func() (decided, ok2 bool) { return points.Load() >= 50, ok }
+			res, dl := runFake(t, keyedDocs(600, 3), s.fakeSink, func(o *Options) { o.Sink = s; o.Batch = 40; o.BatchProbe = probe })
+			checkExact(t, res, s, 600, nil, dl, 600, 0)
+			if p := points.Load(); p < 50 {
+				t.Errorf("%d point writes before the probe answered, want ≥ 50", p)
+			}
+			if ok && len(s.batches) == 0 {
+				t.Error("no batches after the probe said the server takes them")
+			}
+			if !ok && len(s.batches) != 0 {
+				t.Errorf("%d batches after the probe said the server refuses them", len(s.batches))
+			}
+		})
 	}
 }

@@ -137,12 +137,10 @@ func Execute(ctx context.Context, j *Job) (*Report, error) {
 		return nil, err
 	}
 	if p.batch > 1 {
-		prober, ok := tgt.Writer.(BatchProber)
-		if !ok {
+		if prober, ok := tgt.Writer.(BatchProber); !ok {
 			p.refuseBatches()
-		} else if err := prober.ProbeBatches(ctx); err != nil {
-			p.refuseBatches()
-			p.warnf("transactional batches are not supported by this server (%v): sending point writes for the whole run", err)
+		} else {
+			p.probe = startBatchProbe(ctx, prober, p.warnf)
 		}
 	}
 	mapper, err := record.NewMapper(record.Config{
@@ -190,6 +188,8 @@ type plan struct {
 	// transactional batches (batchesRefused).
 	batch          int
 	batchesRefused bool
+	// probe is the batch probe, answered while the load starts.
+	probe *batchProbe
 }
 
 // resolve is j with every default filled in, as a new plan: j is not
@@ -223,6 +223,14 @@ func (j *Job) resolve() *plan {
 	}
 	p.batch, _ = ParseBatch(j.Batch) // validated by the command
 	return p
+}
+
+// batchProbeState is Options.BatchProbe: nil when nothing is probed.
+func (p *plan) batchProbeState() func() (decided, ok bool) {
+	if p.probe == nil {
+		return nil
+	}
+	return p.probe.state
 }
 
 // refuseBatches sends point writes for the whole run: the target failed

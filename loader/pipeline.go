@@ -84,6 +84,10 @@ type Options struct {
 	// share a partition key (see ParseBatch); 0 or 1 sends point writes
 	// only. Batches need a Sink that is a BatchSink.
 	Batch int
+	// BatchProbe, when set, says whether the server has been found to
+	// execute batches: until it has (decided), the run sends point
+	// writes, so a probe takes no round trip from the load's start.
+	BatchProbe func() (decided, ok bool)
 	// BatchBytes bounds a batch's documents; 0 means DefaultBatchBytes.
 	BatchBytes int
 	// BatchLinger is the longest a dispatcher waits to fill a batch; 0

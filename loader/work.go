@@ -102,7 +102,7 @@ func (p *plan) load(ctx context.Context, tgt *Target, mapper *record.Mapper, tar
 	}
 	common := Options{
 		Stdin: p.Stdin, Mapper: mapper, Sink: tgt.Sink(p.Mode), Mode: p.Mode, Strategy: p.Strategy,
-		Batch: p.batch, Logf: p.warnf, Pacer: rp.wait, OnGone: w.askRanges, Cost: cost, Limiter: limiter,
+		Batch: p.batch, BatchProbe: p.batchProbeState(), Logf: p.warnf, Pacer: rp.wait, OnGone: w.askRanges, Cost: cost, Limiter: limiter,
 		Partitions: partitions, QueuePerPartition: p.ReadAhead, MaxErrors: p.MaxErrors,
 		CheckpointEvery: p.CheckpointEvery, CheckpointInterval: p.CheckpointInterval,
 		DrainTimeout: p.DrainTimeout, Now: p.Now, Charges: NewHistogram(),
@@ -167,6 +167,9 @@ func (p *plan) load(ctx context.Context, tgt *Target, mapper *record.Mapper, tar
 	}
 	total.Snapshot.Complete = total.Cause == Finished
 	total.Snapshot.Elapsed = p.Now().Sub(began)
+	if p.probe != nil && p.probe.refused() {
+		total.BatchesRefused = true
+	}
 	st, base := store.totals(ran)
 	changes, parts := w.history()
 	rep := buildReport(&p.Job, total, meanTarget(changes, total.Snapshot.Elapsed.Seconds()), partitions, base, st)
