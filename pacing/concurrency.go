@@ -22,10 +22,12 @@ type ConcurrencyConfig struct {
 	// estimate crawls up from answers that are themselves throttled by it.
 	Latency time.Duration
 	// Warmup is how many latencies must be observed before they replace
-	// Latency (default 16). Until then at most 4 × Warmup requests are in
-	// flight: enough for the first answers to size the pool within one
-	// round trip, few enough that a target far beyond what this machine
-	// can send does not open thousands of connections before any answer.
+	// Latency (default 16). Until then, and until the first answers'
+	// rate is measured, the pool grows by one per answer from what was in
+	// flight at the first answer (at least 4 × Warmup): enough for the
+	// first answers to size the pool within a round trip or two, few
+	// enough that a target far beyond what this machine can send does not
+	// open thousands of connections while the answers queue.
 	Warmup int
 	// Percentile of the recent latencies the limit is sized from (default
 	// 0.95). Little's law holds for the mean, but with jitter the requests
@@ -87,13 +89,15 @@ type Concurrency struct {
 	target   float64
 	meanRU   float64
 	latency  float64   // seconds: the percentile, or cfg.Latency while warming up
-	floor    float64   // seconds: the lowest mean of any full enough window so far
+	floor    float64   // seconds: the path's latency without queues (estimateLocked)
 	samples  []float64 // ring of recent latencies, seconds
 	next     int       // ring position of the next sample
 	seen     int       // samples observed in all
 	scratch  []float64
 	inFlight int
 	waiters  []chan struct{}
+	// firstInFlight is how many were in flight when the first answer came.
+	firstInFlight int
 
 	boundMsg string // set once, when the fd limit first binds
 	notified bool
@@ -169,6 +173,9 @@ func (c *Concurrency) ObserveLatency(d time.Duration) {
 		return
 	}
 	c.update(func() {
+		if c.seen == 0 {
+			c.firstInFlight = c.inFlight
+		}
 		c.countAnswerLocked()
 		s := d.Seconds()
 		if len(c.samples) < cap(c.samples) {
@@ -197,33 +204,37 @@ func (c *Concurrency) ObserveLatency(d time.Duration) {
 // thousands of connections and slowed the load threefold). The ratio
 // keeps the pool where the latency was before the queue formed.
 //
-// The floor is a mean over at least floorSamples answers, not the fastest
-// answers: on a machine kept busy by another process most of a round trip
-// is waiting for a core, a lucky answer takes a millisecond where the
-// mean is twenty, and a floor taken from the fastest answers (the 5th
-// percentile, as it was) starved the pool to two requests and the load
-// to 81 % of its target.
+// The floor is a mean, not the fastest answers: on a machine kept busy by
+// another process most of a round trip is waiting for a core, a lucky
+// answer takes a millisecond where the mean is twenty, and a floor taken
+// from the fastest answers (the 5th percentile, as it was) starved the
+// pool to two requests and the load to 81 % of its target. It is the
+// lower of the first 2 × Warmup answers' mean — sent while the pool was
+// smallest, before any queue of ours could form — and the lowest mean of
+// a window of floorSamples or more.
 func (c *Concurrency) estimateLocked() float64 {
 	c.scratch = append(c.scratch[:0], c.samples...)
 	slices.Sort(c.scratch)
 	i := int(math.Ceil(c.cfg.Percentile*float64(len(c.scratch)))) - 1
 	high := c.scratch[min(max(i, 0), len(c.scratch)-1)]
-	if len(c.samples) < min(floorSamples, cap(c.samples)) {
-		return high
-	}
 	var sum float64
 	for _, s := range c.samples {
 		sum += s
 	}
 	mean := sum / float64(len(c.samples))
-	if c.floor == 0 || mean < c.floor {
+	if c.floor == 0 && len(c.samples) >= min(2*c.cfg.Warmup, cap(c.samples)) {
 		c.floor = mean
 	}
+	if len(c.samples) < min(floorSamples, cap(c.samples)) {
+		return high
+	}
+	c.floor = math.Min(c.floor, mean)
 	return high * c.floor / mean
 }
 
-// floorSamples is how many answers a window's mean must hold to become the
-// floor: enough that its noise is a few per cent on a busy machine.
+// floorSamples is how many answers a window's mean must hold to lower the
+// floor and scale the percentile: enough that its noise is a few per cent
+// on a busy machine.
 const floorSamples = 256
 
 // countAnswerLocked adds one answer to the rate measurement.
@@ -234,7 +245,9 @@ func (c *Concurrency) countAnswerLocked() {
 		c.rateAt = now
 		return
 	}
-	if el := now.Sub(c.rateAt); el >= rateWindow {
+	// The first window also closes once it holds floorSamples answers, so
+	// that on a fast path the bound applies within milliseconds.
+	if el := now.Sub(c.rateAt); el >= rateWindow || (len(c.rates) == 0 && c.rateN >= floorSamples && el > 0) {
 		if len(c.rates) == rateWindows {
 			c.rates = append(c.rates[:0], c.rates[1:]...)
 		}
@@ -340,8 +353,19 @@ func (c *Concurrency) limitLocked() int {
 	}
 	if c.seen < c.cfg.Warmup || len(c.rates) == 0 {
 		// Until enough answers have sized the pool and one window has
-		// measured their rate.
-		want = math.Min(want, float64(max(4*c.cfg.Warmup, c.cfg.Min)))
+		// measured their rate. Before the first answer, the pacer alone
+		// bounds what is sent (a round trip's worth of the target, up to
+		// Latency's): on a fast path that is a handful, on a long one
+		// what the path needs. Then, from the larger of 4 × Warmup and
+		// what was in flight at the first answer, one more per answer, as
+		// TCP's slow start. (A fixed 64 sent 142 requests a second over a
+		// 300–600 ms path for its first half second, a fifth of what
+		// 8,000 RU/s of point writes needs.)
+		warm := float64(max(4*c.cfg.Warmup, c.firstInFlight) + c.seen)
+		if c.seen == 0 {
+			warm = math.Max(warm, math.Ceil(c.target/c.meanRU*c.cfg.Latency.Seconds()))
+		}
+		want = math.Min(want, math.Max(warm, float64(c.cfg.Min)))
 	}
 	if c.cfg.Max > 0 && want > float64(max(c.cfg.Max, c.cfg.Min)) {
 		return max(c.cfg.Max, c.cfg.Min)
