@@ -90,6 +90,7 @@ type Concurrency struct {
 	meanRU   float64
 	latency  float64   // seconds: the percentile, or cfg.Latency while warming up
 	floor    float64   // seconds: the path's latency without queues (estimateLocked)
+	low5     float64   // seconds: the lowest 5th percentile of any window so far
 	samples  []float64 // ring of recent latencies, seconds
 	next     int       // ring position of the next sample
 	seen     int       // samples observed in all
@@ -194,47 +195,55 @@ func (c *Concurrency) ObserveLatency(d time.Duration) {
 }
 
 // estimateLocked returns the latency to size the pool from: the window's
-// high percentile, scaled down by how far its mean has risen above the
-// lowest mean seen (floor). A long, jittery path raises the high
-// percentile but not the mean, and is sized for in full. Requests
+// high percentile, scaled down by how far its 5th percentile has risen
+// above the lowest seen (low5). A long, jittery path raises the high
+// percentile but not the low one, and is sized for in full. Requests
 // queueing behind one another — in this process when its CPU is the
-// limit, or in an overloaded target — raise the mean with the requests in
-// flight: sizing from that would add requests in flight, which lengthen
-// the queue, which adds more (an unreachable target grew the pool to
+// limit, or in an overloaded target — raise every percentile together:
+// sizing from that would add requests in flight, which lengthen the
+// queue, which adds more (an unreachable target grew the pool to
 // thousands of connections and slowed the load threefold). The ratio
-// keeps the pool where the latency was before the queue formed.
+// keeps the pool where the latency was before the queue formed. Low
+// percentiles, not the mean, so that a stall (a few answers taking
+// seconds) does not shrink the pool when it needs to grow.
 //
-// The floor is a mean, not the fastest answers: on a machine kept busy by
-// another process most of a round trip is waiting for a core, a lucky
-// answer takes a millisecond where the mean is twenty, and a floor taken
-// from the fastest answers (the 5th percentile, as it was) starved the
-// pool to two requests and the load to 81 % of its target. It is the
-// lower of the first 2 × Warmup answers' mean — sent while the pool was
-// smallest, before any queue of ours could form — and the lowest mean of
-// a window of floorSamples or more.
+// It also keeps the floor the bandwidth-delay bound uses (limitLocked): a
+// mean, not the fastest answers. On a machine kept busy by another
+// process most of a round trip is waiting for a core, a lucky answer
+// takes a millisecond where the mean is twenty, and the 5th percentile as
+// the floor starved the pool to two requests and the load to 81 % of its
+// target. The floor is the lower of the first 2 × Warmup answers' mean —
+// sent while the pool was smallest, before any queue of ours could form —
+// and the lowest mean of a window of floorSamples or more.
 func (c *Concurrency) estimateLocked() float64 {
 	c.scratch = append(c.scratch[:0], c.samples...)
 	slices.Sort(c.scratch)
-	i := int(math.Ceil(c.cfg.Percentile*float64(len(c.scratch)))) - 1
-	high := c.scratch[min(max(i, 0), len(c.scratch)-1)]
-	var sum float64
-	for _, s := range c.samples {
-		sum += s
+	at := func(q float64) float64 {
+		i := int(math.Ceil(q*float64(len(c.scratch)))) - 1
+		return c.scratch[min(max(i, 0), len(c.scratch)-1)]
 	}
-	mean := sum / float64(len(c.samples))
-	if c.floor == 0 && len(c.samples) >= min(2*c.cfg.Warmup, cap(c.samples)) {
-		c.floor = mean
+	high, low := at(c.cfg.Percentile), at(0.05)
+	if c.low5 == 0 || low < c.low5 {
+		c.low5 = low
 	}
-	if len(c.samples) < min(floorSamples, cap(c.samples)) {
-		return high
+	n := len(c.samples)
+	if (c.floor == 0 && n >= min(2*c.cfg.Warmup, cap(c.samples))) || n >= min(floorSamples, cap(c.samples)) {
+		var sum float64
+		for _, s := range c.samples {
+			sum += s
+		}
+		if mean := sum / float64(n); c.floor == 0 || mean < c.floor {
+			c.floor = mean
+		}
 	}
-	c.floor = math.Min(c.floor, mean)
-	return high * c.floor / mean
+	if low > 0 {
+		return high * c.low5 / low
+	}
+	return high
 }
 
 // floorSamples is how many answers a window's mean must hold to lower the
-// floor and scale the percentile: enough that its noise is a few per cent
-// on a busy machine.
+// floor: enough that its noise is a few per cent on a busy machine.
 const floorSamples = 256
 
 // countAnswerLocked adds one answer to the rate measurement.

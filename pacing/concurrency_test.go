@@ -319,3 +319,26 @@ func TestConcurrencyBusyMachine(t *testing.T) {
 		}
 	}
 }
+
+// A stall — this machine or the target frozen for a second, every request
+// sent meanwhile answered two seconds late — must not leave the pool
+// sized for it, nor shrunk by it: the load is back at its target within
+// two seconds of the answers coming back on time.
+func TestConcurrencyRecoversFromAStall(t *testing.T) {
+	const target, ru = 8000.0, 17.6
+	c := NewConcurrency(ConcurrencyConfig{TargetRU: target, FDLimit: 1 << 20})
+	rng := rand.New(rand.NewPCG(7, 1))
+	perSec, limits := simulatePool(c, target, ru, 12, func(int) time.Duration {
+		d := 200*time.Millisecond + time.Duration(rng.Int64N(int64(200*time.Millisecond)))
+		if now := c.cfg.Now().Sub(time.Unix(0, 0)); now >= 3*time.Second && now < 4*time.Second {
+			d += 2 * time.Second
+		}
+		return d
+	})
+	t.Logf("RU per second %.0f, limits %v", perSec, limits)
+	for s := 8; s < 12; s++ {
+		if perSec[s] < 0.97*target {
+			t.Errorf("second %d completed %.0f RU, want ≥ 97 %% of %.0f", s+1, perSec[s], target)
+		}
+	}
+}
