@@ -50,14 +50,19 @@ type PacerConfig struct {
 	// 2 s) and either falls in the very next budget period — the period
 	// it was told to wait for (now + retry-after) ends less than 1.5
 	// budget periods after the previous 429's: throttled in consecutive
-	// seconds, as
-	// when another application takes part of the budget — or grows to
-	// refuse ContentionBurst (default 0.1) of a second's rate. Over a
-	// long path a partition paused until the renewal misses the start of
-	// the next period, so contention throttles every other second; but
-	// then the budget runs out well before the period ends and every
-	// request still in flight comes back 429, while noise runs it out in
-	// the last few milliseconds.
+	// seconds, as when another application takes part of the budget —
+	// with the budget gone a tenth of a period or more before its end
+	// (retry-after ≥ CutInterval/10), or grows to refuse ContentionBurst
+	// (default 0.1) of a second's rate. Jitter alone overshoots a
+	// second's budget in its last milliseconds, sometimes two seconds
+	// running (at 300 + ≤ 300 ms such a pair cost 1.5 % of the load),
+	// and with few requests. Over a long path a partition paused until
+	// the renewal misses the start of the next period, so contention
+	// throttles every other second; but then the budget runs out well
+	// before the period ends and every request still in flight comes
+	// back 429. With a server whose retry-after is short whatever the
+	// budget, contention keeps answering 429 after the pause and the
+	// burst grows.
 	Backoff         float64
 	MildBackoff     float64
 	CutInterval     time.Duration
@@ -401,7 +406,7 @@ func (p *Pacer) Throttled(part int, retryAfter time.Duration) {
 		pt.suspect = !pt.last429.IsZero() && now.Sub(pt.last429) < p.cfg.Sustain
 		pt.burst, pt.burstRU, pt.hard = now, 0, false
 		pt.cut(p, now, p.cfg.MildBackoff)
-		if pt.suspect && now.Add(retryAfter).Sub(pt.lastEnd) < p.cfg.CutInterval*3/2 {
+		if pt.suspect && retryAfter >= p.cfg.CutInterval/10 && now.Add(retryAfter).Sub(pt.lastEnd) < p.cfg.CutInterval*3/2 {
 			pt.escalate(p, now)
 		}
 	}

@@ -184,3 +184,20 @@ func TestLongPathKeepsTheTarget(t *testing.T) {
 		})
 	}
 }
+
+// Jitter can overshoot the budget two seconds running: a few requests
+// in each second's last milliseconds, told to retry a few milliseconds
+// later. Measured at 300 + ≤ 300 ms: bursts at the ends of seconds 8 and
+// 9, cut by 30 % as contention, 1.5 % of the load.
+func TestNoiseInConsecutiveSecondsIsMild(t *testing.T) {
+	const target = 8000.0
+	clock := pacingtest.NewFakeClock(epoch)
+	p := newPacer(t, pacing.PacerConfig{TargetRU: target, Partitions: 1, Clock: clock})
+	p.Reserve(0, 17.6)
+	burst429s(p, clock, 8985*time.Millisecond, 4)
+	clock.Advance(500 * time.Millisecond)
+	p.Succeeded(0)
+	if got := burst429s(p, clock, 9970*time.Millisecond, 9); got < 0.9*target {
+		t.Errorf("a noise burst in the next second cut the rate to %.0f RU/s, want ≥ 90 %% of %.0f", got, target)
+	}
+}
