@@ -22,12 +22,12 @@ type ConcurrencyConfig struct {
 	// estimate crawls up from answers that are themselves throttled by it.
 	Latency time.Duration
 	// Warmup is how many latencies must be observed before they replace
-	// Latency (default 16). Until then, and until the first answers'
-	// rate is measured, the pool grows by one per answer from what was in
-	// flight at the first answer (at least 4 × Warmup): enough for the
+	// Latency (default 16). Until 2 × Warmup have been, at most 4 ×
+	// Warmup requests plus one per answer are in flight: enough for the
 	// first answers to size the pool within a round trip or two, few
 	// enough that a target far beyond what this machine can send does not
-	// open thousands of connections while the answers queue.
+	// open thousands of connections before the bound on the answer rate
+	// (limitLocked) can apply.
 	Warmup int
 	// Percentile of the recent latencies the limit is sized from (default
 	// 0.95). Little's law holds for the mean, but with jitter the requests
@@ -97,8 +97,6 @@ type Concurrency struct {
 	scratch  []float64
 	inFlight int
 	waiters  []chan struct{}
-	// firstInFlight is how many were in flight when the first answer came.
-	firstInFlight int
 
 	boundMsg string // set once, when the fd limit first binds
 	notified bool
@@ -174,9 +172,6 @@ func (c *Concurrency) ObserveLatency(d time.Duration) {
 		return
 	}
 	c.update(func() {
-		if c.seen == 0 {
-			c.firstInFlight = c.inFlight
-		}
 		c.countAnswerLocked()
 		s := d.Seconds()
 		if len(c.samples) < cap(c.samples) {
@@ -254,9 +249,10 @@ func (c *Concurrency) countAnswerLocked() {
 		c.rateAt = now
 		return
 	}
-	// The first window also closes once it holds floorSamples answers, so
-	// that on a fast path the bound applies within milliseconds.
-	if el := now.Sub(c.rateAt); el >= rateWindow || (len(c.rates) == 0 && c.rateN >= floorSamples && el > 0) {
+	// The first window closes as soon as it holds 2 × Warmup answers, when
+	// the floor is known too: the bound then applies after the first few
+	// answers, milliseconds on a fast path, one round trip on a long one.
+	if el := now.Sub(c.rateAt); el >= rateWindow || (len(c.rates) == 0 && c.rateN >= 2*c.cfg.Warmup && el > 0) {
 		if len(c.rates) == rateWindows {
 			c.rates = append(c.rates[:0], c.rates[1:]...)
 		}
@@ -360,21 +356,11 @@ func (c *Concurrency) limitLocked() int {
 	if math.IsNaN(want) || want < float64(c.cfg.Min) {
 		return c.cfg.Min
 	}
-	if c.seen < c.cfg.Warmup || len(c.rates) == 0 {
-		// Until enough answers have sized the pool and one window has
-		// measured their rate. Before the first answer, the pacer alone
-		// bounds what is sent (a round trip's worth of the target, up to
-		// Latency's): on a fast path that is a handful, on a long one
-		// what the path needs. Then, from the larger of 4 × Warmup and
-		// what was in flight at the first answer, one more per answer, as
-		// TCP's slow start. (A fixed 64 sent 142 requests a second over a
-		// 300–600 ms path for its first half second, a fifth of what
-		// 8,000 RU/s of point writes needs.)
-		warm := float64(max(4*c.cfg.Warmup, c.firstInFlight) + c.seen)
-		if c.seen == 0 {
-			warm = math.Max(warm, math.Ceil(c.target/c.meanRU*c.cfg.Latency.Seconds()))
-		}
-		want = math.Min(want, math.Max(warm, float64(c.cfg.Min)))
+	if c.floor == 0 || len(c.rates) == 0 {
+		// Until the first answers have measured the path's latency and
+		// their rate: 4 × Warmup, and one more per answer, as TCP's slow
+		// start.
+		want = math.Min(want, float64(max(4*c.cfg.Warmup+c.seen, c.cfg.Min)))
 	}
 	if c.cfg.Max > 0 && want > float64(max(c.cfg.Max, c.cfg.Min)) {
 		return max(c.cfg.Max, c.cfg.Min)

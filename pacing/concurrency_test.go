@@ -214,10 +214,11 @@ func TestConcurrencyLongPath(t *testing.T) {
 			}
 			// Nothing can be answered before the path's round trip: the
 			// first second can complete at most its remainder's worth.
-			// A fixed 64 before the first rate measurement completed 62 %
-			// (200+200) and 40 % (300+300) of that.
-			if possible := target * (1 - mean); perSec[0] < 0.9*possible {
-				t.Errorf("1st second completed %.0f RU, want ≥ 90 %% of the %.0f possible after the first round trip", perSec[0], possible)
+			// A fixed 64 until a whole 250 ms rate window had passed
+			// completed 62 % (200+200) and 40 % (300+300) of that; the
+			// first 64 still take a round trip, then the bound applies.
+			if possible := target * (1 - mean); perSec[0] < 0.7*possible {
+				t.Errorf("1st second completed %.0f RU, want ≥ 70 %% of the %.0f possible after the first round trip", perSec[0], possible)
 			}
 			if got := perSec[2] / target; got < tc.minThird {
 				t.Errorf("3rd second completed %.1f %% of the target, want ≥ %.0f %%", 100*got, 100*tc.minThird)
