@@ -171,3 +171,4 @@ func (c fixedClock) Sleep(ctx context.Context, d time.Duration) error {
 	}
 	return errors.New("fixed clock does not sleep")
 }
+func (c fixedClock) After(time.Duration) <-chan time.Time { return nil } // never

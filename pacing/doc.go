@@ -1,6 +1,6 @@
 // Package pacing spends a target RU/s on a Cosmos DB container: neither
 // throttled nor idle. It is pure: it never talks to Cosmos DB, and all time
-// comes from a Clock, so every part is tested in simulated time.
+// comes from a clock.Clock, so every part is tested in simulated time.
 //
 // The parts, in the order a record meets them:
 //

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/cosmosloader/loader/epk"
+	"github.com/cosmosloader/loader/internal/clock"
 )
 
 // tokensPerRU scales request units to the whole tokens x/time/rate counts,
@@ -28,8 +29,8 @@ type PacerConfig struct {
 	Bounds []string
 	// Partitions is used only when Bounds is nil; 0 means 1.
 	Partitions int
-	// Clock defaults to SystemClock.
-	Clock Clock
+	// Clock defaults to clock.System.
+	Clock clock.Clock
 	// Depth is how much of a second's rate a bucket holds, 100 ms by
 	// default: the pattern's "20 operations every 200 ms rather than 100 at
 	// the top of each second", which keeps every second's spend within
@@ -79,7 +80,7 @@ type PacerConfig struct {
 
 func (c *PacerConfig) defaults() {
 	if c.Clock == nil {
-		c.Clock = SystemClock{}
+		c.Clock = clock.System{}
 	}
 	if c.Depth <= 0 {
 		c.Depth = 100 * time.Millisecond
@@ -117,7 +118,7 @@ func (c *PacerConfig) defaults() {
 // throttled request took are forfeited, itself a small back-off).
 type Pacer struct {
 	cfg    PacerConfig
-	clock  Clock
+	clock  clock.Clock
 	bounds []string
 	start  time.Time
 
@@ -232,7 +233,7 @@ func (p *Pacer) part(i int) *partition {
 
 // now returns the clock's time, never earlier than the partition has seen.
 // pt.mu must be held.
-func (pt *partition) now(c Clock) time.Time {
+func (pt *partition) now(c clock.Clock) time.Time {
 	t := c.Now()
 	if t.Before(pt.last) {
 		return pt.last

@@ -94,6 +94,13 @@ func (c *simClock) Sleep(ctx context.Context, d time.Duration) error {
 	return ctx.Err()
 }
 
+func (c *simClock) After(d time.Duration) <-chan time.Time {
+	c.now = c.now.Add(d)
+	ch := make(chan time.Time, 1)
+	ch <- c.now
+	return ch
+}
+
 type simEventKind int
 
 const (

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cosmosloader/loader/internal/clock/clocktest"
 	"github.com/cosmosloader/loader/pacing"
-	"github.com/cosmosloader/loader/pacing/pacingtest"
 )
 
 // throttleRun paces 7.6 RU writes into one partition of 8,000 RU/s for
@@ -18,7 +18,7 @@ import (
 func throttleRun(t *testing.T, seconds int, bursts []time.Duration, count int, wait time.Duration) (perSec []float64, lowest []float64) {
 	t.Helper()
 	const target, ru = 8000.0, 7.6
-	clock := pacingtest.NewAutoClock(epoch)
+	clock := clocktest.NewAuto(epoch)
 	p := newPacer(t, pacing.PacerConfig{TargetRU: target, Partitions: 1, Clock: clock})
 	perSec = make([]float64, seconds)
 	lowest = make([]float64, len(bursts))

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cosmosloader/loader/internal/clock/clocktest"
 	"github.com/cosmosloader/loader/pacing"
-	"github.com/cosmosloader/loader/pacing/pacingtest"
 )
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -44,7 +44,7 @@ func newPacer(t *testing.T, cfg pacing.PacerConfig) *pacing.Pacer {
 }
 
 func TestWaitPacesOnTheClock(t *testing.T) {
-	clock := pacingtest.NewAutoClock(epoch)
+	clock := clocktest.NewAuto(epoch)
 	p := newPacer(t, pacing.PacerConfig{TargetRU: 1000, Partitions: 1, Clock: clock})
 	for range 200 {
 		if err := p.Wait(t.Context(), 0, 10); err != nil {
@@ -58,7 +58,7 @@ func TestWaitPacesOnTheClock(t *testing.T) {
 }
 
 func TestWaitHonoursContext(t *testing.T) {
-	clock := pacingtest.NewFakeClock(epoch)
+	clock := clocktest.New(epoch)
 	p := newPacer(t, pacing.PacerConfig{TargetRU: 1000, Partitions: 1, Clock: clock})
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
@@ -84,7 +84,7 @@ func TestWaitHonoursContext(t *testing.T) {
 }
 
 func TestWaitOversizedRequestNeverDeadlocks(t *testing.T) {
-	clock := pacingtest.NewAutoClock(epoch)
+	clock := clocktest.NewAuto(epoch)
 	p := newPacer(t, pacing.PacerConfig{TargetRU: 400, Partitions: 1, Clock: clock})
 	for range 3 {
 		if err := p.Wait(t.Context(), 0, 1250); err != nil {
@@ -99,7 +99,7 @@ func TestWaitOversizedRequestNeverDeadlocks(t *testing.T) {
 }
 
 func TestThrottledPausesOnlyThatPartition(t *testing.T) {
-	clock := pacingtest.NewFakeClock(epoch)
+	clock := clocktest.New(epoch)
 	p := newPacer(t, pacing.PacerConfig{TargetRU: 2000, Partitions: 2, Clock: clock})
 	clock.Advance(time.Second) // fill the buckets
 	p.Throttled(0, 2*time.Second)
@@ -114,7 +114,7 @@ func TestThrottledPausesOnlyThatPartition(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock.Advance(time.Second)
-	if clock.Sleepers() != 1 {
+	if clock.Waiters() != 1 {
 		t.Fatal("partition 0 resumed before its retry-after")
 	}
 	// The pause emptied the bucket up to its end at the cut rate, so the
@@ -135,7 +135,7 @@ func TestThrottledPausesOnlyThatPartition(t *testing.T) {
 func TestPacerConcurrentUse(t *testing.T) {
 	// Run under -race: many writers on a shared pacer, with 429s, settles,
 	// target changes and stats readers, all at once.
-	clock := pacingtest.NewAutoClock(epoch)
+	clock := clocktest.NewAuto(epoch)
 	p := newPacer(t, pacing.PacerConfig{TargetRU: 5000, Partitions: 4, Clock: clock})
 	done := make(chan error, 8)
 	for w := range 8 {
