@@ -272,7 +272,6 @@ func estimateOf(g []*item) float64 {
 // would be, and the ones after it (never run) are resent as another batch.
 func (r *run) writeBatch(items []*item) {
 	bs := r.o.Sink.(BatchSink)
-	paced := r.o.Strategy == StrategyPaced
 	part := items[0].part
 	pending := [][]*item{items}
 	reserved := true // the dispatcher paid for the first attempt
@@ -282,8 +281,8 @@ func (r *run) writeBatch(items []*item) {
 		pending = pending[1:]
 		if len(g) == 1 || !r.batchesOK() {
 			for _, it := range g {
-				if !reserved && paced {
-					if err := r.o.Pacer.Wait(r.wctx, part, it.est); err != nil {
+				if !reserved {
+					if err := r.adm.repay(r.wctx, part, it.est); err != nil {
 						return
 					}
 				}
@@ -293,8 +292,8 @@ func (r *run) writeBatch(items []*item) {
 			continue
 		}
 		est := estimateOf(g)
-		if !reserved && paced {
-			if err := r.o.Pacer.Wait(r.wctx, part, est); err != nil {
+		if !reserved {
+			if err := r.adm.repay(r.wctx, part, est); err != nil {
 				return
 			}
 		}
@@ -303,25 +302,23 @@ func (r *run) writeBatch(items []*item) {
 		for i, it := range g {
 			docs[i] = it.doc
 		}
-		began := r.o.Now()
+		began := r.o.Clock.Now()
 		out := bs.WriteBatch(r.wctx, docs)
-		if paced && r.o.Limiter != nil {
-			r.o.Limiter.ObserveLatency(r.o.Now().Sub(began))
-		}
+		r.adm.observe(r.o.Clock.Now().Sub(began))
 		if r.wctx.Err() != nil && out.Status == 0 {
 			return // drain deadline passed: left unacknowledged, replayed on resume
 		}
 		r.requests.Add(1)
 		r.ruMilli.Add(int64(out.Charge * 1000))
 		class, wait := Classify(out.Outcome)
-		if class != Throttled && paced {
-			r.o.Pacer.Settle(part, est, out.Charge)
+		if class != Throttled {
+			r.adm.settle(part, est, out.Charge)
 		}
 		switch {
 		case class == Done || out.Status == http.StatusMultiStatus:
-			r.health.succeeded(r.o.Now()) // the service answered the batch
+			r.health.succeeded(r.o.Clock.Now()) // the service answered the batch
 		case class == Throttled || class == Transient:
-			r.health.failed(r.o.Now(), out.Outcome)
+			r.health.failed(r.o.Clock.Now(), out.Outcome)
 		}
 		switch {
 		case out.Status == http.StatusMultiStatus:
@@ -339,12 +336,10 @@ func (r *run) writeBatch(items []*item) {
 			r.throttled.Add(1)
 			r.retries[retryThrottled].Add(1) // one resend of the whole batch
 			pending = append([][]*item{g}, pending...)
-			if paced {
-				r.o.Pacer.Throttled(part, wait)
-				reserved = false // re-pays the estimate and honours the pause
-			} else if err := r.o.Sleep(r.wctx, wait); err != nil {
+			if err := r.adm.throttled(r.wctx, part, wait); err != nil {
 				return
 			}
+			reserved = false // re-pays the estimate and honours the pause
 		case out.Status == http.StatusInternalServerError && !r.batchWorked.Load():
 			// A server that has never taken a batch and answers one with
 			// 500 does not support them (@vercel/cosmosdb-server): point
@@ -362,7 +357,7 @@ func (r *run) writeBatch(items []*item) {
 			}
 			r.retries[retryClass(out.Outcome)].Add(1)
 			pending = append([][]*item{g}, pending...)
-			if err := r.o.Sleep(r.wctx, Backoff(transient, 100*time.Millisecond, 5*time.Second, rand.Float64())); err != nil {
+			if err := r.o.Clock.Sleep(r.wctx, Backoff(transient, 100*time.Millisecond, 5*time.Second, rand.Float64())); err != nil {
 				return
 			}
 		case class == Gone:
@@ -373,7 +368,7 @@ func (r *run) writeBatch(items []*item) {
 				r.o.OnGone()
 			}
 			pending = append([][]*item{g}, pending...)
-			if err := r.o.Sleep(r.wctx, max(wait, 200*time.Millisecond)); err != nil {
+			if err := r.o.Clock.Sleep(r.wctx, max(wait, 200*time.Millisecond)); err != nil {
 				return
 			}
 		case class == Fatal:
@@ -417,10 +412,7 @@ func (r *run) batchDone(g []*item, out BatchOutcome) {
 		r.sinceCheckpoint.Add(1)
 		r.tr.ack(it.input, it.seq, resultWritten, nil)
 	}
-	if r.o.Strategy == StrategyPaced {
-		r.o.Pacer.Succeeded(g[0].part)
-		r.o.Limiter.ObserveCharge(out.Charge)
-	}
+	r.adm.succeeded(g[0].part, out.Charge)
 }
 
 // splitRefused handles a 207: the refused operation's record is

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cosmosloader/loader/internal/clock"
 	"github.com/cosmosloader/loader/pacing"
 )
 
@@ -119,7 +120,7 @@ func newWatcher(src liveTarget, o WatchOptions, start time.Time, target, fixedRU
 	o.defaults()
 	return &watcher{
 		src: src, opts: o, fixedRU: fixedRU, share: share, startTP: containerRU,
-		start: start, now: time.Now, sleepFor: sleepCtx, logf: func(string, ...any) {},
+		start: start, now: time.Now, sleepFor: clock.System{}.Sleep, logf: func(string, ...any) {},
 		refresh:     make(chan struct{}, 1),
 		tpRefresh:   make(chan struct{}, 1),
 		target:      target,

@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cosmosloader/loader/epk"
+	"github.com/cosmosloader/loader/internal/clock"
 	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/source"
 )
@@ -132,8 +132,9 @@ type Options struct {
 	// the caller refreshes the routing. It must not block.
 	OnGone func()
 
-	Now   func() time.Time
-	Sleep func(ctx context.Context, d time.Duration) error
+	// Clock is the run's time: its ticks, backoffs, drain deadline and
+	// figures. Nil: the system clock.
+	Clock clock.Clock
 	// Charges collects every written record's charge; several runs (one
 	// per shard) may share one. Nil: a new one.
 	Charges *Histogram
@@ -231,6 +232,7 @@ type item struct {
 
 type run struct {
 	o       Options
+	adm     admission
 	tr      *tracker
 	dl      *deadLetterFile
 	start   time.Time
@@ -281,7 +283,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Charges == nil {
 		o.Charges = NewHistogram()
 	}
-	r := &run{o: o, dl: dl, start: o.Now(), charges: o.Charges}
+	r := &run{o: o, adm: newAdmission(o), dl: dl, start: o.Clock.Now(), charges: o.Charges}
 	r.health.lastOK.Store(r.start.UnixNano())
 	r.tr = newTracker(starts, dl.write)
 
@@ -302,17 +304,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		case <-readCtx.Done():
 		}
 		<-readCtx.Done()
-		select {
-		case <-time.After(o.DrainTimeout):
+		if o.Clock.Sleep(wctx, o.DrainTimeout) == nil {
 			cancelWrites()
-		case <-wctx.Done():
 		}
 	}()
 
-	parts := o.Partitions
-	if o.Strategy == StrategyNaive || parts < 1 {
-		parts = 1
-	}
+	parts := r.adm.lanes(o.Partitions)
 	var dispatchers sync.WaitGroup
 	laneSize, _ := batchSplit(o.QueuePerPartition, o.Batch)
 	queues := &lanes{size: laneSize, start: func(q chan *item) {
@@ -360,11 +357,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 }
 
 func (o *Options) defaults() {
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.Sleep == nil {
-		o.Sleep = sleepCtx
+	if o.Clock == nil {
+		o.Clock = clock.System{}
 	}
 	if o.QueuePerPartition <= 0 {
 		o.QueuePerPartition = DefaultReadAhead(o.Partitions)
@@ -410,20 +404,6 @@ func (o *Options) defaults() {
 // 600-byte documents) keeps memory flat; 256 to 4,096 per partition.
 func DefaultReadAhead(partitions int) int {
 	return min(4096, max(256, 16384/max(partitions, 1)))
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // lanes are the queues of records read ahead, one per pacer partition
@@ -482,9 +462,8 @@ func (r *run) stopped() bool { return r.readCtx.Err() != nil }
 
 // loop ticks progress, the per-second series and checkpoints until done.
 func (r *run) loop(done <-chan struct{}) {
-	tick := time.NewTicker(min(200*time.Millisecond, r.o.CheckpointInterval))
-	defer tick.Stop()
-	lastCheckpoint := r.o.Now()
+	period := min(200*time.Millisecond, r.o.CheckpointInterval)
+	lastCheckpoint := r.o.Clock.Now()
 	lastSecond := int64(0)
 	var prev Live
 	for {
@@ -492,9 +471,9 @@ func (r *run) loop(done <-chan struct{}) {
 		case <-done:
 			r.recordSecond(&prev, &lastSecond, true)
 			return
-		case <-tick.C:
+		case <-r.o.Clock.After(period):
 		}
-		now := r.o.Now()
+		now := r.o.Clock.Now()
 		r.recordSecond(&prev, &lastSecond, false)
 		if now.Sub(lastCheckpoint) >= r.o.CheckpointInterval || r.sinceCheckpoint.Load() >= r.o.CheckpointEvery {
 			if _, err := r.checkpoint(false); err != nil {
@@ -506,7 +485,7 @@ func (r *run) loop(done <-chan struct{}) {
 }
 
 func (r *run) recordSecond(prev *Live, last *int64, final bool) {
-	elapsed := r.o.Now().Sub(r.start)
+	elapsed := r.o.Clock.Now().Sub(r.start)
 	sec := int64(elapsed / time.Second)
 	if sec <= *last && !final {
 		return
@@ -528,7 +507,7 @@ func (r *run) recordSecond(prev *Live, last *int64, final bool) {
 }
 
 func (r *run) live() Live {
-	now := r.o.Now()
+	now := r.o.Clock.Now()
 	stalled, lastFailure := r.health.stalled(now)
 	return Live{
 		Retries:       r.retries.snapshot(),
@@ -568,7 +547,7 @@ func (r *run) checkpoint(final bool) (Snapshot, error) {
 		Requests:       r.requests.Load(),
 		Throttled:      r.throttled.Load(),
 		RU:             float64(r.ruMilli.Load()) / 1000,
-		Elapsed:        r.o.Now().Sub(r.start),
+		Elapsed:        r.o.Clock.Now().Sub(r.start),
 	}
 	if final {
 		r.mu.Lock()
@@ -579,11 +558,11 @@ func (r *run) checkpoint(final bool) (Snapshot, error) {
 	if r.o.Checkpoint == nil {
 		return s, nil
 	}
-	began := time.Now()
+	began := r.o.Clock.Now()
 	err := r.o.Checkpoint(s)
 	r.mu.Lock()
 	r.saves++
-	r.saveTime += time.Since(began)
+	r.saveTime += r.o.Clock.Now().Sub(began)
 	r.mu.Unlock()
 	return s, err
 }
@@ -635,7 +614,7 @@ func (r *run) readAll(queues *lanes) error {
 		stop, watched := make(chan struct{}), make(chan struct{})
 		go func() {
 			defer close(watched)
-			s.watch(stop, r.o.Now, queues.anyEmpty, r.tr, func(i int, in Input) {
+			s.watch(stop, r.o.Clock, queues.anyEmpty, r.tr, func(i int, in Input) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
@@ -690,10 +669,7 @@ func (r *run) readInput(i int, in Input, queues *lanes) error {
 		if r.o.Cost != nil {
 			it.est = r.o.Cost.Estimate(it.size, it.terms)
 		}
-		if r.o.Strategy == StrategyPaced {
-			it.epk = epk.Of(s.doc.PK)
-			it.part = r.o.Pacer.Partition(it.epk)
-		}
+		r.adm.route(it)
 		q := queues.get(it.part)
 		select {
 		case q <- it:
@@ -769,29 +745,10 @@ func (r *run) deadLetterAs(input int, seq uint64, result recordResult, d *DeadLe
 // After a stop, queued records are dropped unsent: they are above the
 // low-water mark and a resume reads them again.
 func (r *run) dispatch(q <-chan *item) {
-	var naiveSlots chan struct{}
-	if r.o.Strategy == StrategyNaive {
-		naiveSlots = make(chan struct{}, r.o.NaiveConcurrency)
-	}
 	// admit waits until one request (a point write or a batch) of ru may
-	// be sent: its partition's bucket and the in-flight bound count
-	// requests, whatever the records in them.
+	// be sent: the strategy counts requests, whatever the records in them.
 	admit := func(part int, ru float64) bool {
-		if r.stopped() {
-			return false
-		}
-		if naiveSlots != nil {
-			select {
-			case naiveSlots <- struct{}{}:
-				return true
-			case <-r.readCtx.Done():
-				return false
-			}
-		}
-		if err := r.o.Pacer.Wait(r.readCtx, part, ru); err != nil {
-			return false
-		}
-		return r.o.Limiter.Acquire(r.readCtx) == nil
+		return !r.stopped() && r.adm.admit(r.readCtx, part, ru) == nil
 	}
 	start := func(send func()) {
 		r.wg.Add(1)
@@ -799,11 +756,7 @@ func (r *run) dispatch(q <-chan *item) {
 		go func() {
 			defer r.wg.Done()
 			defer r.inFlight.Add(-1)
-			if naiveSlots != nil {
-				defer func() { <-naiveSlots }()
-			} else {
-				defer r.o.Limiter.Release()
-			}
+			defer r.adm.release()
 			send()
 		}()
 	}
@@ -815,11 +768,9 @@ func (r *run) dispatch(q <-chan *item) {
 		return
 	}
 	for it := range q {
-		if naiveSlots == nil {
-			// Routed again here: the partitions may have split since the
-			// record was queued.
-			it.part = r.o.Pacer.Partition(it.epk)
-		}
+		// Routed again here: the partitions may have split since the
+		// record was queued.
+		r.adm.route(it)
 		if admit(it.part, it.est) {
 			start(func() { r.write(it) })
 		}
@@ -830,25 +781,23 @@ func (r *run) dispatch(q <-chan *item) {
 func (r *run) write(it *item) {
 	transient, gone := 0, 0
 	for {
-		began := r.o.Now()
+		began := r.o.Clock.Now()
 		out := r.o.Sink.Write(r.wctx, it.doc)
-		if r.o.Limiter != nil && r.o.Strategy == StrategyPaced {
-			r.o.Limiter.ObserveLatency(r.o.Now().Sub(began))
-		}
+		r.adm.observe(r.o.Clock.Now().Sub(began))
 		if r.wctx.Err() != nil && out.Status == 0 {
 			return // drain deadline passed: left unacknowledged, replayed on resume
 		}
 		r.requests.Add(1)
 		r.ruMilli.Add(int64(out.Charge * 1000))
 		class, wait := Classify(out)
-		if class != Throttled && r.o.Pacer != nil && r.o.Strategy == StrategyPaced {
-			r.o.Pacer.Settle(it.part, it.est, out.Charge)
+		if class != Throttled {
+			r.adm.settle(it.part, it.est, out.Charge)
 		}
 		switch class {
 		case Done, Exists:
-			r.health.succeeded(r.o.Now())
+			r.health.succeeded(r.o.Clock.Now())
 		case Throttled, Transient:
-			r.health.failed(r.o.Now(), out)
+			r.health.failed(r.o.Clock.Now(), out)
 		}
 		switch class {
 		case Done:
@@ -856,10 +805,7 @@ func (r *run) write(it *item) {
 				r.o.Cost.Observe(it.size, it.terms, out.Charge)
 			}
 			r.charges.Add(out.Charge)
-			if r.o.Strategy == StrategyPaced {
-				r.o.Pacer.Succeeded(it.part)
-				r.o.Limiter.ObserveCharge(out.Charge)
-			}
+			r.adm.succeeded(it.part, out.Charge)
 			r.written.Add(1)
 			r.sinceCheckpoint.Add(1)
 			r.tr.ack(it.input, it.seq, resultWritten, nil)
@@ -872,15 +818,10 @@ func (r *run) write(it *item) {
 		case Throttled:
 			r.throttled.Add(1)
 			r.retries[retryThrottled].Add(1)
-			if r.o.Strategy == StrategyPaced {
-				r.o.Pacer.Throttled(it.part, wait)
-				// The partition is paused for the retry-after; waiting on
-				// its bucket again both honours the pause and re-pays the
-				// estimate that the refused request never used.
-				if err := r.o.Pacer.Wait(r.wctx, it.part, it.est); err != nil {
-					return
-				}
-			} else if err := r.o.Sleep(r.wctx, wait); err != nil {
+			if err := r.adm.throttled(r.wctx, it.part, wait); err != nil {
+				return
+			}
+			if err := r.adm.repay(r.wctx, it.part, it.est); err != nil {
 				return
 			}
 		case Transient:
@@ -891,7 +832,7 @@ func (r *run) write(it *item) {
 				return
 			}
 			r.retries[retryClass(out)].Add(1)
-			if err := r.o.Sleep(r.wctx, Backoff(transient, 100*time.Millisecond, 5*time.Second, rand.Float64())); err != nil {
+			if err := r.o.Clock.Sleep(r.wctx, Backoff(transient, 100*time.Millisecond, 5*time.Second, rand.Float64())); err != nil {
 				return
 			}
 		case Permanent:
@@ -907,14 +848,12 @@ func (r *run) write(it *item) {
 				r.o.OnGone()
 			}
 			gone++
-			if err := r.o.Sleep(r.wctx, max(wait, Backoff(gone, 50*time.Millisecond, time.Second, rand.Float64()))); err != nil {
+			if err := r.o.Clock.Sleep(r.wctx, max(wait, Backoff(gone, 50*time.Millisecond, time.Second, rand.Float64()))); err != nil {
 				return
 			}
-			if r.o.Strategy == StrategyPaced {
-				it.part = r.o.Pacer.Partition(it.epk)
-				if err := r.o.Pacer.Wait(r.wctx, it.part, it.est); err != nil {
-					return
-				}
+			r.adm.route(it)
+			if err := r.adm.repay(r.wctx, it.part, it.est); err != nil {
+				return
 			}
 		case Fatal:
 			if r.wctx.Err() == nil {

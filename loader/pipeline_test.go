@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cosmosloader/loader/internal/clock"
+	"github.com/cosmosloader/loader/internal/clock/clocktest"
 	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/source"
 )
@@ -91,7 +93,7 @@ func runFake(t *testing.T, lines []string, sink *fakeSink, mut func(*Options)) (
 		Partitions:     1,
 		MaxErrors:      -1,
 		DeadLetterPath: dl,
-		Sleep:          func(ctx context.Context, _ time.Duration) error { return ctx.Err() },
+		Clock:          noSleep{clock.System{}},
 	}
 	if mut != nil {
 		mut(&o)
@@ -292,31 +294,32 @@ func TestRunCountsRetriesByClass(t *testing.T) {
 	}
 }
 
-// fakeClock is a clock the test moves.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
+// guard bounds a wait for the code under test to reach a point (never a
+// measure of time), so a bug fails the test instead of hanging it.
+func guard(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
 }
 
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
+// noSleep is a clock whose Sleep returns at once: resends in these tests
+// need not wait out their backoff.
+type noSleep struct{ clock.Clock }
 
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
+func (noSleep) Sleep(ctx context.Context, _ time.Duration) error { return ctx.Err() }
 
 // While every attempt fails, the run's live figures say for how long no
 // write has succeeded and what is failing; a success clears both.
 func TestRunReportsHowLongNoWriteSucceeded(t *testing.T) {
-	clock := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clock := clocktest.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	seen := make(chan Live, 1)
 	sink := &fakeSink{respond: func(_ string, attempt int) Outcome {
 		if attempt < 5 {
+			// Once the run's loop waits for its tick, so that it sees
+			// every step.
+			if err := clock.BlockUntil(guard(t), 1); err != nil {
+				t.Error(err)
+			}
 			clock.Advance(3 * time.Second)
 			return Outcome{Status: 503}
 		}
@@ -332,7 +335,7 @@ func TestRunReportsHowLongNoWriteSucceeded(t *testing.T) {
 		return Outcome{Status: 201, Charge: 5}
 	}}
 	res, _ := runFake(t, docs(1), sink, func(o *Options) {
-		o.Now = clock.Now
+		o.Clock = noSleep{clock}
 		o.Progress = func(l Live) {
 			if l.NoWriteFor >= StallWarning {
 				select {

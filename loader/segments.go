@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cosmosloader/loader/checkpoint"
+	"github.com/cosmosloader/loader/internal/clock"
 	"github.com/cosmosloader/loader/loader/source"
 	"github.com/cosmosloader/loader/pacing"
 )
@@ -296,18 +297,16 @@ func (s *segmenter) starved(anyIdle func() bool) (reading int, starved bool) {
 
 // watch samples the load every 100 ms until stop closes, splitting when the
 // policy says so; spawn starts a cursor on a new pipeline input.
-func (s *segmenter) watch(stop <-chan struct{}, now func() time.Time, anyIdle func() bool, tr *tracker, spawn func(int, Input)) {
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	start := now()
+func (s *segmenter) watch(stop <-chan struct{}, clk clock.Clock, anyIdle func() bool, tr *tracker, spawn func(int, Input)) {
+	start := clk.Now()
 	for {
 		select {
 		case <-stop:
 			return
-		case <-tick.C:
+		case <-clk.After(100 * time.Millisecond):
 		}
 		reading, starved := s.starved(anyIdle)
-		if s.policy.Observe(now().Sub(start).Seconds(), starved, reading) {
+		if s.policy.Observe(clk.Now().Sub(start).Seconds(), starved, reading) {
 			if err := s.split(tr, spawn); err != nil {
 				s.logf("warning: %v", err)
 			}

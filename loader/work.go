@@ -105,7 +105,7 @@ func (p *plan) load(ctx context.Context, tgt *Target, mapper *record.Mapper, tar
 		Batch: p.batch, BatchProbe: p.batchProbeState(), Logf: p.warnf, Pacer: rp.wait, OnGone: w.askRanges, Cost: cost, Limiter: limiter,
 		Partitions: partitions, QueuePerPartition: p.ReadAhead, MaxErrors: p.MaxErrors,
 		CheckpointEvery: p.CheckpointEvery, CheckpointInterval: p.CheckpointInterval,
-		DrainTimeout: p.DrainTimeout, Now: p.Now, Charges: NewHistogram(),
+		DrainTimeout: p.DrainTimeout, Charges: NewHistogram(),
 	}
 
 	began := p.Now()

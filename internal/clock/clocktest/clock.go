@@ -35,7 +35,7 @@ func New(start time.Time) *Fake {
 }
 
 // NewAuto returns a clock stopped at start whose Sleep advances the time
-// by the duration slept instead of blocking: for single-goroutine tests,
+// by the duration slept (firing the Afters it passes) instead of blocking: for single-goroutine tests,
 // where the only thing that moves time is the code under test waiting.
 func NewAuto(start time.Time) *Fake {
 	c := New(start)
@@ -62,7 +62,7 @@ func (c *Fake) Sleep(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 	if c.auto {
-		c.now = c.now.Add(d)
+		c.setLocked(c.now.Add(d))
 		c.mu.Unlock()
 		return nil
 	}

@@ -1,0 +1,124 @@
+package loader
+
+import (
+	"context"
+	"time"
+
+	"github.com/cosmosloader/loader/epk"
+	"github.com/cosmosloader/loader/internal/clock"
+)
+
+// admission is a Strategy at work: when a request may be sent, and what
+// the strategy does with its answer. The pipeline asks it and never which
+// strategy it is.
+type admission interface {
+	// lanes is how many read-ahead queues records are routed to, given
+	// the container's physical partitions.
+	lanes(partitions int) int
+	// route sets the record's partition: its lane, and the bucket a
+	// request for it is paid from. It is called again after a split.
+	route(it *item)
+	// admit waits until one request (a point write or a batch) of ru may
+	// be sent on part; every admitted request is released once answered.
+	admit(ctx context.Context, part int, ru float64) error
+	release()
+	// repay reserves ru on part again before a request admitted once is
+	// resent (after a 429, a split).
+	repay(ctx context.Context, part int, ru float64) error
+	// observe learns an answer's latency; settle corrects part's spend
+	// from the estimate to the actual charge of a request not throttled.
+	observe(latency time.Duration)
+	settle(part int, estimated, actual float64)
+	// throttled takes a 429 with the server's retry-after; the resend
+	// repays before it goes.
+	throttled(ctx context.Context, part int, retryAfter time.Duration) error
+	// succeeded learns a written request's charge.
+	succeeded(part int, charge float64)
+}
+
+// newAdmission is the one place a Strategy is told apart.
+func newAdmission(o Options) admission {
+	if o.Strategy == StrategyNaive {
+		return &naiveAdmission{slots: make(chan struct{}, o.NaiveConcurrency), clock: o.Clock}
+	}
+	return &pacedAdmission{pacer: o.Pacer, limiter: o.Limiter}
+}
+
+// pacedAdmission pays each request from its partition's RU bucket, under
+// the adaptive in-flight limit (StrategyPaced).
+type pacedAdmission struct {
+	pacer   Pacer
+	limiter Limiter
+}
+
+func (a *pacedAdmission) lanes(partitions int) int { return max(partitions, 1) }
+
+func (a *pacedAdmission) route(it *item) {
+	if it.epk == "" {
+		it.epk = epk.Of(it.doc.PK) // hashed once; a split re-routes the hash
+	}
+	it.part = a.pacer.Partition(it.epk)
+}
+
+func (a *pacedAdmission) admit(ctx context.Context, part int, ru float64) error {
+	if err := a.pacer.Wait(ctx, part, ru); err != nil {
+		return err
+	}
+	return a.limiter.Acquire(ctx)
+}
+
+func (a *pacedAdmission) release() { a.limiter.Release() }
+
+func (a *pacedAdmission) repay(ctx context.Context, part int, ru float64) error {
+	return a.pacer.Wait(ctx, part, ru)
+}
+
+func (a *pacedAdmission) observe(latency time.Duration) { a.limiter.ObserveLatency(latency) }
+
+func (a *pacedAdmission) settle(part int, estimated, actual float64) {
+	a.pacer.Settle(part, estimated, actual)
+}
+
+// throttled pauses the partition for the retry-after and cuts its rate;
+// the repay that follows both honours the pause and pays again the
+// estimate the refused request never used.
+func (a *pacedAdmission) throttled(_ context.Context, part int, retryAfter time.Duration) error {
+	a.pacer.Throttled(part, retryAfter)
+	return nil
+}
+
+func (a *pacedAdmission) succeeded(part int, charge float64) {
+	a.pacer.Succeeded(part)
+	a.limiter.ObserveCharge(charge)
+}
+
+// naiveAdmission sends with a fixed number of writers and only waits out
+// the server's retry-after (StrategyNaive): the approach pacing is
+// measured against. It has one lane and no partitions.
+type naiveAdmission struct {
+	slots chan struct{}
+	clock clock.Clock
+}
+
+func (a *naiveAdmission) lanes(int) int { return 1 }
+func (a *naiveAdmission) route(*item)   {}
+
+func (a *naiveAdmission) admit(ctx context.Context, _ int, _ float64) error {
+	select {
+	case a.slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (a *naiveAdmission) release() { <-a.slots }
+
+func (a *naiveAdmission) repay(context.Context, int, float64) error { return nil }
+func (a *naiveAdmission) observe(time.Duration)                     {}
+func (a *naiveAdmission) settle(int, float64, float64)              {}
+func (a *naiveAdmission) succeeded(int, float64)                    {}
+
+func (a *naiveAdmission) throttled(ctx context.Context, _ int, retryAfter time.Duration) error {
+	return a.clock.Sleep(ctx, retryAfter)
+}
