@@ -49,6 +49,11 @@ func (s *fakeSink) Write(_ context.Context, d Document) Outcome {
 	return o
 }
 
+// sinkFunc is a Sink answering with a function.
+type sinkFunc func(ctx context.Context, d Document) Outcome
+
+func (f sinkFunc) Write(ctx context.Context, d Document) Outcome { return f(ctx, d) }
+
 // noPacer admits everything at once; the pipeline's own logic is under test.
 type noPacer struct{ throttled []time.Duration }
 
@@ -74,6 +79,12 @@ func (l sem) ObserveCharge(float64)        {}
 
 func runFake(t *testing.T, lines []string, sink *fakeSink, mut func(*Options)) (*Result, string) {
 	t.Helper()
+	return runFakeCtx(t, context.Background(), lines, sink, mut)
+}
+
+// runFakeCtx is runFake interrupted when ctx is done.
+func runFakeCtx(t *testing.T, ctx context.Context, lines []string, sink *fakeSink, mut func(*Options)) (*Result, string) {
+	t.Helper()
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.ndjson")
 	if err := os.WriteFile(in, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
@@ -98,9 +109,9 @@ func runFake(t *testing.T, lines []string, sink *fakeSink, mut func(*Options)) (
 	if mut != nil {
 		mut(&o)
 	}
-	res, err := Run(context.Background(), o)
+	res, err := Run(ctx, o)
 	if err != nil {
-		t.Fatal(err)
+		t.Error(err)
 	}
 	return res, dl
 }
@@ -457,5 +468,113 @@ func TestRunRefusesCorruptInputsWhole(t *testing.T) {
 		if c.Refused != last.Committed[i].Refused {
 			t.Errorf("resume lost input %d's refusal: %+v", i, c)
 		}
+	}
+}
+
+// After an interruption, writes in flight get DrainTimeout on the run's
+// clock, then are abandoned: left above the checkpoint for a resume.
+func TestRunDrainsInFlightWritesForDrainTimeout(t *testing.T) {
+	clock := clocktest.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	writing := make(chan struct{})
+	sink := sinkFunc(func(ctx context.Context, _ Document) Outcome {
+		close(writing)
+		<-ctx.Done() // a write that never answers
+		return Outcome{Err: ctx.Err()}
+	})
+	ctx, interrupt := context.WithCancel(t.Context())
+	defer interrupt()
+	done := make(chan *Result, 1)
+	go func() {
+		res, _ := runFakeCtx(t, ctx, docs(1), nil, func(o *Options) {
+			o.Sink, o.Clock, o.DrainTimeout = sink, clock, 30*time.Second
+		})
+		done <- res
+	}()
+	select {
+	case <-writing:
+	case <-guard(t).Done():
+		t.Fatal("the write never started")
+	}
+	interrupt()
+	// The loop's tick and the drain deadline.
+	if err := clock.BlockUntil(guard(t), 2); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(29 * time.Second)
+	select {
+	case <-done:
+		t.Fatal("the run gave up on its write before DrainTimeout")
+	default:
+	}
+	clock.Advance(time.Second)
+	var res *Result
+	select {
+	case res = <-done:
+	case <-guard(t).Done():
+		t.Fatal("the run still waits for its write after DrainTimeout")
+	}
+	if res.Cause != Interrupted || res.Live.Written != 0 || res.Snapshot.Complete || res.Snapshot.Committed[0].Offset != 0 {
+		t.Errorf("cause %v live %+v snapshot %+v", res.Cause, res.Live, res.Snapshot)
+	}
+}
+
+// Checkpoints come every CheckpointInterval of the run's clock, with the
+// records acknowledged by then.
+func TestRunCheckpointsOnItsClock(t *testing.T) {
+	clock := clocktest.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	release, blocked := make(chan struct{}), make(chan struct{})
+	sink := sinkFunc(func(_ context.Context, d Document) Outcome {
+		if d.ID == "d1" {
+			close(blocked)
+			<-release
+		}
+		return Outcome{Status: 201, Charge: 5}
+	})
+	saved := make(chan Snapshot, 10)
+	done := make(chan *Result, 1)
+	go func() {
+		res, _ := runFake(t, docs(2), nil, func(o *Options) {
+			o.Sink, o.Clock, o.Limiter = sink, noSleep{clock}, make(sem, 1)
+			o.CheckpointInterval, o.CheckpointEvery = 5*time.Second, 1<<40
+			o.Checkpoint = func(s Snapshot) error { saved <- s; return nil }
+		})
+		done <- res
+	}()
+	select {
+	case <-blocked:
+	case <-guard(t).Done():
+		t.Fatal("d1 was never sent")
+	}
+	if err := clock.BlockUntil(guard(t), 1); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(4 * time.Second)
+	// The loop has taken that tick once it waits for the next.
+	if err := clock.BlockUntil(guard(t), 1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case s := <-saved:
+		t.Fatalf("checkpoint before the interval: %+v", s)
+	default:
+	}
+	clock.Advance(time.Second)
+	var s Snapshot
+	select {
+	case s = <-saved:
+	case <-guard(t).Done():
+		t.Fatal("no checkpoint once the interval passed")
+	}
+	if s.Elapsed != 5*time.Second || s.Committed[0].Written != 1 || s.Complete {
+		t.Errorf("checkpoint %+v, want d0 written at 5s", s)
+	}
+	close(release)
+	select {
+	case res := <-done:
+		if !res.Snapshot.Complete || res.Snapshot.Committed[0].Written != 2 {
+			t.Errorf("final snapshot %+v", res.Snapshot)
+		}
+	case <-guard(t).Done():
+		t.Fatal("the run did not finish")
 	}
 }
