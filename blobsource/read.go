@@ -11,6 +11,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 
+	"github.com/cosmosloader/loader/internal/clock"
 	"github.com/cosmosloader/loader/loader/source"
 )
 
@@ -40,16 +41,7 @@ func (b *Blob) Identity() source.RemoteIdentity { return b.id }
 const bodyRetries = 5
 
 // sleep waits d or until ctx ends; tests replace it.
-var sleep = func(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+var sleep = clock.System{}.Sleep
 
 // fetch fills buf with the blob's bytes at off.
 func (b *Blob) fetch(ctx context.Context, off int64, buf []byte) error {

@@ -289,7 +289,7 @@ func (s *Server) write(q *request, c *container, upsert bool) {
 
 	c.mu.Lock()
 	p := c.partitionFor(pk)
-	now := s.clock()
+	now := s.clock.Now()
 	if s.completingLocked(w, c, p, now) || !s.admitLocked(w, c, p, now) {
 		return
 	}
@@ -357,7 +357,7 @@ func (s *Server) replaceItem(q *request, c *container, id string) {
 
 	c.mu.Lock()
 	p := c.partitionFor(pk)
-	now := s.clock()
+	now := s.clock.Now()
 	if s.completingLocked(w, c, p, now) || !s.admitLocked(w, c, p, now) {
 		return
 	}
@@ -387,7 +387,7 @@ func (s *Server) readItem(q *request, c *container, id string) {
 	}
 	c.mu.Lock()
 	p := c.partitionFor(pk)
-	now := s.clock()
+	now := s.clock.Now()
 	if !s.admitLocked(w, c, p, now) {
 		return
 	}
@@ -420,7 +420,7 @@ func (s *Server) deleteItem(q *request, c *container, id string) {
 	key := itemKey(pk.json, id)
 	c.mu.Lock()
 	p := c.partitionFor(pk)
-	now := s.clock()
+	now := s.clock.Now()
 	if s.completingLocked(w, c, p, now) || !s.admitLocked(w, c, p, now) {
 		return
 	}
@@ -513,7 +513,7 @@ func (s *Server) batch(q *request, c *container) {
 
 	c.mu.Lock()
 	p := c.partitionFor(pk)
-	now := s.clock()
+	now := s.clock.Now()
 	// The whole batch is one request against its partition's budget: one
 	// admission, one 429 for all of it.
 	if s.completingLocked(w, c, p, now) || !s.admitLocked(w, c, p, now) {

@@ -55,6 +55,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/cosmosloader/loader/internal/clock"
 )
 
 // WellKnownKey is the public master key of Microsoft's Cosmos DB emulator.
@@ -94,7 +96,7 @@ type Options struct {
 	// new partitions get 410 Gone, substatus 1007 (completing split), for
 	// testing clients' handling of it. 0 = off.
 	CompletingSplitWindow time.Duration
-	Clock                 func() time.Time                 // nil = time.Now; tests inject a fake
+	Clock                 clock.Clock                      // nil = clock.System; tests inject a fake
 	Logf                  func(format string, args ...any) // optional
 }
 
@@ -102,7 +104,7 @@ type Options struct {
 type Server struct {
 	opts  Options
 	key   []byte
-	clock func() time.Time
+	clock clock.Clock
 	logf  func(string, ...any)
 
 	ln     net.Listener
@@ -147,7 +149,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		served: make(chan struct{}),
 	}
 	if s.clock == nil {
-		s.clock = time.Now
+		s.clock = clock.System{}
 	}
 	if s.logf == nil {
 		s.logf = func(string, ...any) {}

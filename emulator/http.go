@@ -1,7 +1,6 @@
 package emulator
 
 import (
-	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -184,7 +183,7 @@ func (s *Server) injectFaults(q *request) bool {
 		if o.LatencyJitter > 0 {
 			d += time.Duration(rand.Int64N(int64(o.LatencyJitter)))
 		}
-		if !sleepCtx(q.r.Context(), d) {
+		if s.clock.Sleep(q.r.Context(), d) != nil {
 			return false
 		}
 	}
@@ -219,17 +218,6 @@ func (d *dropReply) WriteHeader(status int) {
 		panic(http.ErrAbortHandler)
 	}
 	d.ResponseWriter.WriteHeader(status)
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // readBody reads a request body up to maxBodyBytes.

@@ -66,7 +66,7 @@ func goneSubstatus(t *testing.T, err error) string {
 
 func TestReplaceThroughputRedividesBudgetsAtOnce(t *testing.T) {
 	clock := newFakeClock()
-	srv := emulatortest.Start(t, emulator.Options{Clock: clock.Now, Partitions: 2})
+	srv := emulatortest.Start(t, emulator.Options{Clock: clock, Partitions: 2})
 	c := newContainer(t, srv, 8000)
 	ctx := context.Background()
 	pk := azcosmos.NewPartitionKeyString("x")
@@ -226,7 +226,7 @@ func (h rangeHeader) Do(req *policy.Request) (*http.Response, error) {
 
 func TestAutomaticSplitAfterDelay(t *testing.T) {
 	clock := newFakeClock()
-	srv := emulatortest.Start(t, emulator.Options{Clock: clock.Now, SplitDelay: 10 * time.Second})
+	srv := emulatortest.Start(t, emulator.Options{Clock: clock, SplitDelay: 10 * time.Second})
 	c := newContainer(t, srv, 8000)
 	ctx := context.Background()
 	for i := 0; i < 50; i++ {
@@ -283,7 +283,7 @@ func TestAutomaticSplitAfterDelay(t *testing.T) {
 
 func TestCompletingSplitWindowAnswers1007ToWrites(t *testing.T) {
 	clock := newFakeClock()
-	srv := emulatortest.Start(t, emulator.Options{Clock: clock.Now, CompletingSplitWindow: 2 * time.Second})
+	srv := emulatortest.Start(t, emulator.Options{Clock: clock, CompletingSplitWindow: 2 * time.Second})
 	c := newContainer(t, srv, 4000)
 	ctx := context.Background()
 	pk := azcosmos.NewPartitionKeyString("a")
@@ -489,7 +489,7 @@ func TestBatchChargesLimitsAndAtomicity(t *testing.T) {
 
 func TestThrottledBatchIsOne429(t *testing.T) {
 	clock := newFakeClock()
-	srv := emulatortest.Start(t, emulator.Options{Clock: clock.Now})
+	srv := emulatortest.Start(t, emulator.Options{Clock: clock})
 	c := newContainer(t, srv, 1000)
 	ctx := context.Background()
 	pk := azcosmos.NewPartitionKeyString("p")

@@ -135,7 +135,7 @@ func (s *Server) query(q *request, c *container, text string) {
 	charge := 0.0
 	if part >= 0 {
 		p := c.parts[part]
-		now := s.clock()
+		now := s.clock.Now()
 		if !s.admitLocked(w, c, p, now) {
 			return
 		}
@@ -200,7 +200,7 @@ func pkMatches(itemPK string, filter *pkey) bool {
 // partitions it had to read.
 func (s *Server) count(q *request, c *container, filter *pkey) {
 	c.mu.Lock()
-	now := s.clock()
+	now := s.clock.Now()
 	budget := c.budget(s.noisyRU())
 	for _, p := range c.parts {
 		if ok, retry := p.admit(now, budget); !ok {

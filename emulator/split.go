@@ -177,7 +177,7 @@ func (s *Server) Split(dbID, collID string, rangeID int) ([]string, error) {
 			return nil, fmt.Errorf("split: container %s/%s has no partition key range %d", dbID, collID, rangeID)
 		}
 	}
-	l, r, err := s.splitAndLogLocked(c, i, s.clock())
+	l, r, err := s.splitAndLogLocked(c, i, s.clock.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -215,12 +215,12 @@ func (s *Server) splitDelay() time.Duration {
 // happens at the first request after its due time, by the server's clock.
 func (s *Server) settle(c *container) {
 	due := c.splitDue.Load()
-	if due == 0 || s.clock().UnixNano() < due {
+	if due == 0 || s.clock.Now().UnixNano() < due {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s.settleLocked(c, s.clock())
+	s.settleLocked(c, s.clock.Now())
 }
 
 func (s *Server) settleLocked(c *container, now time.Time) {

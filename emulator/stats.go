@@ -83,7 +83,7 @@ type PartitionStats struct {
 
 // Stats returns the counters GET /_emulator/stats serves.
 func (s *Server) Stats() Stats {
-	now := s.clock().Unix()
+	now := s.clock.Now().Unix()
 	st := Stats{Now: now, NoisyNeighborRU: s.noisyRU(), Containers: []ContainerStats{}}
 	total := map[int64]*Second{}
 	for _, c := range s.containers() {

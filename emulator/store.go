@@ -116,7 +116,7 @@ func (s *Server) lookup(dbID, collID string) (*container, bool) {
 	return c, ok
 }
 
-func (s *Server) nowUnix() int64 { return s.clock().Unix() }
+func (s *Server) nowUnix() int64 { return s.clock.Now().Unix() }
 
 func dbJSON(db *database) map[string]any {
 	return map[string]any{
@@ -634,7 +634,7 @@ func (s *Server) replaceOffer(w http.ResponseWriter, r *http.Request, c *contain
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	now := s.clock()
+	now := s.clock.Now()
 	s.settleLocked(c, now)
 	if need := int(math.Ceil(ru / maxPartitionRU)); need > len(c.parts) {
 		// Beyond what the partitions can serve: the service accepts the

@@ -17,27 +17,11 @@ import (
 	"github.com/cosmosloader/loader/emulator"
 	"github.com/cosmosloader/loader/emulator/emulatortest"
 	"github.com/cosmosloader/loader/epk"
+	"github.com/cosmosloader/loader/internal/clock/clocktest"
 )
 
-// fakeClock is a settable clock for the emulator's throttling.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{t: time.Unix(1_700_000_000, 0)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	c.t = t
-	c.mu.Unlock()
-}
+// newFakeClock is a settable clock for the emulator's throttling.
+func newFakeClock() *clocktest.Fake { return clocktest.New(time.Unix(1_700_000_000, 0)) }
 
 // costlyDoc is an item whose write cost is dominated by n indexed terms.
 func costlyDoc(id, pk string, n int) []byte {
@@ -83,7 +67,7 @@ func retryAfter(t *testing.T, err error) time.Duration {
 
 func TestThrottleDebtSetsRetryAfter(t *testing.T) {
 	clock := newFakeClock()
-	srv := emulatortest.Start(t, emulator.Options{Clock: clock.Now})
+	srv := emulatortest.Start(t, emulator.Options{Clock: clock})
 	c := newContainer(t, srv, 1000)
 	ctx := context.Background()
 	t0 := clock.Now()
@@ -133,7 +117,7 @@ func TestThrottleBurstVersusSpread(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clock := newFakeClock()
-			srv := emulatortest.Start(t, emulator.Options{Clock: clock.Now})
+			srv := emulatortest.Start(t, emulator.Options{Clock: clock})
 			c := newContainer(t, srv, 1000)
 			t0 := clock.Now()
 			throttled, total := 0, 0.0
@@ -157,7 +141,7 @@ func TestThrottleBurstVersusSpread(t *testing.T) {
 
 func TestHotPartitionThrottledWhileContainerIdle(t *testing.T) {
 	clock := newFakeClock()
-	srv := emulatortest.Start(t, emulator.Options{Clock: clock.Now, Partitions: 2})
+	srv := emulatortest.Start(t, emulator.Options{Clock: clock, Partitions: 2})
 	c := newContainer(t, srv, 2000) // 1,000 RU/s per partition
 	throttled := 0
 	for i := 0; i < 15; i++ {
@@ -192,7 +176,7 @@ func TestHotPartitionThrottledWhileContainerIdle(t *testing.T) {
 
 func TestNoisyNeighbourConsumesBudget(t *testing.T) {
 	clock := newFakeClock()
-	srv := emulatortest.Start(t, emulator.Options{Clock: clock.Now})
+	srv := emulatortest.Start(t, emulator.Options{Clock: clock})
 	c := newContainer(t, srv, 1000)
 	ctx := context.Background()
 	pk := azcosmos.NewPartitionKeyString("x")

@@ -38,6 +38,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/cosmosloader/loader/coord"
+	"github.com/cosmosloader/loader/internal/clock"
 )
 
 // CapacityConfig configures a Capacity. Zero values mean the documented
@@ -61,8 +62,8 @@ type CapacityConfig struct {
 	ReservedRU float64
 	// LeaseDuration is 15 s by default; Azure allows 15–60 s.
 	LeaseDuration time.Duration
-	// Clock defaults to time.Now.
-	Clock func() time.Time
+	// Clock defaults to clock.System.
+	Clock clock.Clock
 	// Logf receives warnings (storage unreachable, lease lost); nil drops them.
 	Logf func(string, ...any)
 }
@@ -136,7 +137,7 @@ func NewCapacity(cfg CapacityConfig) (*Capacity, error) {
 	}
 	cfg.LeaseDuration = d
 	if cfg.Clock == nil {
-		cfg.Clock = time.Now
+		cfg.Clock = clock.System{}
 	}
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
@@ -178,7 +179,7 @@ func NewCapacity(cfg CapacityConfig) (*Capacity, error) {
 	}
 	c.member = cfg.Container.NewBlockBlobClient(cfg.Prefix + membersDir + id)
 	c.share = cfg.Partitions
-	c.history = []Sample{{Time: cfg.Clock(), LimitRU: cfg.ReservedRU, StorageOK: true}}
+	c.history = []Sample{{Time: cfg.Clock.Now(), LimitRU: cfg.ReservedRU, StorageOK: true}}
 	return c, nil
 }
 
@@ -236,14 +237,14 @@ func (c *Capacity) SetDemand(ruPerSec float64) {
 func (c *Capacity) Limit() float64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.limitLocked(c.cfg.Clock())
+	return c.limitLocked(c.cfg.Clock.Now())
 }
 
 // Held is the number of partitions whose capacity Limit counts.
 func (c *Capacity) Held() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.countedLocked(c.cfg.Clock())
+	return c.countedLocked(c.cfg.Clock.Now())
 }
 
 // Subscribe calls f with the current limit at once, then from Run's
@@ -331,34 +332,25 @@ func (c *Capacity) Run(ctx context.Context) error {
 	// while the loop below waits on a slow storage call: the others' break
 	// timing relies on it (see breakable).
 	go func() {
-		tick := time.NewTicker(c.renewEvery / 10)
-		defer tick.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case <-tick.C:
+			case <-c.cfg.Clock.After(c.renewEvery / 10):
 				c.notify()
 			}
 		}
 	}()
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	<-timer.C
 	for {
 		wait := c.step(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
-		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-c.wake:
-			if !timer.Stop() {
-				<-timer.C
-			}
-		case <-timer.C:
+		case <-c.cfg.Clock.After(wait):
 		}
 	}
 }
@@ -403,7 +395,7 @@ func (c *Capacity) round(ctx context.Context) error {
 		c.mu.Unlock()
 	}
 
-	now := c.cfg.Clock()
+	now := c.cfg.Clock.Now()
 	c.mu.Lock()
 	var due []int
 	for p, renewed := range c.held {
@@ -414,7 +406,7 @@ func (c *Capacity) round(ctx context.Context) error {
 	}
 	c.mu.Unlock()
 	for _, p := range due {
-		sent := c.cfg.Clock()
+		sent := c.cfg.Clock.Now()
 		rctx, cancel := context.WithTimeout(ctx, c.reqTimeout)
 		_, err := c.clients[p].RenewLease(rctx, nil)
 		cancel()
@@ -494,7 +486,7 @@ func (c *Capacity) round(ctx context.Context) error {
 			// so a dead process's partitions are taken soon after its
 			// leases expire, but not on every demand update.
 			c.mu.Lock()
-			c.nextAcquire = c.cfg.Clock().Add(coord.Jitter(c.renewEvery / 6))
+			c.nextAcquire = c.cfg.Clock.Now().Add(coord.Jitter(c.renewEvery / 6))
 			c.mu.Unlock()
 		}
 	}
@@ -613,7 +605,7 @@ func breakOptions(etag azcore.ETag) *azlease.BlobBreakOptions {
 // take acquires partition p and labels it with this process's ID; it
 // reports false when another process holds it.
 func (c *Capacity) take(ctx context.Context, p int) (bool, error) {
-	sent := c.cfg.Clock()
+	sent := c.cfg.Clock.Now()
 	err := c.tryAcquire(ctx, p)
 	switch {
 	case coord.Taken(err):
@@ -635,7 +627,7 @@ func (c *Capacity) take(ctx context.Context, p int) (bool, error) {
 // lease; p counts only after that (countedLocked). A lease lost meanwhile
 // drops p.
 func (c *Capacity) label(ctx context.Context, p int) error {
-	sent := c.cfg.Clock()
+	sent := c.cfg.Clock.Now()
 	id := c.id
 	rctx, cancel := context.WithTimeout(ctx, c.reqTimeout)
 	_, err := c.blobs[p].SetMetadata(rctx, map[string]*string{metaHolder: &id}, &blob.SetMetadataOptions{
@@ -717,7 +709,7 @@ func (c *Capacity) tryAcquire(ctx context.Context, p int) error {
 // nextWake is when the loop must next look: the earliest renewal due, or a
 // renewal period from now to retry acquiring.
 func (c *Capacity) nextWake() time.Duration {
-	now := c.cfg.Clock()
+	now := c.cfg.Clock.Now()
 	wait := c.renewEvery
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -768,7 +760,7 @@ func (c *Capacity) storageUp() {
 func (c *Capacity) notify() {
 	c.notifyMu.Lock()
 	defer c.notifyMu.Unlock()
-	now := c.cfg.Clock()
+	now := c.cfg.Clock.Now()
 	c.mu.Lock()
 	limit := c.limitLocked(now)
 	s := Sample{Time: now, Held: c.countedLocked(now), LimitRU: limit, StorageOK: c.storageOK}
@@ -881,14 +873,14 @@ func (c *Capacity) heartbeat(ctx context.Context, now time.Time) error {
 	if due {
 		w := strconv.Itoa(want)
 		r := strconv.FormatFloat(c.cfg.ReservedRU, 'f', -1, 64)
-		sent := c.cfg.Clock()
+		sent := c.cfg.Clock.Now()
 		_, err := c.member.Upload(rctx, coord.Body(nil), &blockblob.UploadOptions{
 			Metadata: map[string]*string{metaWant: &w, metaReserved: &r},
 		})
 		if err != nil {
 			return fmt.Errorf("write capacity heartbeat: %w", err)
 		}
-		acked := c.cfg.Clock()
+		acked := c.cfg.Clock.Now()
 		c.mu.Lock()
 		if c.beat.IsZero() || acked.Sub(c.beat) >= c.freshFor {
 			// A gap: partitions labelled before it no longer count.

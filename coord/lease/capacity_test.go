@@ -11,6 +11,7 @@ import (
 	azlease "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
 
 	"github.com/cosmosloader/loader/coord/coordtest"
+	"github.com/cosmosloader/loader/internal/clock/clocktest"
 	"github.com/cosmosloader/loader/internal/testenv"
 )
 
@@ -81,7 +82,7 @@ func TestLimitCountsOnlyConfirmedLeases(t *testing.T) {
 	}
 	c, err := NewCapacity(CapacityConfig{
 		Container: cont, Partitions: 4, TargetRU: 400, ReservedRU: 50,
-		Clock: func() time.Time { return now },
+		Clock: clocktest.New(now),
 	})
 	if err != nil {
 		t.Fatal(err)

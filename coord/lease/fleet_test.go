@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/cosmosloader/loader/coord/coordtest"
-	"github.com/cosmosloader/loader/pacing/pacingtest"
+	"github.com/cosmosloader/loader/internal/clock/clocktest"
 )
 
 // Fleet tests: several Capacities on one fake blob service, all on one fake
@@ -19,7 +19,7 @@ import (
 // sim is a fleet under test.
 type sim struct {
 	t     *testing.T
-	clk   *pacingtest.FakeClock
+	clk   *clocktest.Fake
 	blob  *coordtest.FakeBlob
 	procs []*simProc
 	// overlaps counts moments when two processes counted one partition.
@@ -34,7 +34,7 @@ type simProc struct {
 }
 
 func newSim(t *testing.T) *sim {
-	clk := pacingtest.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clk := clocktest.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	return &sim{t: t, clk: clk, blob: coordtest.NewFakeBlob(t, clk.Now)}
 }
 
@@ -42,7 +42,7 @@ func newSim(t *testing.T) *sim {
 func (s *sim) add(name string, cfg CapacityConfig, demand float64) *simProc {
 	s.t.Helper()
 	cfg.Container = s.blob.Container(s.t, "leases")
-	cfg.Clock = s.clk.Now
+	cfg.Clock = s.clk
 	if cfg.Prefix == "" {
 		cfg.Prefix = "capacity/db/c/"
 	}

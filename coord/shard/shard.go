@@ -31,6 +31,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/cosmosloader/loader/coord"
+	"github.com/cosmosloader/loader/internal/clock"
 	"github.com/cosmosloader/loader/loader/source"
 )
 
@@ -73,8 +74,9 @@ type Config struct {
 	ShardBytes int64
 	// LeaseDuration is 15 s by default; Azure allows 15–60 s.
 	LeaseDuration time.Duration
-	// Clock defaults to time.Now.
-	Clock func() time.Time
+	// Clock (the waits between claims and renewals) defaults to
+	// clock.System.
+	Clock clock.Clock
 	// Logf receives warnings; nil drops them.
 	Logf func(string, ...any)
 }
@@ -166,7 +168,7 @@ func New(cfg Config) (*Coordinator, error) {
 		cfg.ShardBytes = DefaultShardBytes
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = time.Now
+		cfg.Clock = clock.System{}
 	}
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
@@ -306,12 +308,8 @@ func (c *Coordinator) Claim(ctx context.Context) (*Claim, error) {
 			c.warn = false
 			c.mu.Unlock()
 		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, fmt.Errorf("claim shard: %w", ctx.Err())
-		case <-t.C:
+		if err := c.cfg.Clock.Sleep(ctx, backoff); err != nil {
+			return nil, fmt.Errorf("claim shard: %w", err)
 		}
 	}
 }
@@ -567,19 +565,18 @@ func (cl *Claim) markLost() {
 // gives up only when the service says the lease is someone else's.
 func (cl *Claim) renew() {
 	defer close(cl.stopped)
-	t := time.NewTimer(cl.c.renewEvery)
-	defer t.Stop()
+	wait := cl.c.renewEvery
 	warned := false
 	for {
 		select {
 		case <-cl.stop:
 			return
-		case <-t.C:
+		case <-cl.c.cfg.Clock.After(wait):
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), cl.c.reqTimeout)
 		_, err := cl.lc.RenewLease(ctx, nil)
 		cancel()
-		wait := cl.c.renewEvery
+		wait = cl.c.renewEvery
 		switch {
 		case err == nil:
 			warned = false
@@ -594,7 +591,6 @@ func (cl *Claim) renew() {
 			warned = true
 			wait = time.Second
 		}
-		t.Reset(wait)
 	}
 }
 
