@@ -85,7 +85,7 @@ func setRU(t *testing.T, cc *azcosmos.ContainerClient, ru int32) {
 }
 
 // emuSeries returns the container's per-second use from /_emulator/stats.
-func emuSeries(t *testing.T, tg target) []emulator.Second {
+func emuSeries(t *testing.T, tg target) []emulator.UsageSecond {
 	t.Helper()
 	resp, err := http.Get(tg.endpoint + "_emulator/stats")
 	if err != nil {
@@ -176,7 +176,7 @@ func loadReport(t *testing.T, path string) liveReport {
 }
 
 // window sums the emulator's series over [from, to) unix seconds.
-func window(series []emulator.Second, from, to int64) (ru float64, requests, throttled int64, seconds int64) {
+func window(series []emulator.UsageSecond, from, to int64) (ru float64, requests, throttled int64, seconds int64) {
 	for _, s := range series {
 		if s.T >= from && s.T < to {
 			ru += s.RU

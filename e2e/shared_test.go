@@ -166,11 +166,11 @@ func constTarget(ru float64) func(int64) float64 { return func(int64) float64 { 
 
 // containerSeries returns the container's RU, requests and 429s per unix
 // second, from the target's stats.
-func containerSeries(t *testing.T, s *emulator.Server) (map[int64]emulator.Second, emulator.Usage) {
+func containerSeries(t *testing.T, s *emulator.Server) (map[int64]emulator.UsageSecond, emulator.Usage) {
 	t.Helper()
 	for _, c := range s.Stats().Containers {
 		if c.Container == "shared" {
-			m := map[int64]emulator.Second{}
+			m := map[int64]emulator.UsageSecond{}
 			for _, sec := range c.Series {
 				m[sec.T] = sec
 			}

@@ -40,15 +40,18 @@ type Stats struct {
 
 // Usage is a set of counters and their per-second history.
 type Usage struct {
-	RU        float64  `json:"ru"`
-	Requests  int64    `json:"requests"`
-	Throttled int64    `json:"throttled"`
-	Items     int      `json:"items"`
-	Series    []Second `json:"series"`
+	RU        float64       `json:"ru"`
+	Requests  int64         `json:"requests"`
+	Throttled int64         `json:"throttled"`
+	Items     int           `json:"items"`
+	Series    []UsageSecond `json:"series"`
 }
 
-// Second is one second of use.
-type Second struct {
+// UsageSecond is the server's count of one wall-clock second (T is a Unix
+// second of its clock), per container or partition. It is not the loader's
+// report sample (htmlreport.Second): that one counts seconds from a run's
+// start and records, which the server cannot see.
+type UsageSecond struct {
 	T         int64   `json:"t"`
 	RU        float64 `json:"ru"`
 	Requests  int64   `json:"requests"`
@@ -85,7 +88,7 @@ type PartitionStats struct {
 func (s *Server) Stats() Stats {
 	now := s.clock.Now().Unix()
 	st := Stats{Now: now, NoisyNeighborRU: s.noisyRU(), Containers: []ContainerStats{}}
-	total := map[int64]*Second{}
+	total := map[int64]*UsageSecond{}
 	for _, c := range s.containers() {
 		s.settle(c)
 		c.mu.Lock()
@@ -93,17 +96,17 @@ func (s *Server) Stats() Stats {
 			Database: c.dbID, Container: c.id, ProvisionedRU: c.ru, Autoscale: c.autoscale,
 			PendingRU: c.pendingRU, PartitionCount: len(c.parts), PartitionBudgetRU: c.ru / float64(len(c.parts)),
 		}
-		cser := map[int64]*Second{}
+		cser := map[int64]*UsageSecond{}
 		for i, p := range append(c.parts[:len(c.parts):len(c.parts)], c.retired...) {
 			ps := PartitionStats{ID: strconv.Itoa(p.id), MinInclusive: p.min, MaxExclusive: p.max,
 				Parents: p.parents, AvailableRU: round2(p.available)}
 			ps.RU, ps.Requests, ps.Throttled, ps.Items = round2(p.ru), p.requests, p.throttled, len(p.items)
-			ps.Series = []Second{}
+			ps.Series = []UsageSecond{}
 			for _, b := range p.series {
 				if b.requests == 0 || b.sec <= now-seriesLen || b.sec > now {
 					continue
 				}
-				sec := Second{T: b.sec, RU: round2(b.ru), Requests: b.requests, Throttled: b.throttled}
+				sec := UsageSecond{T: b.sec, RU: round2(b.ru), Requests: b.requests, Throttled: b.throttled}
 				ps.Series = append(ps.Series, sec)
 				addSecond(cser, sec)
 				addSecond(total, sec)
@@ -131,10 +134,10 @@ func (s *Server) Stats() Stats {
 	return st
 }
 
-func addSecond(m map[int64]*Second, s Second) {
+func addSecond(m map[int64]*UsageSecond, s UsageSecond) {
 	t := m[s.T]
 	if t == nil {
-		t = &Second{T: s.T}
+		t = &UsageSecond{T: s.T}
 		m[s.T] = t
 	}
 	t.RU = round2(t.RU + s.RU)
@@ -142,8 +145,8 @@ func addSecond(m map[int64]*Second, s Second) {
 	t.Throttled += s.Throttled
 }
 
-func flatten(m map[int64]*Second) []Second {
-	out := make([]Second, 0, len(m))
+func flatten(m map[int64]*UsageSecond) []UsageSecond {
+	out := make([]UsageSecond, 0, len(m))
 	for _, s := range m {
 		out = append(out, *s)
 	}
@@ -151,7 +154,7 @@ func flatten(m map[int64]*Second) []Second {
 	return out
 }
 
-func sortSeries(s []Second) { sort.Slice(s, func(i, j int) bool { return s[i].T < s[j].T }) }
+func sortSeries(s []UsageSecond) { sort.Slice(s, func(i, j int) bool { return s[i].T < s[j].T }) }
 
 // ResetStats zeroes every counter and series (items stay).
 func (s *Server) ResetStats() {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cosmosloader/loader/internal/clock"
+	"github.com/cosmosloader/loader/loader/htmlreport"
 	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/source"
 )
@@ -191,7 +192,7 @@ type Result struct {
 	Started  time.Time
 	Snapshot Snapshot
 	Live     Live
-	Series   []Second
+	Series   []htmlreport.Second
 	Charges  *Histogram
 	// BatchesRefused: the server answered batches with 500 and the run
 	// fell back to point writes.
@@ -201,15 +202,6 @@ type Result struct {
 	CheckpointTime  time.Duration
 	// reasons counts the dead-letter file's lines by reason, earlier runs' too.
 	reasons *reasonTally
-}
-
-// Second is one second of the run, for the report's chart.
-type Second struct {
-	T         int64   `json:"t"` // seconds since start
-	RU        float64 `json:"ru"`
-	Requests  int64   `json:"requests"`
-	Throttled int64   `json:"throttled"`
-	Records   int64   `json:"records"`
 }
 
 // ErrMaxErrors is the cause of a run stopped by --max-errors.
@@ -260,7 +252,7 @@ type run struct {
 	mu      sync.Mutex
 	fatal   error
 	cause   StopCause
-	series  []Second
+	series  []htmlreport.Second
 	charges *Histogram
 }
 
@@ -344,7 +336,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	res.BatchesRefused = r.batchOff.Load()
 	r.mu.Lock()
 	res.CheckpointSaves, res.CheckpointTime = r.saves, r.saveTime
-	res.Series = append([]Second(nil), r.series...)
+	res.Series = append([]htmlreport.Second(nil), r.series...)
 	r.mu.Unlock()
 	if cerr := dl.close(); cerr != nil && serr == nil {
 		serr = cerr
@@ -492,7 +484,7 @@ func (r *run) recordSecond(prev *Live, last *int64, final bool) {
 	}
 	cur := r.live()
 	r.mu.Lock()
-	r.series = append(r.series, Second{
+	r.series = append(r.series, htmlreport.Second{
 		T:         *last,
 		RU:        cur.RU - prev.RU,
 		Requests:  cur.Requests - prev.Requests,

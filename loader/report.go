@@ -90,7 +90,7 @@ type Report struct {
 	StartedAt  time.Time `json:"started_at"`
 	FinishedAt time.Time `json:"finished_at"`
 	// Series is the run second by second: RU, requests, throttles, records.
-	Series []Second `json:"series"`
+	Series []htmlreport.Second `json:"series"`
 
 	// Leases is the capacity this process held over time and Shards the
 	// input shards it loaded, when sharing the container with other loaders.
@@ -305,9 +305,7 @@ func (r *Report) WriteHTML(path string) error {
 		d.DeadLetterReasons = append(d.DeadLetterReasons, htmlreport.Reason(rc))
 	}
 	d.DeadLetterHint = r.DeadLetterHint
-	for _, s := range r.Series {
-		d.Series = append(d.Series, htmlreport.Second(s))
-	}
+	d.Series = append(d.Series, r.Series...)
 	for _, c := range r.TargetChanges {
 		d.TargetSteps = append(d.TargetSteps, chart.Point{X: c.AtSeconds, Y: c.RU})
 	}

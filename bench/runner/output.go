@@ -233,12 +233,12 @@ func (res *results) throttleChart() chart.Chart {
 
 type xSecond struct {
 	x float64
-	s emulator.Second
+	s emulator.UsageSecond
 }
 
 // secondsFromStart puts a series on a time axis from its first second,
 // filling the seconds the target omits (no requests) with zeros.
-func secondsFromStart(series []emulator.Second) []xSecond {
+func secondsFromStart(series []emulator.UsageSecond) []xSecond {
 	if len(series) == 0 {
 		return nil
 	}
@@ -246,7 +246,7 @@ func secondsFromStart(series []emulator.Second) []xSecond {
 	var out []xSecond
 	i := 0
 	for t := first; t <= series[len(series)-1].T; t++ {
-		s := emulator.Second{T: t}
+		s := emulator.UsageSecond{T: t}
 		if series[i].T == t {
 			s = series[i]
 			i++

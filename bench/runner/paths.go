@@ -133,7 +133,7 @@ func (r *runner) pathLoad(ctx context.Context, t *target, name string, ru float6
 
 // steady is the mean RU of a series' whole seconds (all but the first and
 // the last) ÷ ru.
-func steady(series []emulator.Second, ru float64) float64 {
+func steady(series []emulator.UsageSecond, ru float64) float64 {
 	if len(series) < 3 {
 		return 0
 	}
@@ -147,7 +147,7 @@ func steady(series []emulator.Second, ru float64) float64 {
 	return sum / float64(last-first-1) / ru
 }
 
-func nthSecond(series []emulator.Second, t int64) float64 {
+func nthSecond(series []emulator.UsageSecond, t int64) float64 {
 	for _, s := range series {
 		if s.T == t {
 			return s.RU

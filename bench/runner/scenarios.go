@@ -34,9 +34,9 @@ type approach struct {
 	ExitCode     int     `json:"exit_code"`
 	// Own is what the program itself reported (the loader's --report
 	// without its series, or sdkdefault's output).
-	Own    any               `json:"own_report,omitempty"`
-	Proc   *procResult       `json:"process"`
-	Series []emulator.Second `json:"series"`
+	Own    any                    `json:"own_report,omitempty"`
+	Proc   *procResult            `json:"process"`
+	Series []emulator.UsageSecond `json:"series"`
 }
 
 func (r *runner) measure(t *target, name, container string, data dataFile, p *procResult) (*approach, error) {
@@ -211,16 +211,16 @@ func (r *runner) scenarioD(ctx context.Context, t *target) error {
 
 // scenarioB: a noisy neighbour takes 30 % of the budget mid-run.
 type scenarioB struct {
-	NoisyRU          float64           `json:"noisy_ru_per_sec"`
-	OnAt             float64           `json:"on_at_seconds"`  // after the loader started
-	OffAt            float64           `json:"off_at_seconds"` // after the loader started
-	Run              *approach         `json:"run"`
-	EventRequests    int64             `json:"event_requests"`
-	EventThrottled   int64             `json:"event_throttled"`
-	EventThrottlePct float64           `json:"event_throttled_percent"`
-	EventRUPerSec    float64           `json:"event_ru_per_sec"` // the loader's mean during the event
-	RecoverySeconds  float64           `json:"recovery_seconds"` // -1: never back to ≥ 95 % before the end
-	Series           []emulator.Second `json:"-"`
+	NoisyRU          float64                `json:"noisy_ru_per_sec"`
+	OnAt             float64                `json:"on_at_seconds"`  // after the loader started
+	OffAt            float64                `json:"off_at_seconds"` // after the loader started
+	Run              *approach              `json:"run"`
+	EventRequests    int64                  `json:"event_requests"`
+	EventThrottled   int64                  `json:"event_throttled"`
+	EventThrottlePct float64                `json:"event_throttled_percent"`
+	EventRUPerSec    float64                `json:"event_ru_per_sec"` // the loader's mean during the event
+	RecoverySeconds  float64                `json:"recovery_seconds"` // -1: never back to ≥ 95 % before the end
+	Series           []emulator.UsageSecond `json:"-"`
 }
 
 func (r *runner) scenarioB(ctx context.Context, t *target) error {

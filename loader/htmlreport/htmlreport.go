@@ -21,13 +21,14 @@ import (
 	"github.com/cosmosloader/loader/loader/chart"
 )
 
-// Second is one second of a run. T counts seconds since the start.
+// Second is one second of a run: what the pipeline samples, the JSON
+// report lists and the charts draw. T counts seconds since the start.
 type Second struct {
-	T         int64
-	RU        float64
-	Requests  int64
-	Throttled int64
-	Records   int64
+	T         int64   `json:"t"`
+	RU        float64 `json:"ru"`
+	Requests  int64   `json:"requests"`
+	Throttled int64   `json:"throttled"`
+	Records   int64   `json:"records"`
 }
 
 // Run is another run drawn beside this one, such as the benchmark's naive
