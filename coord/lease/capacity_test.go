@@ -76,13 +76,14 @@ func TestFairShare(t *testing.T) {
 // expire it, so a process whose renewals stall stops spending first.
 func TestLimitCountsOnlyConfirmedLeases(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := clocktest.New(now)
 	cont, err := container.NewClientWithNoCredential("http://127.0.0.1:1/acct/c", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c, err := NewCapacity(CapacityConfig{
 		Container: cont, Partitions: 4, TargetRU: 400, ReservedRU: 50,
-		Clock: clocktest.New(now),
+		Clock: clock,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -104,10 +105,9 @@ func TestLimitCountsOnlyConfirmedLeases(t *testing.T) {
 		{9 * time.Second, 1, 137.5},
 		{10 * time.Second, 0, 50},
 	}
-	start := now
 	for _, tt := range tests {
-		now = start.Add(tt.after)
-		c.beat = now // heartbeats keep going
+		clock.Set(now.Add(tt.after))
+		c.beat = clock.Now() // heartbeats keep going
 		if got := c.Held(); got != tt.held {
 			t.Errorf("after %v: Held() = %d, want %d", tt.after, got, tt.held)
 		}
