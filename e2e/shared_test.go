@@ -102,7 +102,7 @@ func waitFleet(t *testing.T, fleet []*fleetProc, skip ...int) {
 // checkInsideTarget asserts the outcome a fleet promises the container: no
 // 5-second window above the target (targetAt, per unix second) by more than
 // 2 %, at most 1 % of requests throttled. It returns the series.
-func checkInsideTarget(t *testing.T, tg target, targetAt func(sec int64) float64) map[int64]emulator.Second {
+func checkInsideTarget(t *testing.T, tg target, targetAt func(sec int64) float64) map[int64]emulator.UsageSecond {
 	t.Helper()
 	series, usage := containerSeries(t, tg.srv)
 	var first, last int64 = 1 << 62, 0
@@ -134,7 +134,7 @@ func checkInsideTarget(t *testing.T, tg target, targetAt func(sec int64) float64
 
 // checkUtilisation logs the fleet's use of the target over the whole
 // seconds every loader in reports had work, and fails below bar.
-func checkUtilisation(t *testing.T, series map[int64]emulator.Second, reports []string, target float64, bar float64) {
+func checkUtilisation(t *testing.T, series map[int64]emulator.UsageSecond, reports []string, target float64, bar float64) {
 	t.Helper()
 	var from, to time.Time
 	for i, p := range reports {

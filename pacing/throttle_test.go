@@ -94,7 +94,7 @@ func TestSustained429sCut(t *testing.T) {
 // next whole second, each told to wait for that second, as the emulator
 // and Cosmos DB's per-second budget answer the requests arriving after it
 // ran out. It returns the partition's limit after the burst.
-func burst429s(p *pacing.Pacer, clock *pacingtest.FakeClock, at time.Duration, count int) float64 {
+func burst429s(p *pacing.Pacer, clock *clocktest.Fake, at time.Duration, count int) float64 {
 	clock.Advance(epoch.Add(at).Sub(clock.Now()))
 	end := epoch.Add(at).Truncate(time.Second).Add(time.Second)
 	step := end.Sub(clock.Now()) / time.Duration(count+1)
@@ -112,7 +112,7 @@ func burst429s(p *pacing.Pacer, clock *pacingtest.FakeClock, at time.Duration, c
 // (another 429 within 2 s) cut both 8 and 14 by 30 %, 3 % of the load.
 func TestNoiseTwoSecondsApartIsMild(t *testing.T) {
 	const target = 8000.0
-	clock := pacingtest.NewFakeClock(epoch)
+	clock := clocktest.New(epoch)
 	p := newPacer(t, pacing.PacerConfig{TargetRU: target, Partitions: 1, Clock: clock})
 	p.Reserve(0, 17.6)
 	burst429s(p, clock, 6990*time.Millisecond, 3)
@@ -130,7 +130,7 @@ func TestNoiseTwoSecondsApartIsMild(t *testing.T) {
 // after the budget ran out, a quarter of a second's requests: contention.
 func TestLongPathContentionCuts(t *testing.T) {
 	const target = 8000.0
-	clock := pacingtest.NewFakeClock(epoch)
+	clock := clocktest.New(epoch)
 	p := newPacer(t, pacing.PacerConfig{TargetRU: target, Partitions: 1, Clock: clock})
 	p.Reserve(0, 17.6)
 	if got := burst429s(p, clock, 2740*time.Millisecond, 120); got < 0.9*target {
@@ -191,7 +191,7 @@ func TestLongPathKeepsTheTarget(t *testing.T) {
 // 9, cut by 30 % as contention, 1.5 % of the load.
 func TestNoiseInConsecutiveSecondsIsMild(t *testing.T) {
 	const target = 8000.0
-	clock := pacingtest.NewFakeClock(epoch)
+	clock := clocktest.New(epoch)
 	p := newPacer(t, pacing.PacerConfig{TargetRU: target, Partitions: 1, Clock: clock})
 	p.Reserve(0, 17.6)
 	burst429s(p, clock, 8985*time.Millisecond, 4)

@@ -47,7 +47,7 @@ type fleetRun struct {
 	Utilization   float64           `json:"utilization"` // RU ÷ the target's RU over the load's whole seconds
 	ExitCodes     []int             `json:"exit_codes"`
 	LoadAvg       string            `json:"load_average_at_end,omitempty"`
-	Series        []emulator.Second `json:"series"`
+	Series        []emulator.UsageSecond `json:"series"`
 }
 
 const (

@@ -117,7 +117,8 @@ func TestLimitCountsOnlyConfirmedLeases(t *testing.T) {
 	}
 	// Leases renewed but the heartbeat stale: nothing counts.
 	c.held[0], c.held[1] = now, now
-	now = now.Add(c.freshFor)
+	now = clock.Now().Add(c.freshFor)
+	clock.Set(now)
 	c.held[0], c.held[1] = now, now
 	if got := c.Limit(); got != 50 {
 		t.Errorf("heartbeat %v old: Limit() = %v, want the reserve", c.freshFor, got)
