@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/cosmosloader/loader/epk"
@@ -51,6 +51,105 @@ var orderSchema = func() *arrow.Schema {
 // writeOrdersParquet writes Snappy-compressed order rows, 128 Ki rows per
 // row group, until the file reaches size bytes; it returns the row count.
 func writeOrdersParquet(path string, size int64) (int64, error) {
+	words := []string{"alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima"}
+	base := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	return writeParquet(path, size, orderSchema, func(b *array.RecordBuilder, rng *rand.Rand, i int64) {
+		word := func() string { return words[rng.Intn(len(words))] }
+		b.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("order-%09d", i))
+		b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("tenant-%04d", rng.Intn(500)))
+		cu := b.Field(2).(*array.StructBuilder)
+		cu.Append(true)
+		cu.FieldBuilder(0).(*array.StringBuilder).Append(word() + " " + word())
+		cu.FieldBuilder(1).(*array.StringBuilder).Append(fmt.Sprintf("c%d@example.com", i))
+		cu.FieldBuilder(2).(*array.StringBuilder).Append("gold")
+		ad := cu.FieldBuilder(3).(*array.StructBuilder)
+		ad.Append(true)
+		ad.FieldBuilder(0).(*array.StringBuilder).Append(fmt.Sprintf("%d %s Street", rng.Intn(300), word()))
+		ad.FieldBuilder(1).(*array.StringBuilder).Append("Lisbon")
+		ad.FieldBuilder(2).(*array.StringBuilder).Append(fmt.Sprintf("%05d", rng.Intn(99999)))
+		it := b.Field(3).(*array.ListBuilder)
+		it.Append(true)
+		st := it.ValueBuilder().(*array.StructBuilder)
+		for range 3 {
+			st.Append(true)
+			st.FieldBuilder(0).(*array.StringBuilder).Append(fmt.Sprintf("SKU-%05d", rng.Intn(99999)))
+			st.FieldBuilder(1).(*array.Int32Builder).Append(int32(rng.Intn(9) + 1))
+			st.FieldBuilder(2).(*array.Float64Builder).Append(float64(rng.Intn(50000)) / 100)
+		}
+		b.Field(4).(*array.Float64Builder).Append(float64(rng.Intn(300000)) / 100)
+		b.Field(5).(*array.StringBuilder).Append("EUR")
+		b.Field(6).(*array.StringBuilder).Append("paid")
+		b.Field(7).(*array.TimestampBuilder).Append(arrow.Timestamp(base.Add(time.Duration(rng.Intn(28*86400)) * time.Second).UnixMicro()))
+		tg := b.Field(8).(*array.ListBuilder)
+		tg.Append(true)
+		for range 3 {
+			tg.ValueBuilder().(*array.StringBuilder).Append(word())
+		}
+		notes := ""
+		for range 10 {
+			notes += word() + " "
+		}
+		b.Field(9).(*array.StringBuilder).Append(notes)
+	})
+}
+
+// wideSchema is the less extreme case: flat rows of random numbers and
+// random hex strings, which Snappy cannot shrink — about 300 bytes of
+// Parquet per row instead of the orders' 82.
+var wideSchema = func() *arrow.Schema {
+	fs := []arrow.Field{{Name: "id", Type: arrow.BinaryTypes.String}, {Name: "tenant", Type: arrow.BinaryTypes.String}}
+	for k := range 8 {
+		fs = append(fs, arrow.Field{Name: fmt.Sprintf("n%d", k), Type: arrow.PrimitiveTypes.Int64})
+	}
+	for k := range 6 {
+		fs = append(fs, arrow.Field{Name: fmt.Sprintf("x%d", k), Type: arrow.PrimitiveTypes.Float64})
+	}
+	for k := range 4 {
+		fs = append(fs, arrow.Field{Name: fmt.Sprintf("s%d", k), Type: arrow.BinaryTypes.String, Nullable: true})
+	}
+	fs = append(fs,
+		arrow.Field{Name: "at", Type: &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}},
+		arrow.Field{Name: "day", Type: arrow.FixedWidthTypes.Date32},
+		arrow.Field{Name: "ok", Type: arrow.FixedWidthTypes.Boolean})
+	return arrow.NewSchema(fs, nil)
+}()
+
+func writeWideParquet(path string, size int64) (int64, error) {
+	const hexDigits = "0123456789abcdef"
+	var hex []byte
+	return writeParquet(path, size, wideSchema, func(b *array.RecordBuilder, rng *rand.Rand, i int64) {
+		b.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("w-%09d", i))
+		b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("tenant-%04d", rng.Intn(500)))
+		f := 2
+		for range 8 {
+			b.Field(f).(*array.Int64Builder).Append(rng.Int63n(1<<53) - 1<<52)
+			f++
+		}
+		for range 6 {
+			b.Field(f).(*array.Float64Builder).Append(rng.NormFloat64() * 1e4)
+			f++
+		}
+		for range 4 {
+			if rng.Intn(10) == 0 {
+				b.Field(f).AppendNull()
+			} else {
+				hex = hex[:0]
+				for range 16 + rng.Intn(33) {
+					hex = append(hex, hexDigits[rng.Intn(16)])
+				}
+				b.Field(f).(*array.StringBuilder).Append(string(hex))
+			}
+			f++
+		}
+		b.Field(f).(*array.TimestampBuilder).Append(arrow.Timestamp(1.7e12 + rng.Int63n(3e10)))
+		b.Field(f + 1).(*array.Date32Builder).Append(arrow.Date32(19000 + rng.Intn(2000)))
+		b.Field(f + 2).(*array.BooleanBuilder).Append(rng.Intn(2) == 0)
+	})
+}
+
+// writeParquet writes Snappy-compressed rows made by fill, 128 Ki rows per
+// row group, until the file reaches size bytes; it returns the row count.
+func writeParquet(path string, size int64, schema *arrow.Schema, fill func(b *array.RecordBuilder, rng *rand.Rand, i int64)) (int64, error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return 0, err
@@ -58,17 +157,14 @@ func writeOrdersParquet(path string, size int64) (int64, error) {
 	defer f.Close()
 	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy),
 		parquet.WithMaxRowGroupLength(128<<10), parquet.WithStats(false))
-	w, err := pqarrow.NewFileWriter(orderSchema, f, props, pqarrow.DefaultWriterProps())
+	w, err := pqarrow.NewFileWriter(schema, f, props, pqarrow.DefaultWriterProps())
 	if err != nil {
 		return 0, err
 	}
 	rng := rand.New(rand.NewSource(1))
-	words := []string{"alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima"}
-	word := func() string { return words[rng.Intn(len(words))] }
-	b := array.NewRecordBuilder(memory.DefaultAllocator, orderSchema)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
 	defer b.Release()
 	var rows int64
-	base := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
 	// One row group's worth of distinct batches is built, then cycled: each
 	// row group holds the same kind of data (so compression is that of
 	// unique rows) and a 1 GB file takes minutes, not an hour, to write.
@@ -91,42 +187,7 @@ func writeOrdersParquet(path string, size int64) (int64, error) {
 			continue
 		}
 		for k := 0; k < 8192; k++ {
-			i := rows + int64(k)
-			b.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("order-%09d", i))
-			b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("tenant-%04d", rng.Intn(500)))
-			cu := b.Field(2).(*array.StructBuilder)
-			cu.Append(true)
-			cu.FieldBuilder(0).(*array.StringBuilder).Append(word() + " " + word())
-			cu.FieldBuilder(1).(*array.StringBuilder).Append(fmt.Sprintf("c%d@example.com", i))
-			cu.FieldBuilder(2).(*array.StringBuilder).Append("gold")
-			ad := cu.FieldBuilder(3).(*array.StructBuilder)
-			ad.Append(true)
-			ad.FieldBuilder(0).(*array.StringBuilder).Append(fmt.Sprintf("%d %s Street", rng.Intn(300), word()))
-			ad.FieldBuilder(1).(*array.StringBuilder).Append("Lisbon")
-			ad.FieldBuilder(2).(*array.StringBuilder).Append(fmt.Sprintf("%05d", rng.Intn(99999)))
-			it := b.Field(3).(*array.ListBuilder)
-			it.Append(true)
-			st := it.ValueBuilder().(*array.StructBuilder)
-			for range 3 {
-				st.Append(true)
-				st.FieldBuilder(0).(*array.StringBuilder).Append(fmt.Sprintf("SKU-%05d", rng.Intn(99999)))
-				st.FieldBuilder(1).(*array.Int32Builder).Append(int32(rng.Intn(9) + 1))
-				st.FieldBuilder(2).(*array.Float64Builder).Append(float64(rng.Intn(50000)) / 100)
-			}
-			b.Field(4).(*array.Float64Builder).Append(float64(rng.Intn(300000)) / 100)
-			b.Field(5).(*array.StringBuilder).Append("EUR")
-			b.Field(6).(*array.StringBuilder).Append("paid")
-			b.Field(7).(*array.TimestampBuilder).Append(arrow.Timestamp(base.Add(time.Duration(rng.Intn(28*86400)) * time.Second).UnixMicro()))
-			tg := b.Field(8).(*array.ListBuilder)
-			tg.Append(true)
-			for range 3 {
-				tg.ValueBuilder().(*array.StringBuilder).Append(word())
-			}
-			notes := ""
-			for range 10 {
-				notes += word() + " "
-			}
-			b.Field(9).(*array.StringBuilder).Append(notes)
+			fill(b, rng, rows+int64(k))
 		}
 		rec := b.NewRecordBatch()
 		batches = append(batches, rec)
@@ -142,89 +203,109 @@ func writeOrdersParquet(path string, size int64) (int64, error) {
 	return rows, w.Close()
 }
 
+// parquetFixture returns a generated Parquet file in dir and its rows. The
+// file is named after what it holds and reused when present, so repeated
+// runs and profiles measure reading, not writing (bump the version in the
+// name when a generator changes).
+func parquetFixture(tb testing.TB, dir, name string, size int64, write func(string, int64) (int64, error)) (string, int64) {
+	tb.Helper()
+	path := filepath.Join(dir, fmt.Sprintf("loader-bench-%s-%dMiB.parquet", name, size>>20))
+	if pf, err := file.OpenParquetFile(path, false); err == nil {
+		defer pf.Close()
+		return path, pf.NumRows()
+	}
+	began := time.Now()
+	tmp := path + ".tmp"
+	rows, err := write(tmp, size)
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		tb.Fatal(err)
+	}
+	tb.Logf("wrote %s: %d rows in %s", path, rows, time.Since(began).Round(time.Second))
+	return path, rows
+}
+
 func offset(f *os.File) int64 {
 	n, _ := f.Seek(0, 1)
 	return n
 }
 
-var (
-	pqOnce sync.Once
-	pqPath string
-	pqSize int64
-	pqRows int64
-	pqErr  error
-)
-
 // BenchmarkParquetReadMapCost is dry-run's whole path — decode the Parquet
 // row groups, turn rows into JSON, map, estimate RU, route, model — over a
-// 64 MiB Snappy Parquet file of order rows (arrow-go-written: this measures
-// speed, not compatibility). MB/s are of Parquet input. Target ≥ 150 MB/s.
+// 64 MiB Snappy Parquet file (arrow-go-written: this measures speed, not
+// compatibility), kept in the temporary directory between runs. MB/s are of
+// Parquet input. Target ≥ 150 MB/s.
+//
+//   - orders: the order documents of readpath_test.go (nested structs, a
+//     list of structs, a timestamp): 82 bytes of Parquet per row;
+//   - wide: flat rows of random numbers and hex strings, ~300 bytes per row.
 func BenchmarkParquetReadMapCost(b *testing.B) {
-	pqOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "loader-bench-pq-")
-		if err != nil {
-			pqErr = err
-			return
-		}
-		pqPath = filepath.Join(dir, "orders.parquet")
-		pqRows, pqErr = writeOrdersParquet(pqPath, 64<<20)
-		if fi, err := os.Stat(pqPath); err == nil {
-			pqSize = fi.Size()
-		}
-	})
-	if pqErr != nil {
-		b.Fatal(pqErr)
-	}
-	b.SetBytes(pqSize)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		plan, err := loader.DryRun(context.Background(), &loader.DryRunJob{
-			Inputs:   []source.Input{{Path: pqPath}},
-			Source:   source.Options{Format: "parquet"},
-			Mapper:   record.Config{PartitionKeyPaths: []string{"/tenant"}},
-			TargetRU: 40000,
-			Bounds:   epk.SplitEven(4),
-			Now:      time.Now,
+	for _, c := range []struct {
+		name  string
+		write func(string, int64) (int64, error)
+	}{{"orders", writeOrdersParquet}, {"wide", writeWideParquet}} {
+		b.Run(c.name, func(b *testing.B) {
+			path, rows := parquetFixture(b, os.TempDir(), c.name+"-v1", 64<<20, c.write)
+			fi, err := os.Stat(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(fi.Size())
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				plan, err := loader.DryRun(context.Background(), &loader.DryRunJob{
+					Inputs:   []source.Input{{Path: path}},
+					Source:   source.Options{Format: "parquet"},
+					Mapper:   record.Config{PartitionKeyPaths: []string{"/tenant"}},
+					TargetRU: 40000,
+					Bounds:   epk.SplitEven(4),
+					Now:      time.Now,
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if plan.BadRecords != 0 || plan.Records != rows {
+					b.Fatalf("%d records, %d bad; want %d", plan.Records, plan.BadRecords, rows)
+				}
+			}
+			b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+			b.ReportMetric(float64(fi.Size())/float64(rows), "B/row")
 		})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if plan.BadRecords != 0 || plan.Records != pqRows {
-			b.Fatalf("%d records, %d bad; want %d", plan.Records, plan.BadRecords, pqRows)
-		}
 	}
-	b.ReportMetric(float64(pqRows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }
 
-// TestParquetDryRunPeakRSS runs `loader dry-run` on a ~1 GB Parquet file
-// (LOADER_BENCH_PARQUET_MB=1024 to run it; generated into a temporary
-// directory, removed after) and reports the child's peak RSS and rates.
-// Target: peak RSS ≤ 150 MB.
+// TestParquetDryRunPeakRSS runs `loader dry-run` on a ~1 GB file of order
+// rows (LOADER_BENCH_PARQUET_MB=1024 to run it; generated into a temporary
+// directory, removed after, or kept in LOADER_BENCH_CACHE when set) and
+// reports the child's peak RSS, CPU time and rates. Target: peak RSS ≤ 150 MB.
 func TestParquetDryRunPeakRSS(t *testing.T) {
 	mb, _ := strconv.Atoi(os.Getenv("LOADER_BENCH_PARQUET_MB"))
 	if mb <= 0 {
 		t.Skip("set LOADER_BENCH_PARQUET_MB (e.g. 1024) to measure")
 	}
-	dir := t.TempDir()
-	path := filepath.Join(dir, "orders.parquet")
-	began := time.Now()
-	rows, err := writeOrdersParquet(path, int64(mb)<<20)
-	if err != nil {
-		t.Fatal(err)
+	dir := os.Getenv("LOADER_BENCH_CACHE")
+	if dir == "" {
+		dir = t.TempDir()
 	}
+	path, rows := parquetFixture(t, dir, "orders-v1", int64(mb)<<20, writeOrdersParquet)
 	fi, _ := os.Stat(path)
-	t.Logf("wrote %d rows, %.0f MB of Parquet in %s", rows, float64(fi.Size())/(1<<20), time.Since(began).Round(time.Second))
 	cmd := exec.Command(testenv.LoaderBinary(t), "dry-run", path, "--ru", "40000", "--partition-key", "/tenant", "--json")
 	cmd.Env = append(os.Environ(), "COSMOS_ENDPOINT=", "COSMOS_KEY=", "COSMOS_CONNECTION_STRING=")
-	began = time.Now()
+	began := time.Now()
 	out, err := cmd.Output()
 	took := time.Since(began)
 	if err != nil {
 		t.Fatalf("dry-run: %v\n%s", err, out)
 	}
-	rss := float64(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss) / 1024 // KiB on Linux
-	t.Logf("dry-run: %s, %.0f MB/s, %.0f rows/s, peak RSS %.0f MB",
-		took.Round(time.Millisecond), float64(fi.Size())/(1<<20)/took.Seconds(), float64(rows)/took.Seconds(), rss)
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	rss := float64(ru.Maxrss) / 1024 // KiB on Linux
+	cpu := (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
+	size := float64(fi.Size()) / (1 << 20)
+	t.Logf("dry-run of %.0f MB, %d rows: %s wall (%.0f MB/s, %.0f rows/s), %.1f CPU-s (%.3f CPU-s/MB, %.0f rows per CPU-s), peak RSS %.0f MB",
+		size, rows, took.Round(time.Millisecond), size/took.Seconds(), float64(rows)/took.Seconds(), cpu, cpu/size, float64(rows)/cpu, rss)
 	if rss > 150 {
 		t.Errorf("peak RSS %.0f MB, want ≤ 150 MB", rss)
 	}
