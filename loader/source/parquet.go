@@ -49,7 +49,6 @@ type parquetReader struct {
 	enc    *rowEncoder          // bound to batch
 	i      int                  // next row in batch
 	row    int64                // rows consumed (the next row's index)
-	scr    []byte               // scratch for one row's JSON
 	arena  []byte               // output arena: Data slices are never reused
 	failed error                // sticky input-level error
 	ctx    context.Context
@@ -67,6 +66,7 @@ type parquetReader struct {
 const (
 	parquetChunkRows = 1024
 	parquetAhead     = 2
+	parquetArena     = 256 << 10
 )
 
 type parquetChunk struct {
@@ -297,16 +297,21 @@ func (r *parquetReader) next() (rec Record, err error) {
 	}
 }
 
-// emit encodes the current row.
+// emit encodes the current row straight into the arena: each record's Data
+// is a slice of it, never written again (see Record). A row that does not
+// fit in what is left is encoded by append into memory of its own, and the
+// next rows go to a fresh arena.
 func (r *parquetReader) emit() Record {
-	r.scr = r.enc.appendRow(r.scr[:0], r.i)
-	n := len(r.scr)
-	if cap(r.arena)-len(r.arena) < n {
-		r.arena = make([]byte, 0, max(256<<10, n))
+	at := len(r.arena)
+	room := cap(r.arena) - at
+	data := r.enc.appendRow(r.arena[at:at], r.i)
+	if n := len(data); n <= room {
+		r.arena = r.arena[:at+n]
+		data = data[:n:n]
+	} else {
+		data = data[:n:n]
+		r.arena = make([]byte, 0, parquetArena)
 	}
-	start := len(r.arena)
-	r.arena = append(r.arena, r.scr...)
-	data := r.arena[start : start+n : start+n]
 	rec := Record{
 		Path:   r.path,
 		Line:   r.row + 1,

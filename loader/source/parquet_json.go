@@ -41,9 +41,10 @@ import (
 type appendFn func(b []byte, i int) []byte
 
 type objField struct {
-	key []byte // `"name":`
-	arr arrow.Array
-	put appendFn
+	key   []byte // `"name":`
+	arr   arrow.Array
+	put   appendFn
+	nulls bool // arr has nulls: most columns have none in a batch, and IsNull is a bitmap lookup per value
 }
 
 // rowEncoder encodes the rows of one batch.
@@ -62,7 +63,7 @@ func bindRow(rb arrow.RecordBatch, prev *rowEncoder, keepNulls bool) *rowEncoder
 	sc := rb.Schema()
 	for c := range e.fields {
 		col := rb.Column(c)
-		e.fields[c] = objField{key: appendKey(nil, sc.Field(c).Name), arr: col, put: binder(col, keepNulls)}
+		e.fields[c] = objField{key: appendKey(nil, sc.Field(c).Name), arr: col, put: binder(col, keepNulls), nulls: col.NullN() > 0}
 	}
 	return e
 }
@@ -81,7 +82,7 @@ func appendObject(b []byte, fields []objField, i int, keepNulls bool) []byte {
 	first := true
 	for k := range fields {
 		f := &fields[k]
-		null := f.arr.IsNull(i)
+		null := f.nulls && f.arr.IsNull(i)
 		if null && !keepNulls {
 			continue
 		}
@@ -175,7 +176,7 @@ func binder(arr arrow.Array, keepNulls bool) appendFn {
 		fields := make([]objField, a.NumField())
 		for k := range fields {
 			child := a.Field(k)
-			fields[k] = objField{key: appendKey(nil, st.Field(k).Name), arr: child, put: binder(child, keepNulls)}
+			fields[k] = objField{key: appendKey(nil, st.Field(k).Name), arr: child, put: binder(child, keepNulls), nulls: child.NullN() > 0}
 		}
 		return func(b []byte, i int) []byte { return appendObject(b, fields, i, keepNulls) }
 	case *array.Map:
@@ -214,6 +215,7 @@ func binder(arr arrow.Array, keepNulls bool) appendFn {
 	case array.ListLike:
 		values := a.ListValues()
 		put := binder(values, keepNulls)
+		nulls := values.NullN() > 0
 		return func(b []byte, i int) []byte {
 			start, end := a.ValueOffsets(i)
 			b = append(b, '[')
@@ -221,7 +223,7 @@ func binder(arr arrow.Array, keepNulls bool) appendFn {
 				if j > int(start) {
 					b = append(b, ',')
 				}
-				if values.IsNull(j) {
+				if nulls && values.IsNull(j) {
 					b = append(b, "null"...)
 				} else {
 					b = put(b, j)
@@ -276,9 +278,47 @@ func appendDecimal(b []byte, s string) []byte {
 
 // appendString appends s as a JSON string; invalid UTF-8 (Parquet does
 // not enforce it) becomes U+FFFD.
+//
+// Most values are short ASCII with nothing to escape: one pass, eight bytes
+// at a time, finds that and copies them as they are; the others take the
+// validating path (two passes).
 func appendString(b []byte, s string) []byte {
+	if plainASCII(s) {
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"')
+	}
 	if !utf8.ValidString(s) {
 		s = strings.ToValidUTF8(s, "\ufffd")
 	}
 	return record.AppendJSONString(b, s)
+}
+
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
+// plainASCII reports whether s holds only bytes 0x20–0x7F other than '"'
+// and '\\': a JSON string as it is.
+func plainASCII(s string) bool {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		q := x ^ (lsb * '"')
+		e := x ^ (lsb * '\\')
+		// A byte's high bit comes out set when it is < 0x20, '"', '\\' or
+		// ≥ 0x80; the subtractions borrow only from a byte that is one of
+		// those, so a clean word is never flagged.
+		if (((x-lsb*0x20)&^x)|((q-lsb)&^q)|((e-lsb)&^e)|x)&msb != 0 {
+			return false
+		}
+	}
+	for ; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }

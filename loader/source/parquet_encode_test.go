@@ -1,0 +1,207 @@
+package source
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/cosmosloader/loader/loader/record"
+)
+
+// appendString's fast path must give what the validating path gives.
+func TestParquetStringFastPathMatchesValidating(t *testing.T) {
+	cases := []string{"", "a", "plain ascii, eight+ bytes long", "1234567", "12345678", "123456789",
+		`quote " inside`, `back\slash`, "tab\there", "nul\x00byte", "\x1f", "\x7f del", "héllo", "日本語テキスト",
+		"bad \xff byte", "\xc3", "run \x80\x81\x82 of bad", "\xef\xbf\xbd literal U+FFFD", "eight ok\x01", "eightok\"",
+		strings.Repeat("x", 63) + "\\", strings.Repeat("y", 64)}
+	rng := rand.New(rand.NewSource(7))
+	alphabet := []byte("ab \"\\\t\x00\x1f\x7f\x80\xc3\xa9\xe6\x97\xa5\xff~")
+	for range 2000 {
+		b := make([]byte, rng.Intn(40))
+		for i := range b {
+			if rng.Intn(4) == 0 {
+				b[i] = alphabet[rng.Intn(len(alphabet))]
+			} else {
+				b[i] = byte('a' + rng.Intn(26))
+			}
+		}
+		cases = append(cases, string(b))
+	}
+	for _, s := range cases {
+		want := record.AppendJSONString([]byte("prefix"), strings.ToValidUTF8(s, "\ufffd"))
+		if got := appendString([]byte("prefix"), s); string(got) != string(want) {
+			t.Fatalf("appendString(%q) = %s, want %s", s, got, want)
+		}
+	}
+}
+
+func FuzzParquetString(f *testing.F) {
+	for _, s := range []string{"", "plain", `"q"`, "bad \xff", "日本", "\x00\x01"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want := record.AppendJSONString(nil, strings.ToValidUTF8(s, "\ufffd"))
+		if got := appendString(nil, s); string(got) != string(want) {
+			t.Fatalf("appendString(%q) = %s, want %s", s, got, want)
+		}
+	})
+}
+
+// writeEncoderFixture writes rows that exercise every path of the encoder:
+// strings needing escapes or U+FFFD, nulls in columns, lists, structs and
+// maps, columns with and without nulls in a batch, and rows from a few
+// bytes to past the reader's arena (so rows straddle arena ends).
+func writeEncoderFixture(t *testing.T, path string) {
+	t.Helper()
+	str := arrow.BinaryTypes.String
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: str},
+		{Name: "s", Type: str, Nullable: true},
+		{Name: "n", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "f", Type: arrow.PrimitiveTypes.Float64},
+		{Name: "tags", Type: arrow.ListOf(str), Nullable: true},
+		{Name: "st", Type: arrow.StructOf(arrow.Field{Name: "a", Type: str, Nullable: true}, arrow.Field{Name: "b", Type: arrow.PrimitiveTypes.Int32, Nullable: true}), Nullable: true},
+		{Name: "m", Type: arrow.MapOf(str, arrow.PrimitiveTypes.Int32), Nullable: true},
+		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}, Nullable: true},
+	}, nil)
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w, err := pqarrow.NewFileWriter(schema, f, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(1500)), pqarrow.DefaultWriterProps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	rng := rand.New(rand.NewSource(3))
+	pieces := []string{"plain", `"quoted"`, `back\slash`, "tab\t", "ctl\x01", "é", "日本", "bad\xff\xfe", "\xc3", " "}
+	text := func(max int) string {
+		var sb strings.Builder
+		for n := rng.Intn(max); n > 0; n-- {
+			sb.WriteString(pieces[rng.Intn(len(pieces))])
+		}
+		return sb.String()
+	}
+	const rows = 4000
+	for i := range rows {
+		b.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("r%05d", i))
+		switch {
+		case i == 2500:
+			b.Field(1).(*array.StringBuilder).Append(strings.Repeat("big row ", 40<<10)) // > the 256 KiB arena
+		case i >= 1500 && i < 3000 && rng.Intn(5) == 0, i >= 3000 && i < 3500:
+			b.Field(1).AppendNull() // the second row group has nulls, the third only nulls
+		case i < 1500 || i >= 3500:
+			b.Field(1).(*array.StringBuilder).Append(text(8 + rng.Intn(2)*200))
+		default:
+			b.Field(1).(*array.StringBuilder).Append(text(8))
+		}
+		if rng.Intn(7) == 0 {
+			b.Field(2).AppendNull()
+		} else {
+			b.Field(2).(*array.Int64Builder).Append(rng.Int63() - 1<<62)
+		}
+		b.Field(3).(*array.Float64Builder).Append(rng.NormFloat64() * 1e3)
+		tg := b.Field(4).(*array.ListBuilder)
+		if rng.Intn(9) == 0 {
+			tg.AppendNull()
+		} else {
+			tg.Append(true)
+			for range rng.Intn(4) {
+				if rng.Intn(6) == 0 {
+					tg.ValueBuilder().AppendNull()
+				} else {
+					tg.ValueBuilder().(*array.StringBuilder).Append(text(3))
+				}
+			}
+		}
+		st := b.Field(5).(*array.StructBuilder)
+		if rng.Intn(8) == 0 {
+			st.AppendNull()
+		} else {
+			st.Append(true)
+			if rng.Intn(3) == 0 {
+				st.FieldBuilder(0).AppendNull()
+			} else {
+				st.FieldBuilder(0).(*array.StringBuilder).Append(text(3))
+			}
+			st.FieldBuilder(1).(*array.Int32Builder).Append(int32(rng.Intn(1000)))
+		}
+		m := b.Field(6).(*array.MapBuilder)
+		if rng.Intn(5) == 0 {
+			m.AppendNull()
+		} else {
+			m.Append(true)
+			for k := range rng.Intn(3) {
+				m.KeyBuilder().(*array.StringBuilder).Append(fmt.Sprintf("k%d\"%d", k, rng.Intn(9)))
+				if rng.Intn(4) == 0 {
+					m.ItemBuilder().AppendNull()
+				} else {
+					m.ItemBuilder().(*array.Int32Builder).Append(int32(rng.Intn(99)))
+				}
+			}
+		}
+		if rng.Intn(6) == 0 {
+			b.Field(7).AppendNull()
+		} else {
+			b.Field(7).(*array.TimestampBuilder).Append(arrow.Timestamp(1.7e18 + rng.Int63n(1e17)))
+		}
+		if (i+1)%500 == 0 {
+			rec := b.NewRecordBatch()
+			if err := w.Write(rec); err != nil {
+				t.Fatal(err)
+			}
+			rec.Release()
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The reader's output on the fixtures and on writeEncoderFixture, hashed:
+// the figures are those of the encoder before it was made faster (commit
+// a124b3a), so any change in output fails here.
+func TestParquetEncoderOutputUnchanged(t *testing.T) {
+	gen := filepath.Join(t.TempDir(), "encoder.parquet")
+	writeEncoderFixture(t, gen)
+	want := map[string]string{
+		"types.parquet omit":   "97a1b675e73d5561",
+		"types.parquet keep":   "3438fcc54dfadf2b",
+		"rows.parquet omit":    "41b3c22bedcad5e3",
+		"rows.parquet keep":    "1ed18fe609373838",
+		"encoder.parquet omit": "a0154eb85334173c",
+		"encoder.parquet keep": "78f24710dda6bb85",
+	}
+	for _, path := range []string{parquetDir + "types.parquet", parquetDir + "rows.parquet", gen} {
+		for _, keep := range []bool{false, true} {
+			recs, err := readParquet(t, path, Options{CSVEmptyNull: keep}, Position{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := sha256.New()
+			for _, rec := range recs {
+				h.Write(rec.Data)
+				h.Write([]byte{'\n'})
+			}
+			name := filepath.Base(path) + map[bool]string{false: " omit", true: " keep"}[keep]
+			got := hex.EncodeToString(h.Sum(nil))[:16]
+			t.Logf("%s: %d rows, %s", name, len(recs), got)
+			if got != want[name] {
+				t.Errorf("%s: output hash %s, want %s", name, got, want[name])
+			}
+		}
+	}
+}
