@@ -62,7 +62,7 @@ func FuzzParquetString(f *testing.F) {
 // strings needing escapes or U+FFFD, nulls in columns, lists, structs and
 // maps, columns with and without nulls in a batch, and rows from a few
 // bytes to past the reader's arena (so rows straddle arena ends).
-func writeEncoderFixture(t *testing.T, path string) {
+func writeEncoderFixture(t testing.TB, path string) {
 	t.Helper()
 	str := arrow.BinaryTypes.String
 	schema := arrow.NewSchema([]arrow.Field{
@@ -204,4 +204,30 @@ func TestParquetEncoderOutputUnchanged(t *testing.T) {
 			}
 		}
 	}
+}
+
+// BenchmarkParquetRead is the reader alone (decode and encode, no mapping)
+// on writeEncoderFixture's file; MB/s are of JSON produced.
+func BenchmarkParquetRead(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "encoder.parquet")
+	writeEncoderFixture(b, path)
+	var rows, bytes int64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		r, err := Open(Input{Path: path}, nil, Options{}, Position{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for {
+			rec, err := r.Next()
+			if err != nil {
+				break
+			}
+			rows++
+			bytes += int64(len(rec.Data))
+		}
+		r.Close()
+	}
+	b.SetBytes(bytes / int64(b.N))
+	b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "rows/s")
 }
