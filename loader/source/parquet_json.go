@@ -2,11 +2,13 @@ package source
 
 import (
 	"encoding/base64"
+	"encoding/binary"
 	"math"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -302,10 +304,10 @@ const (
 // plainASCII reports whether s holds only bytes 0x20–0x7F other than '"'
 // and '\\': a JSON string as it is.
 func plainASCII(s string) bool {
+	d := unsafe.Slice(unsafe.StringData(s), len(s)) // read only
 	i := 0
-	for ; i+8 <= len(s); i += 8 {
-		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+	for ; i+8 <= len(d); i += 8 {
+		x := binary.LittleEndian.Uint64(d[i:])
 		q := x ^ (lsb * '"')
 		e := x ^ (lsb * '\\')
 		// A byte's high bit comes out set when it is < 0x20, '"', '\\' or
@@ -315,8 +317,8 @@ func plainASCII(s string) bool {
 			return false
 		}
 	}
-	for ; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
+	for ; i < len(d); i++ {
+		if c := d[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
 			return false
 		}
 	}
