@@ -42,11 +42,11 @@ type fleetRun struct {
 	ThrottledPct float64 `json:"throttled_percent"`
 	// WorstWindow is the most RU any 5 whole seconds consumed ÷ the
 	// target of those seconds.
-	WorstWindow   float64           `json:"worst_5s_window_of_target"`
-	WorstWindowAt float64           `json:"worst_5s_window_at_seconds"`
-	Utilization   float64           `json:"utilization"` // RU ÷ the target's RU over the load's whole seconds
-	ExitCodes     []int             `json:"exit_codes"`
-	LoadAvg       string            `json:"load_average_at_end,omitempty"`
+	WorstWindow   float64                `json:"worst_5s_window_of_target"`
+	WorstWindowAt float64                `json:"worst_5s_window_at_seconds"`
+	Utilization   float64                `json:"utilization"` // RU ÷ the target's RU over the load's whole seconds
+	ExitCodes     []int                  `json:"exit_codes"`
+	LoadAvg       string                 `json:"load_average_at_end,omitempty"`
 	Series        []emulator.UsageSecond `json:"series"`
 }
 
