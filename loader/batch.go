@@ -238,13 +238,13 @@ func (r *run) dispatchBatched(q <-chan *item, admit func(part int, ru float64) b
 			}
 			if len(g) == 1 || !r.batchesOK() {
 				for _, it := range g {
-					if admit(it.part, it.est) {
+					if admit(r.route(it), it.est) {
 						start(func() { r.write(it) })
 					}
 				}
 				continue
 			}
-			if admit(g[0].part, estimateOf(g)) {
+			if admit(r.route(g...), estimateOf(g)) {
 				start(func() { r.writeBatch(g) })
 			}
 		}
@@ -272,7 +272,7 @@ func estimateOf(g []*item) float64 {
 // would be, and the ones after it (never run) are resent as another batch.
 func (r *run) writeBatch(items []*item) {
 	bs := r.o.Sink.(BatchSink)
-	part := items[0].part
+	part := items[0].part // where the dispatcher reserved
 	pending := [][]*item{items}
 	reserved := true // the dispatcher paid for the first attempt
 	transient := 0
@@ -280,9 +280,14 @@ func (r *run) writeBatch(items []*item) {
 		g := pending[0]
 		pending = pending[1:]
 		if len(g) == 1 || !r.batchesOK() {
+			if reserved && len(g) > 1 {
+				// Paid for as one batch, sent as point writes: the first
+				// keeps its own estimate, the others pay their own.
+				r.adm.settle(part, estimateOf(g), g[0].est)
+			}
 			for _, it := range g {
 				if !reserved {
-					if err := r.adm.repay(r.wctx, part, it.est); err != nil {
+					if err := r.adm.repay(r.wctx, r.route(it), it.est); err != nil {
 						return
 					}
 				}
@@ -293,6 +298,8 @@ func (r *run) writeBatch(items []*item) {
 		}
 		est := estimateOf(g)
 		if !reserved {
+			// Each resend is routed again: the partitions may have split.
+			part = r.route(g...)
 			if err := r.adm.repay(r.wctx, part, est); err != nil {
 				return
 			}
@@ -336,7 +343,7 @@ func (r *run) writeBatch(items []*item) {
 			r.throttled.Add(1)
 			r.retries[retryThrottled].Add(1) // one resend of the whole batch
 			pending = append([][]*item{g}, pending...)
-			if err := r.adm.throttled(r.wctx, part, wait); err != nil {
+			if err := r.adm.throttled(r.wctx, r.route(g...), wait); err != nil {
 				return
 			}
 			reserved = false // re-pays the estimate and honours the pause

@@ -352,6 +352,20 @@ func meanTarget(changes []TargetChange, end float64) float64 {
 	return sum / end
 }
 
+// route routes a request's records (one partition key) by the current
+// partition key ranges and returns their partition. Records queued, or a
+// request refused, before a split reserve their next attempt from, and
+// pause, the partition that now holds their key: a split-away partition's
+// bucket is outside the target. A reservation already made settles where
+// it was made.
+func (r *run) route(g ...*item) int {
+	r.adm.route(g[0])
+	for _, it := range g[1:] {
+		it.part = g[0].part
+	}
+	return g[0].part
+}
+
 // watchedPacer tells the watcher about 429s, so that 429s concentrating
 // on one partition trigger a ranges read.
 type watchedPacer struct {

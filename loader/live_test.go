@@ -3,8 +3,10 @@ package loader
 import (
 	"context"
 	"errors"
+	"math"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -172,3 +174,122 @@ func (c fixedClock) Sleep(ctx context.Context, d time.Duration) error {
 	return errors.New("fixed clock does not sleep")
 }
 func (c fixedClock) After(time.Duration) <-chan time.Time { return nil } // never
+
+// splitPacer is one partition until the first reservation, which a split
+// into partitions 1 and 2 overtakes (partition 0 is retired). It records
+// where requests reserve, settle and pause, and each partition's net debit.
+type splitPacer struct {
+	mu        sync.Mutex
+	split     bool
+	onSplit   func()
+	waits     map[int]int
+	debit     map[int]float64
+	throttled []int
+}
+
+func (p *splitPacer) Partition(e string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.split {
+		return 0
+	}
+	return 1 + int(e[len(e)-1])%2
+}
+
+func (p *splitPacer) Wait(ctx context.Context, part int, ru float64) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.waits[part]++
+	p.debit[part] += ru
+	if !p.split {
+		p.split = true
+		if p.onSplit != nil {
+			p.onSplit()
+		}
+	}
+	return ctx.Err()
+}
+
+func (p *splitPacer) Settle(part int, estimated, actual float64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.debit[part] += actual - estimated
+}
+
+func (p *splitPacer) Throttled(part int, _ time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.throttled = append(p.throttled, part)
+}
+
+func (p *splitPacer) Succeeded(int) {}
+
+type fixedCost float64
+
+func (c fixedCost) Estimate(int, int) float64 { return float64(c) }
+func (fixedCost) Observe(int, int, float64)   {}
+
+// firstBatchAnswer answers the first batch with out, the rest as the
+// container would.
+type firstBatchAnswer struct {
+	*fakeBatchSink
+	out   Outcome
+	first atomic.Bool
+}
+
+func (s *firstBatchAnswer) WriteBatch(ctx context.Context, docs []Document) BatchOutcome {
+	if s.out.Status != 0 && s.first.CompareAndSwap(false, true) {
+		return BatchOutcome{Outcome: s.out}
+	}
+	return s.fakeBatchSink.WriteBatch(ctx, docs)
+}
+
+// Records queued and a batch sent before a split: every later reservation,
+// resend and pause goes to the partition that now holds the key, never to
+// the retired one, and each reservation settles where it was made — so
+// every partition's net debit is what its requests were charged.
+func TestBatchesAcrossASplitFollowTheNewRouting(t *testing.T) {
+	tests := []struct {
+		name       string
+		first      Outcome // the answer to the batch reserved before the split
+		probeFlips bool    // batches refused once the first was paid for
+	}{
+		{"the batch reserved before the split succeeds", Outcome{}, false},
+		{"410 1002 on the batch reserved before the split", Outcome{Status: 410, SubStatus: 1002, Charge: 0.4}, false},
+		{"429 on the batch reserved before the split", Outcome{Status: 429, Charge: 0.4}, false},
+		{"paid for as a batch, sent as point writes", Outcome{}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var refused atomic.Bool
+			p := &splitPacer{waits: map[int]int{}, debit: map[int]float64{}, onSplit: func() { refused.Store(tt.probeFlips) }}
+			s := &firstBatchAnswer{fakeBatchSink: newFakeBatchSink(false, nil), out: tt.first}
+			res, dl := runFake(t, keyedDocs(600, 4), s.fakeSink, func(o *Options) {
+				o.Sink, o.Batch, o.Pacer, o.Cost = s, 50, p, fixedCost(5)
+				o.BatchProbe = func() (bool, bool) { return true, !refused.Load() }
+			})
+			checkExact(t, res, s.fakeBatchSink, 600, nil, dl, 600, 0)
+			if p.waits[0] != 1 {
+				t.Errorf("%d reservations on the retired partition, want only the one before the split", p.waits[0])
+			}
+			for _, part := range p.throttled {
+				if part == 0 {
+					t.Errorf("a 429 after the split paused the retired partition: %v", p.throttled)
+				}
+			}
+			if tt.first.Status == 429 {
+				if len(p.throttled) != 1 {
+					t.Errorf("pacer told of 429s on %v, want one", p.throttled)
+				}
+				return // a throttled reservation is spent, not settled
+			}
+			var total float64
+			for _, d := range p.debit {
+				total += d
+			}
+			if math.Abs(total-res.Snapshot.RU) > 1e-6 {
+				t.Errorf("partitions debited %.1f RU in all (%v), requests charged %.1f", total, p.debit, res.Snapshot.RU)
+			}
+		})
+	}
+}

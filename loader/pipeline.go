@@ -810,7 +810,7 @@ func (r *run) write(it *item) {
 		case Throttled:
 			r.throttled.Add(1)
 			r.retries[retryThrottled].Add(1)
-			if err := r.adm.throttled(r.wctx, it.part, wait); err != nil {
+			if err := r.adm.throttled(r.wctx, r.route(it), wait); err != nil {
 				return
 			}
 			if err := r.adm.repay(r.wctx, it.part, it.est); err != nil {
