@@ -352,7 +352,8 @@ func describe(err error) string {
 		return err.Error()
 	}
 	msg := fmt.Sprintf("%d %s", re.StatusCode, http.StatusText(re.StatusCode))
-	if re.ErrorCode != "" && re.ErrorCode != strconv.Itoa(re.StatusCode) {
+	// The SDK fills ErrorCode with the status line when the body has none.
+	if re.ErrorCode != "" && !strings.HasPrefix(re.ErrorCode, strconv.Itoa(re.StatusCode)) {
 		msg += " (" + re.ErrorCode + ")"
 	}
 	if m := serviceMessage(err.Error()); m != "" {

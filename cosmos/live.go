@@ -211,8 +211,13 @@ func (c *container) ReplaceThroughput(ctx context.Context, tp loader.Throughput)
 	if err == nil {
 		return nil
 	}
-	if isStatus(err, http.StatusForbidden) && c.meta == nil {
-		return fmt.Errorf("set throughput to %.0f RU/s: %w", tp.RU, loader.ErrThroughputForbidden)
+	if isStatus(err, http.StatusForbidden) {
+		if c.meta == nil {
+			return fmt.Errorf("set throughput to %.0f RU/s: %w (the service said: %s)", tp.RU, loader.ErrThroughputForbidden, describe(err))
+		}
+		// With a key, a 403 is the account refusing metadata writes made
+		// with keys (disableKeyBasedMetadataWriteAccess).
+		return fmt.Errorf("set throughput to %.0f RU/s: the account refuses throughput changes made with its keys (disableKeyBasedMetadataWriteAccess): change it in the Azure portal or with az cosmosdb sql container throughput update, and load without --scale-ru (the service said: %s)", tp.RU, describe(err))
 	}
 	return fmt.Errorf("set throughput to %.0f RU/s: %s", tp.RU, describe(err))
 }

@@ -49,7 +49,7 @@ var ErrMetadataThrottled = errors.New("metadata request throttled")
 
 // ErrThroughputForbidden is a throughput change refused with 403 under
 // Microsoft Entra ID.
-var ErrThroughputForbidden = errors.New("changing throughput needs key authentication (--key or --connection-string): Microsoft Entra ID data-plane roles cannot change throughput, a control-plane operation")
+var ErrThroughputForbidden = errors.New("changing throughput needs key authentication (--key or --connection-string): Microsoft Entra ID data-plane roles cannot change throughput, a control-plane operation; use a key, or raise it in the Azure portal or with az cosmosdb sql container throughput update and load without --scale-ru")
 
 // goneSubstatus reports whether a 410's substatus says the routing is
 // stale: the partition split (1002, 1007) or moved (1008).
