@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -81,27 +82,18 @@ func checkLanded(t *testing.T, docs map[string]map[string]any, want map[string]s
 // the run finished by itself first (with its exit code).
 func killRun(t *testing.T, delay time.Duration, args ...string) (finished bool, code int, stderr string) {
 	t.Helper()
-	cmd := exec.Command(testenv.LoaderBinary(t), args...)
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
-	cmd.Env = append(os.Environ(), "COSMOS_ENDPOINT=", "COSMOS_KEY=", "COSMOS_CONNECTION_STRING=")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		}
-		return true, code, errb.String()
-	case <-time.After(delay):
+	cmd, wait := startLoader(t, args...)
+	var killed atomic.Bool
+	kill := time.AfterFunc(delay, func() {
+		killed.Store(true)
 		_ = cmd.Process.Signal(syscall.SIGKILL)
-		<-done
-		return false, -1, errb.String()
+	})
+	code, stderr = wait()
+	kill.Stop()
+	if killed.Load() && code == -1 { // -1: ended by a signal
+		return false, -1, stderr
 	}
+	return true, code, stderr
 }
 
 // crashLoop loads input with SIGKILLs at kills random moments, resuming each

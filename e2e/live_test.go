@@ -1,15 +1,11 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,33 +15,10 @@ import (
 
 	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/emulator"
-	"github.com/cosmosloader/loader/internal/testenv"
 )
 
 // A live container, changed under a running load through the SDK and the
-// standalone local target's control endpoints.
-
-// standalone starts `loader emulator` as its own process on loopback.
-func standalone(t *testing.T, args ...string) target {
-	t.Helper()
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(testenv.FreePort(t)))
-	emu := exec.Command(testenv.LoaderBinary(t), append([]string{"emulator", "--addr", addr, "--data", filepath.Join(t.TempDir(), "data")}, args...)...)
-	var emuErr bytes.Buffer
-	emu.Stderr = &emuErr
-	if err := emu.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = emu.Process.Signal(syscall.SIGTERM)
-		_ = emu.Wait()
-		if t.Failed() {
-			t.Logf("emulator log:\n%s", emuErr.String())
-		}
-	})
-	endpoint := "http://" + addr + "/"
-	waitHTTP(t, endpoint+"_emulator/stats")
-	return target{name: "standalone", endpoint: endpoint, key: emulator.WellKnownKey, local: true}
-}
+// local target's control endpoints.
 
 // liveContainer creates db/c with /tenant as partition key and manual
 // throughput ru.
@@ -97,33 +70,6 @@ func emuSeries(t *testing.T, tg target) []emulator.UsageSecond {
 		t.Fatal(err)
 	}
 	return st.Total.Series
-}
-
-// startLoad runs the loader in the background; wait returns its exit code.
-func startLoad(t *testing.T, args ...string) (cmd *exec.Cmd, wait func() (int, string)) {
-	t.Helper()
-	cmd = exec.Command(testenv.LoaderBinary(t), args...)
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
-	cmd.Env = append(os.Environ(), "COSMOS_ENDPOINT=", "COSMOS_KEY=", "COSMOS_CONNECTION_STRING=", "XDG_STATE_HOME="+t.TempDir())
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	return cmd, func() (int, string) {
-		select {
-		case err := <-done:
-			if ee, ok := err.(*exec.ExitError); ok {
-				return ee.ExitCode(), errb.String()
-			}
-			return 0, errb.String()
-		case <-time.After(3 * time.Minute):
-			t.Fatal("the load did not end")
-			return -1, ""
-		}
-	}
 }
 
 type liveReport struct {
@@ -196,12 +142,12 @@ func TestLiveThroughputRaise(t *testing.T) {
 	if testing.Short() {
 		t.Skip("live test: not in -short")
 	}
-	tg := standalone(t)
+	tg := localTarget(t, emulator.Options{})
 	cc := liveContainer(t, tg, "live", "c", 2000)
 	dir := t.TempDir()
 	input, want := crashInput(t, dir, 9000)
 	rep := filepath.Join(dir, "report.json")
-	_, wait := startLoad(t, append([]string{"import", input, "--checkpoint", filepath.Join(dir, "ckpt.json"), "--report", rep},
+	_, wait := startLoader(t, append([]string{"import", input, "--checkpoint", filepath.Join(dir, "ckpt.json"), "--report", rep},
 		tg.args("live", "c")...)...)
 	time.Sleep(5 * time.Second)
 	changed := time.Now()
@@ -247,14 +193,14 @@ func TestLiveThroughputCut(t *testing.T) {
 	if testing.Short() {
 		t.Skip("live test: not in -short")
 	}
-	tg := standalone(t)
+	tg := localTarget(t, emulator.Options{})
 	cc := liveContainer(t, tg, "live", "c", 4000)
 	dir := t.TempDir()
 	input, want := crashInput(t, dir, 9000)
 	rep := filepath.Join(dir, "report.json")
 	// Point writes: the criterion is a share of requests, and batches
 	// make them too few (~150 in the window) for 2 % to mean anything.
-	_, wait := startLoad(t, append([]string{"import", input, "--checkpoint", filepath.Join(dir, "ckpt.json"), "--report", rep, "--batch", "off"},
+	_, wait := startLoader(t, append([]string{"import", input, "--checkpoint", filepath.Join(dir, "ckpt.json"), "--report", rep, "--batch", "off"},
 		tg.args("live", "c")...)...)
 	time.Sleep(4 * time.Second)
 	changed := time.Now()
@@ -286,12 +232,12 @@ func TestLiveSplit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("live test: not in -short")
 	}
-	tg := standalone(t, "--completing-split", "500ms")
+	tg := localTarget(t, emulator.Options{CompletingSplitWindow: 500 * time.Millisecond})
 	liveContainer(t, tg, "live", "c", 4000)
 	dir := t.TempDir()
 	input, want := crashInput(t, dir, 9000)
 	rep := filepath.Join(dir, "report.json")
-	_, wait := startLoad(t, append([]string{"import", input, "--checkpoint", filepath.Join(dir, "ckpt.json"), "--report", rep},
+	_, wait := startLoader(t, append([]string{"import", input, "--checkpoint", filepath.Join(dir, "ckpt.json"), "--report", rep},
 		tg.args("live", "c")...)...)
 	time.Sleep(3 * time.Second)
 	resp, err := http.Post(tg.endpoint+"_emulator/split?db=live&coll=c", "", nil)
@@ -323,7 +269,7 @@ func TestScaleRU(t *testing.T) {
 	if testing.Short() {
 		t.Skip("live test: not in -short")
 	}
-	tg := standalone(t)
+	tg := localTarget(t, emulator.Options{})
 	cc := liveContainer(t, tg, "live", "c", 1000)
 	dir := t.TempDir()
 	input, _ := crashInput(t, dir, 6000)
@@ -351,7 +297,7 @@ func TestScaleRU(t *testing.T) {
 		}
 	})
 	t.Run("SIGINT", func(t *testing.T) {
-		cmd, wait := startLoad(t, append([]string{"import", input, "--scale-ru", "2000", "--checkpoint", filepath.Join(t.TempDir(), "c.json")},
+		cmd, wait := startLoader(t, append([]string{"import", input, "--scale-ru", "2000", "--checkpoint", filepath.Join(t.TempDir(), "c.json")},
 			tg.args("live", "c")...)...)
 		waitRU(t, cc, 2000)
 		_ = cmd.Process.Signal(os.Interrupt)
@@ -365,7 +311,7 @@ func TestScaleRU(t *testing.T) {
 	})
 	t.Run("SIGKILL then resume", func(t *testing.T) {
 		ckpt := filepath.Join(t.TempDir(), "c.json")
-		cmd, wait := startLoad(t, append([]string{"import", input, "--scale-ru", "2000", "--checkpoint", ckpt},
+		cmd, wait := startLoader(t, append([]string{"import", input, "--scale-ru", "2000", "--checkpoint", ckpt},
 			tg.args("live", "c")...)...)
 		waitRU(t, cc, 2000)
 		_ = cmd.Process.Signal(syscall.SIGKILL)
