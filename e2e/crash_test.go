@@ -28,13 +28,19 @@ import (
 // content hash; generated ids are unknown up front, so those are keyed
 // by their "seq" field.
 func crashInput(t *testing.T, dir string, n int) (path string, want map[string]string) {
+	return tenantInput(t, dir, "crash.ndjson", n, func(rng *rand.Rand) string { return fmt.Sprintf("t%02d", rng.Intn(50)) })
+}
+
+// tenantInput is crashInput with each record's tenant (partition key)
+// drawn by tenant.
+func tenantInput(t *testing.T, dir, name string, n int, tenant func(*rand.Rand) string) (path string, want map[string]string) {
 	var b bytes.Buffer
 	want = map[string]string{}
 	rng := rand.New(rand.NewSource(42))
 	for i := 0; i < n; i++ {
 		doc := map[string]any{
 			"seq":    float64(i),
-			"tenant": fmt.Sprintf("t%02d", rng.Intn(50)),
+			"tenant": tenant(rng),
 			"name":   fmt.Sprintf("customer %d", i),
 			"score":  float64(rng.Intn(1000)),
 			"tags":   []any{"a", "b", strconv.Itoa(i % 13)},
@@ -48,7 +54,7 @@ func crashInput(t *testing.T, dir string, n int) (path string, want map[string]s
 		b.WriteByte('\n')
 		want[strconv.Itoa(i)] = hashDoc(doc)
 	}
-	return writeFile(t, dir, "crash.ndjson", b.Bytes()), want
+	return writeFile(t, dir, name, b.Bytes()), want
 }
 
 // checkLanded asserts the container holds exactly the input's records: same

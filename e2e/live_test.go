@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"math/rand"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/emulator"
+	"github.com/cosmosloader/loader/epk"
 )
 
 // A live container, changed under a running load through the SDK and the
@@ -261,6 +264,81 @@ func TestLiveSplit(t *testing.T) {
 		t.Errorf("written %d, want %d", r.RecordsWritten, len(want))
 	}
 	checkLanded(t, readAll(t, tg, "live", "c"), want)
+}
+
+// TestLiveSplitSkewed: a container of two physical partitions splits into
+// four mid-load while one key holds half the records (so its partition
+// bounds the load). No 410 tells the loader: it learns from the 429s that
+// concentrate on the old partition holding the hot key, as a client of the
+// gateway would. Every record lands exactly once, the loader sees the four
+// partitions, and few requests are throttled.
+func TestLiveSplitSkewed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("live test: not in -short")
+	}
+	tg := localTarget(t, emulator.Options{Partitions: 2})
+	liveContainer(t, tg, "live", "c", 4000)
+	dir := t.TempDir()
+	input, want := tenantInput(t, dir, "skewed.ndjson", 7000, func(rng *rand.Rand) string {
+		if rng.Intn(2) == 0 {
+			return "hot"
+		}
+		return fmt.Sprintf("t%02d", rng.Intn(50))
+	})
+	rep := filepath.Join(dir, "report.json")
+	_, wait := startLoader(t, append([]string{"import", input, "--checkpoint", filepath.Join(dir, "ckpt.json"), "--report", rep},
+		tg.args("live", "c")...)...)
+	time.Sleep(4 * time.Second)
+	split := time.Now()
+	for range 2 {
+		if _, err := tg.srv.Split("live", "c", -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, stderr := wait()
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	r := loadReport(t, rep)
+	pct := 100 * float64(r.Throttled) / float64(max(r.Requests, 1))
+	t.Logf("split %.1f s in; partition changes %v; %d of %d requests throttled (%.2f%%)",
+		split.Sub(r.StartedAt).Seconds(), r.PartitionChanges, r.Throttled, r.Requests, pct)
+	if n := len(r.PartitionChanges); n < 2 || r.PartitionChanges[n-1].Partitions != 4 {
+		t.Errorf("partition changes %v: want the split to 4 seen\n%s", r.PartitionChanges, stderr)
+	}
+	if pct > 3 {
+		t.Errorf("%.2f%% of requests throttled, want ≤ 3%%", pct)
+	}
+	if hot, ok := hotPartitionUse(t, tg, "live", "c", "hot", split.Unix()+5, r.FinishedAt.Unix()); ok {
+		t.Logf("from 5 s after the split: the hot key's partition used %.0f of its %.0f RU/s (%.1f%%)", hot, 1000.0, hot/10)
+	}
+	if r.RecordsWritten != int64(len(want)) {
+		t.Errorf("written %d, want %d", r.RecordsWritten, len(want))
+	}
+	checkLanded(t, readAll(t, tg, "live", "c"), want)
+}
+
+// hotPartitionUse is the mean RU/s, over the whole seconds in [from, to),
+// of the current physical partition holding partition key key.
+func hotPartitionUse(t *testing.T, tg target, db, coll, key string, from, to int64) (float64, bool) {
+	t.Helper()
+	at := epk.Of([]any{key})
+	for _, c := range tg.srv.Stats().Containers {
+		if c.Database != db || c.Container != coll {
+			continue
+		}
+		for _, p := range c.Partitions {
+			if epk.Compare(at, p.MinInclusive) < 0 || p.MaxExclusive != epk.Max && epk.Compare(at, p.MaxExclusive) >= 0 {
+				continue
+			}
+			ru, _, _, secs := window(p.Series, from, to)
+			if secs == 0 {
+				return 0, false
+			}
+			return ru / float64(to-from), true
+		}
+	}
+	return 0, false
 }
 
 // TestScaleRU: --scale-ru raises the throughput for the load and puts the

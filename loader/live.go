@@ -224,9 +224,11 @@ func (w *watcher) askRanges() {
 }
 
 // throttled counts a 429 on a partition and asks for a ranges read when,
-// within ten seconds, at least 20 429s came and 80 % of them on one
-// partition: a hot key, or a split the loader has not seen. At most one
-// such read per 10 s.
+// within ten seconds, at least 5 429s came and 80 % of them on one
+// partition: a hot key, or a split the loader has not seen. Five, not
+// more: a throttled batch stands for up to 100 records, and a paced load
+// sees few 429s; one read costs one metadata request. At most one such
+// read per 10 s.
 func (w *watcher) throttled(part int, now time.Time) {
 	w.mu.Lock()
 	// A 429 may be the first sign of a throughput decrease: read it now
@@ -248,7 +250,7 @@ func (w *watcher) throttled(part int, now time.Time) {
 	for _, n := range w.throttles {
 		total += n
 	}
-	ask := total >= 20 && float64(w.throttles[part]) >= 0.8*float64(total) && now.Sub(w.lastAsk) >= 10*time.Second
+	ask := total >= 5 && float64(w.throttles[part]) >= 0.8*float64(total) && now.Sub(w.lastAsk) >= 10*time.Second
 	if ask {
 		w.lastAsk = now
 		clear(w.throttles)

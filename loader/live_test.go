@@ -146,11 +146,15 @@ func TestWatcherAsksRangesWhen429sConcentrate(t *testing.T) {
 		t.Fatal("spread 429s asked for a ranges read")
 	}
 	now = now.Add(11 * time.Second)
-	for range 20 {
+	for range 4 {
 		w.throttled(2, now)
 	}
+	if len(w.refresh) != 0 {
+		t.Fatal("4 429s asked for a ranges read")
+	}
+	w.throttled(2, now)
 	if len(w.refresh) != 1 {
-		t.Fatal("20 429s on one partition did not ask for a ranges read")
+		t.Fatal("5 429s on one partition did not ask for a ranges read")
 	}
 }
 
