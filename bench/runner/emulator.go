@@ -122,3 +122,20 @@ func (t *target) setNoisy(ctx context.Context, ru float64) error {
 	}
 	return nil
 }
+
+// split splits the widest partition key range of a container.
+func (t *target) split(ctx context.Context, container string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.URL+"_emulator/split?db="+database+"&coll="+container, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := control.Do(req)
+	if err != nil {
+		return fmt.Errorf("split: %w", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("split: %s", resp.Status)
+	}
+	return nil
+}

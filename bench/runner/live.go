@@ -10,6 +10,9 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+
+	"github.com/cosmosloader/loader/emulator"
+	"github.com/cosmosloader/loader/epk"
 )
 
 // scenarioN: a live container. The load paces to the container's
@@ -123,6 +126,154 @@ func (r *runner) scenarioN(ctx context.Context, t *target) error {
 	r.check("N", "≤ 2 % throttled in the 10 s after the cut", fmt.Sprintf("%.2f %% (%d of %d)", h.CutThrottled, thr, req), h.CutThrottled <= 2)
 	r.check("N", "nothing lost", fmt.Sprint(m.Lost), m.Lost == 0)
 	return nil
+}
+
+// scenarioS: partition splits under load, paced to the container's
+// throughput (4,000 RU/s), point writes (the 429 criterion is a share of
+// requests). Run 1 splits its one partition in two 5 s in, on uniform
+// keys; run 2 starts with two partitions and splits both 5 s in (2 → 4)
+// while one key holds half the records. The local target sends no 410: the
+// loader learns of a split from its 60 s ranges read or from 429s
+// concentrating on one partition, as a client of the gateway does.
+// Measured by the emulator from 5 s after the split to the load's last
+// whole second: run 1 the container's utilisation; run 2 that of the
+// partition holding the hot key, which bounds a skewed load (at 4
+// partitions it holds ~62 % of the RU with a quarter of the throughput);
+// and the 429s in the 10 s after the split.
+type scenarioS struct {
+	Uniform *splitRun `json:"split_1_to_2_uniform"`
+	Skewed  *splitRun `json:"split_2_to_4_skewed"`
+}
+
+type splitRun struct {
+	Run        *approach `json:"run"`
+	SplitAt    float64   `json:"split_at_seconds"`
+	Partitions any       `json:"partition_changes"`
+	// Util is the container's (uniform) or the hot key's partition's
+	// (skewed) utilisation from 5 s after the split.
+	Util          float64 `json:"utilization_from_5s_after_split"`
+	ContainerUtil float64 `json:"container_utilization_from_5s_after_split"`
+	Throttled     float64 `json:"throttled_percent_10s_after_split"`
+	Requests      int64   `json:"requests_10s_after_split"`
+}
+
+const (
+	sRU      = 4000
+	sSplitAt = 5.0
+	sHotKey  = "tenant-hot"
+)
+
+func (r *runner) scenarioS(ctx context.Context, t *target) error {
+	h := &scenarioS{}
+	r.res.S = h
+	var err error
+	// ~10 RU a record: ~25 s at 4,000 RU/s.
+	if h.Uniform, err = r.splitRun(ctx, t, "s-split-1to2", dataSpec{Seed: 10, Records: 10000}, 0, 1); err != nil {
+		return err
+	}
+	// The hot partition bounds it: ~5 s at 2 partitions, then ~25 s.
+	h.Skewed, err = r.splitRun(ctx, t, "s-split-2to4", dataSpec{Seed: 11, Records: 5000, HotShare: 0.5, HotKey: sHotKey}, 1, 2)
+	return err
+}
+
+// splitRun loads data into a fresh container split before times before
+// the load and splits times sSplitAt seconds in.
+func (r *runner) splitRun(ctx context.Context, t *target, name string, spec dataSpec, before, during int) (*splitRun, error) {
+	data, err := r.data(name, spec)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := createContainer(ctx, t, name, sRU); err != nil {
+		return nil, err
+	}
+	for range before {
+		if err := t.split(ctx, name); err != nil {
+			return nil, err
+		}
+	}
+	h := &splitRun{}
+	var start, split time.Time
+	splitDone := make(chan error, 1)
+	w := func(suffix string) string { return filepath.Join(r.work, name+suffix) }
+	args := []string{"import", data.Path, "--endpoint", t.URL, "--key", t.Key, "--database", database,
+		"--container", name, "--report", w(".report.json"),
+		"--checkpoint", w(".ckpt"), "--dead-letter", w(".dead.ndjson"), "--quiet", "--batch", "off"}
+	p, err := run(ctx, r.limitDuring(name, 40, func(s time.Time) {
+		start = s
+		sleepUntil(ctx, s.Add(secs(sSplitAt)))
+		split = time.Now()
+		for range during {
+			if err := t.split(ctx, name); err != nil {
+				splitDone <- err
+				return
+			}
+		}
+		splitDone <- nil
+	}), r.loaderBin, args...)
+	if err != nil {
+		return nil, err
+	}
+	if err := <-splitDone; err != nil {
+		return nil, err
+	}
+	hot := spec.HotShare > 0
+	m, err := r.measure(t, fmt.Sprintf("paced, split %d → %d", 1<<before, 1<<(before+during)), name, data, p)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := r.readReport(name)
+	if err != nil {
+		return nil, err
+	}
+	m.Own = rep
+	h.Run, h.Partitions = m, rep.PartitionChanges
+	h.SplitAt = round(split.Sub(start).Seconds(), 2)
+	from, to := split.Unix()+int64(sSplitAt)+1, rep.FinishedAt.Unix()
+	perSec := func(series []emulator.Second) float64 {
+		var ru float64
+		for _, s := range series {
+			if s.T >= from && s.T < to {
+				ru += s.RU
+			}
+		}
+		return ru / float64(max(to-from, 1))
+	}
+	h.ContainerUtil = round(perSec(m.Series)/sRU, 4)
+	h.Util = h.ContainerUtil
+	parts := 1 << (before + during)
+	if hot {
+		cs, err := t.container(name)
+		if err != nil {
+			return nil, err
+		}
+		key := epk.Of([]any{sHotKey})
+		for _, pt := range cs.Partitions {
+			if epk.Compare(key, pt.MinInclusive) >= 0 && (pt.MaxExclusive == epk.Max || epk.Compare(key, pt.MaxExclusive) < 0) {
+				h.Util = round(perSec(pt.Series)/(sRU/float64(parts)), 4)
+			}
+		}
+	}
+	var req, thr int64
+	for _, s := range m.Series {
+		if s.T >= split.Unix() && s.T < split.Unix()+10 {
+			req, thr = req+s.Requests, thr+s.Throttled
+		}
+	}
+	h.Requests = req
+	if req > 0 {
+		h.Throttled = round(100*float64(thr)/float64(req), 2)
+	}
+	what := fmt.Sprintf("split %d → %d", 1<<before, parts)
+	seen := len(rep.PartitionChanges) > 0 && rep.PartitionChanges[len(rep.PartitionChanges)-1].Partitions == parts
+	if hot {
+		r.check("S", what+", one key half the records: ≥ 95 % of the hot key's partition from 5 s after", pct(h.Util)+fmt.Sprintf(" (container %s)", pct(h.ContainerUtil)), h.Util >= 0.95)
+		r.check("S", what+": the loader saw the new partitions", fmt.Sprint(rep.PartitionChanges), seen)
+	} else {
+		r.check("S", what+": ≥ 95 % of 4,000 RU/s from 5 s after", pct(h.Util), h.Util >= 0.95)
+	}
+	r.check("S", what+": ≤ 2 % throttled in the 10 s after", fmt.Sprintf("%.2f %% (%d of %d)", h.Throttled, thr, req), h.Throttled <= 2)
+	r.check("S", what+": nothing lost", fmt.Sprint(m.Lost), m.Lost == 0)
+	return h, nil
 }
 
 func isConflict(err error) bool {

@@ -33,6 +33,7 @@ type results struct {
 	M            *pathRun            `json:"m_busy_machine,omitempty"`
 	H            *scenarioH          `json:"h_batches,omitempty"`
 	N            *scenarioN          `json:"n_live_throughput,omitempty"`
+	S            *scenarioS          `json:"s_splits,omitempty"`
 	P            *scenarioP          `json:"p_fleet,omitempty"`
 }
 
@@ -159,7 +160,7 @@ var scenarioName = map[string]string{
 	"A": "A side by side", "B": "B noisy neighbour", "C": "C skew, 4 partitions",
 	"D": "D dry-run accuracy", "E": "E read path", "F": "F memory", "G": "G checkpoints", "H": "H batches", "K": "K key-sorted export",
 	"L": "L long path", "M": "M busy machine",
-	"N": "N throughput change", "P": "P fleet",
+	"N": "N throughput change", "S": "S splits", "P": "P fleet",
 }
 
 // chartSVG is RU/s per second of the paced and naive runs of scenario A,
