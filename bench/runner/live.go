@@ -177,7 +177,7 @@ func (r *runner) scenarioS(ctx context.Context, t *target) error {
 }
 
 // splitRun loads data into a fresh container split before times before
-// the load and splits times sSplitAt seconds in.
+// the load and during times sSplitAt seconds in.
 func (r *runner) splitRun(ctx context.Context, t *target, name string, spec dataSpec, before, during int) (*splitRun, error) {
 	data, err := r.data(name, spec)
 	if err != nil {
@@ -217,7 +217,9 @@ func (r *runner) splitRun(ctx context.Context, t *target, name string, spec data
 		return nil, err
 	}
 	hot := spec.HotShare > 0
-	m, err := r.measure(t, fmt.Sprintf("paced, split %d → %d", 1<<before, 1<<(before+during)), name, data, p)
+	parts := 1 + before + during // each split adds one partition
+	what := fmt.Sprintf("split %d → %d", 1+before, parts)
+	m, err := r.measure(t, "paced, "+what, name, data, p)
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +242,6 @@ func (r *runner) splitRun(ctx context.Context, t *target, name string, spec data
 	}
 	h.ContainerUtil = round(perSec(m.Series)/sRU, 4)
 	h.Util = h.ContainerUtil
-	parts := 1 << (before + during)
 	if hot {
 		cs, err := t.container(name)
 		if err != nil {
@@ -263,7 +264,6 @@ func (r *runner) splitRun(ctx context.Context, t *target, name string, spec data
 	if req > 0 {
 		h.Throttled = round(100*float64(thr)/float64(req), 2)
 	}
-	what := fmt.Sprintf("split %d → %d", 1<<before, parts)
 	seen := len(rep.PartitionChanges) > 0 && rep.PartitionChanges[len(rep.PartitionChanges)-1].Partitions == parts
 	if hot {
 		r.check("S", what+", one key half the records: ≥ 95 % of the hot key's partition from 5 s after", pct(h.Util)+fmt.Sprintf(" (container %s)", pct(h.ContainerUtil)), h.Util >= 0.95)
