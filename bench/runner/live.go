@@ -231,7 +231,7 @@ func (r *runner) splitRun(ctx context.Context, t *target, name string, spec data
 	h.Run, h.Partitions = m, rep.PartitionChanges
 	h.SplitAt = round(split.Sub(start).Seconds(), 2)
 	from, to := split.Unix()+int64(sSplitAt)+1, rep.FinishedAt.Unix()
-	perSec := func(series []emulator.Second) float64 {
+	perSec := func(series []emulator.UsageSecond) float64 {
 		var ru float64
 		for _, s := range series {
 			if s.T >= from && s.T < to {
