@@ -7,7 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/cosmosloader/loader/internal/clock"
 )
 
 // testKey is a valid (base64) key that is not any account's.
@@ -17,7 +18,7 @@ func testFactory(env map[string]string) (*Factory, *bytes.Buffer, *bytes.Buffer)
 	var out, errOut bytes.Buffer
 	return &Factory{
 		IO:     &IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut, ErrIsTerminal: func() bool { return false }},
-		Now:    func() time.Time { return time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC) },
+		Clock:  clock.System{},
 		Getenv: func(k string) string { return env[k] },
 	}, &out, &errOut
 }

@@ -39,7 +39,7 @@ type DryRunOptions struct {
 
 // NewCmdDryRun builds `loader dry-run`.
 func NewCmdDryRun(f *Factory, runF func(context.Context, *DryRunOptions) error) *cobra.Command {
-	opts := &DryRunOptions{IO: f.IO, Now: f.Now}
+	opts := &DryRunOptions{IO: f.IO, Now: f.Clock.Now}
 	cmd := &cobra.Command{
 		Use:   "dry-run FILE...",
 		Short: "Read and cost everything, write nothing: totals, duration, naive vs paced",

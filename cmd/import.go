@@ -12,6 +12,7 @@ import (
 	"github.com/cosmosloader/loader/coord/store"
 	"github.com/cosmosloader/loader/cosmos"
 	"github.com/cosmosloader/loader/emulator"
+	"github.com/cosmosloader/loader/internal/clock"
 	"github.com/cosmosloader/loader/loader"
 	"github.com/cosmosloader/loader/loader/source"
 )
@@ -22,8 +23,8 @@ func init() {
 
 // ImportOptions are import's flags, resolved.
 type ImportOptions struct {
-	IO  *IOStreams
-	Now func() time.Time
+	IO    *IOStreams
+	Clock clock.Clock
 
 	Args []string
 	Target
@@ -125,7 +126,7 @@ const importExample = `  # Load a sample into the embedded local target (no Azur
 
 // NewCmdImport builds `loader import`. runF replaces the run in tests.
 func NewCmdImport(f *Factory, runF func(context.Context, *ImportOptions) error) *cobra.Command {
-	opts := &ImportOptions{IO: f.IO, Now: f.Now}
+	opts := &ImportOptions{IO: f.IO, Clock: f.Clock}
 	cmd := &cobra.Command{
 		Use:   "import FILE...",
 		Short: "Load NDJSON or CSV files into a container",
@@ -398,7 +399,7 @@ func importRun(ctx context.Context, o *ImportOptions) error {
 		CheckpointPath: o.Checkpoint, CheckpointEvery: o.CkptEvery, CheckpointInterval: o.CkptInterval,
 		DeadLetterPath: o.DeadLetter, ReportPath: o.Report, ReportHTMLPath: o.ReportHTML, Restart: o.Restart,
 		DrainTimeout: o.DrainTimeout,
-		Quiet:        o.Quiet, Log: o.IO.ErrOut, Now: o.Now,
+		Quiet:        o.Quiet, Log: o.IO.ErrOut, Clock: o.Clock,
 	}
 	job.Shared = shared
 	return finishJob(ctx, o.IO, job, o.Quiet, ob)

@@ -12,6 +12,7 @@ import (
 	"github.com/cosmosloader/loader/blobsource"
 	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/cosmos"
+	"github.com/cosmosloader/loader/internal/clock"
 	"github.com/cosmosloader/loader/loader"
 )
 
@@ -21,8 +22,8 @@ func init() {
 
 // ResumeOptions are resume's flags, resolved.
 type ResumeOptions struct {
-	IO  *IOStreams
-	Now func() time.Time
+	IO    *IOStreams
+	Clock clock.Clock
 
 	Checkpoint string
 	Target
@@ -39,7 +40,7 @@ type ResumeOptions struct {
 
 // NewCmdResume builds `loader resume`.
 func NewCmdResume(f *Factory, runF func(context.Context, *ResumeOptions) error) *cobra.Command {
-	opts := &ResumeOptions{IO: f.IO, Now: f.Now}
+	opts := &ResumeOptions{IO: f.IO, Clock: f.Clock}
 	cmd := &cobra.Command{
 		Use:   "resume CHECKPOINT",
 		Short: "Continue an interrupted import from its checkpoint",
@@ -162,6 +163,6 @@ func resumeRun(ctx context.Context, o *ResumeOptions) error {
 	job.CheckpointEvery, job.CheckpointInterval = o.CkptEvery, o.CkptInterval
 	job.ReportPath, job.ReportHTMLPath = o.Report, o.ReportHTML
 	job.DrainTimeout = o.DrainTimeout
-	job.Quiet, job.Log, job.Now = o.Quiet, o.IO.ErrOut, o.Now
+	job.Quiet, job.Log, job.Clock = o.Quiet, o.IO.ErrOut, o.Clock
 	return finishJob(ctx, o.IO, job, o.Quiet, ob)
 }

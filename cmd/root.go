@@ -12,10 +12,11 @@ import (
 	"os/signal"
 	"runtime/pprof"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+
+	"github.com/cosmosloader/loader/internal/clock"
 )
 
 // IOStreams are the command's standard streams, replaceable in tests.
@@ -34,7 +35,7 @@ type IOStreams struct {
 // Factory holds the dependencies every command shares.
 type Factory struct {
 	IO     *IOStreams
-	Now    func() time.Time
+	Clock  clock.Clock // the one source of time for loads and reports
 	Getenv func(string) string
 }
 
@@ -46,7 +47,7 @@ func NewFactory() *Factory {
 			ErrIsTerminal: func() bool { return term.IsTerminal(int(os.Stderr.Fd())) },
 			TerminalWidth: stderrWidth,
 		},
-		Now:    time.Now,
+		Clock:  clock.System{},
 		Getenv: os.Getenv,
 	}
 }

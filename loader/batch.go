@@ -195,7 +195,7 @@ func (r *run) dispatchBatched(q <-chan *item, admit func(part int, ru float64) b
 		counts[keyOf(it.doc.PK)] = 1
 		waiting := false // some key has 2+ records but less than a full batch
 		closed := false
-		var deadline *time.Timer
+		var deadline <-chan time.Time // the linger, once some key waits
 	fill:
 		for len(window) < maxWindow {
 			var next *item
@@ -206,11 +206,11 @@ func (r *run) dispatchBatched(q <-chan *item, admit func(part int, ru float64) b
 					break fill
 				}
 				if deadline == nil {
-					deadline = time.NewTimer(r.o.BatchLinger)
+					deadline = r.o.Clock.After(r.o.BatchLinger)
 				}
 				select {
 				case next, ok = <-q:
-				case <-deadline.C:
+				case <-deadline:
 					break fill
 				}
 			}
@@ -224,9 +224,6 @@ func (r *run) dispatchBatched(q <-chan *item, admit func(part int, ru float64) b
 			if n := counts[k]; n >= 2 && n%r.o.Batch != 0 {
 				waiting = true
 			}
-		}
-		if deadline != nil {
-			deadline.Stop()
 		}
 		groups := [][]*item{window}
 		if len(window) > 1 {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"time"
+
+	"github.com/cosmosloader/loader/internal/clock"
 )
 
 // What a shared load needs from the store that coordinates loaders: capacity
@@ -33,6 +35,7 @@ type CapacityConfig struct {
 	ReservedRU    float64
 	LeaseDuration time.Duration
 	Logf          func(string, ...any)
+	Clock         clock.Clock
 }
 
 // Capacity holds capacity leases in proportion to the demand it is told
@@ -65,6 +68,7 @@ type ShardsConfig struct {
 	ShardBytes    int64
 	LeaseDuration time.Duration
 	Logf          func(string, ...any)
+	Clock         clock.Clock
 }
 
 // ShardInput is one input file as every process sees it.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cosmosloader/loader/checkpoint"
+	"github.com/cosmosloader/loader/internal/clock"
 	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/source"
@@ -80,7 +81,9 @@ type Job struct {
 	Log   io.Writer // stderr
 	// Progress, when set, receives a progress event about once a second.
 	Progress func(ProgressEvent)
-	Now      func() time.Time
+	// Clock is the load's one source of time: pacing, waits, the
+	// watcher, timestamps. Nil: the system clock.
+	Clock clock.Clock
 
 	// Checkpointed, when set, is told the checkpoint's path and the whole
 	// load's counters after each checkpoint save (structured logs report
@@ -196,8 +199,8 @@ type plan struct {
 // changed.
 func (j *Job) resolve() *plan {
 	p := &plan{Job: *j}
-	if p.Now == nil {
-		p.Now = time.Now
+	if p.Clock == nil {
+		p.Clock = clock.System{}
 	}
 	if p.Log == nil {
 		p.Log = io.Discard
@@ -281,7 +284,7 @@ func (p *plan) wholeInputs(ctx context.Context, tgt *Target, inputs []Input, fps
 	partitions := len(tgt.Bounds) - 1
 	w := &wholeInputs{p: p, cost: cost, live: tgt.Live != nil, restore: func() {}}
 	startRecords := make([]int64, len(inputs))
-	state := &checkpoint.State{CreatedAt: p.Now(), Config: p.checkpointConfig(tgt.PartitionKeyPaths)}
+	state := &checkpoint.State{CreatedAt: p.Clock.Now(), Config: p.checkpointConfig(tgt.PartitionKeyPaths)}
 	var prev []checkpoint.Input
 	if p.Resume != nil {
 		// A copy: the caller's checkpoint state is not written.
@@ -352,7 +355,7 @@ func (p *plan) wholeInputs(ctx context.Context, tgt *Target, inputs []Input, fps
 	if p.Resume == nil {
 		// Saved before the first write, so a kill at any moment leaves a
 		// checkpoint that resume accepts (and that says nothing is done).
-		state.UpdatedAt = p.Now()
+		state.UpdatedAt = p.Clock.Now()
 		if err := checkpoint.Save(p.CheckpointPath, state); err != nil {
 			w.restore()
 			return nil, fmt.Errorf("save checkpoint: %w", err)
@@ -405,7 +408,7 @@ func (w *wholeInputs) save(_ *piece, s Snapshot) error {
 	state.Counters = addCounters(w.base, s)
 	state.DeadLetterSize = s.DeadLetterSize
 	state.Complete = s.Complete
-	state.UpdatedAt = w.p.Now()
+	state.UpdatedAt = w.p.Clock.Now()
 	if cal, err := json.Marshal(w.cost.Snapshot()); err == nil {
 		state.Calibration = cal
 	}
@@ -452,7 +455,7 @@ func (j *Job) scaleThroughput(ctx context.Context, tgt *Target, state *checkpoin
 		state.Config.ScaleRU, state.Config.OriginalRU, state.Config.OriginalAutoscale = j.ScaleRU, cur.RU, cur.Autoscale
 		// The original is on disk before the container changes: a crash
 		// from here on leaves a checkpoint whose resume restores it.
-		state.UpdatedAt = j.Now()
+		state.UpdatedAt = j.Clock.Now()
 		if err := checkpoint.Save(j.CheckpointPath, state); err != nil {
 			return nil, fmt.Errorf("save checkpoint: %w", err)
 		}

@@ -85,20 +85,19 @@ func (o *WatchOptions) defaults() {
 
 // watcher follows a live container during a load: throughput changes move
 // the target (an increase within one interval, a decrease as soon as
-// seen), and splits rebuild the pacer's routing. Its decisions take the
-// time as an argument, so tests drive them with synthetic times.
+// seen), and splits rebuild the pacer's routing. Its time is the load's
+// clock, so tests drive it with a fake one.
 type watcher struct {
-	src      liveTarget
-	opts     WatchOptions
-	fixedRU  float64 // --ru; 0 = follow share × throughput
-	share    float64
-	startTP  float64
-	targets  []retargeter
-	routing  rebounder
-	start    time.Time
-	logf     func(string, ...any)
-	now      func() time.Time
-	sleepFor func(ctx context.Context, d time.Duration) error
+	src     liveTarget
+	opts    WatchOptions
+	fixedRU float64 // --ru; 0 = follow share × throughput
+	share   float64
+	startTP float64
+	targets []retargeter
+	routing rebounder
+	clock   clock.Clock
+	start   time.Time
+	logf    func(string, ...any)
 
 	refresh   chan struct{} // a ranges read asked for (410, 429s concentrating)
 	tpRefresh chan struct{} // a throughput read asked for (a 429: maybe a decrease)
@@ -116,11 +115,12 @@ type watcher struct {
 	lastTPRead  time.Time
 }
 
-func newWatcher(src liveTarget, o WatchOptions, start time.Time, target, fixedRU, share, containerRU float64, partitions int) *watcher {
+// newWatcher follows src from clk's now on.
+func newWatcher(src liveTarget, o WatchOptions, clk clock.Clock, target, fixedRU, share, containerRU float64, partitions int) *watcher {
 	o.defaults()
 	return &watcher{
 		src: src, opts: o, fixedRU: fixedRU, share: share, startTP: containerRU,
-		start: start, now: time.Now, sleepFor: clock.System{}.Sleep, logf: func(string, ...any) {},
+		clock: clk, start: clk.Now(), logf: func(string, ...any) {},
 		refresh:     make(chan struct{}, 1),
 		tpRefresh:   make(chan struct{}, 1),
 		target:      target,
@@ -179,7 +179,7 @@ func (w *watcher) applyThroughput(now time.Time, tp Throughput) {
 func (w *watcher) pollThroughput(ctx context.Context) time.Duration {
 	tp, err := w.src.ReadThroughput(ctx)
 	w.mu.Lock()
-	w.lastTPRead = w.now()
+	w.lastTPRead = w.clock.Now()
 	if errors.Is(err, ErrMetadataThrottled) {
 		// More RU/s does not help a 3201: slow the metadata reads, leave
 		// the data writes alone.
@@ -191,7 +191,7 @@ func (w *watcher) pollThroughput(ctx context.Context) time.Duration {
 	w.tpBackoff = 0
 	w.mu.Unlock()
 	if err == nil {
-		w.applyThroughput(w.now(), tp)
+		w.applyThroughput(w.clock.Now(), tp)
 	}
 	return w.opts.ThroughputInterval
 }
@@ -210,7 +210,7 @@ func (w *watcher) pollRanges(ctx context.Context) {
 	n := len(b) - 1
 	w.mu.Lock()
 	prev := w.partitions[len(w.partitions)-1].Partitions
-	w.partitions = append(w.partitions, PartitionChange{AtSeconds: round2(w.now().Sub(w.start).Seconds()), Partitions: n})
+	w.partitions = append(w.partitions, PartitionChange{AtSeconds: round2(w.clock.Now().Sub(w.start).Seconds()), Partitions: n})
 	w.mu.Unlock()
 	w.logf("partition key ranges changed: %d → %d physical partition(s); routing and per-partition budgets rebuilt", prev, n)
 }
@@ -270,14 +270,12 @@ func (w *watcher) run(ctx context.Context, watchThroughput bool) {
 		go func() {
 			defer wg.Done()
 			for {
-				t := time.NewTimer(w.pollThroughput(ctx))
+				next := w.clock.After(w.pollThroughput(ctx))
 				select {
 				case <-ctx.Done():
-					t.Stop()
 					return
-				case <-t.C:
+				case <-next:
 				case <-w.tpRefresh:
-					t.Stop()
 				}
 			}
 		}()
@@ -285,17 +283,16 @@ func (w *watcher) run(ctx context.Context, watchThroughput bool) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		t := time.NewTimer(w.opts.RangesInterval)
-		defer t.Stop()
+		next := w.clock.After(w.opts.RangesInterval)
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case <-t.C:
+			case <-next:
 			case <-w.refresh:
 				// Many writers meet the same 410 at once: one read
 				// answers them all, and a second at most once a second.
-				if w.sleepFor(ctx, 100*time.Millisecond) != nil {
+				if w.clock.Sleep(ctx, 100*time.Millisecond) != nil {
 					return
 				}
 				select {
@@ -304,14 +301,8 @@ func (w *watcher) run(ctx context.Context, watchThroughput bool) {
 				}
 			}
 			w.pollRanges(ctx)
-			if !t.Stop() {
-				select {
-				case <-t.C:
-				default:
-				}
-			}
-			t.Reset(w.opts.RangesInterval)
-			if w.sleepFor(ctx, time.Second) != nil {
+			next = w.clock.After(w.opts.RangesInterval)
+			if w.clock.Sleep(ctx, time.Second) != nil {
 				return
 			}
 		}
@@ -377,5 +368,5 @@ type watchedPacer struct {
 
 func (p watchedPacer) Throttled(part int, retryAfter time.Duration) {
 	p.Pacer.Throttled(part, retryAfter)
-	p.w.throttled(part, p.w.now())
+	p.w.throttled(part, p.w.clock.Now())
 }

@@ -167,7 +167,7 @@ func buildReport(j *Job, res *Result, target float64, partitions int, base check
 		Series:                 res.Series,
 		CheckpointSaves:        res.CheckpointSaves,
 		CheckpointSeconds:      math.Round(res.CheckpointTime.Seconds()*1e4) / 1e4,
-		FinishedAt:             j.Now(),
+		FinishedAt:             j.Clock.Now(),
 	}
 	r.StartedAt = r.FinishedAt.Add(-res.Snapshot.Elapsed)
 	r.Retries = res.Live.Retries

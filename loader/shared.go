@@ -175,7 +175,7 @@ func (p *plan) leasedShards(tgt *Target, inputs []Input, fps []checkpoint.Finger
 	capa, err := cc.Capacity(CapacityConfig{
 		Prefix:     "capacity/" + p.Target.Database + "/" + p.Target.Container + "/",
 		Partitions: so.Partitions, TargetRU: target, ReservedRU: so.ReservedRU,
-		LeaseDuration: so.LeaseDuration, Logf: warn,
+		LeaseDuration: so.LeaseDuration, Logf: warn, Clock: p.Clock,
 	})
 	if err != nil {
 		return nil, &UsageError{err}
@@ -187,7 +187,7 @@ func (p *plan) leasedShards(tgt *Target, inputs []Input, fps []checkpoint.Finger
 	}
 	claimer, err := cc.Shards(ShardsConfig{
 		Prefix: "shards/" + so.JobID + "/", Inputs: shardInputs,
-		ShardBytes: so.ShardBytes, LeaseDuration: so.LeaseDuration, Logf: warn,
+		ShardBytes: so.ShardBytes, LeaseDuration: so.LeaseDuration, Logf: warn, Clock: p.Clock,
 	})
 	if err != nil {
 		return nil, &UsageError{err}
@@ -255,9 +255,18 @@ func (l *leasedShards) next(ctx context.Context) (*piece, error) {
 		// Claiming the next shard is usually immediate; dropping demand at
 		// once would release every lease between two shards. Only a loader
 		// left waiting for others' shards gives its capacity back.
-		idle := time.AfterFunc(time.Second, func() { l.capa.SetDemand(0) })
+		claimed, idle := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(idle)
+			select {
+			case <-l.p.Clock.After(time.Second):
+				l.capa.SetDemand(0)
+			case <-claimed:
+			}
+		}()
 		claim, err := l.claimer.Claim(ctx)
-		idle.Stop()
+		close(claimed)
+		<-idle // a demand of 0 is never set after the one below
 		if err != nil || claim == nil {
 			return nil, err // nil, nil: every shard is done
 		}

@@ -77,13 +77,13 @@ type runPacing struct {
 func (p *plan) load(ctx context.Context, tgt *Target, mapper *record.Mapper, target float64, cost *pacing.CostModel,
 	src workSource, store progressStore) (*Report, error) {
 	partitions := len(tgt.Bounds) - 1
-	pacer, err := pacing.NewPacer(pacing.PacerConfig{TargetRU: target, Bounds: tgt.Bounds})
+	pacer, err := pacing.NewPacer(pacing.PacerConfig{TargetRU: target, Bounds: tgt.Bounds, Clock: p.Clock})
 	if err != nil {
 		return nil, err
 	}
-	limiter := pacing.NewConcurrency(pacing.ConcurrencyConfig{TargetRU: target, Notice: func(m string) { p.logf("warning: %s", m) }})
-	w := newWatcher(tgt.Live, p.Watch, p.Now(), target, p.RU, p.RUShare, tgt.Throughput, partitions)
-	w.logf, w.now = p.logf, p.Now
+	limiter := pacing.NewConcurrency(pacing.ConcurrencyConfig{TargetRU: target, Clock: p.Clock, Notice: func(m string) { p.logf("warning: %s", m) }})
+	w := newWatcher(tgt.Live, p.Watch, p.Clock, target, p.RU, p.RUShare, tgt.Throughput, partitions)
+	w.logf = p.logf
 	w.routing = pacer
 	rp := &runPacing{pacer: pacer, limiter: limiter, watcher: w, wait: pacer}
 	src.pace(rp)
@@ -105,10 +105,10 @@ func (p *plan) load(ctx context.Context, tgt *Target, mapper *record.Mapper, tar
 		Batch: p.batch, BatchProbe: p.batchProbeState(), Logf: p.warnf, Pacer: rp.wait, OnGone: w.askRanges, Cost: cost, Limiter: limiter,
 		Partitions: partitions, QueuePerPartition: p.ReadAhead, MaxErrors: p.MaxErrors,
 		CheckpointEvery: p.CheckpointEvery, CheckpointInterval: p.CheckpointInterval,
-		DrainTimeout: p.DrainTimeout, Charges: NewHistogram(),
+		DrainTimeout: p.DrainTimeout, Charges: NewHistogram(), Clock: p.Clock,
 	}
 
-	began := p.Now()
+	began := p.Clock.Now()
 	total := &Result{Cause: Finished, Charges: common.Charges, BatchesRefused: p.batchesRefused}
 	var (
 		ran       checkpoint.Counters
@@ -166,7 +166,7 @@ func (p *plan) load(ctx context.Context, tgt *Target, mapper *record.Mapper, tar
 		total.Cause = Interrupted
 	}
 	total.Snapshot.Complete = total.Cause == Finished
-	total.Snapshot.Elapsed = p.Now().Sub(began)
+	total.Snapshot.Elapsed = p.Clock.Now().Sub(began)
 	if p.probe != nil && p.probe.refused() {
 		total.BatchesRefused = true
 	}

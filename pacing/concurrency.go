@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/cosmosloader/loader/internal/clock"
 )
 
 // ConcurrencyConfig configures a Concurrency. Zero values mean defaults.
@@ -60,9 +62,9 @@ type ConcurrencyConfig struct {
 	// Gain bounds the pool to this many times the bandwidth-delay product:
 	// the highest recent answer rate × the fastest round trip (default 4).
 	Gain float64
-	// Now is the clock the answer rate is measured with (default
-	// time.Now).
-	Now func() time.Time
+	// Clock is what the answer rate is measured with (default
+	// clock.System).
+	Clock clock.Clock
 	// Notice, if set, is called once, the first time the file-descriptor
 	// limit holds the limit below what Little's law asks for, with a
 	// message for the user. It is called without locks held.
@@ -143,8 +145,8 @@ func NewConcurrency(cfg ConcurrencyConfig) *Concurrency {
 	if cfg.Gain <= 1 {
 		cfg.Gain = 4
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if cfg.Clock == nil {
+		cfg.Clock = clock.System{}
 	}
 	if cfg.FDLimit <= 0 {
 		cfg.FDLimit = processFDLimit()
@@ -243,7 +245,7 @@ const floorSamples = 256
 
 // countAnswerLocked adds one answer to the rate measurement.
 func (c *Concurrency) countAnswerLocked() {
-	now := c.cfg.Now()
+	now := c.cfg.Clock.Now()
 	c.rateN++
 	if c.rateAt.IsZero() {
 		c.rateAt = now

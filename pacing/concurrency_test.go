@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cosmosloader/loader/internal/clock"
 )
 
 func TestConcurrencyLimit(t *testing.T) {
@@ -30,7 +32,7 @@ func TestConcurrencyLimit(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			// Answers 0.1 ms apart: 10,000 a second, as many as the
 			// largest case needs, so the bandwidth bound does not bind.
-			c := NewConcurrency(ConcurrencyConfig{TargetRU: tt.target, FDLimit: 1 << 20, Now: tickingClock(100 * time.Microsecond)})
+			c := NewConcurrency(ConcurrencyConfig{TargetRU: tt.target, FDLimit: 1 << 20, Clock: tickingClock(100 * time.Microsecond)})
 			for range 5000 {
 				c.ObserveLatency(tt.latency)
 				c.ObserveCharge(tt.meanRU)
@@ -43,13 +45,20 @@ func TestConcurrencyLimit(t *testing.T) {
 }
 
 // tickingClock is a clock that moves on by step each time it is read.
-func tickingClock(step time.Duration) func() time.Time {
+func tickingClock(step time.Duration) clock.Clock {
 	now := time.Unix(0, 0)
-	return func() time.Time {
+	return nowClock(func() time.Time {
 		now = now.Add(step)
 		return now
-	}
+	})
 }
+
+// nowClock is a clock read through a function; the limiter only reads it.
+type nowClock func() time.Time
+
+func (f nowClock) Now() time.Time                           { return f() }
+func (nowClock) Sleep(context.Context, time.Duration) error { panic("not waited on") }
+func (nowClock) After(time.Duration) <-chan time.Time       { panic("not waited on") }
 
 // An answer rate far below what the target asks for (this process cannot
 // send faster) bounds the pool near the bandwidth-delay product, whatever
@@ -57,7 +66,7 @@ func tickingClock(step time.Duration) func() time.Time {
 func TestConcurrencyBoundedByAnswerRate(t *testing.T) {
 	// 1,000 answers a second at 2 ms: the path holds 2 requests; 4 × that
 	// with 30 % headroom is 11, not the 260 Little's law asks for at 1,000,000 RU/s.
-	c := NewConcurrency(ConcurrencyConfig{TargetRU: 1e6, FDLimit: 1 << 20, Now: tickingClock(time.Millisecond)})
+	c := NewConcurrency(ConcurrencyConfig{TargetRU: 1e6, FDLimit: 1 << 20, Clock: tickingClock(time.Millisecond)})
 	for range 2000 {
 		c.ObserveLatency(2 * time.Millisecond)
 		c.ObserveCharge(10)
@@ -160,7 +169,7 @@ func simulatePool(c *Concurrency, target, ru float64, seconds int, latency func(
 	end := time.Duration(seconds) * time.Second
 	perSec = make([]float64, seconds)
 	var now time.Duration
-	c.cfg.Now = func() time.Time { return time.Unix(0, 0).Add(now) }
+	c.cfg.Clock = nowClock(func() time.Time { return time.Unix(0, 0).Add(now) })
 	for ; now < end; now += step {
 		kept := inFlight[:0]
 		for _, r := range inFlight {
@@ -236,7 +245,7 @@ func TestConcurrencyLongPath(t *testing.T) {
 // with 1,024 descriptors the limit stops below them and says so, once.
 func TestConcurrencyFDLimitBinds(t *testing.T) {
 	var notices []string
-	c := NewConcurrency(ConcurrencyConfig{TargetRU: 50000, FDLimit: 1024, Now: tickingClock(50 * time.Microsecond),
+	c := NewConcurrency(ConcurrencyConfig{TargetRU: 50000, FDLimit: 1024, Clock: tickingClock(50 * time.Microsecond),
 		Notice: func(msg string) { notices = append(notices, msg) }})
 	for range 20000 {
 		c.ObserveLatency(250 * time.Millisecond)
@@ -331,7 +340,7 @@ func TestConcurrencyRecoversFromAStall(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 1))
 	perSec, limits := simulatePool(c, target, ru, 12, func(int) time.Duration {
 		d := 200*time.Millisecond + time.Duration(rng.Int64N(int64(200*time.Millisecond)))
-		if now := c.cfg.Now().Sub(time.Unix(0, 0)); now >= 3*time.Second && now < 4*time.Second {
+		if now := c.cfg.Clock.Now().Sub(time.Unix(0, 0)); now >= 3*time.Second && now < 4*time.Second {
 			d += 2 * time.Second
 		}
 		return d

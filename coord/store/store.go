@@ -49,7 +49,7 @@ func (s *Store) Capacity(cfg loader.CapacityConfig) (loader.Capacity, error) {
 	c, err := lease.NewCapacity(lease.CapacityConfig{
 		Container: s.cc, Prefix: cfg.Prefix, Partitions: cfg.Partitions,
 		TargetRU: cfg.TargetRU, ReservedRU: cfg.ReservedRU,
-		LeaseDuration: cfg.LeaseDuration, Logf: cfg.Logf,
+		LeaseDuration: cfg.LeaseDuration, Logf: cfg.Logf, Clock: cfg.Clock,
 	})
 	if err != nil {
 		return nil, err
@@ -76,7 +76,7 @@ func (s *Store) Shards(cfg loader.ShardsConfig) (loader.ShardClaimer, error) {
 	}
 	c, err := shard.New(shard.Config{
 		Container: s.cc, Prefix: cfg.Prefix, Inputs: inputs,
-		ShardBytes: cfg.ShardBytes, LeaseDuration: cfg.LeaseDuration, Logf: cfg.Logf,
+		ShardBytes: cfg.ShardBytes, LeaseDuration: cfg.LeaseDuration, Logf: cfg.Logf, Clock: cfg.Clock,
 	})
 	if err != nil {
 		return nil, err
