@@ -265,7 +265,6 @@ func BenchmarkParquetReadMapCost(b *testing.B) {
 					Mapper:   record.Config{PartitionKeyPaths: []string{"/tenant"}},
 					TargetRU: 40000,
 					Bounds:   epk.SplitEven(4),
-					Now:      time.Now,
 				})
 				if err != nil {
 					b.Fatal(err)

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/cosmosloader/loader/epk"
 	"github.com/cosmosloader/loader/loader"
@@ -75,7 +74,6 @@ func BenchmarkReadMapCost(b *testing.B) {
 			Mapper:   record.Config{PartitionKeyPaths: []string{"/tenant"}},
 			TargetRU: 40000,
 			Bounds:   epk.SplitEven(4),
-			Now:      time.Now,
 		})
 		if err != nil {
 			b.Fatal(err)

@@ -10,6 +10,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/cosmosloader/loader/internal/clock/clocktest"
 )
 
 // fakeBatchSink models a container: point writes go through fakeSink's
@@ -376,5 +379,43 @@ func TestRunSendsPointWritesUntilTheProbeAnswers(t *testing.T) {
 				t.Errorf("%d batches after the probe said the server refuses them", len(s.batches))
 			}
 		})
+	}
+}
+
+// Two records of one key wait for more, up to the linger on the run's
+// clock, then go as one batch.
+func TestBatchLingerWaitsOnTheRunsClock(t *testing.T) {
+	clk := clocktest.New(time.Unix(0, 0))
+	r := &run{readCtx: t.Context(), o: Options{Clock: clk, Batch: 10, BatchBytes: DefaultBatchBytes,
+		BatchLinger: 50 * time.Millisecond, QueuePerPartition: 100}}
+	q := make(chan *item, 10)
+	for _, id := range []string{"a", "b"} {
+		q <- &item{doc: Document{ID: id, PK: []any{"k"}}, size: 10}
+	}
+	started := make(chan struct{}, 10)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.dispatchBatched(q, func(int, float64) bool { return true }, func(func()) { started <- struct{}{} })
+	}()
+	guard, stop := context.WithTimeout(t.Context(), 10*time.Second)
+	defer stop()
+	if err := clk.BlockUntil(guard, 1); err != nil {
+		t.Fatalf("the linger does not wait on the run's clock: %v", err)
+	}
+	clk.Advance(49 * time.Millisecond)
+	if len(started) != 0 {
+		t.Fatal("sent before the linger ended")
+	}
+	clk.Advance(time.Millisecond)
+	select {
+	case <-started:
+	case <-guard.Done():
+		t.Fatal("not sent once the linger ended")
+	}
+	close(q)
+	<-done
+	if n := len(started); n != 0 {
+		t.Errorf("%d more requests, want the two records in one batch", n)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cosmosloader/loader/epk"
+	"github.com/cosmosloader/loader/internal/clock/clocktest"
 	"github.com/cosmosloader/loader/pacing"
 )
 
@@ -65,13 +66,12 @@ func TestWatcherFollowsThroughput(t *testing.T) {
 			if start == 0 {
 				start = tt.start * tt.share
 			}
-			w := newWatcher(src, WatchOptions{}, t0, start, tt.fixedRU, tt.share, tt.start, 1)
+			clk := clocktest.New(t0)
+			w := newWatcher(src, WatchOptions{}, clk, start, tt.fixedRU, tt.share, tt.start, 1)
 			rec := &recordTarget{}
 			w.targets = []retargeter{rec}
-			now := t0
-			w.now = func() time.Time { return now }
 			for _, ru := range tt.reads {
-				now = now.Add(5 * time.Second)
+				clk.Advance(5 * time.Second)
 				src.tp = Throughput{RU: ru}
 				if d := w.pollThroughput(context.Background()); d != 5*time.Second {
 					t.Fatalf("next read in %v, want 5s", d)
@@ -90,7 +90,7 @@ func TestWatcherFollowsThroughput(t *testing.T) {
 
 func TestWatcherBacksOffMetadataThrottling(t *testing.T) {
 	src := &fakeLive{tpErr: ErrMetadataThrottled}
-	w := newWatcher(src, WatchOptions{}, time.Unix(0, 0), 1000, 0, 1, 1000, 1)
+	w := newWatcher(src, WatchOptions{}, clocktest.New(time.Unix(0, 0)), 1000, 0, 1, 1000, 1)
 	rec := &recordTarget{}
 	w.targets = []retargeter{rec}
 	var waits []time.Duration
@@ -112,15 +112,15 @@ func TestWatcherBacksOffMetadataThrottling(t *testing.T) {
 }
 
 func TestWatcherRebuildsRoutingOnSplit(t *testing.T) {
-	clock := time.Unix(0, 0)
-	p, err := pacing.NewPacer(pacing.PacerConfig{TargetRU: 1000, Partitions: 1, Clock: fixedClock{clock}})
+	clk := clocktest.New(time.Unix(0, 0))
+	p, err := pacing.NewPacer(pacing.PacerConfig{TargetRU: 1000, Partitions: 1, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
 	src := &fakeLive{bounds: []string{epk.Min, epk.Max}}
-	w := newWatcher(src, WatchOptions{}, clock, 1000, 0, 1, 1000, 1)
+	w := newWatcher(src, WatchOptions{}, clk, 1000, 0, 1, 1000, 1)
 	w.routing = p
-	w.now = func() time.Time { return clock.Add(7 * time.Second) }
+	clk.Advance(7 * time.Second)
 	w.pollRanges(context.Background())
 	if _, parts := w.history(); len(parts) != 1 {
 		t.Fatalf("unchanged ranges recorded a change: %v", parts)
@@ -137,7 +137,7 @@ func TestWatcherRebuildsRoutingOnSplit(t *testing.T) {
 }
 
 func TestWatcherAsksRangesWhen429sConcentrate(t *testing.T) {
-	w := newWatcher(&fakeLive{}, WatchOptions{}, time.Unix(0, 0), 1000, 0, 1, 1000, 4)
+	w := newWatcher(&fakeLive{}, WatchOptions{}, clocktest.New(time.Unix(0, 0)), 1000, 0, 1, 1000, 4)
 	now := time.Unix(100, 0)
 	for i := range 19 {
 		w.throttled(i%4, now) // spread: never
@@ -155,6 +155,46 @@ func TestWatcherAsksRangesWhen429sConcentrate(t *testing.T) {
 	w.throttled(2, now)
 	if len(w.refresh) != 1 {
 		t.Fatal("5 429s on one partition did not ask for a ranges read")
+	}
+}
+
+// The watcher waits on the load's clock: a throughput change is read, and
+// followed, once its 5 s interval has passed on that clock, not before.
+func TestWatcherRereadsThroughputOnTheLoadsClock(t *testing.T) {
+	clk := clocktest.New(time.Unix(0, 0))
+	src := &fakeLive{tp: Throughput{RU: 1000}, bounds: []string{epk.Min, epk.Max}}
+	w := newWatcher(src, WatchOptions{}, clk, 1000, 0, 1, 1000, 1)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); w.run(ctx, true) }()
+	defer func() { cancel(); <-done }()
+	guard, stop := context.WithTimeout(t.Context(), 10*time.Second)
+	defer stop()
+	reads := func() int { src.mu.Lock(); defer src.mu.Unlock(); return src.reads }
+	// Waiting: the next throughput read and the next ranges read.
+	if err := clk.BlockUntil(guard, 2); err != nil {
+		t.Fatalf("the watcher does not wait on the load's clock: %v", err)
+	}
+	if n := reads(); n != 1 {
+		t.Fatalf("%d throughput reads at start, want 1", n)
+	}
+	src.mu.Lock()
+	src.tp = Throughput{RU: 3000}
+	src.mu.Unlock()
+	clk.Advance(5*time.Second - time.Millisecond)
+	if n := reads(); n != 1 || w.current() != 1000 {
+		t.Fatalf("read before its interval: %d reads, target %v", n, w.current())
+	}
+	clk.Advance(time.Millisecond)
+	if err := clk.BlockUntil(guard, 2); err != nil { // read, then waiting again
+		t.Fatal(err)
+	}
+	if n := reads(); n != 2 {
+		t.Fatalf("%d throughput reads after 5 s, want 2", n)
+	}
+	changes, _ := w.history()
+	if want := []TargetChange{{0, 1000}, {5, 3000}}; !reflect.DeepEqual(changes, want) {
+		t.Errorf("changes %v, want %v", changes, want)
 	}
 }
 

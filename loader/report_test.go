@@ -6,12 +6,13 @@ import (
 	"time"
 
 	"github.com/cosmosloader/loader/checkpoint"
+	"github.com/cosmosloader/loader/internal/clock/clocktest"
 )
 
 // A run shorter than a second could spend at most one second's budget:
 // its rate is over that second, not "3,959 RU/s" of a 1,000 target.
 func TestSubSecondRunIsRatedOverOneSecond(t *testing.T) {
-	j := &Job{Now: func() time.Time { return time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC) }}
+	j := &Job{Clock: clocktest.New(time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC))}
 	report := func(elapsed time.Duration) *Report {
 		res := &Result{Cause: Finished, Snapshot: Snapshot{Elapsed: elapsed, RU: 724.5, Requests: 100}, Charges: NewHistogram()}
 		st := &checkpoint.State{Counters: checkpoint.Counters{RUConsumed: 724.5, RequestsSent: 100, ElapsedSeconds: elapsed.Seconds()}}

@@ -210,7 +210,7 @@ func TestExecuteLeavesItsJobAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if job.Now != nil || job.Log != nil || job.Mode != "" || job.Strategy != "" || job.RUShare != 0 || job.IDField != "" || job.DeadLetterPath != "" {
+	if job.Clock != nil || job.Log != nil || job.Mode != "" || job.Strategy != "" || job.RUShare != 0 || job.IDField != "" || job.DeadLetterPath != "" {
 		t.Errorf("Execute wrote into its Job: %+v", job)
 	}
 	if rep.CheckpointPath != ckpt || rep.DeadLetterPath != filepath.Join(dir, "ck.deadletter.ndjson") || rep.RecordsWritten != 9 || rep.RecordsDeadLettered != 1 {
