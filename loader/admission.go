@@ -6,6 +6,7 @@ import (
 
 	"github.com/cosmosloader/loader/epk"
 	"github.com/cosmosloader/loader/internal/clock"
+	"github.com/cosmosloader/loader/pacing"
 )
 
 // admission is a Strategy at work: when a request may be sent, and what
@@ -34,6 +35,9 @@ type admission interface {
 	throttled(ctx context.Context, part int, retryAfter time.Duration) error
 	// succeeded learns a written request's charge.
 	succeeded(part int, charge float64)
+	// pacerStats is the pacer's view for a progress display; nil when
+	// the strategy does not pace.
+	pacerStats() *pacing.Snapshot
 }
 
 // newAdmission is the one place a Strategy is told apart.
@@ -92,6 +96,16 @@ func (a *pacedAdmission) succeeded(part int, charge float64) {
 	a.limiter.ObserveCharge(charge)
 }
 
+// pacerStats is the pacer's Stats when it keeps them (test pacers may not).
+func (a *pacedAdmission) pacerStats() *pacing.Snapshot {
+	p, ok := a.pacer.(interface{ Stats() pacing.Snapshot })
+	if !ok {
+		return nil
+	}
+	st := p.Stats()
+	return &st
+}
+
 // naiveAdmission sends with a fixed number of writers and only waits out
 // the server's retry-after (StrategyNaive): the approach pacing is
 // measured against. It has one lane and no partitions.
@@ -118,6 +132,7 @@ func (a *naiveAdmission) repay(context.Context, int, float64) error { return nil
 func (a *naiveAdmission) observe(time.Duration)                     {}
 func (a *naiveAdmission) settle(int, float64, float64)              {}
 func (a *naiveAdmission) succeeded(int, float64)                    {}
+func (a *naiveAdmission) pacerStats() *pacing.Snapshot              { return nil }
 
 func (a *naiveAdmission) throttled(ctx context.Context, _ int, retryAfter time.Duration) error {
 	return a.clock.Sleep(ctx, retryAfter)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cosmosloader/loader/epk"
 	"github.com/cosmosloader/loader/internal/clock/clocktest"
+	"github.com/cosmosloader/loader/pacing"
 )
 
 // callLog records the calls a strategy makes on the pacer and the limiter.
@@ -140,5 +141,23 @@ func TestNaiveAdmission(t *testing.T) {
 	a.succeeded(0, 6)
 	if got := clock.Now().Sub(start); got != 700*time.Millisecond {
 		t.Errorf("waited %v, want the retry-after (700ms)", got)
+	}
+}
+
+// Progress shows the pacer's view only when the strategy paces.
+func TestAdmissionPacerStats(t *testing.T) {
+	clk := clocktest.New(time.Unix(0, 0))
+	p, err := pacing.NewPacer(pacing.PacerConfig{TargetRU: 1000, Partitions: 2, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pacer := range []Pacer{p, watchedPacer{Pacer: p}, gatedPacer{Pacer: p}} {
+		st := newAdmission(Options{Strategy: StrategyPaced, Pacer: pacer, Clock: clk}).pacerStats()
+		if st == nil || st.TargetRU != 1000 || len(st.Partitions) != 2 {
+			t.Errorf("%T: paced stats %+v, want the pacer's", pacer, st)
+		}
+	}
+	if st := newAdmission(Options{Strategy: StrategyNaive, Pacer: p, NaiveConcurrency: 1, Clock: clk}).pacerStats(); st != nil {
+		t.Errorf("naive stats %+v, want none", st)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/cosmosloader/loader/loader/htmlreport"
 	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/pacing"
 )
 
 // Strategy selects how writes are scheduled.
@@ -173,6 +174,9 @@ type Live struct {
 	// ("503 service unavailable"): a display warns past about 10 s.
 	NoWriteFor  time.Duration
 	LastFailure string
+	// Pacing is the pacer's view (its limit, each partition's share and
+	// rate); nil when not pacing (the naive strategy).
+	Pacing *pacing.Snapshot
 }
 
 // StopCause says why a run ended before its inputs did.
@@ -517,6 +521,7 @@ func (r *run) live() Live {
 		Throttled:     r.throttled.Load(),
 		RU:            float64(r.ruMilli.Load()) / 1000,
 		InFlight:      r.inFlight.Load(),
+		Pacing:        r.adm.pacerStats(),
 	}
 }
 

@@ -39,15 +39,14 @@ type ProgressEvent struct {
 // progressFunc turns the pipeline's live figures into events for
 // j.Progress; nil when nobody listens. fill adds what only the caller
 // knows (the shared load's leases).
-func (j *Job) progressFunc(totalBytes int64, target float64, pacer *pacing.Pacer, fill func(*ProgressEvent)) func(Live) {
+func (j *Job) progressFunc(totalBytes int64, target float64, fill func(*ProgressEvent)) func(Live) {
 	if j.Progress == nil {
 		return nil
 	}
 	return func(l Live) {
 		ev := ProgressEvent{Live: l, TotalBytes: totalBytes, TargetRU: target}
-		if pacer != nil {
-			st := pacer.Stats()
-			ev.PacerLimitRU, ev.Partitions = st.LimitRU, st.Partitions
+		if l.Pacing != nil {
+			ev.PacerLimitRU, ev.Partitions = l.Pacing.LimitRU, l.Pacing.Partitions
 		}
 		if fill != nil {
 			fill(&ev)

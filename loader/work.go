@@ -96,10 +96,6 @@ func (p *plan) load(ctx context.Context, tgt *Target, mapper *record.Mapper, tar
 		}()
 		defer func() { stopWatch(); <-watched }()
 	}
-	var pacerStats *pacing.Pacer
-	if p.Strategy == StrategyPaced {
-		pacerStats = pacer
-	}
 	common := Options{
 		Stdin: p.Stdin, Mapper: mapper, Sink: tgt.Sink(p.Mode), Mode: p.Mode, Strategy: p.Strategy,
 		Batch: p.batch, BatchProbe: p.batchProbeState(), Logf: p.warnf, Pacer: rp.wait, OnGone: w.askRanges, Cost: cost, Limiter: limiter,
@@ -133,7 +129,7 @@ func (p *plan) load(ctx context.Context, tgt *Target, mapper *record.Mapper, tar
 		o.Inputs, o.Cursors, o.Source, o.Segments = pc.inputs, pc.cursors, pc.source, pc.segments
 		o.DeadLetterPath, o.DeadLetterSize = pc.deadLetterPath, pc.deadLetterSize
 		o.Checkpoint = func(s Snapshot) error { return store.save(pc, s) }
-		o.Progress = p.progressFunc(pc.totalBytes, target, pacerStats, func(ev *ProgressEvent) {
+		o.Progress = p.progressFunc(pc.totalBytes, target, func(ev *ProgressEvent) {
 			ev.TargetRU, ev.TotalRows = w.current(), pc.totalRows
 			if rp.fill != nil {
 				rp.fill(ev)
