@@ -386,7 +386,7 @@ func TestRunSendsPointWritesUntilTheProbeAnswers(t *testing.T) {
 // clock, then go as one batch.
 func TestBatchLingerWaitsOnTheRunsClock(t *testing.T) {
 	clk := clocktest.New(time.Unix(0, 0))
-	r := &run{readCtx: t.Context(), o: Options{Clock: clk, Batch: 10, BatchBytes: DefaultBatchBytes,
+	r := &run{readCtx: t.Context(), adm: &naiveAdmission{}, o: Options{Clock: clk, Batch: 10, BatchBytes: DefaultBatchBytes,
 		BatchLinger: 50 * time.Millisecond, QueuePerPartition: 100}}
 	q := make(chan *item, 10)
 	for _, id := range []string{"a", "b"} {
