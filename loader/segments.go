@@ -2,6 +2,7 @@ package loader
 
 import (
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -220,8 +221,12 @@ func (s *segmenter) newCursor(in Input, file int) *segCursor {
 	if end <= 0 {
 		end = s.state.Inputs[file].Size
 	}
-	if in.Stdin {
+	// An input that cannot be split is never cut, and its offsets need not
+	// be below its size on disk (stdin has none; a gzip file's offsets
+	// count decompressed bytes): its cursor reads to the end.
+	if ok, _ := source.Splittable(in.Input, s.so); !ok {
 		s.refused[file] = true
+		end = math.MaxInt64
 	}
 	return &segCursor{pos: source.Position{Offset: in.Start.Offset, Line: in.Start.Line}, end: end}
 }

@@ -2,6 +2,7 @@ package loader
 
 import (
 	"bytes"
+	"compress/gzip"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -84,5 +85,36 @@ func TestSegmenterSplitsTheLargestUnreadRange(t *testing.T) {
 	}
 	if n := len(state.Inputs[0].Segments); n != 2 {
 		t.Errorf("%d segments after splits with nothing to split, want 2", n)
+	}
+}
+
+// A gzip file's offsets count decompressed bytes, and stdin has no size:
+// neither cursor may stop at the size on disk (it did, and the rest of the
+// input was silently not read).
+func TestSegmenterCursorsOfUnsplittableInputsReadToTheEnd(t *testing.T) {
+	dir := t.TempDir()
+	gz := filepath.Join(dir, "in.ndjson.gz")
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	for i := range 1000 {
+		fmt.Fprintf(zw, `{"id":"r%d","pk":"k"}`+"\n", i)
+	}
+	zw.Close()
+	if err := os.WriteFile(gz, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files := []Input{{Input: source.Input{Path: gz}}, {Input: source.Input{Path: "-", Stdin: true}}}
+	state := &checkpoint.State{Inputs: []checkpoint.Input{
+		{Fingerprint: checkpoint.Fingerprint{Path: gz, Size: int64(b.Len())}},
+		{Stdin: true},
+	}}
+	s := newSegmenter(planSegments(files, state), state, source.Options{}, 4, t.Logf)
+	for i, name := range []string{"gzip", "stdin"} {
+		c := s.cursor(i)
+		c.begin()
+		past := int64(b.Len()) * 10
+		if !c.take(past, source.Position{Offset: past + 20, Line: 900}) {
+			t.Errorf("%s: the cursor stops at a record at offset %d", name, past)
+		}
 	}
 }
