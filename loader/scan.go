@@ -52,7 +52,13 @@ func scanInput(in Input, stdin io.Reader, so source.Options, m *record.Mapper, f
 			s.dead = newDeadLetter(rec.Path, rec.Line, rec.Offset, reasonOf(rec.Err), rec.Err.Error(), rec.Raw)
 		} else {
 			off = rec.Offset
-			doc, err := m.Map(rec.Data, genID)
+			var doc record.Doc
+			if rec.Members != nil {
+				doc, err = m.MapTrusted(rec.Data, rec.Members, genID)
+				s.rec.Members = nil // what follows needs none; do not keep the arena
+			} else {
+				doc, err = m.Map(rec.Data, genID)
+			}
 			if err != nil {
 				s.dead = newDeadLetter(rec.Path, rec.Line, rec.Offset, reasonOf(err), err.Error(), rec.Data)
 			} else {

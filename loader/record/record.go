@@ -213,7 +213,13 @@ func (m *Mapper) mapWith(s *scanner, data []byte, genID func() string) (Doc, err
 	if p := skipWS(data, end); p < len(data) {
 		return Doc{}, syntaxError(p, fmt.Sprintf("unexpected %s after the object", describeByte(data[p])))
 	}
+	return m.build(s, start, end, genID)
+}
 
+// build makes the document of the object data[start:end] that s has
+// scanned: the id, the partition key values, the body and the terms.
+func (m *Mapper) build(s *scanner, start, end int, genID func() string) (Doc, error) {
+	data := s.data
 	// The id, and what has to change in the body to carry it.
 	var (
 		doc     Doc

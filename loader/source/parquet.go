@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/bits"
 	"os"
 
@@ -13,6 +14,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/cosmosloader/loader/loader/record"
 )
 
 // FormatParquet is the Apache Parquet format (.parquet, --format parquet).
@@ -59,6 +62,7 @@ type parquetReader struct {
 	i      int                  // next row in batch
 	row    int64                // rows consumed (the next row's index)
 	arena  []byte               // output arena: Data slices are never reused
+	spans  []record.Member      // arena of Record.Members, likewise
 	failed error                // sticky input-level error
 	ctx    context.Context
 
@@ -76,6 +80,7 @@ const (
 	parquetChunkRows = 1024
 	parquetAhead     = 2
 	parquetArena     = 256 << 10
+	parquetSpans     = 16 << 10 // members: 320 KB
 )
 
 type parquetChunk struct {
@@ -309,11 +314,13 @@ func (r *parquetReader) next() (rec Record, err error) {
 // emit encodes the current row straight into the arena: each record's Data
 // is a slice of it, never written again (see Record). A row that does not
 // fit in what is left is encoded by append into memory of its own, and the
-// next rows go to a fresh arena.
+// next rows go to a fresh arena. Its members go to their own arena the same
+// way, for the mapper's trusted path.
 func (r *parquetReader) emit() Record {
-	at := len(r.arena)
-	room := cap(r.arena) - at
-	data := r.enc.appendRow(r.arena[at:at], r.i)
+	at, mat := len(r.arena), len(r.spans)
+	room, mroom := cap(r.arena)-at, cap(r.spans)-mat
+	ms := r.spans[mat:mat]
+	data := r.enc.appendRow(r.arena[at:at], r.i, &ms)
 	if n := len(data); n <= room {
 		r.arena = r.arena[:at+n]
 		data = data[:n:n]
@@ -321,12 +328,24 @@ func (r *parquetReader) emit() Record {
 		data = data[:n:n]
 		r.arena = make([]byte, 0, parquetArena)
 	}
+	if n := len(ms); n <= mroom {
+		r.spans = r.spans[:mat+n]
+	} else {
+		r.spans = make([]record.Member, 0, parquetSpans)
+	}
+	ms = ms[:len(ms):len(ms)]
+	if !r.enc.trusted || len(data) > math.MaxInt32 {
+		ms = nil
+	} else if ms == nil {
+		ms = []record.Member{} // an empty object is trusted too
+	}
 	rec := Record{
-		Path:   r.path,
-		Line:   r.row + 1,
-		Offset: r.row,
-		Next:   Position{Offset: r.offsetAt(r.row + 1), Line: r.row + 1},
-		Data:   data,
+		Path:    r.path,
+		Line:    r.row + 1,
+		Offset:  r.row,
+		Next:    Position{Offset: r.offsetAt(r.row + 1), Line: r.row + 1},
+		Data:    data,
+		Members: ms,
 	}
 	r.i++
 	r.row++

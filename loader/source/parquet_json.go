@@ -43,16 +43,24 @@ import (
 type appendFn func(b []byte, i int) []byte
 
 type objField struct {
-	key   []byte // `"name":`
-	arr   arrow.Array
-	put   appendFn
-	nulls bool // arr has nulls: most columns have none in a batch, and IsNull is a bitmap lookup per value
+	key    []byte // `"name":`
+	arr    arrow.Array
+	put    appendFn
+	leaves leafFn // nil: always one
+	nulls  bool   // arr has nulls: most columns have none in a batch, and IsNull is a bitmap lookup per value
 }
+
+// leafFn counts the index terms of element i of the array it was bound to
+// (see record.Member.Leaves). It is only called for non-null elements.
+type leafFn func(i int) int32
 
 // rowEncoder encodes the rows of one batch.
 type rowEncoder struct {
 	fields    []objField
 	keepNulls bool
+	// trusted: the rows may go to record.MapTrusted, which does not check
+	// nesting; false when a column's type nests deeper than Map allows.
+	trusted bool
 }
 
 // bindRow binds an encoder to a batch; keys are escaped once per batch.
@@ -62,16 +70,27 @@ func bindRow(rb arrow.RecordBatch, prev *rowEncoder, keepNulls bool) *rowEncoder
 		e = &rowEncoder{fields: make([]objField, rb.NumCols())}
 	}
 	e.keepNulls = keepNulls
+	e.trusted = true
 	sc := rb.Schema()
 	for c := range e.fields {
 		col := rb.Column(c)
-		e.fields[c] = objField{key: appendKey(nil, sc.Field(c).Name), arr: col, put: binder(col, keepNulls), nulls: col.NullN() > 0}
+		e.fields[c] = objField{key: appendKey(nil, sc.Field(c).Name), arr: col, put: binder(col, keepNulls),
+			leaves: leafCounter(col, keepNulls), nulls: col.NullN() > 0}
+		if 1+typeDepth(col.DataType()) > record.MaxDepth {
+			e.trusted = false
+		}
 	}
 	return e
 }
 
-func (e *rowEncoder) appendRow(b []byte, i int) []byte {
-	return appendObject(b, e.fields, i, e.keepNulls)
+// appendRow appends row i as a JSON object. When ms is not nil (and the
+// encoder is trusted), the object's members are appended to *ms, their
+// offsets counted from the start of b.
+func (e *rowEncoder) appendRow(b []byte, i int, ms *[]record.Member) []byte {
+	if !e.trusted {
+		ms = nil
+	}
+	return appendObject(b, e.fields, i, e.keepNulls, ms)
 }
 
 func appendKey(b []byte, name string) []byte {
@@ -79,7 +98,9 @@ func appendKey(b []byte, name string) []byte {
 	return append(b, ':')
 }
 
-func appendObject(b []byte, fields []objField, i int, keepNulls bool) []byte {
+// appendObject appends element i of fields as an object; see appendRow
+// for ms, nil below the top level.
+func appendObject(b []byte, fields []objField, i int, keepNulls bool, ms *[]record.Member) []byte {
 	b = append(b, '{')
 	first := true
 	for k := range fields {
@@ -92,11 +113,20 @@ func appendObject(b []byte, fields []objField, i int, keepNulls bool) []byte {
 			b = append(b, ',')
 		}
 		first = false
+		ks := len(b)
 		b = append(b, f.key...)
+		vs := len(b)
 		if null {
 			b = append(b, "null"...)
 		} else {
 			b = f.put(b, i)
+		}
+		if ms != nil {
+			n := int32(1)
+			if !null && f.leaves != nil {
+				n = f.leaves(i)
+			}
+			*ms = append(*ms, record.Member{KeyStart: int32(ks), KeyEnd: int32(vs - 1), ValStart: int32(vs), ValEnd: int32(len(b)), Leaves: n})
 		}
 	}
 	return append(b, '}')
@@ -180,7 +210,7 @@ func binder(arr arrow.Array, keepNulls bool) appendFn {
 			child := a.Field(k)
 			fields[k] = objField{key: appendKey(nil, st.Field(k).Name), arr: child, put: binder(child, keepNulls), nulls: child.NullN() > 0}
 		}
-		return func(b []byte, i int) []byte { return appendObject(b, fields, i, keepNulls) }
+		return func(b []byte, i int) []byte { return appendObject(b, fields, i, keepNulls, nil) }
 	case *array.Map:
 		keys, items := a.Keys(), a.Items()
 		putKey, putItem := binder(keys, keepNulls), binder(items, keepNulls)
@@ -236,6 +266,126 @@ func binder(arr arrow.Array, keepNulls bool) appendFn {
 	}
 	// Anything else (intervals, unions, extension types): its text form.
 	return func(b []byte, i int) []byte { return appendString(b, arr.ValueStr(i)) }
+}
+
+// leafCounter returns the term counter of arr's non-null elements, as
+// binder encodes them: every scalar (null included) and every empty object
+// or array is one term. nil means one whatever the element.
+func leafCounter(arr arrow.Array, keepNulls bool) leafFn {
+	switch a := arr.(type) {
+	case *array.Dictionary:
+		values := a.Dictionary()
+		inner := leafCounter(values, keepNulls)
+		if inner == nil {
+			return nil
+		}
+		return func(i int) int32 {
+			j := a.GetValueIndex(i)
+			if values.IsNull(j) {
+				return 1
+			}
+			return inner(j)
+		}
+	case *array.Struct:
+		type child struct {
+			arr    arrow.Array
+			leaves leafFn
+			nulls  bool
+		}
+		kids := make([]child, a.NumField())
+		for k := range kids {
+			c := a.Field(k)
+			kids[k] = child{arr: c, leaves: leafCounter(c, keepNulls), nulls: c.NullN() > 0}
+		}
+		return func(i int) int32 {
+			var n int32
+			emitted := false
+			for k := range kids {
+				c := &kids[k]
+				null := c.nulls && c.arr.IsNull(i)
+				if null && !keepNulls {
+					continue
+				}
+				emitted = true
+				if null || c.leaves == nil {
+					n++
+				} else {
+					n += c.leaves(i)
+				}
+			}
+			if !emitted {
+				return 1 // {}
+			}
+			return n
+		}
+	case *array.Map:
+		items := a.Items()
+		inner := leafCounter(items, keepNulls)
+		return func(i int) int32 {
+			start, end := a.ValueOffsets(i)
+			var n int32
+			emitted := false
+			for j := int(start); j < int(end); j++ {
+				null := items.IsNull(j)
+				if null && !keepNulls {
+					continue
+				}
+				emitted = true
+				if null || inner == nil {
+					n++
+				} else {
+					n += inner(j)
+				}
+			}
+			if !emitted {
+				return 1 // {}
+			}
+			return n
+		}
+	case array.ListLike:
+		values := a.ListValues()
+		inner := leafCounter(values, keepNulls)
+		nulls := values.NullN() > 0
+		return func(i int) int32 {
+			start, end := a.ValueOffsets(i)
+			if end == start {
+				return 1 // []
+			}
+			if inner == nil {
+				return int32(end - start)
+			}
+			var n int32
+			for j := int(start); j < int(end); j++ {
+				if nulls && values.IsNull(j) {
+					n++
+				} else {
+					n += inner(j)
+				}
+			}
+			return n
+		}
+	}
+	return nil
+}
+
+// typeDepth is how deep values of dt nest objects and arrays (0 for a
+// scalar), as binder encodes them.
+func typeDepth(dt arrow.DataType) int {
+	switch t := dt.(type) {
+	case *arrow.DictionaryType:
+		return typeDepth(t.ValueType)
+	case *arrow.StructType:
+		d := 0
+		for _, f := range t.Fields() {
+			d = max(d, typeDepth(f.Type))
+		}
+		return 1 + d
+	case *arrow.MapType:
+		return 1 + typeDepth(t.ItemType())
+	case arrow.ListLikeType:
+		return 1 + typeDepth(t.Elem())
+	}
+	return 0
 }
 
 func appendFloat(b []byte, v float64, bitSize int) []byte {

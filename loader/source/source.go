@@ -26,6 +26,8 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/gzip"
+
+	"github.com/cosmosloader/loader/loader/record"
 )
 
 // DefaultMaxRecordBytes is the longest line or array element accepted when
@@ -178,6 +180,10 @@ type Record struct {
 	// Unterminated marks the last line of an input that has no trailing
 	// newline: if it does not parse, the input was probably truncated.
 	Unterminated bool
+	// Members is set (non-nil) by a reader that built Data itself: Data's
+	// top-level members, for record.Mapper.MapTrusted. Same ownership as
+	// Data.
+	Members []record.Member
 }
 
 // Reader yields the records of one input.

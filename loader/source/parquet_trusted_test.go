@@ -1,0 +1,132 @@
+package source
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/cosmosloader/loader/loader/record"
+)
+
+// trustedConfigs are mapper configurations that take every branch of the
+// trusted path: ids that are strings, numbers, nested, missing or bad;
+// partition keys that are scalars, null, missing, objects or arrays;
+// policies that index everything, nothing, or paths inside members.
+var trustedConfigs = []record.Config{
+	{PartitionKeyPaths: []string{"/id"}},
+	{PartitionKeyPaths: []string{"/tenant"}},
+	{IDField: "s", PartitionKeyPaths: []string{"/id"}},
+	{IDField: "n", PartitionKeyPaths: []string{"/id", "/s"}},
+	{IDField: "st.a", PartitionKeyPaths: []string{"/st/b"}},
+	{IDField: "nothing", PartitionKeyPaths: []string{"/n"}},
+	{PartitionKeyPaths: []string{"/m"}},
+	{PartitionKeyPaths: []string{"/tags"}},
+	{PartitionKeyPaths: []string{"/ts", "/f", "/st/a"}},
+	{PartitionKeyPaths: []string{"/s"}, Policy: record.IndexPolicy{Mode: "none"}},
+	{PartitionKeyPaths: []string{"/id"}, Policy: record.IndexPolicy{Included: []string{"/s/?", "/st/*", "/absent/?"}, Excluded: []string{"/*"}}},
+	{PartitionKeyPaths: []string{"/id"}, Policy: record.IndexPolicy{Included: []string{"/*"}, Excluded: []string{"/tags/*", "/m/?", "/customer/address/*"}}},
+	{PartitionKeyPaths: []string{"/id"}, Policy: record.IndexPolicy{Included: []string{"/items/[]/sku/?", "/tags/[]/?"}, Excluded: []string{"/*"}}},
+}
+
+// checkTrusted maps every record of recs both ways under every config and
+// fails on any difference in document, id, partition key, terms or error.
+func checkTrusted(t *testing.T, name string, recs []Record) {
+	t.Helper()
+	reasons := map[string]int{}
+	for ci, cfg := range trustedConfigs {
+		m, err := record.NewMapper(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rec := range recs {
+			if rec.Members == nil {
+				t.Fatalf("%s row %d: no members", name, rec.Line)
+			}
+			gen := func() string { return fmt.Sprintf("gen-%d", rec.Offset) }
+			want, werr := m.Map(rec.Data, gen)
+			got, gerr := m.MapTrusted(rec.Data, rec.Members, gen)
+			if !reflect.DeepEqual(werr, gerr) || !reflect.DeepEqual(want, got) {
+				t.Fatalf("%s row %d, config %d:\nMap        %+v %v\nMapTrusted %+v %v\nrecord %.300s", name, rec.Line, ci, want, werr, got, gerr, rec.Data)
+			}
+			if werr != nil {
+				reasons[werr.(*record.Error).Reason]++
+			} else {
+				reasons["ok"]++
+			}
+		}
+	}
+	t.Logf("%s: %d rows × %d configs: %v", name, len(recs), len(trustedConfigs), reasons)
+}
+
+// MapTrusted with the members the Parquet reader hands over must give what
+// Map gives, on files of independent writers and on the encoder's fixture,
+// with nulls omitted and kept.
+func TestParquetTrustedMapMatchesMap(t *testing.T) {
+	dir := t.TempDir()
+	gen := filepath.Join(dir, "encoder.parquet")
+	writeEncoderFixture(t, gen)
+	big := filepath.Join(dir, "big.parquet")
+	writeBigRows(t, big)
+	for _, path := range []string{parquetDir + "types.parquet", parquetDir + "rows.parquet", gen, big} {
+		for _, keep := range []bool{false, true} {
+			recs, err := readParquet(t, path, Options{CSVEmptyNull: keep}, Position{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkTrusted(t, fmt.Sprintf("%s keep=%v", filepath.Base(path), keep), recs)
+		}
+	}
+}
+
+// writeBigRows writes rows around Cosmos's 2 MB limit, some without an id,
+// and some whose id is not allowed.
+func writeBigRows(t *testing.T, path string) {
+	t.Helper()
+	str := arrow.BinaryTypes.String
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: str, Nullable: true}, {Name: "tenant", Type: str}, {Name: "body", Type: str},
+		{Name: "_ts", Type: arrow.PrimitiveTypes.Int64}, {Name: "empty", Type: arrow.StructOf(arrow.Field{Name: "x", Type: str, Nullable: true})},
+	}, nil)
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w, err := pqarrow.NewFileWriter(schema, f, parquet.NewWriterProperties(), pqarrow.DefaultWriterProps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	ids := []string{"", "a/b", "ok", strings.Repeat("x", 1100), "q?", "fine"}
+	for i, n := range []int{10, 2<<20 - 60, 2<<20 - 20, 2 << 20, 3 << 20, 100} {
+		if i%2 == 1 {
+			b.Field(0).AppendNull()
+		} else {
+			b.Field(0).(*array.StringBuilder).Append(ids[i])
+		}
+		b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("t%d", i))
+		b.Field(2).(*array.StringBuilder).Append(strings.Repeat("b", n))
+		b.Field(3).(*array.Int64Builder).Append(int64(i))
+		st := b.Field(4).(*array.StructBuilder)
+		st.Append(true)
+		st.FieldBuilder(0).AppendNull()
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
