@@ -95,6 +95,7 @@ func (s *Sequence) Add(c, part int, ru float64) {
 
 func (s *Sequence) flush(c int) {
 	b := &s.pending[c]
+	s.cursors[c] = growRuns(s.cursors[c], len(b.runs), s.maxRuns+len(b.runs))
 	for _, r := range b.runs {
 		s.cursors[c] = appendRun(s.cursors[c], r)
 		s.total++
@@ -103,6 +104,24 @@ func (s *Sequence) flush(c int) {
 	if s.total > s.maxRuns {
 		s.coarsen()
 	}
+}
+
+// growRuns makes room for need more runs, doubling the capacity up to
+// limit. append grows a large slice by a quarter: a sequence of millions
+// of runs was copied about five times over, each time into fresh pages,
+// which made Add a third of dry-run's bookkeeping.
+func growRuns(runs []Run, need, limit int) []Run {
+	if len(runs)+need <= cap(runs) {
+		return runs
+	}
+	n := max(2*cap(runs), 1024)
+	if n > limit {
+		n = limit
+	}
+	n = max(n, len(runs)+need)
+	out := make([]Run, len(runs), n)
+	copy(out, runs)
+	return out
 }
 
 // appendRun appends r, merging it into the last run of the same partition.
