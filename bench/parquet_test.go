@@ -363,3 +363,54 @@ func TestWriteParquetFixture(t *testing.T) {
 	mb, _ := strconv.Atoi(os.Getenv("LOADER_BENCH_PARQUET_MB"))
 	parquetFixture(t, dir, "orders-v1", int64(mb)<<20, writeOrdersParquet)
 }
+
+// The mapper's trusted path (record.Mapper.MapTrusted, fed by the Parquet
+// reader) must give what Map gives on the benchmark's own order rows too:
+// nested structs, a list of structs, ids and keys at the top and below it.
+func TestParquetTrustedMapOnOrders(t *testing.T) {
+	path, rows := parquetFixture(t, t.TempDir(), "orders-v1", 1<<20, writeOrdersParquet)
+	configs := []record.Config{
+		{PartitionKeyPaths: []string{"/tenant"}},
+		{IDField: "customer.email", PartitionKeyPaths: []string{"/customer/address/city", "/status"}},
+		{IDField: "total", PartitionKeyPaths: []string{"/id"}, Policy: record.IndexPolicy{
+			Included: []string{"/*", "/items/[]/sku/?"}, Excluded: []string{"/customer/address/*", "/notes/?"}}},
+		{PartitionKeyPaths: []string{"/items"}},
+	}
+	var mappers []*record.Mapper
+	for _, cfg := range configs {
+		m, err := record.NewMapper(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mappers = append(mappers, m)
+	}
+	for _, keep := range []bool{false, true} {
+		rd, err := source.Open(source.Input{Path: path}, nil, source.Options{Format: "parquet", CSVEmptyNull: keep}, source.Position{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		for ; ; n++ {
+			rec, err := rd.Next()
+			if err != nil {
+				break
+			}
+			if rec.Members == nil {
+				t.Fatalf("row %d: no members", rec.Line)
+			}
+			for ci, m := range mappers {
+				gen := func() string { return "gen" }
+				want, werr := m.Map(rec.Data, gen)
+				got, gerr := m.MapTrusted(rec.Data, rec.Members, gen)
+				if fmt.Sprint(werr) != fmt.Sprint(gerr) || fmt.Sprint(want.PK) != fmt.Sprint(got.PK) ||
+					want.ID != got.ID || want.Terms != got.Terms || !bytes.Equal(want.Body, got.Body) {
+					t.Fatalf("row %d, config %d: Map %+v %v, MapTrusted %+v %v", rec.Line, ci, want, werr, got, gerr)
+				}
+			}
+		}
+		rd.Close()
+		if n != rows {
+			t.Fatalf("read %d rows of %d", n, rows)
+		}
+	}
+}
