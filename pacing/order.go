@@ -106,15 +106,20 @@ func (s *Sequence) flush(c int) {
 	}
 }
 
-// growRuns makes room for need more runs, doubling the capacity up to
-// limit. append grows a large slice by a quarter: a sequence of millions
-// of runs was copied about five times over, each time into fresh pages,
-// which made Add a third of dry-run's bookkeeping.
+// growRuns makes room for need more runs, doubling the capacity up to 1M
+// runs (12 MB) and by half beyond, never past limit. append grows a large
+// slice by a quarter: a sequence of millions of runs was copied about five
+// times over, each time into fresh pages, which made Add a third of
+// dry-run's bookkeeping. Half, not double, beyond 1M keeps the unused
+// capacity of a big sequence (which counts in RSS) near what it was.
 func growRuns(runs []Run, need, limit int) []Run {
 	if len(runs)+need <= cap(runs) {
 		return runs
 	}
 	n := max(2*cap(runs), 1024)
+	if cap(runs) >= 1<<20 {
+		n = cap(runs) + cap(runs)/2
+	}
 	if n > limit {
 		n = limit
 	}
