@@ -163,6 +163,49 @@ type partition struct {
 	requests, succeeded, throttled int64
 	totalRU                        float64
 	perSecond                      secondRing
+
+	// The second guard models the service's budget per aligned clock
+	// second (renewed as available = min(available, 0) + limit): the
+	// bucket alone lets a second that starts with it full — after the
+	// queue ran dry — take 110 % of the rate, and the service refuses what
+	// comes after the budget. guardSec is the unix second guardRU is left
+	// in.
+	guardSec int64
+	guardRU  float64
+}
+
+// renewGuard brings the second guard to second sec. pt.mu must be held.
+func (pt *partition) renewGuard(sec int64) {
+	if sec <= pt.guardSec {
+		return
+	}
+	n := float64(sec - pt.guardSec)
+	pt.guardRU = math.Min(math.Min(pt.guardRU, 0)+n*pt.limit, pt.limit)
+	pt.guardSec = sec
+}
+
+// guard charges ru to the aligned second of at, or of the first renewal
+// after it that leaves budget, and returns when the request may go. A
+// request sent while the second has budget left may take it into debt, as
+// the service allows. pt.mu must be held.
+func (pt *partition) guard(at time.Time, ru float64) time.Time {
+	sec := at.Unix()
+	if sec < pt.guardSec {
+		// Behind later reservations: charged to the latest second.
+		pt.guardRU -= ru
+		return at
+	}
+	pt.renewGuard(sec)
+	if pt.guardRU <= 0 {
+		k := int64(1)
+		if pt.limit > 0 {
+			k = int64(math.Floor(-pt.guardRU/pt.limit)) + 1
+		}
+		pt.renewGuard(sec + k)
+		at = time.Unix(sec+k, 0)
+	}
+	pt.guardRU -= ru
+	return at
 }
 
 // ErrBadConfig reports an unusable PacerConfig.
@@ -191,7 +234,7 @@ func NewPacer(cfg PacerConfig) (*Pacer, error) {
 	n := len(bounds) - 1
 	share := cfg.TargetRU / float64(n)
 	for range n {
-		pt := &partition{share: share, limit: share, last: p.start}
+		pt := &partition{share: share, limit: share, last: p.start, guardSec: p.start.Unix(), guardRU: share}
 		pt.lim = rate.NewLimiter(rate.Limit(share*tokensPerRU), p.burst(share))
 		// Start empty: a full bucket would let the first second spend
 		// (1 + Depth) × the target, a 429 when the target is all there is.
@@ -252,6 +295,8 @@ type Reservation struct {
 	p      *Pacer
 	rs     []*rate.Reservation
 	credit float64
+	// sec is the aligned second the second guard charged it to.
+	sec int64
 }
 
 // Reserve takes ru from part's bucket without waiting and says when the
@@ -283,6 +328,8 @@ func (p *Pacer) Reserve(part int, ru float64) *Reservation {
 	if r.At.Before(pt.pausedUntil) {
 		r.At = pt.pausedUntil
 	}
+	r.At = pt.guard(r.At, ru)
+	r.sec = max(r.At.Unix(), pt.guardSec)
 	pt.requests++
 	pt.totalRU += ru
 	pt.perSecond.add(r.At, ru)
@@ -314,6 +361,9 @@ func (r *Reservation) Cancel() {
 	r.rs = nil
 	pt.credit += r.credit
 	r.credit = 0
+	if r.sec == pt.guardSec {
+		pt.guardRU += r.RU
+	}
 	pt.requests--
 	pt.totalRU -= r.RU
 	pt.perSecond.add(r.At, -r.RU)
@@ -335,8 +385,12 @@ func (p *Pacer) Wait(ctx context.Context, part int, ru float64) error {
 			at = pt.pausedUntil
 		}
 		pt.mu.Unlock()
-		d := at.Sub(p.clock.Now())
+		now := p.clock.Now()
+		d := at.Sub(now)
 		if d <= 0 {
+			if p.late(r, now) {
+				continue
+			}
 			return nil
 		}
 		if err := p.clock.Sleep(ctx, d); err != nil {
@@ -344,6 +398,30 @@ func (p *Pacer) Wait(ctx context.Context, part int, ru float64) error {
 			return fmt.Errorf("wait for %.2f RU: %w", ru, err)
 		}
 	}
+}
+
+// late moves a request woken in a later aligned second than it was
+// charged to — a busy machine, a wake-up past the boundary — to that
+// second, where the service will count it, and says whether it must wait
+// again for that second's budget.
+func (p *Pacer) late(r *Reservation, now time.Time) bool {
+	sec := now.Unix()
+	if sec <= r.sec {
+		return false
+	}
+	pt := p.part(r.Part)
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	if r.sec == pt.guardSec {
+		pt.guardRU += r.RU
+	} else if pt.guardSec > sec {
+		// Later seconds are booked already: leave it where it is.
+		r.sec = sec
+		return false
+	}
+	at := pt.guard(now, r.RU)
+	r.At, r.sec = at, at.Unix()
+	return at.After(now)
 }
 
 // Settle corrects a partition's bucket for the difference between the RU
@@ -365,8 +443,12 @@ func (p *Pacer) Settle(part int, estimated, actual float64) {
 		n := int(tokens)
 		pt.frac = tokens - float64(n)
 		takeTokens(pt.lim, now, n)
+		pt.guardRU -= diff
 	} else {
 		pt.credit = math.Min(pt.credit-diff, pt.limit*p.cfg.Depth.Seconds())
+		if now.Unix() == pt.guardSec {
+			pt.guardRU -= diff
+		}
 	}
 	pt.totalRU += diff
 	pt.perSecond.add(now, diff)
