@@ -308,11 +308,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	parts := r.adm.lanes(o.Partitions)
 	var dispatchers sync.WaitGroup
 	laneSize, _ := batchSplit(o.QueuePerPartition, o.Batch)
-	queues := &lanes{size: laneSize, start: func(q chan *item) {
+	queues := &lanes{size: laneSize, start: func(q chan *item, busy *atomic.Int64) {
 		dispatchers.Add(1)
 		go func() {
 			defer dispatchers.Done()
-			r.dispatch(q)
+			r.dispatch(q, busy)
 		}()
 	}}
 	queues.get(parts - 1)
@@ -405,31 +405,36 @@ func DefaultReadAhead(partitions int) int {
 // lanes are the queues of records read ahead, one per pacer partition
 // index. A split adds partitions, hence lanes; a split-away partition's
 // lane drains, its records re-routed as they are dispatched. Only the
-// reader calls get and closeAll.
+// reader calls get and closeAll. busy counts, per lane, the requests its
+// dispatcher is admitting (spending the pacer's bucket) or has in flight.
 type lanes struct {
 	mu    sync.Mutex
 	qs    []chan *item
+	busy  []*atomic.Int64
 	size  int
-	start func(chan *item)
+	start func(chan *item, *atomic.Int64)
 }
 
 func (l *lanes) get(i int) chan *item {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for len(l.qs) <= i {
-		q := make(chan *item, l.size)
-		l.qs = append(l.qs, q)
-		l.start(q)
+		q, busy := make(chan *item, l.size), new(atomic.Int64)
+		l.qs, l.busy = append(l.qs, q), append(l.busy, busy)
+		l.start(q, busy)
 	}
 	return l.qs[max(i, 0)]
 }
 
-// anyEmpty reports whether some partition has nothing queued.
-func (l *lanes) anyEmpty() bool {
+// anyIdle reports whether some partition is idle: nothing queued and
+// nothing being admitted or written. With batching a queue is often empty
+// while its partition writes what was just taken from it; that partition
+// is not starved.
+func (l *lanes) anyIdle() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, q := range l.qs {
-		if len(q) == 0 {
+	for i, q := range l.qs {
+		if len(q) == 0 && l.busy[i].Load() == 0 {
 			return true
 		}
 	}
@@ -611,7 +616,7 @@ func (r *run) readAll(queues *lanes) error {
 		stop, watched := make(chan struct{}), make(chan struct{})
 		go func() {
 			defer close(watched)
-			s.watch(stop, r.o.Clock, queues.anyEmpty, r.tr, func(i int, in Input) {
+			s.watch(stop, r.o.Clock, queues.anyIdle, r.tr, func(i int, in Input) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
@@ -738,21 +743,26 @@ func (r *run) deadLetterAs(input int, seq uint64, result recordResult, d *DeadLe
 	}
 }
 
-// dispatch admits one partition's queued records and starts their writes.
+// dispatch admits one partition's queued records and starts their writes,
+// counting in busy the requests being admitted or in flight.
 // After a stop, queued records are dropped unsent: they are above the
 // low-water mark and a resume reads them again.
-func (r *run) dispatch(q <-chan *item) {
+func (r *run) dispatch(q <-chan *item, busy *atomic.Int64) {
 	// admit waits until one request (a point write or a batch) of ru may
 	// be sent: the strategy counts requests, whatever the records in them.
 	admit := func(part int, ru float64) bool {
+		busy.Add(1)
+		defer busy.Add(-1)
 		return !r.stopped() && r.adm.admit(r.readCtx, part, ru) == nil
 	}
 	start := func(send func()) {
 		r.wg.Add(1)
 		r.inFlight.Add(1)
+		busy.Add(1)
 		go func() {
 			defer r.wg.Done()
 			defer r.inFlight.Add(-1)
+			defer busy.Add(-1)
 			defer r.adm.release()
 			send()
 		}()

@@ -280,7 +280,8 @@ func (c *segCursor) park(on bool) {
 }
 
 // starved reports how many cursors are reading and whether every one of
-// them is parked while some partition has nothing queued.
+// them is parked while some partition is idle: anyIdle says whether one
+// has nothing queued and nothing being admitted or written (lanes.anyIdle).
 func (s *segmenter) starved(anyIdle func() bool) (reading int, starved bool) {
 	s.plan.mu.Lock()
 	curs := s.curs

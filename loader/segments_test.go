@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/cosmosloader/loader/checkpoint"
@@ -116,5 +117,31 @@ func TestSegmenterCursorsOfUnsplittableInputsReadToTheEnd(t *testing.T) {
 		if !c.take(past, source.Position{Offset: past + 20, Line: 900}) {
 			t.Errorf("%s: the cursor stops at a record at offset %d", name, past)
 		}
+	}
+}
+
+// With batching a partition's queue is often empty while its dispatcher
+// admits or writes what it just took: that partition is not idle, and a
+// load whose cursors are all parked is not starved because of it.
+func TestLanesIdleCountsWorkInFlight(t *testing.T) {
+	var busy []*atomic.Int64
+	l := &lanes{size: 4, start: func(_ chan *item, b *atomic.Int64) { busy = append(busy, b) }}
+	l.get(1)
+	l.get(0) <- &item{}
+	busy[1].Add(1) // partition 1: queue empty, a batch in flight
+	if l.anyIdle() {
+		t.Fatal("anyIdle with one partition queued and the other writing, want false")
+	}
+	seg := &segmenter{plan: &segmentPlan{}, curs: []*segCursor{{reading: true}}}
+	seg.curs[0].parked.Store(true)
+	if _, starved := seg.starved(l.anyIdle); starved {
+		t.Error("starved while every partition has work queued or in flight")
+	}
+	busy[1].Add(-1)
+	if !l.anyIdle() {
+		t.Fatal("anyIdle with partition 1 empty and nothing in flight, want true")
+	}
+	if _, starved := seg.starved(l.anyIdle); !starved {
+		t.Error("not starved with the only cursor parked and partition 1 idle")
 	}
 }

@@ -115,4 +115,3 @@ func TestDrySpellsStayWithinEachSecond(t *testing.T) {
 		})
 	}
 }
-
