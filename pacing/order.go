@@ -366,13 +366,21 @@ func SimulateOrder(seq *Sequence, cfg OrderConfig) OrderResult {
 		curs = append(curs, nc)
 	}
 	// Each partition's queue as runs of equal-cost records, a count of the
-	// records in it, and the RU it may still spend this step (with debt).
+	// records in it, the RU it may still spend this step (with debt), and
+	// the pacer's second guard: the RU left in the aligned second sec
+	// (renewed as min(left, 0) + budget), so a partition that starts a
+	// second with a full bucket spends no more than the budget in it.
 	type part struct {
 		q      []Run
 		n      int
 		credit float64
+		sec    int64
+		left   float64
 	}
 	ps := make([]part, parts)
+	for i := range ps {
+		ps[i].left = cfg.BudgetPerPartition
+	}
 	refill := func() {
 		for progress := true; progress; {
 			progress = false
@@ -436,6 +444,9 @@ func SimulateOrder(seq *Sequence, cfg OrderConfig) OrderResult {
 					reading++
 				}
 			}
+			// Writing is instant too, so a partition with nothing
+			// queued has nothing in flight either: idle as the import's
+			// lanes.anyIdle means it.
 			for _, p := range ps {
 				idle = idle || p.n == 0
 			}
@@ -445,17 +456,25 @@ func SimulateOrder(seq *Sequence, cfg OrderConfig) OrderResult {
 			}
 		}
 		var lastBusy float64
+		sec := int64(t + step/2)
 		for pi := range ps {
 			p := &ps[pi]
+			if sec > p.sec {
+				n := float64(sec - p.sec)
+				p.left = math.Min(math.Min(p.left, 0)+n*cfg.BudgetPerPartition, cfg.BudgetPerPartition)
+				p.sec = sec
+			}
 			if p.n == 0 {
 				// An idle partition banks nothing: the pacer's bucket is
 				// about a tenth of a second deep.
 				p.credit = min(p.credit+perStep, cfg.BudgetPerPartition*0.1)
 				continue
 			}
-			p.credit += perStep
+			// Held back by the second guard, the bucket still fills only
+			// to its depth.
+			p.credit = min(p.credit+perStep, cfg.BudgetPerPartition*0.1+perStep)
 			used := 0.0
-			for p.n > 0 && p.credit > 0 {
+			for p.n > 0 && p.credit > 0 && p.left > 0 {
 				r := &p.q[0]
 				// Records of equal cost: spend as many as the credit
 				// allows, the last one possibly into debt.
@@ -466,6 +485,7 @@ func SimulateOrder(seq *Sequence, cfg OrderConfig) OrderResult {
 				k = min(k, r.N)
 				cost := float64(k) * float64(r.RU)
 				p.credit -= cost
+				p.left -= cost
 				used += cost
 				r.N -= k
 				p.n -= int(k)
