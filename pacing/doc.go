@@ -16,7 +16,9 @@
 //     (golang.org/x/time/rate, in milli-RU) per physical partition, each
 //     filling at target ÷ partitions and holding only Depth (100 ms) of it,
 //     so spend is released every few milliseconds instead of at the top of
-//     each second. Partition maps an EPK to its bucket; Wait (or Reserve)
+//     each second; a second guard, the service's per-second budget with
+//     debt, keeps every aligned second within the share even when it starts
+//     with a full bucket. Partition maps an EPK to its bucket; Wait (or Reserve)
 //     takes the estimate before a request; Settle corrects the bucket to
 //     the actual charge, which makes the long-run rate exact however wrong
 //     the estimates; SetTarget changes the total at run time.

@@ -33,8 +33,9 @@ type PacerConfig struct {
 	Clock clock.Clock
 	// Depth is how much of a second's rate a bucket holds, 100 ms by
 	// default: the pattern's "20 operations every 200 ms rather than 100 at
-	// the top of each second", which keeps every second's spend within
-	// (1 + Depth/1s) of the target.
+	// the top of each second". A second guard (the service's budget per
+	// aligned second, debt carried) keeps a second that starts with the
+	// bucket full from spending the extra Depth of it.
 	Depth time.Duration
 	// Backoff multiplies a partition's rate when its 429s look like
 	// contention (default 0.7), at most once per CutInterval (default 1 s,
