@@ -115,3 +115,43 @@ func TestDrySpellsStayWithinEachSecond(t *testing.T) {
 		})
 	}
 }
+
+// A request woken past a second's boundary — a busy machine's late
+// wake-up — is counted by the service in the later second: the guard moves
+// its charge there, so that second's other requests leave room for it.
+func TestLateWakeIsChargedToItsSecond(t *testing.T) {
+	const share = 2000.0
+	start := time.Unix(1_700_000_000, 0)
+	clk := &simClock{now: start}
+	p, err := NewPacer(PacerConfig{TargetRU: share, Partitions: 1, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last *Reservation
+	for last == nil || last.At.Before(start.Add(900*time.Millisecond)) {
+		last = p.Reserve(0, 400)
+		clk.now = last.At
+	}
+	if last.At.Unix() != start.Unix() {
+		t.Fatalf("last request of second 0 at %v", last.At.Sub(start))
+	}
+	// Its sender wakes 150 ms late, in second 1.
+	clk.now = start.Add(last.At.Sub(start) + 150*time.Millisecond)
+	if p.late(last, clk.now) {
+		t.Fatal("a late request waits although second 1 has its budget")
+	}
+	sent := 400.0
+	for {
+		r := p.Reserve(0, 400)
+		if r.At.Unix() != start.Unix()+1 {
+			break
+		}
+		clk.now = r.At
+		sent += 400
+	}
+	// Requests of 400 RU fill 2,000 exactly; without the move the late
+	// one came on top (2,400 RU, a 429 for the last).
+	if sent > share {
+		t.Errorf("second 1 took %.0f RU with the late request, want ≤ %.0f", sent, share)
+	}
+}
