@@ -222,7 +222,7 @@ type OrderConfig struct {
 
 // SplitPolicy decides when a segmented load opens one more cursor: when,
 // for Patience, every cursor still reading is parked on a full queue while
-// some partition has nothing queued — the idle partition's records, if the
+// some partition is idle, with nothing queued or in flight — its records, if the
 // file holds any, lie beyond every cursor. The import then splits the
 // largest unread range in two. A split that does not end the starvation
 // (the idle partition may have no records left anywhere) doubles the wait
