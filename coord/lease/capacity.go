@@ -9,9 +9,11 @@
 // it, so a process whose renewals stop getting through stops spending that
 // capacity before anyone else can acquire it.
 //
-// A dead process's partitions come back before its leases expire: a process
-// counts a partition only while its own heartbeat is fresh, so once that
-// heartbeat is old enough the others know it spends nothing and break its
+// A dead process's partitions come back well before its leases expire: each
+// process rewrites a heartbeat blob every second, on its own cadence apart
+// from the lease renewals, and counts a partition only while its last
+// heartbeat was sent less than three seconds ago; once a heartbeat is five
+// seconds old the others know its process spends nothing and break its
 // leases (see breakable for the timing argument).
 package lease
 
@@ -89,10 +91,14 @@ type Capacity struct {
 	blobs      []*blockblob.Client
 	member     *blockblob.Client // this process's heartbeat blob
 	wake       chan struct{}
-	beatEvery  time.Duration // how often the heartbeat is written
+	beatEvery  time.Duration // how often the heartbeat is written (heartbeatEvery)
 	freshFor   time.Duration // how long after a heartbeat was sent its partitions still count
 	deadAfter  time.Duration // a heartbeat this old (server time) means its process spends nothing
+	beatWake   chan struct{} // the heartbeat must say something new (want changed)
 	backoff    time.Duration // Run's goroutine only
+	// beforeUpload, when set, runs between a heartbeat's send time being
+	// taken and its upload: tests play a slow write with it.
+	beforeUpload func()
 
 	mu          sync.Mutex
 	demand      float64
@@ -148,18 +154,15 @@ func NewCapacity(cfg CapacityConfig) (*Capacity, error) {
 		renewEvery: cfg.LeaseDuration / 3,
 		safeFor:    cfg.LeaseDuration - cfg.LeaseDuration/3,
 		reqTimeout: cfg.LeaseDuration / 6,
-		// Heartbeats twice per renewal period; partitions count for a
-		// renewal period and a half after one (a late heartbeat has a
-		// full period of slack); a heartbeat two periods old means its
-		// process spends nothing, with half a period of margin.
-		beatEvery: cfg.LeaseDuration / 6,
-		freshFor:  cfg.LeaseDuration / 2,
-		deadAfter: cfg.LeaseDuration * 2 / 3,
-		wake:      make(chan struct{}, 1),
-		held:      map[int]time.Time{},
-		labelled:  map[int]time.Time{},
-		storageOK: true,
-		notified:  cfg.ReservedRU,
+		beatEvery:  heartbeatEvery,
+		freshFor:   heartbeatFresh,
+		deadAfter:  heartbeatDead,
+		wake:       make(chan struct{}, 1),
+		beatWake:   make(chan struct{}, 1),
+		held:       map[int]time.Time{},
+		labelled:   map[int]time.Time{},
+		storageOK:  true,
+		notified:   cfg.ReservedRU,
 	}
 	c.reservedAll = cfg.ReservedRU
 	c.resizeLocked()
@@ -223,12 +226,21 @@ func (c *Capacity) SetDemand(ruPerSec float64) {
 	c.mu.Lock()
 	c.demand = ruPerSec
 	change := decide(ruPerSec, c.cfg.ReservedRU, c.per, len(c.held), c.cfg.Partitions, c.share)
+	publish := wanted(ruPerSec, c.cfg.ReservedRU, c.per, c.cfg.Partitions) != c.beatWant || !c.beatOn
 	c.mu.Unlock()
 	if change != 0 {
-		select {
-		case c.wake <- struct{}{}:
-		default:
-		}
+		poke(c.wake)
+	}
+	if publish {
+		poke(c.beatWake)
+	}
+}
+
+// poke wakes a loop waiting on ch, unless it is woken already.
+func poke(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
 	}
 }
 
@@ -280,8 +292,13 @@ func (c *Capacity) countedLocked(now time.Time) int {
 // countsLocked reports whether held partition p counts at now; the
 // heartbeat must be fresh too (countedLocked).
 func (c *Capacity) countsLocked(p int, now time.Time) bool {
-	fresh := !c.beat.IsZero() && now.Sub(c.beat) < c.freshFor
-	return fresh && now.Sub(c.held[p]) < c.safeFor && !c.labelled[p].Before(c.streak)
+	return c.freshLocked(now) && now.Sub(c.held[p]) < c.safeFor && !c.labelled[p].Before(c.streak)
+}
+
+// freshLocked reports whether this process's last acknowledged heartbeat
+// was sent less than freshFor before now.
+func (c *Capacity) freshLocked(now time.Time) bool {
+	return !c.beat.IsZero() && now.Sub(c.beat) < c.freshFor
 }
 
 func (c *Capacity) limitLocked(now time.Time) float64 {
@@ -327,17 +344,36 @@ func decide(demand, reserved, per float64, held, partitions, share int) int {
 // every lease it holds. Storage errors never end it: it falls back to
 // ReservedRU and retries with backoff. It returns nil once ctx is done.
 func (c *Capacity) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	// The heartbeat stops before shutdown deletes its blob.
 	defer c.shutdown()
+	defer wg.Wait()
+	wg.Add(2)
 	// The limit drops when a lease or the heartbeat stops counting, even
-	// while the loop below waits on a slow storage call: the others' break
+	// while the loops below wait on a slow storage call: the others' break
 	// timing relies on it (see breakable).
 	go func() {
+		defer wg.Done()
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case <-c.cfg.Clock.After(c.renewEvery / 10):
+			case <-c.cfg.Clock.After(c.beatEvery / 4):
 				c.notify()
+			}
+		}
+	}()
+	// The heartbeat on its own cadence: a slow renewal or acquisition
+	// round never makes it late.
+	go func() {
+		defer wg.Done()
+		for {
+			wait := c.beatStep(ctx)
+			select {
+			case <-ctx.Done():
+				return
+			case <-c.beatWake:
+			case <-c.cfg.Clock.After(wait):
 			}
 		}
 	}()
@@ -380,19 +416,8 @@ func (c *Capacity) step(ctx context.Context) time.Duration {
 // round renews what is due, then acquires or releases toward the demand. It
 // returns the first storage error; a partition someone else holds is not one.
 func (c *Capacity) round(ctx context.Context) error {
-	c.mu.Lock()
-	ready := c.ready
-	c.mu.Unlock()
-	if !ready {
-		rctx, cancel := context.WithTimeout(ctx, c.reqTimeout)
-		_, err := c.cfg.Container.Create(rctx, nil)
-		cancel()
-		if err != nil && !bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
-			return fmt.Errorf("create lease container: %w", err)
-		}
-		c.mu.Lock()
-		c.ready = true
-		c.mu.Unlock()
+	if err := c.ensureContainer(ctx); err != nil {
+		return err
 	}
 
 	now := c.cfg.Clock.Now()
@@ -425,9 +450,6 @@ func (c *Capacity) round(ctx context.Context) error {
 		}
 	}
 
-	if err := c.heartbeat(ctx, now); err != nil {
-		return err
-	}
 	// After a gap in the heartbeat the partitions still held count again
 	// only once labelled anew: a breaker that judged this process dead
 	// during the gap then finds the label's ETag changed and fails.
@@ -447,7 +469,10 @@ func (c *Capacity) round(ctx context.Context) error {
 
 	c.mu.Lock()
 	change := decide(c.demand, c.cfg.ReservedRU, c.per, len(c.held), c.cfg.Partitions, c.share)
-	acquireOK := !now.Before(c.nextAcquire)
+	// Acquire only under a fresh heartbeat: the fair share is known then,
+	// and the labels written count at once. The heartbeat loop wakes this
+	// one when it has written it.
+	acquireOK := !now.Before(c.nextAcquire) && c.freshLocked(now)
 	var free, release []int
 	for p := 0; p < c.cfg.Partitions; p++ {
 		if _, ok := c.held[p]; ok {
@@ -490,6 +515,26 @@ func (c *Capacity) round(ctx context.Context) error {
 			c.mu.Unlock()
 		}
 	}
+	return nil
+}
+
+// ensureContainer creates the lease container unless it is known to exist.
+func (c *Capacity) ensureContainer(ctx context.Context) error {
+	c.mu.Lock()
+	ready := c.ready
+	c.mu.Unlock()
+	if ready {
+		return nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, c.reqTimeout)
+	_, err := c.cfg.Container.Create(rctx, nil)
+	cancel()
+	if err != nil && !bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
+		return fmt.Errorf("create lease container: %w", err)
+	}
+	c.mu.Lock()
+	c.ready = true
+	c.mu.Unlock()
 	return nil
 }
 
@@ -652,26 +697,41 @@ func (c *Capacity) label(ctx context.Context, p int) error {
 // breakable reports whether a partition leased by holder and last labelled
 // at modified (server time) may have its lease broken now, with a break
 // period of 0 and on condition that its ETag has not changed since the
-// listing. It may when the holder's heartbeat was absent or older than
-// deadAfter at the last heartbeat listing (server time beatDate), and the
-// label is at least deadAfter older than that listing.
+// partition listing. It may when the holder's heartbeat was absent or older
+// than deadAfter at the last heartbeat listing (server time beatDate), and
+// the label is at least deadAfter older than that listing.
 //
 // Why the holder then spends nothing, alive or not: it counts a partition
-// only while it knows of a heartbeat it sent less than freshFor ago, and
-// only if it labelled the partition after its heartbeat last became fresh
-// (countedLocked). Suppose it counted the partition at some time after the
-// break. Renewals after the break fail, and so do label writes under the
-// broken lease; the unchanged ETag says the label the break saw, written at
-// modified, was its last before the break. So the holder's heartbeat was
-// fresh without a gap from at most modified to after the break, which
-// includes beatDate (modified < beatDate - deadAfter, and the partition
-// listing that gave the ETag follows the heartbeat listing). Fresh at
-// beatDate means the listing showed a heartbeat acknowledged before
-// beatDate and sent less than freshFor before it: age < freshFor <
-// deadAfter. Contradiction. The margin deadAfter − freshFor (a sixth of the
-// lease duration, 2.5 s at 15 s) absorbs the one-second resolution of
-// Last-Modified and Date and requests still in flight when the holder's
-// limit dropped (Run's ticker drops it within a tenth of a renewal period).
+// only while its last acknowledged heartbeat was sent less than freshFor
+// ago, and only if it labelled the partition after its heartbeat last became
+// fresh (countedLocked). A heartbeat acknowledged freshFor or more after the
+// previous one was sent is a gap, and restarts that streak at its
+// acknowledgement: so throughout a streak, at every moment, the heartbeat
+// blob holds a write sent less than freshFor before. Suppose the holder
+// counted the partition at some time t after the break. Renewals after the
+// break fail, and so do label writes under the broken lease; the unchanged
+// ETag says the label the break saw, written at modified, was its last
+// before the break. So one streak ran from before that label's write until
+// t, and the heartbeat listing fell inside it: the label is older than the
+// listing (modified < beatDate − deadAfter), and the listing completed
+// before the break was sent (whichever of the two listings came first).
+// Inside the streak the listing showed a heartbeat sent less than freshFor
+// before it: age < freshFor < deadAfter. Contradiction.
+//
+// None of this depends on the heartbeat being on time: a write that is slow
+// to be sent, or sent and slow to be acknowledged (a busy machine, a stalled
+// connection), only makes the holder stop counting sooner, and an
+// acknowledgement that comes too late is a gap, after which the holder
+// relabels before counting again — a relabel that fails if its lease was
+// broken meanwhile, or makes a pending break fail on the changed ETag. A
+// heartbeat committed by the server long after it was sent only makes the
+// holder look alive for longer.
+//
+// The margin deadAfter − freshFor (2 s) absorbs the one-second resolution of
+// Last-Modified and Date (a heartbeat can look up to a second older than it
+// is), and a second for what the holder still spends after it stopped
+// counting: Run's ticker drops its limit within a quarter of a heartbeat
+// period, and requests already sent still land.
 //
 // A holder whose lease was broken while it was stalled finds out at its
 // next renewal (lease lost) or, if it wrote a fresh heartbeat first, at its
@@ -716,18 +776,8 @@ func (c *Capacity) nextWake() time.Duration {
 	for _, renewed := range c.held {
 		wait = min(wait, renewed.Add(c.renewEvery).Sub(now))
 	}
-	if c.beatOn {
-		// A late heartbeat stops this process's partitions from
-		// counting: wake for it.
-		wait = min(wait, c.beat.Add(c.beatEvery).Sub(now))
-	}
 	if !c.nextAcquire.IsZero() && decide(c.demand, c.cfg.ReservedRU, c.per, len(c.held), c.cfg.Partitions, c.share) > 0 {
 		wait = min(wait, c.nextAcquire.Sub(now))
-	}
-	if c.members > 1 && c.demand > 0 {
-		// Others share the container: look at their heartbeats often
-		// enough to notice one of them dying well within a lease duration.
-		wait = min(wait, c.renewEvery/3)
 	}
 	return max(wait, 10*time.Millisecond)
 }
@@ -837,58 +887,107 @@ const (
 	metaHolder = "holder"
 )
 
+// The heartbeat's timing, apart from the lease duration: one small blob
+// write (and one listing of the heartbeats) per process per second. A
+// process counts its partitions for heartbeatFresh after sending its last
+// acknowledged heartbeat, so a write may be up to two seconds late before
+// its capacity lapses; a heartbeat heartbeatDead old, by the server's
+// clock, means its process spends nothing (breakable has the margin).
+const (
+	heartbeatEvery = time.Second
+	heartbeatFresh = 3 * time.Second
+	heartbeatDead  = 5 * time.Second
+)
+
+// beatStep is one pass of the heartbeat loop: publish how many partitions
+// this process wants, read what every live process wants, work out the fair
+// share, and wake the lease loop when that asks for a change. It returns
+// how long to wait before the next pass. Tests call it directly on a fake
+// clock. A storage error drops the leased capacity at once, as in a round.
+func (c *Capacity) beatStep(ctx context.Context) time.Duration {
+	relabel, err := c.heartbeat(ctx)
+	if ctx.Err() != nil {
+		return 0
+	}
+	if err != nil {
+		c.storageDown(err)
+		c.notify()
+		return c.beatEvery
+	}
+	now := c.cfg.Clock.Now()
+	c.mu.Lock()
+	change := decide(c.demand, c.cfg.ReservedRU, c.per, len(c.held), c.cfg.Partitions, c.share)
+	wait := c.beatEvery
+	if c.beatOn {
+		wait = max(c.beat.Add(c.beatEvery).Sub(now), 10*time.Millisecond)
+	}
+	c.mu.Unlock()
+	if relabel || change != 0 {
+		poke(c.wake)
+	}
+	c.notify()
+	return wait
+}
+
 // heartbeat publishes how many partitions this process wants and reads what
 // every live process wants, to work out this process's fair share: without
 // it the first process to start would hold every partition for as long as
-// it had work. A process's heartbeat counts for two renewal periods
-// (deadAfter); by then a dead process's partitions have stopped counting
-// and the others break their leases.
-func (c *Capacity) heartbeat(ctx context.Context, now time.Time) error {
+// it had work. A process's heartbeat counts for deadAfter; by then a dead
+// process's partitions have stopped counting and the others break their
+// leases. It reports whether a gap in this process's heartbeat just ended
+// while it holds partitions, which must then be labelled anew.
+func (c *Capacity) heartbeat(ctx context.Context) (relabel bool, err error) {
+	if err := c.ensureContainer(ctx); err != nil {
+		return false, err
+	}
+	now := c.cfg.Clock.Now()
 	c.mu.Lock()
 	want := wanted(c.demand, c.cfg.ReservedRU, c.per, c.cfg.Partitions)
-	published, on := c.beatWant, c.beatOn
+	on := c.beatOn
 	// A process spending only its reserved capacity still announces it, so
 	// that the others carve it out of the target.
 	// And so does one still holding partitions: they count only while its
 	// heartbeat is fresh.
 	present := want > 0 || len(c.held) > 0 || (c.demand > 0 && c.cfg.ReservedRU > 0)
-	due := want != published || !on || now.Sub(c.beat) >= c.beatEvery-c.beatEvery/10
 	c.mu.Unlock()
 
-	rctx, cancel := context.WithTimeout(ctx, c.reqTimeout)
+	// No request outlives the freshness it could still give.
+	rctx, cancel := context.WithTimeout(ctx, c.freshFor)
 	defer cancel()
 	if !present {
 		if on {
 			_, err := c.member.Delete(rctx, nil)
 			if err != nil && !bloberror.HasCode(err, bloberror.BlobNotFound) {
-				return fmt.Errorf("delete capacity heartbeat: %w", err)
+				return false, fmt.Errorf("delete capacity heartbeat: %w", err)
 			}
 		}
 		c.mu.Lock()
 		c.beatWant, c.beatOn, c.share = 0, false, c.cfg.Partitions
 		c.beat = time.Time{}
 		c.mu.Unlock()
-		return nil
+		return false, nil
 	}
-	if due {
-		w := strconv.Itoa(want)
-		r := strconv.FormatFloat(c.cfg.ReservedRU, 'f', -1, 64)
-		sent := c.cfg.Clock.Now()
-		_, err := c.member.Upload(rctx, coord.Body(nil), &blockblob.UploadOptions{
-			Metadata: map[string]*string{metaWant: &w, metaReserved: &r},
-		})
-		if err != nil {
-			return fmt.Errorf("write capacity heartbeat: %w", err)
-		}
-		acked := c.cfg.Clock.Now()
-		c.mu.Lock()
-		if c.beat.IsZero() || acked.Sub(c.beat) >= c.freshFor {
-			// A gap: partitions labelled before it no longer count.
-			c.streak = acked
-		}
-		c.beat, c.beatWant, c.beatOn = sent, want, true
-		c.mu.Unlock()
+	w := strconv.Itoa(want)
+	r := strconv.FormatFloat(c.cfg.ReservedRU, 'f', -1, 64)
+	sent := c.cfg.Clock.Now()
+	if c.beforeUpload != nil {
+		c.beforeUpload()
 	}
+	_, err = c.member.Upload(rctx, coord.Body(nil), &blockblob.UploadOptions{
+		Metadata: map[string]*string{metaWant: &w, metaReserved: &r},
+	})
+	if err != nil {
+		return false, fmt.Errorf("write capacity heartbeat: %w", err)
+	}
+	acked := c.cfg.Clock.Now()
+	c.mu.Lock()
+	if c.beat.IsZero() || acked.Sub(c.beat) >= c.freshFor {
+		// A gap: partitions labelled before it no longer count.
+		c.streak = acked
+		relabel = len(c.held) > 0
+	}
+	c.beat, c.beatWant, c.beatOn = sent, want, true
+	c.mu.Unlock()
 
 	self := c.cfg.Prefix + membersDir + c.id
 	wants := map[string]int{self: want}
@@ -904,7 +1003,7 @@ func (c *Capacity) heartbeat(ctx context.Context, now time.Time) error {
 	for pager.More() {
 		page, err := pager.NextPage(rctx)
 		if err != nil {
-			return fmt.Errorf("list capacity heartbeats: %w", err)
+			return relabel, fmt.Errorf("list capacity heartbeats: %w", err)
 		}
 		// Judge age by the server's clock alone: ours may be skewed.
 		serverNow := now
@@ -922,9 +1021,9 @@ func (c *Capacity) heartbeat(ctx context.Context, now time.Time) error {
 			if age > 4*c.cfg.LeaseDuration {
 				stale = append(stale, *b.Name)
 			}
-			// A live process rewrites its heartbeat twice per renewal
-			// period; two periods without one means it spends nothing, so
-			// the others raise their share and break its leases.
+			// A live process rewrites its heartbeat every beatEvery; one
+			// older than deadAfter means it spends nothing, so the others
+			// raise their share and break its leases.
 			if age > c.deadAfter {
 				continue
 			}
@@ -944,7 +1043,7 @@ func (c *Capacity) heartbeat(ctx context.Context, now time.Time) error {
 		}
 	}
 	// Dead processes' heartbeats would pile up forever; a live process
-	// whose heartbeat is removed writes it again within a renewal period.
+	// whose heartbeat is removed writes it again within a second.
 	for _, name := range stale {
 		c.cfg.Container.NewBlobClient(name).Delete(rctx, nil)
 	}
@@ -969,17 +1068,13 @@ func (c *Capacity) heartbeat(ctx context.Context, now time.Time) error {
 	}
 	c.share, c.members = share, len(names)
 	c.alive = alive
-	if page := listed; !page.IsZero() {
-		c.beatDate = page
-	} else {
-		c.beatDate = time.Time{}
-	}
+	c.beatDate = listed
 	if reserved != c.reservedAll {
 		c.reservedAll = reserved
 		c.resizeLocked()
 	}
 	c.mu.Unlock()
-	return nil
+	return relabel, nil
 }
 
 // fairShare splits partitions among processes wanting wants[i] each, one
