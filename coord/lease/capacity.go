@@ -996,7 +996,7 @@ func (c *Capacity) heartbeat(ctx context.Context) (relabel bool, err error) {
 		Prefix:  &prefix,
 		Include: container.ListBlobsInclude{Metadata: true},
 	})
-	var stale []string
+	stale := map[string]azcore.ETag{}
 	reserved := c.cfg.ReservedRU
 	alive := map[string]bool{self: true}
 	var listed time.Time
@@ -1018,8 +1018,8 @@ func (c *Capacity) heartbeat(ctx context.Context) (relabel bool, err error) {
 				continue
 			}
 			age := serverNow.Sub(*b.Properties.LastModified)
-			if age > 4*c.cfg.LeaseDuration {
-				stale = append(stale, *b.Name)
+			if age > 4*c.cfg.LeaseDuration && b.Properties.ETag != nil {
+				stale[*b.Name] = *b.Properties.ETag
 			}
 			// A live process rewrites its heartbeat every beatEvery; one
 			// older than deadAfter means it spends nothing, so the others
@@ -1042,10 +1042,13 @@ func (c *Capacity) heartbeat(ctx context.Context) (relabel bool, err error) {
 			}
 		}
 	}
-	// Dead processes' heartbeats would pile up forever; a live process
-	// whose heartbeat is removed writes it again within a second.
-	for _, name := range stale {
-		c.cfg.Container.NewBlobClient(name).Delete(rctx, nil)
+	// Dead processes' heartbeats would pile up forever. Only the one
+	// listed: a process that came back and wrote a fresh heartbeat since
+	// must not look absent, to the others' breakable, while it counts.
+	for name, etag := range stale {
+		c.cfg.Container.NewBlobClient(name).Delete(rctx, &blob.DeleteOptions{
+			AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &etag}},
+		})
 	}
 
 	names := make([]string, 0, len(wants))

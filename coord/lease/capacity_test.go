@@ -334,7 +334,7 @@ func TestCapacityKilledProcessLeasesAreBroken(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	// a's leases were renewed about when it died, so they would run
-	// 15 s more; b judges a dead after 10 s: its takeover is by breaking
+	// 15 s more; b judges a dead after 5 s: its takeover is by breaking
 	// (all four, unless this machine stalls b for seconds).
 	t.Logf("b broke %d of a's 4 leases", broke)
 	if broke == 0 {
