@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cosmosloader/loader/checkpoint"
+	"github.com/cosmosloader/loader/internal/clock"
 	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/source"
 	"github.com/cosmosloader/loader/pacing"
@@ -72,6 +73,22 @@ type runPacing struct {
 	fill  func(*ProgressEvent)
 }
 
+// MaxRequestsInFlight caps the writer pool for memory. Each request in
+// flight holds a connection, its goroutines, its records and its body,
+// none of it in the read-ahead: unthrottled into a local target (bench
+// scenario F) the answer-rate bound let the pool grow to ~1,700 requests
+// and the process to 300 MB (149 MB at a cap of 512). 256 still covers
+// Little's law for 5,000 RU/s at 2.3 records a request over a 300+300 ms
+// path (bench scenario L: ~220 with the headroom).
+const MaxRequestsInFlight = 256
+
+// limiterConfig is the writer pool's configuration for a load paced to
+// target RU/s.
+func limiterConfig(target float64, clk clock.Clock, logf func(string, ...any)) pacing.ConcurrencyConfig {
+	return pacing.ConcurrencyConfig{TargetRU: target, Max: MaxRequestsInFlight, Clock: clk,
+		Notice: func(m string) { logf("warning: %s", m) }}
+}
+
 // load runs every piece src hands out through the pipeline, pacing to
 // target, and reports. The Report is returned whenever a run started.
 func (p *plan) load(ctx context.Context, tgt *Target, mapper *record.Mapper, target float64, cost *pacing.CostModel,
@@ -81,7 +98,7 @@ func (p *plan) load(ctx context.Context, tgt *Target, mapper *record.Mapper, tar
 	if err != nil {
 		return nil, err
 	}
-	limiter := pacing.NewConcurrency(pacing.ConcurrencyConfig{TargetRU: target, Clock: p.Clock, Notice: func(m string) { p.logf("warning: %s", m) }})
+	limiter := pacing.NewConcurrency(limiterConfig(target, p.Clock, p.logf))
 	w := newWatcher(tgt.Live, p.Watch, p.Clock, target, p.RU, p.RUShare, tgt.Throughput, partitions)
 	w.logf = p.logf
 	w.routing = pacer
