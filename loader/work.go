@@ -77,10 +77,13 @@ type runPacing struct {
 // flight holds a connection, its goroutines, its records and its body,
 // none of it in the read-ahead: unthrottled into a local target (bench
 // scenario F) the answer-rate bound let the pool grow to ~1,700 requests
-// and the process to 300 MB (149 MB at a cap of 512). 256 still covers
-// Little's law for 5,000 RU/s at 2.3 records a request over a 300+300 ms
-// path (bench scenario L: ~220 with the headroom).
-const MaxRequestsInFlight = 256
+// and the process to 300 MB (149 MB at a cap of 512, 116–121 MB at 256, on
+// a busy machine). 512 covers Little's law for 50,000 RU/s of 7.6 RU point
+// writes over a 50 ms path (~330) and, with batches, far more; when a load
+// needs more, the pool says so once (pacing.Concurrency's notice). The
+// real fix is sizing that does not grow with this process's own queueing:
+// see pacing/concurrency.go.
+const MaxRequestsInFlight = 512
 
 // limiterConfig is the writer pool's configuration for a load paced to
 // target RU/s.

@@ -365,7 +365,15 @@ func (c *Concurrency) limitLocked() int {
 		want = math.Min(want, float64(max(4*c.cfg.Warmup+c.seen, c.cfg.Min)))
 	}
 	if c.cfg.Max > 0 && want > float64(max(c.cfg.Max, c.cfg.Min)) {
-		return max(c.cfg.Max, c.cfg.Min)
+		bound := max(c.cfg.Max, c.cfg.Min)
+		need := math.Ceil(c.target / c.meanRU * c.latency)
+		if c.boundMsg == "" && need > float64(bound) && c.seen >= c.cfg.Warmup {
+			c.boundMsg = fmt.Sprintf("concurrency: %.0f RU/s of %.1f RU requests at %s round trip (p%.0f) need %.0f requests in flight, "+
+				"but the pool is capped at %d for memory: the load will run below its target",
+				c.target, c.meanRU, time.Duration(c.latency*float64(time.Second)).Round(time.Millisecond),
+				100*c.cfg.Percentile, need, bound)
+		}
+		return bound
 	}
 	if c.fdBound > 0 && want > float64(c.fdBound) {
 		// Only a shortfall against the bare Little's-law need (no

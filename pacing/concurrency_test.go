@@ -278,6 +278,25 @@ func TestConcurrencyFDLimitBinds(t *testing.T) {
 	}
 }
 
+// The memory cap binds like the fd limit: the pool stops there and says
+// once that the load will run below its target.
+func TestConcurrencyMaxBindsAndSaysSo(t *testing.T) {
+	var notices []string
+	c := NewConcurrency(ConcurrencyConfig{TargetRU: 50000, Max: 512, FDLimit: 1 << 20, Clock: tickingClock(50 * time.Microsecond),
+		Notice: func(msg string) { notices = append(notices, msg) }})
+	for range 20000 {
+		c.ObserveLatency(250 * time.Millisecond)
+		c.ObserveCharge(10)
+	}
+	if got := c.Limit(); got != 512 {
+		t.Errorf("Limit() = %d, want the cap 512", got)
+	}
+	c.Limit()
+	if len(notices) != 1 || !strings.Contains(notices[0], "1250 requests in flight") || !strings.Contains(notices[0], "capped at 512") {
+		t.Errorf("notices %q: want one saying 1250 are needed and the pool is capped at 512", notices)
+	}
+}
+
 // A target far beyond what the client or the server can serve (the bench's
 // unthrottled loads) makes requests queue: each waits behind the others,
 // so latency grows with the requests in flight. Sizing from that latency
