@@ -221,16 +221,7 @@ func (s *scanner) root(p int) int {
 		if skipTerms {
 			s.terms = t0
 		}
-		if hit != 0 {
-			s.capture(hit, vs, p)
-		}
-		if isID {
-			s.idMembers = append(s.idMembers, idMember{prevEnd: prevEnd, valStart: vs, valEnd: p})
-			if !s.hasMembers {
-				s.firstIsID = true
-			}
-		}
-		s.hasMembers = true
+		s.topMember(hit, isID, prevEnd, vs, p)
 		prevEnd = p
 
 		p = skipWS(d, p)
@@ -269,6 +260,22 @@ func (s *scanner) matchKey(mask uint8, idx int, key []byte) (cont, hit uint8) {
 		}
 	}
 	return cont, hit
+}
+
+// topMember records a top-level member whose value spans [vs, ve): the
+// key paths it holds (hit) and, for the id, where it sits. Map's scan and
+// MapTrusted's walk both end a member here.
+func (s *scanner) topMember(hit uint8, isID bool, prevEnd, vs, ve int) {
+	if hit != 0 {
+		s.capture(hit, vs, ve)
+	}
+	if isID {
+		s.idMembers = append(s.idMembers, idMember{prevEnd: prevEnd, valStart: vs, valEnd: ve})
+		if !s.hasMembers {
+			s.firstIsID = true
+		}
+	}
+	s.hasMembers = true
 }
 
 func (s *scanner) capture(hit uint8, start, end int) {

@@ -77,16 +77,7 @@ func (s *scanner) trustedRoot(members []Member) bool {
 		if skipTerms {
 			s.terms = t0
 		}
-		if hit != 0 {
-			s.capture(hit, vs, ve)
-		}
-		if isID {
-			s.idMembers = append(s.idMembers, idMember{prevEnd: prevEnd, valStart: vs, valEnd: ve})
-			if !s.hasMembers {
-				s.firstIsID = true
-			}
-		}
-		s.hasMembers = true
+		s.topMember(hit, isID, prevEnd, vs, ve)
 		prevEnd = ve
 	}
 	return true
