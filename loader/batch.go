@@ -181,7 +181,7 @@ func groupBatches(window []*item, maxOps, maxBytes int) [][]*item {
 // partition's queue holds (up to a window), waits at most BatchLinger for
 // more when some key already has two or more records waiting, and sends
 // each key's records as batches, lone records as point writes.
-func (r *run) dispatchBatched(q <-chan *item, admit func(part int, ru float64) bool, start func(func())) {
+func (r *run) dispatchBatched(lane int, q <-chan *item, admit func(part int, ru float64) bool, start func(func()), away *rehomer) {
 	_, maxWindow := batchSplit(r.o.QueuePerPartition, r.o.Batch)
 	window := make([]*item, 0, maxWindow)
 	counts := make(map[batchKey]int)
@@ -224,6 +224,25 @@ func (r *run) dispatchBatched(q <-chan *item, admit func(part int, ru float64) b
 			if n := counts[k]; n >= 2 && n%r.o.Batch != 0 {
 				waiting = true
 			}
+		}
+		// Routed again here: records queued before a split go to the
+		// dispatchers of the partitions that now hold them.
+		n := 0
+		for _, it := range window {
+			if r.adm.route(it); it.part != lane {
+				away.send(it)
+				continue
+			}
+			window[n] = it
+			n++
+		}
+		clear(window[n:])
+		window = window[:n]
+		if n == 0 {
+			if closed {
+				return
+			}
+			continue
 		}
 		groups := [][]*item{window}
 		if len(window) > 1 {

@@ -396,7 +396,7 @@ func TestBatchLingerWaitsOnTheRunsClock(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		r.dispatchBatched(q, func(int, float64) bool { return true }, func(func()) { started <- struct{}{} })
+		r.dispatchBatched(0, q, func(int, float64) bool { return true }, func(func()) { started <- struct{}{} }, &rehomer{r: r})
 	}()
 	guard, stop := context.WithTimeout(t.Context(), 10*time.Second)
 	defer stop()

@@ -308,11 +308,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	parts := r.adm.lanes(o.Partitions)
 	var dispatchers sync.WaitGroup
 	laneSize, _ := batchSplit(o.QueuePerPartition, o.Batch)
-	queues := &lanes{size: laneSize, start: func(q chan *item, busy *atomic.Int64) {
+	queues := &lanes{size: laneSize, start: func(lane int, q chan *item, busy *atomic.Int64) {
 		dispatchers.Add(1)
 		go func() {
 			defer dispatchers.Done()
-			r.dispatch(q, busy)
+			r.dispatch(lane, q, busy)
 		}()
 	}}
 	queues.get(parts - 1)
@@ -412,7 +412,7 @@ type lanes struct {
 	qs    []chan *item
 	busy  []*atomic.Int64
 	size  int
-	start func(chan *item, *atomic.Int64)
+	start func(int, chan *item, *atomic.Int64)
 }
 
 func (l *lanes) get(i int) chan *item {
@@ -421,7 +421,7 @@ func (l *lanes) get(i int) chan *item {
 	for len(l.qs) <= i {
 		q, busy := make(chan *item, l.size), new(atomic.Int64)
 		l.qs, l.busy = append(l.qs, q), append(l.busy, busy)
-		l.start(q, busy)
+		l.start(len(l.qs)-1, q, busy)
 	}
 	return l.qs[max(i, 0)]
 }
@@ -747,7 +747,11 @@ func (r *run) deadLetterAs(input int, seq uint64, result recordResult, d *DeadLe
 // counting in busy the requests being admitted or in flight.
 // After a stop, queued records are dropped unsent: they are above the
 // low-water mark and a resume reads them again.
-func (r *run) dispatch(q <-chan *item, busy *atomic.Int64) {
+func (r *run) dispatch(lane int, q <-chan *item, busy *atomic.Int64) {
+	// Records this lane holds for partitions that split away from it go
+	// to their new partitions' own dispatchers.
+	away := &rehomer{r: r, size: cap(q), busy: busy}
+	defer away.wait()
 	// admit waits until one request (a point write or a batch) of ru may
 	// be sent: the strategy counts requests, whatever the records in them.
 	admit := func(part int, ru float64) bool {
@@ -768,7 +772,7 @@ func (r *run) dispatch(q <-chan *item, busy *atomic.Int64) {
 		}()
 	}
 	if r.o.Batch > 1 {
-		r.dispatchBatched(q, admit, start)
+		r.dispatchBatched(lane, q, admit, start, away)
 		// Drain what a stop left queued so the reader is never blocked.
 		for range q {
 		}
@@ -778,8 +782,85 @@ func (r *run) dispatch(q <-chan *item, busy *atomic.Int64) {
 		// Routed again here: the partitions may have split since the
 		// record was queued.
 		r.adm.route(it)
+		if it.part != lane {
+			away.send(it)
+			continue
+		}
 		if admit(it.part, it.est) {
 			start(func() { r.write(it) })
+		}
+	}
+}
+
+// rehomer dispatches the records a lane holds for partitions that split
+// away from it after they were queued: one dispatcher per partition that
+// now holds them, each paying its own partition's bucket. Admitted one
+// after another by the lane's dispatcher, a record waiting for one
+// child's budget (or its pause after a 429) would hold up the other
+// child's records behind it, and that child's budget would go unspent
+// while the lane drains — seconds, with a deep read-ahead. The records
+// were read already, so this adds no memory; only the lane's dispatcher
+// calls send and wait.
+type rehomer struct {
+	r    *run
+	size int // each partition's queue, as a lane's
+	busy *atomic.Int64
+	subs map[int]chan<- *item
+	wg   sync.WaitGroup
+}
+
+func (h *rehomer) send(it *item) {
+	in, ok := h.subs[it.part]
+	if !ok {
+		if h.subs == nil {
+			h.subs = map[int]chan<- *item{}
+		}
+		c, out := make(chan *item), make(chan *item, max(h.size, 1))
+		part := it.part
+		h.wg.Add(2)
+		go func() {
+			defer h.wg.Done()
+			relay(c, out)
+		}()
+		go func() {
+			defer h.wg.Done()
+			h.r.dispatch(part, out, h.busy)
+		}()
+		h.subs[part], in = c, c
+	}
+	in <- it
+}
+
+// wait ends the partitions' queues once the lane is done and waits for
+// their dispatchers.
+func (h *rehomer) wait() {
+	for _, c := range h.subs {
+		close(c)
+	}
+	h.wg.Wait()
+}
+
+// relay passes what in receives to out, in order, never making the sender
+// wait for out; it closes out once in is closed and everything is passed.
+func relay(in <-chan *item, out chan<- *item) {
+	defer close(out)
+	var buf []*item
+	for in != nil || len(buf) > 0 {
+		var send chan<- *item
+		var head *item
+		if len(buf) > 0 {
+			send, head = out, buf[0]
+		}
+		select {
+		case it, ok := <-in:
+			if !ok {
+				in = nil
+				continue
+			}
+			buf = append(buf, it)
+		case send <- head:
+			buf[0] = nil
+			buf = buf[1:]
 		}
 	}
 }

@@ -125,7 +125,7 @@ func TestSegmenterCursorsOfUnsplittableInputsReadToTheEnd(t *testing.T) {
 // load whose cursors are all parked is not starved because of it.
 func TestLanesIdleCountsWorkInFlight(t *testing.T) {
 	var busy []*atomic.Int64
-	l := &lanes{size: 4, start: func(_ chan *item, b *atomic.Int64) { busy = append(busy, b) }}
+	l := &lanes{size: 4, start: func(_ int, _ chan *item, b *atomic.Int64) { busy = append(busy, b) }}
 	l.get(1)
 	l.get(0) <- &item{}
 	busy[1].Add(1) // partition 1: queue empty, a batch in flight
