@@ -225,25 +225,6 @@ func (r *run) dispatchBatched(lane int, q <-chan *item, admit func(part int, ru 
 				waiting = true
 			}
 		}
-		// Routed again here: records queued before a split go to the
-		// dispatchers of the partitions that now hold them.
-		n := 0
-		for _, it := range window {
-			if r.adm.route(it); it.part != lane {
-				away.send(it)
-				continue
-			}
-			window[n] = it
-			n++
-		}
-		clear(window[n:])
-		window = window[:n]
-		if n == 0 {
-			if closed {
-				return
-			}
-			continue
-		}
 		groups := [][]*item{window}
 		if len(window) > 1 {
 			groups = groupBatches(window, r.o.Batch, r.o.BatchBytes)
@@ -251,6 +232,14 @@ func (r *run) dispatchBatched(lane int, q <-chan *item, admit func(part int, ru 
 		for _, g := range groups {
 			if r.stopped() {
 				break
+			}
+			// Routed again here: records queued before a split go to the
+			// dispatchers of the partitions that now hold them.
+			if r.route(g...) != lane {
+				for _, it := range g {
+					away.send(it)
+				}
+				continue
 			}
 			if len(g) == 1 || !r.batchesOK() {
 				for _, it := range g {
