@@ -69,8 +69,13 @@ type WatchOptions struct {
 	// 5 s); 0 throughput at start means it is not read at all.
 	ThroughputInterval time.Duration
 	// RangesInterval is how often the partition key ranges are read
-	// (default 60 s); they are also read on a 410 and when 429s
-	// concentrate on one partition.
+	// (default 5 s); they are also read on a 410 and when 429s
+	// concentrate on one partition. Through the gateway a split may
+	// surface as neither: the children share the parent's throughput, so
+	// an even load meets only the odd 429 where one child's second runs
+	// over, and the ranges feed is the one sign that always comes. Read
+	// every 5 s, like the throughput, the new layout is used within 5 s
+	// of it; one small metadata request each.
 	RangesInterval time.Duration
 }
 
@@ -79,7 +84,7 @@ func (o *WatchOptions) defaults() {
 		o.ThroughputInterval = 5 * time.Second
 	}
 	if o.RangesInterval <= 0 {
-		o.RangesInterval = 60 * time.Second
+		o.RangesInterval = 5 * time.Second
 	}
 }
 
@@ -108,7 +113,8 @@ type watcher struct {
 	capped      bool // following the container below --ru
 	changes     []TargetChange
 	partitions  []PartitionChange
-	tpBackoff   time.Duration // after metadata 429s
+	tpBackoff   time.Duration // after metadata 429s on throughput reads
+	pkBackoff   time.Duration // after metadata 429s on ranges reads
 	throttles   map[int]int   // per partition, since windowStart
 	windowStart time.Time
 	lastAsk     time.Time
@@ -180,32 +186,40 @@ func (w *watcher) pollThroughput(ctx context.Context) time.Duration {
 	tp, err := w.src.ReadThroughput(ctx)
 	w.mu.Lock()
 	w.lastTPRead = w.clock.Now()
-	if errors.Is(err, ErrMetadataThrottled) {
-		// More RU/s does not help a 3201: slow the metadata reads, leave
-		// the data writes alone.
-		w.tpBackoff = min(max(2*w.tpBackoff, 2*w.opts.ThroughputInterval), time.Minute)
-		d := w.tpBackoff
-		w.mu.Unlock()
-		return d
-	}
-	w.tpBackoff = 0
+	d := metadataBackoff(&w.tpBackoff, err, w.opts.ThroughputInterval)
 	w.mu.Unlock()
 	if err == nil {
 		w.applyThroughput(w.clock.Now(), tp)
 	}
-	return w.opts.ThroughputInterval
+	return d
 }
 
-// pollRanges reads the partition key ranges and rebuilds routing if they
-// changed.
-func (w *watcher) pollRanges(ctx context.Context) {
+// metadataBackoff returns how long to wait before the next metadata read
+// after one that ended in err: the interval, or, after 429s, twice the
+// interval doubling to a minute. More RU/s does not help a 3201: slow the
+// metadata reads, leave the data writes alone. w.mu is held.
+func metadataBackoff(backoff *time.Duration, err error, interval time.Duration) time.Duration {
+	if !errors.Is(err, ErrMetadataThrottled) {
+		*backoff = 0
+		return interval
+	}
+	*backoff = min(max(2**backoff, 2*interval), time.Minute)
+	return *backoff
+}
+
+// pollRanges reads the partition key ranges, rebuilds routing if they
+// changed, and returns how long to wait before the next read.
+func (w *watcher) pollRanges(ctx context.Context) time.Duration {
 	b, err := w.src.ReadBounds(ctx)
+	w.mu.Lock()
+	next := metadataBackoff(&w.pkBackoff, err, w.opts.RangesInterval)
+	w.mu.Unlock()
 	if err != nil || w.routing == nil {
-		return
+		return next
 	}
 	changed, err := w.routing.Rebound(b)
 	if err != nil || !changed {
-		return
+		return next
 	}
 	n := len(b) - 1
 	w.mu.Lock()
@@ -213,10 +227,18 @@ func (w *watcher) pollRanges(ctx context.Context) {
 	w.partitions = append(w.partitions, PartitionChange{AtSeconds: round2(w.clock.Now().Sub(w.start).Seconds()), Partitions: n})
 	w.mu.Unlock()
 	w.logf("partition key ranges changed: %d → %d physical partition(s); routing and per-partition budgets rebuilt", prev, n)
+	return next
 }
 
-// askRanges asks for a ranges read soon; it never blocks.
+// askRanges asks for a ranges read soon, unless ranges reads are backing
+// off after metadata 429s; it never blocks.
 func (w *watcher) askRanges() {
+	w.mu.Lock()
+	backingOff := w.pkBackoff > 0
+	w.mu.Unlock()
+	if backingOff {
+		return
+	}
 	select {
 	case w.refresh <- struct{}{}:
 	default:
@@ -300,8 +322,7 @@ func (w *watcher) run(ctx context.Context, watchThroughput bool) {
 				default:
 				}
 			}
-			w.pollRanges(ctx)
-			next = w.clock.After(w.opts.RangesInterval)
+			next = w.clock.After(w.pollRanges(ctx))
 			if w.clock.Sleep(ctx, time.Second) != nil {
 				return
 			}

@@ -18,11 +18,12 @@ import (
 
 // fakeLive answers the watcher's reads from fields a test sets.
 type fakeLive struct {
-	mu     sync.Mutex
-	tp     Throughput
-	tpErr  error
-	bounds []string
-	reads  int
+	mu        sync.Mutex
+	tp        Throughput
+	tpErr     error
+	bounds    []string
+	boundsErr error
+	reads     int
 }
 
 func (f *fakeLive) ReadThroughput(context.Context) (Throughput, error) {
@@ -35,7 +36,7 @@ func (f *fakeLive) ReadThroughput(context.Context) (Throughput, error) {
 func (f *fakeLive) ReadBounds(context.Context) ([]string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.bounds, nil
+	return f.bounds, f.boundsErr
 }
 
 type recordTarget struct{ got []float64 }
@@ -109,6 +110,71 @@ func TestWatcherBacksOffMetadataThrottling(t *testing.T) {
 	src.tp = Throughput{RU: 1000}
 	if d := w.pollThroughput(context.Background()); d != 5*time.Second {
 		t.Errorf("after a clean read: next in %v, want 5s", d)
+	}
+}
+
+// Ranges reads back off after metadata 429s as throughput reads do, and
+// a 410 or concentrating 429s do not ask for one meanwhile.
+func TestWatcherBacksOffThrottledRangesReads(t *testing.T) {
+	src := &fakeLive{boundsErr: ErrMetadataThrottled}
+	w := newWatcher(src, WatchOptions{}, clocktest.New(time.Unix(0, 0)), 1000, 0, 1, 1000, 1)
+	var waits []time.Duration
+	for range 5 {
+		waits = append(waits, w.pollRanges(context.Background()))
+	}
+	want := []time.Duration{10 * time.Second, 20 * time.Second, 40 * time.Second, time.Minute, time.Minute}
+	if !reflect.DeepEqual(waits, want) {
+		t.Errorf("waits %v, want %v", waits, want)
+	}
+	w.askRanges()
+	if len(w.refresh) != 0 {
+		t.Error("a 410 asked for a ranges read while they back off")
+	}
+	src.boundsErr, src.bounds = nil, []string{epk.Min, epk.Max}
+	if d := w.pollRanges(context.Background()); d != 5*time.Second {
+		t.Errorf("after a clean read: next in %v, want 5s", d)
+	}
+	w.askRanges()
+	if len(w.refresh) != 1 {
+		t.Error("a 410 after the back-off did not ask for a ranges read")
+	}
+}
+
+// A split that shows only in the partition key ranges — no 410 through
+// the gateway, and on an even load too few 429s to concentrate — is used
+// within 5 s of the ranges changing, on the load's clock (it waited for
+// the 60 s read, or the fifth 429).
+func TestWatcherSeesAQuietSplitWithin5s(t *testing.T) {
+	clk := clocktest.New(time.Unix(0, 0))
+	p, err := pacing.NewPacer(pacing.PacerConfig{TargetRU: 4000, Partitions: 1, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &fakeLive{bounds: []string{epk.Min, epk.Max}}
+	w := newWatcher(src, WatchOptions{}, clk, 4000, 0, 1, 4000, 1)
+	w.routing = p
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); w.run(ctx, false) }()
+	defer func() { cancel(); <-done }()
+	guard, stop := context.WithTimeout(t.Context(), 10*time.Second)
+	defer stop()
+	if err := clk.BlockUntil(guard, 1); err != nil {
+		t.Fatalf("the watcher does not wait on the load's clock: %v", err)
+	}
+	clk.Advance(time.Second)
+	src.mu.Lock()
+	src.bounds = epk.SplitEven(2) // the split becomes visible at 1 s
+	src.mu.Unlock()
+	clk.Advance(4 * time.Second) // the first read, 5 s into the load
+	if err := clk.BlockUntil(guard, 2); err != nil { // read, then waiting again
+		t.Fatalf("no ranges read within 5 s of the split: %v", err)
+	}
+	if p.Partitions() != 2 {
+		t.Fatalf("pacer has %d partitions 5 s after the split, want 2", p.Partitions())
+	}
+	if _, parts := w.history(); !reflect.DeepEqual(parts, []PartitionChange{{0, 1}, {5, 2}}) {
+		t.Errorf("partition changes %v, want the split seen at 5 s", parts)
 	}
 }
 

@@ -133,7 +133,7 @@ func (r *runner) scenarioN(ctx context.Context, t *target) error {
 // requests). Run 1 splits its one partition in two 5 s in, on uniform
 // keys; run 2 starts with two partitions and splits both 5 s in (2 → 4)
 // while one key holds half the records. The local target sends no 410: the
-// loader learns of a split from its 60 s ranges read or from 429s
+// loader learns of a split from its 5 s ranges read or from 429s
 // concentrating on one partition, as a client of the gateway does.
 // Measured by the emulator from 5 s after the split to the load's last
 // whole second: run 1 the container's utilisation; run 2 that of the
