@@ -166,7 +166,7 @@ func TestWatcherSeesAQuietSplitWithin5s(t *testing.T) {
 	src.mu.Lock()
 	src.bounds = epk.SplitEven(2) // the split becomes visible at 1 s
 	src.mu.Unlock()
-	clk.Advance(4 * time.Second) // the first read, 5 s into the load
+	clk.Advance(4 * time.Second)                     // the first read, 5 s into the load
 	if err := clk.BlockUntil(guard, 2); err != nil { // read, then waiting again
 		t.Fatalf("no ranges read within 5 s of the split: %v", err)
 	}
