@@ -9,13 +9,36 @@ import (
 	"github.com/cosmosloader/loader/pacing"
 )
 
-// admission is a Strategy at work: when a request may be sent, and what
-// the strategy does with its answer. The pipeline asks it and never which
-// strategy it is.
-type admission interface {
+// strategy is what a Strategy decides: how a load's work is read and
+// whether the load watches its container (the plan asks before any
+// write), and the admission its writes go through (Run). Neither the plan
+// nor the pipeline asks which strategy runs.
+type strategy interface {
 	// lanes is how many read-ahead queues records are routed to, given
-	// the container's physical partitions.
+	// the container's physical partitions. The plan reads the work for
+	// them: a file is cut into segments only when it has lanes to keep
+	// busy, or when --segments asks.
 	lanes(partitions int) int
+	// watches says whether the container's throughput, its splits and
+	// where 429s land change what is sent: only then is it watched.
+	watches() bool
+	admission(o Options) admission
+}
+
+// strategyOf is the one place a Strategy is told apart ("" is paced).
+func strategyOf(s Strategy) strategy {
+	if s == StrategyNaive {
+		return naiveStrategy{}
+	}
+	return pacedStrategy{}
+}
+
+// newAdmission is o's strategy at work.
+func newAdmission(o Options) admission { return strategyOf(o.Strategy).admission(o) }
+
+// admission is a Strategy at work: when a request may be sent, and what
+// the strategy does with its answer.
+type admission interface {
 	// route sets the record's partition: its lane, and the bucket a
 	// request for it is paid from. It is called again after a split.
 	route(it *item)
@@ -40,12 +63,24 @@ type admission interface {
 	pacerStats() *pacing.Snapshot
 }
 
-// newAdmission is the one place a Strategy is told apart.
-func newAdmission(o Options) admission {
-	if o.Strategy == StrategyNaive {
-		return &naiveAdmission{slots: make(chan struct{}, o.NaiveConcurrency), clock: o.Clock}
-	}
+// pacedStrategy (StrategyPaced) routes records to a lane per physical
+// partition and paces them to the target, which follows the container.
+type pacedStrategy struct{}
+
+func (pacedStrategy) lanes(partitions int) int { return max(partitions, 1) }
+func (pacedStrategy) watches() bool            { return true }
+func (pacedStrategy) admission(o Options) admission {
 	return &pacedAdmission{pacer: o.Pacer, limiter: o.Limiter}
+}
+
+// naiveStrategy (StrategyNaive) has one lane and no partitions, and sends
+// at its fixed concurrency whatever the container does.
+type naiveStrategy struct{}
+
+func (naiveStrategy) lanes(int) int { return 1 }
+func (naiveStrategy) watches() bool { return false }
+func (naiveStrategy) admission(o Options) admission {
+	return &naiveAdmission{slots: make(chan struct{}, o.NaiveConcurrency), clock: o.Clock}
 }
 
 // pacedAdmission pays each request from its partition's RU bucket, under
@@ -54,8 +89,6 @@ type pacedAdmission struct {
 	pacer   Pacer
 	limiter Limiter
 }
-
-func (a *pacedAdmission) lanes(partitions int) int { return max(partitions, 1) }
 
 func (a *pacedAdmission) route(it *item) {
 	if it.epk == "" {
@@ -108,14 +141,13 @@ func (a *pacedAdmission) pacerStats() *pacing.Snapshot {
 
 // naiveAdmission sends with a fixed number of writers and only waits out
 // the server's retry-after (StrategyNaive): the approach pacing is
-// measured against. It has one lane and no partitions.
+// measured against.
 type naiveAdmission struct {
 	slots chan struct{}
 	clock clock.Clock
 }
 
-func (a *naiveAdmission) lanes(int) int { return 1 }
-func (a *naiveAdmission) route(*item)   {}
+func (a *naiveAdmission) route(*item) {}
 
 func (a *naiveAdmission) admit(ctx context.Context, _ int, _ float64) error {
 	select {

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/cosmosloader/loader/epk"
 	"github.com/cosmosloader/loader/internal/clock/clocktest"
+	"github.com/cosmosloader/loader/loader/source"
 	"github.com/cosmosloader/loader/pacing"
 )
 
@@ -42,16 +45,36 @@ func (l logLimiter) Release()                       { l.add("release") }
 func (l logLimiter) ObserveLatency(d time.Duration) { l.add("latency %v", d) }
 func (l logLimiter) ObserveCharge(ru float64)       { l.add("charge %g", ru) }
 
+// What each strategy decides before any write: the lanes the work is
+// read for, and whether the container is watched.
+func TestStrategyDecisions(t *testing.T) {
+	for _, tc := range []struct {
+		s       Strategy
+		lanes   [3]int // for 0, 1 and 4 partitions
+		watches bool
+		adm     admission
+	}{
+		{"", [3]int{1, 1, 4}, true, &pacedAdmission{}},
+		{StrategyPaced, [3]int{1, 1, 4}, true, &pacedAdmission{}},
+		{StrategyNaive, [3]int{1, 1, 1}, false, &naiveAdmission{}},
+	} {
+		st := strategyOf(tc.s)
+		if got := [3]int{st.lanes(0), st.lanes(1), st.lanes(4)}; got != tc.lanes {
+			t.Errorf("%q: lanes %v, want %v", tc.s, got, tc.lanes)
+		}
+		if st.watches() != tc.watches {
+			t.Errorf("%q: watches %v, want %v", tc.s, st.watches(), tc.watches)
+		}
+		if got := st.admission(Options{NaiveConcurrency: 1}); reflect.TypeOf(got) != reflect.TypeOf(tc.adm) {
+			t.Errorf("%q: admission %T, want %T", tc.s, got, tc.adm)
+		}
+	}
+}
+
 func TestPacedAdmission(t *testing.T) {
 	log := &callLog{}
 	clock := clocktest.New(time.Unix(0, 0)) // paced never sleeps on the clock
 	a := newAdmission(Options{Strategy: StrategyPaced, Pacer: logPacer{log}, Limiter: logLimiter{log}, Clock: clock})
-	if got := a.lanes(4); got != 4 {
-		t.Errorf("lanes(4) = %d", got)
-	}
-	if got := a.lanes(0); got != 1 {
-		t.Errorf("lanes(0) = %d", got)
-	}
 	it := &item{doc: Document{PK: []any{"p1"}}}
 	a.route(it)
 	a.route(it) // after a split: the same hash, routed again
@@ -103,9 +126,6 @@ func TestNaiveAdmission(t *testing.T) {
 	start := time.Unix(0, 0)
 	clock := clocktest.NewAuto(start)
 	a := newAdmission(Options{Strategy: StrategyNaive, NaiveConcurrency: 2, Clock: clock})
-	if got := a.lanes(4); got != 1 {
-		t.Errorf("lanes(4) = %d, want one lane", got)
-	}
 	it := &item{doc: Document{PK: []any{"p1"}}}
 	a.route(it)
 	if it.epk != "" || it.part != 0 {
@@ -159,5 +179,58 @@ func TestAdmissionPacerStats(t *testing.T) {
 	}
 	if st := newAdmission(Options{Strategy: StrategyNaive, Pacer: p, NaiveConcurrency: 1, Clock: clk}).pacerStats(); st != nil {
 		t.Errorf("naive stats %+v, want none", st)
+	}
+}
+
+// liveContainer is a target whose throughput can be followed.
+type liveContainer struct{ fakeLive }
+
+func (*liveContainer) ReplaceThroughput(context.Context, Throughput) error { return nil }
+
+// A plain load reads its work for the lanes its strategy routes to and
+// watches the container only when the strategy follows it: naive has one
+// lane, so only --segments cuts its files (it was ignored before), and it
+// neither splits while loading nor watches.
+func TestWholeInputsFollowTheStrategy(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		strategy  Strategy
+		segments  int
+		wantSegs  int // segments cut in the checkpoint
+		segmenter bool
+		watch     bool
+	}{
+		{"paced", StrategyPaced, 0, 0, true, true},
+		{"paced --segments 2", StrategyPaced, 2, 2, false, true},
+		{"naive", StrategyNaive, 0, 0, false, false},
+		{"naive --segments 2", StrategyNaive, 2, 2, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			in := writeInput(t, dir, "in", 40)
+			p := (&Job{Inputs: []source.Input{in.Input}, Strategy: tc.strategy, Segments: tc.segments, RU: 1000,
+				CheckpointPath: filepath.Join(dir, "ck.json"), Quiet: true}).resolve()
+			inputs, fps, err := p.fingerprint()
+			if err != nil {
+				t.Fatal(err)
+			}
+			tgt := &Target{PartitionKeyPaths: []string{"/k"}, Throughput: 4000, Bounds: epk.SplitEven(4), Live: &liveContainer{}}
+			target := 1000.0
+			w, err := p.wholeInputs(t.Context(), tgt, inputs, fps, &target, pacing.NewCostModel(pacing.CostOptions{}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(w.state.Inputs[0].Segments); got != tc.wantSegs {
+				t.Errorf("%d segments cut, want %d", got, tc.wantSegs)
+			}
+			if (w.seg != nil) != tc.segmenter {
+				t.Errorf("segmenter %v, want %v", w.seg != nil, tc.segmenter)
+			}
+			rp := &runPacing{watcher: &watcher{}}
+			w.pace(rp)
+			if rp.watch != tc.watch {
+				t.Errorf("watch %v, want %v", rp.watch, tc.watch)
+			}
+		})
 	}
 }

@@ -187,6 +187,8 @@ func Execute(ctx context.Context, j *Job) (*Report, error) {
 // Execute's own copy: the caller's Job is never written.
 type plan struct {
 	Job
+	// strategy is Strategy's decisions: how the work is read and watched.
+	strategy strategy
 	// batch is --batch as a cap on operations; 0 once the server refused
 	// transactional batches (batchesRefused).
 	batch          int
@@ -211,6 +213,7 @@ func (j *Job) resolve() *plan {
 	if p.Strategy == "" {
 		p.Strategy = StrategyPaced
 	}
+	p.strategy = strategyOf(p.Strategy)
 	if p.RUShare <= 0 {
 		p.RUShare = 1
 	}
@@ -312,8 +315,11 @@ func (p *plan) wholeInputs(ctx context.Context, tgt *Target, inputs []Input, fps
 			state.Inputs[i].Segments = slices.Clone(prev[i].Segments)
 		}
 	}
-	if p.Resume == nil && p.Strategy == StrategyPaced {
-		notes, err := splitInputs(inputs, state, p.Source, partitions, p.Segments)
+	// The work is read for the lanes records are routed to: a naive load
+	// has one, so only --segments splits its files.
+	lanes := p.strategy.lanes(partitions)
+	if p.Resume == nil {
+		notes, err := splitInputs(inputs, state, p.Source, lanes, p.Segments)
 		if err != nil {
 			return nil, err
 		}
@@ -324,10 +330,10 @@ func (p *plan) wholeInputs(ctx context.Context, tgt *Target, inputs []Input, fps
 	w.segments = planSegments(inputs, state)
 	w.state, w.base = state, state.Counters
 	w.cursors = w.segments.cursors
-	if p.Strategy == StrategyPaced && partitions > 1 && p.Segments == 0 {
+	if lanes > 1 && p.Segments == 0 {
 		// Cursors may be added while loading: read blocks sized for the most.
-		w.seg = newSegmenter(w.segments, state, p.Source, partitions, p.logf)
-		w.cursors = max(w.cursors, maxCursors(partitions))
+		w.seg = newSegmenter(w.segments, state, p.Source, lanes, p.logf)
+		w.cursors = max(w.cursors, maxCursors(lanes))
 	}
 
 	if p.ScaleRU > 0 {
@@ -393,7 +399,7 @@ func (w *wholeInputs) next(context.Context) (*piece, error) {
 // ranges.
 func (w *wholeInputs) pace(r *runPacing) {
 	r.watcher.targets = []retargeter{r.pacer, r.limiter}
-	if w.p.Strategy == StrategyPaced && w.live {
+	if w.live && w.p.strategy.watches() {
 		r.wait, r.watch = watchedPacer{Pacer: r.pacer, w: r.watcher}, true
 	}
 }
