@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/epk"
 	"github.com/cosmosloader/loader/internal/clock/clocktest"
 	"github.com/cosmosloader/loader/loader/source"
@@ -232,5 +233,38 @@ func TestWholeInputsFollowTheStrategy(t *testing.T) {
 				t.Errorf("watch %v, want %v", rp.watch, tc.watch)
 			}
 		})
+	}
+}
+
+// A naive load read at two places writes every record once and completes
+// both segments in its checkpoint.
+func TestNaiveLoadReadsSegments(t *testing.T) {
+	dir := t.TempDir()
+	in := writeInput(t, dir, "in", 50)
+	sink := &fakeSink{}
+	ckpt := filepath.Join(dir, "ck.json")
+	rep, err := Execute(t.Context(), &Job{
+		Inputs: []source.Input{in.Input}, Strategy: StrategyNaive, Segments: 2, RU: 1e6, MaxErrors: -1,
+		CheckpointPath: ckpt, Restart: true, Quiet: true,
+		Connect: func(context.Context, TargetOptions) (*Target, error) {
+			tgt := fakeTarget(sink)
+			tgt.Bounds = epk.SplitEven(4)
+			return tgt, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := checkpoint.Load(ckpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.RecordsWritten != 50 || len(sink.written) != 50 || !st.Complete || len(st.Inputs[0].Segments) != 2 {
+		t.Errorf("written %d (sink %d), complete %v, %d segments; want 50, complete, 2", rep.RecordsWritten, len(sink.written), st.Complete, len(st.Inputs[0].Segments))
+	}
+	for k, s := range st.Inputs[0].Segments {
+		if !s.Done {
+			t.Errorf("segment %d not done: %+v", k, s)
+		}
 	}
 }
