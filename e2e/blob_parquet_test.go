@@ -162,11 +162,7 @@ func TestBlobParquetKillAndResume(t *testing.T) {
 // Two loaders over one prefix of Parquet blobs: one shard per blob, as
 // for local Parquet files, every row once.
 func TestTwoLoadersShareParquetBlobs(t *testing.T) {
-	if testing.Short() {
-		t.Skip("shared capacity: not in -short")
-	}
-	az := testenv.Azurite(t)
-	tg := localTarget(t, emulator.Options{DefaultRU: sharedRU})
+	az, tg := sharedTarget(t)
 	cc := blobContainer(t, az, "fleet")
 	want := map[string]map[string]any{}
 	for _, f := range []struct {

@@ -226,11 +226,7 @@ func TestBlobErrorsAndSASNeverLeaks(t *testing.T) {
 }
 
 func TestThreeLoadersShareOneBlobPrefix(t *testing.T) {
-	if testing.Short() {
-		t.Skip("shared capacity: not in -short")
-	}
-	az := testenv.Azurite(t)
-	tg := localTarget(t, emulator.Options{DefaultRU: sharedRU})
+	az, tg := sharedTarget(t)
 	cc := blobContainer(t, az, "fleet")
 	want := map[string]string{}
 	blobInput(t, cc, "exports/a.ndjson", "a", 1000, want)

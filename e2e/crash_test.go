@@ -166,20 +166,7 @@ func TestCrashResumeAgainstStandaloneTarget(t *testing.T) {
 	}
 	dir := t.TempDir()
 	input, want := crashInput(t, dir, crashRecords)
-	port := testenv.FreePort(t)
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	emu := exec.Command(testenv.LoaderBinary(t), "emulator", "--addr", addr, "--ru", "6000", "--partitions", "4", "--data", filepath.Join(dir, "data"))
-	var emuErr bytes.Buffer
-	emu.Stderr = &emuErr
-	if err := emu.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = emu.Process.Signal(syscall.SIGTERM)
-		_ = emu.Wait()
-	})
-	endpoint := "http://" + addr + "/"
-	waitHTTP(t, endpoint+"_emulator/stats")
+	endpoint := startStandalone(t, "--ru", "6000", "--partitions", "4", "--data", filepath.Join(dir, "data"))
 	tg := target{name: "standalone", endpoint: endpoint, key: emulator.WellKnownKey, local: true}
 
 	ckpt := filepath.Join(dir, "ckpt.json")
@@ -218,6 +205,24 @@ func TestCrashResumeWithEmbeddedTarget(t *testing.T) {
 	defer s.Close()
 	tg := target{name: "embedded", endpoint: s.URL(), key: s.Key(), local: true}
 	checkLanded(t, readAll(t, tg, "loader", "items"), want)
+}
+
+// startStandalone runs `loader emulator` with args on a free port until
+// the test ends and returns its endpoint once it answers.
+func startStandalone(t *testing.T, args ...string) (endpoint string) {
+	t.Helper()
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(testenv.FreePort(t)))
+	emu := exec.Command(testenv.LoaderBinary(t), append([]string{"emulator", "--addr", addr}, args...)...)
+	if err := emu.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = emu.Process.Signal(syscall.SIGTERM)
+		_ = emu.Wait()
+	})
+	endpoint = "http://" + addr + "/"
+	waitHTTP(t, endpoint+"_emulator/stats")
+	return endpoint
 }
 
 func waitHTTP(t *testing.T, url string) {

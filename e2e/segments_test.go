@@ -3,54 +3,45 @@ package e2e
 import (
 	"bytes"
 	"fmt"
-	"net"
-	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/emulator"
-	"github.com/cosmosloader/loader/internal/testenv"
 )
 
-// A key-sorted file read at four places at once, killed twice and resumed:
-// every good record lands once, every bad line is in the dead-letter file
-// exactly once, and the checkpoint keeps one low-water mark per segment.
-func TestSegmentedLoadKilledAndResumedLandsExactly(t *testing.T) {
-	// Exactness, not speed, is checked: these kill-and-resume loops run
-	// side by side with each other after the timing-sensitive tests.
-	t.Parallel()
-	dir := t.TempDir()
+// sortedInput writes n records sorted by key (runs of perKey records under
+// the field key, padded by pad bytes), with a truncated line in place of
+// each record i where i%badEvery == badAt; it returns the good ids and the
+// bad lines.
+func sortedInput(t *testing.T, dir string, n, perKey, badEvery, badAt int, key string, pad int) (path string, good map[string]bool, bad []string) {
+	t.Helper()
 	var b bytes.Buffer
-	var bad []string
-	good := map[string]bool{}
-	for i := 0; i < 8000; i++ {
-		if i%997 == 13 {
-			line := fmt.Sprintf(`{"id":"bad-%d","pk":`, i) // truncated JSON
+	good = map[string]bool{}
+	for i := 0; i < n; i++ {
+		if i%badEvery == badAt {
+			line := fmt.Sprintf(`{"id":"bad-%d",%q:`, i, key) // truncated JSON
 			bad = append(bad, line)
 			b.WriteString(line + "\n")
 			continue
 		}
 		id := fmt.Sprintf("r%05d", i)
 		good[id] = true
-		// Sorted by key: 8 customers in long runs.
-		fmt.Fprintf(&b, `{"id":%q,"pk":"customer-%d","pad":%q}`+"\n", id, i/1000, strings.Repeat("x", 150))
+		fmt.Fprintf(&b, `{"id":%q,%q:"customer-%d","pad":%q}`+"\n", id, key, i/perKey, strings.Repeat("x", pad))
 	}
-	input := writeFile(t, dir, "sorted.ndjson", b.Bytes())
-	data := filepath.Join(dir, "embedded")
-	ckpt := filepath.Join(dir, "ckpt.json")
-	dl := filepath.Join(dir, "dead.ndjson")
-	flags := []string{"--checkpoint-interval", "20ms", "--checkpoint-every", "200", "--quiet", "--embedded-data", data}
-	importArgs := append([]string{"import", input, "--partition-key", "/pk", "--ru", "3000", "--segments", "4",
-		"--checkpoint", ckpt, "--dead-letter", dl}, flags...)
-	resumeArgs := append([]string{"resume", ckpt}, flags...)
+	return writeFile(t, dir, "sorted.ndjson", b.Bytes()), good, bad
+}
 
-	for i, delay := range []time.Duration{900 * time.Millisecond, 1200 * time.Millisecond} {
+// killEach runs the import, then a resume per further delay, each
+// SIGKILLed after its delay (it must not finish first), and hands check
+// the checkpoint each kill left.
+func killEach(t *testing.T, delays []time.Duration, ckpt string, importArgs, resumeArgs []string, check func(*checkpoint.State)) {
+	t.Helper()
+	for i, delay := range delays {
 		args := importArgs
 		if i > 0 {
 			args = resumeArgs
@@ -62,19 +53,24 @@ func TestSegmentedLoadKilledAndResumedLandsExactly(t *testing.T) {
 		if err != nil {
 			t.Fatalf("after kill %d: %v", i, err)
 		}
-		if n := len(st.Inputs[0].Segments); n != 4 {
-			t.Fatalf("checkpoint has %d segments, want 4", n)
-		}
+		check(st)
 	}
+}
+
+// finishExactly resumes the load to its end and checks that it landed
+// exactly: every bad line in the dead-letter file once, the checkpoint
+// complete with matching counters, and every good record among docs (read
+// once the load is done) once. It returns the final checkpoint.
+func finishExactly(t *testing.T, ckpt, dl string, resumeArgs []string, good map[string]bool, bad []string,
+	docs func() map[string]map[string]any) *checkpoint.State {
+	t.Helper()
 	res := runLoader(t, nil, resumeArgs...)
 	if res.code != 3 {
 		t.Fatalf("final resume: exit %d, want 3 (dead letters)\n%s", res.code, res.stderr)
 	}
-
 	got := deadLetterLines(t, dl)
 	sort.Strings(got)
-	want := append([]string(nil), bad...)
-	sort.Strings(want)
+	want := slices.Sorted(slices.Values(bad))
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("dead letters:\n%s\nwant exactly:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
@@ -85,21 +81,49 @@ func TestSegmentedLoadKilledAndResumedLandsExactly(t *testing.T) {
 	if st.Counters.RecordsDeadLettered != int64(len(bad)) || st.Counters.RecordsWritten != int64(len(good)) {
 		t.Errorf("counters: written %d, dead-lettered %d; want %d, %d", st.Counters.RecordsWritten, st.Counters.RecordsDeadLettered, len(good), len(bad))
 	}
-
-	s, err := emulator.Start(t.Context(), emulator.Options{Addr: "127.0.0.1:0", DataDir: data})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	docs := readAll(t, target{name: "embedded", endpoint: s.URL(), key: s.Key(), local: true}, "loader", "items")
-	if len(docs) != len(good) {
-		t.Errorf("%d documents landed, want %d", len(docs), len(good))
+	landed := docs()
+	if len(landed) != len(good) {
+		t.Errorf("%d documents landed, want %d", len(landed), len(good))
 	}
 	for id := range good {
-		if docs[id] == nil {
+		if landed[id] == nil {
 			t.Errorf("record %s missing", id)
 		}
 	}
+	return st
+}
+
+// A key-sorted file read at four places at once, killed twice and resumed:
+// every good record lands once, every bad line is in the dead-letter file
+// exactly once, and the checkpoint keeps one low-water mark per segment.
+func TestSegmentedLoadKilledAndResumedLandsExactly(t *testing.T) {
+	// Exactness, not speed, is checked: these kill-and-resume loops run
+	// side by side with each other after the timing-sensitive tests.
+	t.Parallel()
+	dir := t.TempDir()
+	// Sorted by key: 8 customers in long runs.
+	input, good, bad := sortedInput(t, dir, 8000, 1000, 997, 13, "pk", 150)
+	data := filepath.Join(dir, "embedded")
+	ckpt := filepath.Join(dir, "ckpt.json")
+	dl := filepath.Join(dir, "dead.ndjson")
+	flags := []string{"--checkpoint-interval", "20ms", "--checkpoint-every", "200", "--quiet", "--embedded-data", data}
+	importArgs := append([]string{"import", input, "--partition-key", "/pk", "--ru", "3000", "--segments", "4",
+		"--checkpoint", ckpt, "--dead-letter", dl}, flags...)
+	resumeArgs := append([]string{"resume", ckpt}, flags...)
+
+	killEach(t, []time.Duration{900 * time.Millisecond, 1200 * time.Millisecond}, ckpt, importArgs, resumeArgs, func(st *checkpoint.State) {
+		if n := len(st.Inputs[0].Segments); n != 4 {
+			t.Fatalf("checkpoint has %d segments, want 4", n)
+		}
+	})
+	finishExactly(t, ckpt, dl, resumeArgs, good, bad, func() map[string]map[string]any {
+		s, err := emulator.Start(t.Context(), emulator.Options{Addr: "127.0.0.1:0", DataDir: data})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		return readAll(t, target{name: "embedded", endpoint: s.URL(), key: s.Key(), local: true}, "loader", "items")
+	})
 }
 
 // A key-sorted file too small for segments up front (one cursor) on four
@@ -112,32 +136,8 @@ func TestSegmentsSplitWhileLoadingSurviveKills(t *testing.T) {
 		t.Skip("kill test: not in -short")
 	}
 	dir := t.TempDir()
-	var b bytes.Buffer
-	var bad []string
-	good := map[string]bool{}
-	for i := 0; i < 12000; i++ {
-		if i%1499 == 7 {
-			line := fmt.Sprintf(`{"id":"bad-%d","tenant":`, i)
-			bad = append(bad, line)
-			b.WriteString(line + "\n")
-			continue
-		}
-		id := fmt.Sprintf("r%05d", i)
-		good[id] = true
-		fmt.Fprintf(&b, `{"id":%q,"tenant":"customer-%d","pad":%q}`+"\n", id, i/1500, strings.Repeat("x", 120))
-	}
-	input := writeFile(t, dir, "sorted.ndjson", b.Bytes())
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(testenv.FreePort(t)))
-	emu := exec.Command(testenv.LoaderBinary(t), "emulator", "--addr", addr, "--ru", "6000", "--partitions", "4")
-	if err := emu.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = emu.Process.Signal(syscall.SIGTERM)
-		_ = emu.Wait()
-	})
-	endpoint := "http://" + addr + "/"
-	waitHTTP(t, endpoint+"_emulator/stats")
+	input, good, bad := sortedInput(t, dir, 12000, 1500, 1499, 7, "tenant", 120)
+	endpoint := startStandalone(t, "--ru", "6000", "--partitions", "4")
 	ckpt := filepath.Join(dir, "ckpt.json")
 	dl := filepath.Join(dir, "dead.ndjson")
 	common := []string{"--endpoint", endpoint, "--key", emulator.WellKnownKey, "--checkpoint-interval", "20ms", "--checkpoint-every", "200", "--quiet"}
@@ -146,48 +146,14 @@ func TestSegmentsSplitWhileLoadingSurviveKills(t *testing.T) {
 	resumeArgs := append([]string{"resume", ckpt}, common...)
 
 	split := 0
-	for i, delay := range []time.Duration{2500 * time.Millisecond, 1500 * time.Millisecond} {
-		args := importArgs
-		if i > 0 {
-			args = resumeArgs
-		}
-		if finished, code, stderr := killRun(t, delay, args...); finished {
-			t.Fatalf("run %d finished (exit %d) before the kill; make the load longer:\n%s", i, code, stderr)
-		}
-		st, err := checkpoint.Load(ckpt)
-		if err != nil {
-			t.Fatalf("after kill %d: %v", i, err)
-		}
+	killEach(t, []time.Duration{2500 * time.Millisecond, 1500 * time.Millisecond}, ckpt, importArgs, resumeArgs, func(st *checkpoint.State) {
 		split = max(split, len(st.Inputs[0].Segments))
-	}
+	})
 	if split < 2 {
 		t.Errorf("no split reached the checkpoint: %d segments", split)
 	}
-	res := runLoader(t, nil, resumeArgs...)
-	if res.code != 3 {
-		t.Fatalf("final resume: exit %d, want 3 (dead letters)\n%s", res.code, res.stderr)
-	}
-	got := deadLetterLines(t, dl)
-	sort.Strings(got)
-	sort.Strings(bad)
-	if strings.Join(got, "\n") != strings.Join(bad, "\n") {
-		t.Errorf("dead letters:\n%s\nwant exactly:\n%s", strings.Join(got, "\n"), strings.Join(bad, "\n"))
-	}
-	st, err := checkpoint.Load(ckpt)
-	if err != nil || !st.Complete {
-		t.Fatalf("final checkpoint: %v", err)
-	}
+	st := finishExactly(t, ckpt, dl, resumeArgs, good, bad, func() map[string]map[string]any {
+		return readAll(t, target{name: "standalone", endpoint: endpoint, key: emulator.WellKnownKey, local: true}, "seg", "c")
+	})
 	t.Logf("%d segments in the end", len(st.Inputs[0].Segments))
-	if st.Counters.RecordsDeadLettered != int64(len(bad)) || st.Counters.RecordsWritten != int64(len(good)) {
-		t.Errorf("counters: written %d, dead-lettered %d; want %d, %d", st.Counters.RecordsWritten, st.Counters.RecordsDeadLettered, len(good), len(bad))
-	}
-	docs := readAll(t, target{name: "standalone", endpoint: endpoint, key: emulator.WellKnownKey, local: true}, "seg", "c")
-	if len(docs) != len(good) {
-		t.Errorf("%d documents landed, want %d", len(docs), len(good))
-	}
-	for id := range good {
-		if docs[id] == nil {
-			t.Errorf("record %s missing", id)
-		}
-	}
 }

@@ -85,8 +85,41 @@ func startFleet(t *testing.T, n int, args func(i int) []string) []*fleetProc {
 	return fleet
 }
 
-// waitFleet waits for every loader but skip (killed ones) to succeed.
-func waitFleet(t *testing.T, fleet []*fleetProc, skip ...int) {
+// startInputFleet starts k loaders, each importing its own of k inputs
+// (records in all, fleetInputs) with args; it returns what checkLanded
+// wants.
+func startInputFleet(t *testing.T, k, records int, args ...string) ([]*fleetProc, map[string]string) {
+	t.Helper()
+	inputs, want := fleetInputs(t, t.TempDir(), k, records)
+	return startFleet(t, k, func(i int) []string { return append([]string{"import", inputs[i]}, args...) }), want
+}
+
+// startShardFleet starts k loaders on the shards of one input of records
+// (about 12 shards) with args; it returns what checkLanded wants.
+func startShardFleet(t *testing.T, k, records int, args ...string) ([]*fleetProc, map[string]string) {
+	t.Helper()
+	in, want := crashInput(t, t.TempDir(), records)
+	st, err := os.Stat(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shardSize := strconv.FormatInt(st.Size()/12+1, 10)
+	return startFleet(t, k, func(int) []string { return append([]string{"import", in, "--shard-size", shardSize}, args...) }), want
+}
+
+// sharedTarget skips in -short, and starts Azurite and a local target whose
+// containers have sharedRU.
+func sharedTarget(t *testing.T) (*testenv.AzuriteServer, target) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("shared capacity: not in -short")
+	}
+	return testenv.Azurite(t), localTarget(t, emulator.Options{DefaultRU: sharedRU})
+}
+
+// waitLanded waits for every loader but skip (killed ones) to succeed and
+// checks that the shared container holds exactly want.
+func waitLanded(t *testing.T, tg target, fleet []*fleetProc, want map[string]string, skip ...int) {
 	t.Helper()
 	for i, p := range fleet {
 		if slices.Contains(skip, i) {
@@ -97,6 +130,7 @@ func waitFleet(t *testing.T, fleet []*fleetProc, skip ...int) {
 			t.Fatalf("loader %d: exit %d\n%s", i, code, stderr)
 		}
 	}
+	checkLanded(t, readAll(t, tg, "e2e", "shared"), want)
 }
 
 // checkInsideTarget asserts the outcome a fleet promises the container: no
@@ -207,15 +241,9 @@ func loadRunReport(t *testing.T, path string) runReport {
 }
 
 func TestThreeLoadersShareOneContainer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("shared capacity: not in -short")
-	}
-	az := testenv.Azurite(t)
-	tg := localTarget(t, emulator.Options{DefaultRU: sharedRU})
-	inputs, want := fleetInputs(t, t.TempDir(), 3, 21000)
-	fleet := startFleet(t, 3, func(i int) []string { return append([]string{"import", inputs[i]}, sharedArgs(tg, az)...) })
-	waitFleet(t, fleet)
-	checkLanded(t, readAll(t, tg, "e2e", "shared"), want)
+	az, tg := sharedTarget(t)
+	fleet, want := startInputFleet(t, 3, 21000, sharedArgs(tg, az)...)
+	waitLanded(t, tg, fleet, want)
 	series := checkInsideTarget(t, tg, constTarget(sharedRU))
 	checkUtilisation(t, series, reports(fleet), sharedRU, 0.75)
 }
@@ -233,17 +261,9 @@ func reports(fleet []*fleetProc) []string {
 // (it used to be spent on top: 3 × 500 = +25 %), so no 5-second window
 // exceeds the target by more than 2 %.
 func TestReservedCapacityInsideTarget(t *testing.T) {
-	if testing.Short() {
-		t.Skip("shared capacity: not in -short")
-	}
-	az := testenv.Azurite(t)
-	tg := localTarget(t, emulator.Options{DefaultRU: sharedRU})
-	inputs, want := fleetInputs(t, t.TempDir(), 3, 18000)
-	fleet := startFleet(t, 3, func(i int) []string {
-		return append([]string{"import", inputs[i]}, sharedArgs(tg, az, "--reserved-ru", "500")...)
-	})
-	waitFleet(t, fleet)
-	checkLanded(t, readAll(t, tg, "e2e", "shared"), want)
+	az, tg := sharedTarget(t)
+	fleet, want := startInputFleet(t, 3, 18000, sharedArgs(tg, az, "--reserved-ru", "500")...)
+	waitLanded(t, tg, fleet, want)
 	checkInsideTarget(t, tg, constTarget(sharedRU))
 }
 
@@ -252,24 +272,14 @@ func TestReservedCapacityInsideTarget(t *testing.T) {
 // and take its capacity (by breaking its leases once its heartbeat is
 // stale; timing in coord/lease's TestFleetBreaksKilledProcessLeases).
 func TestKilledLoadersShardAndCapacityAreTakenOver(t *testing.T) {
-	if testing.Short() {
-		t.Skip("shared capacity: not in -short")
-	}
-	az := testenv.Azurite(t)
-	tg := localTarget(t, emulator.Options{DefaultRU: sharedRU})
-	in, want := crashInput(t, t.TempDir(), 24000)
-	st, _ := os.Stat(in)
-	shardSize := strconv.FormatInt(st.Size()/12+1, 10)
-	fleet := startFleet(t, 3, func(int) []string {
-		return append([]string{"import", in, "--shard-size", shardSize}, sharedArgs(tg, az)...)
-	})
+	az, tg := sharedTarget(t)
+	fleet, want := startShardFleet(t, 3, 24000, sharedArgs(tg, az)...)
 	time.Sleep(6 * time.Second)
 	killed := time.Now()
 	if err := fleet[0].cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitFleet(t, fleet, 0)
-	checkLanded(t, readAll(t, tg, "e2e", "shared"), want)
+	waitLanded(t, tg, fleet, want, 0)
 	checkInsideTarget(t, tg, constTarget(sharedRU))
 
 	// When the survivors held all six capacity partitions (logged: the
@@ -301,15 +311,8 @@ func TestKilledLoadersShardAndCapacityAreTakenOver(t *testing.T) {
 // loaders carry on at their reserve, never above it, and finish when it
 // returns.
 func TestLoadersContinueWhileStorageIsDown(t *testing.T) {
-	if testing.Short() {
-		t.Skip("shared capacity: not in -short")
-	}
-	az := testenv.Azurite(t)
-	tg := localTarget(t, emulator.Options{DefaultRU: sharedRU})
-	inputs, want := fleetInputs(t, t.TempDir(), 2, 24000)
-	fleet := startFleet(t, 2, func(i int) []string {
-		return append([]string{"import", inputs[i]}, sharedArgs(tg, az, "--reserved-ru", "1000")...)
-	})
+	az, tg := sharedTarget(t)
+	fleet, want := startInputFleet(t, 2, 24000, sharedArgs(tg, az, "--reserved-ru", "1000")...)
 	time.Sleep(5 * time.Second)
 	az.Stop()
 	down := time.Now()
@@ -318,8 +321,7 @@ func TestLoadersContinueWhileStorageIsDown(t *testing.T) {
 	time.Sleep(16 * time.Second)
 	az.Start()
 	up := time.Now()
-	waitFleet(t, fleet)
-	checkLanded(t, readAll(t, tg, "e2e", "shared"), want)
+	waitLanded(t, tg, fleet, want)
 	series, _ := containerSeries(t, tg.srv)
 	var during float64
 	n := 0
@@ -340,18 +342,9 @@ func TestLoadersContinueWhileStorageIsDown(t *testing.T) {
 // in. The survivors finish the killed loader's shards; the fleet follows
 // the cut.
 func TestFleetKilledAndRetargeted(t *testing.T) {
-	if testing.Short() {
-		t.Skip("shared capacity: not in -short")
-	}
 	const cutRU = 4000
-	az := testenv.Azurite(t)
-	tg := localTarget(t, emulator.Options{DefaultRU: sharedRU})
-	in, want := crashInput(t, t.TempDir(), 24000)
-	st, _ := os.Stat(in)
-	shardSize := strconv.FormatInt(st.Size()/12+1, 10)
-	fleet := startFleet(t, 3, func(int) []string {
-		return append([]string{"import", in, "--shard-size", shardSize}, fleetArgs(tg, az, "--reserved-ru", "300")...)
-	})
+	az, tg := sharedTarget(t)
+	fleet, want := startShardFleet(t, 3, 24000, fleetArgs(tg, az, "--reserved-ru", "300")...)
 	time.Sleep(6 * time.Second)
 	if err := fleet[0].cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -363,8 +356,7 @@ func TestFleetKilledAndRetargeted(t *testing.T) {
 	}
 	setRU(t, cc, cutRU)
 	cut := time.Now()
-	waitFleet(t, fleet, 0)
-	checkLanded(t, readAll(t, tg, "e2e", "shared"), want)
+	waitLanded(t, tg, fleet, want, 0)
 	// The second of the cut has the old target until the cut: the
 	// target's budget changed within it.
 	checkInsideTarget(t, tg, func(sec int64) float64 {
