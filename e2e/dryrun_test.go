@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -9,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+
+	"github.com/cosmosloader/loader/internal/testenv"
 )
 
 // The Rate Limiting pattern's example: 10,000 records × 10 RU into a
@@ -108,19 +109,12 @@ func TestDryRunReportsBadRecordsAndSkew(t *testing.T) {
 // count and indexing policy instead of taking them from flags.
 func TestDryRunReadsTheContainer(t *testing.T) {
 	tg := localTarget(t, emulatorOptions())
-	ctx := context.Background()
-	c := client(t, tg)
-	if _, err := c.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "e2e"}, nil); err != nil {
-		t.Fatal(err)
-	}
-	db, _ := c.NewDatabase("e2e")
-	tp := azcosmos.NewManualThroughputProperties(24000)
 	props := azcosmos.ContainerProperties{
 		ID:                     "shaped",
 		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/k"}, Version: 2},
 		IndexingPolicy:         &azcosmos.IndexingPolicy{Automatic: true, IndexingMode: azcosmos.IndexingModeNone},
 	}
-	if _, err := db.CreateContainer(ctx, props, &azcosmos.CreateContainerOptions{ThroughputProperties: &tp}); err != nil {
+	if _, err := testenv.CreateContainer(t.Context(), client(t, tg), "e2e", props, 24000); err != nil {
 		t.Fatal(err)
 	}
 	in := writeFile(t, t.TempDir(), "d.ndjson", []byte("{\"id\":\"1\",\"k\":\"a\",\"x\":[1,2,3]}\n{\"id\":\"2\",\"k\":\"b\"}\n"))

@@ -18,6 +18,7 @@ import (
 	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/emulator"
 	"github.com/cosmosloader/loader/epk"
+	"github.com/cosmosloader/loader/internal/testenv"
 )
 
 // A live container, changed under a running load through the SDK and the
@@ -27,19 +28,10 @@ import (
 // throughput ru.
 func liveContainer(t *testing.T, tg target, db, coll string, ru int32) *azcosmos.ContainerClient {
 	t.Helper()
-	ctx := context.Background()
-	c := client(t, tg)
-	if _, err := c.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: db}, nil); err != nil {
+	cc, err := testenv.CreateContainer(t.Context(), client(t, tg), db, azcosmos.ContainerProperties{ID: coll, PartitionKeyDefinition: testenv.TenantKey}, ru)
+	if err != nil {
 		t.Fatal(err)
 	}
-	d, _ := c.NewDatabase(db)
-	tp := azcosmos.NewManualThroughputProperties(ru)
-	if _, err := d.CreateContainer(ctx, azcosmos.ContainerProperties{ID: coll,
-		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/tenant"}, Version: 2}},
-		&azcosmos.CreateContainerOptions{ThroughputProperties: &tp}); err != nil {
-		t.Fatal(err)
-	}
-	cc, _ := d.NewContainer(coll)
 	return cc
 }
 

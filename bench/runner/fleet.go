@@ -216,17 +216,7 @@ func createContainer(ctx context.Context, t *target, name string, ru int32) (*az
 	if err != nil {
 		return nil, err
 	}
-	if _, err := c.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: database}, nil); err != nil && !isConflict(err) {
-		return nil, fmt.Errorf("create database: %w", err)
-	}
-	db, _ := c.NewDatabase(database)
-	tp := azcosmos.NewManualThroughputProperties(ru)
-	if _, err := db.CreateContainer(ctx, azcosmos.ContainerProperties{ID: name,
-		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/tenant"}, Version: 2}},
-		&azcosmos.CreateContainerOptions{ThroughputProperties: &tp}); err != nil {
-		return nil, fmt.Errorf("create container: %w", err)
-	}
-	return db.NewContainer(name)
+	return testenv.CreateContainer(ctx, c, database, azcosmos.ContainerProperties{ID: name, PartitionKeyDefinition: testenv.TenantKey}, ru)
 }
 
 func (res *results) fleetRows() [][2]string {

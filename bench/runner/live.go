@@ -2,13 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/http"
 	"path/filepath"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
 	"github.com/cosmosloader/loader/emulator"
@@ -274,9 +271,4 @@ func (r *runner) splitRun(ctx context.Context, t *target, name string, spec data
 	r.check("S", what+": ≤ 2 % throttled in the 10 s after", fmt.Sprintf("%.2f %% (%d of %d)", h.Throttled, thr, req), h.Throttled <= 2)
 	r.check("S", what+": nothing lost", fmt.Sprint(m.Lost), m.Lost == 0)
 	return h, nil
-}
-
-func isConflict(err error) bool {
-	var re *azcore.ResponseError
-	return errors.As(err, &re) && re.StatusCode == http.StatusConflict
 }
