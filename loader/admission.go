@@ -37,8 +37,10 @@ func strategyOf(s Strategy) strategy {
 func newAdmission(o Options) admission { return strategyOf(o.Strategy).admission(o) }
 
 // admission is a Strategy at work: when a request may be sent, and what
-// the strategy does with its answer.
+// the strategy does with its answer. It is its strategy still (the
+// pipeline asks it for lanes).
 type admission interface {
+	strategy
 	// route sets the record's partition: its lane, and the bucket a
 	// request for it is paid from. It is called again after a split.
 	route(it *item)
@@ -86,6 +88,7 @@ func (naiveStrategy) admission(o Options) admission {
 // pacedAdmission pays each request from its partition's RU bucket, under
 // the adaptive in-flight limit (StrategyPaced).
 type pacedAdmission struct {
+	pacedStrategy
 	pacer   Pacer
 	limiter Limiter
 }
@@ -143,6 +146,7 @@ func (a *pacedAdmission) pacerStats() *pacing.Snapshot {
 // the server's retry-after (StrategyNaive): the approach pacing is
 // measured against.
 type naiveAdmission struct {
+	naiveStrategy
 	slots chan struct{}
 	clock clock.Clock
 }

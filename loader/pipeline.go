@@ -305,7 +305,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 	}()
 
-	parts := strategyOf(o.Strategy).lanes(o.Partitions)
+	parts := r.adm.lanes(o.Partitions)
 	var dispatchers sync.WaitGroup
 	laneSize, _ := batchSplit(o.QueuePerPartition, o.Batch)
 	queues := &lanes{size: laneSize, start: func(lane int, q chan *item, busy *atomic.Int64) {
