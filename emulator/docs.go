@@ -263,25 +263,58 @@ func (s *Server) replyItem(q *request, status int, charge float64, it *item, wit
 	s.reply(q.w, status, charge, nil)
 }
 
-// write creates or upserts one item.
-func (s *Server) write(q *request, c *container, upsert bool) {
-	w, r := q.w, q.r
-	body, err := readBody(r)
-	if errors.Is(err, errTooLarge) {
-		s.fail(w, http.StatusRequestEntityTooLarge, "RequestEntityTooLarge", "Request size is too large.", 0)
-		return
-	} else if err != nil {
-		s.fail(w, http.StatusBadRequest, "BadRequest", err.Error(), 0)
-		return
-	}
-	pk, aerr := c.parsePKHeader(r.Header.Get("X-Ms-Documentdb-Partitionkey"), len(c.pkPaths))
+// requestPK is the request's partition key (x-ms-documentdb-partitionkey);
+// false once the request has been refused.
+func (s *Server) requestPK(q *request, c *container) (pkey, bool) {
+	pk, aerr := c.parsePKHeader(q.r.Header.Get("X-Ms-Documentdb-Partitionkey"), len(c.pkPaths))
 	if aerr != nil {
-		s.failAPI(w, aerr)
-		return
+		s.failAPI(q.w, aerr)
+		return pkey{}, false
+	}
+	return pk, true
+}
+
+// requestDoc reads and parses the document a create, upsert or replace
+// sends, with its partition key; false once the request has been refused.
+func (s *Server) requestDoc(q *request, c *container) (body []byte, pk pkey, d *parsedDoc, ok bool) {
+	body, err := readBody(q.r)
+	if errors.Is(err, errTooLarge) {
+		s.fail(q.w, http.StatusRequestEntityTooLarge, "RequestEntityTooLarge", "Request size is too large.", 0)
+		return nil, pkey{}, nil, false
+	} else if err != nil {
+		s.fail(q.w, http.StatusBadRequest, "BadRequest", err.Error(), 0)
+		return nil, pkey{}, nil, false
+	}
+	if pk, ok = s.requestPK(q, c); !ok {
+		return nil, pkey{}, nil, false
 	}
 	d, aerr := c.parseDoc(body, pk)
 	if aerr != nil {
-		s.failAPI(w, aerr)
+		s.failAPI(q.w, aerr)
+		return nil, pkey{}, nil, false
+	}
+	return body, pk, d, true
+}
+
+// putLocked stores it under key in p (logged first), charges the request
+// and answers it with status. c.mu is held, and released.
+func (s *Server) putLocked(q *request, c *container, p *partition, key string, it *item, now time.Time, status int, charge float64) {
+	if err := s.logRecord(encMutations(c.dbID, c.id, []mutation{{put: true, key: key, it: it}})); err != nil {
+		c.mu.Unlock()
+		s.fail(q.w, http.StatusInternalServerError, "InternalServerError", err.Error(), 0)
+		return
+	}
+	p.put(key, it)
+	p.record(now, charge, false)
+	c.mu.Unlock()
+	s.replyItem(q, status, charge, it, !minimal(q.r))
+}
+
+// write creates or upserts one item.
+func (s *Server) write(q *request, c *container, upsert bool) {
+	w, r := q.w, q.r
+	body, pk, d, ok := s.requestDoc(q, c)
+	if !ok {
 		return
 	}
 	ifMatch := r.Header.Get("If-Match")
@@ -313,15 +346,7 @@ func (s *Server) write(q *request, c *container, upsert bool) {
 	}
 	charge = s.withNoise(charge)
 	it := s.stored(c, d, now.Unix())
-	if err := s.logRecord(encMutations(c.dbID, c.id, []mutation{{put: true, key: key, it: it}})); err != nil {
-		c.mu.Unlock()
-		s.fail(w, http.StatusInternalServerError, "InternalServerError", err.Error(), 0)
-		return
-	}
-	p.put(key, it)
-	p.record(now, charge, false)
-	c.mu.Unlock()
-	s.replyItem(q, status, charge, it, !minimal(r))
+	s.putLocked(q, c, p, key, it, now, status, charge)
 }
 
 func (s *Server) replaceItem(q *request, c *container, id string) {
@@ -330,22 +355,8 @@ func (s *Server) replaceItem(q *request, c *container, id string) {
 		s.fail(w, http.StatusBadRequest, "BadRequest", msg, 0)
 		return
 	}
-	body, err := readBody(r)
-	if errors.Is(err, errTooLarge) {
-		s.fail(w, http.StatusRequestEntityTooLarge, "RequestEntityTooLarge", "Request size is too large.", 0)
-		return
-	} else if err != nil {
-		s.fail(w, http.StatusBadRequest, "BadRequest", err.Error(), 0)
-		return
-	}
-	pk, aerr := c.parsePKHeader(r.Header.Get("X-Ms-Documentdb-Partitionkey"), len(c.pkPaths))
-	if aerr != nil {
-		s.failAPI(w, aerr)
-		return
-	}
-	d, aerr := c.parseDoc(body, pk)
-	if aerr != nil {
-		s.failAPI(w, aerr)
+	body, pk, d, ok := s.requestDoc(q, c)
+	if !ok {
 		return
 	}
 	if d.id != id {
@@ -367,22 +378,13 @@ func (s *Server) replaceItem(q *request, c *container, id string) {
 	}
 	charge := s.withNoise(2 * createCharge(len(body), d.terms))
 	it := s.stored(c, d, now.Unix())
-	if err := s.logRecord(encMutations(c.dbID, c.id, []mutation{{put: true, key: key, it: it}})); err != nil {
-		c.mu.Unlock()
-		s.fail(w, http.StatusInternalServerError, "InternalServerError", err.Error(), 0)
-		return
-	}
-	p.put(key, it)
-	p.record(now, charge, false)
-	c.mu.Unlock()
-	s.replyItem(q, http.StatusOK, charge, it, !minimal(r))
+	s.putLocked(q, c, p, key, it, now, http.StatusOK, charge)
 }
 
 func (s *Server) readItem(q *request, c *container, id string) {
 	w, r := q.w, q.r
-	pk, aerr := c.parsePKHeader(r.Header.Get("X-Ms-Documentdb-Partitionkey"), len(c.pkPaths))
-	if aerr != nil {
-		s.failAPI(w, aerr)
+	pk, ok := s.requestPK(q, c)
+	if !ok {
 		return
 	}
 	c.mu.Lock()
@@ -411,9 +413,8 @@ func (s *Server) readItem(q *request, c *container, id string) {
 
 func (s *Server) deleteItem(q *request, c *container, id string) {
 	w, r := q.w, q.r
-	pk, aerr := c.parsePKHeader(r.Header.Get("X-Ms-Documentdb-Partitionkey"), len(c.pkPaths))
-	if aerr != nil {
-		s.failAPI(w, aerr)
+	pk, ok := s.requestPK(q, c)
+	if !ok {
 		return
 	}
 	ifMatch := r.Header.Get("If-Match")
@@ -471,9 +472,8 @@ func (s *Server) batch(q *request, c *container) {
 		s.fail(w, http.StatusBadRequest, "BadRequest", err.Error(), 0)
 		return
 	}
-	pk, aerr := c.parsePKHeader(r.Header.Get("X-Ms-Documentdb-Partitionkey"), len(c.pkPaths))
-	if aerr != nil {
-		s.failAPI(w, aerr)
+	pk, ok := s.requestPK(q, c)
+	if !ok {
 		return
 	}
 	var ops []batchOp
