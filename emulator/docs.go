@@ -350,7 +350,7 @@ func (s *Server) write(q *request, c *container, upsert bool) {
 }
 
 func (s *Server) replaceItem(q *request, c *container, id string) {
-	w, r := q.w, q.r
+	w := q.w
 	if msg := validateID(id); msg != "" {
 		s.fail(w, http.StatusBadRequest, "BadRequest", msg, 0)
 		return
@@ -363,16 +363,8 @@ func (s *Server) replaceItem(q *request, c *container, id string) {
 		s.failAPI(w, badRequest("The id in the body (%q) does not match the id in the URL (%q).", d.id, id))
 		return
 	}
-	ifMatch := r.Header.Get("If-Match")
 	key := itemKey(pk.json, id)
-
-	c.mu.Lock()
-	p := c.partitionFor(pk)
-	now := s.clock.Now()
-	if s.completingLocked(w, c, p, now) || !s.admitLocked(w, c, p, now) {
-		return
-	}
-	old := s.existingLocked(w, c, p, key, ifMatch, now)
+	p, old, now := s.lockExisting(q, c, pk, key)
 	if old == nil {
 		return
 	}
@@ -412,20 +404,13 @@ func (s *Server) readItem(q *request, c *container, id string) {
 }
 
 func (s *Server) deleteItem(q *request, c *container, id string) {
-	w, r := q.w, q.r
+	w := q.w
 	pk, ok := s.requestPK(q, c)
 	if !ok {
 		return
 	}
-	ifMatch := r.Header.Get("If-Match")
 	key := itemKey(pk.json, id)
-	c.mu.Lock()
-	p := c.partitionFor(pk)
-	now := s.clock.Now()
-	if s.completingLocked(w, c, p, now) || !s.admitLocked(w, c, p, now) {
-		return
-	}
-	old := s.existingLocked(w, c, p, key, ifMatch, now)
+	p, old, now := s.lockExisting(q, c, pk, key)
 	if old == nil {
 		return
 	}
@@ -631,21 +616,28 @@ func (s *Server) batch(q *request, c *container) {
 	s.replyJSON(w, http.StatusOK, total, results)
 }
 
-// existingLocked returns the item a replace or delete acts on. When it is
-// missing (404) or its etag does not match If-Match (412), the failed
-// request is charged and answered, c.mu (held by the caller) is unlocked,
-// and it returns nil; otherwise c.mu stays locked.
-func (s *Server) existingLocked(w http.ResponseWriter, c *container, p *partition, key, ifMatch string, now time.Time) *item {
-	old := p.items[key]
-	if old != nil && (ifMatch == "" || old.etag == ifMatch) {
-		return old
+// lockExisting locks c and admits a replace or delete of the item key in
+// pk's partition. When the request is refused — completing, throttled, the
+// item missing (404) or its etag not matching If-Match (412) — it is
+// answered (a failed one charged), c.mu is unlocked and old is nil;
+// otherwise c.mu stays locked.
+func (s *Server) lockExisting(q *request, c *container, pk pkey, key string) (p *partition, old *item, now time.Time) {
+	c.mu.Lock()
+	p = c.partitionFor(pk)
+	now = s.clock.Now()
+	if s.completingLocked(q.w, c, p, now) || !s.admitLocked(q.w, c, p, now) {
+		return p, nil, now
+	}
+	old = p.items[key]
+	if ifMatch := q.r.Header.Get("If-Match"); old != nil && (ifMatch == "" || old.etag == ifMatch) {
+		return p, old, now
 	}
 	p.record(now, failedRequestRU, false)
 	c.mu.Unlock()
 	if old == nil {
-		s.failAPI(w, errNotFound)
+		s.failAPI(q.w, errNotFound)
 	} else {
-		s.failAPI(w, errPrecondition)
+		s.failAPI(q.w, errPrecondition)
 	}
-	return nil
+	return p, nil, now
 }

@@ -189,24 +189,30 @@ type dec struct {
 
 func (d *dec) uint() uint64 {
 	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.err = ErrCorruptLog
-		d.b = nil
+	if !d.took(n) {
 		return 0
 	}
-	d.b = d.b[n:]
 	return v
 }
 
 func (d *dec) int() int64 {
 	v, n := binary.Varint(d.b)
+	if !d.took(n) {
+		return 0
+	}
+	return v
+}
+
+// took consumes a varint of n bytes; n ≤ 0 (binary's "truncated or
+// overflowing") makes the log corrupt from here.
+func (d *dec) took(n int) bool {
 	if n <= 0 {
 		d.err = ErrCorruptLog
 		d.b = nil
-		return 0
+		return false
 	}
 	d.b = d.b[n:]
-	return v
+	return true
 }
 
 func (d *dec) bytes() []byte {
