@@ -300,14 +300,8 @@ func TestKillInTheFirstSecondsThenResume(t *testing.T) {
 // After resume the summary and the JSON report tell this run from the
 // whole load, and the start says where it continues.
 func TestResumeSeparatesThisRunFromTheWholeLoad(t *testing.T) {
-	tg, input, ckpt, _, args := slowLoad(t)
 	_, env := freshEnv(t)
-	cmd, wait := startIn(t, env, append(args, "--checkpoint-interval", "100ms")...)
-	waitForCheckpoint(t, ckpt)
-	_ = cmd.Process.Signal(syscall.SIGINT)
-	if code, stderr := wait(); code != 130 {
-		t.Fatalf("exit %d after SIGINT\n%s", code, stderr)
-	}
+	tg, input, ckpt := interrupted(t, env, syscall.SIGINT)
 	st, err := checkpoint.Load(ckpt)
 	if err != nil {
 		t.Fatal(err)

@@ -113,19 +113,31 @@ func TestSecondSIGINTExitsAtOnceWithAValidCheckpoint(t *testing.T) {
 	}
 }
 
-func interrupted(t *testing.T) (tg target, input, ckpt string) {
+// interrupted runs slowLoad's import with env (nil: startLoader's) and
+// stops it with sig once a checkpoint is saved: it must exit 130.
+func interrupted(t *testing.T, env []string, sig os.Signal) (tg target, input, ckpt string) {
+	t.Helper()
 	tg, input, ckpt, _, args := slowLoad(t)
-	cmd, wait := startLoader(t, append(args, "--checkpoint-interval", "100ms")...)
+	args = append(args, "--checkpoint-interval", "100ms")
+	var (
+		cmd  *exec.Cmd
+		wait func() (int, string)
+	)
+	if env == nil {
+		cmd, wait = startLoader(t, args...)
+	} else {
+		cmd, wait = startIn(t, env, args...)
+	}
 	waitForCheckpoint(t, ckpt)
-	_ = cmd.Process.Signal(syscall.SIGTERM)
+	_ = cmd.Process.Signal(sig)
 	if code, stderr := wait(); code != 130 {
-		t.Fatalf("exit %d after SIGTERM, want 130\n%s", code, stderr)
+		t.Fatalf("exit %d after %v, want 130\n%s", code, sig, stderr)
 	}
 	return tg, input, ckpt
 }
 
 func TestResumeRefuses(t *testing.T) {
-	tg, input, ckpt := interrupted(t)
+	tg, input, ckpt := interrupted(t, nil, syscall.SIGTERM)
 	good, err := os.ReadFile(ckpt)
 	if err != nil {
 		t.Fatal(err)

@@ -10,14 +10,8 @@ import (
 // After a resume the HTML report, like the summary and the JSON, tells
 // this run from the whole load.
 func TestResumeHTMLReportShowsThisRun(t *testing.T) {
-	tg, _, ckpt, _, args := slowLoad(t)
 	_, env := freshEnv(t)
-	cmd, wait := startIn(t, env, append(args, "--checkpoint-interval", "100ms")...)
-	waitForCheckpoint(t, ckpt)
-	_ = cmd.Process.Signal(syscall.SIGINT)
-	if code, stderr := wait(); code != 130 {
-		t.Fatalf("exit %d after SIGINT\n%s", code, stderr)
-	}
+	tg, _, ckpt := interrupted(t, env, syscall.SIGINT)
 	html := filepath.Join(t.TempDir(), "r.html")
 	res := runIn(t, env, "resume", ckpt, "--endpoint", tg.endpoint, "--key", tg.key, "--report-html", html)
 	if res.code != 0 {
