@@ -129,6 +129,17 @@ func window(series []emulator.UsageSecond, from, to int64) (ru float64, requests
 	return
 }
 
+// liveTarget skips in -short, and starts a local target with o holding
+// live/c at ru RU/s.
+func liveTarget(t *testing.T, o emulator.Options, ru int32) (target, *azcosmos.ContainerClient) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("live test: not in -short")
+	}
+	tg := localTarget(t, o)
+	return tg, liveContainer(t, tg, "live", "c", ru)
+}
+
 // liveLoad imports input into live/c on tg (extra: more flags), runs
 // change once the load has run for after, and checks that the run
 // succeeded and wrote every record of want (checkLanded, once the test's
@@ -159,11 +170,7 @@ func liveLoad(t *testing.T, tg target, input string, want map[string]string, aft
 // interval, and the container's own per-second series shows the new rate
 // used from then on.
 func TestLiveThroughputRaise(t *testing.T) {
-	if testing.Short() {
-		t.Skip("live test: not in -short")
-	}
-	tg := localTarget(t, emulator.Options{})
-	cc := liveContainer(t, tg, "live", "c", 2000)
+	tg, cc := liveTarget(t, emulator.Options{}, 2000)
 	input, want := crashInput(t, t.TempDir(), 9000)
 	r, changed, stderr := liveLoad(t, tg, input, want, 5*time.Second, func() { setRU(t, cc, 4000) })
 	at := changed.Sub(r.StartedAt).Seconds()
@@ -196,11 +203,7 @@ func TestLiveThroughputRaise(t *testing.T) {
 // TestLiveThroughputCut: 4,000 → 2,000 RU/s mid-load: the first 429s
 // trigger a throughput read, so few requests are throttled.
 func TestLiveThroughputCut(t *testing.T) {
-	if testing.Short() {
-		t.Skip("live test: not in -short")
-	}
-	tg := localTarget(t, emulator.Options{})
-	cc := liveContainer(t, tg, "live", "c", 4000)
+	tg, cc := liveTarget(t, emulator.Options{}, 4000)
 	input, want := crashInput(t, t.TempDir(), 9000)
 	// Point writes: the criterion is a share of requests, and batches
 	// make them too few (~150 in the window) for 2 % to mean anything.
@@ -221,11 +224,7 @@ func TestLiveThroughputCut(t *testing.T) {
 // the loader sees the new ranges (on its next read or a 410), rebuilds
 // routing, and every record lands exactly once.
 func TestLiveSplit(t *testing.T) {
-	if testing.Short() {
-		t.Skip("live test: not in -short")
-	}
-	tg := localTarget(t, emulator.Options{CompletingSplitWindow: 500 * time.Millisecond})
-	liveContainer(t, tg, "live", "c", 4000)
+	tg, _ := liveTarget(t, emulator.Options{CompletingSplitWindow: 500 * time.Millisecond}, 4000)
 	input, want := crashInput(t, t.TempDir(), 9000)
 	r, _, stderr := liveLoad(t, tg, input, want, 3*time.Second, func() {
 		resp, err := http.Post(tg.endpoint+"_emulator/split?db=live&coll=c", "", nil)
@@ -252,11 +251,7 @@ func TestLiveSplit(t *testing.T) {
 // gateway would. Every record lands exactly once, the loader sees the four
 // partitions, and few requests are throttled.
 func TestLiveSplitSkewed(t *testing.T) {
-	if testing.Short() {
-		t.Skip("live test: not in -short")
-	}
-	tg := localTarget(t, emulator.Options{Partitions: 2})
-	liveContainer(t, tg, "live", "c", 4000)
+	tg, _ := liveTarget(t, emulator.Options{Partitions: 2}, 4000)
 	input, want := tenantInput(t, t.TempDir(), "skewed.ndjson", 7000, func(rng *rand.Rand) string {
 		if rng.Intn(2) == 0 {
 			return "hot"
@@ -314,11 +309,7 @@ func hotPartitionUse(t *testing.T, tg target, db, coll, key string, from, to int
 // TestScaleRU: --scale-ru raises the throughput for the load and puts the
 // original back after success, after SIGINT, and after SIGKILL + resume.
 func TestScaleRU(t *testing.T) {
-	if testing.Short() {
-		t.Skip("live test: not in -short")
-	}
-	tg := localTarget(t, emulator.Options{})
-	cc := liveContainer(t, tg, "live", "c", 1000)
+	tg, cc := liveTarget(t, emulator.Options{}, 1000)
 	dir := t.TempDir()
 	input, _ := crashInput(t, dir, 6000)
 
