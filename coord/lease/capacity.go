@@ -697,9 +697,9 @@ func (c *Capacity) label(ctx context.Context, p int) error {
 // breakable reports whether a partition leased by holder and last labelled
 // at modified (server time) may have its lease broken now, with a break
 // period of 0 and on condition that its ETag has not changed since the
-// partition listing. It may when the holder's heartbeat was absent or older
-// than deadAfter at the last heartbeat listing (server time beatDate), and
-// the label is at least deadAfter older than that listing.
+// partition listing. It may when the holder's heartbeat was absent or
+// looked deadAfter old or more at the last heartbeat listing (server time
+// beatDate), and the label is at least deadAfter older than that listing.
 //
 // Why the holder then spends nothing, alive or not: it counts a partition
 // only while its last acknowledged heartbeat was sent less than freshFor
@@ -716,7 +716,8 @@ func (c *Capacity) label(ctx context.Context, p int) error {
 // listing (modified < beatDate − deadAfter), and the listing completed
 // before the break was sent (whichever of the two listings came first).
 // Inside the streak the listing showed a heartbeat sent less than freshFor
-// before it: age < freshFor < deadAfter. Contradiction.
+// before it, which looks at most a second older than it is (see below):
+// less than freshFor + 1 s < deadAfter. Contradiction.
 //
 // None of this depends on the heartbeat being on time: a write that is slow
 // to be sent, or sent and slow to be acknowledged (a busy machine, a stalled
@@ -728,10 +729,13 @@ func (c *Capacity) label(ctx context.Context, p int) error {
 // holder look alive for longer.
 //
 // The margin deadAfter − freshFor (2 s) absorbs the one-second resolution of
-// Last-Modified and Date (a heartbeat can look up to a second older than it
-// is), and a second for what the holder still spends after it stopped
-// counting: Run's ticker drops its limit within a quarter of a heartbeat
-// period, and requests already sent still land.
+// Last-Modified and Date, and a second for what the holder still spends
+// after it stopped counting: Run's ticker drops its limit within a quarter
+// of a heartbeat period, and requests already sent still land. Both
+// timestamps are whole seconds, so a heartbeat that looks deadAfter old is
+// more than deadAfter − 1 s old (and one that looks older than deadAfter,
+// the rule until now, more than deadAfter old: a second of the margin
+// counted twice, a second more of the dead holder's capacity lost).
 //
 // A holder whose lease was broken while it was stalled finds out at its
 // next renewal (lease lost) or, if it wrote a fresh heartbeat first, at its
@@ -891,8 +895,9 @@ const (
 // write (and one listing of the heartbeats) per process per second. A
 // process counts its partitions for heartbeatFresh after sending its last
 // acknowledged heartbeat, so a write may be up to two seconds late before
-// its capacity lapses; a heartbeat heartbeatDead old, by the server's
-// clock, means its process spends nothing (breakable has the margin).
+// its capacity lapses; a heartbeat that looks heartbeatDead old, by the
+// server's clock, means its process spends nothing (breakable has the
+// margin).
 const (
 	heartbeatEvery = time.Second
 	heartbeatFresh = 3 * time.Second
@@ -1022,9 +1027,10 @@ func (c *Capacity) heartbeat(ctx context.Context) (relabel bool, err error) {
 				stale[*b.Name] = *b.Properties.ETag
 			}
 			// A live process rewrites its heartbeat every beatEvery; one
-			// older than deadAfter means it spends nothing, so the others
-			// raise their share and break its leases.
-			if age > c.deadAfter {
+			// that looks deadAfter old (whole seconds: more than deadAfter
+			// − 1 s) means it spends nothing, so the others raise their
+			// share and break its leases.
+			if age >= c.deadAfter {
 				continue
 			}
 			alive[*b.Name] = true

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
 	"github.com/cosmosloader/loader/coord/coordtest"
 	"github.com/cosmosloader/loader/internal/clock/clocktest"
 )
@@ -149,6 +151,18 @@ func (s *sim) held() []int {
 	return h
 }
 
+// lastModified is the Last-Modified the fake service lists for blob name.
+func (s *sim) lastModified(name string) time.Time {
+	s.t.Helper()
+	prefix := name
+	pager := s.blob.Container(s.t, "leases").NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: &prefix})
+	page, err := pager.NextPage(context.Background())
+	if err != nil || len(page.Segment.BlobItems) != 1 {
+		s.t.Fatalf("list %s: %v", prefix, err)
+	}
+	return *page.Segment.BlobItems[0].Properties.LastModified
+}
+
 func (s *sim) limits() (sum float64) {
 	for _, p := range s.procs {
 		if !p.stalled {
@@ -194,9 +208,9 @@ func TestFleetSplitsAndCarvesOutReserve(t *testing.T) {
 }
 
 // A killed process's partitions are taken over by breaking its leases once
-// its heartbeat is deadAfter old: well before its leases would expire, and
-// never while it could still count them. The kill lands at every phase of
-// the heartbeat's second.
+// its heartbeat looks deadAfter old: well before its leases would expire,
+// and never while it could still count them. The kill lands at every phase
+// of the heartbeat's second.
 func TestFleetBreaksKilledProcessLeases(t *testing.T) {
 	var worst time.Duration
 	for phase := time.Duration(0); phase < time.Second; phase += 100 * time.Millisecond {
@@ -221,6 +235,9 @@ func TestFleetBreaksKilledProcessLeases(t *testing.T) {
 			}
 			victim.c.mu.Unlock()
 			killed := s.clk.Now()
+			// Its last heartbeat as the others list it: Last-Modified in
+			// whole seconds, as Azure gives it.
+			lastBeat := s.lastModified(victim.c.cfg.Prefix + membersDir + victim.c.id)
 			took := s.until(20*time.Second, "the survivors to hold all six", func() bool {
 				return s.procs[1].c.Held()+s.procs[2].c.Held() == 6
 			})
@@ -229,10 +246,18 @@ func TestFleetBreaksKilledProcessLeases(t *testing.T) {
 			if at := killed.Add(took); !at.Before(expire) {
 				t.Errorf("takeover at %v after the kill, not before the leases' expiry (%v)", took, expire.Sub(killed))
 			}
-			// Heartbeat ≤ a second old at the kill, five seconds to be
-			// dead, one-second timestamps, a second to list again.
-			if limit := heartbeatEvery + heartbeatDead + time.Second + heartbeatEvery; took > limit {
+			// Heartbeat ≤ a second old at the kill, five seconds until it
+			// looks dead, a second to list again.
+			if limit := heartbeatEvery + heartbeatDead + heartbeatEvery; took > limit {
 				t.Errorf("takeover after %v, want ≤ %v", took, limit)
+			}
+			// At the first listing once Date − Last-Modified reaches
+			// heartbeatDead (both whole seconds: the heartbeat is then more
+			// than heartbeatDead − 1 s old, its holder stopped counting more
+			// than a second before), not a listing later.
+			if looksDead := lastBeat.Add(heartbeatDead); killed.Add(took).After(looksDead.Add(heartbeatEvery)) {
+				t.Errorf("takeover %v after the heartbeat looked %v old, want within a heartbeat period (%v)",
+					killed.Add(took).Sub(looksDead), heartbeatDead, heartbeatEvery)
 			}
 			// The dead one's reserve goes back into the partitions.
 			if got := s.limits(); !near(got, 6000) {
