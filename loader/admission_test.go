@@ -172,7 +172,7 @@ func TestAdmissionPacerStats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, pacer := range []Pacer{p, watchedPacer{Pacer: p}, gatedPacer{Pacer: p}} {
+	for _, pacer := range []Pacer{p, watchedPacer{Pacer: p}, gatedPacer{watchedPacer: watchedPacer{Pacer: p}}} {
 		st := newAdmission(Options{Strategy: StrategyPaced, Pacer: pacer, Clock: clk}).pacerStats()
 		if st == nil || st.TargetRU != 1000 || len(st.Partitions) != 2 {
 			t.Errorf("%T: paced stats %+v, want the pacer's", pacer, st)

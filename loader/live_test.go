@@ -542,3 +542,61 @@ func TestRecordsQueuedBeforeASplitGoAsEachChildAllows(t *testing.T) {
 		})
 	}
 }
+
+// retargetedCapacity records the targets a shared load's watcher sets.
+type retargetedCapacity struct {
+	fakeCapacity
+	mu      sync.Mutex
+	targets []float64
+}
+
+func (c *retargetedCapacity) SetTarget(ru float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.targets = append(c.targets, ru)
+}
+
+// A shared load's 429s reach the watcher as a plain load's do: a throughput
+// cut is read, and the capacity partitions resized, at its first 429 rather
+// than at the next 5 s interval while the fleet paces into the cut.
+func TestSharedLoadFollowsACutAtItsFirst429(t *testing.T) {
+	clk := clocktest.New(time.Unix(0, 0))
+	src := &fakeLive{tp: Throughput{RU: 3000}, bounds: []string{epk.Min, epk.Max}}
+	pacer, err := pacing.NewPacer(pacing.PacerConfig{TargetRU: 3000, Partitions: 1, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWatcher(src, WatchOptions{}, clk, 3000, 0, 1, 3000, 1)
+	capa := &retargetedCapacity{fakeCapacity: fakeCapacity{limit: 1000}}
+	p := (&Job{Shared: &SharedOptions{Partitions: 6}, Clock: clk}).resolve()
+	l := &leasedShards{p: p, store: &fakeShared{}, capa: capa, target: 3000}
+	rp := &runPacing{pacer: pacer, limiter: pacing.NewConcurrency(limiterConfig(3000, clk, t.Logf)), watcher: w, wait: pacer}
+	l.pace(rp)
+	defer l.close()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); w.run(ctx, true) }()
+	defer func() { cancel(); <-done }()
+	guard, stop := context.WithTimeout(t.Context(), 10*time.Second)
+	defer stop()
+	if err := clk.BlockUntil(guard, 2); err != nil { // the next throughput and ranges reads
+		t.Fatal(err)
+	}
+	src.mu.Lock()
+	src.tp = Throughput{RU: 2000}
+	src.mu.Unlock()
+	clk.Advance(time.Second)
+	rp.wait.Throttled(0, time.Second)
+	// The fake clock stands still: only the 429 can make the watcher read.
+	for deadline := time.Now().Add(5 * time.Second); w.current() != 2000 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	if got := w.current(); got != 2000 {
+		t.Fatalf("target %v one second after the cut and a 429, want 2000", got)
+	}
+	capa.mu.Lock()
+	defer capa.mu.Unlock()
+	if want := []float64{2000}; !reflect.DeepEqual(capa.targets, want) {
+		t.Errorf("capacity retargeted to %v, want %v", capa.targets, want)
+	}
+}

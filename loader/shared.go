@@ -15,7 +15,6 @@ import (
 
 	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/loader/source"
-	"github.com/cosmosloader/loader/pacing"
 )
 
 // SharedOptions configure loading alongside other loader processes: the
@@ -78,9 +77,11 @@ func (g *capacityGate) wait(ctx context.Context) error {
 	}
 }
 
-// gatedPacer waits for capacity before pacing.
+// gatedPacer waits for capacity before pacing. Its 429s reach the watcher
+// as a plain load's do: a throughput cut is read within a second of its
+// first 429, not at the next interval while the fleet paces into it.
 type gatedPacer struct {
-	*pacing.Pacer
+	watchedPacer
 	gate *capacityGate
 }
 
@@ -223,7 +224,7 @@ func (l *leasedShards) pace(r *runPacing) {
 		}
 	})
 	r.watcher.targets = []retargeter{l.capa}
-	r.wait, r.watch = gatedPacer{Pacer: r.pacer, gate: gate}, true
+	r.wait, r.watch = gatedPacer{watchedPacer: watchedPacer{Pacer: r.pacer, w: r.watcher}, gate: gate}, true
 	r.fill = func(ev *ProgressEvent) {
 		ev.LeasesHeld, ev.LeasePartitions, ev.LeasedRU = l.capa.Held(), so.Partitions, l.capa.Limit()
 	}
