@@ -185,6 +185,20 @@ func (pt *partition) renewGuard(sec int64) {
 	pt.guardSec = sec
 }
 
+// reguard moves the second guard by a change of rate from old at now: the
+// current second's budget by the part of the second still to come (the
+// old rate until now, the new one after, as the service re-divides a
+// changed throughput), a later second's, already reserved into, wholly.
+// pt.mu must be held.
+func (pt *partition) reguard(now time.Time, old float64) {
+	switch sec := now.Unix(); {
+	case pt.guardSec == sec:
+		pt.guardRU += (pt.limit - old) * (1 - float64(now.Nanosecond())/1e9)
+	case pt.guardSec > sec:
+		pt.guardRU += pt.limit - old
+	}
+}
+
 // guard charges ru to the aligned second of at, or of the first renewal
 // after it that leaves budget, and returns when the request may go. A
 // request sent while the second has budget left may take it into debt, as
@@ -555,7 +569,8 @@ func (pt *partition) setLimit(p *Pacer, now time.Time, ruPerSec float64) {
 
 // SetTarget changes the total RU/s at run time (a capacity lease grew or
 // shrank). Partitions keep the fraction of their share that adaptation had
-// left them.
+// left them, and the change counts in the second guard from now: a lease
+// taken mid-second is spent from then on, not from the next second.
 func (p *Pacer) SetTarget(ru float64) {
 	if !(ru > 0) || math.IsInf(ru, 0) {
 		return
@@ -569,9 +584,10 @@ func (p *Pacer) SetTarget(ru float64) {
 	for _, pt := range p.parts {
 		pt.mu.Lock()
 		now := pt.now(p.clock)
-		frac := pt.limit / pt.share
+		frac, old := pt.limit/pt.share, pt.limit
 		pt.share = share
 		pt.setLimit(p, now, share*frac)
+		pt.reguard(now, old)
 		pt.mu.Unlock()
 	}
 }

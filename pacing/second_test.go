@@ -155,3 +155,50 @@ func TestLateWakeIsChargedToItsSecond(t *testing.T) {
 		t.Errorf("second 1 took %.0f RU with the late request, want ≤ %.0f", sent, share)
 	}
 }
+
+// A raise mid-second (a capacity lease taken over, the container's
+// throughput raised) is spent from then on: the second's budget is the old
+// rate until the raise and the new one after, not the old rate to the end
+// of the second. A cut counts the same way.
+func TestTargetChangeCountsFromMidSecond(t *testing.T) {
+	const t0 = 1_700_000_000
+	for _, tc := range []struct {
+		name         string
+		from, to     float64
+		lo, hi       float64 // RU in the second of the change
+		before, next float64 // RU in the seconds around it
+	}{
+		{"raise", 1000, 2000, 1490, 1520, 1000, 2000},
+		{"cut", 2000, 1000, 1490, 1520, 2000, 1000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := &simClock{now: time.Unix(t0, 0)}
+			p, err := NewPacer(PacerConfig{TargetRU: tc.from, Partitions: 1, Clock: clk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			perSecond := map[int64]float64{}
+			changed := false
+			for clk.now.Before(time.Unix(t0+3, 0)) {
+				if !changed && !clk.now.Before(time.Unix(t0+1, 5e8)) {
+					p.SetTarget(tc.to)
+					changed = true
+				}
+				r := p.Reserve(0, 10)
+				if r.At.After(clk.now) {
+					clk.now = r.At
+				}
+				perSecond[clk.now.Unix()] += 10
+			}
+			if got := perSecond[t0+1]; got < tc.lo || got > tc.hi {
+				t.Errorf("%v RU in the second of the change at its middle, want %v–%v", got, tc.lo, tc.hi)
+			}
+			if got := perSecond[t0]; got < tc.before-10 || got > tc.before+20 {
+				t.Errorf("%v RU in the second before, want %v", got, tc.before)
+			}
+			if got := perSecond[t0+2]; got < tc.next-10 || got > tc.next+20 {
+				t.Errorf("%v RU in the second after, want %v", got, tc.next)
+			}
+		})
+	}
+}
