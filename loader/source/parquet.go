@@ -8,6 +8,8 @@ import (
 	"math"
 	"math/bits"
 	"os"
+	"runtime"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -27,17 +29,17 @@ const parquetBatchRows = 4096
 
 // parquetReader streams the rows of a Parquet file as JSON objects, one row
 // group at a time, one Arrow batch at a time. Memory, whatever the size of
-// the file or of its row groups, is bounded by:
+// the file or of its row groups, is bounded by, per decoder (parquetWorkers
+// of them, each on its own row groups):
 //
 //   - one decoded Arrow batch (parquetBatchRows rows) and one buffered page
 //     stream per column (BufferSize each);
 //   - the JSON of at most parquetAhead+1 chunks of parquetChunkRows rows
-//     (queued, being filled, being consumed), in arenas of parquetArena;
-//   - the footer, which arrow-go parses whole at open: a few KB per row
-//     group (10 MB for the bench's 1 GB file of 1,604 small row groups).
+//     (queued, being filled), in arenas of parquetArena;
 //
-// The bench's 1 GB dry-run peaks at ~105 MB RSS, of which ~34 MB is the
-// binary itself and the rest Go's heap at twice the live data (GOGC=100).
+// plus the chunk being consumed and the footer, which arrow-go parses whole
+// at open: a few KB per row group (10 MB for the bench's 1 GB file of 1,604
+// small row groups).
 //
 // Positions: Record.Line is the 1-based row number and Record.Offset the
 // 0-based row index (unique, so generated ids are stable). Next.Line is the
@@ -45,35 +47,28 @@ const parquetBatchRows = 4096
 // count scaled to the file's size (rows × size ÷ total rows), so byte-based
 // progress, ETA and dry-run totals advance by rows and end at the file size.
 type parquetReader struct {
-	path   string
-	f      RandomReader // a local file, or a remote input's cached reader
-	pf     *file.Reader
-	fr     *pqarrow.FileReader
-	opts   Options
-	size   int64
-	total  int64   // rows in the file
-	rgRows []int64 // rows per row group
+	path     string
+	f        RandomReader // a local file, or a remote input's cached reader
+	pf       *file.Reader
+	fr       *pqarrow.FileReader
+	opts     Options
+	size     int64
+	total    int64   // rows in the file
+	rgRows   []int64 // rows per row group
+	rgFirst  []int64 // index of each row group's first row
+	startRG  int     // the first row group to read
+	startRow int64   // rows of startRG to skip (a resume inside it)
 
-	rg     int                  // current row group
-	rgRead int64                // rows of rg returned or skipped
-	rr     pqarrow.RecordReader // reader of rg, nil between row groups
-	batch  arrow.RecordBatch    // current batch, nil when exhausted
-	enc    *rowEncoder          // bound to batch
-	i      int                  // next row in batch
-	row    int64                // rows consumed (the next row's index)
-	arena  []byte               // output arena: Data slices are never reused
-	spans  []record.Member      // arena of Record.Members, likewise
-	failed error                // sticky input-level error
-	ctx    context.Context
-
-	// Decoding and encoding run one goroutine ahead of the caller, which
-	// maps and costs: two cores share the work. At most parquetAhead
-	// chunks of parquetChunkRows records wait.
-	ahead   chan parquetChunk
+	// Row groups are decoded and encoded by parquetWorkers goroutines,
+	// decoder k taking startRG+k, startRG+k+W, …, each at most parquetAhead
+	// chunks ahead of the caller, which maps and costs; Next takes the
+	// chunks back in row group order, so rows come out in file order.
+	outs    []chan parquetChunk
 	stop    chan struct{}
-	stopped chan struct{}
-	cur     []Record
-	err     error // sticky: the error that ended the producer
+	stopped sync.WaitGroup
+	rg      int      // row group being returned
+	cur     []Record // rest of the chunk being returned
+	err     error    // sticky: the error that ended the rows
 }
 
 const (
@@ -83,9 +78,17 @@ const (
 	parquetSpans     = 16 << 10 // members: 320 KB
 )
 
+// parquetWorkers decode row groups at once: one a row group ahead of the
+// other, so decoding, which costs about twice what mapping and costing do,
+// uses both cores of a small machine beside the caller.
+func parquetWorkers() int {
+	return max(1, min(2, runtime.GOMAXPROCS(0)))
+}
+
 type parquetChunk struct {
 	recs []Record
 	err  error
+	last bool // the last chunk of its row group
 }
 
 // ParquetRows returns the number of rows of a Parquet input, read from its
@@ -150,7 +153,7 @@ func openParquet(in Input, opts Options, start Position) (r *parquetReader, err 
 			f.Close()
 		}
 	}()
-	r = &parquetReader{path: in.Path, f: f, opts: opts, size: size, row: start.Line, ctx: context.Background()}
+	r = &parquetReader{path: in.Path, f: f, opts: opts, size: size}
 	refuse := func(err error) error {
 		return &InputError{Code: ReasonCorruptInput, Line: start.Line + 1, Offset: start.Line,
 			Err: fmt.Errorf("not a readable Parquet file: %w", err)}
@@ -188,13 +191,18 @@ func openParquet(in Input, opts Options, start Position) (r *parquetReader, err 
 	if start.Line > r.total {
 		return nil, fmt.Errorf("resume position row %d is past the end of the file (%d rows)", start.Line, r.total)
 	}
+	r.rgFirst = make([]int64, len(r.rgRows))
+	for g := 1; g < len(r.rgRows); g++ {
+		r.rgFirst[g] = r.rgFirst[g-1] + r.rgRows[g-1]
+	}
 	// Skip whole row groups without decoding them.
 	skip := start.Line
-	for r.rg < len(r.rgRows) && skip >= r.rgRows[r.rg] {
-		skip -= r.rgRows[r.rg]
-		r.rg++
+	for r.startRG < len(r.rgRows) && skip >= r.rgRows[r.startRG] {
+		skip -= r.rgRows[r.startRG]
+		r.startRG++
 	}
-	r.rgRead = skip
+	r.startRow = skip
+	r.rg = r.startRG
 	return r, nil
 }
 
@@ -208,22 +216,27 @@ func (r *parquetReader) offsetAt(rows int64) int64 {
 	return int64(q)
 }
 
-// Next returns the next row, read ahead by the producer goroutine.
+// Next returns the next row, decoded ahead by the workers.
 func (r *parquetReader) Next() (Record, error) {
 	for len(r.cur) == 0 {
 		if r.err != nil {
 			return Record{}, r.err
 		}
-		if r.ahead == nil {
-			r.ahead = make(chan parquetChunk, parquetAhead)
-			r.stop, r.stopped = make(chan struct{}), make(chan struct{})
-			go r.produce()
-		}
-		c, ok := <-r.ahead
-		if !ok {
+		if r.rg >= len(r.rgRows) {
 			return Record{}, io.EOF
 		}
+		if r.outs == nil {
+			r.start()
+		}
+		c, ok := <-r.outs[(r.rg-r.startRG)%len(r.outs)]
+		if !ok { // a decoder ends after its last row group or an error
+			r.err = fmt.Errorf("%s: row group %d: internal error: its decoder stopped", r.path, r.rg+1)
+			continue
+		}
 		r.cur, r.err = c.recs, c.err
+		if c.last {
+			r.rg++
+		}
 	}
 	rec := r.cur[0]
 	r.cur[0] = Record{}
@@ -231,151 +244,188 @@ func (r *parquetReader) Next() (Record, error) {
 	return rec, nil
 }
 
-func (r *parquetReader) produce() {
-	defer close(r.stopped)
-	defer close(r.ahead)
-	for {
-		recs := make([]Record, 0, parquetChunkRows)
-		var err error
-		for len(recs) < parquetChunkRows {
-			var rec Record
-			if rec, err = r.next(); err != nil {
-				break
+func (r *parquetReader) start() {
+	w := min(parquetWorkers(), len(r.rgRows)-r.startRG)
+	r.outs = make([]chan parquetChunk, w)
+	r.stop = make(chan struct{})
+	for k := range r.outs {
+		r.outs[k] = make(chan parquetChunk, parquetAhead)
+		r.stopped.Add(1)
+		go r.decode(k, w)
+	}
+}
+
+// decode is decoder k of w: it sends the rows of its row groups, each
+// ended by a chunk marked last, until the file ends, an error (sent with
+// the rows before it) or Close.
+func (r *parquetReader) decode(k, w int) {
+	defer r.stopped.Done()
+	out := r.outs[k]
+	defer close(out)
+	d := &rowGroupDecoder{r: r}
+	defer d.release()
+	for g := r.startRG + k; g < len(r.rgRows); g += w {
+		skip := int64(0)
+		if g == r.startRG {
+			skip = r.startRow
+		}
+		ok := d.rowGroup(g, skip, func(c parquetChunk) bool {
+			select {
+			case out <- c:
+				return true
+			case <-r.stop:
+				return false
 			}
-			recs = append(recs, rec)
-		}
-		select {
-		case r.ahead <- parquetChunk{recs: recs, err: err}:
-		case <-r.stop:
-			return
-		}
-		if err != nil {
+		})
+		if !ok {
 			return
 		}
 	}
 }
 
-func (r *parquetReader) next() (rec Record, err error) {
-	if r.failed != nil {
-		return Record{}, r.failed
+// rowGroupDecoder is one decoder's Arrow and encoding state.
+type rowGroupDecoder struct {
+	r     *parquetReader
+	rr    pqarrow.RecordReader // reader of the row group, nil between them
+	batch arrow.RecordBatch    // current batch
+	enc   *rowEncoder          // bound to batch
+	arena []byte               // output arena: Data slices are never reused
+	spans []record.Member      // arena of Record.Members, likewise
+	g     int                  // row group
+	read  int64                // rows of g encoded or skipped
+}
+
+// rowGroup sends the rows of row group g after the first skip in chunks;
+// false when it stopped early (an error was sent, or send refused).
+func (d *rowGroupDecoder) rowGroup(g int, skip int64, send func(parquetChunk) bool) bool {
+	d.g, d.read = g, skip
+	var recs []Record
+	err := d.fill(&recs, send)
+	if err == nil && d.read != d.r.rgRows[g] {
+		err = fmt.Errorf("decoded %d rows, the footer says %d", d.read, d.r.rgRows[g])
 	}
+	if err != nil {
+		err = d.fail(err)
+	}
+	d.release()
+	return send(parquetChunk{recs: recs, err: err, last: true}) && err == nil
+}
+
+// fill encodes the row group's rows into *recs, sending each full chunk;
+// a panic in arrow-go (a damaged page) is an error like the others.
+func (d *rowGroupDecoder) fill(recs *[]Record, send func(parquetChunk) bool) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = r.fail(fmt.Errorf("%v", p))
+			err = fmt.Errorf("%v", p)
 		}
 	}()
-	for {
-		if r.batch != nil && r.i < int(r.batch.NumRows()) {
-			return r.emit(), nil
+	if d.r.rgRows[d.g] == 0 {
+		return nil
+	}
+	rr, err := d.r.fr.GetRecordReader(context.Background(), nil, []int{d.g})
+	if err != nil {
+		return err
+	}
+	d.rr = rr
+	if d.read > 0 {
+		if err := rr.SeekToRow(d.read); err != nil {
+			return err
 		}
-		if r.batch != nil {
-			r.batch.Release()
-			r.batch = nil
-		}
-		if r.rr != nil {
-			if r.rr.Next() {
-				r.batch = r.rr.RecordBatch()
-				r.batch.Retain()
-				r.i = 0
-				r.enc = bindRow(r.batch, r.enc, r.opts.CSVEmptyNull)
-				continue
+	}
+	for rr.Next() {
+		d.batch = rr.RecordBatch()
+		d.batch.Retain()
+		d.enc = bindRow(d.batch, d.enc, d.r.opts.CSVEmptyNull)
+		for i, n := 0, int(d.batch.NumRows()); i < n; i++ {
+			if *recs == nil {
+				*recs = make([]Record, 0, parquetChunkRows)
 			}
-			if err := r.rr.Err(); err != nil && !errors.Is(err, io.EOF) {
-				return Record{}, r.fail(err)
-			}
-			if r.rgRead != r.rgRows[r.rg] {
-				return Record{}, r.fail(fmt.Errorf("decoded %d rows, the footer says %d", r.rgRead, r.rgRows[r.rg]))
-			}
-			r.rr.Release()
-			r.rr = nil
-			r.rg++
-			r.rgRead = 0
-		}
-		if r.rg >= len(r.rgRows) {
-			return Record{}, io.EOF
-		}
-		if r.rgRows[r.rg] == 0 {
-			r.rg++
-			continue
-		}
-		rr, err := r.fr.GetRecordReader(r.ctx, nil, []int{r.rg})
-		if err != nil {
-			return Record{}, r.fail(err)
-		}
-		r.rr = rr
-		if r.rgRead > 0 {
-			if err := rr.SeekToRow(r.rgRead); err != nil {
-				return Record{}, r.fail(err)
+			*recs = append(*recs, d.emit(i))
+			if len(*recs) == parquetChunkRows {
+				if !send(parquetChunk{recs: *recs}) {
+					return errStopped
+				}
+				*recs = nil
 			}
 		}
+		d.batch.Release()
+		d.batch = nil
+	}
+	if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	return nil
+}
+
+// errStopped ends a decoder that Close stopped; nobody reads it.
+var errStopped = errors.New("stopped")
+
+func (d *rowGroupDecoder) release() {
+	if d.batch != nil {
+		d.batch.Release()
+		d.batch = nil
+	}
+	if d.rr != nil {
+		d.rr.Release()
+		d.rr = nil
 	}
 }
 
-// emit encodes the current row straight into the arena: each record's Data
-// is a slice of it, never written again (see Record). A row that does not
-// fit in what is left is encoded by append into memory of its own, and the
-// next rows go to a fresh arena. Its members go to their own arena the same
-// way, for the mapper's trusted path.
-func (r *parquetReader) emit() Record {
-	at, mat := len(r.arena), len(r.spans)
-	room, mroom := cap(r.arena)-at, cap(r.spans)-mat
-	ms := r.spans[mat:mat]
-	data := r.enc.appendRow(r.arena[at:at], r.i, &ms)
+// emit encodes row i of the batch straight into the arena: each record's
+// Data is a slice of it, never written again (see Record). A row that does
+// not fit in what is left is encoded by append into memory of its own, and
+// the next rows go to a fresh arena. Its members go to their own arena the
+// same way, for the mapper's trusted path.
+func (d *rowGroupDecoder) emit(i int) Record {
+	at, mat := len(d.arena), len(d.spans)
+	room, mroom := cap(d.arena)-at, cap(d.spans)-mat
+	ms := d.spans[mat:mat]
+	data := d.enc.appendRow(d.arena[at:at], i, &ms)
 	if n := len(data); n <= room {
-		r.arena = r.arena[:at+n]
+		d.arena = d.arena[:at+n]
 		data = data[:n:n]
 	} else {
 		data = data[:n:n]
-		r.arena = make([]byte, 0, parquetArena)
+		d.arena = make([]byte, 0, parquetArena)
 	}
 	if n := len(ms); n <= mroom {
-		r.spans = r.spans[:mat+n]
+		d.spans = d.spans[:mat+n]
 	} else {
-		r.spans = make([]record.Member, 0, parquetSpans)
+		d.spans = make([]record.Member, 0, parquetSpans)
 	}
 	ms = ms[:len(ms):len(ms)]
-	if !r.enc.trusted || len(data) > math.MaxInt32 {
+	if !d.enc.trusted || len(data) > math.MaxInt32 {
 		ms = nil
 	} else if ms == nil {
 		ms = []record.Member{} // an empty object is trusted too
 	}
-	rec := Record{
-		Path:    r.path,
-		Line:    r.row + 1,
-		Offset:  r.row,
-		Next:    Position{Offset: r.offsetAt(r.row + 1), Line: r.row + 1},
+	row := d.r.rgFirst[d.g] + d.read
+	d.read++
+	return Record{
+		Path:    d.r.path,
+		Line:    row + 1,
+		Offset:  row,
+		Next:    Position{Offset: d.r.offsetAt(row + 1), Line: row + 1},
 		Data:    data,
 		Members: ms,
 	}
-	r.i++
-	r.row++
-	r.rgRead++
-	return rec
 }
 
 // fail refuses the rest of the file: rows of earlier row groups (and of
 // this one, up to the failing batch) were already returned.
-func (r *parquetReader) fail(err error) error {
-	first := r.row - r.rgRead // first row of the row group
-	r.failed = &InputError{Code: ReasonCorruptInput, Line: r.row + 1, Offset: r.row,
+func (d *rowGroupDecoder) fail(err error) error {
+	r := d.r
+	first, row := r.rgFirst[d.g], r.rgFirst[d.g]+d.read
+	return &InputError{Code: ReasonCorruptInput, Line: row + 1, Offset: row,
 		Err: fmt.Errorf("%s: row group %d of %d (rows %d–%d) cannot be decoded, the rest of the file is refused from row %d: %w",
-			r.path, r.rg+1, len(r.rgRows), first+1, first+r.rgRows[min(r.rg, len(r.rgRows)-1)], r.row+1, err)}
-	return r.failed
+			r.path, d.g+1, len(r.rgRows), first+1, first+r.rgRows[d.g], row+1, err)}
 }
 
 func (r *parquetReader) Close() error {
 	if r.stop != nil {
 		close(r.stop)
-		<-r.stopped // the producer owns the Arrow state until it returns
+		r.stopped.Wait() // the decoders own the Arrow state until they return
 		r.stop = nil
-	}
-	if r.batch != nil {
-		r.batch.Release()
-		r.batch = nil
-	}
-	if r.rr != nil {
-		r.rr.Release()
-		r.rr = nil
 	}
 	if r.pf != nil {
 		return r.pf.Close() // closes f
