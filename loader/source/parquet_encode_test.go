@@ -4,9 +4,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"math/rand"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -44,6 +46,70 @@ func TestParquetStringFastPathMatchesValidating(t *testing.T) {
 			t.Fatalf("appendString(%q) = %s, want %s", s, got, want)
 		}
 	}
+}
+
+// A string column, whole or sliced (its offsets then start past zero), is
+// written as appendString writes each value, plain ASCII or not.
+func TestParquetStringColumnMatchesAppendString(t *testing.T) {
+	for _, vals := range [][]string{{"a", "", "plain ascii", "x"}, {"a", "héllo", `q"q`, "\xff"}} {
+		bld := array.NewStringBuilder(memory.DefaultAllocator)
+		bld.AppendValues(vals, nil)
+		whole := bld.NewStringArray()
+		for lo := range len(vals) {
+			arr := array.NewSlice(whole, int64(lo), int64(len(vals))).(*array.String)
+			put := binder(arr, false)
+			for i := range arr.Len() {
+				if got, want := put(nil, i), appendString(nil, arr.Value(i)); string(got) != string(want) {
+					t.Fatalf("slice from %d, value %d: %s, want %s", lo, i, got, want)
+				}
+			}
+			arr.Release()
+		}
+		whole.Release()
+	}
+}
+
+// appendFloat's few-decimals path must write what strconv writes.
+func TestParquetFloatFastPathMatchesStrconv(t *testing.T) {
+	cases := []float64{0, math.Copysign(0, -1), 1, -1, 0.1, 0.2, 0.1 + 0.2, 1e-4, 1e-4 * (1 - 1e-16), 0.00012, 5e-5,
+		0.00015, 999999, 999999.9999, 1e6, 1e6 - 1e-9, 123456.7891, 0.3, 2.675, 1.005, 1e21, 1e-7, 3.14159265358979,
+		math.MaxFloat64, math.SmallestNonzeroFloat64, float64(1 << 53), 4503599627370495.5}
+	rng := rand.New(rand.NewSource(11))
+	for range 200000 {
+		k := rng.Intn(8)
+		m := rng.Int63n([]int64{10, 1000, 1e5, 1e7, 1e10, 1e12}[rng.Intn(6)])
+		v := float64(m) / math.Pow10(k)
+		switch rng.Intn(4) {
+		case 0:
+			v = -v
+		case 1:
+			v = math.Nextafter(v, math.Inf(1))
+		case 2:
+			v = rng.NormFloat64() * math.Pow10(rng.Intn(12)-4)
+		}
+		cases = append(cases, v)
+	}
+	for _, v := range cases {
+		want := strconv.AppendFloat([]byte("x"), v, 'g', -1, 64)
+		if got := appendFloat([]byte("x"), v, 64); string(got) != string(want) {
+			t.Fatalf("appendFloat(%b) = %s, want %s", v, got, want)
+		}
+	}
+}
+
+func FuzzParquetFloat(f *testing.F) {
+	for _, v := range []float64{0, 1.5, 0.0001, 999999.9999, 12.34} {
+		f.Add(v)
+	}
+	f.Fuzz(func(t *testing.T, v float64) {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return
+		}
+		want := strconv.AppendFloat(nil, v, 'g', -1, 64)
+		if got := appendFloat(nil, v, 64); string(got) != string(want) {
+			t.Fatalf("appendFloat(%b) = %s, want %s", v, got, want)
+		}
+	})
 }
 
 func FuzzParquetString(f *testing.F) {

@@ -162,9 +162,9 @@ func binder(arr arrow.Array, keepNulls bool) appendFn {
 	case *array.Float64:
 		return func(b []byte, i int) []byte { return appendFloat(b, a.Value(i), 64) }
 	case *array.String:
-		return func(b []byte, i int) []byte { return appendString(b, a.Value(i)) }
+		return stringBinder(a.ValueOffsets(), a.ValueBytes(), a.Value)
 	case *array.LargeString:
-		return func(b []byte, i int) []byte { return appendString(b, a.Value(i)) }
+		return stringBinder(a.ValueOffsets(), a.ValueBytes(), a.Value)
 	case *array.StringView:
 		return func(b []byte, i int) []byte { return appendString(b, a.Value(i)) }
 	case *array.Binary:
@@ -266,6 +266,21 @@ func binder(arr arrow.Array, keepNulls bool) appendFn {
 	}
 	// Anything else (intervals, unions, extension types): its text form.
 	return func(b []byte, i int) []byte { return appendString(b, arr.ValueStr(i)) }
+}
+
+// stringBinder encodes a string column from its offsets and bytes. When
+// all of the column's bytes are plain ASCII — the usual case — every value
+// is copied as it is between quotes, without a pass over each value.
+func stringBinder[O int32 | int64](offs []O, data []byte, value func(int) string) appendFn {
+	if len(offs) == 0 || !plainASCII(unsafe.String(unsafe.SliceData(data), len(data))) {
+		return func(b []byte, i int) []byte { return appendString(b, value(i)) }
+	}
+	base := offs[0]
+	return func(b []byte, i int) []byte {
+		b = append(b, '"')
+		b = append(b, data[offs[i]-base:offs[i+1]-base]...)
+		return append(b, '"')
+	}
 }
 
 // leafCounter returns the term counter of arr's non-null elements, as
@@ -392,7 +407,61 @@ func appendFloat(b []byte, v float64, bitSize int) []byte {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return append(b, "null"...)
 	}
+	if bitSize == 64 {
+		if m, k, ok := fewDecimals(v); ok {
+			return appendDecimals(b, v < 0, m, k)
+		}
+	}
 	return strconv.AppendFloat(b, v, 'g', -1, bitSize)
+}
+
+// fewDecimals reports whether v (a float64) is the nearest float64 to
+// ±m ÷ 10^k for an integer m and k ≤ 4, with 1e-4 ≤ |v| < 1e6: prices,
+// quantities, measurements. Those are what strconv's shortest 'g' form
+// writes as m's digits with a point k from the right (m has at most 10
+// digits, and two decimals of at most 15 significant digits never round
+// to the same float64, so nothing shorter rounds to v; 'g' switches to an
+// exponent only outside [1e-4, 1e21) or, for the shortest form, at 1e6 and
+// up), at a fraction of strconv's cost. m has no trailing zero after the
+// point (k is the least).
+func fewDecimals(v float64) (m uint64, k int, ok bool) {
+	a := math.Abs(v)
+	if !(a >= 1e-4 && a < 1e6) {
+		return 0, 0, false
+	}
+	// a = fl(m/1e4) puts a×1e4 within far less than 0.5 of m, so rounding
+	// finds m; the division checks that a is that quotient's float64.
+	r := math.Round(a * 1e4)
+	if r/1e4 != a {
+		return 0, 0, false
+	}
+	m, k = uint64(r), 4
+	for k > 0 && m%10 == 0 {
+		m /= 10
+		k--
+	}
+	return m, k, true
+}
+
+// appendDecimals writes ±m ÷ 10^k with k digits after the point.
+func appendDecimals(b []byte, neg bool, m uint64, k int) []byte {
+	if neg {
+		b = append(b, '-')
+	}
+	if k == 0 {
+		return strconv.AppendUint(b, m, 10)
+	}
+	p := uint64(10)
+	for range k - 1 {
+		p *= 10
+	}
+	b = strconv.AppendUint(b, m/p, 10)
+	b = append(b, '.')
+	f := m % p
+	for p /= 10; p > f && p > 1; p /= 10 {
+		b = append(b, '0')
+	}
+	return strconv.AppendUint(b, f, 10)
 }
 
 func appendTime(b []byte, t time.Time, layout string) []byte {
