@@ -12,7 +12,6 @@ import (
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
@@ -164,7 +163,8 @@ func openParquet(in Input, opts Options, start Position) (r *parquetReader, err 
 			err = refuse(fmt.Errorf("%v", p))
 		}
 	}()
-	props := parquet.NewReaderProperties(memory.DefaultAllocator)
+	alloc := &poolAllocator{}
+	props := parquet.NewReaderProperties(alloc)
 	// Read pages as they are decoded instead of whole column chunks: a row
 	// group of a few hundred MB must not be held in memory.
 	props.BufferedStreamEnabled = true
@@ -174,7 +174,7 @@ func openParquet(in Input, opts Options, start Position) (r *parquetReader, err 
 		return nil, refuse(err)
 	}
 	r.pf = pf
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: parquetBatchRows}, memory.DefaultAllocator)
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: parquetBatchRows}, alloc)
 	if err != nil {
 		return nil, refuse(err)
 	}

@@ -1,0 +1,105 @@
+package source
+
+import (
+	"math/bits"
+	"sync"
+	"unsafe"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// poolAllocator is the Arrow allocator of one Parquet reader: the buffers
+// Arrow frees (it counts references and frees a batch's buffers when the
+// batch is released) are kept, by power-of-two size, for the next batch,
+// which needs the same sizes again. Arrow's Go allocator makes every one
+// anew, and a file's worth of batches cost as much in the garbage collector
+// and in zeroing as in decoding. At most poolHeld bytes wait for reuse;
+// buffers beyond that, or bigger than 1<<poolMaxShift, are left to the
+// garbage collector.
+//
+// Like Arrow's allocators, it returns zeroed, 64-byte aligned memory;
+// Arrow's own C allocator frees on Free and Reallocate as this one does.
+type poolAllocator struct {
+	mu   sync.Mutex
+	free [poolMaxShift + 1][][]byte
+	held int
+}
+
+const (
+	poolMinShift = 6  // 64 B
+	poolMaxShift = 24 // 16 MiB
+	poolHeld     = 16 << 20
+	poolAlign    = 64
+)
+
+var _ memory.Allocator = (*poolAllocator)(nil)
+
+// class is the power of two that holds size bytes, or -1 when too big.
+func poolClass(size int) int {
+	c := max(bits.Len(uint(size-1)), poolMinShift)
+	if size <= 0 {
+		c = poolMinShift
+	}
+	if c > poolMaxShift {
+		return -1
+	}
+	return c
+}
+
+func (p *poolAllocator) Allocate(size int) []byte {
+	c := poolClass(size)
+	if c < 0 {
+		return alignedBytes(size, size)
+	}
+	p.mu.Lock()
+	if l := p.free[c]; len(l) > 0 {
+		b := l[len(l)-1]
+		l[len(l)-1] = nil
+		p.free[c] = l[:len(l)-1]
+		p.held -= cap(b)
+		p.mu.Unlock()
+		b = b[:size]
+		clear(b)
+		return b
+	}
+	p.mu.Unlock()
+	return alignedBytes(size, 1<<c)
+}
+
+func (p *poolAllocator) Reallocate(size int, b []byte) []byte {
+	if size <= cap(b) {
+		if size > len(b) {
+			clear(b[len(b):size]) // may hold what an earlier user left
+		}
+		return b[:size]
+	}
+	nb := p.Allocate(size)
+	copy(nb, b)
+	p.Free(b)
+	return nb
+}
+
+func (p *poolAllocator) Free(b []byte) {
+	n := cap(b)
+	c := poolClass(n)
+	if c < 0 || n != 1<<c || uintptr(unsafe.Pointer(unsafe.SliceData(b)))%poolAlign != 0 {
+		return // not one of ours
+	}
+	p.mu.Lock()
+	if p.held+n <= poolHeld {
+		p.free[c] = append(p.free[c], b[:0])
+		p.held += n
+	}
+	p.mu.Unlock()
+}
+
+// alignedBytes returns size zeroed bytes of capacity capacity at a 64-byte
+// aligned address.
+func alignedBytes(size, capacity int) []byte {
+	buf := make([]byte, capacity+poolAlign)
+	shift := 0
+	if r := uintptr(unsafe.Pointer(unsafe.SliceData(buf))) % poolAlign; r != 0 {
+		shift = int(poolAlign - r)
+	}
+	return buf[shift : shift+size : shift+capacity]
+}
