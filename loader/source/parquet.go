@@ -9,7 +9,9 @@ import (
 	"math/bits"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/parquet"
@@ -386,7 +388,7 @@ func (d *rowGroupDecoder) emit(i int) Record {
 		data = data[:n:n]
 	} else {
 		data = data[:n:n]
-		d.arena = make([]byte, 0, parquetArena)
+		d.arena = newArena(parquetArena)
 	}
 	if n := len(ms); n <= mroom {
 		d.spans = d.spans[:mat+n]
@@ -409,6 +411,18 @@ func (d *rowGroupDecoder) emit(i int) Record {
 		Data:    data,
 		Members: ms,
 	}
+}
+
+// newArena returns an empty slice of capacity n whose memory was not
+// zeroed: an arena's bytes are all written before they are read, and
+// clearing 256 KB for every few hundred rows cost 5–10 % of encoding.
+// strings.Builder's Grow is the standard library's one way to such memory;
+// the Builder is dropped here, so the bytes are the arena's alone.
+func newArena(n int) []byte {
+	var sb strings.Builder
+	sb.Grow(n)
+	sb.WriteByte(0)
+	return unsafe.Slice(unsafe.StringData(sb.String()), n)[:0]
 }
 
 // fail refuses the rest of the file: rows of earlier row groups (and of
