@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/cosmosloader/loader/loader/record"
@@ -296,4 +297,62 @@ func BenchmarkParquetRead(b *testing.B) {
 	}
 	b.SetBytes(bytes / int64(b.N))
 	b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// Row groups of every size, below and above a chunk and a batch, decoded
+// by two workers at once, come out in file order, from the start and from
+// a resume inside any of them.
+func TestParquetManyRowGroupsComeOutInOrder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "groups.parquet")
+	schema := arrow.NewSchema([]arrow.Field{{Name: "n", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := pqarrow.NewFileWriter(schema, f, parquet.NewWriterProperties(), pqarrow.DefaultWriterProps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	var total int64
+	for _, n := range []int{1, 3, 1024, 1025, 7, 2048, 2049, 5000, 2, 1, 1} {
+		for range n {
+			b.Field(0).(*array.Int64Builder).Append(total)
+			total++
+		}
+		rec := b.NewRecordBatch()
+		err := w.Write(rec) // one row group each
+		rec.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	pf, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := pf.NumRowGroups(); n != 11 {
+		t.Fatalf("wrote %d row groups, want 11", n)
+	}
+	pf.Close()
+	for _, from := range []int64{0, 1, 4, 1028, 2052, 5000, 9000, total - 1, total} {
+		recs, err := readParquet(t, path, Options{}, Position{Line: from})
+		if err != nil {
+			t.Fatalf("from row %d: %v", from, err)
+		}
+		if int64(len(recs)) != total-from {
+			t.Fatalf("from row %d: %d rows, want %d", from, len(recs), total-from)
+		}
+		for i, rec := range recs {
+			row := from + int64(i)
+			if want := fmt.Sprintf(`{"n":%d}`, row); string(rec.Data) != want || rec.Line != row+1 || rec.Next.Line != row+1 {
+				t.Fatalf("from row %d: record %d is line %d %s, want line %d %s", from, i, rec.Line, rec.Data, row+1, want)
+			}
+		}
+	}
 }
