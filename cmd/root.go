@@ -124,6 +124,12 @@ func Main() int {
 			}
 		}
 	}
+	if path := os.Getenv("LOADER_MEMPROFILE"); path != "" {
+		// The heap at its peak, sampled once a second: where a run's
+		// memory goes. Undocumented in --help, as the CPU profile is.
+		stop := peakHeapProfile(path)
+		defer stop()
+	}
 	return run(ctx, f, os.Args[1:])
 }
 
