@@ -97,11 +97,11 @@ func limiterConfig(target float64, clk clock.Clock, logf func(string, ...any)) p
 func (p *plan) load(ctx context.Context, tgt *Target, mapper *record.Mapper, target float64, cost *pacing.CostModel,
 	src workSource, store progressStore) (*Report, error) {
 	partitions := len(tgt.Bounds) - 1
-	pacer, err := pacing.NewPacer(pacing.PacerConfig{TargetRU: target, Bounds: tgt.Bounds, Clock: p.Clock})
+	limiter := pacing.NewConcurrency(limiterConfig(target, p.Clock, p.logf))
+	pacer, err := pacing.NewPacer(pacing.PacerConfig{TargetRU: target, Bounds: tgt.Bounds, Clock: p.Clock, PathLatency: limiter.PathLatency})
 	if err != nil {
 		return nil, err
 	}
-	limiter := pacing.NewConcurrency(limiterConfig(target, p.Clock, p.logf))
 	w := newWatcher(tgt.Live, p.Watch, p.Clock, target, p.RU, p.RUShare, tgt.Throughput, partitions)
 	w.logf = p.logf
 	w.routing = pacer

@@ -364,6 +364,16 @@ func (c *Concurrency) Latency() time.Duration {
 	return time.Duration(c.latency * float64(time.Second))
 }
 
+// PathLatency returns the path's round trip without queues: the lowest
+// 5th percentile of the recent latencies any window has shown, 0 before
+// Warmup answers. A long path's fastest answers still take its length; a
+// local one's take a millisecond or two however busy the machine is.
+func (c *Concurrency) PathLatency() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Duration(c.low5 * float64(time.Second))
+}
+
 // BoundMessage returns why the limit is below what Little's law asks for,
 // or "" if it never has been.
 func (c *Concurrency) BoundMessage() string {

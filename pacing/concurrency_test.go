@@ -387,3 +387,19 @@ func TestConcurrencyRecoversFromAStall(t *testing.T) {
 		}
 	}
 }
+
+// PathLatency is the path without its jitter or queues: over 200 ms +
+// ≤ 200 ms, about the 200 ms every answer takes at least.
+func TestConcurrencyPathLatency(t *testing.T) {
+	c := NewConcurrency(ConcurrencyConfig{TargetRU: 8000, FDLimit: 1 << 20, Clock: tickingClock(time.Millisecond)})
+	if got := c.PathLatency(); got != 0 {
+		t.Errorf("before any answer: %v, want 0", got)
+	}
+	rng := rand.New(rand.NewPCG(3, 1))
+	for range 2000 {
+		c.ObserveLatency(200*time.Millisecond + time.Duration(rng.Int64N(int64(200*time.Millisecond))))
+	}
+	if got := c.PathLatency(); got < 200*time.Millisecond || got > 220*time.Millisecond {
+		t.Errorf("PathLatency() = %v, want 200–220 ms", got)
+	}
+}

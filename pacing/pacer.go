@@ -42,8 +42,10 @@ type PacerConfig struct {
 	// Cosmos DB's budget period), so one burst of 429s from requests
 	// already in flight is one cut. Any other burst is timing noise —
 	// requests that straddled a second's boundary, a stall on a busy
-	// machine — and is only cut by MildBackoff (default 0.95), which the
-	// additive increase repays in half a second. Pacing at exactly the
+	// machine — and is only cut by MildBackoff (default 0.98), which the
+	// additive increase repays in a fifth of a second (0.95 cost 0.4 % of
+	// a 200 + ≤ 200 ms load, a burst every two or three seconds, with no
+	// fewer 429s for it). Pacing at exactly the
 	// provisioned throughput, such bursts come every two to five seconds
 	// over a jittery path; a 30 % cut for each of them cost 3 % of the
 	// load.
@@ -77,6 +79,15 @@ type PacerConfig struct {
 	// the partition's share (default 0.1: back to the full share within
 	// about ten seconds of the last 429).
 	Recover float64
+	// PathLatency, if set, returns the path's round trip without queues
+	// (pacing.Concurrency's PathLatency). A 429's retry-after counts from
+	// when the service decided, and a request sent now reaches it a round
+	// trip's worth later (the answer's way back, the request's way
+	// there), so the pause after a 429 is the retry-after less this: over
+	// a 200 ms path, pausing the whole retry-after sent the first request
+	// of the renewed second 200 ms into it. The contention tests above
+	// still use the retry-after as the service gave it.
+	PathLatency func() time.Duration
 }
 
 func (c *PacerConfig) defaults() {
@@ -90,7 +101,7 @@ func (c *PacerConfig) defaults() {
 		c.Backoff = 0.7
 	}
 	if c.MildBackoff <= 0 || c.MildBackoff > 1 {
-		c.MildBackoff = 0.95
+		c.MildBackoff = 0.98
 	}
 	if c.Sustain <= 0 {
 		c.Sustain = 2 * time.Second
@@ -489,12 +500,16 @@ func (p *Pacer) Throttled(part int, retryAfter time.Duration) {
 	if retryAfter <= 0 {
 		retryAfter = time.Second
 	}
+	pause := retryAfter
+	if p.cfg.PathLatency != nil {
+		pause = max(retryAfter-p.cfg.PathLatency(), 0)
+	}
 	pt := p.part(part)
 	pt.mu.Lock()
 	defer pt.mu.Unlock()
 	now := pt.now(p.clock)
 	pt.throttled++
-	if until := now.Add(retryAfter); until.After(pt.pausedUntil) {
+	if until := now.Add(pause); until.After(pt.pausedUntil) {
 		pt.pausedUntil = until
 	}
 	if pt.burst.IsZero() || now.Sub(pt.burst) >= p.cfg.CutInterval {

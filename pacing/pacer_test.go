@@ -296,11 +296,11 @@ func TestThrottledCutsAndRecovers(t *testing.T) {
 		throttle time.Duration // 0: none
 		want     float64
 	}{
-		{0, 100 * time.Millisecond, 500 * 0.95},              // first 429 after a quiet spell: mild
-		{10 * time.Millisecond, 100 * time.Millisecond, 475}, // same burst: no second cut
-		{time.Second, 100 * time.Millisecond, 475 * 0.7},     // persistent: hard cut
-		{100 * time.Millisecond, 0, 475 * 0.7},               // paused: no recovery yet
-		{1 * time.Second, 0, 475*0.7 + 50},                   // a clean second since the pause ended
+		{0, 100 * time.Millisecond, 500 * 0.98},              // first 429 after a quiet spell: mild
+		{10 * time.Millisecond, 100 * time.Millisecond, 490}, // same burst: no second cut
+		{time.Second, 100 * time.Millisecond, 490 * 0.7},     // persistent: hard cut
+		{100 * time.Millisecond, 0, 490 * 0.7},               // paused: no recovery yet
+		{1 * time.Second, 0, 490*0.7 + 50},                   // a clean second since the pause ended
 		{10 * time.Second, 0, 500},                           // capped at the share
 	}
 	for i, st := range steps {
@@ -370,5 +370,24 @@ func TestStats(t *testing.T) {
 	}
 	if len(s.Partitions) != 3 {
 		t.Errorf("%d partitions in stats", len(s.Partitions))
+	}
+}
+
+// A 429's pause counts the path: the retry-after runs from when the
+// service decided, and what is sent now arrives a round trip later.
+func TestThrottledPauseLessThePath(t *testing.T) {
+	clock := &simClock{now: time.Unix(1000, 0)}
+	p, err := NewPacer(PacerConfig{TargetRU: 1000, Partitions: 1, Clock: clock,
+		PathLatency: func() time.Duration { return 300 * time.Millisecond }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Throttled(0, 200*time.Millisecond)
+	if got := p.pausedUntil(0); got.After(clock.now) {
+		t.Errorf("a 200 ms retry-after over a 300 ms path paused until %v, want no pause", got.Sub(clock.now))
+	}
+	p.Throttled(0, 500*time.Millisecond)
+	if got := p.pausedUntil(0).Sub(clock.now); got != 200*time.Millisecond {
+		t.Errorf("a 500 ms retry-after over a 300 ms path paused %v, want 200ms", got)
 	}
 }

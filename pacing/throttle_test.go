@@ -149,7 +149,9 @@ func TestLongPathContentionCuts(t *testing.T) {
 // was sent. Jitter alone makes some seconds' arrivals overshoot the
 // budget; the old pacer took two such bursts two seconds apart for
 // contention and cut by 30 %, 96 % (95 %) of the target between start-up
-// and the end.
+// and the end. Pausing each burst's whole retry-after (the first request
+// of the renewed second then arrived a round trip into it) and a 5 %
+// mild cut left 98.3 % (98.1 %).
 func TestLongPathKeepsTheTarget(t *testing.T) {
 	const target, seconds = 8000.0, 60
 	for _, c := range []struct{ base, jitter time.Duration }{
@@ -158,7 +160,8 @@ func TestLongPathKeepsTheTarget(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%v+%v", c.base, c.jitter), func(t *testing.T) {
 			r, err := pacing.Simulate(pacing.SimConfig{
-				Pacer:    pacing.PacerConfig{TargetRU: target, Partitions: 1},
+				// The path's fastest round trip is its base latency.
+				Pacer:    pacing.PacerConfig{TargetRU: target, Partitions: 1, PathLatency: func() time.Duration { return c.base }},
 				Capacity: target, Workers: 600, Dispatch: true,
 				Latency: c.base, Jitter: c.jitter, ChargeOnArrival: true,
 				Duration: seconds * time.Second,
@@ -175,8 +178,8 @@ func TestLongPathKeepsTheTarget(t *testing.T) {
 			got := sum / (seconds - 2) / target
 			pct := 100 * float64(r.Throttled) / float64(r.Requests)
 			t.Logf("%.2f %% of the target from the 3rd second on; %d of %d requests throttled (%.2f %%)", 100*got, r.Throttled, r.Requests, pct)
-			if got < 0.98 {
-				t.Errorf("spent %.2f %% of the target, want ≥ 98 %%", 100*got)
+			if got < 0.99 {
+				t.Errorf("spent %.2f %% of the target, want ≥ 99 %%", 100*got)
 			}
 			if pct > 1 {
 				t.Errorf("%.2f %% of requests throttled, want ≤ 1 %%", pct)
