@@ -73,14 +73,16 @@ type runPacing struct {
 	fill  func(*ProgressEvent)
 }
 
-// MaxRequestsInFlight caps the writer pool for memory while the answer
-// rate, not the target, sizes it (pacing.ConcurrencyConfig.Max): an
-// unthrottled load into a fast local target grew the pool to ~1,700
-// requests and the process to 300 MB (bench scenario F), all of them
-// queued in this process. A target the path can reach gets what Little's
-// law asks for, however many (300 + ≤ 300 ms at 8,000 RU/s of 7.6 RU
-// writes asks for ~800 with headroom), bounded only by the open-file
-// limit.
+// MaxRequestsInFlight caps the writer pool for memory. Each request in
+// flight holds a connection, its goroutines, its records and its body,
+// none of it in the read-ahead: unthrottled into a local target (bench
+// scenario F) the answer-rate bound let the pool grow to ~1,700 requests
+// and the process to 300 MB (149 MB at a cap of 512, 116–121 MB at 256, on
+// a busy machine). 512 covers Little's law for 50,000 RU/s of 7.6 RU point
+// writes over a 50 ms path (~330) and, with batches, far more; when a load
+// needs more, the pool says so once (pacing.Concurrency's notice). The
+// real fix is sizing that does not grow with this process's own queueing:
+// see pacing/concurrency.go.
 const MaxRequestsInFlight = 512
 
 // limiterConfig is the writer pool's configuration for a load paced to

@@ -44,12 +44,9 @@ type ConcurrencyConfig struct {
 	// waiting for a free slot is RU/s not spent, while one waiting in the
 	// pacer costs only memory.
 	Headroom float64
-	// Min bounds the limit from below (default 2). Max, when > 0, caps
-	// the pool while the answer rate, not the target, sets it (the
-	// bandwidth-delay bound below Little's law: an unthrottled load, a
-	// target beyond what this process can send), for memory; Little's law
-	// for a target the path can reach is never capped by it, because any
-	// fixed number is too low for some target and path.
+	// Min bounds the limit from below (default 2). Max, when > 0, is an
+	// explicit cap; there is none by default, because any fixed number is
+	// too low for some target and path.
 	Min, Max int
 	// FDLimit is the process's open-file limit; 0 means read it from the
 	// system (RLIMIT_NOFILE; Go raises the soft limit to the hard one at
@@ -403,9 +400,8 @@ func (c *Concurrency) limitLocked() int {
 	if c.full {
 		gain = c.cfg.SteadyGain
 	}
-	answerBound := false // the answer rate, not the target, sets the pool
-	if bdp := gain * c.maxRateLocked() * c.floor; bdp > 0 && bdp < need {
-		need, answerBound = bdp, true
+	if bdp := gain * c.maxRateLocked() * c.floor; bdp > 0 {
+		need = math.Min(need, bdp)
 	}
 	// The epsilon keeps float error from turning an exact 130 into 131.
 	want := math.Ceil(need*c.cfg.Headroom - 1e-9)
@@ -418,11 +414,16 @@ func (c *Concurrency) limitLocked() int {
 		// start.
 		want = math.Min(want, float64(max(4*c.cfg.Warmup+c.seen, c.cfg.Min)))
 	}
-	if answerBound && c.cfg.Max > 0 && want > float64(max(c.cfg.Max, c.cfg.Min)) {
-		// Only the bandwidth-delay guess is capped, never Little's law
-		// for a target the answers show the path can reach: the load
-		// runs no slower for it, so there is nothing to tell the user.
-		return max(c.cfg.Max, c.cfg.Min)
+	if c.cfg.Max > 0 && want > float64(max(c.cfg.Max, c.cfg.Min)) {
+		bound := max(c.cfg.Max, c.cfg.Min)
+		need := math.Ceil(c.target / c.meanRU * c.latency)
+		if c.boundMsg == "" && need > float64(bound) && c.seen >= c.cfg.Warmup {
+			c.boundMsg = fmt.Sprintf("concurrency: %.0f RU/s of %.1f RU requests at %s round trip (p%.0f) need %.0f requests in flight, "+
+				"but the pool is capped at %d for memory: the load will run below its target",
+				c.target, c.meanRU, time.Duration(c.latency*float64(time.Second)).Round(time.Millisecond),
+				100*c.cfg.Percentile, need, bound)
+		}
+		return bound
 	}
 	if c.fdBound > 0 && want > float64(c.fdBound) {
 		// Only a shortfall against the bare Little's-law need (no

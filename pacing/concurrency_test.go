@@ -291,33 +291,22 @@ func TestConcurrencyFDLimitBinds(t *testing.T) {
 	}
 }
 
-// The memory cap bounds only the bandwidth-delay guess: a target the
-// path can reach gets what Little's law asks for, however many that is;
-// one it cannot (the answers come back slower) stops at the cap. Neither
-// is worth a notice: the load runs no slower for the cap.
-func TestConcurrencyMaxBoundsOnlyTheAnswerRateGuess(t *testing.T) {
+// The memory cap binds like the fd limit: the pool stops there and says
+// once that the load will run below its target.
+func TestConcurrencyMaxBindsAndSaysSo(t *testing.T) {
 	var notices []string
-	reachable := NewConcurrency(ConcurrencyConfig{TargetRU: 50000, Max: 512, FDLimit: 1 << 20, Clock: tickingClock(50 * time.Microsecond),
+	c := NewConcurrency(ConcurrencyConfig{TargetRU: 50000, Max: 512, FDLimit: 1 << 20, Clock: tickingClock(50 * time.Microsecond),
 		Notice: func(msg string) { notices = append(notices, msg) }})
 	for range 20000 {
-		reachable.ObserveLatency(250 * time.Millisecond)
-		reachable.ObserveCharge(10)
+		c.ObserveLatency(250 * time.Millisecond)
+		c.ObserveCharge(10)
 	}
-	// 5,000 writes/s × 250 ms = 1,250, × 1.3.
-	if got := reachable.Limit(); got != 1625 {
-		t.Errorf("reachable target: Limit() = %d, want Little's law's 1625 over the cap", got)
+	if got := c.Limit(); got != 512 {
+		t.Errorf("Limit() = %d, want the cap 512", got)
 	}
-	unreachable := NewConcurrency(ConcurrencyConfig{TargetRU: 1e6, Max: 512, FDLimit: 1 << 20, Clock: tickingClock(100 * time.Microsecond),
-		Notice: func(msg string) { notices = append(notices, msg) }})
-	for range 20000 {
-		unreachable.ObserveLatency(100 * time.Millisecond)
-		unreachable.ObserveCharge(10)
-	}
-	if got := unreachable.Limit(); got != 512 {
-		t.Errorf("unreachable target: Limit() = %d, want the cap 512", got)
-	}
-	if len(notices) != 0 {
-		t.Errorf("notices %q, want none", notices)
+	c.Limit()
+	if len(notices) != 1 || !strings.Contains(notices[0], "1250 requests in flight") || !strings.Contains(notices[0], "capped at 512") {
+		t.Errorf("notices %q: want one saying 1250 are needed and the pool is capped at 512", notices)
 	}
 }
 
