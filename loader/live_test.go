@@ -146,13 +146,7 @@ func TestWatcherBacksOffThrottledRangesReads(t *testing.T) {
 // the 60 s read, or the fifth 429).
 func TestWatcherSeesAQuietSplitWithin5s(t *testing.T) {
 	clk := clocktest.New(time.Unix(0, 0))
-	p, err := pacing.NewPacer(pacing.PacerConfig{TargetRU: 4000, Partitions: 1, Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := &fakeLive{bounds: []string{epk.Min, epk.Max}}
-	w := newWatcher(src, WatchOptions{}, clk, 4000, 0, 1, 4000, 1)
-	w.routing = p
+	p, src, w := routedWatcher(t, clk, 4000)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() { defer close(done); w.run(ctx, false) }()
@@ -178,15 +172,23 @@ func TestWatcherSeesAQuietSplitWithin5s(t *testing.T) {
 	}
 }
 
-func TestWatcherRebuildsRoutingOnSplit(t *testing.T) {
-	clk := clocktest.New(time.Unix(0, 0))
-	p, err := pacing.NewPacer(pacing.PacerConfig{TargetRU: 1000, Partitions: 1, Clock: clk})
+// routedWatcher is a watcher over one unsplit partition, paced to ru by a
+// pacer it re-routes on a split.
+func routedWatcher(t *testing.T, clk *clocktest.Fake, ru float64) (*pacing.Pacer, *fakeLive, *watcher) {
+	t.Helper()
+	p, err := pacing.NewPacer(pacing.PacerConfig{TargetRU: ru, Partitions: 1, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
 	src := &fakeLive{bounds: []string{epk.Min, epk.Max}}
-	w := newWatcher(src, WatchOptions{}, clk, 1000, 0, 1, 1000, 1)
+	w := newWatcher(src, WatchOptions{}, clk, ru, 0, 1, ru, 1)
 	w.routing = p
+	return p, src, w
+}
+
+func TestWatcherRebuildsRoutingOnSplit(t *testing.T) {
+	clk := clocktest.New(time.Unix(0, 0))
+	p, src, w := routedWatcher(t, clk, 1000)
 	clk.Advance(7 * time.Second)
 	w.pollRanges(context.Background())
 	if _, parts := w.history(); len(parts) != 1 {
