@@ -294,7 +294,10 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 	p.Largest = largest.sorted()
 	p.TopKeys = keys.top(10, p.EstimatedRU)
 	seq.Close()
-	bound := pacedSeconds(p.PartitionRU, j.TargetRU)
+	// The import's buckets spend pacing.LoadAim of the target, and so
+	// does the model of it.
+	paced := j.TargetRU * pacing.LoadAim
+	bound := pacedSeconds(p.PartitionRU, paced)
 	readAhead := j.ReadAhead
 	if readAhead <= 0 {
 		readAhead = DefaultReadAhead(parts)
@@ -304,7 +307,7 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 	// batch more when the read-ahead is small).
 	q, w := batchSplit(readAhead, j.Batch)
 	queue := q + w
-	orderCfg := pacing.OrderConfig{Partitions: parts, BudgetPerPartition: j.TargetRU / float64(parts), Queue: queue, Cursors: cursors}
+	orderCfg := pacing.OrderConfig{Partitions: parts, BudgetPerPartition: paced / float64(parts), Queue: queue, Cursors: cursors}
 	if adaptive && p.Records > 0 && p.Bytes > 0 {
 		orderCfg.Split = pacing.NewSplitPolicy(maxCursors(parts))
 		orderCfg.MinSplit = minSplitBytes * p.Records / p.Bytes

@@ -31,7 +31,7 @@ func (p *Pacer) Rebound(bounds []string) (bool, error) {
 		return false, nil
 	}
 	n := len(bounds) - 1
-	share := p.target / float64(n)
+	share := p.shareOf(p.target, n)
 	now := p.clock.Now()
 	live := make([]int, n)
 	for i := range n {

@@ -151,7 +151,9 @@ func TestLongPathContentionCuts(t *testing.T) {
 // contention and cut by 30 %, 96 % (95 %) of the target between start-up
 // and the end. Pausing each burst's whole retry-after (the first request
 // of the renewed second then arrived a round trip into it) and a 5 %
-// mild cut left 98.3 % (98.1 %).
+// mild cut left 98.3 % (98.1 %). Pacing at the whole budget threw
+// 0.38 % (0.53 %) of the requests back; at Aim's 99.5 % of it 0.24 %
+// (0.32 %), for 99.0 % of the target either way.
 func TestLongPathKeepsTheTarget(t *testing.T) {
 	const target, seconds = 8000.0, 60
 	for _, c := range []struct{ base, jitter time.Duration }{
@@ -161,7 +163,8 @@ func TestLongPathKeepsTheTarget(t *testing.T) {
 		t.Run(fmt.Sprintf("%v+%v", c.base, c.jitter), func(t *testing.T) {
 			r, err := pacing.Simulate(pacing.SimConfig{
 				// The path's fastest round trip is its base latency.
-				Pacer:    pacing.PacerConfig{TargetRU: target, Partitions: 1, PathLatency: func() time.Duration { return c.base }},
+				Pacer: pacing.PacerConfig{TargetRU: target, Partitions: 1, Aim: pacing.LoadAim,
+					PathLatency: func() time.Duration { return c.base }},
 				Capacity: target, Workers: 600, Dispatch: true,
 				Latency: c.base, Jitter: c.jitter, ChargeOnArrival: true,
 				Duration: seconds * time.Second,
@@ -178,11 +181,11 @@ func TestLongPathKeepsTheTarget(t *testing.T) {
 			got := sum / (seconds - 2) / target
 			pct := 100 * float64(r.Throttled) / float64(r.Requests)
 			t.Logf("%.2f %% of the target from the 3rd second on; %d of %d requests throttled (%.2f %%)", 100*got, r.Throttled, r.Requests, pct)
-			if got < 0.99 {
-				t.Errorf("spent %.2f %% of the target, want ≥ 99 %%", 100*got)
+			if got < 0.985 {
+				t.Errorf("spent %.2f %% of the target, want ≥ 98.5 %%", 100*got)
 			}
-			if pct > 1 {
-				t.Errorf("%.2f %% of requests throttled, want ≤ 1 %%", pct)
+			if pct > 0.5 {
+				t.Errorf("%.2f %% of requests throttled, want ≤ 0.5 %%", pct)
 			}
 		})
 	}
