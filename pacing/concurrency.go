@@ -123,7 +123,43 @@ type Concurrency struct {
 	best    float64
 	plateau int
 	full    bool
+
+	// A probe (probeLocked) holds the pool at probeLimit to see the
+	// latency without most of the requests in flight: probeAt is when
+	// it began (zero: none running), drained when the pool first held
+	// no more than probeLimit, probeSum and probeN the latencies of the
+	// requests sent since. nextProbe is when the next may begin, every
+	// probeEvery while probes lower the floor.
+	probeAt, drained, nextProbe time.Time
+	probeLimit, probeN          int
+	probeSum                    float64
+	probeEvery                  time.Duration
 }
+
+// A probe lowers the pool to a quarter (probeShare) for a few rate windows
+// at most (probeMax), at most every probeEvery, which doubles up to
+// probeEveryMax each time a probe finds no lower latency. Only a pool
+// above probeAbove is probed: a smaller one costs little memory.
+const (
+	probeShare    = 0.25
+	probeMax      = 4 * rateWindow
+	probeEveryMin = time.Second
+	probeEveryMax = 32 * time.Second
+	probeAbove    = 64
+	// probeBelow: a load answered at this share of its target or more
+	// is not probed; the pool is doing its job.
+	probeBelow = 0.9
+	// probeQueue: a floor less than this many times PathLatency is not
+	// probed.
+	probeQueue = 2
+)
+
+// shortPath is the longest round trip without queues (PathLatency) taken
+// for a short path: one probed, and its pool sized with SteadyGain, while
+// the answer rate still rises. A probe takes two round trips, a moment on
+// a short path; it would hold a long one's start-up back by a large part
+// of a second.
+const shortPath = 20 * time.Millisecond
 
 // plateauWindows is how many windows without a 25 % rise mean the pool has
 // found what the path and this process can answer: a second, which is
@@ -199,6 +235,7 @@ func (c *Concurrency) ObserveLatency(d time.Duration) {
 	c.update(func() {
 		c.countAnswerLocked()
 		s := d.Seconds()
+		c.probeSampleLocked(d)
 		if len(c.samples) < cap(c.samples) {
 			c.samples = append(c.samples, s)
 		} else {
@@ -289,7 +326,100 @@ func (c *Concurrency) countAnswerLocked() {
 		} else if c.plateau++; c.plateau >= plateauWindows {
 			c.full = true
 		}
+		c.probeLocked(now)
 	}
+}
+
+// shortPathLocked tells whether the path's round trip (PathLatency) is
+// short, at most shortPath: start-up's larger Gain is for a long path,
+// where a round trip is a large part of the second a window waits; over
+// a short one a window holds tens of round trips, and the larger gain
+// only multiplies a cold start's queue (see probeLocked).
+func (c *Concurrency) shortPathLocked() bool {
+	return c.low5 > 0 && c.low5 <= shortPath.Seconds()
+}
+
+// probeLocked starts a probe when a large pool is answered well below
+// the target: the requests in flight may be waiting in a queue of this
+// process's own (or the target's), where more of them only wait longer.
+// Whether a round trip is the path or a queue cannot be told from its
+// length, only from what fewer requests in flight do to it: over a path,
+// nothing; in a queue, they wait less. At start-up every
+// request waits behind the first burst (a cold process opening its
+// connections) and the floor, the first answers' mean, is mostly that
+// queue: 79 ms where the path takes 2, which held 512 requests in flight
+// for answers a pool of 48 got as fast (bench scenario F). So a pool the
+// answer rate bounds is lowered to a quarter for a moment, as BBR's
+// ProbeRTT lowers its window, and the mean of what was sent meanwhile
+// becomes the floor if lower: the pool then follows it down, a quarter's
+// worth at a time (its gain of 2 times a quarter), until fewer requests
+// stop being faster.
+func (c *Concurrency) probeLocked(now time.Time) {
+	if !c.probeAt.IsZero() {
+		if now.Sub(c.probeAt) >= probeMax {
+			c.endProbeLocked(now)
+		}
+		return
+	}
+	if c.floor == 0 || now.Before(c.nextProbe) || (!c.full && !c.shortPathLocked()) {
+		return
+	}
+	limit := c.capLocked(float64(c.boundLocked()))
+	// Only a pool that binds: with the pacer the limit (its rate cut by
+	// 429s, say), slots are free and fewer would only starve it.
+	binds := len(c.waiters) > 0 || c.inFlight >= limit
+	// And only a floor well above the fastest answers: a queue's
+	// signature. A long path's jitter spreads answers too, but less (at
+	// 300 + ≤ 300 ms the mean is 1.4 × the 5th percentile), and there
+	// a probe would cost a round trip or two of rate for nothing.
+	if limit <= probeAbove || !binds || c.maxRateLocked()*c.meanRU >= probeBelow*c.target || c.floor < probeQueue*c.low5 {
+		return
+	}
+	c.probeAt, c.drained, c.probeN, c.probeSum = now, time.Time{}, 0, 0
+	c.probeLimit = max(int(float64(limit)*probeShare), c.cfg.Min)
+}
+
+// probeSampleLocked counts an answer toward a running probe: only requests
+// sent once the pool had drained to the probe's size.
+func (c *Concurrency) probeSampleLocked(d time.Duration) {
+	if c.probeAt.IsZero() {
+		return
+	}
+	now := c.cfg.Clock.Now()
+	if c.drained.IsZero() {
+		// This answer's slot is still held: the pool has drained when
+		// the others fit in the probe.
+		if c.inFlight-1 <= c.probeLimit {
+			c.drained = now
+		}
+		return
+	}
+	if now.Add(-d).Before(c.drained) {
+		return
+	}
+	c.probeSum += d.Seconds()
+	if c.probeN++; c.probeN >= max(c.probeLimit, 2*c.cfg.Warmup) {
+		c.endProbeLocked(now)
+	}
+}
+
+// endProbeLocked ends a probe: what it measured lowers the floor, and a
+// probe that found nothing lower waits twice as long for the next.
+func (c *Concurrency) endProbeLocked(now time.Time) {
+	if c.probeEvery == 0 {
+		c.probeEvery = probeEveryMin
+	}
+	if c.probeN >= c.cfg.Warmup {
+		if mean := c.probeSum / float64(c.probeN); mean < 0.9*c.floor {
+			c.floor = mean
+			c.probeEvery = probeEveryMin
+		} else {
+			c.probeEvery = min(2*c.probeEvery, probeEveryMax)
+		}
+	} else {
+		c.probeEvery = min(2*c.probeEvery, probeEveryMax)
+	}
+	c.probeAt, c.nextProbe = time.Time{}, now.Add(c.probeEvery)
 }
 
 // maxRateLocked is the highest answer rate of the recent windows, 0 before
@@ -395,9 +525,19 @@ func (c *Concurrency) limitLocked() int {
 	// pool at N and answers taking R on average, the rate is N ÷ R and the
 	// bound Gain × N × floor ÷ R, which shrinks the pool — and with it the
 	// rate, and the bound — whenever R is more than Gain × the floor.
+	want := c.boundLocked()
+	if !c.probeAt.IsZero() {
+		want = min(want, c.probeLimit)
+	}
+	return c.capLocked(float64(want))
+}
+
+// boundLocked is the pool Little's law and the bandwidth-delay product
+// allow, before the start-up, memory and file-descriptor bounds.
+func (c *Concurrency) boundLocked() int {
 	need := c.target / c.meanRU * c.latency
 	gain := c.cfg.Gain
-	if c.full {
+	if c.full || c.shortPathLocked() {
 		gain = c.cfg.SteadyGain
 	}
 	if bdp := gain * c.maxRateLocked() * c.floor; bdp > 0 {
@@ -408,6 +548,15 @@ func (c *Concurrency) limitLocked() int {
 	if math.IsNaN(want) || want < float64(c.cfg.Min) {
 		return c.cfg.Min
 	}
+	if want > math.MaxInt32 {
+		return math.MaxInt32
+	}
+	return int(want)
+}
+
+// capLocked bounds a wanted pool by start-up, memory and the
+// file-descriptor limit.
+func (c *Concurrency) capLocked(want float64) int {
 	if c.floor == 0 || len(c.rates) == 0 {
 		// Until the first answers have measured the path's latency and
 		// their rate: 4 × Warmup, and one more per answer, as TCP's slow

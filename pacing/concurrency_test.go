@@ -62,30 +62,44 @@ func (nowClock) After(time.Duration) <-chan time.Time       { panic("not waited 
 
 // An answer rate far below what the target asks for (this process cannot
 // send faster) bounds the pool near the bandwidth-delay product, whatever
-// the target: 4 × it while the rate may still rise, 2 × once it has
-// stopped rising, and 4 × again when the target is raised.
+// the target: over a long path 4 × it while the rate may still rise, 2 ×
+// once it has stopped rising, and 4 × again when the target is raised;
+// over a short path 2 × throughout.
 func TestConcurrencyBoundedByAnswerRate(t *testing.T) {
-	// 1,000 answers a second at 2 ms: the path holds 2 requests; 4 × that
-	// with 30 % headroom is 11, 2 × that 6, not the 260 Little's law asks
-	// for at 1,000,000 RU/s.
-	c := NewConcurrency(ConcurrencyConfig{TargetRU: 1e6, FDLimit: 1 << 20, Clock: tickingClock(time.Millisecond)})
-	observe := func(n int) {
-		for range n {
-			c.ObserveLatency(2 * time.Millisecond)
-			c.ObserveCharge(10)
-		}
-	}
-	observe(500) // two windows: the rate has not been flat for a second yet
-	if got := c.Limit(); got != 11 {
-		t.Errorf("rising: Limit() = %d, want 11", got)
-	}
-	observe(1500) // six more windows at the same rate
-	if got := c.Limit(); got != 6 {
-		t.Errorf("flat for a second: Limit() = %d, want 6", got)
-	}
-	c.SetTarget(2e6)
-	if got := c.Limit(); got != 11 {
-		t.Errorf("target raised: Limit() = %d, want 11", got)
+	for _, tc := range []struct {
+		name                 string
+		latency              time.Duration
+		rising, flat, raised int
+	}{
+		// ~1,000 answers a second (1,038 as the ticking clock's windows
+		// count them) at 25 ms: the path holds 26 requests; 4 × that with
+		// 30 % headroom is 135, 2 × that 68, not the thousands Little's
+		// law asks for at 1,000,000 RU/s.
+		{"long path", 25 * time.Millisecond, 135, 68, 135},
+		// At 2 ms the path holds 2: 2 × that with headroom is 6.
+		{"short path", 2 * time.Millisecond, 6, 6, 6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewConcurrency(ConcurrencyConfig{TargetRU: 1e6, FDLimit: 1 << 20, Clock: tickingClock(time.Millisecond)})
+			observe := func(n int) {
+				for range n {
+					c.ObserveLatency(tc.latency)
+					c.ObserveCharge(10)
+				}
+			}
+			observe(500) // two windows: the rate has not been flat for a second yet
+			if got := c.Limit(); got != tc.rising {
+				t.Errorf("rising: Limit() = %d, want %d", got, tc.rising)
+			}
+			observe(1500) // six more windows at the same rate
+			if got := c.Limit(); got != tc.flat {
+				t.Errorf("flat for a second: Limit() = %d, want %d", got, tc.flat)
+			}
+			c.SetTarget(2e6)
+			if got := c.Limit(); got != tc.raised {
+				t.Errorf("target raised: Limit() = %d, want %d", got, tc.raised)
+			}
+		})
 	}
 }
 
@@ -401,5 +415,50 @@ func TestConcurrencyPathLatency(t *testing.T) {
 	}
 	if got := c.PathLatency(); got < 200*time.Millisecond || got > 220*time.Millisecond {
 		t.Errorf("PathLatency() = %v, want 200–220 ms", got)
+	}
+}
+
+// A cold start: the first answers queue behind a burst the process and
+// the target are still warming up for, so they take ten times what the
+// same number in flight takes a few seconds later. Their mean is the
+// first floor of the bandwidth-delay bound; as the answer rate climbs
+// with the warm-up, the pool followed it to hundreds, and no window's
+// mean, taken with that pool in flight, was ever lower (bench scenario
+// F: 512 in flight where 48 wrote as fast). Probing — a quarter of the
+// pool for a moment — shows what fewer requests in flight take.
+func TestConcurrencyProbesAColdStartsQueue(t *testing.T) {
+	const target, ru = 1e6, 10.0
+	c := NewConcurrency(ConcurrencyConfig{TargetRU: target, FDLimit: 1 << 20})
+	perSec, limits := simulatePool(c, target, ru, 12, func(inFlight int) time.Duration {
+		// Served one after another at a capacity that warms up from
+		// 800 to 8,000 a second over the first two seconds.
+		now := c.cfg.Clock.Now().Sub(time.Unix(0, 0)).Seconds()
+		capacity := 800 + 7200*min(now/2, 1)
+		return max(time.Millisecond, time.Duration(float64(inFlight)/capacity*float64(time.Second)))
+	})
+	t.Logf("RU per second %.0f, limits %v", perSec, limits)
+	for s := 6; s < len(limits); s++ {
+		if limits[s] > 64 {
+			t.Errorf("second %d: limit %d, want ≤ 64 once probes have seen the queue", s+1, limits[s])
+		}
+	}
+	if got := perSec[11] / ru; got < 0.9*8000 {
+		t.Errorf("last second served %.0f writes, want ≥ 90 %% of the 8,000 possible", got)
+	}
+}
+
+// A long path the pool cannot keep busy (capped here; the open-file limit
+// in life) is answered below its target too, but its latency is the path:
+// probing it would cost a round trip or two of rate each time for
+// nothing. Its floor is near its fastest answers, and it is not probed.
+func TestConcurrencyDoesNotProbeALongPath(t *testing.T) {
+	const target, ru, capped = 50000.0, 7.6, 256
+	c := NewConcurrency(ConcurrencyConfig{TargetRU: target, Max: capped, FDLimit: 1 << 20})
+	_, limits := simulateLongPath(c, target, ru, 300*time.Millisecond, 300*time.Millisecond, 12, 2)
+	t.Logf("limits %v", limits)
+	for s, l := range limits[1:] {
+		if l != capped {
+			t.Errorf("second %d: limit %d, want the cap %d throughout", s+2, l, capped)
+		}
 	}
 }
