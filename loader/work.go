@@ -73,22 +73,23 @@ type runPacing struct {
 	fill  func(*ProgressEvent)
 }
 
-// MaxRequestsInFlight caps the writer pool for memory. Each request in
-// flight holds a connection, its goroutines, its records and its body,
-// none of it in the read-ahead: unthrottled into a local target (bench
-// scenario F) the answer-rate bound let the pool grow to ~1,700 requests
-// and the process to 300 MB (149 MB at a cap of 512, 116–121 MB at 256, on
-// a busy machine). 512 covers Little's law for 50,000 RU/s of 7.6 RU point
-// writes over a 50 ms path (~330) and, with batches, far more; when a load
-// needs more, the pool says so once (pacing.Concurrency's notice). The
-// real fix is sizing that does not grow with this process's own queueing:
-// see pacing/concurrency.go.
-const MaxRequestsInFlight = 512
+// StartRequestsInFlight caps the writer pool while the answer rate is
+// still rising (pacing.ConcurrencyConfig.StartMax). Each request in flight
+// holds a connection, its goroutines, its records and its body: a cold
+// start's first answers wait behind its first burst, and unthrottled into
+// a local target (bench scenario F) the bound on the answer rate let the
+// pool grow to ~1,700 requests and the process to 300 MB before the rate
+// had stopped rising. Once it has, and the latency the pool is sized from
+// is known to be the path's rather than a queue's, nothing but the
+// file-descriptor limit caps the pool: a 500,000 RU/s target over a 50 ms
+// path needs ~3,300 in flight; probes (pacing.Concurrency.probeLocked)
+// bring down a pool that only queues in this process.
+const StartRequestsInFlight = 512
 
 // limiterConfig is the writer pool's configuration for a load paced to
 // target RU/s.
 func limiterConfig(target float64, clk clock.Clock, logf func(string, ...any)) pacing.ConcurrencyConfig {
-	return pacing.ConcurrencyConfig{TargetRU: target, Max: MaxRequestsInFlight, Clock: clk,
+	return pacing.ConcurrencyConfig{TargetRU: target, StartMax: StartRequestsInFlight, Clock: clk,
 		Notice: func(m string) { logf("warning: %s", m) }}
 }
 

@@ -44,10 +44,22 @@ type ConcurrencyConfig struct {
 	// waiting for a free slot is RU/s not spent, while one waiting in the
 	// pacer costs only memory.
 	Headroom float64
-	// Min bounds the limit from below (default 2). Max, when > 0, is an
-	// explicit cap; there is none by default, because any fixed number is
-	// too low for some target and path.
-	Min, Max int
+	// Min bounds the limit from below (default 2).
+	Min int
+	// StartMax, when > 0, caps the limit while the answer rate is still
+	// rising (start-up, and again after the target is raised). It bounds
+	// what a cold start can spend on requests that only queue — the
+	// first answers' latency is mostly a queue (see probeLocked), and
+	// the bandwidth-delay bound multiplies it by a warm-up's rising rate
+	// — without capping a load that needs more: once the rate has
+	// stopped rising, Little's law, the bandwidth-delay product, probes
+	// and the file-descriptor limit size the pool, nothing else, because
+	// any fixed number is too low for some target and path. Nor once the
+	// floor is known to be the path's latency (pathKnownLocked): until
+	// then a rate that has stopped rising says nothing about a floor a
+	// cold start's queue inflated (scenario F, lifted at the plateau:
+	// 984 in flight, 175 MB).
+	StartMax int
 	// FDLimit is the process's open-file limit; 0 means read it from the
 	// system (RLIMIT_NOFILE; Go raises the soft limit to the hard one at
 	// start-up). Every request in flight holds a connection, so the limit
@@ -134,6 +146,7 @@ type Concurrency struct {
 	probeLimit, probeN          int
 	probeSum                    float64
 	probeEvery                  time.Duration
+	probedPath                  bool // the last probe found no lower latency
 }
 
 // A probe lowers the pool to a quarter (probeShare) for a few rate windows
@@ -339,6 +352,14 @@ func (c *Concurrency) shortPathLocked() bool {
 	return c.low5 > 0 && c.low5 <= shortPath.Seconds()
 }
 
+// pathKnownLocked tells whether the floor is known to be the path's
+// latency, not a queue: it is near the fastest answers (below probeQueue ×
+// PathLatency), or the last probe found fewer requests in flight no
+// faster.
+func (c *Concurrency) pathKnownLocked() bool {
+	return c.probedPath || (c.low5 > 0 && c.floor < probeQueue*c.low5)
+}
+
 // probeLocked starts a probe when a large pool is answered well below
 // the target: the requests in flight may be waiting in a queue of this
 // process's own (or the target's), where more of them only wait longer.
@@ -412,9 +433,9 @@ func (c *Concurrency) endProbeLocked(now time.Time) {
 	if c.probeN >= c.cfg.Warmup {
 		if mean := c.probeSum / float64(c.probeN); mean < 0.9*c.floor {
 			c.floor = mean
-			c.probeEvery = probeEveryMin
+			c.probeEvery, c.probedPath = probeEveryMin, false
 		} else {
-			c.probeEvery = min(2*c.probeEvery, probeEveryMax)
+			c.probeEvery, c.probedPath = min(2*c.probeEvery, probeEveryMax), true
 		}
 	} else {
 		c.probeEvery = min(2*c.probeEvery, probeEveryMax)
@@ -563,16 +584,8 @@ func (c *Concurrency) capLocked(want float64) int {
 		// start.
 		want = math.Min(want, float64(max(4*c.cfg.Warmup+c.seen, c.cfg.Min)))
 	}
-	if c.cfg.Max > 0 && want > float64(max(c.cfg.Max, c.cfg.Min)) {
-		bound := max(c.cfg.Max, c.cfg.Min)
-		need := math.Ceil(c.target / c.meanRU * c.latency)
-		if c.boundMsg == "" && need > float64(bound) && c.seen >= c.cfg.Warmup {
-			c.boundMsg = fmt.Sprintf("concurrency: %.0f RU/s of %.1f RU requests at %s round trip (p%.0f) need %.0f requests in flight, "+
-				"but the pool is capped at %d for memory: the load will run below its target",
-				c.target, c.meanRU, time.Duration(c.latency*float64(time.Second)).Round(time.Millisecond),
-				100*c.cfg.Percentile, need, bound)
-		}
-		return bound
+	if c.cfg.StartMax > 0 && !(c.full && c.pathKnownLocked()) {
+		want = math.Min(want, float64(max(c.cfg.StartMax, c.cfg.Min)))
 	}
 	if c.fdBound > 0 && want > float64(c.fdBound) {
 		// Only a shortfall against the bare Little's-law need (no
