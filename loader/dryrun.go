@@ -218,6 +218,13 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 		written += int64(records)
 		model.Add(part, ru)
 	})
+	// The per-record work that depends on the record alone runs on the
+	// mapping workers; the cost model is never updated in a dry-run.
+	prep := func(s *scanned) {
+		s.ru = cost.Estimate(len(s.doc.Body), s.doc.Terms)
+		s.epk = epk.Of(s.doc.PK)
+		s.key = pkString(s.doc.PK)
+	}
 	for _, in := range j.Inputs {
 		p.Inputs = append(p.Inputs, in.Path)
 		input := Input{Input: in, IDSeed: "dry-run"}
@@ -232,7 +239,7 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 		altSegments = max(altSegments, len(altRanges))
 		var seg, altSeg int
 		var last int64
-		err = scanInput(input, j.Stdin, j.Source, m, func(s *scanned) bool {
+		err = scanInput(input, j.Stdin, j.Source, m, prep, func(s *scanned) bool {
 			if ctx.Err() != nil {
 				return false
 			}
@@ -249,18 +256,17 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 				}
 				return true
 			}
-			ru := cost.Estimate(len(s.doc.Body), s.doc.Terms)
+			ru := s.ru
 			hist.Add(ru)
 			p.EstimatedRU += ru
-			key := epk.Of(s.doc.PK)
-			part := epk.Locate(bounds, key)
+			part := epk.Locate(bounds, s.epk)
 			p.PartitionRU[part] += ru
 			planner.add(part, s.doc.PK, len(s.doc.Body), ru)
 			seg = segmentOf(ranges, seg, s.rec.Offset)
 			altSeg = segmentOf(altRanges, altSeg, s.rec.Offset)
 			seq.Add(seqBase+seg, part, ru)
 			alt.Add(altBase+altSeg, part, ru)
-			keys.add(pkString(s.doc.PK), part, ru, int64(len(s.doc.Body)))
+			keys.add(s.key, part, ru, int64(len(s.doc.Body)))
 			largest.offer(Item{ID: s.doc.ID, Source: s.rec.Path, Line: s.rec.Line, Bytes: len(s.doc.Body), RU: ru}, 5)
 			return true
 		})

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cosmosloader/loader/epk"
 	"github.com/cosmosloader/loader/internal/clock"
 	"github.com/cosmosloader/loader/loader/htmlreport"
 	"github.com/cosmosloader/loader/loader/record"
@@ -648,7 +649,13 @@ func (r *run) readInput(i int, in Input, queues *lanes) error {
 	defer cur.finish()
 	lastOffset, lastLine := in.Start.Offset, in.Start.Line
 	anyRecord := false
-	err := scanInput(in, r.o.Stdin, r.o.Source, r.o.Mapper, func(s *scanned) bool {
+	// Paced admission routes by the partition key's hash: hash it on the
+	// mapping workers (route keeps a hash it is given).
+	var prep func(*scanned)
+	if _, paced := r.adm.(*pacedAdmission); paced {
+		prep = func(s *scanned) { s.epk = epk.Of(s.doc.PK) }
+	}
+	err := scanInput(in, r.o.Stdin, r.o.Source, r.o.Mapper, prep, func(s *scanned) bool {
 		if r.stopped() || !cur.take(s.rec.Offset, s.rec.Next) {
 			return false
 		}
@@ -665,7 +672,7 @@ func (r *run) readInput(i int, in Input, queues *lanes) error {
 		it := &item{
 			input: i, seq: seq,
 			doc:  Document{ID: s.doc.ID, PK: s.doc.PK, Body: s.doc.Body},
-			size: len(s.doc.Body), terms: s.doc.Terms,
+			size: len(s.doc.Body), terms: s.doc.Terms, epk: s.epk,
 			path: rec.Path, line: rec.Line, off: rec.Offset,
 		}
 		if r.o.Cost != nil {

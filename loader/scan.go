@@ -3,6 +3,7 @@ package loader
 import (
 	"errors"
 	"io"
+	"runtime"
 	"strconv"
 
 	"github.com/google/uuid"
@@ -17,13 +18,29 @@ type scanned struct {
 	rec  source.Record
 	doc  record.Doc
 	dead *DeadLetter // non-nil: the record is bad
+
+	// Filled by the caller's prep (see scanInput), on a mapping worker:
+	// the partition key's hash (epk.Of), and for dry-run the estimated
+	// charge and the key as text.
+	epk string
+	ru  float64
+	key string
 }
 
 // scanInput reads input in from its start position, maps every record and
 // hands it to fn, until the input ends or fn returns false. import and
 // dry-run both read through here, so dry-run judges records exactly as an
 // import would. It returns a fatal input error (I/O, corrupt gzip).
-func scanInput(in Input, stdin io.Reader, so source.Options, m *record.Mapper, fn func(*scanned) bool) error {
+//
+// Mapping runs on a few workers (scanWorkers) over chunks of records; fn
+// still sees every record in input order, on the caller's goroutine, and a
+// fatal error after the last record read before it, exactly as a serial
+// scan would. prep, when not nil, runs on the workers after each record
+// that mapped to a document: per-record work that depends on nothing but
+// the record (hashing its partition key, estimating its charge with a
+// model nobody updates), filling scanned's prep fields. It must be safe
+// for concurrent use.
+func scanInput(in Input, stdin io.Reader, so source.Options, m *record.Mapper, prep func(*scanned), fn func(*scanned) bool) error {
 	start := source.Position{Offset: in.Start.Offset, Line: in.Start.Line}
 	rd, err := source.Open(in.Input, stdin, so, start)
 	if err != nil {
@@ -33,41 +50,80 @@ func scanInput(in Input, stdin io.Reader, so source.Options, m *record.Mapper, f
 	// Generated ids are UUIDv5 of the input's content seed and the record's
 	// byte offset: the same record gets the same id on every run.
 	ns := uuid.NewSHA1(uuid.NameSpaceURL, []byte("loader:"+in.IDSeed))
-	var s scanned
-	var off int64
-	genID := func() string { return uuid.NewSHA1(ns, strconv.AppendInt(nil, off, 10)).String() }
-	for {
+	newMapper := func() *recordMapper { return newRecordMapper(m, ns, prep) }
+	next := func() (source.Record, error) {
 		rec, err := rd.Next()
+		if err == nil && in.End > 0 && rec.Offset >= in.End {
+			return rec, io.EOF // the next shard's first record
+		}
+		return rec, err
+	}
+	// Stdin may trickle in: a record goes out as soon as it is read, not
+	// when a chunk is full.
+	if w := scanWorkers(); w > 1 && !in.Stdin {
+		return scanChunks(next, w, chunkBudget(so), newMapper, fn)
+	}
+	rm := newMapper()
+	var s scanned
+	for {
+		rec, err := next()
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		if in.End > 0 && rec.Offset >= in.End {
-			return nil // the next shard's first record
-		}
 		s = scanned{rec: rec}
-		if rec.Err != nil {
-			s.dead = newDeadLetter(rec.Path, rec.Line, rec.Offset, reasonOf(rec.Err), rec.Err.Error(), rec.Raw)
-		} else {
-			off = rec.Offset
-			var doc record.Doc
-			if rec.Members != nil {
-				doc, err = m.MapTrusted(rec.Data, rec.Members, genID)
-				s.rec.Members = nil // what follows needs none; do not keep the arena
-			} else {
-				doc, err = m.Map(rec.Data, genID)
-			}
-			if err != nil {
-				s.dead = newDeadLetter(rec.Path, rec.Line, rec.Offset, reasonOf(err), err.Error(), rec.Data)
-			} else {
-				s.doc = doc
-			}
-		}
+		rm.scan(&s)
 		if !fn(&s) {
 			return nil
 		}
+	}
+}
+
+// scanWorkers is how many goroutines map records: one per CPU, at most
+// four (the caller, who models or queues each record in order, is the
+// limit past that).
+func scanWorkers() int { return min(runtime.GOMAXPROCS(0), 4) }
+
+// recordMapper maps records for one goroutine: genID reads off, the
+// offset of the record being mapped.
+type recordMapper struct {
+	m     *record.Mapper
+	prep  func(*scanned)
+	off   int64
+	genID func() string
+}
+
+func newRecordMapper(m *record.Mapper, ns uuid.UUID, prep func(*scanned)) *recordMapper {
+	rm := &recordMapper{m: m, prep: prep}
+	rm.genID = func() string { return uuid.NewSHA1(ns, strconv.AppendInt(nil, rm.off, 10)).String() }
+	return rm
+}
+
+// scan maps s.rec into s.doc, or s.dead for a bad record.
+func (rm *recordMapper) scan(s *scanned) {
+	rec := &s.rec
+	if rec.Err != nil {
+		s.dead = newDeadLetter(rec.Path, rec.Line, rec.Offset, reasonOf(rec.Err), rec.Err.Error(), rec.Raw)
+		return
+	}
+	rm.off = rec.Offset
+	var doc record.Doc
+	var err error
+	if rec.Members != nil {
+		doc, err = rm.m.MapTrusted(rec.Data, rec.Members, rm.genID)
+		rec.Members = nil // what follows needs none; do not keep the arena
+	} else {
+		doc, err = rm.m.Map(rec.Data, rm.genID)
+	}
+	if err != nil {
+		s.dead = newDeadLetter(rec.Path, rec.Line, rec.Offset, reasonOf(err), err.Error(), rec.Data)
+		return
+	}
+	s.doc = doc
+	if rm.prep != nil {
+		rm.prep(s)
 	}
 }
 
