@@ -41,6 +41,12 @@ type scanned struct {
 // model nobody updates), filling scanned's prep fields. It must be safe
 // for concurrent use.
 func scanInput(in Input, stdin io.Reader, so source.Options, m *record.Mapper, prep func(*scanned), fn func(*scanned) bool) error {
+	return scanWith(scanWorkers(), in, stdin, so, m, prep, fn)
+}
+
+// scanWith is scanInput on workers mapping goroutines; one (and stdin) is
+// the serial scan.
+func scanWith(workers int, in Input, stdin io.Reader, so source.Options, m *record.Mapper, prep func(*scanned), fn func(*scanned) bool) error {
 	start := source.Position{Offset: in.Start.Offset, Line: in.Start.Line}
 	rd, err := source.Open(in.Input, stdin, so, start)
 	if err != nil {
@@ -60,8 +66,8 @@ func scanInput(in Input, stdin io.Reader, so source.Options, m *record.Mapper, p
 	}
 	// Stdin may trickle in: a record goes out as soon as it is read, not
 	// when a chunk is full.
-	if w := scanWorkers(); w > 1 && !in.Stdin {
-		return scanChunks(next, w, chunkBudget(so), newMapper, fn)
+	if workers > 1 && !in.Stdin {
+		return scanChunks(next, workers, chunkBudget(so), newMapper, fn)
 	}
 	rm := newMapper()
 	var s scanned
