@@ -239,7 +239,7 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 		altSegments = max(altSegments, len(altRanges))
 		var seg, altSeg int
 		var last int64
-		err = scanInput(input, j.Stdin, j.Source, m, prep, func(s *scanned) bool {
+		err = scanInput(scanWorkers(), input, j.Stdin, j.Source, m, prep, func(s *scanned) bool {
 			if ctx.Err() != nil {
 				return false
 			}

@@ -579,7 +579,7 @@ func (r *run) readAll(queues *lanes) error {
 			if r.stopped() {
 				return nil
 			}
-			if err := r.readInput(i, in, queues); err != nil {
+			if err := r.readInput(i, in, scanWorkers(), queues); err != nil {
 				return err
 			}
 		}
@@ -593,8 +593,11 @@ func (r *run) readAll(queues *lanes) error {
 		errOnce  sync.Once
 		firstErr error
 	)
+	// The cursors map on as many goroutines already; mapping workers
+	// would only add chunks in flight per cursor (scenario F reads one
+	// file at 64 places).
 	read := func(i int, in Input) bool {
-		if err := r.readInput(i, in, queues); err != nil {
+		if err := r.readInput(i, in, 1, queues); err != nil {
 			errOnce.Do(func() { firstErr = err })
 			r.stop(FatalError, err)
 			return false
@@ -631,7 +634,7 @@ func (r *run) readAll(queues *lanes) error {
 	return firstErr
 }
 
-func (r *run) readInput(i int, in Input, queues *lanes) error {
+func (r *run) readInput(i int, in Input, workers int, queues *lanes) error {
 	if in.Start.Refused {
 		return nil // refused by an earlier run: its dead letter is written
 	}
@@ -655,7 +658,7 @@ func (r *run) readInput(i int, in Input, queues *lanes) error {
 	if _, paced := r.adm.(*pacedAdmission); paced {
 		prep = func(s *scanned) { s.epk = epk.Of(s.doc.PK) }
 	}
-	err := scanInput(in, r.o.Stdin, r.o.Source, r.o.Mapper, prep, func(s *scanned) bool {
+	err := scanInput(workers, in, r.o.Stdin, r.o.Source, r.o.Mapper, prep, func(s *scanned) bool {
 		if r.stopped() || !cur.take(s.rec.Offset, s.rec.Next) {
 			return false
 		}

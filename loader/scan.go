@@ -32,21 +32,16 @@ type scanned struct {
 // dry-run both read through here, so dry-run judges records exactly as an
 // import would. It returns a fatal input error (I/O, corrupt gzip).
 //
-// Mapping runs on a few workers (scanWorkers) over chunks of records; fn
-// still sees every record in input order, on the caller's goroutine, and a
-// fatal error after the last record read before it, exactly as a serial
-// scan would. prep, when not nil, runs on the workers after each record
-// that mapped to a document: per-record work that depends on nothing but
-// the record (hashing its partition key, estimating its charge with a
-// model nobody updates), filling scanned's prep fields. It must be safe
-// for concurrent use.
-func scanInput(in Input, stdin io.Reader, so source.Options, m *record.Mapper, prep func(*scanned), fn func(*scanned) bool) error {
-	return scanWith(scanWorkers(), in, stdin, so, m, prep, fn)
-}
-
-// scanWith is scanInput on workers mapping goroutines; one (and stdin) is
-// the serial scan.
-func scanWith(workers int, in Input, stdin io.Reader, so source.Options, m *record.Mapper, prep func(*scanned), fn func(*scanned) bool) error {
+// With workers > 1 (scanWorkers) mapping runs on that many goroutines over
+// chunks of records (see scanChunks); fn still sees every record in input
+// order, on the caller's goroutine, and a fatal error after the last
+// record read before it, exactly as with one. Stdin is always mapped on
+// the caller's goroutine. prep, when not nil, runs where the mapping does,
+// after each record that mapped to a document: per-record work that
+// depends on nothing but the record (hashing its partition key, estimating
+// its charge with a model nobody updates), filling scanned's prep fields.
+// It must be safe for concurrent use.
+func scanInput(workers int, in Input, stdin io.Reader, so source.Options, m *record.Mapper, prep func(*scanned), fn func(*scanned) bool) error {
 	start := source.Position{Offset: in.Start.Offset, Line: in.Start.Line}
 	rd, err := source.Open(in.Input, stdin, so, start)
 	if err != nil {
@@ -65,7 +60,7 @@ func scanWith(workers int, in Input, stdin io.Reader, so source.Options, m *reco
 		return rec, err
 	}
 	// Stdin may trickle in: a record goes out as soon as it is read, not
-	// when a chunk is full.
+	// once a chunk is full (a file or blob never waits long for more).
 	if workers > 1 && !in.Stdin {
 		return scanChunks(next, workers, chunkBudget(so), newMapper, fn)
 	}
@@ -87,9 +82,9 @@ func scanWith(workers int, in Input, stdin io.Reader, so source.Options, m *reco
 	}
 }
 
-// scanWorkers is how many goroutines map records: one per CPU, at most
-// four (the caller, who models or queues each record in order, is the
-// limit past that).
+// scanWorkers is how many goroutines map the records of a scan that has
+// the machine to itself: one per CPU, at most four (past that the caller,
+// who takes every record in order, is the limit).
 func scanWorkers() int { return min(runtime.GOMAXPROCS(0), 4) }
 
 // recordMapper maps records for one goroutine: genID reads off, the

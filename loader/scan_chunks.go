@@ -18,9 +18,9 @@ const (
 	chunkBytes   = 128 << 10
 )
 
-// chunkBudget is chunkBytes, or less when the import reads a file at many
-// places at once with small NDJSON blocks (see segments): the chunks in
-// flight then stay a fraction of the blocks the reader keeps anyway.
+// chunkBudget is chunkBytes, or less with small NDJSON blocks
+// (Options.BlockSize, set to hold memory down): the chunks in flight then
+// stay a fraction of the blocks the reader keeps anyway.
 func chunkBudget(so source.Options) int {
 	if so.BlockSize > 0 {
 		return max(1, min(chunkBytes, so.BlockSize/2))

@@ -125,7 +125,7 @@ func scanLog(t *testing.T, c scanCase, workers, stopAfter int) []string {
 	}
 	prep := func(s *scanned) { s.epk = epk.Of(s.doc.PK) }
 	var log []string
-	err = scanWith(workers, c.in, nil, c.so, m, prep, func(s *scanned) bool {
+	err = scanInput(workers, c.in, nil, c.so, m, prep, func(s *scanned) bool {
 		r := s.rec
 		line := fmt.Sprintf("%s:%d @%d next %+v", r.Path, r.Line, r.Offset, r.Next)
 		if s.dead != nil {
@@ -276,7 +276,7 @@ func TestScanStdinRecordGoesOutAtOnce(t *testing.T) {
 	defer pw.Close()
 	go pw.Write([]byte("{\"k\":\"a\"}\n"))
 	var got []string
-	err = scanWith(4, Input{Input: source.Input{Path: "-", Stdin: true}}, pr, source.Options{}, m, nil, func(s *scanned) bool {
+	err = scanInput(4, Input{Input: source.Input{Path: "-", Stdin: true}}, pr, source.Options{}, m, nil, func(s *scanned) bool {
 		got = append(got, string(s.doc.Body))
 		return false // the pipe stays open: a chunk would never fill
 	})
