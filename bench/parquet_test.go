@@ -281,6 +281,10 @@ func BenchmarkParquetReadMapCost(b *testing.B) {
 			b.ReportMetric(float64(fi.Size())/float64(rows), "B/row")
 			b.ReportMetric(cpu/(float64(fi.Size())*float64(b.N)/1e6), "CPU-s/MB")
 			b.ReportMetric(float64(rows)*float64(b.N)/cpu, "rows/CPU-s")
+			// Cores busy on average: how much of the path runs in
+			// parallel (decoders, mapping workers, the modelling caller),
+			// when the machine has cores to spare.
+			b.ReportMetric(cpu/b.Elapsed().Seconds(), "cores")
 		})
 	}
 }
