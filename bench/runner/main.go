@@ -55,7 +55,7 @@ type plan struct {
 }
 
 var (
-	fullPlan  = plan{Name: "full", RU: 5000, ADocs: 30000, CDocs: 6000, NoisyAt: 20, NoisyFor: 20, BigBytes: 1e9, JSONBytes: 256e6, GDocs: 50000, UnlimitedRU: 1000000, PathSeconds: 30, HDocs: 20000}
+	fullPlan  = plan{Name: "full", RU: 5000, ADocs: 30000, CDocs: 6000, NoisyAt: 20, NoisyFor: 20, BigBytes: 1e9, JSONBytes: 256e6, GDocs: 50000, UnlimitedRU: 1000000, PathSeconds: 60, HDocs: 20000}
 	quickPlan = plan{Name: "quick", RU: 5000, ADocs: 7500, CDocs: 3000, NoisyAt: 5, NoisyFor: 5, BigBytes: 128e6, GDocs: 10000, UnlimitedRU: 1000000, PathSeconds: 10, HDocs: 5000}
 )
 

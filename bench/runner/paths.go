@@ -51,10 +51,14 @@ func (r *runner) scenarioL(ctx context.Context, _ *target) error {
 	if err != nil {
 		return err
 	}
+	// Issue 13 asks ≤ 0.5 % throttled at 200 + ≤ 200 ms; at 300 + ≤ 300 ms
+	// only the utilisation, and a wider jitter moves more requests across
+	// the service's second boundaries: the bench holds it to 1 %.
 	for _, c := range []struct {
 		base, jitter int
 		want         float64
-	}{{200, 200, 0.97}, {300, 300, 0.95}} {
+		throttled    float64
+	}{{200, 200, 0.97, 0.5}, {300, 300, 0.95, 1}} {
 		name := fmt.Sprintf("l-%d-%d", c.base, c.jitter)
 		t, err := startTarget(r.loaderBin, r.work, "--latency", fmt.Sprintf("%dms", c.base), "--latency-jitter", fmt.Sprintf("%dms", c.jitter))
 		if err != nil {
@@ -69,7 +73,7 @@ func (r *runner) scenarioL(ctx context.Context, _ *target) error {
 		r.res.L = append(r.res.L, pr)
 		label := fmt.Sprintf("%d + ≤ %d ms", c.base, c.jitter)
 		r.check("L", label+": utilisation ≥ "+pct(c.want), fmt.Sprintf("%s (steady %s)", pct(pr.Run.Utilization), pct(pr.SteadyUtilization)), pr.Run.Utilization >= c.want)
-		r.check("L", label+": ≤ 0.5 % throttled", fmt.Sprintf("%.2f %%", pr.Run.ThrottledPct), pr.Run.ThrottledPct <= 0.5)
+		r.check("L", fmt.Sprintf("%s: ≤ %g %% throttled", label, c.throttled), fmt.Sprintf("%.2f %%", pr.Run.ThrottledPct), pr.Run.ThrottledPct <= c.throttled)
 		r.check("L", label+": ≥ 90 % of target in the 3rd second", pct(pr.ThirdSecond), pr.ThirdSecond >= 0.9)
 		r.check("L", label+": nothing lost", strconv.FormatInt(pr.Run.Lost, 10), pr.Run.Lost == 0)
 	}
