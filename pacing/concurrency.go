@@ -129,6 +129,9 @@ type Concurrency struct {
 	rateAt time.Time
 	rateN  int
 	rates  []float64
+	// The mean latency of the answers of the last closed window (winMean)
+	// and the sum of the current one's.
+	winSum, winMean float64
 	// The answer rate has stopped rising (full) when plateau windows in a
 	// row came in below 1.25 × best, the highest rate that was itself a
 	// rise: BBR's "full pipe" test. A raised target starts it again.
@@ -162,16 +165,14 @@ const (
 	// probeBelow: a load answered at this share of its target or more
 	// is not probed; the pool is doing its job.
 	probeBelow = 0.9
-	// probeQueue: a floor less than this many times PathLatency is not
-	// probed.
+	// probeQueue: a floor less than this many times PathLatency does not
+	// look like a queue (queuedLocked), and is not probed.
 	probeQueue = 2
 )
 
 // shortPath is the longest round trip without queues (PathLatency) taken
-// for a short path: one probed, and its pool sized with SteadyGain, while
-// the answer rate still rises. A probe takes two round trips, a moment on
-// a short path; it would hold a long one's start-up back by a large part
-// of a second.
+// for a short path, whose pool is sized with SteadyGain while the answer
+// rate still rises too.
 const shortPath = 20 * time.Millisecond
 
 // plateauWindows is how many windows without a 25 % rise mean the pool has
@@ -246,8 +247,9 @@ func (c *Concurrency) ObserveLatency(d time.Duration) {
 		return
 	}
 	c.update(func() {
-		c.countAnswerLocked()
 		s := d.Seconds()
+		c.winSum += s
+		c.countAnswerLocked()
 		c.probeSampleLocked(d)
 		if len(c.samples) < cap(c.samples) {
 			c.samples = append(c.samples, s)
@@ -333,7 +335,8 @@ func (c *Concurrency) countAnswerLocked() {
 		}
 		r := float64(c.rateN) / el.Seconds()
 		c.rates = append(c.rates, r)
-		c.rateN, c.rateAt = 0, now
+		c.winMean = c.winSum / float64(c.rateN)
+		c.rateN, c.rateAt, c.winSum = 0, now, 0
 		if r >= 1.25*c.best {
 			c.best, c.plateau = r, 0
 		} else if c.plateau++; c.plateau >= plateauWindows {
@@ -352,12 +355,26 @@ func (c *Concurrency) shortPathLocked() bool {
 	return c.low5 > 0 && c.low5 <= shortPath.Seconds()
 }
 
+// queuedLocked tells whether the latency looks like a queue: the floor
+// is at least probeQueue × the fastest answers (PathLatency), or the last
+// window's mean at least probeQueue × the floor — it grew with the
+// requests in flight. A long path's jitter spreads answers too, but less
+// (at 300 + ≤ 300 ms the mean is 1.4 × the 5th percentile), and more
+// requests in flight over it take no longer; there a probe would cost a
+// round trip or two of rate for nothing, and start-up's larger gain is
+// what reaches the target in time. A queue gets the steady gain: it only
+// multiplies itself. (A cold start's first answers were all slow, 47–81
+// ms on a local target: no sign of a queue in them, but as the pool grew
+// on them the next windows' means rose to 3 × theirs.)
+func (c *Concurrency) queuedLocked() bool {
+	return c.low5 > 0 && (c.floor >= probeQueue*c.low5 || c.winMean >= probeQueue*c.floor)
+}
+
 // pathKnownLocked tells whether the floor is known to be the path's
-// latency, not a queue: it is near the fastest answers (below probeQueue ×
-// PathLatency), or the last probe found fewer requests in flight no
-// faster.
+// latency, not a queue: it does not look like one, or the last probe
+// found fewer requests in flight no faster.
 func (c *Concurrency) pathKnownLocked() bool {
-	return c.probedPath || (c.low5 > 0 && c.floor < probeQueue*c.low5)
+	return c.probedPath || (c.low5 > 0 && !c.queuedLocked())
 }
 
 // probeLocked starts a probe when a large pool is answered well below
@@ -382,18 +399,14 @@ func (c *Concurrency) probeLocked(now time.Time) {
 		}
 		return
 	}
-	if c.floor == 0 || now.Before(c.nextProbe) || (!c.full && !c.shortPathLocked()) {
+	if c.floor == 0 || now.Before(c.nextProbe) || !c.queuedLocked() {
 		return
 	}
 	limit := c.capLocked(float64(c.boundLocked()))
 	// Only a pool that binds: with the pacer the limit (its rate cut by
 	// 429s, say), slots are free and fewer would only starve it.
 	binds := len(c.waiters) > 0 || c.inFlight >= limit
-	// And only a floor well above the fastest answers: a queue's
-	// signature. A long path's jitter spreads answers too, but less (at
-	// 300 + ≤ 300 ms the mean is 1.4 × the 5th percentile), and there
-	// a probe would cost a round trip or two of rate for nothing.
-	if limit <= probeAbove || !binds || c.maxRateLocked()*c.meanRU >= probeBelow*c.target || c.floor < probeQueue*c.low5 {
+	if limit <= probeAbove || !binds || c.maxRateLocked()*c.meanRU >= probeBelow*c.target {
 		return
 	}
 	c.probeAt, c.drained, c.probeN, c.probeSum = now, time.Time{}, 0, 0
@@ -558,7 +571,7 @@ func (c *Concurrency) limitLocked() int {
 func (c *Concurrency) boundLocked() int {
 	need := c.target / c.meanRU * c.latency
 	gain := c.cfg.Gain
-	if c.full || c.shortPathLocked() {
+	if c.full || c.shortPathLocked() || c.queuedLocked() {
 		gain = c.cfg.SteadyGain
 	}
 	if bdp := gain * c.maxRateLocked() * c.floor; bdp > 0 {
