@@ -101,3 +101,38 @@ func TestTrackerStopsBeforeADeadLetterThatCouldNotBeWritten(t *testing.T) {
 		t.Fatalf("err = %v", tr.err())
 	}
 }
+
+// A spike in the window (a record held back while 10,000 after it are
+// read) grows the ring; once the window is small again, so is the ring,
+// and the marks are unchanged by the copies.
+func TestTrackerRingShrinksAfterASpike(t *testing.T) {
+	tr := newTracker(make([]Committed, 1), nil)
+	const n = 10000
+	seqs := make([]uint64, n)
+	for k := range seqs {
+		seqs[k] = tr.add(0, int64(k+1)*5, int64(k+1))
+	}
+	if got := len(tr.inputs[0].ring); got < n {
+		t.Fatalf("ring %d entries for a window of %d", got, n)
+	}
+	for k := n - 1; k >= 1; k-- { // the first record last
+		tr.ack(0, seqs[k], resultWritten, nil)
+	}
+	if c := tr.committed()[0]; c.Records != 0 {
+		t.Fatalf("mark passed the unacknowledged first record: %+v", c)
+	}
+	tr.ack(0, seqs[0], resultWritten, nil)
+	if c := tr.committed()[0]; c.Records != n || c.Offset != n*5 {
+		t.Fatalf("after every ack: %+v, want %d records to offset %d", c, n, n*5)
+	}
+	for k := range 100 { // a small window again
+		s := tr.add(0, int64(n+k+1)*5, int64(n+k+1))
+		tr.ack(0, s, resultWritten, nil)
+	}
+	if got := len(tr.inputs[0].ring); got > 2*minRing {
+		t.Errorf("ring %d entries once the window is one record, want ≤ %d", got, 2*minRing)
+	}
+	if c := tr.committed()[0]; c.Records != n+100 {
+		t.Errorf("final mark %+v, want %d records", c, n+100)
+	}
+}
