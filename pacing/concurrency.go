@@ -46,19 +46,17 @@ type ConcurrencyConfig struct {
 	Headroom float64
 	// Min bounds the limit from below (default 2).
 	Min int
-	// StartMax, when > 0, caps the limit while the answer rate is still
-	// rising (start-up, and again after the target is raised). It bounds
-	// what a cold start can spend on requests that only queue — the
-	// first answers' latency is mostly a queue (see probeLocked), and
-	// the bandwidth-delay bound multiplies it by a warm-up's rising rate
-	// — without capping a load that needs more: once the rate has
-	// stopped rising, Little's law, the bandwidth-delay product, probes
-	// and the file-descriptor limit size the pool, nothing else, because
-	// any fixed number is too low for some target and path. Nor once the
-	// floor is known to be the path's latency (pathKnownLocked): until
-	// then a rate that has stopped rising says nothing about a floor a
-	// cold start's queue inflated (scenario F, lifted at the plateau:
-	// 984 in flight, 175 MB).
+	// StartMax, when > 0, caps the limit until the answer rate has
+	// stopped rising (start-up, and again after the target is raised)
+	// and the floor is known to be the path's latency (pathKnownLocked).
+	// It bounds what a cold start can spend on requests that only queue:
+	// the first answers' latency may be mostly a queue (see probeLocked),
+	// and the bandwidth-delay bound multiplies it by a warm-up's rising
+	// rate (lifted at the plateau alone, scenario F's pool went to 984
+	// and the process to 175 MB). After that Little's law, the
+	// bandwidth-delay product, probes and the file-descriptor limit size
+	// the pool, nothing else: any fixed number is too low for some target
+	// and path.
 	StartMax int
 	// FDLimit is the process's open-file limit; 0 means read it from the
 	// system (RLIMIT_NOFILE; Go raises the soft limit to the hard one at
@@ -382,13 +380,13 @@ func (c *Concurrency) pathKnownLocked() bool {
 // process's own (or the target's), where more of them only wait longer.
 // Whether a round trip is the path or a queue cannot be told from its
 // length, only from what fewer requests in flight do to it: over a path,
-// nothing; in a queue, they wait less. At start-up every
-// request waits behind the first burst (a cold process opening its
-// connections) and the floor, the first answers' mean, is mostly that
-// queue: 79 ms where the path takes 2, which held 512 requests in flight
-// for answers a pool of 48 got as fast (bench scenario F). So a pool the
-// answer rate bounds is lowered to a quarter for a moment, as BBR's
-// ProbeRTT lowers its window, and the mean of what was sent meanwhile
+// nothing; in a queue, they wait less. At start-up every request waits
+// behind the first burst (a cold process opening its connections) and
+// the floor, the first answers' mean, is mostly that queue: 47–81 ms
+// where the path takes 2, which held 512 requests in flight for answers
+// a pool of 48 got as fast (bench scenario F). So a large pool whose
+// latency looks like a queue (queuedLocked) is lowered to a quarter for
+// a moment, as BBR's ProbeRTT lowers its window, and the mean of what was sent meanwhile
 // becomes the floor if lower: the pool then follows it down, a quarter's
 // worth at a time (its gain of 2 times a quarter), until fewer requests
 // stop being faster.
