@@ -31,10 +31,7 @@ func TestTrackerLowWaterMarkNeverPassesUnacked(t *testing.T) {
 func TestTrackerRandomOrderGrowsRing(t *testing.T) {
 	tr := newTracker(make([]Committed, 2), nil)
 	const n = 1000
-	seqs := make([]uint64, n)
-	for k := range seqs {
-		seqs[k] = tr.add(1, int64(k+1)*7, int64(k+1))
-	}
+	seqs := addRecords(tr, 1, n, 7)
 	rng := rand.New(rand.NewSource(1))
 	order := rng.Perm(n)
 	maxSeen := -1
@@ -108,10 +105,7 @@ func TestTrackerStopsBeforeADeadLetterThatCouldNotBeWritten(t *testing.T) {
 func TestTrackerRingShrinksAfterASpike(t *testing.T) {
 	tr := newTracker(make([]Committed, 1), nil)
 	const n = 10000
-	seqs := make([]uint64, n)
-	for k := range seqs {
-		seqs[k] = tr.add(0, int64(k+1)*5, int64(k+1))
-	}
+	seqs := addRecords(tr, 0, n, 5)
 	if got := len(tr.inputs[0].ring); got < n {
 		t.Fatalf("ring %d entries for a window of %d", got, n)
 	}
@@ -135,4 +129,14 @@ func TestTrackerRingShrinksAfterASpike(t *testing.T) {
 	if c := tr.committed()[0]; c.Records != n+100 {
 		t.Errorf("final mark %+v, want %d records", c, n+100)
 	}
+}
+
+// addRecords adds n records of width bytes, one a line, to input i and
+// returns their sequence numbers.
+func addRecords(tr *tracker, i, n int, width int64) []uint64 {
+	seqs := make([]uint64, n)
+	for k := range seqs {
+		seqs[k] = tr.add(i, int64(k+1)*width, int64(k+1))
+	}
+	return seqs
 }

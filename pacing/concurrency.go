@@ -610,9 +610,6 @@ func (c *Concurrency) capLocked(want float64) int {
 		}
 		return c.fdBound
 	}
-	if want > math.MaxInt32 {
-		return math.MaxInt32
-	}
 	return int(want)
 }
 
