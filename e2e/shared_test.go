@@ -316,8 +316,9 @@ func TestLoadersContinueWhileStorageIsDown(t *testing.T) {
 	time.Sleep(5 * time.Second)
 	az.Stop()
 	down := time.Now()
-	// A loader notices the outage at its next heartbeat (every second, with
-	// a 3 s timeout) or renewal and falls back to its reserve: measure from 8 s on.
+	// A loader notices the outage at its next heartbeat (every half second,
+	// with a 1.5 s timeout) or renewal and falls back to its reserve:
+	// measure from 8 s on.
 	time.Sleep(16 * time.Second)
 	az.Start()
 	up := time.Now()

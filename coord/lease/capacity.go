@@ -728,10 +728,11 @@ func (c *Capacity) label(ctx context.Context, p int) error {
 // heartbeat committed by the server long after it was sent only makes the
 // holder look alive for longer.
 //
-// The margin deadAfter − freshFor (2 s) absorbs the one-second resolution of
-// Last-Modified and Date, and a second for what the holder still spends
-// after it stopped counting: Run's ticker drops its limit within a quarter
-// of a heartbeat period, and requests already sent still land. Both
+// The margin deadAfter − freshFor (1.5 s) absorbs the one-second resolution
+// of Last-Modified and Date, and heartbeatDrain (half a second) for what the
+// holder still spends after it stopped counting: Run's ticker drops its
+// limit within a quarter of a heartbeat period (125 ms), and requests
+// already sent reach the service within a one-way trip. Both
 // timestamps are whole seconds, so a heartbeat that looks deadAfter old is
 // more than deadAfter − 1 s old (and one that looks older than deadAfter,
 // the rule until now, more than deadAfter old: a second of the margin
@@ -892,17 +893,25 @@ const (
 )
 
 // The heartbeat's timing, apart from the lease duration: one small blob
-// write (and one listing of the heartbeats) per process per second. A
-// process counts its partitions for heartbeatFresh after sending its last
-// acknowledged heartbeat, so a write may be up to two seconds late before
-// its capacity lapses; a heartbeat that looks heartbeatDead old, by the
+// write (and one listing of the heartbeats) per process every half second.
+// A process counts its partitions for heartbeatFresh after sending its last
+// acknowledged heartbeat, so a write may be up to a second late before its
+// capacity lapses; a heartbeat that looks heartbeatDead old, by the
 // server's clock, means its process spends nothing (breakable has the
-// margin).
+// margin). A killed loader's partitions are taken over 2–3.5 s after its
+// last heartbeat: every second of that is a share of the target unspent.
 const (
-	heartbeatEvery = time.Second
-	heartbeatFresh = 3 * time.Second
-	heartbeatDead  = 5 * time.Second
+	heartbeatEvery = 500 * time.Millisecond
+	heartbeatFresh = 1500 * time.Millisecond
+	heartbeatDead  = 3 * time.Second
 )
+
+// heartbeatDrain is what breakable's margin leaves, beyond Last-Modified's
+// one-second resolution, between a holder's capacity ceasing to count and
+// another process counting it: Run's ticker drops the limit within a
+// quarter of a heartbeat period, and requests already sent reach the
+// service within a one-way trip.
+const heartbeatDrain = heartbeatDead - heartbeatFresh - time.Second
 
 // beatStep is one pass of the heartbeat loop: publish how many partitions
 // this process wants, read what every live process wants, work out the fair

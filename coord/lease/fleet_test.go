@@ -24,8 +24,10 @@ type sim struct {
 	clk   *clocktest.Fake
 	blob  *coordtest.FakeBlob
 	procs []*simProc
-	// overlaps counts moments when two processes counted one partition.
-	overlaps []string
+	// overlaps counts moments when two processes counted one partition
+	// (checkExclusive).
+	overlaps    []string
+	lastCounted map[int]counted
 	// onTick, when set, runs after every tick's check.
 	onTick func()
 }
@@ -119,21 +121,49 @@ func (s *sim) until(d time.Duration, what string, cond func() bool) time.Duratio
 	return s.clk.Now().Sub(from)
 }
 
+// checkExclusive records an overlap when two processes count one partition
+// at once, or when one counts it less than heartbeatDrain after another
+// that has not released it last did (its lease broken): the time breakable
+// leaves for the other's limit to drop and its requests to land.
 func (s *sim) checkExclusive() {
 	now := s.clk.Now()
-	counted := map[int]string{}
+	if s.lastCounted == nil {
+		s.lastCounted = map[int]counted{}
+	}
 	for _, p := range s.procs {
 		p.c.mu.Lock()
 		for part := range p.c.held {
-			if p.c.countsLocked(part, now) {
-				if other, ok := counted[part]; ok {
-					s.overlaps = append(s.overlaps, fmt.Sprintf("%v: partition %d counted by %s and %s", s.elapsed(), part, other, p.name))
-				}
-				counted[part] = p.name
+			if !p.c.countsLocked(part, now) {
+				continue
 			}
+			last, ok := s.lastCounted[part]
+			switch {
+			case !ok || last.by == p:
+			case now.Equal(last.at):
+				s.overlaps = append(s.overlaps, fmt.Sprintf("%v: partition %d counted by %s and %s", s.elapsed(), part, last.by.name, p.name))
+			case now.Sub(last.at) < heartbeatDrain && last.by.holds(part):
+				s.overlaps = append(s.overlaps, fmt.Sprintf("%v: partition %d counted by %s %v after %s, which still holds it, last did",
+					s.elapsed(), part, p.name, now.Sub(last.at), last.by.name))
+			}
+			s.lastCounted[part] = counted{by: p, at: now}
 		}
 		p.c.mu.Unlock()
 	}
+}
+
+// counted is who last counted a partition, and when.
+type counted struct {
+	by *simProc
+	at time.Time
+}
+
+// holds reports whether p still has partition part in its lease set: it has
+// not released it, nor learnt that its lease was broken.
+func (p *simProc) holds(part int) bool {
+	p.c.mu.Lock()
+	defer p.c.mu.Unlock()
+	_, ok := p.c.held[part]
+	return ok
 }
 
 func (s *sim) done() {
@@ -246,15 +276,15 @@ func TestFleetBreaksKilledProcessLeases(t *testing.T) {
 			if at := killed.Add(took); !at.Before(expire) {
 				t.Errorf("takeover at %v after the kill, not before the leases' expiry (%v)", took, expire.Sub(killed))
 			}
-			// Heartbeat ≤ a second old at the kill, five seconds until it
-			// looks dead, a second to list again.
+			// Heartbeat ≤ a period old at the kill, heartbeatDead until it
+			// looks dead, a period to list again.
 			if limit := heartbeatEvery + heartbeatDead + heartbeatEvery; took > limit {
 				t.Errorf("takeover after %v, want ≤ %v", took, limit)
 			}
 			// At the first listing once Date − Last-Modified reaches
 			// heartbeatDead (both whole seconds: the heartbeat is then more
 			// than heartbeatDead − 1 s old, its holder stopped counting more
-			// than a second before), not a listing later.
+			// than heartbeatDrain before), not a listing later.
 			if looksDead := lastBeat.Add(heartbeatDead); killed.Add(took).After(looksDead.Add(heartbeatEvery)) {
 				t.Errorf("takeover %v after the heartbeat looked %v old, want within a heartbeat period (%v)",
 					killed.Add(took).Sub(looksDead), heartbeatDead, heartbeatEvery)
@@ -339,8 +369,9 @@ func TestFleetSlowHeartbeatNeverOverlaps(t *testing.T) {
 				if h := s.held(); h[0] != 2 || h[1] != 2 {
 					t.Errorf("after the slow heartbeat: held %v, want two each again", h)
 				}
-				// Sent on time, fresh for three seconds: a write acknowledged
-				// within two keeps the next one's predecessor fresh.
+				// Sent on time, fresh for heartbeatFresh: a write acknowledged
+				// within heartbeatFresh − heartbeatEvery keeps the next one's
+				// predecessor fresh.
 				if inFlight && freeze < heartbeatFresh-heartbeatEvery && dropped {
 					t.Errorf("a heartbeat %v slow made a's partitions stop counting", freeze)
 				}
