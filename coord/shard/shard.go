@@ -273,9 +273,10 @@ func metaValue(m map[string]*string, key string) string {
 // Claim returns a shard that is neither done nor leased by a live owner,
 // leased to this process and renewed in the background until Release. It
 // returns (nil, nil) once every shard is done. While every remaining shard is
-// leased by others it polls every ninth of a lease duration, so it takes
-// over a dead owner's shard once that lease expires. Storage that cannot be
-// reached is waited for; storage that refuses (an HTTP error) is an error.
+// leased by others it polls every claimPoll, so it takes over a dead owner's
+// shard once that lease expires, and returns soon after the last shard is
+// done. Storage that cannot be reached is waited for; storage that refuses
+// (an HTTP error) is an error.
 func (c *Coordinator) Claim(ctx context.Context) (*Claim, error) {
 	var backoff time.Duration
 	for {
@@ -298,10 +299,7 @@ func (c *Coordinator) Claim(ctx context.Context) (*Claim, error) {
 		case remaining == 0:
 			return nil, nil
 		default:
-			// One listing per poll is cheap, and polling a few times per
-			// renewal period takes a dead owner's shard soon after its
-			// lease expires.
-			backoff = coord.Jitter(c.renewEvery / 3)
+			backoff = coord.Jitter(min(c.renewEvery/3, claimPoll))
 		}
 		if err == nil {
 			c.mu.Lock()
@@ -313,6 +311,13 @@ func (c *Coordinator) Claim(ctx context.Context) (*Claim, error) {
 		}
 	}
 }
+
+// claimPoll is how often, at most, a process whose remaining shards are
+// all leased by others lists them again. A fleet's load ends when its last
+// process exits, and the processes that ran out of shards first exit only
+// once they see the last one done: each second of that wait is a second of
+// the load with the target unspent. One listing per poll is cheap.
+const claimPoll = 500 * time.Millisecond
 
 // claimOnce tries every claimable shard once, in random order so processes
 // starting together spread out. It returns how many shards are not done.

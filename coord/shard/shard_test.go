@@ -18,6 +18,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/cosmosloader/loader/coord/coordtest"
+	"github.com/cosmosloader/loader/internal/clock/clocktest"
 	"github.com/cosmosloader/loader/internal/testenv"
 )
 
@@ -372,6 +373,61 @@ func TestDeadOwnersShardIsTakenOver(t *testing.T) {
 		if !s.Progress.Done || s.Leased {
 			t.Errorf("final status %+v, want done and free", s)
 		}
+	}
+}
+
+// A process with nothing left to claim, waiting on another's last shard,
+// sees it done within a poll (claimPoll, jittered by at most a quarter) and
+// returns, so the fleet's load ends with its last write. On a fake clock:
+// only the poll's timer can wake it.
+func TestWaitingProcessReturnsSoonAfterTheLastShard(t *testing.T) {
+	t.Parallel()
+	az := testenv.Azurite(t)
+	cont := coordtest.Container(t, az, "shards")
+	path, _ := ndjson(t, 50)
+	fi, _ := os.Stat(path)
+	inputs := []Input{{Path: path, Size: fi.Size(), HeadHash: "h", Splittable: true}}
+	clk := clocktest.New(time.Now())
+	newC := func() *Coordinator {
+		c, err := New(Config{Container: cont, Prefix: "shards/job-wait/", Inputs: inputs, Clock: clk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	a, b := newC(), newC()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	last, err := a.Claim(ctx)
+	if err != nil || last == nil {
+		t.Fatalf("a.Claim() = %v, %v", last, err)
+	}
+	got := make(chan *Claim, 1)
+	go func() {
+		cl, err := b.Claim(ctx)
+		if err != nil && ctx.Err() == nil {
+			t.Error(err)
+		}
+		got <- cl
+	}()
+	// a's renewal and b's poll wait on the clock.
+	if err := clk.BlockUntil(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := last.Save(ctx, Progress{Offset: last.Shard.End, Done: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := last.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(claimPoll * 5 / 4)
+	select {
+	case cl := <-got:
+		if cl != nil {
+			t.Errorf("b claimed %v after every shard was done", cl.Shard.ID)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("b still waiting %v after the last shard was done", claimPoll*5/4)
 	}
 }
 
