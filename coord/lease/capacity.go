@@ -10,9 +10,9 @@
 // capacity before anyone else can acquire it.
 //
 // A dead process's partitions come back well before its leases expire: each
-// process rewrites a heartbeat blob every second, on its own cadence apart
-// from the lease renewals, and counts a partition only while its last
-// heartbeat was sent less than three seconds ago; once a heartbeat is five
+// process rewrites a heartbeat blob every half second, on its own cadence
+// apart from the lease renewals, and counts a partition only while its last
+// heartbeat was sent less than 1.5 s ago; once a heartbeat looks three
 // seconds old the others know its process spends nothing and break its
 // leases (see breakable for the timing argument).
 package lease
