@@ -162,7 +162,6 @@ func NewCapacity(cfg CapacityConfig) (*Capacity, error) {
 		held:       map[int]time.Time{},
 		labelled:   map[int]time.Time{},
 		storageOK:  true,
-		notified:   cfg.ReservedRU,
 	}
 	c.reservedAll = cfg.ReservedRU
 	c.resizeLocked()
@@ -182,7 +181,7 @@ func NewCapacity(cfg CapacityConfig) (*Capacity, error) {
 	}
 	c.member = cfg.Container.NewBlockBlobClient(cfg.Prefix + membersDir + id)
 	c.share = cfg.Partitions
-	c.history = []Sample{{Time: cfg.Clock.Now(), LimitRU: cfg.ReservedRU, StorageOK: true}}
+	c.history = []Sample{{Time: cfg.Clock.Now(), StorageOK: true}}
 	return c, nil
 }
 
@@ -302,7 +301,26 @@ func (c *Capacity) freshLocked(now time.Time) bool {
 }
 
 func (c *Capacity) limitLocked(now time.Time) float64 {
-	return float64(c.countedLocked(now))*c.per + c.cfg.ReservedRU
+	return float64(c.countedLocked(now))*c.per + c.reserveLocked(now)
+}
+
+// reserveLocked is the reserved capacity this process may spend at now.
+// The others carve it out of the target only once they have listed its
+// heartbeat, so it counts from reserveAfter after the heartbeat became
+// fresh, and while it stays fresh: spent at once, a fleet's start (each
+// process's first listing sees its own reserve only) or a loader joining
+// a running fleet put the newcomers' reserves on top of partitions sized
+// without them, 3,300 RU/s of a 3,000 target for a heartbeat period. With
+// storage unreachable it is all a process may spend, and spends
+// (storageDown).
+func (c *Capacity) reserveLocked(now time.Time) float64 {
+	switch {
+	case !c.storageOK:
+		return c.cfg.ReservedRU
+	case c.freshLocked(now) && now.Sub(c.streak) >= reserveAfter:
+		return c.cfg.ReservedRU
+	}
+	return 0
 }
 
 // wanted is how many partitions a demand of demand RU/s needs when reserved
@@ -912,6 +930,12 @@ const (
 // quarter of a heartbeat period, and requests already sent reach the
 // service within a one-way trip.
 const heartbeatDrain = heartbeatDead - heartbeatFresh - time.Second
+
+// reserveAfter is how long after its heartbeat became fresh a process
+// starts spending its reserve: the others list heartbeats every
+// heartbeatEvery, and then their limits drop and their requests land
+// within heartbeatDrain (reserveLocked).
+const reserveAfter = heartbeatEvery + heartbeatDrain
 
 // beatStep is one pass of the heartbeat loop: publish how many partitions
 // this process wants, read what every live process wants, work out the fair

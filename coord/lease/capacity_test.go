@@ -90,8 +90,9 @@ func TestLimitCountsOnlyConfirmedLeases(t *testing.T) {
 	}
 	c.held[0] = now
 	c.held[1] = now.Add(-5 * time.Second)
-	// A fresh heartbeat, and both labelled since it became fresh.
-	c.beat, c.streak = now, now
+	// A fresh heartbeat, fresh for long enough that the others carve out
+	// the reserve, and both labelled since it became fresh.
+	c.beat, c.streak = now, now.Add(-reserveAfter)
 	c.labelled[0], c.labelled[1] = now, now
 	tests := []struct {
 		after     time.Duration
@@ -115,13 +116,34 @@ func TestLimitCountsOnlyConfirmedLeases(t *testing.T) {
 			t.Errorf("after %v: Limit() = %v, want %v", tt.after, got, tt.wantLimit)
 		}
 	}
-	// Leases renewed but the heartbeat stale: nothing counts.
+	// Leases renewed but the heartbeat stale (a write in flight, storage
+	// not yet known to be down): nothing counts, not even the reserve,
+	// which the others stop carving out once the heartbeat looks dead.
 	c.held[0], c.held[1] = now, now
 	now = clock.Now().Add(c.freshFor)
 	clock.Set(now)
 	c.held[0], c.held[1] = now, now
+	if got := c.Limit(); got != 0 {
+		t.Errorf("heartbeat %v old: Limit() = %v, want 0", c.freshFor, got)
+	}
+	// Storage known to be down: the reserve, and only it.
+	c.storageOK = false
 	if got := c.Limit(); got != 50 {
-		t.Errorf("heartbeat %v old: Limit() = %v, want the reserve", c.freshFor, got)
+		t.Errorf("storage down: Limit() = %v, want the reserve", got)
+	}
+	// A heartbeat fresh again after a gap: the partitions relabelled since
+	// count at once, the reserve only reserveAfter later, once the others
+	// have listed the heartbeat.
+	c.storageOK = true
+	c.beat, c.streak = now, now
+	c.labelled[0], c.labelled[1] = now, now
+	if got := c.Limit(); got != 175 {
+		t.Errorf("heartbeat fresh again: Limit() = %v, want the two partitions' 175 without the reserve", got)
+	}
+	clock.Set(now.Add(reserveAfter))
+	c.beat = clock.Now()
+	if got := c.Limit(); got != 225 {
+		t.Errorf("%v after: Limit() = %v, want 225", reserveAfter, got)
 	}
 }
 
@@ -360,10 +382,8 @@ func TestCapacityStorageOutage(t *testing.T) {
 		},
 	}
 	a := start(t, cfg, 1000)
-	waitFor(t, 5*time.Second, "a to hold everything", func() bool { return a.Held() == 3 })
-	if got := a.Limit(); got != 300 {
-		t.Errorf("Limit() = %v, want 300 (the reserved 30 is part of the target)", got)
-	}
+	// The reserved 30 is part of the target.
+	waitFor(t, 5*time.Second, "a to hold everything, at 300 RU/s", func() bool { return a.Held() == 3 && a.Limit() == 300 })
 
 	az.Stop()
 	// The next renewal (≤ 5 s) fails and drops the leased capacity.

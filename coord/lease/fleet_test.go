@@ -237,6 +237,33 @@ func TestFleetSplitsAndCarvesOutReserve(t *testing.T) {
 	s.done()
 }
 
+// What the fleet may spend never exceeds the target, at any moment: not at
+// a fleet's start, when the first process to list the heartbeats sees only
+// its own reserve and sizes the partitions for it, and not when a process
+// joins a running fleet, whose holders have not yet carved out its reserve.
+func TestFleetNeverExceedsTheTarget(t *testing.T) {
+	s := newSim(t)
+	cfg := CapacityConfig{Partitions: 6, TargetRU: 3000, ReservedRU: 150}
+	var worst float64
+	var at time.Duration
+	s.onTick = func() {
+		if l := s.limits(); l > worst {
+			worst, at = l, s.elapsed()
+		}
+	}
+	for i := 0; i < 3; i++ {
+		s.add(fmt.Sprintf("p%d", i), cfg, 1e6)
+	}
+	s.until(30*time.Second, "an even split", func() bool { h := s.held(); return h[0]+h[1]+h[2] == 6 && near(s.limits(), 3000) })
+	s.run(5 * time.Second)
+	s.add("late", cfg, 1e6)
+	s.until(30*time.Second, "the newcomer's share", func() bool { return s.procs[3].c.Held() > 0 && near(s.limits(), 3000) })
+	if worst > 3000+1e-6 {
+		t.Errorf("the fleet's limits added up to %.0f RU/s at %v, above the 3,000 target", worst, at)
+	}
+	s.done()
+}
+
 // A killed process's partitions are taken over by breaking its leases once
 // its heartbeat looks deadAfter old: well before its leases would expire,
 // and never while it could still count them. The kill lands at every phase
