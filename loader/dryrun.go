@@ -185,7 +185,10 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 	if j.Now == nil {
 		j.Now = time.Now
 	}
-	m, err := record.NewMapper(j.Mapper)
+	// Dry-run reads only a body's length: it may be the input itself.
+	mcfg := j.Mapper
+	mcfg.BorrowBody = true
+	m, err := record.NewMapper(mcfg)
 	if err != nil {
 		return nil, &UsageError{err}
 	}

@@ -98,6 +98,12 @@ type Config struct {
 	PartitionKeyPaths []string
 	// Policy is the zero value for the Cosmos default policy.
 	Policy IndexPolicy
+	// BorrowBody lets Doc.Body be the input itself when the record needs
+	// no rewrite, for a caller that keeps no body past the record it maps
+	// (dry-run reads only its length). The import must not borrow: its
+	// queues keep bodies, and a borrowed one keeps the reader's whole block
+	// or arena alive.
+	BorrowBody bool
 }
 
 // Doc is a record ready to send.
@@ -109,7 +115,7 @@ type Doc struct {
 	// Body is the JSON to send: the input object without surrounding
 	// whitespace, with "id" set as a JSON string when the id came from
 	// another field, was a number or was generated. It never aliases the
-	// input, so readers may reuse their buffers.
+	// input (unless Config.BorrowBody), so readers may reuse their buffers.
 	Body []byte
 	// Terms is the number of index terms the item costs under the policy:
 	// every scalar leaf the policy covers (each array element counting),
@@ -124,6 +130,7 @@ type Mapper struct {
 	idField string
 	idIsTop bool // IDField is "id": a string id needs no rewrite
 	pkPaths []string
+	borrow  bool // Config.BorrowBody
 
 	// targets[0] is the id path, targets[1:] the partition key paths.
 	targets  [1 + maxPKPaths][]string
@@ -141,7 +148,7 @@ const maxPKPaths = 3
 
 // NewMapper checks cfg and compiles it.
 func NewMapper(cfg Config) (*Mapper, error) {
-	m := &Mapper{idField: cfg.IDField}
+	m := &Mapper{idField: cfg.IDField, borrow: cfg.BorrowBody}
 	if m.idField == "" {
 		m.idField = "id"
 	}
@@ -305,10 +312,14 @@ func (m *Mapper) build(s *scanner, start, end int, genID func() string) (Doc, er
 	if size > MaxDocumentSize {
 		return Doc{}, &Error{Reason: ReasonTooLarge, Msg: fmt.Sprintf("document larger than 2 MB (%d bytes)", size), Offset: -1}
 	}
-	body := make([]byte, 0, size)
-	if !rewrite {
-		body = append(body, data[start:end]...)
-	} else {
+	var body []byte
+	switch {
+	case !rewrite && m.borrow:
+		body = data[start:end:end]
+	case !rewrite:
+		body = append(make([]byte, 0, size), data[start:end]...)
+	default:
+		body = make([]byte, 0, size)
 		body = append(body, `{"id":`...)
 		if quoteID {
 			body = append(body, '"')

@@ -253,6 +253,46 @@ func TestMapBodyNeverAliasesInput(t *testing.T) {
 	}
 }
 
+// BorrowBody (dry-run's) gives the input itself as the body when nothing
+// is rewritten, and the same bytes as without it either way.
+func TestMapBorrowBody(t *testing.T) {
+	for _, c := range []struct {
+		cfg    Config
+		in     string
+		borrow bool
+	}{
+		{Config{PartitionKeyPaths: []string{"/tenant"}}, `{"id":"a","tenant":"t"}`, true},
+		{Config{PartitionKeyPaths: []string{"/tenant"}}, `{"id":7,"tenant":"t"}`, false},
+		{Config{IDField: "k", PartitionKeyPaths: []string{"/tenant"}}, `{"k":"a","tenant":"t"}`, false},
+	} {
+		owned, err := NewMapper(c.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := c.cfg
+		cfg.BorrowBody = true
+		borrowing, err := NewMapper(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := []byte(c.in)
+		want, err := owned.Map(in, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := borrowing.Map(in, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: borrowing %+v, owning %+v", c.in, got, want)
+		}
+		if aliased := &got.Body[0] == &in[0]; aliased != c.borrow {
+			t.Errorf("%s: body aliases the input: %v, want %v", c.in, aliased, c.borrow)
+		}
+	}
+}
+
 func TestMapAllocations(t *testing.T) {
 	m, err := NewMapper(Config{PartitionKeyPaths: []string{"/tenant"}})
 	if err != nil {
