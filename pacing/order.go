@@ -1,6 +1,9 @@
 package pacing
 
-import "math"
+import (
+	"iter"
+	"math"
+)
 
 // The order of an input decides how busy the partitions can be kept. The
 // import reads each cursor in order and parks it when the next record's
@@ -27,7 +30,7 @@ type Run struct {
 // each time. A sorted input stays exact (its runs are long); a shuffled one
 // becomes well-mixed blocks, which is what it is.
 type Sequence struct {
-	cursors [][]Run
+	cursors []runList
 	// gran is G: records per block once coarsened (1 = exact).
 	gran    int
 	maxRuns int
@@ -46,12 +49,68 @@ type block struct {
 	runs []Run
 }
 
+// runBlock is the runs in one block of a runList (24 KB).
+const runBlock = 2048
+
+// runList is one cursor's runs, in blocks of runBlock, so that growing it
+// never copies what it holds. A contiguous slice was copied at each
+// growth, into fresh pages, which made Add a third of dry-run's
+// bookkeeping. Only the first block grows by append, from small, so the
+// many short cursors of a split file stay small.
+type runList struct {
+	blocks [][]Run
+}
+
+// add appends r, merging it into the last run when of the same partition.
+// The caller counts runs before merging; coarsen recounts exactly.
+func (l *runList) add(r Run) {
+	nb := len(l.blocks)
+	if nb > 0 {
+		last := l.blocks[nb-1]
+		if n := len(last); n > 0 && last[n-1].Part == r.Part && int64(last[n-1].N)+int64(r.N) <= math.MaxInt32 {
+			last[n-1].N += r.N
+			last[n-1].RU += r.RU
+			return
+		}
+		if len(last) < runBlock {
+			l.blocks[nb-1] = append(last, r)
+			return
+		}
+	}
+	b := make([]Run, 0, runBlock)
+	if nb == 0 {
+		b = make([]Run, 0, 16)
+	}
+	l.blocks = append(l.blocks, append(b, r))
+}
+
+// all iterates over the runs in order.
+func (l *runList) all() iter.Seq[Run] {
+	return func(yield func(Run) bool) {
+		for _, b := range l.blocks {
+			for _, r := range b {
+				if !yield(r) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// len is the number of runs.
+func (l *runList) len() int {
+	if len(l.blocks) == 0 {
+		return 0
+	}
+	return (len(l.blocks)-1)*runBlock + len(l.blocks[len(l.blocks)-1])
+}
+
 // NewSequence returns a sequence for the given number of cursors (more are
 // added as Add names them) keeping at most maxRuns runs in all (≥ 1,024;
 // 12 bytes each).
 func NewSequence(cursors, maxRuns int) *Sequence {
 	return &Sequence{
-		cursors: make([][]Run, max(cursors, 1)),
+		cursors: make([]runList, max(cursors, 1)),
 		pending: make([]block, max(cursors, 1)),
 		last:    make([]int32, max(cursors, 1)),
 		lastN:   make([]int64, max(cursors, 1)),
@@ -63,7 +122,7 @@ func NewSequence(cursors, maxRuns int) *Sequence {
 // Add appends one record read by cursor c.
 func (s *Sequence) Add(c, part int, ru float64) {
 	for c >= len(s.cursors) {
-		s.cursors = append(s.cursors, nil)
+		s.cursors = append(s.cursors, runList{})
 		s.pending = append(s.pending, block{})
 		s.last = append(s.last, 0)
 		s.lastN = append(s.lastN, 0)
@@ -95,9 +154,8 @@ func (s *Sequence) Add(c, part int, ru float64) {
 
 func (s *Sequence) flush(c int) {
 	b := &s.pending[c]
-	s.cursors[c] = growRuns(s.cursors[c], len(b.runs), s.maxRuns+len(b.runs))
 	for _, r := range b.runs {
-		s.cursors[c] = appendRun(s.cursors[c], r)
+		s.cursors[c].add(r)
 		s.total++
 	}
 	b.n, b.runs = 0, b.runs[:0]
@@ -106,56 +164,22 @@ func (s *Sequence) flush(c int) {
 	}
 }
 
-// growRuns makes room for need more runs, doubling the capacity up to 1M
-// runs (12 MB) and by half beyond, never past limit. append grows a large
-// slice by a quarter: a sequence of millions of runs was copied about five
-// times over, each time into fresh pages, which made Add a third of
-// dry-run's bookkeeping. Half, not double, beyond 1M keeps the unused
-// capacity of a big sequence (which counts in RSS) near what it was.
-func growRuns(runs []Run, need, limit int) []Run {
-	if len(runs)+need <= cap(runs) {
-		return runs
-	}
-	n := max(2*cap(runs), 1024)
-	if cap(runs) >= 1<<20 {
-		n = cap(runs) + cap(runs)/2
-	}
-	if n > limit {
-		n = limit
-	}
-	n = max(n, len(runs)+need)
-	out := make([]Run, len(runs), n)
-	copy(out, runs)
-	return out
-}
-
-// appendRun appends r, merging it into the last run of the same partition.
-// The caller counts runs before merging; coarsen recounts exactly.
-func appendRun(runs []Run, r Run) []Run {
-	if n := len(runs); n > 0 && runs[n-1].Part == r.Part && int64(runs[n-1].N)+int64(r.N) <= math.MaxInt32 {
-		runs[n-1].N += r.N
-		runs[n-1].RU += r.RU
-		return runs
-	}
-	return append(runs, r)
-}
-
 // coarsen groups every cursor's runs into blocks of 4× the records.
 func (s *Sequence) coarsen() {
 	for s.total > s.maxRuns/2 {
 		s.gran *= 4
 		s.total = 0
 		for c, runs := range s.cursors {
-			var out []Run
+			var out runList
 			var blk block
-			for _, r := range runs {
+			for r := range runs.all() {
 				if int(r.N) >= s.gran {
 					// A long run is its own block: keep it whole.
 					for _, br := range blk.runs {
-						out = appendRun(out, br)
+						out.add(br)
 					}
 					blk = block{}
-					out = appendRun(out, r)
+					out.add(r)
 					continue
 				}
 				blk.n += int(r.N)
@@ -173,16 +197,16 @@ func (s *Sequence) coarsen() {
 				}
 				if blk.n >= s.gran {
 					for _, br := range blk.runs {
-						out = appendRun(out, br)
+						out.add(br)
 					}
 					blk = block{}
 				}
 			}
 			for _, br := range blk.runs {
-				out = appendRun(out, br)
+				out.add(br)
 			}
 			s.cursors[c] = out
-			s.total += len(out)
+			s.total += out.len()
 		}
 		if s.gran > 1<<20 {
 			return
@@ -317,16 +341,20 @@ func SimulateOrder(seq *Sequence, cfg OrderConfig) OrderResult {
 	if cfg.BudgetPerPartition <= 0 {
 		return res
 	}
+	// A cursor reads runs, its current block, then the blocks in rest;
+	// the blocks are never empty, so c.i < len(c.runs) while it reads.
 	type cursor struct {
 		runs []Run
+		rest [][]Run
 		i    int
 		left int32   // records left in runs[i]
 		ru   float64 // RU per record of runs[i]
 	}
 	var waiting []*cursor
-	for _, runs := range seq.cursors {
-		if len(runs) > 0 {
-			waiting = append(waiting, &cursor{runs: runs, left: runs[0].N, ru: float64(runs[0].RU) / float64(runs[0].N)})
+	for _, l := range seq.cursors {
+		if len(l.blocks) > 0 {
+			runs := l.blocks[0]
+			waiting = append(waiting, &cursor{runs: runs, rest: l.blocks[1:], left: runs[0].N, ru: float64(runs[0].RU) / float64(runs[0].N)})
 		}
 	}
 	pool := cfg.Cursors
@@ -348,6 +376,11 @@ func SimulateOrder(seq *Sequence, cfg OrderConfig) OrderResult {
 			for _, r := range c.runs[c.i+1:] {
 				left += int64(r.N)
 			}
+			for _, b := range c.rest {
+				for _, r := range b {
+					left += int64(r.N)
+				}
+			}
 			if left > bigLeft {
 				big, bigLeft = c, left
 			}
@@ -359,8 +392,11 @@ func SimulateOrder(seq *Sequence, cfg OrderConfig) OrderResult {
 		// the middle: the old cursor keeps the head, a new one the tail.
 		cur := big.runs[big.i]
 		rem := append([]Run{{Part: cur.Part, N: big.left, RU: float32(big.ru) * float32(big.left)}}, big.runs[big.i+1:]...)
+		for _, b := range big.rest {
+			rem = append(rem, b...)
+		}
 		head, tail := cutRuns(rem, bigLeft/2)
-		big.runs, big.i, big.left = head, 0, head[0].N
+		big.runs, big.rest, big.i, big.left = head, nil, 0, head[0].N
 		big.ru = float64(head[0].RU) / float64(head[0].N)
 		nc := &cursor{runs: tail, left: tail[0].N, ru: float64(tail[0].RU) / float64(tail[0].N)}
 		curs = append(curs, nc)
@@ -399,6 +435,9 @@ func SimulateOrder(seq *Sequence, cfg OrderConfig) OrderResult {
 					progress = true
 					if c.left == 0 {
 						c.i++
+						if c.i == len(c.runs) && len(c.rest) > 0 {
+							c.runs, c.rest, c.i = c.rest[0], c.rest[1:], 0
+						}
 						if c.i < len(c.runs) {
 							c.left = c.runs[c.i].N
 							c.ru = float64(c.runs[c.i].RU) / float64(c.runs[c.i].N)

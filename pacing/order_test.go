@@ -3,6 +3,7 @@ package pacing
 import (
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 )
 
@@ -152,5 +153,51 @@ func TestSimulateOrderSplitsStarvedCursors(t *testing.T) {
 	}
 	if records <= 0 {
 		t.Error("no partition busy")
+	}
+}
+
+// A cursor's runs are stored in blocks; where the blocks end must not
+// change the simulation, splits included (they cut across blocks).
+func TestSimulateOrderBlocksDoNotMatter(t *testing.T) {
+	spread := []int{0, 0, 0, 1, 2, 2, 3, 3}
+	sorted := keyed(8, 3000, func(k int) int { return spread[k] }, false)
+	mixed := keyed(40, 200, func(k int) int { return k % 4 }, true)
+	seq := NewSequence(2, 1<<20)
+	for i, p := range append(sorted, mixed...) {
+		seq.Add(i*2/(len(sorted)+len(mixed)), p, 5+float64(i%7))
+	}
+	seq.Close()
+	if seq.cursors[1].len() <= runBlock {
+		t.Fatalf("%d runs: want more than a block", seq.cursors[1].len())
+	}
+	reblocked := func(size int) *Sequence {
+		out := *seq
+		out.cursors = nil
+		for _, l := range seq.cursors {
+			var nl runList
+			for r := range l.all() {
+				if n := len(nl.blocks); n == 0 || len(nl.blocks[n-1]) == size {
+					nl.blocks = append(nl.blocks, nil)
+				}
+				nl.blocks[len(nl.blocks)-1] = append(nl.blocks[len(nl.blocks)-1], r)
+			}
+			out.cursors = append(out.cursors, nl)
+		}
+		return &out
+	}
+	for _, split := range []bool{false, true} {
+		cfg := func() OrderConfig {
+			c := OrderConfig{Partitions: 4, BudgetPerPartition: 2000, Queue: 256}
+			if split {
+				c.Split, c.MinSplit = NewSplitPolicy(8), 100
+			}
+			return c
+		}
+		want := SimulateOrder(seq, cfg())
+		for _, size := range []int{1, 3, 1 << 30} {
+			if got := SimulateOrder(reblocked(size), cfg()); !reflect.DeepEqual(got, want) {
+				t.Errorf("split %v, blocks of %d: %+v, want %+v", split, size, got, want)
+			}
+		}
 	}
 }
