@@ -125,3 +125,20 @@ func TestBatchSplitHoldsTheReadAhead(t *testing.T) {
 		}
 	}
 }
+
+// pkString's shortcut for plain strings writes what encoding/json writes.
+func TestPKStringMatchesMarshal(t *testing.T) {
+	for _, pk := range [][]any{
+		{"tenant-0042"}, {""}, {"a b~!"}, {`q"uote`}, {`back\slash`}, {"<tag>"}, {"a&b"}, {"tab\t"},
+		{"del\x7f"}, {"café"}, {"bad\xff"}, {"\u2028"}, {3.5}, {nil}, {true}, {"a", "b"},
+	} {
+		v := any(pk)
+		if len(pk) == 1 {
+			v = pk[0]
+		}
+		want, _ := json.Marshal(v)
+		if got := pkString(pk); got != string(want) {
+			t.Errorf("pkString(%q) = %s, want %s", pk, got, want)
+		}
+	}
+}
