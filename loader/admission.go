@@ -44,6 +44,9 @@ type admission interface {
 	// route sets the record's partition: its lane, and the bucket a
 	// request for it is paid from. It is called again after a split.
 	route(it *item)
+	// current reports whether lane is a current partition's, not one a
+	// split retired: no record is routed to a retired lane again.
+	current(lane int) bool
 	// admit waits until one request (a point write or a batch) of ru may
 	// be sent on part; every admitted request is released once answered.
 	admit(ctx context.Context, part int, ru float64) error
@@ -91,6 +94,13 @@ type pacedAdmission struct {
 	pacedStrategy
 	pacer   Pacer
 	limiter Limiter
+}
+
+func (a *pacedAdmission) current(lane int) bool {
+	if p, ok := a.pacer.(interface{ Live(int) bool }); ok {
+		return p.Live(lane)
+	}
+	return true
 }
 
 func (a *pacedAdmission) route(it *item) {
@@ -151,7 +161,8 @@ type naiveAdmission struct {
 	clock clock.Clock
 }
 
-func (a *naiveAdmission) route(*item) {}
+func (a *naiveAdmission) route(*item)      {}
+func (a *naiveAdmission) current(int) bool { return true }
 
 func (a *naiveAdmission) admit(ctx context.Context, _ int, _ float64) error {
 	select {

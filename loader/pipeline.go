@@ -309,7 +309,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	parts := r.adm.lanes(o.Partitions)
 	var dispatchers sync.WaitGroup
 	laneSize, _ := batchSplit(o.QueuePerPartition, o.Batch)
-	queues := &lanes{size: laneSize, start: func(lane int, q chan *item, busy *atomic.Int64) {
+	queues := &lanes{size: laneSize, current: r.adm.current, start: func(lane int, q chan *item, busy *atomic.Int64) {
 		dispatchers.Add(1)
 		go func() {
 			defer dispatchers.Done()
@@ -414,6 +414,9 @@ type lanes struct {
 	busy  []*atomic.Int64
 	size  int
 	start func(int, chan *item, *atomic.Int64)
+	// current tells a current partition's lane from one a split retired
+	// (admission.current); nil: every lane is current.
+	current func(int) bool
 }
 
 func (l *lanes) get(i int) chan *item {
@@ -430,12 +433,13 @@ func (l *lanes) get(i int) chan *item {
 // anyIdle reports whether some partition is idle: nothing queued and
 // nothing being admitted or written. With batching a queue is often empty
 // while its partition writes what was just taken from it; that partition
-// is not starved.
+// is not starved. Nor is a partition a split retired: once drained its
+// lane stays empty, and counting it would cut segments for nothing.
 func (l *lanes) anyIdle() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for i, q := range l.qs {
-		if len(q) == 0 && l.busy[i].Load() == 0 {
+		if len(q) == 0 && l.busy[i].Load() == 0 && (l.current == nil || l.current(i)) {
 			return true
 		}
 	}

@@ -10,7 +10,9 @@ import (
 	"testing"
 
 	"github.com/cosmosloader/loader/checkpoint"
+	"github.com/cosmosloader/loader/epk"
 	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/pacing"
 )
 
 // A file read whole is split while loading: the cursor stops at a line
@@ -117,6 +119,33 @@ func TestSegmenterCursorsOfUnsplittableInputsReadToTheEnd(t *testing.T) {
 		if !c.take(past, source.Position{Offset: past + 20, Line: 900}) {
 			t.Errorf("%s: the cursor stops at a record at offset %d", name, past)
 		}
+	}
+}
+
+// A partition a split retired is not idle: its lane, once drained, stays
+// empty, and counting it would cut segments while every current partition
+// has work.
+func TestLanesIdleSkipsRetiredPartitions(t *testing.T) {
+	p, err := pacing.NewPacer(pacing.PacerConfig{TargetRU: 1000, Bounds: epk.SplitEven(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Partition 0 splits into 1 and 2.
+	b := epk.SplitEven(2)
+	if _, err := p.Rebound(b); err != nil {
+		t.Fatal(err)
+	}
+	adm := &pacedAdmission{pacer: p}
+	l := &lanes{size: 4, current: adm.current, start: func(int, chan *item, *atomic.Int64) {}}
+	l.get(2)
+	l.get(1) <- &item{}
+	l.get(2) <- &item{}
+	if l.anyIdle() {
+		t.Error("anyIdle with the retired lane 0 empty and lanes 1 and 2 queued, want false")
+	}
+	<-l.get(2)
+	if !l.anyIdle() {
+		t.Error("anyIdle with the current lane 2 empty, want true")
 	}
 }
 

@@ -65,6 +65,14 @@ func (p *Pacer) Rebound(bounds []string) (bool, error) {
 	return true, nil
 }
 
+// Live reports whether partition index i is one of the current partitions,
+// not one retired by a split (or never made).
+func (p *Pacer) Live(i int) bool {
+	p.rmu.RLock()
+	defer p.rmu.RUnlock()
+	return slices.Contains(p.live, i)
+}
+
 // Bounds returns the partition bounds currently paced.
 func (p *Pacer) Bounds() []string {
 	p.rmu.RLock()

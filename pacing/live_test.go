@@ -37,6 +37,11 @@ func TestReboundAfterSplit(t *testing.T) {
 	if lo == 0 || mid == 0 || lo == mid {
 		t.Errorf("children got indices %d and %d; want two new ones", lo, mid)
 	}
+	for i, want := range map[int]bool{0: false, 1: true, lo: true, mid: true, 99: false} {
+		if got := p.Live(i); got != want {
+			t.Errorf("Live(%d) = %v, want %v", i, got, want)
+		}
+	}
 	// The request in flight settles on the bucket it reserved from.
 	p.Settle(inflight.Part, 50, 60)
 	p.Succeeded(inflight.Part)
