@@ -356,3 +356,37 @@ func TestParquetManyRowGroupsComeOutInOrder(t *testing.T) {
 		}
 	}
 }
+
+// Map keys that are not strings become their JSON text as a string; a
+// string key (a timestamp's included) is written as it is.
+func TestParquetMapKeysAsStrings(t *testing.T) {
+	ts := &arrow.TimestampType{Unit: arrow.Second, TimeZone: "UTC"}
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "i", Type: arrow.MapOf(arrow.PrimitiveTypes.Int32, arrow.PrimitiveTypes.Int32)},
+		{Name: "t", Type: arrow.MapOf(ts, arrow.FixedWidthTypes.Boolean)},
+		{Name: "l", Type: arrow.MapOf(arrow.ListOf(arrow.BinaryTypes.String), arrow.PrimitiveTypes.Int32)},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	mi := b.Field(0).(*array.MapBuilder)
+	mi.Append(true)
+	mi.KeyBuilder().(*array.Int32Builder).AppendValues([]int32{7, -3}, nil)
+	mi.ItemBuilder().(*array.Int32Builder).AppendValues([]int32{1, 2}, nil)
+	mt := b.Field(1).(*array.MapBuilder)
+	mt.Append(true)
+	mt.KeyBuilder().(*array.TimestampBuilder).Append(arrow.Timestamp(1_700_000_000))
+	mt.ItemBuilder().(*array.BooleanBuilder).Append(true)
+	ml := b.Field(2).(*array.MapBuilder)
+	ml.Append(true)
+	lb := ml.KeyBuilder().(*array.ListBuilder)
+	lb.Append(true)
+	lb.ValueBuilder().(*array.StringBuilder).AppendValues([]string{"a", `q"`}, nil)
+	ml.ItemBuilder().(*array.Int32Builder).Append(5)
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	got := bindRow(rec, nil, false).appendRow(nil, 0, nil)
+	want := `{"i":{"7":1,"-3":2},"t":{"2023-11-14T22:13:20Z":true},"l":{"[\"a\",\"q\\\"\"]":5}}`
+	if string(got) != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+}
