@@ -332,6 +332,27 @@ func TestConcurrencyStartMaxLiftsOnceTheRateIsFlat(t *testing.T) {
 	}
 }
 
+// A target that needs far more than the start-up cap over a long path:
+// 40,000 RU/s of 7.6 RU writes over 200 ms + ≤ 200 ms needs ~1,580 in
+// flight. The pool sits at the cap while the rate is flat because of it;
+// on a path whose fastest answers take 100 ms or more the cap lifts after
+// half a second of that, not a second, and the pool has what Little's law
+// asks by the end of the 2nd second (the full second's wait left it at
+// 1,108 then, and the target was reached a second later).
+func TestConcurrencyStartMaxLiftsSoonOnALongPath(t *testing.T) {
+	const target, ru = 40000.0, 7.6
+	c := NewConcurrency(ConcurrencyConfig{TargetRU: target, StartMax: 512, FDLimit: 1 << 20})
+	perSec, limits := simulateLongPath(c, target, ru, 200*time.Millisecond, 200*time.Millisecond, 4, 1)
+	little := int(math.Ceil(target / ru * 0.3))
+	t.Logf("RU per second %.0f, limits %v, Little's law %d", perSec, limits, little)
+	if limits[0] != 512 {
+		t.Errorf("limit after 1 s = %d, want the start-up cap 512", limits[0])
+	}
+	if limits[1] < little {
+		t.Errorf("limit after 2 s = %d, want ≥ Little's law's %d", limits[1], little)
+	}
+}
+
 // A floor far above the fastest answers may be a queue of this process's
 // own (a cold start's first burst, a pool past what the target can
 // serve): here one answer in ten takes 2 ms and the rest 90 ms. The rate
