@@ -108,6 +108,19 @@ func ndjson(t *testing.T, n int) (string, []string) {
 	return writeFixture(t, b.String()), lines
 }
 
+// ndjsonInput is a shard container on a fresh Azurite and one splittable
+// NDJSON input of n lines (see ndjson).
+func ndjsonInput(t *testing.T, n int) (*container.Client, string, []string, []Input) {
+	t.Helper()
+	cont := coordtest.Container(t, testenv.Azurite(t), "shards")
+	path, lines := ndjson(t, n)
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cont, path, lines, []Input{{Path: path, Size: fi.Size(), HeadHash: "h", Splittable: true}}
+}
+
 // readShard reads the records a claim owns, the way the pipeline will:
 // from From, stopping at the first record that starts at or after End.
 func readShard(t *testing.T, path string, cl *Claim) map[int64]string {
@@ -144,11 +157,7 @@ func readShard(t *testing.T, path string, cl *Claim) map[int64]string {
 // records they read from their claims are every record exactly once.
 func TestCoordinatorsClaimDisjointShards(t *testing.T) {
 	t.Parallel()
-	az := testenv.Azurite(t)
-	cont := coordtest.Container(t, az, "shards")
-	path, lines := ndjson(t, 400)
-	fi, _ := os.Stat(path)
-	inputs := []Input{{Path: path, Size: fi.Size(), HeadHash: "h", Splittable: true}}
+	cont, path, lines, inputs := ndjsonInput(t, 400)
 
 	var mu sync.Mutex
 	seen := map[int64]string{}
@@ -302,13 +311,9 @@ func TestClaimSaveReleaseResume(t *testing.T) {
 // owner's late writes are refused.
 func TestDeadOwnersShardIsTakenOver(t *testing.T) {
 	t.Parallel()
-	az := testenv.Azurite(t)
-	cont := coordtest.Container(t, az, "shards")
-	path, _ := ndjson(t, 200)
-	fi, _ := os.Stat(path)
-	inputs := []Input{{Path: path, Size: fi.Size(), HeadHash: "h", Splittable: true}}
+	cont, _, _, inputs := ndjsonInput(t, 200)
 	newC := func(who string) *Coordinator {
-		c, err := New(Config{Container: cont, Prefix: "shards/job3/", Inputs: inputs, ShardBytes: fi.Size()/2 + 1,
+		c, err := New(Config{Container: cont, Prefix: "shards/job3/", Inputs: inputs, ShardBytes: inputs[0].Size/2 + 1,
 			Logf: func(f string, args ...any) { t.Logf(who+": "+f, args...) }})
 		if err != nil {
 			t.Fatal(err)
@@ -382,11 +387,7 @@ func TestDeadOwnersShardIsTakenOver(t *testing.T) {
 // only the poll's timer can wake it.
 func TestWaitingProcessReturnsSoonAfterTheLastShard(t *testing.T) {
 	t.Parallel()
-	az := testenv.Azurite(t)
-	cont := coordtest.Container(t, az, "shards")
-	path, _ := ndjson(t, 50)
-	fi, _ := os.Stat(path)
-	inputs := []Input{{Path: path, Size: fi.Size(), HeadHash: "h", Splittable: true}}
+	cont, _, _, inputs := ndjsonInput(t, 50)
 	clk := clocktest.New(time.Now())
 	newC := func() *Coordinator {
 		c, err := New(Config{Container: cont, Prefix: "shards/job-wait/", Inputs: inputs, Clock: clk})
