@@ -159,21 +159,46 @@ func keyOf(pk []any) batchKey {
 // and maxBytes of documents; a chunk of one is a point write. Requests come
 // in the order of their first record.
 func groupBatches(window []*item, maxOps, maxBytes int) [][]*item {
-	type open struct{ at, bytes int } // a key's open chunk: index in out, its bytes
-	var out [][]*item
-	chunks := make(map[batchKey]open, len(window))
+	var g batchGrouper
+	return g.group(window, maxOps, maxBytes)
+}
+
+// batchGrouper is groupBatches keeping its memory from one call to the
+// next, for a caller done with a call's requests before it makes the next
+// (dry-run's planner, a window per 1,024 records); the import's dispatchers
+// hand their requests to writers, so they take fresh ones (groupBatches).
+type batchGrouper struct {
+	chunks map[batchKey]openChunk
+	out    [][]*item
+}
+
+// openChunk is a key's chunk being filled: its index in out, its bytes.
+type openChunk struct{ at, bytes int }
+
+func (g *batchGrouper) group(window []*item, maxOps, maxBytes int) [][]*item {
+	if g.chunks == nil {
+		g.chunks = make(map[batchKey]openChunk, len(window))
+	}
+	clear(g.chunks)
+	out := g.out[:0]
 	for _, it := range window {
 		k := keyOf(it.doc.PK)
 		cost := it.size + batchOpOverhead
-		c, ok := chunks[k]
+		c, ok := g.chunks[k]
 		if ok && len(out[c.at]) < maxOps && c.bytes+cost <= maxBytes {
 			out[c.at] = append(out[c.at], it)
-			chunks[k] = open{c.at, c.bytes + cost}
+			g.chunks[k] = openChunk{c.at, c.bytes + cost}
 			continue
 		}
-		chunks[k] = open{len(out), cost}
-		out = append(out, []*item{it})
+		g.chunks[k] = openChunk{len(out), cost}
+		if len(out) < cap(out) { // a request of the last call: its memory
+			out = out[:len(out)+1]
+			out[len(out)-1] = append(out[len(out)-1][:0], it)
+		} else {
+			out = append(out, []*item{it})
+		}
 	}
+	g.out = out
 	return out
 }
 
@@ -493,13 +518,16 @@ func batchSplit(readAhead, maxOps int) (queue, window int) {
 type requestPlanner struct {
 	maxOps, maxBytes, window int
 	send                     func(part int, records int, ru float64)
-	wins                     [][]*item
+	wins                     [][]*item // per partition: the window, pointing into slab
+	slab                     [][]item  // per partition: the window's items
+	grouper                  batchGrouper
 }
 
 func newRequestPlanner(parts, maxOps, queue int, send func(part, records int, ru float64)) *requestPlanner {
 	_, window := batchSplit(queue, maxOps)
+	parts = max(parts, 1)
 	return &requestPlanner{maxOps: maxOps, maxBytes: DefaultBatchBytes, window: max(window, 1),
-		send: send, wins: make([][]*item, max(parts, 1))}
+		send: send, wins: make([][]*item, parts), slab: make([][]item, parts)}
 }
 
 func (p *requestPlanner) add(part int, pk []any, size int, ru float64) {
@@ -507,16 +535,23 @@ func (p *requestPlanner) add(part int, pk []any, size int, ru float64) {
 		p.send(part, 1, ru)
 		return
 	}
-	p.wins[part] = append(p.wins[part], &item{doc: Document{PK: pk}, size: size, est: ru})
+	if p.slab[part] == nil {
+		p.slab[part] = make([]item, 0, p.window)
+		p.wins[part] = make([]*item, 0, p.window)
+	}
+	p.slab[part] = append(p.slab[part], item{doc: Document{PK: pk}, size: size, est: ru})
+	p.wins[part] = append(p.wins[part], &p.slab[part][len(p.slab[part])-1])
 	if len(p.wins[part]) >= p.window {
 		p.flushPart(part)
 	}
 }
 
 func (p *requestPlanner) flushPart(part int) {
-	for _, g := range groupBatches(p.wins[part], p.maxOps, p.maxBytes) {
+	for _, g := range p.grouper.group(p.wins[part], p.maxOps, p.maxBytes) {
 		p.send(part, len(g), estimateOf(g))
 	}
+	clear(p.slab[part]) // let the keys go
+	p.slab[part] = p.slab[part][:0]
 	p.wins[part] = p.wins[part][:0]
 }
 

@@ -325,6 +325,30 @@ func TestParseBatch(t *testing.T) {
 	}
 }
 
+// The planner's grouper keeps its memory between windows; each window
+// must still be grouped as a fresh groupBatches groups it.
+func TestBatchGrouperReuseGroupsLikeFresh(t *testing.T) {
+	windows := [][]*item{
+		mkItems("a", "b", "a", "c", "a", "b", "d", "e", "a"),
+		mkItems("x", "x", "y"),
+		mkItems("b", "a", "b", "z", "z", "z", "a", "q", "r", "s", "t"),
+		mkItems("k"),
+	}
+	var g batchGrouper
+	for i, w := range windows {
+		var got, want []string
+		for _, r := range g.group(w, 2, DefaultBatchBytes) {
+			got = append(got, ids(r))
+		}
+		for _, r := range groupBatches(w, 2, DefaultBatchBytes) {
+			want = append(want, ids(r))
+		}
+		if strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("window %d: reused grouper made %v, fresh %v", i, got, want)
+		}
+	}
+}
+
 func TestRequestPlannerCountsBatchesAsTheImportSendsThem(t *testing.T) {
 	var requests, records int
 	var ru float64
