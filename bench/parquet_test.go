@@ -2,7 +2,7 @@ package bench
 
 import (
 	"bytes"
-	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand"
 	"os"
@@ -22,9 +22,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
-	"github.com/cosmosloader/loader/epk"
 	"github.com/cosmosloader/loader/internal/testenv"
-	"github.com/cosmosloader/loader/loader"
 	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/source"
 )
@@ -236,16 +234,21 @@ func offset(f *os.File) int64 {
 	return n
 }
 
-// BenchmarkParquetReadMapCost is dry-run's whole path — decode the Parquet
-// row groups, turn rows into JSON, map, estimate RU, route, model — over a
-// 64 MiB Snappy Parquet file (arrow-go-written: this measures speed, not
-// compatibility), kept in the temporary directory between runs. MB/s are of
-// Parquet input. Target ≥ 150 MB/s.
+// BenchmarkParquetReadMapCost is `loader dry-run` of a 64 MiB Snappy
+// Parquet file (arrow-go-written: this measures speed, not compatibility,
+// kept in the temporary directory between runs), run as a user runs it: the
+// real binary, a process per run, its default flags (batches, the order
+// simulation) — decode the row groups, turn rows into JSON, map, estimate
+// RU, route, model, print the plan. MB/s are of Parquet input, by wall
+// time; CPU-s/MB and peak RSS are the child's. Target ≥ 150 MB/s.
 //
 //   - orders: the order documents of readpath_test.go (nested structs, a
 //     list of structs, a timestamp): 82 bytes of Parquet per row;
-//   - wide: flat rows of random numbers and hex strings, ~300 bytes per row.
+//   - wide: flat rows of random numbers and hex strings, ~250 bytes per row.
+//
+// Profile a run with LOADER_CPUPROFILE=FILE set (cmd/root.go).
 func BenchmarkParquetReadMapCost(b *testing.B) {
+	bin := testenv.LoaderBinary(b)
 	for _, c := range []struct {
 		name  string
 		write func(string, int64) (int64, error)
@@ -258,42 +261,39 @@ func BenchmarkParquetReadMapCost(b *testing.B) {
 			}
 			b.SetBytes(fi.Size())
 			b.ResetTimer()
-			cpu0 := cpuTime()
+			var cpu, rss float64
 			for i := 0; i < b.N; i++ {
-				plan, err := loader.DryRun(context.Background(), &loader.DryRunJob{
-					Inputs:   []source.Input{{Path: path}},
-					Source:   source.Options{Format: "parquet"},
-					Mapper:   record.Config{PartitionKeyPaths: []string{"/tenant"}},
-					TargetRU: 40000,
-					Bounds:   epk.SplitEven(4),
-				})
+				cmd := exec.Command(bin, "dry-run", path, "--partition-key", "/tenant", "--ru", "40000", "--partitions", "4", "--json")
+				cmd.Env = append(os.Environ(), "COSMOS_ENDPOINT=", "COSMOS_KEY=", "COSMOS_CONNECTION_STRING=", "LOADER_CPUPROFILE=")
+				out, err := cmd.Output()
 				if err != nil {
-					b.Fatal(err)
+					b.Fatalf("dry-run: %v\n%s", err, out)
+				}
+				var plan struct {
+					Records    int64 `json:"records"`
+					BadRecords int64 `json:"bad_records"`
+				}
+				if err := json.Unmarshal(out, &plan); err != nil {
+					b.Fatalf("dry-run's plan: %v\n%s", err, out)
 				}
 				if plan.BadRecords != 0 || plan.Records != rows {
 					b.Fatalf("%d records, %d bad; want %d", plan.Records, plan.BadRecords, rows)
 				}
+				st := cmd.ProcessState
+				cpu += (st.UserTime() + st.SystemTime()).Seconds()
+				rss = max(rss, float64(st.SysUsage().(*syscall.Rusage).Maxrss)/1024)
 			}
-			// CPU time is the figure that holds on a busy machine, where
-			// wall time mostly measures the other processes.
-			cpu := (cpuTime() - cpu0).Seconds()
 			b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 			b.ReportMetric(float64(fi.Size())/float64(rows), "B/row")
+			// CPU time is the figure that holds on a busy machine, where
+			// wall time mostly measures the other processes.
 			b.ReportMetric(cpu/(float64(fi.Size())*float64(b.N)/1e6), "CPU-s/MB")
 			b.ReportMetric(float64(rows)*float64(b.N)/cpu, "rows/CPU-s")
-			// Cores busy on average: how much of the path runs in
-			// parallel (decoders, mapping workers, the modelling caller),
-			// when the machine has cores to spare.
+			// Cores busy on average: how much of the path runs in parallel.
 			b.ReportMetric(cpu/b.Elapsed().Seconds(), "cores")
+			b.ReportMetric(rss, "peak-RSS-MB")
 		})
 	}
-}
-
-// cpuTime is the process' user and system CPU time so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // TestParquetDryRunPeakRSS runs `loader dry-run` on a ~1 GB file of order
