@@ -168,29 +168,27 @@ func groupBatches(window []*item, maxOps, maxBytes int) [][]*item {
 // (dry-run's planner, a window per 1,024 records); the import's dispatchers
 // hand their requests to writers, so they take fresh ones (groupBatches).
 type batchGrouper struct {
-	chunks map[batchKey]openChunk
+	chunks map[batchKey]int // a key's chunk being filled: its index in out
+	bytes  []int            // the bytes of each chunk in out
 	out    [][]*item
 }
 
-// openChunk is a key's chunk being filled: its index in out, its bytes.
-type openChunk struct{ at, bytes int }
-
 func (g *batchGrouper) group(window []*item, maxOps, maxBytes int) [][]*item {
 	if g.chunks == nil {
-		g.chunks = make(map[batchKey]openChunk, len(window))
+		g.chunks = make(map[batchKey]int, len(window))
 	}
 	clear(g.chunks)
-	out := g.out[:0]
+	out, bytes := g.out[:0], g.bytes[:0]
 	for _, it := range window {
-		k := keyOf(it.doc.PK)
 		cost := it.size + batchOpOverhead
-		c, ok := g.chunks[k]
-		if ok && len(out[c.at]) < maxOps && c.bytes+cost <= maxBytes {
-			out[c.at] = append(out[c.at], it)
-			g.chunks[k] = openChunk{c.at, c.bytes + cost}
+		at, ok := g.chunks[keyOf(it.doc.PK)]
+		if ok && len(out[at]) < maxOps && bytes[at]+cost <= maxBytes {
+			out[at] = append(out[at], it)
+			bytes[at] += cost
 			continue
 		}
-		g.chunks[k] = openChunk{len(out), cost}
+		g.chunks[keyOf(it.doc.PK)] = len(out)
+		bytes = append(bytes, cost)
 		if len(out) < cap(out) { // a request of the last call: its memory
 			out = out[:len(out)+1]
 			out[len(out)-1] = append(out[len(out)-1][:0], it)
@@ -198,7 +196,7 @@ func (g *batchGrouper) group(window []*item, maxOps, maxBytes int) [][]*item {
 			out = append(out, []*item{it})
 		}
 	}
-	g.out = out
+	g.out, g.bytes = out, bytes
 	return out
 }
 
