@@ -2,12 +2,15 @@ package bench
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -294,6 +297,77 @@ func BenchmarkParquetReadMapCost(b *testing.B) {
 			b.ReportMetric(rss, "peak-RSS-MB")
 		})
 	}
+}
+
+// BenchmarkParquetArrowDecode is arrow-go's decoding alone of the same
+// files — row groups to Arrow batches of 2,048 rows, as the loader reads
+// them, nothing done with the rows — on one goroutine: the floor under the
+// loader's CPU per MB, whatever it does with the rows. cores-bound is the
+// MB/s that floor allows on all of this machine's cores.
+func BenchmarkParquetArrowDecode(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		write func(string, int64) (int64, error)
+	}{{"orders", writeOrdersParquet}, {"wide", writeWideParquet}} {
+		b.Run(c.name, func(b *testing.B) {
+			path, rows := parquetFixture(b, os.TempDir(), c.name+"-v1", 64<<20, c.write)
+			fi, err := os.Stat(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(fi.Size())
+			b.ResetTimer()
+			cpu0 := cpuTime()
+			for i := 0; i < b.N; i++ {
+				if n := decodeParquet(b, path); n != rows {
+					b.Fatalf("%d rows, want %d", n, rows)
+				}
+			}
+			perMB := (cpuTime() - cpu0).Seconds() / (float64(fi.Size()) * float64(b.N) / 1e6)
+			b.ReportMetric(perMB, "CPU-s/MB")
+			b.ReportMetric(float64(runtime.NumCPU())/perMB, "MB/s-cores-bound")
+		})
+	}
+}
+
+// decodeParquet reads every row group of path into Arrow batches.
+func decodeParquet(tb testing.TB, path string) int64 {
+	f, err := os.Open(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	props := parquet.NewReaderProperties(memory.DefaultAllocator)
+	props.BufferedStreamEnabled = true
+	props.BufferSize = 256 << 10
+	pf, err := file.NewParquetReader(f, file.WithReadProps(props))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 2048}, memory.DefaultAllocator)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rr, err := fr.GetRecordReader(context.Background(), nil, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer rr.Release()
+	var n int64
+	for rr.Next() {
+		n += rr.RecordBatch().NumRows()
+	}
+	if err := rr.Err(); err != nil && err != io.EOF {
+		tb.Fatal(err)
+	}
+	return n
+}
+
+// cpuTime is the process' user and system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // TestParquetDryRunPeakRSS runs `loader dry-run` on a ~1 GB file of order
