@@ -97,6 +97,23 @@ func (l *runList) all() iter.Seq[Run] {
 	}
 }
 
+// drain iterates over the runs in order, letting each block go once it
+// has been read, so that coarsening, which builds the new list as it reads
+// the old, holds both only a block at a time. The list is empty after.
+func (l *runList) drain() iter.Seq[Run] {
+	return func(yield func(Run) bool) {
+		defer func() { l.blocks = nil }()
+		for i, b := range l.blocks {
+			l.blocks[i] = nil
+			for _, r := range b {
+				if !yield(r) {
+					return
+				}
+			}
+		}
+	}
+}
+
 // len is the number of runs.
 func (l *runList) len() int {
 	if len(l.blocks) == 0 {
@@ -172,7 +189,7 @@ func (s *Sequence) coarsen() {
 		for c, runs := range s.cursors {
 			var out runList
 			var blk block
-			for r := range runs.all() {
+			for r := range runs.drain() {
 				if int(r.N) >= s.gran {
 					// A long run is its own block: keep it whole.
 					for _, br := range blk.runs {
@@ -321,7 +338,11 @@ func cutRuns(runs []Run, n int64) (head, tail []Run) {
 type OrderResult struct {
 	// Seconds until the last record is written.
 	Seconds float64
-	// Busy is, per partition, the seconds it had records to write.
+	// Busy is, per partition, the seconds it spent writing: the RU it
+	// spent over its budget. (Counting the steps in which it had records
+	// undercounted a partition fed a few records at a time, which spends
+	// its bucket's banked credit in bursts, and changed with the
+	// sequence's coarsening.)
 	Busy []float64
 }
 
@@ -536,7 +557,7 @@ func SimulateOrder(seq *Sequence, cfg OrderConfig) OrderResult {
 			if used < perStep && p.n == 0 {
 				frac = used / perStep
 			}
-			res.Busy[pi] += step * frac
+			res.Busy[pi] += used / cfg.BudgetPerPartition
 			lastBusy = max(lastBusy, frac)
 		}
 		refill()
