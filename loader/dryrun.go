@@ -113,7 +113,8 @@ type Plan struct {
 	// import's reading replayed over the records' partitions (OrderSim).
 	// BoundSeconds is what no order can beat: the busiest physical
 	// partition's RU over its share of the target. PartitionBusy is each
-	// partition's seconds with work; LongestRun the most consecutive
+	// partition's seconds of writing (its RU over its share of the
+	// target), to set against EstimatedSeconds; LongestRun the most consecutive
 	// records bound for one partition.
 	EstimatedSeconds float64   `json:"estimated_seconds"`
 	BoundSeconds     float64   `json:"bound_seconds"`
