@@ -252,6 +252,44 @@ func offset(f *os.File) int64 {
 // Profile a run with LOADER_CPUPROFILE=FILE set (cmd/root.go).
 func BenchmarkParquetReadMapCost(b *testing.B) {
 	bin := testenv.LoaderBinary(b)
+	onParquetFixtures(b, func(b *testing.B, path string, rows int64, fi os.FileInfo) {
+		var cpu, rss float64
+		for i := 0; i < b.N; i++ {
+			cmd := exec.Command(bin, "dry-run", path, "--partition-key", "/tenant", "--ru", "40000", "--partitions", "4", "--json")
+			cmd.Env = append(os.Environ(), "COSMOS_ENDPOINT=", "COSMOS_KEY=", "COSMOS_CONNECTION_STRING=", "LOADER_CPUPROFILE=")
+			out, err := cmd.Output()
+			if err != nil {
+				b.Fatalf("dry-run: %v\n%s", err, out)
+			}
+			var plan struct {
+				Records    int64 `json:"records"`
+				BadRecords int64 `json:"bad_records"`
+			}
+			if err := json.Unmarshal(out, &plan); err != nil {
+				b.Fatalf("dry-run's plan: %v\n%s", err, out)
+			}
+			if plan.BadRecords != 0 || plan.Records != rows {
+				b.Fatalf("%d records, %d bad; want %d", plan.Records, plan.BadRecords, rows)
+			}
+			st := cmd.ProcessState
+			cpu += (st.UserTime() + st.SystemTime()).Seconds()
+			rss = max(rss, float64(st.SysUsage().(*syscall.Rusage).Maxrss)/1024)
+		}
+		b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+		b.ReportMetric(float64(fi.Size())/float64(rows), "B/row")
+		// CPU time is the figure that holds on a busy machine, where
+		// wall time mostly measures the other processes.
+		b.ReportMetric(cpu/(float64(fi.Size())*float64(b.N)/1e6), "CPU-s/MB")
+		b.ReportMetric(float64(rows)*float64(b.N)/cpu, "rows/CPU-s")
+		// Cores busy on average: how much of the path runs in parallel.
+		b.ReportMetric(cpu/b.Elapsed().Seconds(), "cores")
+		b.ReportMetric(rss, "peak-RSS-MB")
+	})
+}
+
+// onParquetFixtures runs fn as a sub-benchmark on each of the 64 MiB
+// files (orders, wide), its bytes set and the timer reset.
+func onParquetFixtures(b *testing.B, fn func(b *testing.B, path string, rows int64, fi os.FileInfo)) {
 	for _, c := range []struct {
 		name  string
 		write func(string, int64) (int64, error)
@@ -264,37 +302,7 @@ func BenchmarkParquetReadMapCost(b *testing.B) {
 			}
 			b.SetBytes(fi.Size())
 			b.ResetTimer()
-			var cpu, rss float64
-			for i := 0; i < b.N; i++ {
-				cmd := exec.Command(bin, "dry-run", path, "--partition-key", "/tenant", "--ru", "40000", "--partitions", "4", "--json")
-				cmd.Env = append(os.Environ(), "COSMOS_ENDPOINT=", "COSMOS_KEY=", "COSMOS_CONNECTION_STRING=", "LOADER_CPUPROFILE=")
-				out, err := cmd.Output()
-				if err != nil {
-					b.Fatalf("dry-run: %v\n%s", err, out)
-				}
-				var plan struct {
-					Records    int64 `json:"records"`
-					BadRecords int64 `json:"bad_records"`
-				}
-				if err := json.Unmarshal(out, &plan); err != nil {
-					b.Fatalf("dry-run's plan: %v\n%s", err, out)
-				}
-				if plan.BadRecords != 0 || plan.Records != rows {
-					b.Fatalf("%d records, %d bad; want %d", plan.Records, plan.BadRecords, rows)
-				}
-				st := cmd.ProcessState
-				cpu += (st.UserTime() + st.SystemTime()).Seconds()
-				rss = max(rss, float64(st.SysUsage().(*syscall.Rusage).Maxrss)/1024)
-			}
-			b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
-			b.ReportMetric(float64(fi.Size())/float64(rows), "B/row")
-			// CPU time is the figure that holds on a busy machine, where
-			// wall time mostly measures the other processes.
-			b.ReportMetric(cpu/(float64(fi.Size())*float64(b.N)/1e6), "CPU-s/MB")
-			b.ReportMetric(float64(rows)*float64(b.N)/cpu, "rows/CPU-s")
-			// Cores busy on average: how much of the path runs in parallel.
-			b.ReportMetric(cpu/b.Elapsed().Seconds(), "cores")
-			b.ReportMetric(rss, "peak-RSS-MB")
+			fn(b, path, rows, fi)
 		})
 	}
 }
@@ -305,29 +313,17 @@ func BenchmarkParquetReadMapCost(b *testing.B) {
 // loader's CPU per MB, whatever it does with the rows. cores-bound is the
 // MB/s that floor allows on all of this machine's cores.
 func BenchmarkParquetArrowDecode(b *testing.B) {
-	for _, c := range []struct {
-		name  string
-		write func(string, int64) (int64, error)
-	}{{"orders", writeOrdersParquet}, {"wide", writeWideParquet}} {
-		b.Run(c.name, func(b *testing.B) {
-			path, rows := parquetFixture(b, os.TempDir(), c.name+"-v1", 64<<20, c.write)
-			fi, err := os.Stat(path)
-			if err != nil {
-				b.Fatal(err)
+	onParquetFixtures(b, func(b *testing.B, path string, rows int64, fi os.FileInfo) {
+		cpu0 := cpuTime()
+		for i := 0; i < b.N; i++ {
+			if n := decodeParquet(b, path); n != rows {
+				b.Fatalf("%d rows, want %d", n, rows)
 			}
-			b.SetBytes(fi.Size())
-			b.ResetTimer()
-			cpu0 := cpuTime()
-			for i := 0; i < b.N; i++ {
-				if n := decodeParquet(b, path); n != rows {
-					b.Fatalf("%d rows, want %d", n, rows)
-				}
-			}
-			perMB := (cpuTime() - cpu0).Seconds() / (float64(fi.Size()) * float64(b.N) / 1e6)
-			b.ReportMetric(perMB, "CPU-s/MB")
-			b.ReportMetric(float64(runtime.NumCPU())/perMB, "MB/s-cores-bound")
-		})
-	}
+		}
+		perMB := (cpuTime() - cpu0).Seconds() / (float64(fi.Size()) * float64(b.N) / 1e6)
+		b.ReportMetric(perMB, "CPU-s/MB")
+		b.ReportMetric(float64(runtime.NumCPU())/perMB, "MB/s-cores-bound")
+	})
 }
 
 // decodeParquet reads every row group of path into Arrow batches.
