@@ -14,6 +14,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
@@ -388,5 +390,70 @@ func TestParquetMapKeysAsStrings(t *testing.T) {
 	want := `{"i":{"7":1,"-3":2},"t":{"2023-11-14T22:13:20Z":true},"l":{"[\"a\",\"q\\\"\"]":5}}`
 	if string(got) != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+}
+
+// A decimal column is written as appendDecimal writes the column's
+// ValueStr (big.Float's 'g'), whether appendIntDecimal takes the value or
+// declines it: every width, precisions and scales from 1 to 38, values at
+// the edges (zero, ±1, the int64 limits, below 1e-4, more digits than the
+// precision) and random ones.
+func TestParquetDecimalFastPathMatchesValueStr(t *testing.T) {
+	rng := rand.New(rand.NewSource(11))
+	edges := []int64{0, 1, -1, 5, -5, 10, 100, 1200, 99999, -100000, 123456789012345, 1234567890123456, -999999999999999999,
+		math.MaxInt64, math.MinInt64, math.MaxInt32, math.MinInt32}
+	for _, typ := range []struct {
+		id       arrow.Type
+		maxPrec  int32
+		fitsWide func(int64) bool
+	}{{arrow.DECIMAL32, 9, func(v int64) bool { return v == int64(int32(v)) }},
+		{arrow.DECIMAL64, 18, func(int64) bool { return true }},
+		{arrow.DECIMAL128, 38, func(int64) bool { return true }}} {
+		for prec := int32(1); prec <= typ.maxPrec; prec++ {
+			for _, scale := range []int32{0, 1, 2, 4, 5, 6, prec / 2, prec} {
+				if scale > prec {
+					continue
+				}
+				dt, err := arrow.NewDecimalType(typ.id, prec, scale)
+				if err != nil {
+					t.Fatal(err)
+				}
+				vals := append([]int64(nil), edges...)
+				for range 200 {
+					v := rng.Int63() >> uint(rng.Intn(63))
+					if rng.Intn(2) == 0 {
+						v = -v
+					}
+					vals = append(vals, v)
+				}
+				bld := array.NewBuilder(memory.DefaultAllocator, dt)
+				var kept []int64
+				for _, v := range vals {
+					if !typ.fitsWide(v) {
+						continue
+					}
+					kept = append(kept, v)
+					switch b := bld.(type) {
+					case *array.Decimal32Builder:
+						b.Append(decimal.Decimal32(v))
+					case *array.Decimal64Builder:
+						b.Append(decimal.Decimal64(v))
+					case *array.Decimal128Builder:
+						b.Append(decimal128.FromI64(v))
+					}
+				}
+				arr := bld.NewArray()
+				put := binder(arr, false)
+				s := arr.(interface{ ValueStr(int) string })
+				for i := range arr.Len() {
+					got, want := put(nil, i), appendDecimal(nil, s.ValueStr(i))
+					if string(got) != string(want) {
+						t.Fatalf("%s value %d: %s, want %s", dt, kept[i], got, want)
+					}
+				}
+				arr.Release()
+				bld.Release()
+			}
+		}
 	}
 }
