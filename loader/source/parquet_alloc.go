@@ -21,33 +21,45 @@ import (
 // Arrow's own C allocator frees on Free and Reallocate as this one does.
 type poolAllocator struct {
 	mu   sync.Mutex
-	free [poolMaxShift + 1][][]byte
+	free [poolClasses][][]byte
 	held int
 }
 
 const (
-	poolMinShift = 6  // 64 B
-	poolMaxShift = 24 // 16 MiB
-	poolHeld     = 16 << 20
-	poolAlign    = 64
+	poolMinShift  = 6  // 64 B
+	poolFineShift = 20 // above 1 MiB, eight classes per power of two
+	poolMaxShift  = 24 // 16 MiB
+	poolHeld      = 16 << 20
+	poolAlign     = 64
+	// poolClasses: one per power of two up to 1 MiB, then eight per power
+	// of two up to 16 MiB.
+	poolClasses = poolFineShift + 1 + (poolMaxShift-poolFineShift)*8
 )
 
 var _ memory.Allocator = (*poolAllocator)(nil)
 
-// class is the power of two that holds size bytes, or -1 when too big.
-func poolClass(size int) int {
-	c := max(bits.Len(uint(size-1)), poolMinShift)
-	if size <= 0 {
-		c = poolMinShift
+// poolClass is the class that holds size bytes and its capacity, or -1
+// when too big. Up to 1 MiB a class is a power of two; above, a power of
+// two is cut in eight, so that a big buffer — a whole page of a file
+// written with a page per column chunk, as DuckDB writes them, is several
+// MB — is not rounded up to twice its size, which is memory to zero and
+// to keep.
+func poolClass(size int) (c, capacity int) {
+	shift := max(bits.Len(uint(max(size, 1)-1)), poolMinShift)
+	if shift <= poolFineShift {
+		return shift, 1 << shift
 	}
-	if c > poolMaxShift {
-		return -1
+	if shift > poolMaxShift {
+		return -1, size
 	}
-	return c
+	step := 1 << (shift - 4)      // an eighth of the octave (1<<(shift-1), 1<<shift]
+	k := (size + step - 1) / step // 9–16
+	c = poolFineShift + 1 + (shift-poolFineShift-1)*8 + (k - 9)
+	return c, k * step
 }
 
 func (p *poolAllocator) Allocate(size int) []byte {
-	c := poolClass(size)
+	c, capacity := poolClass(size)
 	if c < 0 {
 		return alignedBytes(size, size)
 	}
@@ -63,7 +75,7 @@ func (p *poolAllocator) Allocate(size int) []byte {
 		return b
 	}
 	p.mu.Unlock()
-	return alignedBytes(size, 1<<c)
+	return alignedBytes(size, capacity)
 }
 
 func (p *poolAllocator) Reallocate(size int, b []byte) []byte {
@@ -81,8 +93,8 @@ func (p *poolAllocator) Reallocate(size int, b []byte) []byte {
 
 func (p *poolAllocator) Free(b []byte) {
 	n := cap(b)
-	c := poolClass(n)
-	if c < 0 || n != 1<<c || uintptr(unsafe.Pointer(unsafe.SliceData(b)))%poolAlign != 0 {
+	c, capacity := poolClass(n)
+	if c < 0 || n != capacity || uintptr(unsafe.Pointer(unsafe.SliceData(b)))%poolAlign != 0 {
 		return // not one of ours
 	}
 	p.mu.Lock()

@@ -43,3 +43,29 @@ func TestParquetPoolAllocatorZeroesReusedMemory(t *testing.T) {
 		t.Fatalf("holds %d bytes, at most %d", p.held, poolHeld)
 	}
 }
+
+// A class holds its sizes, a buffer of a class's capacity comes back to
+// that class, and above 1 MiB no size is rounded up by more than an eighth
+// (a whole-column-chunk page of 4.2 MB used to take 8 MiB).
+func TestParquetPoolClasses(t *testing.T) {
+	caps := map[int]int{}
+	for size := 1; size <= 1<<poolMaxShift; size += 1 + size/977 {
+		c, capacity := poolClass(size)
+		if c < 0 || c >= poolClasses || capacity < size {
+			t.Fatalf("size %d: class %d of capacity %d", size, c, capacity)
+		}
+		if size > 1<<poolFineShift && capacity-size > size/8 {
+			t.Fatalf("size %d rounded up to %d", size, capacity)
+		}
+		if back, _ := poolClass(capacity); back != c {
+			t.Fatalf("size %d: class %d, its capacity %d is class %d", size, c, capacity, back)
+		}
+		if prev, ok := caps[c]; ok && prev != capacity {
+			t.Fatalf("class %d has capacities %d and %d", c, prev, capacity)
+		}
+		caps[c] = capacity
+	}
+	if c, _ := poolClass(1<<poolMaxShift + 1); c != -1 {
+		t.Fatalf("a buffer over %d bytes is class %d", 1<<poolMaxShift, c)
+	}
+}
