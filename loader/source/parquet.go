@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/cosmosloader/loader/loader/record"
@@ -83,9 +84,42 @@ const (
 
 // parquetWorkers decode row groups at once: one a row group ahead of the
 // other, so decoding, which costs about twice what mapping and costing do,
-// uses both cores of a small machine beside the caller.
+// uses both cores of a small machine beside the caller — when the file's
+// row groups are small enough (see parquetPagesMax).
 func parquetWorkers() int {
 	return max(1, min(2, runtime.GOMAXPROCS(0)))
+}
+
+// A decoder holds, for every column of its row group, the page being read
+// both as stored and decompressed; a writer that puts a whole column chunk
+// in one page (DuckDB, 122,880 rows a row group) makes that MBs per column,
+// and so does a wide schema at the usual 1 MB pages. parquetPages is the
+// estimate per row group: each column chunk's stored plus decompressed
+// bytes, at most parquetPageGuess (a 1 MB page both ways) when the chunk
+// is bigger, since most writers page at 1 MB. Over parquetPagesMax, one
+// decoder reads the file: two cost a 168 MB DuckDB export 216 MB of peak
+// RSS against 146, for 10–15 % more speed.
+const (
+	parquetPageGuess = 2 << 20
+	parquetPagesMax  = 16 << 20
+)
+
+// parquetPages is the estimate above for the biggest row group of md.
+func parquetPages(md *metadata.FileMetaData) int64 {
+	var most int64
+	for g := range md.NumRowGroups() {
+		rg := md.RowGroup(g)
+		var n int64
+		for c := range rg.NumColumns() {
+			cc, err := rg.ColumnChunk(c)
+			if err != nil {
+				return math.MaxInt64 // unknown: assume the worst
+			}
+			n += min(cc.TotalCompressedSize()+cc.TotalUncompressedSize(), parquetPageGuess)
+		}
+		most = max(most, n)
+	}
+	return most
 }
 
 type parquetChunk struct {
@@ -250,6 +284,9 @@ func (r *parquetReader) Next() (Record, error) {
 
 func (r *parquetReader) start() {
 	w := min(parquetWorkers(), len(r.rgRows)-r.startRG)
+	if parquetPages(r.pf.MetaData()) > parquetPagesMax {
+		w = 1
+	}
 	r.outs = make([]chan parquetChunk, w)
 	r.stop = make(chan struct{})
 	for k := range r.outs {

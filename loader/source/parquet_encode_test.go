@@ -457,3 +457,80 @@ func TestParquetDecimalFastPathMatchesValueStr(t *testing.T) {
 		}
 	}
 }
+
+// Two decoders read a file of small row groups; one reads a file whose
+// row groups hold a page of MBs per column (here ten columns of 1.2 MB of
+// random text each, in each of two row groups), where two would hold twice
+// that.
+// Either way every row comes back, in order.
+func TestParquetDecodersFollowPageMemory(t *testing.T) {
+	if parquetWorkers() < 2 {
+		t.Skip("one core: one decoder whatever the file")
+	}
+	str := arrow.BinaryTypes.String
+	var fields []arrow.Field
+	for k := range 10 {
+		fields = append(fields, arrow.Field{Name: fmt.Sprintf("c%d", k), Type: str})
+	}
+	schema := arrow.NewSchema(fields, nil)
+	write := func(path string, rows, rowGroup int) {
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		props := parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(int64(rowGroup)), parquet.WithDictionaryDefault(false),
+			parquet.WithDataPageSize(64<<20))
+		w, err := pqarrow.NewFileWriter(schema, f, props, pqarrow.DefaultWriterProps())
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+		defer b.Release()
+		rng := rand.New(rand.NewSource(5))
+		for range rows {
+			for k := range fields {
+				v := make([]byte, 600)
+				for i := range v {
+					v[i] = byte('a' + rng.Intn(26))
+				}
+				b.Field(k).(*array.StringBuilder).Append(string(v))
+			}
+		}
+		rec := b.NewRecordBatch()
+		defer rec.Release()
+		if err := w.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name         string
+		rows, rgRows int
+		wantDecoders int
+	}{{"small", 4000, 100, 2}, {"big", 4000, 2000, 1}} {
+		path := filepath.Join(dir, c.name+".parquet")
+		write(path, c.rows, c.rgRows)
+		rd, err := Open(Input{Path: path}, nil, Options{Format: FormatParquet}, Position{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for ; ; n++ {
+			rec, err := rd.Next()
+			if err != nil {
+				break
+			}
+			if rec.Line != int64(n+1) {
+				t.Fatalf("%s: row %d came as row %d", c.name, n+1, rec.Line)
+			}
+		}
+		if got := len(rd.(*parquetReader).outs); got != c.wantDecoders || n != c.rows {
+			t.Errorf("%s row groups: %d decoders, %d rows; want %d decoders, %d rows", c.name, got, n, c.wantDecoders, c.rows)
+		}
+		rd.Close()
+	}
+}
