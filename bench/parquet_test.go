@@ -288,14 +288,38 @@ func BenchmarkParquetReadMapCost(b *testing.B) {
 }
 
 // onParquetFixtures runs fn as a sub-benchmark on each of the 64 MiB
-// files (orders, wide), its bytes set and the timer reset.
+// files (orders, wide), its bytes set and the timer reset, then on each
+// file named in LOADER_BENCH_PARQUET_FILES (comma-separated paths: files
+// of other writers, such as bench/duckdb-export.mjs writes, or your own).
 func onParquetFixtures(b *testing.B, fn func(b *testing.B, path string, rows int64, fi os.FileInfo)) {
+	type fixture struct {
+		name string
+		open func(b *testing.B) (string, int64)
+	}
+	var fixtures []fixture
 	for _, c := range []struct {
 		name  string
 		write func(string, int64) (int64, error)
 	}{{"orders", writeOrdersParquet}, {"wide", writeWideParquet}} {
-		b.Run(c.name, func(b *testing.B) {
-			path, rows := parquetFixture(b, os.TempDir(), c.name+"-v1", 64<<20, c.write)
+		fixtures = append(fixtures, fixture{c.name, func(b *testing.B) (string, int64) {
+			return parquetFixture(b, os.TempDir(), c.name+"-v1", 64<<20, c.write)
+		}})
+	}
+	for _, path := range strings.Split(os.Getenv("LOADER_BENCH_PARQUET_FILES"), ",") {
+		if path == "" {
+			continue
+		}
+		fixtures = append(fixtures, fixture{filepath.Base(path), func(b *testing.B) (string, int64) {
+			rows, ok := source.ParquetRows(source.Input{Path: path}, source.Options{Format: source.FormatParquet})
+			if !ok {
+				b.Fatalf("%s: not a readable Parquet file", path)
+			}
+			return path, rows
+		}})
+	}
+	for _, f := range fixtures {
+		b.Run(f.name, func(b *testing.B) {
+			path, rows := f.open(b)
 			fi, err := os.Stat(path)
 			if err != nil {
 				b.Fatal(err)
