@@ -1,37 +1,42 @@
 package cmd
 
 import (
+	"math"
 	"runtime/debug"
 	"testing"
 
 	"github.com/cosmosloader/loader/loader/source"
 )
 
-// A load with a Parquet input runs at parquetGCPercent; one without, or a
-// user's GOGC, keeps the target as it was.
+// A load with a Parquet input runs under parquetMemoryLimit; one without,
+// or a user's GOGC or GOMEMLIMIT, keeps the runtime as it was.
 func TestTuneHeapForParquet(t *testing.T) {
-	defer debug.SetGCPercent(debug.SetGCPercent(100))
-	gcPercent := func() int { p := debug.SetGCPercent(100); debug.SetGCPercent(p); return p }
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
+	limit := func() int64 { return debug.SetMemoryLimit(-1) } // -1 reads it
 	ndjson := []source.Input{{Path: "a.ndjson"}, {Path: "b.csv"}}
 	mixed := append(ndjson, source.Input{Path: "c.parquet"})
 	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
 	tuneHeapFor(ndjson, source.Options{})
-	if p := gcPercent(); p != 100 {
-		t.Errorf("NDJSON and CSV: GOGC %d, want 100", p)
+	if l := limit(); l != math.MaxInt64 {
+		t.Errorf("NDJSON and CSV: limit %d, want none", l)
 	}
 	tuneHeapFor(ndjson, source.Options{Format: source.FormatParquet})
-	if p := gcPercent(); p != parquetGCPercent {
-		t.Errorf("--format parquet: GOGC %d, want %d", p, parquetGCPercent)
+	if l := limit(); l != parquetMemoryLimit {
+		t.Errorf("--format parquet: limit %d, want %d", l, parquetMemoryLimit)
 	}
-	debug.SetGCPercent(100)
+	debug.SetMemoryLimit(math.MaxInt64)
 	tuneHeapFor(mixed, source.Options{})
-	if p := gcPercent(); p != parquetGCPercent {
-		t.Errorf("a .parquet input: GOGC %d, want %d", p, parquetGCPercent)
+	if l := limit(); l != parquetMemoryLimit {
+		t.Errorf("a .parquet input: limit %d, want %d", l, parquetMemoryLimit)
 	}
-	debug.SetGCPercent(100)
-	t.Setenv("GOGC", "100")
-	tuneHeapFor(mixed, source.Options{})
-	if p := gcPercent(); p != 100 {
-		t.Errorf("GOGC set by the user: %d, want it kept at 100", p)
+	for _, env := range []string{"GOGC", "GOMEMLIMIT"} {
+		debug.SetMemoryLimit(math.MaxInt64)
+		t.Setenv(env, "200")
+		tuneHeapFor(mixed, source.Options{})
+		if l := limit(); l != math.MaxInt64 {
+			t.Errorf("%s set by the user: limit %d, want none", env, l)
+		}
+		t.Setenv(env, "")
 	}
 }
