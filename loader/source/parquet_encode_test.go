@@ -474,37 +474,20 @@ func TestParquetDecodersFollowPageMemory(t *testing.T) {
 	}
 	schema := arrow.NewSchema(fields, nil)
 	write := func(path string, rows, rowGroup int) {
-		f, err := os.Create(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
 		props := parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(int64(rowGroup)), parquet.WithDictionaryDefault(false),
 			parquet.WithDataPageSize(64<<20))
-		w, err := pqarrow.NewFileWriter(schema, f, props, pqarrow.DefaultWriterProps())
-		if err != nil {
-			t.Fatal(err)
-		}
-		b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
-		defer b.Release()
-		rng := rand.New(rand.NewSource(5))
-		for range rows {
-			for k := range fields {
-				v := make([]byte, 600)
-				for i := range v {
-					v[i] = byte('a' + rng.Intn(26))
+		writeArrowParquet(t, path, schema, props, func(b *array.RecordBuilder) {
+			rng := rand.New(rand.NewSource(5))
+			for range rows {
+				for k := range fields {
+					v := make([]byte, 600)
+					for i := range v {
+						v[i] = byte('a' + rng.Intn(26))
+					}
+					b.Field(k).(*array.StringBuilder).Append(string(v))
 				}
-				b.Field(k).(*array.StringBuilder).Append(string(v))
 			}
-		}
-		rec := b.NewRecordBatch()
-		defer rec.Release()
-		if err := w.Write(rec); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
+		})
 	}
 	dir := t.TempDir()
 	for _, c := range []struct {
@@ -532,5 +515,31 @@ func TestParquetDecodersFollowPageMemory(t *testing.T) {
 			t.Errorf("%s row groups: %d decoders, %d rows; want %d decoders, %d rows", c.name, got, n, c.wantDecoders, c.rows)
 		}
 		rd.Close()
+	}
+}
+
+// writeArrowParquet writes to path, with arrow-go, the one batch that fill
+// builds.
+func writeArrowParquet(t *testing.T, path string, schema *arrow.Schema, props *parquet.WriterProperties, fill func(b *array.RecordBuilder)) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w, err := pqarrow.NewFileWriter(schema, f, props, pqarrow.DefaultWriterProps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	fill(b)
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

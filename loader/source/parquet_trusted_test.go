@@ -2,7 +2,6 @@ package source
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -10,9 +9,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/cosmosloader/loader/loader/record"
 )
@@ -96,37 +93,20 @@ func writeBigRows(t *testing.T, path string) {
 		{Name: "id", Type: str, Nullable: true}, {Name: "tenant", Type: str}, {Name: "body", Type: str},
 		{Name: "_ts", Type: arrow.PrimitiveTypes.Int64}, {Name: "empty", Type: arrow.StructOf(arrow.Field{Name: "x", Type: str, Nullable: true})},
 	}, nil)
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	w, err := pqarrow.NewFileWriter(schema, f, parquet.NewWriterProperties(), pqarrow.DefaultWriterProps())
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
-	defer b.Release()
-	ids := []string{"", "a/b", "ok", strings.Repeat("x", 1100), "q?", "fine"}
-	for i, n := range []int{10, 2<<20 - 60, 2<<20 - 20, 2 << 20, 3 << 20, 100} {
-		if i%2 == 1 {
-			b.Field(0).AppendNull()
-		} else {
-			b.Field(0).(*array.StringBuilder).Append(ids[i])
+	writeArrowParquet(t, path, schema, parquet.NewWriterProperties(), func(b *array.RecordBuilder) {
+		ids := []string{"", "a/b", "ok", strings.Repeat("x", 1100), "q?", "fine"}
+		for i, n := range []int{10, 2<<20 - 60, 2<<20 - 20, 2 << 20, 3 << 20, 100} {
+			if i%2 == 1 {
+				b.Field(0).AppendNull()
+			} else {
+				b.Field(0).(*array.StringBuilder).Append(ids[i])
+			}
+			b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("t%d", i))
+			b.Field(2).(*array.StringBuilder).Append(strings.Repeat("b", n))
+			b.Field(3).(*array.Int64Builder).Append(int64(i))
+			st := b.Field(4).(*array.StructBuilder)
+			st.Append(true)
+			st.FieldBuilder(0).AppendNull()
 		}
-		b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("t%d", i))
-		b.Field(2).(*array.StringBuilder).Append(strings.Repeat("b", n))
-		b.Field(3).(*array.Int64Builder).Append(int64(i))
-		st := b.Field(4).(*array.StructBuilder)
-		st.Append(true)
-		st.FieldBuilder(0).AppendNull()
-	}
-	rec := b.NewRecordBatch()
-	defer rec.Release()
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	})
 }
