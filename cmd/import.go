@@ -369,7 +369,6 @@ func importRun(ctx context.Context, o *ImportOptions) error {
 	if err != nil {
 		return &ExitCodeError{Code: ExitUsage, Err: err}
 	}
-	tuneHeapFor(inputs, so)
 	var shared *loader.SharedOptions
 	if o.getenv != nil {
 		shared = o.Shared.options(o.getenv)
