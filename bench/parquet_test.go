@@ -515,7 +515,7 @@ func TestParquetTrustedMapOnOrders(t *testing.T) {
 			for ci, m := range mappers {
 				gen := func() string { return "gen" }
 				want, werr := m.Map(rec.Data, gen)
-				got, gerr := m.MapTrusted(rec.Data, rec.Members, gen)
+				got, gerr := m.MapTrusted(rec.Data, rec.Members, m.Plan(rec.Schema), gen)
 				if fmt.Sprint(werr) != fmt.Sprint(gerr) || fmt.Sprint(want.PK) != fmt.Sprint(got.PK) ||
 					want.ID != got.ID || want.Terms != got.Terms || !bytes.Equal(want.Body, got.Body) {
 					t.Fatalf("row %d, config %d: Map %+v %v, MapTrusted %+v %v", rec.Line, ci, want, werr, got, gerr)

@@ -91,6 +91,7 @@ func scanWorkers() int { return min(runtime.GOMAXPROCS(0), 4) }
 // offset of the record being mapped.
 type recordMapper struct {
 	m     *record.Mapper
+	plan  *record.Plan // for the trusted records of the last schema seen
 	prep  func(*scanned)
 	off   int64
 	genID func() string
@@ -113,7 +114,10 @@ func (rm *recordMapper) scan(s *scanned) {
 	var doc record.Doc
 	var err error
 	if rec.Members != nil {
-		doc, err = rm.m.MapTrusted(rec.Data, rec.Members, rm.genID)
+		if rm.plan == nil || rm.plan.Schema() != rec.Schema {
+			rm.plan = rm.m.Plan(rec.Schema)
+		}
+		doc, err = rm.m.MapTrusted(rec.Data, rec.Members, rm.plan, rm.genID)
 		rec.Members = nil // what follows needs none; do not keep the arena
 	} else {
 		doc, err = rm.m.Map(rec.Data, rm.genID)

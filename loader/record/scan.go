@@ -174,7 +174,6 @@ func (s *scanner) notObject(p int) error {
 // count, since Cosmos always indexes those and they are counted apart.
 func (s *scanner) root(p int) int {
 	d := s.data
-	n := s.m.policy
 	inh := s.m.rootInh
 	prevEnd := p + 1
 	p = skipWS(d, p+1)
@@ -198,15 +197,9 @@ func (s *scanner) root(p int) int {
 			s.keyBuf, _ = unescape(s.keyBuf[:0], key)
 			key = s.keyBuf
 		}
-		isID := string(key) == "id"
-		skipTerms := isID || string(key) == "_ts"
-		var cn *pnode
-		if n != nil {
-			if cn = n.child(key); cn != nil {
-				s.seen |= cn.inclBits
-			}
-		}
-		cmask, hit := s.matchKey(s.m.allMask, 0, key)
+		var k topKey
+		s.m.topKey(&k, key)
+		s.enterTop(&k)
 
 		p = skipWS(d, q)
 		if p >= len(d) || d[p] != ':' {
@@ -215,13 +208,13 @@ func (s *scanner) root(p int) int {
 		p = skipWS(d, p+1)
 		vs := p
 		t0 := s.terms
-		if p = s.value(p, 1, cmask, cn, inh); p < 0 {
+		if p = s.value(p, 1, k.cont, k.cn, inh); p < 0 {
 			return -1
 		}
-		if skipTerms {
+		if k.skipTerms {
 			s.terms = t0
 		}
-		s.topMember(hit, isID, prevEnd, vs, p)
+		s.topMember(k.hit, k.isID, prevEnd, vs, p)
 		prevEnd = p
 
 		p = skipWS(d, p)
@@ -244,11 +237,18 @@ func (s *scanner) root(p int) int {
 // A path that goes deeper forgets what it found under an earlier duplicate
 // of this key, so the last duplicate wins, as in Cosmos.
 func (s *scanner) matchKey(mask uint8, idx int, key []byte) (cont, hit uint8) {
+	cont, hit = s.m.matchPaths(mask, idx, key)
+	s.forget(cont)
+	return cont, hit
+}
+
+// matchPaths is matchKey without its effect on the scanner.
+func (m *Mapper) matchPaths(mask uint8, idx int, key []byte) (cont, hit uint8) {
 	for i := 0; mask != 0; i, mask = i+1, mask>>1 {
 		if mask&1 == 0 {
 			continue
 		}
-		path := s.m.targets[i]
+		path := m.targets[i]
 		if path[idx] != string(key) {
 			continue
 		}
@@ -256,10 +256,46 @@ func (s *scanner) matchKey(mask uint8, idx int, key []byte) (cont, hit uint8) {
 			hit |= 1 << i
 		} else {
 			cont |= 1 << i
-			s.caps[i].found = false
 		}
 	}
 	return cont, hit
+}
+
+// forget drops what the paths in cont found so far (see matchKey).
+func (s *scanner) forget(cont uint8) {
+	for i := 0; cont != 0; i, cont = i+1, cont>>1 {
+		if cont&1 != 0 {
+			s.caps[i].found = false
+		}
+	}
+}
+
+// topKey is what the name of a top-level member decides, whatever its
+// value: Map's scan decides it for each member, MapTrusted once per field
+// of a Schema (see Plan).
+type topKey struct {
+	cn        *pnode // the policy's node for it; nil if the policy names nothing there
+	cont, hit uint8  // id/partition key paths that go on inside it, or end at it
+	isID      bool
+	skipTerms bool // "id" and "_ts" are not indexed
+}
+
+func (m *Mapper) topKey(k *topKey, key []byte) {
+	k.isID = string(key) == "id"
+	k.skipTerms = k.isID || string(key) == "_ts"
+	k.cn = nil
+	if m.policy != nil {
+		k.cn = m.policy.child(key)
+	}
+	k.cont, k.hit = m.matchPaths(m.allMask, 0, key)
+}
+
+// enterTop is what meeting a top-level member named k does to the scan.
+func (s *scanner) enterTop(k *topKey) {
+	if k.cn != nil {
+		s.seen |= k.cn.inclBits
+	}
+	s.forget(k.cont)
 }
 
 // topMember records a top-level member whose value spans [vs, ve): the

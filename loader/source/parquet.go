@@ -516,6 +516,7 @@ func (e *rowGroupEncoder) emit(i int) Record {
 		Next:    Position{Offset: e.r.offsetAt(row + 1), Line: row + 1},
 		Data:    data,
 		Members: ms,
+		Schema:  e.enc.schema,
 	}
 }
 

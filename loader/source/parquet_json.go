@@ -57,6 +57,7 @@ type leafFn func(i int) int32
 // rowEncoder encodes the rows of one batch.
 type rowEncoder struct {
 	fields    []objField
+	schema    *record.Schema // the fields' names, for record.Member.Field
 	keepNulls bool
 	// trusted: the rows may go to record.MapTrusted, which does not check
 	// nesting; false when a column's type nests deeper than Map allows.
@@ -66,12 +67,15 @@ type rowEncoder struct {
 // bindRow binds an encoder to a batch; keys are escaped once per batch.
 func bindRow(rb arrow.RecordBatch, prev *rowEncoder, keepNulls bool) *rowEncoder {
 	e := prev
-	if e == nil || len(e.fields) != int(rb.NumCols()) {
-		e = &rowEncoder{fields: make([]objField, rb.NumCols())}
+	sc := rb.Schema()
+	if e == nil || !sameNames(e.schema.Names, sc) {
+		e = &rowEncoder{fields: make([]objField, rb.NumCols()), schema: &record.Schema{Names: make([]string, rb.NumCols())}}
+		for c := range e.schema.Names {
+			e.schema.Names[c] = jsonName(sc.Field(c).Name)
+		}
 	}
 	e.keepNulls = keepNulls
 	e.trusted = true
-	sc := rb.Schema()
 	for c := range e.fields {
 		col := rb.Column(c)
 		e.fields[c] = objField{key: appendKey(nil, sc.Field(c).Name), arr: col, put: binder(col, keepNulls),
@@ -81,6 +85,28 @@ func bindRow(rb arrow.RecordBatch, prev *rowEncoder, keepNulls bool) *rowEncoder
 		}
 	}
 	return e
+}
+
+// sameNames reports whether sc's fields are names, in order: the batches
+// of one file keep one record.Schema, and so one mapper plan.
+func sameNames(names []string, sc *arrow.Schema) bool {
+	if len(names) != sc.NumFields() {
+		return false
+	}
+	for c, n := range names {
+		if jsonName(sc.Field(c).Name) != n {
+			return false
+		}
+	}
+	return true
+}
+
+// jsonName is name as a JSON parser reads what appendKey writes of it.
+func jsonName(name string) string {
+	if !utf8.ValidString(name) {
+		return strings.ToValidUTF8(name, "\ufffd")
+	}
+	return name
 }
 
 // appendRow appends row i as a JSON object. When ms is not nil (and the
@@ -113,7 +139,6 @@ func appendObject(b []byte, fields []objField, i int, keepNulls bool, ms *[]reco
 			b = append(b, ',')
 		}
 		first = false
-		ks := len(b)
 		b = append(b, f.key...)
 		vs := len(b)
 		if null {
@@ -126,7 +151,7 @@ func appendObject(b []byte, fields []objField, i int, keepNulls bool, ms *[]reco
 			if !null && f.leaves != nil {
 				n = f.leaves(i)
 			}
-			*ms = append(*ms, record.Member{KeyStart: int32(ks), KeyEnd: int32(vs - 1), ValStart: int32(vs), ValEnd: int32(len(b)), Leaves: n})
+			*ms = append(*ms, record.Member{Field: int32(k), ValStart: int32(vs), ValEnd: int32(len(b)), Leaves: n})
 		}
 	}
 	return append(b, '}')

@@ -32,6 +32,8 @@ var trustedConfigs = []record.Config{
 	{PartitionKeyPaths: []string{"/id"}, Policy: record.IndexPolicy{Included: []string{"/s/?", "/st/*", "/absent/?"}, Excluded: []string{"/*"}}},
 	{PartitionKeyPaths: []string{"/id"}, Policy: record.IndexPolicy{Included: []string{"/*"}, Excluded: []string{"/tags/*", "/m/?", "/customer/address/*"}}},
 	{PartitionKeyPaths: []string{"/id"}, Policy: record.IndexPolicy{Included: []string{"/items/[]/sku/?", "/tags/[]/?"}, Excluded: []string{"/*"}}},
+	// Names that JSON escapes (see writeOddNames).
+	{PartitionKeyPaths: []string{`/"te\"n\\ant"`}, Policy: record.IndexPolicy{Included: []string{"/*"}, Excluded: []string{"/\"\ufffdbad\"/?"}}},
 }
 
 // checkTrusted maps every record of recs both ways under every config and
@@ -50,7 +52,7 @@ func checkTrusted(t *testing.T, name string, recs []Record) {
 			}
 			gen := func() string { return fmt.Sprintf("gen-%d", rec.Offset) }
 			want, werr := m.Map(rec.Data, gen)
-			got, gerr := m.MapTrusted(rec.Data, rec.Members, gen)
+			got, gerr := m.MapTrusted(rec.Data, rec.Members, m.Plan(rec.Schema), gen)
 			if !reflect.DeepEqual(werr, gerr) || !reflect.DeepEqual(want, got) {
 				t.Fatalf("%s row %d, config %d:\nMap        %+v %v\nMapTrusted %+v %v\nrecord %.300s", name, rec.Line, ci, want, werr, got, gerr, rec.Data)
 			}
@@ -73,7 +75,9 @@ func TestParquetTrustedMapMatchesMap(t *testing.T) {
 	writeEncoderFixture(t, gen)
 	big := filepath.Join(dir, "big.parquet")
 	writeBigRows(t, big)
-	for _, path := range []string{parquetDir + "types.parquet", parquetDir + "rows.parquet", gen, big} {
+	odd := filepath.Join(dir, "odd.parquet")
+	writeOddNames(t, odd)
+	for _, path := range []string{parquetDir + "types.parquet", parquetDir + "rows.parquet", gen, big, odd} {
 		for _, keep := range []bool{false, true} {
 			recs, err := readParquet(t, path, Options{CSVEmptyNull: keep}, Position{})
 			if err != nil {
@@ -107,6 +111,28 @@ func writeBigRows(t *testing.T, path string) {
 			st := b.Field(4).(*array.StructBuilder)
 			st.Append(true)
 			st.FieldBuilder(0).AppendNull()
+		}
+	})
+}
+
+// writeOddNames writes columns whose names JSON escapes (a quote, a
+// backslash, a control character) or cannot hold (a byte that is not
+// UTF-8, written as U+FFFD): the mapper decides what a name means from
+// the record.Schema, and must read it as Map reads the JSON.
+func writeOddNames(t *testing.T, path string) {
+	t.Helper()
+	str := arrow.BinaryTypes.String
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: str}, {Name: `te"n\ant`, Type: str}, {Name: "\xffbad", Type: str},
+		{Name: "tab\tbed", Type: arrow.PrimitiveTypes.Int64}, {Name: "_ts", Type: arrow.PrimitiveTypes.Int64},
+	}, nil)
+	writeArrowParquet(t, path, schema, parquet.NewWriterProperties(), func(b *array.RecordBuilder) {
+		for i := range 5 {
+			b.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("r%d", i))
+			b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("t%d", i%2))
+			b.Field(2).(*array.StringBuilder).Append("x")
+			b.Field(3).(*array.Int64Builder).Append(int64(i))
+			b.Field(4).(*array.Int64Builder).Append(int64(i))
 		}
 	})
 }

@@ -184,6 +184,9 @@ type Record struct {
 	// top-level members, for record.Mapper.MapTrusted. Same ownership as
 	// Data.
 	Members []record.Member
+	// Schema names the fields of Members (set with them): the same
+	// pointer for every record of one layout.
+	Schema *record.Schema
 }
 
 // Reader yields the records of one input.
