@@ -94,6 +94,7 @@ type Config struct {
 	Delimiter      string   `json:"delimiter,omitempty"`
 	CSVStrings     bool     `json:"csv_strings,omitempty"`
 	CSVEmptyNull   bool     `json:"csv_empty_null,omitempty"`
+	Columns        []string `json:"columns,omitempty"`
 	TargetRU       float64  `json:"target_ru"`
 	RUShare        float64  `json:"ru_share,omitempty"`
 	DeadLetterPath string   `json:"dead_letter_path,omitempty"`

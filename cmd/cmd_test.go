@@ -175,6 +175,8 @@ func TestImportRejectsBadFlagValues(t *testing.T) {
 		{[]string{"--ru", "1000", "--ru-share", "0.5"}, "give --ru (an absolute RU/s) or --ru-share"},
 		{[]string{"--delimiter", ";"}, "--delimiter: for CSV/TSV input only, and these inputs are NDJSON"},
 		{[]string{"--format", "ndjson", "--csv-strings"}, "--csv-strings: for CSV/TSV input only"},
+		{[]string{"--columns", "id,pk"}, "--columns: for CSV/TSV and Parquet input only, and these inputs are NDJSON"},
+		{[]string{"--format", "csv", "--columns", "id,,pk"}, "--columns has an empty name"},
 		{[]string{"--partition-key", "pk"}, `--partition-key paths start with /, e.g. /tenantId, not "pk"`},
 		{[]string{"--partition-key", "/a,/b,/c,/d"}, "--partition-key takes at most 3 paths"},
 		{[]string{"--endpoint", ep, "--database", "d", "--container", "c", "--create-container"}, "--create-container needs --partition-key"},

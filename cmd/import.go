@@ -301,6 +301,7 @@ type InputFlags struct {
 	CSVEmpty   string
 	Null       string
 	IDField    string
+	Columns    []string
 	Blob       BlobFlags
 }
 
@@ -312,7 +313,8 @@ func (o *InputFlags) addFlags(cmd *cobra.Command) {
 	fl.StringVar(&o.Null, "null", "", "missing values (empty CSV cells, Parquet nulls): omit the field or keep it as null (omit|keep; default omit)")
 	fl.StringVar(&o.CSVEmpty, "csv-empty", "omit", "empty CSV cells: omit or null (the same as --null omit|keep)")
 	fl.StringVar(&o.IDField, "id-field", "id", "field holding the document id (dotted path); records without one get a deterministic UUID")
-	group(fl, groupInput, "format", "null", "delimiter", "csv-strings", "csv-empty", "id-field")
+	fl.StringSliceVar(&o.Columns, "columns", nil, "load only these top-level fields of CSV and Parquet inputs, e.g. id,tenant,total\n(Parquet reads only their columns; the id and partition key fields are kept)")
+	group(fl, groupInput, "format", "null", "delimiter", "csv-strings", "csv-empty", "id-field", "columns")
 	enum(cmd, "format", "auto", "ndjson", "csv", "tsv", "parquet")
 	enum(cmd, "null", "omit", "keep")
 	enum(cmd, "csv-empty", "omit", "null")
@@ -321,6 +323,12 @@ func (o *InputFlags) addFlags(cmd *cobra.Command) {
 
 func (o *InputFlags) sourceOptions() (source.Options, error) {
 	so := source.Options{Format: o.Format, CSVStrings: o.CSVStrings}
+	for _, c := range o.Columns {
+		if c = strings.TrimSpace(c); c == "" {
+			return so, usageError("--columns has an empty name")
+		}
+		so.Columns = append(so.Columns, c)
+	}
 	switch o.Format {
 	case "auto", "ndjson", "csv", "tsv", "parquet":
 	default:

@@ -158,8 +158,12 @@ func (o *InputFlags) validate(c *cobra.Command, args []string) error {
 			csvFlags = append(csvFlags, "--"+n)
 		}
 	}
-	if len(csvFlags) > 0 && (o.Format == "ndjson" || o.Format == "auto" && allJSON(args)) {
+	ndjson := o.Format == "ndjson" || o.Format == "auto" && allJSON(args)
+	if len(csvFlags) > 0 && ndjson {
 		return usageError("%s: for CSV/TSV input only, and these inputs are NDJSON", strings.Join(csvFlags, ", "))
+	}
+	if len(o.Columns) > 0 && ndjson {
+		return usageError("--columns: for CSV/TSV and Parquet input only, and these inputs are NDJSON")
 	}
 	return nil
 }

@@ -193,6 +193,9 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 	if err != nil {
 		return nil, &UsageError{err}
 	}
+	jc := *j
+	j = &jc
+	j.Source.KeyColumns = m.KeyFields() // --columns keeps them
 	bounds := j.Bounds
 	if len(bounds) < 2 {
 		bounds = epk.SplitEven(1)

@@ -154,6 +154,7 @@ func Execute(ctx context.Context, j *Job) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.Source.KeyColumns = mapper.KeyFields() // --columns keeps them
 
 	target := p.RU
 	if target <= 0 {

@@ -15,7 +15,7 @@ func (j *Job) checkpointConfig(partitionKey []string) checkpoint.Config {
 	cfg := checkpoint.Config{
 		Endpoint: j.Target.Endpoint, Database: j.Target.Database, Container: j.Target.Container,
 		PartitionKey: partitionKey, IDField: j.IDField, Mode: string(j.Mode),
-		Format: j.Source.Format, CSVStrings: j.Source.CSVStrings, CSVEmptyNull: j.Source.CSVEmptyNull,
+		Format: j.Source.Format, CSVStrings: j.Source.CSVStrings, CSVEmptyNull: j.Source.CSVEmptyNull, Columns: j.Source.Columns,
 		TargetRU: j.RU, RUShare: j.RUShare, DeadLetterPath: j.DeadLetterPath, Embedded: j.Embedded,
 		Strategy: string(j.Strategy), ReadAhead: j.ReadAhead, Batch: j.Batch, Segments: j.Segments,
 		Priority: j.Target.Priority, ThroughputBucket: j.Target.ThroughputBucket,
@@ -33,7 +33,7 @@ func (j *Job) checkpointConfig(partitionKey []string) checkpoint.Config {
 func ResumeJob(st *checkpoint.State, checkpointPath string) *Job {
 	cfg := st.Config
 	j := &Job{
-		Source: source.Options{Format: cfg.Format, CSVStrings: cfg.CSVStrings, CSVEmptyNull: cfg.CSVEmptyNull},
+		Source: source.Options{Format: cfg.Format, CSVStrings: cfg.CSVStrings, CSVEmptyNull: cfg.CSVEmptyNull, Columns: cfg.Columns},
 		Target: TargetOptions{
 			Endpoint: cfg.Endpoint, Database: cfg.Database, Container: cfg.Container, PartitionKey: cfg.PartitionKey,
 			Priority: cfg.Priority, ThroughputBucket: cfg.ThroughputBucket,

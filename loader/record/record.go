@@ -28,6 +28,7 @@ package record
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -189,6 +190,18 @@ func (m *Mapper) PartitionKeyPaths() []string {
 
 // IDField returns the dotted path the id is read from.
 func (m *Mapper) IDField() string { return m.idField }
+
+// KeyFields returns the top-level fields the id and the partition key
+// are read from.
+func (m *Mapper) KeyFields() []string {
+	var names []string
+	for _, t := range m.targets[:m.ntargets] {
+		if !slices.Contains(names, t[0]) {
+			names = append(names, t[0])
+		}
+	}
+	return names
+}
 
 var scanners = sync.Pool{New: func() any { return new(scanner) }}
 

@@ -466,3 +466,15 @@ func TestTermsRewrittenID(t *testing.T) {
 		})
 	}
 }
+
+// KeyFields are the top-level fields --columns must keep: the id's and
+// each partition key's first segment, once each.
+func TestKeyFields(t *testing.T) {
+	m, err := NewMapper(Config{IDField: "customer.email", PartitionKeyPaths: []string{"/customer/city", "/tenant", `/"a/b"/c`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.KeyFields(); !reflect.DeepEqual(got, []string{"customer", "tenant", "a/b"}) {
+		t.Errorf("got %q", got)
+	}
+}

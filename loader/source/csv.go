@@ -38,6 +38,7 @@ type csvReader struct {
 
 	header     []string
 	root       *node
+	opts       Options
 	strings    bool
 	emptyNull  bool
 	arena      []byte
@@ -87,7 +88,7 @@ func newCSVReader(path string, src io.ReadCloser, opts Options, delim rune, star
 	br := bufio.NewReaderSize(tee, csvBufferSize)
 	c := &csvReader{
 		path: path, src: src, tee: tee, base: start.Offset, pos: start, lineBase: start.Line, max: maxRecord,
-		strings: opts.CSVStrings, emptyNull: opts.CSVEmptyNull,
+		strings: opts.CSVStrings, emptyNull: opts.CSVEmptyNull, opts: opts,
 	}
 	if start.Offset == 0 {
 		// Excel writes a BOM before the header.
@@ -134,6 +135,23 @@ func (c *csvReader) readHeader() error {
 	}
 	if c.root, err = buildTree(c.header); err != nil {
 		return inputError(ReasonCSVHeader, rec.Offset, err)
+	}
+	names := make([]string, len(c.root.children))
+	for i, ch := range c.root.children {
+		names[i] = ch.name
+	}
+	keep, err := c.opts.selectColumns(names)
+	if err != nil {
+		return inputError(ReasonColumns, rec.Offset, err)
+	}
+	if keep != nil { // the other cells are still read, and counted
+		kept := c.root.children[:0:0]
+		for i, ch := range c.root.children {
+			if keep[i] {
+				kept = append(kept, ch)
+			}
+		}
+		c.root.children = kept
 	}
 	return nil
 }

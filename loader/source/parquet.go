@@ -9,6 +9,7 @@ import (
 	"math/bits"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"unsafe"
@@ -56,6 +57,7 @@ type parquetReader struct {
 	f        RandomReader // a local file, or a remote input's cached reader
 	pf       *file.Reader
 	fr       *pqarrow.FileReader
+	cols     []int // the leaf columns read (--columns); nil: all
 	opts     Options
 	size     int64
 	total    int64   // rows in the file
@@ -106,13 +108,17 @@ const (
 	parquetPagesMax  = 16 << 20
 )
 
-// parquetPages is the estimate above for the biggest row group of md.
-func parquetPages(md *metadata.FileMetaData) int64 {
+// parquetPages is the estimate above for the biggest row group of md, over
+// the leaf columns cols (nil: all).
+func parquetPages(md *metadata.FileMetaData, cols []int) int64 {
 	var most int64
 	for g := range md.NumRowGroups() {
 		rg := md.RowGroup(g)
 		var n int64
 		for c := range rg.NumColumns() {
+			if cols != nil && !slices.Contains(cols, c) {
+				continue
+			}
 			cc, err := rg.ColumnChunk(c)
 			if err != nil {
 				return math.MaxInt64 // unknown: assume the worst
@@ -219,6 +225,19 @@ func openParquet(in Input, opts Options, start Position) (r *parquetReader, err 
 		return nil, refuse(err)
 	}
 	r.fr = fr
+	names := make([]string, len(fr.Manifest.Fields))
+	for i, f := range fr.Manifest.Fields {
+		names[i] = f.Field.Name
+	}
+	keep, err := opts.selectColumns(names)
+	if err != nil {
+		return nil, &InputError{Code: ReasonColumns, Line: start.Line + 1, Offset: start.Line, Err: err}
+	}
+	for i := range keep {
+		if keep[i] {
+			r.cols = appendLeaves(r.cols, &fr.Manifest.Fields[i])
+		}
+	}
 	r.rgRows = make([]int64, pf.NumRowGroups())
 	for g := range r.rgRows {
 		n := pf.MetaData().RowGroups[g].GetNumRows()
@@ -244,6 +263,17 @@ func openParquet(in Input, opts Options, start Position) (r *parquetReader, err 
 	r.startRow = skip
 	r.rg = r.startRG
 	return r, nil
+}
+
+// appendLeaves appends the leaf columns of f, a field of a file's schema.
+func appendLeaves(cols []int, f *pqarrow.SchemaField) []int {
+	if f.IsLeaf() {
+		return append(cols, f.ColIndex)
+	}
+	for i := range f.Children {
+		cols = appendLeaves(cols, &f.Children[i])
+	}
+	return cols
 }
 
 // offsetAt is rows scaled to the file size (see parquetReader).
@@ -286,7 +316,7 @@ func (r *parquetReader) Next() (Record, error) {
 
 func (r *parquetReader) start() {
 	w := min(parquetWorkers(), len(r.rgRows)-r.startRG)
-	if parquetPages(r.pf.MetaData()) > parquetPagesMax {
+	if parquetPages(r.pf.MetaData(), r.cols) > parquetPagesMax {
 		w = 1
 	}
 	r.outs = make([]chan parquetChunk, w)
@@ -362,7 +392,7 @@ func (r *parquetReader) decodeRowGroup(g int, skip int64, send func(arrow.Record
 	if r.rgRows[g] == 0 {
 		return nil
 	}
-	rr, err = r.fr.GetRecordReader(context.Background(), nil, []int{g})
+	rr, err = r.fr.GetRecordReader(context.Background(), r.cols, []int{g})
 	if err != nil {
 		return err
 	}

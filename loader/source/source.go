@@ -73,6 +73,16 @@ type Options struct {
 	// places at once uses smaller blocks; tests and fuzzing use tiny ones
 	// to exercise every refill path.
 	BlockSize int
+
+	// Columns, when set, are the only top-level fields read from CSV and
+	// Parquet inputs (--columns), plus those of KeyColumns. Parquet reads
+	// only their column chunks. An input that lacks one of them is
+	// refused; so is an NDJSON input, whose records are not columns.
+	Columns []string
+	// KeyColumns are kept too whenever Columns is set, if the input has
+	// them: the top-level fields of the id and partition key (the loader
+	// sets them from the mapper).
+	KeyColumns []string
 }
 
 func (o Options) maxRecord() int {
@@ -276,6 +286,14 @@ func Open(in Input, stdin io.Reader, opts Options, start Position) (Reader, erro
 	format, err := ResolveFormat(in, opts)
 	if err != nil {
 		return nil, err
+	}
+	if len(opts.Columns) > 0 && format == FormatNDJSON {
+		path := in.Path
+		if in.Stdin && path == "" {
+			path = "-"
+		}
+		return nil, &InputError{Code: ReasonColumns, Line: start.Line + 1, Offset: start.Offset,
+			Err: fmt.Errorf("%s is NDJSON: --columns selects the columns of CSV and Parquet inputs", path)}
 	}
 	if format == FormatParquet {
 		r, err := openParquet(in, opts, start)

@@ -16,6 +16,9 @@ import (
 const (
 	ReasonCorruptInput = "corrupt_input"
 	ReasonCSVHeader    = "csv_header"
+	// ReasonColumns: --columns names a column the input does not have, or
+	// the input has no columns (NDJSON).
+	ReasonColumns = "columns"
 )
 
 // InputError is a failure of a whole input that is known before any of its
@@ -23,7 +26,7 @@ const (
 // header that does not name every column exactly once. The loader refuses
 // such an input (one dead-letter entry) and goes on with the others.
 type InputError struct {
-	Code string // ReasonCorruptInput or ReasonCSVHeader
+	Code string // ReasonCorruptInput, ReasonCSVHeader or ReasonColumns
 	// Offset is where in the decompressed stream the problem was found
 	// (Parquet: the row index of the first refused row).
 	Offset int64
