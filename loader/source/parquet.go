@@ -58,6 +58,7 @@ type parquetReader struct {
 	pf       *file.Reader
 	fr       *pqarrow.FileReader
 	cols     []int // the leaf columns read (--columns); nil: all
+	alloc    *poolAllocator
 	opts     Options
 	size     int64
 	total    int64   // rows in the file
@@ -193,12 +194,14 @@ func openParquet(in Input, opts Options, start Position) (r *parquetReader, err 
 	if err != nil {
 		return nil, err
 	}
+	alloc := &poolAllocator{}
 	defer func() {
 		if err != nil {
 			f.Close()
+			alloc.release()
 		}
 	}()
-	r = &parquetReader{path: in.Path, f: f, opts: opts, size: size}
+	r = &parquetReader{path: in.Path, f: f, opts: opts, size: size, alloc: alloc}
 	refuse := func(err error) error {
 		return &InputError{Code: ReasonCorruptInput, Line: start.Line + 1, Offset: start.Line,
 			Err: fmt.Errorf("not a readable Parquet file: %w", err)}
@@ -209,7 +212,6 @@ func openParquet(in Input, opts Options, start Position) (r *parquetReader, err 
 			err = refuse(fmt.Errorf("%v", p))
 		}
 	}()
-	alloc := &poolAllocator{}
 	props := parquet.NewReaderProperties(alloc)
 	// Read pages as they are decoded instead of whole column chunks: a row
 	// group of a few hundred MB must not be held in memory.
@@ -578,8 +580,14 @@ func (r *parquetReader) Close() error {
 		r.stopped.Wait() // the decoders own the Arrow state until they return
 		r.stop = nil
 	}
+	var err error
 	if r.pf != nil {
-		return r.pf.Close() // closes f
+		err = r.pf.Close() // closes f
+	} else {
+		err = r.f.Close()
 	}
-	return r.f.Close()
+	if r.alloc != nil {
+		r.alloc.release() // nothing reads Arrow's buffers any more
+	}
+	return err
 }

@@ -1,6 +1,7 @@
 package source
 
 import (
+	"path/filepath"
 	"testing"
 	"unsafe"
 )
@@ -67,5 +68,90 @@ func TestParquetPoolClasses(t *testing.T) {
 	}
 	if c, _ := poolClass(1<<poolMaxShift + 1); c != -1 {
 		t.Fatalf("a buffer over %d bytes is class %d", 1<<poolMaxShift, c)
+	}
+}
+
+// Big buffers live outside the Go heap: a freed one is reused (zeroed),
+// release unmaps every one, freed or still handed out, and after release
+// the pool allocates on the heap and ignores what it is given back.
+func TestParquetPoolOffHeap(t *testing.T) {
+	if !offHeapAvailable() {
+		t.Skip("no off-heap buffers on this system")
+	}
+	p := &poolAllocator{}
+	small := p.Allocate(offHeapMin / 2)
+	if len(p.mapped) != 0 {
+		t.Fatalf("a %d-byte buffer was mapped", len(small))
+	}
+	b := p.Allocate(100 << 10)
+	kept := p.Allocate(3 << 20) // never freed, as a leak in Arrow would be
+	if len(p.mapped) != 2 || p.outstanding() != cap(b)+cap(kept) {
+		t.Fatalf("mapped %d buffers, %d bytes outstanding", len(p.mapped), p.outstanding())
+	}
+	b[0], b[len(b)-1] = 1, 2
+	addr := unsafe.SliceData(b)
+	p.Free(b)
+	if p.outstanding() != cap(kept) {
+		t.Fatalf("%d bytes outstanding after a free", p.outstanding())
+	}
+	again := p.Allocate(90 << 10)
+	if unsafe.SliceData(again) != addr || again[0] != 0 || again[len(again)-1] != 0 {
+		t.Fatalf("not reused, or not zeroed: %p (was %p) %d %d", unsafe.SliceData(again), addr, again[0], again[len(again)-1])
+	}
+	p.Free(again)
+	p.release()
+	if len(p.mapped) != 0 || p.held != 0 {
+		t.Fatalf("after release: %d mapped, %d held", len(p.mapped), p.held)
+	}
+	late := p.Allocate(1 << 20)
+	if len(p.mapped) != 0 || len(late) != 1<<20 {
+		t.Fatal("allocated off the heap after release")
+	}
+	p.Free(late)
+	p.Free(kept[:0]) // already unmapped: ignored
+	if p.held != 0 {
+		t.Fatalf("kept %d bytes after release", p.held)
+	}
+}
+
+func offHeapAvailable() bool {
+	m := mapBuffer(offHeapMin)
+	if m != nil {
+		unmapBuffer(m)
+	}
+	return m != nil
+}
+
+// Reading a file to the end and closing it leaves nothing mapped, on
+// every fixture, nulls omitted or kept.
+func TestParquetReaderReleasesOffHeapBuffers(t *testing.T) {
+	dir := t.TempDir()
+	gen := filepath.Join(dir, "encoder.parquet")
+	writeEncoderFixture(t, gen)
+	big := filepath.Join(dir, "big.parquet")
+	writeBigRows(t, big) // pages of MBs: mapped
+	for _, path := range []string{parquetDir + "types.parquet", parquetDir + "rows.parquet", gen, big} {
+		r, err := Open(Input{Path: path}, nil, Options{}, Position{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr := r.(*parquetReader)
+		mapped := 0
+		for {
+			if _, err := r.Next(); err != nil {
+				break
+			}
+			pr.alloc.mu.Lock()
+			mapped = max(mapped, len(pr.alloc.mapped))
+			pr.alloc.mu.Unlock()
+		}
+		if path == big && mapped == 0 && offHeapAvailable() {
+			t.Errorf("%s: nothing was mapped", path)
+		}
+		t.Logf("%s: %d bytes of Arrow buffers outstanding at the end", filepath.Base(path), pr.alloc.outstanding())
+		r.Close()
+		if n := len(pr.alloc.mapped); n != 0 {
+			t.Errorf("%s: %d buffers still mapped after Close", path, n)
+		}
 	}
 }
