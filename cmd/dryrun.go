@@ -100,7 +100,6 @@ func dryRunRun(ctx context.Context, o *DryRunOptions) error {
 	if err != nil {
 		return &ExitCodeError{Code: ExitUsage, Err: err}
 	}
-	tuneHeapFor(inputs, so)
 	mode := loader.Mode(o.Mode)
 	if mode != loader.ModeUpsert && mode != loader.ModeCreate {
 		return usageError("--mode must be upsert or create, not %q", o.Mode)
