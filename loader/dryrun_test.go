@@ -142,3 +142,29 @@ func TestPKStringMatchesMarshal(t *testing.T) {
 		}
 	}
 }
+
+// Dry-run applies --columns as the import does: the id and partition key
+// fields are kept though not named, and the documents are the smaller.
+func TestDryRunKeepsKeyColumns(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "in.csv")
+	if err := os.WriteFile(path, []byte("id,pk,name,note\nr1,k,n,"+strings.Repeat("x", 500)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	plan := func(cols []string) *Plan {
+		p, err := DryRun(context.Background(), &DryRunJob{
+			Inputs: []source.Input{{Path: path}}, Source: source.Options{Columns: cols},
+			Mapper: record.Config{PartitionKeyPaths: []string{"/pk"}}, TargetRU: 4000, Bounds: epk.SplitEven(1),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	all, some := plan(nil), plan([]string{"name"})
+	if some.BadRecords != 0 || some.Records != 1 || len(some.Largest) != 1 || some.Largest[0].ID != "r1" {
+		t.Fatalf("with --columns name: %+v", some)
+	}
+	if want := len(`{"id":"r1","pk":"k","name":"n"}`); some.Largest[0].Bytes != want || all.Largest[0].Bytes <= want+500 {
+		t.Errorf("document bytes %d with --columns (want %d), %d without", some.Largest[0].Bytes, want, all.Largest[0].Bytes)
+	}
+}
