@@ -76,11 +76,12 @@ func TestParquetStringColumnMatchesAppendString(t *testing.T) {
 func TestParquetFloatFastPathMatchesStrconv(t *testing.T) {
 	cases := []float64{0, math.Copysign(0, -1), 1, -1, 0.1, 0.2, 0.1 + 0.2, 1e-4, 1e-4 * (1 - 1e-16), 0.00012, 5e-5,
 		0.00015, 999999, 999999.9999, 1e6, 1e6 - 1e-9, 123456.7891, 0.3, 2.675, 1.005, 1e21, 1e-7, 3.14159265358979,
-		math.MaxFloat64, math.SmallestNonzeroFloat64, float64(1 << 53), 4503599627370495.5}
+		math.MaxFloat64, math.SmallestNonzeroFloat64, float64(1 << 53), 4503599627370495.5,
+		999999.99999999, 0.00010001, 0.00012345678, 59.91273456, -122.41941550, 1.00000001, 1.000000001}
 	rng := rand.New(rand.NewSource(11))
 	for range 200000 {
-		k := rng.Intn(8)
-		m := rng.Int63n([]int64{10, 1000, 1e5, 1e7, 1e10, 1e12}[rng.Intn(6)])
+		k := rng.Intn(11)
+		m := rng.Int63n([]int64{10, 1000, 1e5, 1e7, 1e10, 1e12, 1e14, 1e15}[rng.Intn(8)])
 		v := float64(m) / math.Pow10(k)
 		switch rng.Intn(4) {
 		case 0:

@@ -450,26 +450,26 @@ func appendFloat(b []byte, v float64, bitSize int) []byte {
 }
 
 // fewDecimals reports whether v (a float64) is the nearest float64 to
-// ±m ÷ 10^k for an integer m and k ≤ 4, with 1e-4 ≤ |v| < 1e6: prices,
-// quantities, measurements. Those are what strconv's shortest 'g' form
-// writes as m's digits with a point k from the right (m has at most 10
-// digits, and two decimals of at most 15 significant digits never round
-// to the same float64, so nothing shorter rounds to v; 'g' switches to an
-// exponent only outside [1e-4, 1e21) or, for the shortest form, at 1e6 and
-// up), at a fraction of strconv's cost. m has no trailing zero after the
-// point (k is the least).
+// ±m ÷ 10^k for an integer m and k ≤ 8, with 1e-4 ≤ |v| < 1e6: prices,
+// quantities, measurements, coordinates. Those are what strconv's shortest
+// 'g' form writes as m's digits with a point k from the right (m has at
+// most 14 digits, and two decimals of at most 15 significant digits never
+// round to the same float64, so nothing shorter rounds to v; 'g' switches
+// to an exponent only outside [1e-4, 1e21) or, for the shortest form, at
+// 1e6 and up), at a fraction of strconv's cost. m has no trailing zero
+// after the point (k is the least).
 func fewDecimals(v float64) (m uint64, k int, ok bool) {
 	a := math.Abs(v)
 	if !(a >= 1e-4 && a < 1e6) {
 		return 0, 0, false
 	}
-	// a = fl(m/1e4) puts a×1e4 within far less than 0.5 of m, so rounding
+	// a = fl(m/1e8) puts a×1e8 (< 2^53) within 0.006 of m, so rounding
 	// finds m; the division checks that a is that quotient's float64.
-	r := math.Round(a * 1e4)
-	if r/1e4 != a {
+	r := math.Round(a * 1e8)
+	if r/1e8 != a {
 		return 0, 0, false
 	}
-	m, k = uint64(r), 4
+	m, k = uint64(r), 8
 	for k > 0 && m%10 == 0 {
 		m /= 10
 		k--
