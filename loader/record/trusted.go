@@ -5,9 +5,8 @@ package record
 // The reader knows where each top-level member lies, which field of its
 // schema names it and how many index terms its value holds, so the mapper
 // need not scan what it wrote, and decides what a name means once per
-// field (Plan) rather than once per record; it
-// still walks, validating, every member the policy or an id/partition key
-// path looks inside. Everything after the scan — id rules, partition key
+// field (Plan) rather than once per record; it still walks, validating,
+// every member the policy or an id/partition key path looks inside. Everything after the scan — id rules, partition key
 // values, the body, the size limit — is Map's own code, so a trusted record
 // maps to exactly what Map would make of it.
 
