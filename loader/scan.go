@@ -118,7 +118,7 @@ func (rm *recordMapper) scan(s *scanned) {
 			rm.plan = rm.m.Plan(rec.Schema)
 		}
 		doc, err = rm.m.MapTrusted(rec.Data, rec.Members, rm.plan, rm.genID)
-		rec.Members = nil // what follows needs none; do not keep the arena
+		rec.ReleaseMembers() // what follows needs none: the reader may reuse them
 	} else {
 		doc, err = rm.m.Map(rec.Data, rm.genID)
 	}

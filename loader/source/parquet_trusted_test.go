@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -135,4 +137,93 @@ func writeOddNames(t *testing.T, path string) {
 			b.Field(4).(*array.Int64Builder).Append(int64(i))
 		}
 	})
+}
+
+// Member arenas are reused once every record cut from them is mapped and
+// released, never sooner: records mapped on several goroutines, in any
+// order, map as Map maps their JSON (under -race, a premature reuse is
+// also a race), and far fewer arenas are made than the rows need.
+func TestParquetMemberArenasReused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "many.parquet")
+	const rows, cols = 60000, 10
+	var fields []arrow.Field
+	for c := range cols {
+		fields = append(fields, arrow.Field{Name: fmt.Sprintf("c%d", c), Type: arrow.PrimitiveTypes.Int64})
+	}
+	fields[0].Name, fields[1].Name = "id", "tenant"
+	fields[0].Type, fields[1].Type = arrow.BinaryTypes.String, arrow.BinaryTypes.String
+	writeArrowParquet(t, path, arrow.NewSchema(fields, nil), parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(7000)), func(b *array.RecordBuilder) {
+		for i := range rows {
+			b.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("r%d", i))
+			b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("t%d", i%13))
+			for c := 2; c < cols; c++ {
+				b.Field(c).(*array.Int64Builder).Append(int64(i * c))
+			}
+		}
+	})
+	m, err := record.NewMapper(record.Config{PartitionKeyPaths: []string{"/tenant"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(Input{Path: path}, nil, Options{}, Position{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	arenas := map[*memberArena]bool{}
+	work := make(chan Record, 64)
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error // the first mismatch; the workers go on draining work
+	)
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			plan := m.Plan(&record.Schema{Names: nil})
+			for rec := range work {
+				if plan.Schema() != rec.Schema {
+					plan = m.Plan(rec.Schema)
+				}
+				if rec.Line%int64(97+w) == 0 {
+					for range 200 { // hold some records back
+						runtime.Gosched()
+					}
+				}
+				got, gerr := m.MapTrusted(rec.Data, rec.Members, plan, nil)
+				rec.ReleaseMembers()
+				want, werr := m.Map(rec.Data, nil)
+				if fmt.Sprint(gerr) != fmt.Sprint(werr) || !reflect.DeepEqual(got, want) {
+					mu.Lock()
+					if first == nil {
+						first = fmt.Errorf("row %d: MapTrusted %+v %v, Map %+v %v", rec.Line, got, gerr, want, werr)
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	n := 0
+	for ; ; n++ {
+		rec, err := r.Next()
+		if err != nil {
+			break
+		}
+		if rec.members == nil {
+			t.Fatalf("row %d: no member arena", rec.Line)
+		}
+		arenas[rec.members] = true
+		work <- rec
+	}
+	close(work)
+	wg.Wait()
+	if first != nil {
+		t.Fatal(first)
+	}
+	need := rows * cols / parquetSpans
+	if n != rows || len(arenas) >= need/2 {
+		t.Fatalf("%d rows through %d member arenas; without reuse they take %d", n, len(arenas), need)
+	}
+	t.Logf("%d rows through %d member arenas (%d without reuse)", n, len(arenas), need)
 }

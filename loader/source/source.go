@@ -197,6 +197,19 @@ type Record struct {
 	// Schema names the fields of Members (set with them): the same
 	// pointer for every record of one layout.
 	Schema *record.Schema
+	// members is the arena Members lies in, when the reader reuses it.
+	members *memberArena
+}
+
+// ReleaseMembers drops Members and tells the reader that nothing reads
+// them any more, so that their memory may hold another record's: call it
+// once the record is mapped, on the one copy that maps it.
+func (r *Record) ReleaseMembers() {
+	if r.members != nil {
+		r.members.release()
+		r.members = nil
+	}
+	r.Members = nil
 }
 
 // Reader yields the records of one input.
