@@ -250,6 +250,9 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 		var seg, altSeg int
 		var last int64
 		err = scanInput(scanWorkers(), input, j.Stdin, j.Source, m, prep, func(s *scanned) bool {
+			// What is kept below is copied (ids, keys, dead letters): the
+			// reader may reuse the record's JSON.
+			defer s.rec.ReleaseData()
 			if ctx.Err() != nil {
 				return false
 			}

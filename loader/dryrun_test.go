@@ -7,8 +7,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/cosmosloader/loader/epk"
 	"github.com/cosmosloader/loader/loader/record"
@@ -166,5 +173,80 @@ func TestDryRunKeepsKeyColumns(t *testing.T) {
 	}
 	if want := len(`{"id":"r1","pk":"k","name":"n"}`); some.Largest[0].Bytes != want || all.Largest[0].Bytes <= want+500 {
 		t.Errorf("document bytes %d with --columns (want %d), %d without", some.Largest[0].Bytes, want, all.Largest[0].Bytes)
+	}
+}
+
+// A dry-run of Parquet lets the reader reuse each record's JSON once it
+// is costed (source.Record.ReleaseData): its plan must be the plan of the
+// same JSON read as NDJSON, whose memory is never reused.
+func TestDryRunParquetMatchesItsJSON(t *testing.T) {
+	dir := t.TempDir()
+	pq := filepath.Join(dir, "rows.parquet")
+	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.BinaryTypes.String},
+		{Name: "tenant", Type: arrow.BinaryTypes.String}, {Name: "n", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "note", Type: arrow.BinaryTypes.String}}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	for i := range 50000 {
+		b.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("r%d", i))
+		b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("t%d", i%37))
+		b.Field(2).(*array.Int64Builder).Append(int64(i) * 7919)
+		b.Field(3).(*array.StringBuilder).Append(strings.Repeat("x", i%200))
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	f, err := os.Create(pq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := pqarrow.NewFileWriter(schema, f, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(6000)), pqarrow.DefaultWriterProps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The same rows as the reader writes them, as NDJSON.
+	r, err := source.Open(source.Input{Path: pq}, nil, source.Options{}, source.Position{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []byte
+	for {
+		rec, err := r.Next()
+		if err != nil {
+			break
+		}
+		lines = append(append(lines, rec.Data...), '\n')
+	}
+	r.Close()
+	nd := filepath.Join(dir, "rows.ndjson")
+	if err := os.WriteFile(nd, lines, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	plan := func(path string) *Plan {
+		p, err := DryRun(context.Background(), &DryRunJob{
+			Inputs: []source.Input{{Path: path}}, Mapper: record.Config{PartitionKeyPaths: []string{"/tenant"}},
+			TargetRU: 40000, Bounds: epk.SplitEven(4), Segments: 1,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a, want := plan(pq), plan(nd)
+	if a.Records != 50000 || a.Records != want.Records || a.BadRecords != 0 || a.EstimatedRU != want.EstimatedRU ||
+		!reflect.DeepEqual(a.PartitionRU, want.PartitionRU) || a.RUPerRecord != want.RUPerRecord ||
+		!reflect.DeepEqual(a.TopKeys, want.TopKeys) || a.Requests != want.Requests {
+		t.Errorf("Parquet plan %+v\nNDJSON plan %+v", a, want)
+	}
+	for i := range want.Largest {
+		w, g := want.Largest[i], a.Largest[i]
+		if g.ID != w.ID || g.Bytes != w.Bytes || g.RU != w.RU || g.Line != w.Line {
+			t.Errorf("largest %d: %+v, want %+v", i, g, w)
+		}
 	}
 }

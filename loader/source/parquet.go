@@ -73,13 +73,15 @@ type parquetReader struct {
 	// startRG+k+W, …, each at most parquetAhead chunks ahead of the caller,
 	// which maps and costs; Next takes the chunks back in row group order,
 	// so rows come out in file order.
-	outs      []chan parquetChunk
-	freeSpans chan *memberArena // released member arenas (see memberArena)
-	stop      chan struct{}
-	stopped   sync.WaitGroup
-	rg        int      // row group being returned
-	cur       []Record // rest of the chunk being returned
-	err       error    // sticky: the error that ended the rows
+	outs []chan parquetChunk
+	// Released arenas of Record.Data and Record.Members (see reusable).
+	freeArenas chan *reusable[byte]
+	freeSpans  chan *reusable[record.Member]
+	stop       chan struct{}
+	stopped    sync.WaitGroup
+	rg         int      // row group being returned
+	cur        []Record // rest of the chunk being returned
+	err        error    // sticky: the error that ended the rows
 }
 
 const (
@@ -87,8 +89,8 @@ const (
 	parquetAhead     = 1
 	parquetArena     = 256 << 10
 	parquetSpans     = 16 << 10 // members: 256 KB
-	// parquetSpansFree is how many released member arenas wait for reuse.
-	parquetSpansFree = 8
+	// parquetFree is how many released arenas of each kind wait for reuse.
+	parquetFree = 8
 )
 
 // parquetWorkers decode row groups at once: one a row group ahead of the
@@ -206,7 +208,7 @@ func openParquet(in Input, opts Options, start Position) (r *parquetReader, err 
 		}
 	}()
 	r = &parquetReader{path: in.Path, f: f, opts: opts, size: size, alloc: alloc,
-		freeSpans: make(chan *memberArena, parquetSpansFree)}
+		freeArenas: make(chan *reusable[byte], parquetFree), freeSpans: make(chan *reusable[record.Member], parquetFree)}
 	refuse := func(err error) error {
 		return &InputError{Code: ReasonCorruptInput, Line: start.Line + 1, Offset: start.Line,
 			Err: fmt.Errorf("not a readable Parquet file: %w", err)}
@@ -482,30 +484,34 @@ func (r *parquetReader) encode(batches <-chan arrowBatch, quit chan<- struct{}, 
 var errStopped = errors.New("stopped")
 
 // rowGroupEncoder is an encoder's state: the batch's encoder and the
-// arenas the records' Data and Members are cut from.
+// arenas the records' Data and Members are cut from (see reusable).
 type rowGroupEncoder struct {
 	r     *parquetReader
-	enc   *rowEncoder  // bound to the current batch
-	arena []byte       // output arena: Data slices are never reused
-	spans *memberArena // arena of Record.Members: reused once released
-	g     int          // row group
-	read  int64        // rows of g encoded or skipped
+	enc   *rowEncoder              // bound to the current batch
+	arena *reusable[byte]          // of Record.Data
+	spans *reusable[record.Member] // of Record.Members
+	g     int                      // row group
+	read  int64                    // rows of g encoded or skipped
 }
 
-// memberArena is an arena of Record.Members. Members are a large part of
-// what a Parquet read allocates (16 bytes a column a row: 1.6 GB for a
-// 1 GB file of 23 flat columns, against 2.8 GB of JSON) and are dead once
-// the row is mapped, so the arena is reused when every record cut from
-// it has released its members (Record.ReleaseMembers) and its encoder has
-// moved on. refs counts those holders; a record never released keeps its
-// arena from reuse, and the collector takes it.
-type memberArena struct {
-	buf  []record.Member
+// reusable is an arena records are cut from, reused once every record
+// cut from it has released its part and its encoder has moved on: refs
+// counts those holders. A record never released keeps its arena from
+// reuse, and the collector takes it.
+//
+// Record.Members (16 bytes a column a row) are as large an allocation
+// stream as the JSON itself — 1.6 GB for a 1 GB file of 23 flat columns,
+// against 2.8 GB of JSON — and are dead once the row is mapped: the scan
+// releases them then (Record.ReleaseMembers). The JSON is dead once the
+// record is written, or, in a dry-run, costed; only a dry-run releases it
+// (Record.ReleaseData), and an import's JSON is never reused.
+type reusable[T any] struct {
+	buf  []T
 	refs atomic.Int32
-	free chan *memberArena // the reader's released arenas
+	free chan *reusable[T] // the reader's released arenas
 }
 
-func (a *memberArena) release() {
+func (a *reusable[T]) release() {
 	if a.refs.Add(-1) == 0 {
 		a.buf = a.buf[:0]
 		select {
@@ -515,16 +521,16 @@ func (a *memberArena) release() {
 	}
 }
 
-// newMemberArena returns a released arena, or a new one, of room for at
-// least need members, held once (by the encoder).
-func (r *parquetReader) newMemberArena(need int) *memberArena {
-	var a *memberArena
+// takeArena returns a released arena from free, or a new one made by
+// alloc, of room for at least need, held once (by the encoder).
+func takeArena[T any](free chan *reusable[T], need int, alloc func(int) []T) *reusable[T] {
+	var a *reusable[T]
 	select {
-	case a = <-r.freeSpans:
+	case a = <-free:
 	default:
 	}
 	if a == nil || cap(a.buf) < need {
-		a = &memberArena{buf: make([]record.Member, 0, max(parquetSpans, need)), free: r.freeSpans}
+		a = &reusable[T]{buf: alloc(need), free: free}
 	}
 	a.refs.Store(1)
 	return a
@@ -555,10 +561,10 @@ func (e *rowGroupEncoder) batch(b arrow.RecordBatch, recs *[]Record, send func(p
 }
 
 // emit encodes row i of the batch straight into the arena: each record's
-// Data is a slice of it, never written again (see Record). A row that does
-// not fit in what is left is encoded by append into memory of its own, and
-// the next rows go to a fresh arena. Its members, for the mapper's trusted
-// path, go to a member arena (see memberArena) with room for a member per
+// Data is a slice of it, not written again until released (see reusable).
+// A row that does not fit in what is left is encoded by append into memory
+// of its own, and the next rows go to a fresh arena. Its members, for the
+// mapper's trusted path, go to a member arena with room for a member per
 // column.
 func (e *rowGroupEncoder) emit(i int) Record {
 	// A row has at most a member per column: it fits in the arena.
@@ -566,30 +572,39 @@ func (e *rowGroupEncoder) emit(i int) Record {
 		if e.spans != nil {
 			e.spans.release() // the encoder's hold
 		}
-		e.spans = e.r.newMemberArena(need)
+		e.spans = takeArena(e.r.freeSpans, max(parquetSpans, need), newMembers)
 	}
-	sp := e.spans
-	at, mat := len(e.arena), len(sp.buf)
-	room := cap(e.arena) - at
+	if e.arena == nil {
+		e.arena = takeArena(e.r.freeArenas, parquetArena, newArena)
+	}
+	sp, ar := e.spans, e.arena
+	at, mat := len(ar.buf), len(sp.buf)
+	room := cap(ar.buf) - at
 	ms := sp.buf[mat:mat]
-	data := e.enc.appendRow(e.arena[at:at], i, &ms)
+	data := ar.buf[at:at]
+	data = e.enc.appendRow(data, i, &ms)
+	inArena := ar // the arena data lies in
 	if n := len(data); n <= room {
-		e.arena = e.arena[:at+n]
+		ar.buf = ar.buf[:at+n]
 		data = data[:n:n]
-	} else {
-		data = data[:n:n]
-		e.arena = newArena(parquetArena)
+	} else { // data grew into memory of its own
+		data, inArena = data[:n:n], nil
+		e.arena = takeArena(e.r.freeArenas, parquetArena, newArena)
+		ar.release() // the encoder's hold
 	}
 	sp.buf = sp.buf[:mat+len(ms)]
 	ms = ms[:len(ms):len(ms)]
-	held := sp // the arena ms lies in
+	inSpans := sp // the arena ms lies in
 	if !e.enc.trusted || len(data) > math.MaxInt32 {
-		ms, held = nil, nil
+		ms, inSpans = nil, nil
 	} else if len(ms) == 0 {
-		ms, held = []record.Member{}, nil // an empty object is trusted too
+		ms, inSpans = []record.Member{}, nil // an empty object is trusted too
 	}
-	if held != nil {
-		held.refs.Add(1)
+	if inArena != nil {
+		inArena.refs.Add(1)
+	}
+	if inSpans != nil {
+		inSpans.refs.Add(1)
 	}
 	row := e.r.rgFirst[e.g] + e.read
 	e.read++
@@ -601,9 +616,12 @@ func (e *rowGroupEncoder) emit(i int) Record {
 		Data:    data,
 		Members: ms,
 		Schema:  e.enc.schema,
-		members: held,
+		members: inSpans,
+		data:    inArena,
 	}
 }
+
+func newMembers(n int) []record.Member { return make([]record.Member, 0, n) }
 
 // newArena returns an empty slice of capacity n whose memory was not
 // zeroed: an arena's bytes are all written before they are read, and

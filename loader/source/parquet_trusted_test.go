@@ -139,11 +139,14 @@ func writeOddNames(t *testing.T, path string) {
 	})
 }
 
-// Member arenas are reused once every record cut from them is mapped and
-// released, never sooner: records mapped on several goroutines, in any
-// order, map as Map maps their JSON (under -race, a premature reuse is
-// also a race), and far fewer arenas are made than the rows need.
-func TestParquetMemberArenasReused(t *testing.T) {
+// Arenas are reused once every record cut from them has released them,
+// never sooner. Records are mapped on several goroutines, some held back,
+// and compared with Map of their JSON (under -race a premature reuse is
+// also a race). As the scan does, each releases its members once mapped;
+// as a dry-run does, it may then release its JSON too: far fewer arenas of
+// each are made than the rows need. An import keeps its JSON: those
+// arenas are never reused.
+func TestParquetArenasReused(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "many.parquet")
 	const rows, cols = 60000, 10
 	var fields []arrow.Field
@@ -165,65 +168,78 @@ func TestParquetMemberArenasReused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := Open(Input{Path: path}, nil, Options{}, Position{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	arenas := map[*memberArena]bool{}
-	work := make(chan Record, 64)
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error // the first mismatch; the workers go on draining work
-	)
-	for w := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			plan := m.Plan(&record.Schema{Names: nil})
-			for rec := range work {
-				if plan.Schema() != rec.Schema {
-					plan = m.Plan(rec.Schema)
-				}
-				if rec.Line%int64(97+w) == 0 {
-					for range 200 { // hold some records back
-						runtime.Gosched()
-					}
-				}
-				got, gerr := m.MapTrusted(rec.Data, rec.Members, plan, nil)
-				rec.ReleaseMembers()
-				want, werr := m.Map(rec.Data, nil)
-				if fmt.Sprint(gerr) != fmt.Sprint(werr) || !reflect.DeepEqual(got, want) {
-					mu.Lock()
-					if first == nil {
-						first = fmt.Errorf("row %d: MapTrusted %+v %v, Map %+v %v", rec.Line, got, gerr, want, werr)
-					}
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	n := 0
-	for ; ; n++ {
-		rec, err := r.Next()
+	for _, dryRun := range []bool{false, true} {
+		r, err := Open(Input{Path: path}, nil, Options{}, Position{})
 		if err != nil {
-			break
+			t.Fatal(err)
 		}
-		if rec.members == nil {
-			t.Fatalf("row %d: no member arena", rec.Line)
+		spans, arenas := map[*reusable[record.Member]]bool{}, map[*reusable[byte]]bool{}
+		work := make(chan Record, 64)
+		var (
+			wg    sync.WaitGroup
+			mu    sync.Mutex
+			first error // the first mismatch; the workers go on draining work
+		)
+		for w := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var plan *record.Plan
+				for rec := range work {
+					if plan == nil || plan.Schema() != rec.Schema {
+						plan = m.Plan(rec.Schema)
+					}
+					if rec.Line%int64(97+w) == 0 {
+						for range 200 { // hold some records back
+							runtime.Gosched()
+						}
+					}
+					got, gerr := m.MapTrusted(rec.Data, rec.Members, plan, nil)
+					rec.ReleaseMembers()
+					want, werr := m.Map(rec.Data, nil)
+					if fmt.Sprint(gerr) != fmt.Sprint(werr) || !reflect.DeepEqual(got, want) {
+						mu.Lock()
+						if first == nil {
+							first = fmt.Errorf("row %d: MapTrusted %+v %v, Map %+v %v", rec.Line, got, gerr, want, werr)
+						}
+						mu.Unlock()
+					}
+					if dryRun {
+						rec.ReleaseData()
+					}
+				}
+			}()
 		}
-		arenas[rec.members] = true
-		work <- rec
+		n := 0
+		for ; ; n++ {
+			rec, err := r.Next()
+			if err != nil {
+				break
+			}
+			if rec.members == nil {
+				t.Fatalf("row %d: no member arena", rec.Line)
+			}
+			spans[rec.members] = true
+			if rec.data != nil {
+				arenas[rec.data] = true
+			}
+			work <- rec
+		}
+		close(work)
+		wg.Wait()
+		r.Close()
+		if first != nil {
+			t.Fatal(first)
+		}
+		needSpans := rows * cols / parquetSpans
+		needArenas := len(arenas) // without reuse
+		if dryRun {
+			needArenas = rows * 120 / parquetArena // ~120 bytes of JSON a row
+		}
+		t.Logf("dry-run %v: %d rows; member arenas %d (%d without reuse), JSON arenas %d (%d without reuse)",
+			dryRun, n, len(spans), needSpans, len(arenas), needArenas)
+		if n != rows || len(spans) >= needSpans/2 || dryRun && len(arenas) >= needArenas/2 || !dryRun && len(arenas) < 20 {
+			t.Errorf("dry-run %v: %d rows through %d member and %d JSON arenas", dryRun, n, len(spans), len(arenas))
+		}
 	}
-	close(work)
-	wg.Wait()
-	if first != nil {
-		t.Fatal(first)
-	}
-	need := rows * cols / parquetSpans
-	if n != rows || len(arenas) >= need/2 {
-		t.Fatalf("%d rows through %d member arenas; without reuse they take %d", n, len(arenas), need)
-	}
-	t.Logf("%d rows through %d member arenas (%d without reuse)", n, len(arenas), need)
 }

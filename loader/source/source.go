@@ -197,8 +197,10 @@ type Record struct {
 	// Schema names the fields of Members (set with them): the same
 	// pointer for every record of one layout.
 	Schema *record.Schema
-	// members is the arena Members lies in, when the reader reuses it.
-	members *memberArena
+	// members and data are the arenas Members and Data lie in, when the
+	// reader reuses them (see reusable).
+	members *reusable[record.Member]
+	data    *reusable[byte]
 }
 
 // ReleaseMembers drops Members and tells the reader that nothing reads
@@ -210,6 +212,21 @@ func (r *Record) ReleaseMembers() {
 		r.members = nil
 	}
 	r.Members = nil
+}
+
+// ReleaseData drops Data, and Members, and tells the reader that nothing
+// reads them any more, nor anything made from them without a copy (a
+// body borrowed by record.Config.BorrowBody): call it once the record is
+// done with, on the one copy that holds it. A record whose Data is kept
+// (an import's, until written) is not released, and its memory is never
+// reused.
+func (r *Record) ReleaseData() {
+	r.ReleaseMembers()
+	if r.data != nil {
+		r.data.release()
+		r.data = nil
+	}
+	r.Data = nil
 }
 
 // Reader yields the records of one input.
