@@ -46,7 +46,8 @@ type scanChunk struct {
 //
 // Holding records across Next calls is allowed: a source.Record's Data,
 // Raw and Members belong to the caller (the reader never writes to them
-// again).
+// again, until they are released: the mappers release Members, a dry-run's
+// fn the Data).
 func scanChunks(next func() (source.Record, error), workers, budget int, newMapper func() *recordMapper, fn func(*scanned) bool) error {
 	inflight := workers + 2
 	free := make(chan *scanChunk, inflight)

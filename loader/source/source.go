@@ -170,8 +170,9 @@ type Position struct {
 
 // Record is one record of an input, or one bad record.
 //
-// Data and Raw belong to the caller: the reader never writes to them again,
-// so they may be kept as long as needed, with no copy. The cost of that is
+// Data and Raw belong to the caller: the reader never writes to them again
+// (unless the caller gives them back: ReleaseMembers, ReleaseData), so they
+// may be kept as long as needed, with no copy. The cost of that is
 // retention, not copying: NDJSON records are sub-slices of the reader's read
 // blocks (1 MiB, never reused) and CSV records of a 256 KiB output arena, so a
 // kept record keeps its block alive. That is cheap for the bounded number of
