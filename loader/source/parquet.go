@@ -77,10 +77,12 @@ type parquetReader struct {
 	// Released arenas of Record.Data and Record.Members (see reusable).
 	freeArenas chan *reusable[byte]
 	freeSpans  chan *reusable[record.Member]
+	freeRecs   chan []Record // chunks whose records were all returned
 	stop       chan struct{}
 	stopped    sync.WaitGroup
 	rg         int      // row group being returned
 	cur        []Record // rest of the chunk being returned
+	chunk      []Record // the whole of it, reused once returned (freeRecs)
 	err        error    // sticky: the error that ended the rows
 }
 
@@ -208,7 +210,8 @@ func openParquet(in Input, opts Options, start Position) (r *parquetReader, err 
 		}
 	}()
 	r = &parquetReader{path: in.Path, f: f, opts: opts, size: size, alloc: alloc,
-		freeArenas: make(chan *reusable[byte], parquetFree), freeSpans: make(chan *reusable[record.Member], parquetFree)}
+		freeArenas: make(chan *reusable[byte], parquetFree), freeSpans: make(chan *reusable[record.Member], parquetFree),
+		freeRecs: make(chan []Record, parquetFree)}
 	refuse := func(err error) error {
 		return &InputError{Code: ReasonCorruptInput, Line: start.Line + 1, Offset: start.Line,
 			Err: fmt.Errorf("not a readable Parquet file: %w", err)}
@@ -312,7 +315,7 @@ func (r *parquetReader) Next() (Record, error) {
 			r.err = fmt.Errorf("%s: row group %d: internal error: its decoder stopped", r.path, r.rg+1)
 			continue
 		}
-		r.cur, r.err = c.recs, c.err
+		r.chunk, r.cur, r.err = c.recs, c.recs, c.err
 		if c.last {
 			r.rg++
 		}
@@ -320,6 +323,15 @@ func (r *parquetReader) Next() (Record, error) {
 	rec := r.cur[0]
 	r.cur[0] = Record{}
 	r.cur = r.cur[1:]
+	if len(r.cur) == 0 && r.chunk != nil {
+		// Every slot was cleared as it was returned: the chunk may hold
+		// the rows of another.
+		select {
+		case r.freeRecs <- r.chunk[:0]:
+		default:
+		}
+		r.chunk, r.cur = nil, nil
+	}
 	return rec, nil
 }
 
@@ -547,7 +559,11 @@ func (e *rowGroupEncoder) batch(b arrow.RecordBatch, recs *[]Record, send func(p
 	e.enc = bindRow(b, e.enc, e.r.opts.CSVEmptyNull)
 	for i, n := 0, int(b.NumRows()); i < n; i++ {
 		if *recs == nil {
-			*recs = make([]Record, 0, parquetChunkRows)
+			select {
+			case *recs = <-e.r.freeRecs:
+			default:
+				*recs = make([]Record, 0, parquetChunkRows)
+			}
 		}
 		*recs = append(*recs, e.emit(i))
 		if len(*recs) == parquetChunkRows {
