@@ -149,24 +149,6 @@ func (p *poolAllocator) release() {
 	p.mapped, p.free, p.held, p.closed = nil, [poolClasses][][]byte{}, 0, true
 }
 
-// outstanding is the bytes of off-heap buffers handed out and not freed.
-func (p *poolAllocator) outstanding() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	n := 0
-	for _, m := range p.mapped {
-		n += cap(m)
-	}
-	for _, l := range p.free {
-		for _, b := range l {
-			if _, off := p.mapped[unsafe.SliceData(b)]; off {
-				n -= cap(b)
-			}
-		}
-	}
-	return n
-}
-
 // alignedBytes returns size zeroed bytes of capacity capacity at a 64-byte
 // aligned address.
 func alignedBytes(size, capacity int) []byte {

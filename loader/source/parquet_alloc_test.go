@@ -155,3 +155,21 @@ func TestParquetReaderReleasesOffHeapBuffers(t *testing.T) {
 		}
 	}
 }
+
+// outstanding is the bytes of off-heap buffers handed out and not freed.
+func (p *poolAllocator) outstanding() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, m := range p.mapped {
+		n += cap(m)
+	}
+	for _, l := range p.free {
+		for _, b := range l {
+			if _, off := p.mapped[unsafe.SliceData(b)]; off {
+				n -= cap(b)
+			}
+		}
+	}
+	return n
+}

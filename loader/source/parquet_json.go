@@ -101,7 +101,8 @@ func sameNames(names []string, sc *arrow.Schema) bool {
 	return true
 }
 
-// jsonName is name as a JSON parser reads what appendKey writes of it.
+// jsonName is s as a JSON parser reads what appendString (and so
+// appendKey) writes of it: invalid UTF-8 becomes U+FFFD.
 func jsonName(name string) string {
 	if !utf8.ValidString(name) {
 		return strings.ToValidUTF8(name, "\ufffd")
@@ -606,10 +607,7 @@ func appendString(b []byte, s string) []byte {
 		b = append(b, s...)
 		return append(b, '"')
 	}
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "\ufffd")
-	}
-	return record.AppendJSONString(b, s)
+	return record.AppendJSONString(b, jsonName(s))
 }
 
 const (
