@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -73,6 +74,73 @@ func TestParquetStringColumnMatchesAppendString(t *testing.T) {
 }
 
 // appendFloat's few-decimals path must write what strconv writes.
+// appendTimestamp and appendDate must write what time's formatting writes,
+// for every unit, across day, month, leap-year and century boundaries
+// (years 0–9999 and beyond), before 1970 too.
+func TestParquetTimeFastPathMatchesTime(t *testing.T) {
+	rng := rand.New(rand.NewSource(5))
+	day := int64(86400)
+	edges := []int64{0, -1, 1, day - 1, day, -day, -day - 1, firstDay * day, firstDay*day - 1, (lastDay+1)*day - 1,
+		(lastDay + 1) * day, 253402300799, -62167219200, math.MaxInt64, math.MinInt64, math.MaxInt64 / 1_000_000_000, math.MinInt64 / 1_000_000_000}
+	for _, d := range []string{"2000-02-29", "2000-03-01", "1900-02-28", "1900-03-01", "2100-03-01", "1600-02-29", "0004-02-29", "9999-12-31"} {
+		at, _ := time.Parse(time.DateOnly, d)
+		edges = append(edges, at.Unix(), at.Unix()-1)
+	}
+	for _, unit := range []arrow.TimeUnit{arrow.Second, arrow.Millisecond, arrow.Microsecond, arrow.Nanosecond} {
+		per := int64(time.Second / unit.Multiplier())
+		var vs []int64
+		for _, e := range edges {
+			vs = append(vs, e)
+			if e <= math.MaxInt64/per && e >= math.MinInt64/per {
+				vs = append(vs, e*per, e*per+1, e*per-1, e*per+per/2, e*per+per/10)
+			}
+		}
+		base := int64(1.7e9) * per
+		for range 50000 {
+			switch rng.Intn(4) {
+			case 0: // the same few days, a run at a time
+				vs = append(vs, base+rng.Int63n(3*day*per))
+			case 1:
+				vs = append(vs, rng.Int63())
+			case 2:
+				vs = append(vs, rng.Int63n(2*lastDay*day)-lastDay*day)
+			default:
+				vs = append(vs, (rng.Int63n(4e5)-2e5)*per*(day/3)+rng.Int63n(per))
+			}
+		}
+		for _, v := range vs {
+			want := appendTime([]byte("x"), arrow.Timestamp(v).ToTime(unit), time.RFC3339Nano)
+			if got := appendTimestamp([]byte("x"), v, unit); string(got) != string(want) {
+				t.Fatalf("timestamp %d (%s) = %s, want %s", v, unit, got, want)
+			}
+		}
+	}
+	// Dates, through the binders.
+	d32 := array.NewDate32Builder(memory.DefaultAllocator)
+	d64 := array.NewDate64Builder(memory.DefaultAllocator)
+	for _, d := range []int64{0, -1, 1, firstDay, firstDay - 1, lastDay, lastDay + 1, math.MaxInt32, math.MinInt32, 20000, 20000, 20001} {
+		d32.Append(arrow.Date32(d))
+		ms := d * day * 1000
+		d64.AppendValues([]arrow.Date64{arrow.Date64(ms), arrow.Date64(ms - 1), arrow.Date64(ms + 1)}, nil)
+	}
+	a32, a64 := d32.NewDate32Array(), d64.NewDate64Array()
+	defer a32.Release()
+	defer a64.Release()
+	put32, put64 := binder(a32, true), binder(a64, true)
+	for i := range a32.Len() {
+		want := appendTime([]byte("x"), a32.Value(i).ToTime(), time.DateOnly)
+		if got := put32([]byte("x"), i); string(got) != string(want) {
+			t.Fatalf("date %d = %s, want %s", a32.Value(i), got, want)
+		}
+	}
+	for i := range a64.Len() {
+		want := appendTime([]byte("x"), a64.Value(i).ToTime(), time.DateOnly)
+		if got := put64([]byte("x"), i); string(got) != string(want) {
+			t.Fatalf("date64 %d = %s, want %s", a64.Value(i), got, want)
+		}
+	}
+}
+
 func TestParquetFloatFastPathMatchesStrconv(t *testing.T) {
 	cases := []float64{0, math.Copysign(0, -1), 1, -1, 0.1, 0.2, 0.1 + 0.2, 1e-4, 1e-4 * (1 - 1e-16), 0.00012, 5e-5,
 		0.00015, 999999, 999999.9999, 1e6, 1e6 - 1e-9, 123456.7891, 0.3, 2.675, 1.005, 1e21, 1e-7, 3.14159265358979,

@@ -203,11 +203,12 @@ func binder(arr arrow.Array, keepNulls bool) appendFn {
 		return func(b []byte, i int) []byte { return appendBase64(b, a.Value(i)) }
 	case *array.Timestamp:
 		unit := a.DataType().(*arrow.TimestampType).Unit
-		return func(b []byte, i int) []byte { return appendTime(b, a.Value(i).ToTime(unit), time.RFC3339Nano) }
+		return func(b []byte, i int) []byte { return appendTimestamp(b, int64(a.Value(i)), unit) }
 	case *array.Date32:
-		return func(b []byte, i int) []byte { return appendTime(b, a.Value(i).ToTime(), time.DateOnly) }
+		return func(b []byte, i int) []byte { return appendDate(b, int64(a.Value(i))) }
 	case *array.Date64:
-		return func(b []byte, i int) []byte { return appendTime(b, a.Value(i).ToTime(), time.DateOnly) }
+		// Days are the milliseconds truncated, as arrow-go's ToTime has it.
+		return func(b []byte, i int) []byte { return appendDate(b, int64(a.Value(i))/86_400_000) }
 	case *array.Time32:
 		unit := a.DataType().(*arrow.Time32Type).Unit
 		return func(b []byte, i int) []byte { return appendTime(b, a.Value(i).ToTime(unit), "15:04:05.999999999") }
@@ -503,6 +504,92 @@ func appendTime(b []byte, t time.Time, layout string) []byte {
 	b = append(b, '"')
 	b = t.UTC().AppendFormat(b, layout)
 	return append(b, '"')
+}
+
+// Timestamps and dates are written as appendTime writes them (RFC 3339 in
+// UTC, fractional zeros trimmed) by integer arithmetic: time's formatting
+// was a twelfth of a DuckDB export's CPU. Days of years outside 0–9999,
+// which time writes otherwise, go to appendTime.
+var (
+	firstDay = time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC).Unix() / 86400
+	lastDay  = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC).Unix() / 86400
+)
+
+// appendDay writes day d, counted from 1970-01-01, as "2006-01-02"; ok is
+// false, and nothing written, for a day outside years 0–9999. The civil
+// date is Howard Hinnant's days_from_civil inverse (civil_from_days), in
+// 400-year eras from 0000-03-01.
+func appendDay(b []byte, d int64) (_ []byte, ok bool) {
+	if d < firstDay || d > lastDay {
+		return b, false
+	}
+	era, doe := floorDivMod(d+719468, 146097)              // days since 0000-03-01, by era; doe in [0, 146096]
+	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365 // [0, 399]
+	y := yoe + era*400
+	doy := doe - (365*yoe + yoe/4 - yoe/100) // [0, 365], from March 1
+	mp := (5*doy + 2) / 153                  // [0, 11], from March
+	day := doy - (153*mp+2)/5 + 1
+	m := mp + 3
+	if mp >= 10 {
+		m, y = mp-9, y+1
+	}
+	b = append(b, byte('0'+y/1000), byte('0'+y/100%10), byte('0'+y/10%10), byte('0'+y%10), '-')
+	b = appendTwoDigits(b, m)
+	b = append(b, '-')
+	return appendTwoDigits(b, day), true
+}
+
+func appendDate(b []byte, d int64) []byte {
+	if out, ok := appendDay(append(b, '"'), d); ok {
+		return append(out, '"')
+	}
+	return appendTime(b, time.Unix(d*86400, 0), time.DateOnly)
+}
+
+// appendTimestamp writes v, in units since the epoch.
+func appendTimestamp(b []byte, v int64, unit arrow.TimeUnit) []byte {
+	perSec := int64(time.Second / unit.Multiplier())
+	d, r := floorDivMod(v, perSec*86400)
+	out, ok := appendDay(append(b, '"'), d)
+	if !ok {
+		return appendTime(b, arrow.Timestamp(v).ToTime(unit), time.RFC3339Nano)
+	}
+	b = out
+	sec, frac := r/perSec, r%perSec*int64(unit.Multiplier())
+	b = append(b, 'T')
+	b = appendTwoDigits(b, sec/3600)
+	b = append(b, ':')
+	b = appendTwoDigits(b, sec/60%60)
+	b = append(b, ':')
+	b = appendTwoDigits(b, sec%60)
+	if frac != 0 { // nanoseconds, 9 digits less the trailing zeros
+		n := 9
+		for frac%10 == 0 {
+			frac /= 10
+			n--
+		}
+		b = append(b, '.')
+		at := len(b)
+		b = append(b, "000000000"[:n]...)
+		for k := at + n - 1; frac > 0; k-- {
+			b[k] = byte('0' + frac%10)
+			frac /= 10
+		}
+	}
+	return append(b, 'Z', '"')
+}
+
+func appendTwoDigits(b []byte, v int64) []byte {
+	return append(b, byte('0'+v/10), byte('0'+v%10))
+}
+
+// floorDivMod returns q and r with v = q×d + r and 0 ≤ r < d (d > 0).
+func floorDivMod(v, d int64) (q, r int64) {
+	q, r = v/d, v%d
+	if r < 0 {
+		q, r = q-1, r+d
+	}
+	return q, r
 }
 
 func appendBase64(b []byte, v []byte) []byte {
