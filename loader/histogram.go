@@ -15,6 +15,10 @@ type Histogram struct {
 	n       int64
 	sum     float64
 	maxSeen float64
+	// The last value added and its bucket: a file's records mostly cost
+	// the same few charges, and the logarithm was most of Add's time.
+	lastV float64
+	lastB int
 }
 
 const histBase = 1.01
@@ -25,8 +29,12 @@ func (h *Histogram) Add(v float64) {
 	if v <= 0 {
 		v = 0.01
 	}
-	b := int(math.Floor(math.Log(v) / math.Log(histBase)))
 	h.mu.Lock()
+	b := h.lastB
+	if v != h.lastV || h.n == 0 {
+		b = int(math.Floor(math.Log(v) / math.Log(histBase)))
+		h.lastV, h.lastB = v, b
+	}
 	h.counts[b]++
 	h.n++
 	h.sum += v
