@@ -88,7 +88,7 @@ type parquetReader struct {
 
 const (
 	parquetChunkRows = 1024
-	parquetAhead     = 1
+	parquetAhead     = 2
 	parquetArena     = 256 << 10
 	parquetSpans     = 16 << 10 // members: 256 KB
 	// parquetFree is how many released arenas of each kind wait for reuse.
