@@ -310,7 +310,7 @@ func onParquetFixtures(b *testing.B, fn func(b *testing.B, path string, rows int
 			continue
 		}
 		fixtures = append(fixtures, fixture{filepath.Base(path), func(b *testing.B) (string, int64) {
-			rows, ok := source.ParquetRows(source.Input{Path: path}, source.Options{Format: source.FormatParquet})
+			rows, ok := source.ParquetRows(source.Input{Path: path}, source.Options{Format: source.FormatParquet}, 0)
 			if !ok {
 				b.Fatalf("%s: not a readable Parquet file", path)
 			}

@@ -145,3 +145,58 @@ func TestParquetInterruptAndResumeMidFile(t *testing.T) {
 		}
 	}
 }
+
+// A Parquet file is read at several places at once, a segment per range of
+// row groups (rows.parquet: 100, 100 and 50 rows), as a key-sorted NDJSON
+// file is; killed mid-load, resume reads on in every segment from its own
+// committed row, and every row lands once.
+func TestParquetSegmentsKilledAndResumed(t *testing.T) {
+	tg := localTarget(t, emulator.Options{DefaultRU: 400})
+	dir := parquetFixtures(t, "rows.parquet")
+	input := filepath.Join(dir, "rows.parquet")
+	ckpt := filepath.Join(dir, "ckpt.json")
+	args := append([]string{"import", input, "--segments", "3", "--checkpoint", ckpt, "--checkpoint-interval", "100ms"},
+		tg.args("e2e", "pqsegments", "--create-container", "--partition-key", "/pk", "--ru", "400")...)
+	cmd, wait := startLoader(t, args...)
+	waitForCheckpoint(t, ckpt)
+	_ = cmd.Process.Kill()
+	wait()
+	st, err := checkpoint.Load(ckpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	segs := st.Inputs[0].Segments
+	if st.Complete || len(segs) != 3 {
+		t.Fatalf("checkpoint after kill: complete=%v, %d segments, want 3: %+v", st.Complete, len(segs), segs)
+	}
+	for k, s := range segs {
+		if s.Start.Line != int64(100*k) || s.Committed.Line < s.Start.Line {
+			t.Errorf("segment %d: %+v, want it to start at row %d", k, s, 100*k)
+		}
+	}
+	if segs[0].Committed.Line >= 100 && segs[1].Committed.Line >= 200 && segs[2].Committed.Line >= 250 {
+		t.Fatalf("every segment was done before the kill: %+v", segs)
+	}
+	res := runLoader(t, nil, "resume", ckpt, "--endpoint", tg.endpoint, "--key", tg.key, "--quiet")
+	if res.code != 0 {
+		t.Fatalf("resume: exit %d\n%s", res.code, res.stderr)
+	}
+	// Each segment ended where the next begins, not at the file's end.
+	if st, err = checkpoint.Load(ckpt); err != nil {
+		t.Fatal(err)
+	}
+	for k, s := range st.Inputs[0].Segments {
+		if want := min(int64(100*(k+1)), 250); s.Committed.Line != want {
+			t.Errorf("segment %d ended at row %d, want %d", k, s.Committed.Line, want)
+		}
+	}
+	got := readAll(t, tg, "e2e", "pqsegments")
+	if len(got) != 250 {
+		t.Errorf("%d documents landed, want 250", len(got))
+	}
+	for i := 1; i <= 250; i++ {
+		if id := fmt.Sprintf("r%d", i); !reflect.DeepEqual(got[id], parquetRow(i)) {
+			t.Errorf("document %s: %v", id, got[id])
+		}
+	}
+}

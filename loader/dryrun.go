@@ -275,8 +275,8 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 			part := epk.Locate(bounds, s.epk)
 			p.PartitionRU[part] += ru
 			planner.add(part, s.doc.PK, len(s.doc.Body), ru)
-			seg = segmentOf(ranges, seg, s.rec.Offset)
-			altSeg = segmentOf(altRanges, altSeg, s.rec.Offset)
+			seg = segmentOf(ranges, seg, s.rec.At())
+			altSeg = segmentOf(altRanges, altSeg, s.rec.At())
 			seq.Add(seqBase+seg, part, ru)
 			alt.Add(altBase+altSeg, part, ru)
 			keys.add(s.key, part, ru, int64(len(s.doc.Body)))

@@ -663,7 +663,7 @@ func (r *run) readInput(i int, in Input, workers int, queues *lanes) error {
 		prep = func(s *scanned) { s.epk = epk.Of(s.doc.PK) }
 	}
 	err := scanInput(workers, in, r.o.Stdin, r.o.Source, r.o.Mapper, prep, func(s *scanned) bool {
-		if r.stopped() || !cur.take(s.rec.Offset, s.rec.Next) {
+		if r.stopped() || !cur.take(s.rec.At(), s.rec.Next) {
 			return false
 		}
 		anyRecord = true

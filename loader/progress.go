@@ -56,11 +56,11 @@ func (j *Job) progressFunc(totalBytes int64, target float64, fill func(*Progress
 }
 
 // parquetRowsLeft is TotalRows: the rows left to load when every input is
-// Parquet, else 0.
+// Parquet, else 0; a segment's are those up to its end.
 func parquetRowsLeft(ins []Input, opts source.Options) int64 {
 	var n int64
 	for _, in := range ins {
-		rows, ok := source.ParquetRows(in.Input, opts)
+		rows, ok := source.ParquetRows(in.Input, opts, in.End)
 		if !ok {
 			return 0
 		}

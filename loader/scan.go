@@ -54,7 +54,7 @@ func scanInput(workers int, in Input, stdin io.Reader, so source.Options, m *rec
 	newMapper := func() *recordMapper { return newRecordMapper(m, ns, prep) }
 	next := func() (source.Record, error) {
 		rec, err := rd.Next()
-		if err == nil && in.End > 0 && rec.Offset >= in.End {
+		if err == nil && in.End > 0 && rec.At() >= in.End {
 			return rec, io.EOF // the next shard's first record
 		}
 		return rec, err

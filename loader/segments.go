@@ -151,14 +151,16 @@ func (p *segmentPlan) record(state *checkpoint.State, committed []Committed, com
 	}
 }
 
-// segmentedSource sizes the NDJSON read blocks for the cursors: every
-// queued record keeps its block alive, so 64 cursors with 1 MiB blocks
-// pinned a few hundred MB (scenario F: 306 MB). About 4 MiB of blocks in
-// all, at least 64 KiB each, keeps reading far ahead of writing.
+// segmentedSource sizes the NDJSON read blocks (and the Parquet reader's
+// JSON arenas, and its decoders: see source.Options.Cursors) for the
+// cursors: every queued record keeps its block alive, so 64 cursors with 1 MiB blocks pinned a few hundred MB
+// (scenario F: 306 MB). About 4 MiB of blocks in all, at least 64 KiB
+// each, keeps reading far ahead of writing.
 func segmentedSource(so source.Options, cursors int) source.Options {
 	if cursors > 1 && so.BlockSize == 0 {
 		so.BlockSize = max(64<<10, (4<<20)/cursors)
 	}
+	so.Cursors = cursors
 	return so
 }
 

@@ -54,19 +54,22 @@ const parquetBatchRows = 2048
 // count scaled to the file's size (rows × size ÷ total rows), so byte-based
 // progress, ETA and dry-run totals advance by rows and end at the file size.
 type parquetReader struct {
-	path     string
-	f        RandomReader // a local file, or a remote input's cached reader
-	pf       *file.Reader
-	fr       *pqarrow.FileReader
-	cols     []int // the leaf columns read (--columns); nil: all
-	alloc    *poolAllocator
-	opts     Options
-	size     int64
-	total    int64   // rows in the file
-	rgRows   []int64 // rows per row group
-	rgFirst  []int64 // index of each row group's first row
-	startRG  int     // the first row group to read
-	startRow int64   // rows of startRG to skip (a resume inside it)
+	path  string
+	f     RandomReader // a local file, or a remote input's cached reader
+	pf    *file.Reader
+	fr    *pqarrow.FileReader
+	cols  []int // the leaf columns read (--columns); nil: all
+	alloc *poolAllocator
+	opts  Options
+	// arenaSize is the size of the JSON arenas: parquetArena, or the
+	// smaller Options.BlockSize of a file read at many places at once.
+	arenaSize int
+	size      int64
+	total     int64   // rows in the file
+	rgRows    []int64 // rows per row group
+	rgFirst   []int64 // index of each row group's first row
+	startRG   int     // the first row group to read
+	startRow  int64   // rows of startRG to skip (a resume inside it)
 
 	// Row groups are decoded and encoded by parquetWorkers decoders (a
 	// goroutine decoding, another encoding), decoder k taking startRG+k,
@@ -139,23 +142,112 @@ func parquetPages(md *metadata.FileMetaData, cols []int) int64 {
 	return most
 }
 
+// parquetBufferSize is arrow-go's read buffer, one per column being read.
+const parquetBufferSize = 256 << 10
+
+// parquetSplitMemory bounds the memory that the readers of a split
+// Parquet file hold at once (see splitParquet), and parquetReaderBase is
+// a reader's besides its pages, read buffers and footer: measured, an
+// import of the bench's 64 MiB orders file with 8 partitions peaked at
+// 105 MB read whole and 317 MB in 12 segments, ~19 MB a reader.
+// A blob's reader also has its block cache: blobsource's default, 16
+// blocks of 1 MiB.
+const (
+	parquetSplitMemory = 128 << 20
+	parquetReaderBase  = 12 << 20
+	parquetBlobCache   = 16 << 20
+)
+
+// parquetFooterParsed is about how many times its size as stored a footer
+// takes once parsed: 6–8 on the bench's 1 GB files (12 MB for the orders
+// file's 1,604 row groups).
+const parquetFooterParsed = 8
+
+// splitParquet divides a Parquet input into at most n Ranges of whole row
+// groups, of about as many rows each, from its footer alone: nothing is
+// read to find them, in a file or a blob. A range's positions are its first
+// row (Line) and that row scaled to the file's size (Offset, and the End of
+// the range before), as a Parquet reader's positions are; they must grow
+// strictly with rows, so a file of less than a byte a row is not split.
+// Each range has its own reader, which holds the footer and a row group's
+// pages (parquetPages, per decoder) while its cursor waits: the ranges
+// are fewer when those are big, to keep them all within parquetSplitMemory.
+// why says when the file is read whole.
+func splitParquet(in Input, n int) (ranges []Range, why string, err error) {
+	whole := []Range{{}}
+	f, size, err := openRandom(in)
+	if err != nil {
+		return nil, "", fmt.Errorf("split %s: %w", in.Path, err)
+	}
+	defer f.Close()
+	defer func() {
+		if p := recover(); p != nil { // a damaged footer: the reader refuses it
+			ranges, why, err = whole, "its footer cannot be read", nil
+		}
+	}()
+	pf, err := file.NewParquetReader(f)
+	if err != nil {
+		return whole, "its footer cannot be read", nil
+	}
+	md := pf.MetaData()
+	first := make([]int64, 0, md.NumRowGroups()) // each row group's first row
+	var total int64
+	for g := range md.NumRowGroups() {
+		first = append(first, total)
+		total += md.RowGroup(g).NumRows()
+	}
+	if len(first) <= 1 {
+		return whole, "", nil
+	}
+	if size < total {
+		return whole, "its rows take less than a byte each", nil
+	}
+	// A reader of a segment decodes one row group at a time (see
+	// Options.Cursors): its pages, a read buffer per column, the footer,
+	// and its batches, chunks and arenas.
+	held := parquetPages(md, nil) + int64(md.NumColumns())*parquetBufferSize + parquetFooterParsed*int64(md.Size()) + parquetReaderBase
+	if in.Remote != nil {
+		held += parquetBlobCache
+	}
+	if most := parquetSplitMemory / max(1, held); most < int64(n) {
+		if most <= 1 {
+			return whole, fmt.Sprintf("each of its readers would hold ~%d MiB", held>>20), nil
+		}
+		n = int(most)
+	}
+	var starts []Position
+	g := 0
+	for i := 1; i < n; i++ {
+		target := total * int64(i) / int64(n)
+		for g < len(first) && first[g] < target {
+			g++
+		}
+		if g == len(first) {
+			break
+		}
+		starts = append(starts, Position{Offset: rowsToOffset(first[g], size, total), Line: first[g]})
+	}
+	return rangesFrom(starts, size), "", nil
+}
+
 type parquetChunk struct {
 	recs []Record
 	err  error
 	last bool // the last chunk of its row group
 }
 
-// ParquetRows returns the number of rows of a Parquet input, read from its
-// footer; ok is false when in is not a Parquet input or cannot be opened.
-// A blob costs one ranged GET: its tail, which holds the footer.
-func ParquetRows(in Input, opts Options) (rows int64, ok bool) {
+// ParquetRows returns the rows of a Parquet input, or those before end, a
+// position's Offset (0: all of them; see splitParquet); ok is false when
+// in is not Parquet or its footer cannot be read. A blob costs one ranged
+// GET: its tail, which holds the footer.
+func ParquetRows(in Input, opts Options, end int64) (rows int64, ok bool) {
 	if in.Stdin {
 		return 0, false
 	}
 	if f, err := ResolveFormat(in, opts); err != nil || f != FormatParquet {
 		return 0, false
 	}
-	f, _, err := openRandom(in)
+	f, size, err := openRandom(in)
 	if err != nil {
 		return 0, false
 	}
@@ -169,7 +261,10 @@ func ParquetRows(in Input, opts Options) (rows int64, ok bool) {
 	if err != nil {
 		return 0, false
 	}
-	return pf.NumRows(), true
+	if rows = pf.NumRows(); end > 0 && end < size {
+		rows = offsetToRows(end, size, rows)
+	}
+	return rows, true
 }
 
 // openRandom opens a Parquet input for reads at any offset: a local file,
@@ -209,7 +304,7 @@ func openParquet(in Input, opts Options, start Position) (r *parquetReader, err 
 			alloc.release()
 		}
 	}()
-	r = &parquetReader{path: in.Path, f: f, opts: opts, size: size, alloc: alloc,
+	r = &parquetReader{path: in.Path, f: f, opts: opts, size: size, alloc: alloc, arenaSize: parquetArena,
 		freeArenas: make(chan *reusable[byte], parquetFree), freeSpans: make(chan *reusable[record.Member], parquetFree),
 		freeRecs: make(chan []Record, parquetFree)}
 	refuse := func(err error) error {
@@ -226,10 +321,13 @@ func openParquet(in Input, opts Options, start Position) (r *parquetReader, err 
 	// Read pages as they are decoded instead of whole column chunks: a row
 	// group of a few hundred MB must not be held in memory.
 	props.BufferedStreamEnabled = true
-	props.BufferSize = 256 << 10
+	props.BufferSize = parquetBufferSize
 	pf, err := file.NewParquetReader(f, file.WithReadProps(props))
 	if err != nil {
 		return nil, refuse(err)
+	}
+	if opts.BlockSize > 0 {
+		r.arenaSize = min(parquetArena, opts.BlockSize)
 	}
 	r.pf = pf
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: parquetBatchRows}, alloc)
@@ -289,12 +387,31 @@ func appendLeaves(cols []int, f *pqarrow.SchemaField) []int {
 }
 
 // offsetAt is rows scaled to the file size (see parquetReader).
-func (r *parquetReader) offsetAt(rows int64) int64 {
-	if r.total <= 0 {
+func (r *parquetReader) offsetAt(rows int64) int64 { return rowsToOffset(rows, r.size, r.total) }
+
+// rowsToOffset is rows of a file of total rows scaled to its size:
+// rows × size ÷ total, rounded down. It grows strictly with rows when the
+// file has at least a byte per row (size ≥ total).
+func rowsToOffset(rows, size, total int64) int64 {
+	if total <= 0 {
 		return 0
 	}
-	hi, lo := bits.Mul64(uint64(rows), uint64(r.size))
-	q, _ := bits.Div64(hi, lo, uint64(r.total)) // rows ≤ total: no overflow
+	hi, lo := bits.Mul64(uint64(rows), uint64(size))
+	q, _ := bits.Div64(hi, lo, uint64(total)) // rows ≤ total: no overflow
+	return int64(q)
+}
+
+// offsetToRows is the inverse of rowsToOffset: the first row whose scaled
+// offset is at least offset (0 ≤ offset ≤ size).
+func offsetToRows(offset, size, total int64) int64 {
+	if size <= 0 {
+		return 0
+	}
+	// The least r with r × size ≥ offset × total.
+	hi, lo := bits.Mul64(uint64(offset), uint64(total))
+	lo, borrow := bits.Add64(lo, uint64(size-1), 0)
+	hi += borrow
+	q, _ := bits.Div64(hi, lo, uint64(size)) // offset ≤ size: no overflow
 	return int64(q)
 }
 
@@ -337,7 +454,7 @@ func (r *parquetReader) Next() (Record, error) {
 
 func (r *parquetReader) start() {
 	w := min(parquetWorkers(), len(r.rgRows)-r.startRG)
-	if parquetPages(r.pf.MetaData(), r.cols) > parquetPagesMax {
+	if parquetPages(r.pf.MetaData(), r.cols) > parquetPagesMax || r.opts.Cursors > 1 {
 		w = 1
 	}
 	r.outs = make([]chan parquetChunk, w)
@@ -591,7 +708,7 @@ func (e *rowGroupEncoder) emit(i int) Record {
 		e.spans = takeArena(e.r.freeSpans, max(parquetSpans, need), newMembers)
 	}
 	if e.arena == nil {
-		e.arena = takeArena(e.r.freeArenas, parquetArena, newArena)
+		e.arena = takeArena(e.r.freeArenas, e.r.arenaSize, newArena)
 	}
 	sp, ar := e.spans, e.arena
 	at, mat := len(ar.buf), len(sp.buf)
@@ -605,7 +722,7 @@ func (e *rowGroupEncoder) emit(i int) Record {
 		data = data[:n:n]
 	} else { // data grew into memory of its own
 		data, inArena = data[:n:n], nil
-		e.arena = takeArena(e.r.freeArenas, parquetArena, newArena)
+		e.arena = takeArena(e.r.freeArenas, e.r.arenaSize, newArena)
 		ar.release() // the encoder's hold
 	}
 	sp.buf = sp.buf[:mat+len(ms)]
@@ -629,6 +746,8 @@ func (e *rowGroupEncoder) emit(i int) Record {
 		Line:    row + 1,
 		Offset:  row,
 		Next:    Position{Offset: e.r.offsetAt(row + 1), Line: row + 1},
+		row:     true,
+		at:      e.r.offsetAt(row),
 		Data:    data,
 		Members: ms,
 		Schema:  e.enc.schema,

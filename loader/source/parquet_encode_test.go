@@ -373,8 +373,10 @@ func BenchmarkParquetRead(b *testing.B) {
 // Row groups of every size, below and above a chunk and a batch, decoded
 // by two workers at once, come out in file order, from the start and from
 // a resume inside any of them.
-func TestParquetManyRowGroupsComeOutInOrder(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "groups.parquet")
+// writeRowGroups writes a file of one column, n, counting rows from 0, in
+// row groups of the given sizes; value(row) is n's value (nil: the row).
+func writeRowGroups(t *testing.T, path string, sizes []int, value func(row int64) int64) (total int64) {
+	t.Helper()
 	schema := arrow.NewSchema([]arrow.Field{{Name: "n", Type: arrow.PrimitiveTypes.Int64}}, nil)
 	f, err := os.Create(path)
 	if err != nil {
@@ -386,10 +388,13 @@ func TestParquetManyRowGroupsComeOutInOrder(t *testing.T) {
 	}
 	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
 	defer b.Release()
-	var total int64
-	for _, n := range []int{1, 3, 1024, 1025, 7, 2048, 2049, 5000, 2, 1, 1} {
+	for _, n := range sizes {
 		for range n {
-			b.Field(0).(*array.Int64Builder).Append(total)
+			v := total
+			if value != nil {
+				v = value(total)
+			}
+			b.Field(0).(*array.Int64Builder).Append(v)
 			total++
 		}
 		rec := b.NewRecordBatch()
@@ -407,10 +412,18 @@ func TestParquetManyRowGroupsComeOutInOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := pf.NumRowGroups(); n != 11 {
-		t.Fatalf("wrote %d row groups, want 11", n)
+	if n := pf.NumRowGroups(); n != len(sizes) {
+		t.Fatalf("wrote %d row groups, want %d", n, len(sizes))
 	}
 	pf.Close()
+	return total
+}
+
+var manyRowGroups = []int{1, 3, 1024, 1025, 7, 2048, 2049, 5000, 2, 1, 1}
+
+func TestParquetManyRowGroupsComeOutInOrder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "groups.parquet")
+	total := writeRowGroups(t, path, manyRowGroups, nil)
 	for _, from := range []int64{0, 1, 4, 1028, 2052, 5000, 9000, total - 1, total} {
 		recs, err := readParquet(t, path, Options{}, Position{Line: from})
 		if err != nil {
@@ -562,11 +575,12 @@ func TestParquetDecodersFollowPageMemory(t *testing.T) {
 	for _, c := range []struct {
 		name         string
 		rows, rgRows int
+		cursors      int // Options.Cursors: one of a segmented load's readers
 		wantDecoders int
-	}{{"small", 4000, 100, 2}, {"big", 4000, 2000, 1}} {
+	}{{"small", 4000, 100, 0, 2}, {"big", 4000, 2000, 0, 1}, {"segment", 4000, 100, 4, 1}} {
 		path := filepath.Join(dir, c.name+".parquet")
 		write(path, c.rows, c.rgRows)
-		rd, err := Open(Input{Path: path}, nil, Options{Format: FormatParquet}, Position{})
+		rd, err := Open(Input{Path: path}, nil, Options{Format: FormatParquet, Cursors: c.cursors}, Position{})
 		if err != nil {
 			t.Fatal(err)
 		}

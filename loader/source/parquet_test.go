@@ -102,7 +102,7 @@ func TestParquetResumeAtEveryKindOfRow(t *testing.T) {
 			t.Fatalf("Next.Offset went back at row %d", i+1)
 		}
 	}
-	if rows, ok := ParquetRows(Input{Path: path}, Options{}); !ok || rows != 250 {
+	if rows, ok := ParquetRows(Input{Path: path}, Options{}, 0); !ok || rows != 250 {
 		t.Fatalf("ParquetRows = %d, %v", rows, ok)
 	}
 	for _, k := range []int{0, 1, 57, 99, 100, 101, 199, 200, 249, 250} {
@@ -193,7 +193,9 @@ func TestParquetCloseMidFile(t *testing.T) {
 	}
 }
 
-func TestParquetIsNotSplit(t *testing.T) {
+// Splittable is about cutting an input anywhere, also while it is read: a
+// Parquet file is split only between row groups, at the start (Split).
+func TestParquetIsNotCutWhileRead(t *testing.T) {
 	if ok, why := Splittable(Input{Path: parquetDir + "rows.parquet"}, Options{}); ok || !strings.Contains(why, "Parquet") {
 		t.Fatalf("Splittable = %v, %q", ok, why)
 	}

@@ -136,7 +136,7 @@ func TestRemoteParquet(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := Input{Path: "https://acct.blob.core.windows.net/c/rows.parquet", Remote: &memRemote{data: data}}
-	if rows, ok := ParquetRows(in, Options{}); !ok || rows != 250 {
+	if rows, ok := ParquetRows(in, Options{}, 0); !ok || rows != 250 {
 		t.Fatalf("ParquetRows = %d, %v; want 250", rows, ok)
 	}
 	r, err := Open(in, nil, Options{}, Position{Line: 120})

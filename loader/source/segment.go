@@ -19,9 +19,11 @@ type Range struct {
 	End   int64
 }
 
-// Splittable reports whether in can be read at several places at once, and
-// why not when it cannot: only a plain NDJSON or CSV/TSV file can be, not
-// stdin, a gzip file (no random access), one JSON array nor a Parquet file.
+// Splittable reports whether in can be cut at any record boundary, at the
+// start or while it is read, and why not when it cannot: only a plain
+// NDJSON or CSV/TSV file can be, not stdin, a gzip file (no random
+// access), one JSON array nor a Parquet file (which Split cuts between
+// row groups).
 func Splittable(in Input, opts Options) (bool, string) {
 	if in.Stdin {
 		return false, "standard input is read once, front to back"
@@ -36,7 +38,7 @@ func Splittable(in Input, opts Options) (bool, string) {
 		return false, err.Error()
 	}
 	if format == FormatParquet {
-		return false, "it is Parquet (read row group by row group, front to back)"
+		return false, "it is Parquet (split between row groups when the load starts, never while it runs)"
 	}
 	f, err := os.Open(in.Path)
 	if err != nil {
@@ -63,11 +65,16 @@ func Splittable(in Input, opts Options) (bool, string) {
 // newline outside quotes, found by following the quoting from the start of
 // the file. A CSV whose quoting cannot be followed safely (a quote inside
 // an unquoted field, or a stray one after a closing quote) is not split:
-// Split returns one range and the reason.
+// Split returns one range and the reason. A Parquet file or blob, which
+// Splittable refuses (nothing can cut it while it is read), is split
+// into whole row groups from its footer (splitParquet).
 func Split(in Input, opts Options, n int) ([]Range, string, error) {
 	whole := []Range{{}}
 	if n <= 1 {
 		return whole, "", nil
+	}
+	if format, err := ResolveFormat(in, opts); err == nil && format == FormatParquet && !in.Stdin {
+		return splitParquet(in, n)
 	}
 	if ok, why := Splittable(in, opts); !ok {
 		return whole, why, nil

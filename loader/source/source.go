@@ -68,11 +68,18 @@ type Options struct {
 	// can be trusted).
 	MaxRecordBytes int
 
-	// BlockSize is the NDJSON reader's read size (default 1 MiB). A queued
-	// record keeps its block alive, so an import reading a file at many
-	// places at once uses smaller blocks; tests and fuzzing use tiny ones
-	// to exercise every refill path.
+	// BlockSize is the NDJSON reader's read size (default 1 MiB), and the
+	// size of the Parquet reader's JSON arenas (default 256 KiB). A queued
+	// record keeps its block or arena alive, so an import reading a file
+	// at many places at once uses smaller ones; tests and fuzzing use tiny
+	// ones to exercise every refill path.
 	BlockSize int
+
+	// Cursors is how many readers a load runs at once (the segments of a
+	// file). Above one, a Parquet reader decodes one row group at a time:
+	// the cursors are parallel enough, and each reader holds its row
+	// group's pages.
+	Cursors int
 
 	// Columns, when set, are the only top-level fields read from CSV and
 	// Parquet inputs (--columns), plus those of KeyColumns. Parquet reads
@@ -202,6 +209,21 @@ type Record struct {
 	// reader reuses them (see reusable).
 	members *reusable[record.Member]
 	data    *reusable[byte]
+	// row says the record is a Parquet row, starting at scaled offset at
+	// (see At).
+	row bool
+	at  int64
+}
+
+// At is where the record starts in the offsets that Positions, Ranges and
+// progress count: Offset, but for a Parquet row, whose Offset is its row
+// index (unique, for generated ids), the row scaled to the file's size, as
+// the Offset of its Next is. A range's End is compared with At.
+func (r *Record) At() int64 {
+	if r.row {
+		return r.at
+	}
+	return r.Offset
 }
 
 // ReleaseMembers drops Members and tells the reader that nothing reads
