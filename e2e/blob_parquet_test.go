@@ -159,6 +159,54 @@ func TestBlobParquetKillAndResume(t *testing.T) {
 	}
 }
 
+// A Parquet blob read in three segments of row groups (15 of 100 rows),
+// each a reader of its own over the blob, killed and resumed: every row
+// once, each segment ending where the next begins.
+func TestBlobParquetSegmentsKillAndResume(t *testing.T) {
+	az := testenv.Azurite(t)
+	tg := localTarget(t, emulator.Options{DefaultRU: 1000})
+	cc := blobContainer(t, az, "inputs")
+	const rows = 1500
+	data, want := genParquet(t, "p", rows, 100)
+	putBlob(t, cc, "big.parquet", data)
+	ckpt := filepath.Join(t.TempDir(), "ckpt.json")
+	conn := []string{"--source-connection-string", az.ConnectionString()}
+	args := append([]string{"import", az.BlobEndpoint() + "/inputs/big.parquet", "--segments", "3", "--checkpoint", ckpt, "--checkpoint-interval", "100ms"},
+		tg.args("e2e", "pqsegs", "--create-container", "--partition-key", "/tenant", "--ru", "1000")...)
+	cmd, wait := startLoader(t, append(args, conn...)...)
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if st, err := checkpoint.Load(ckpt); err == nil && st.Counters.RecordsWritten >= 300 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no checkpoint past 300 rows within 60 s")
+		}
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	wait()
+	st, err := checkpoint.Load(ckpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	segs := st.Inputs[0].Segments
+	if st.Complete || len(segs) != 3 || segs[1].Start.Line != 500 || segs[2].Start.Line != 1000 {
+		t.Fatalf("checkpoint after SIGKILL: complete=%v, segments %+v; want three, from rows 0, 500 and 1000", st.Complete, segs)
+	}
+	res := runLoader(t, nil, append([]string{"resume", ckpt, "--quiet", "--key", tg.key}, conn...)...)
+	if res.code != 0 {
+		t.Fatalf("resume: exit %d\n%s", res.code, res.stderr)
+	}
+	checkDocs(t, readAll(t, tg, "e2e", "pqsegs"), want)
+	if st, err = checkpoint.Load(ckpt); err != nil || !st.Complete {
+		t.Fatalf("checkpoint after resume: %+v, %v", st, err)
+	}
+	for k, s := range st.Inputs[0].Segments {
+		if want := int64(500 * (k + 1)); s.Committed.Line != want {
+			t.Errorf("segment %d ended at row %d, want %d", k, s.Committed.Line, want)
+		}
+	}
+}
+
 // Two loaders over one prefix of Parquet blobs: one shard per blob, as
 // for local Parquet files, every row once.
 func TestTwoLoadersShareParquetBlobs(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -151,6 +152,18 @@ func TestRemoteParquet(t *testing.T) {
 	bad := Input{Path: "https://acct.blob.core.windows.net/c/x.parquet", Remote: &memRemote{data: data[:len(data)-9]}}
 	if _, err := Open(bad, nil, Options{}, Position{}); err == nil || !strings.Contains(err.Error(), "not a readable Parquet file") {
 		t.Errorf("a truncated blob: %v", err)
+	}
+	// Split between its row groups (100, 100, 50 rows), as a local file.
+	ranges, why, err := Split(in, Options{}, 3)
+	if err != nil || why != "" || len(ranges) != 3 || ranges[1].Start.Line != 100 || ranges[2].Start.Line != 200 {
+		t.Fatalf("Split of a Parquet blob = %+v, %q, %v; want ranges from rows 0, 100 and 200", ranges, why, err)
+	}
+	local, _, _ := Split(Input{Path: parquetDir + "rows.parquet"}, Options{}, 3)
+	if fmt.Sprint(local) != fmt.Sprint(ranges) {
+		t.Errorf("blob ranges %+v, local file's %+v", ranges, local)
+	}
+	if ranges, why, _ := Split(bad, Options{}, 3); len(ranges) != 1 || !strings.Contains(why, "footer") {
+		t.Errorf("Split of a truncated blob = %+v, %q; want one range (its reader refuses it)", ranges, why)
 	}
 }
 
