@@ -621,6 +621,8 @@ type rowGroupEncoder struct {
 	spans *reusable[record.Member] // of Record.Members
 	g     int                      // row group
 	read  int64                    // rows of g encoded or skipped
+	// The last row's Next: the next row's start, when it follows.
+	nextRow, nextAt int64
 }
 
 // reusable is an arena records are cut from, reused once every record
@@ -741,13 +743,18 @@ func (e *rowGroupEncoder) emit(i int) Record {
 	}
 	row := e.r.rgFirst[e.g] + e.read
 	e.read++
+	start := e.nextAt // where the row before ended, if it was the one before
+	if row != e.nextRow || row == 0 {
+		start = e.r.offsetAt(row)
+	}
+	e.nextRow, e.nextAt = row+1, e.r.offsetAt(row+1)
 	return Record{
 		Path:    e.r.path,
 		Line:    row + 1,
 		Offset:  row,
-		Next:    Position{Offset: e.r.offsetAt(row + 1), Line: row + 1},
+		Next:    Position{Offset: e.nextAt, Line: row + 1},
 		row:     true,
-		at:      e.r.offsetAt(row),
+		at:      start,
 		Data:    data,
 		Members: ms,
 		Schema:  e.enc.schema,
