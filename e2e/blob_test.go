@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -288,6 +290,40 @@ func shardBlobs(t *testing.T, az *testenv.AzuriteServer) int {
 		shards += len(page.Segment.BlobItems)
 	}
 	return shards
+}
+
+// shardProgress returns how many shards a shared load planned and the rows
+// their saved progress says were written.
+func shardProgress(t *testing.T, az *testenv.AzuriteServer) (shards int, written int64) {
+	t.Helper()
+	leases, err := container.NewClientFromConnectionString(az.ConnectionString(), "loader-leases", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := "shards/"
+	for pager := leases.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: &prefix}); pager.More(); {
+		page, err := pager.NextPage(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, item := range page.Segment.BlobItems {
+			shards++
+			resp, err := leases.NewBlobClient(*item.Name).DownloadStream(context.Background(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var p struct {
+				Written int64 `json:"written"`
+			}
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil || json.Unmarshal(body, &p) != nil {
+				t.Fatalf("shard %s: %v %q", *item.Name, err, body)
+			}
+			written += p.Written
+		}
+	}
+	return shards, written
 }
 
 func gzipBytes(t *testing.T, data []byte) []byte {

@@ -3,10 +3,10 @@ package loader
 import (
 	"context"
 	"errors"
-	"io"
 	"time"
 
 	"github.com/cosmosloader/loader/internal/clock"
+	"github.com/cosmosloader/loader/loader/source"
 )
 
 // What a shared load needs from the store that coordinates loaders: capacity
@@ -76,10 +76,11 @@ type ShardInput struct {
 	Path       string
 	Size       int64
 	HeadHash   string
-	Splittable bool // plain NDJSON may be cut into byte ranges
-	// Open reads the raw input from a byte offset, for aligning a shard's
-	// start on a line; nil opens Path as a local file.
-	Open func(offset int64) (io.ReadCloser, error)
+	Splittable bool // plain NDJSON and Parquet may be cut into byte ranges
+	// Align returns the position of the first record at or after a byte
+	// offset, where a shard starting there begins; nil aligns Path, a
+	// local NDJSON file, on a line start.
+	Align func(offset int64) (source.Position, error)
 }
 
 // Shard is the byte range [Start, End) of input Input.

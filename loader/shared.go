@@ -102,9 +102,28 @@ func jobID(fps []checkpoint.Fingerprint, db, coll string) string {
 	return "job-" + hex.EncodeToString(h.Sum(nil))[:12]
 }
 
-// splittable reports whether path can be cut into byte ranges at line
+// splittable reports whether in can be cut into byte ranges, and how a
+// range's start is aligned on a record: plain NDJSON at line starts
+// (not gzip, CSV or one JSON array), Parquet at a row (see
+// source.ParquetAlign).
+func splittable(in source.Input, opts source.Options) (ok bool, align func(int64) (source.Position, error)) {
+	if f, err := source.ResolveFormat(in, opts); err == nil && f == source.FormatParquet {
+		if !source.ParquetAlignable(in) {
+			return false, nil
+		}
+		return true, func(offset int64) (source.Position, error) { return source.ParquetAlign(in, offset) }
+	}
+	if !plainNDJSON(in, opts.Format) {
+		return false, nil
+	}
+	return true, func(offset int64) (source.Position, error) {
+		return source.AlignFrom(func(off int64) (io.ReadCloser, error) { return source.OpenRaw(in, off) }, offset)
+	}
+}
+
+// plainNDJSON reports whether path can be cut into byte ranges at line
 // starts: plain NDJSON, not gzip, CSV or one JSON array.
-func splittable(in source.Input, format string) bool {
+func plainNDJSON(in source.Input, format string) bool {
 	switch strings.ToLower(filepath.Ext(in.Path)) {
 	case ".gz", ".csv", ".tsv", ".tab", ".parquet", ".parq":
 		return false
@@ -124,12 +143,6 @@ func splittable(in source.Input, format string) bool {
 		return false
 	}
 	return !strings.HasPrefix(trimmed, "[")
-}
-
-// rawOpener reads in's raw bytes from an offset, for aligning shards on
-// files and remote inputs alike.
-func rawOpener(in source.Input) func(int64) (io.ReadCloser, error) {
-	return func(off int64) (io.ReadCloser, error) { return source.OpenRaw(in, off) }
 }
 
 // leasedShards is a shared load's work: the shards this process can
@@ -183,8 +196,9 @@ func (p *plan) leasedShards(tgt *Target, inputs []Input, fps []checkpoint.Finger
 	}
 	var shardInputs []ShardInput
 	for i, in := range inputs {
+		ok, align := splittable(in.Input, p.Source)
 		shardInputs = append(shardInputs, ShardInput{Path: in.Path, Size: fps[i].Size, HeadHash: fps[i].HeadHash,
-			Splittable: splittable(in.Input, p.Source.Format), Open: rawOpener(in.Input)})
+			Splittable: ok, Align: align})
 	}
 	claimer, err := cc.Shards(ShardsConfig{
 		Prefix: "shards/" + so.JobID + "/", Inputs: shardInputs,
@@ -287,7 +301,7 @@ func (l *leasedShards) next(ctx context.Context) (*piece, error) {
 		in.Start = Committed{Offset: claim.From.Offset, Line: claim.From.Line}
 		in.End = claim.Shard.End
 		if claim.Shard.Start == 0 && claim.Shard.End >= l.fps[claim.Shard.Input].Size {
-			in.End = 0 // the whole input: no bound (Parquet record offsets are row indexes)
+			in.End = 0 // the whole input: no bound
 		}
 		return &piece{
 			name: claim.Shard.ID, inputs: []Input{in}, source: l.p.Source,

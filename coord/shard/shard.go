@@ -55,12 +55,14 @@ type Input struct {
 	// HeadHash identifies the content (a hash of its first bytes), so
 	// processes with different files under one name notice.
 	HeadHash string
-	// Splittable is true for plain NDJSON, which may be split into byte
-	// ranges; gzip, CSV and JSON arrays are one shard each.
+	// Splittable is true for plain NDJSON and Parquet, which may be split
+	// into byte ranges; gzip, CSV and JSON arrays are one shard each.
 	Splittable bool
-	// Open reads the raw input from a byte offset, for aligning a shard's
-	// start on a line; nil opens Path as a local file.
-	Open func(offset int64) (io.ReadCloser, error)
+	// Align returns the position of the first record at or after a byte
+	// offset, where a shard starting there begins (NDJSON: a line start,
+	// source.AlignFrom; Parquet: a row, source.ParquetAlign); nil aligns
+	// Path, a local NDJSON file, with source.AlignStart.
+	Align func(offset int64) (source.Position, error)
 }
 
 // Config configures a Coordinator. Zero values mean the documented defaults.
@@ -400,8 +402,8 @@ func (c *Coordinator) tryClaim(ctx context.Context, i int, exists bool) (*Claim,
 		// Shards and an import's segments are the same kind of byte
 		// range, aligned by the same code (source.AlignFrom).
 		var pos source.Position
-		if in := c.cfg.Inputs[s.Input]; in.Open != nil {
-			pos, err = source.AlignFrom(in.Open, s.Start)
+		if in := c.cfg.Inputs[s.Input]; in.Align != nil {
+			pos, err = in.Align(s.Start)
 		} else {
 			pos, err = source.AlignStart(in.Path, s.Start)
 		}

@@ -142,6 +142,52 @@ func parquetPages(md *metadata.FileMetaData, cols []int) int64 {
 	return most
 }
 
+// ParquetAlignable reports whether a Parquet input can be cut into byte
+// ranges, each read from its first row (ParquetAlign): its footer is
+// readable, and its positions, rows scaled to its size, grow with every
+// row (a byte a row at least; see splitParquet).
+func ParquetAlignable(in Input) bool {
+	rows, size, ok := parquetShape(in)
+	return ok && size >= rows
+}
+
+// ParquetAlign returns the position of the first row of a Parquet input
+// whose scaled offset (Record.At) is at or after offset: where a byte
+// range starting at offset begins, the rows before it belonging to the
+// range before (a range ends at the first row whose At reaches its End).
+// The range may start inside a row group, which its reader decodes from
+// the group's first row, skipping to it.
+func ParquetAlign(in Input, offset int64) (Position, error) {
+	rows, size, ok := parquetShape(in)
+	if !ok {
+		return Position{}, fmt.Errorf("align %s: not a readable Parquet file", in.Path)
+	}
+	if offset >= size {
+		return Position{Offset: size, Line: rows}, nil
+	}
+	row := offsetToRows(max(offset, 0), size, rows)
+	return Position{Offset: rowsToOffset(row, size, rows), Line: row}, nil
+}
+
+// parquetShape returns a Parquet input's rows and size, from its footer.
+func parquetShape(in Input) (rows, size int64, ok bool) {
+	f, size, err := openRandom(in)
+	if err != nil {
+		return 0, 0, false
+	}
+	defer f.Close()
+	defer func() {
+		if recover() != nil { // a damaged footer
+			rows, size, ok = 0, 0, false
+		}
+	}()
+	pf, err := file.NewParquetReader(f)
+	if err != nil {
+		return 0, 0, false
+	}
+	return pf.NumRows(), size, true
+}
+
 // parquetBufferSize is arrow-go's read buffer, one per column being read.
 const parquetBufferSize = 256 << 10
 
@@ -247,24 +293,11 @@ func ParquetRows(in Input, opts Options, end int64) (rows int64, ok bool) {
 	if f, err := ResolveFormat(in, opts); err != nil || f != FormatParquet {
 		return 0, false
 	}
-	f, size, err := openRandom(in)
-	if err != nil {
-		return 0, false
-	}
-	defer f.Close()
-	defer func() {
-		if recover() != nil { // a damaged footer
-			rows, ok = 0, false
-		}
-	}()
-	pf, err := file.NewParquetReader(f)
-	if err != nil {
-		return 0, false
-	}
-	if rows = pf.NumRows(); end > 0 && end < size {
+	rows, size, ok := parquetShape(in)
+	if ok && end > 0 && end < size {
 		rows = offsetToRows(end, size, rows)
 	}
-	return rows, true
+	return rows, ok
 }
 
 // openRandom opens a Parquet input for reads at any offset: a local file,

@@ -130,3 +130,51 @@ func TestParquetSplitBoundedByReaderMemory(t *testing.T) {
 		}
 	}
 }
+
+// A shard of a shared load starts at ParquetAlign of its byte offset, and
+// the shard before it ends at the first row whose At reaches that offset:
+// the first row at or after it, so every row is in exactly one shard.
+func TestParquetAlignIsTheFirstRowAtOrAfter(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "groups.parquet")
+	total := writeRowGroups(t, path, manyRowGroups, nil)
+	in := Input{Path: path}
+	if !ParquetAlignable(in) {
+		t.Fatal("a file of several bytes a row is not alignable")
+	}
+	r, err := Open(in, nil, Options{}, Position{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ats []int64
+	var size int64
+	for {
+		rec, err := r.Next()
+		if err != nil {
+			break
+		}
+		ats = append(ats, rec.At())
+		size = rec.Next.Offset
+	}
+	r.Close()
+	if int64(len(ats)) != total {
+		t.Fatalf("%d rows, want %d", len(ats), total)
+	}
+	for off := int64(0); off <= size; off += 7 {
+		pos, err := ParquetAlign(in, off)
+		if err != nil {
+			t.Fatal(err)
+		}
+		row := int64(0)
+		for row < total && ats[row] < off {
+			row++
+		}
+		if pos.Line != row || (row < total && pos.Offset != ats[row]) {
+			t.Fatalf("ParquetAlign(%d) = %+v, want row %d", off, pos, row)
+		}
+	}
+	tiny := filepath.Join(t.TempDir(), "same.parquet")
+	writeRowGroups(t, tiny, []int{100000, 100000}, func(int64) int64 { return 7 })
+	if ParquetAlignable(Input{Path: tiny}) {
+		t.Error("a file of less than a byte a row is alignable")
+	}
+}
