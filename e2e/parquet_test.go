@@ -151,6 +151,9 @@ func TestParquetInterruptAndResumeMidFile(t *testing.T) {
 // file is; killed mid-load, resume reads on in every segment from its own
 // committed row, and every row lands once.
 func TestParquetSegmentsKilledAndResumed(t *testing.T) {
+	// Exactness, not speed, is checked: these kill-and-resume loops run
+	// side by side with each other after the timing-sensitive tests.
+	t.Parallel()
 	tg := localTarget(t, emulator.Options{DefaultRU: 400})
 	dir := parquetFixtures(t, "rows.parquet")
 	input := filepath.Join(dir, "rows.parquet")

@@ -400,7 +400,8 @@ func (c *Coordinator) tryClaim(ctx context.Context, i int, exists bool) (*Claim,
 	}
 	if err == nil && !saved && s.Start > 0 {
 		// Shards and an import's segments are the same kind of byte
-		// range, aligned by the same code (source.AlignFrom).
+		// range, aligned by the same code (the input's Align:
+		// source.AlignFrom, or source.ParquetAlign).
 		var pos source.Position
 		if in := c.cfg.Inputs[s.Input]; in.Align != nil {
 			pos, err = in.Align(s.Start)
