@@ -52,8 +52,11 @@ type Input struct {
 	// byte ranges, each with its own low-water mark; Committed and Records
 	// above then sum them up for people (Committed is the first segment's).
 	Segments []Segment `json:"segments,omitempty"`
-	// Refused: the input was refused whole (corrupt gzip, bad CSV header)
-	// and listed once in the dead-letter file; a resume skips it.
+	// Refused: the input was refused whole (corrupt gzip, bad CSV header),
+	// or the rest of it from a record that cannot be read, and listed once
+	// in the dead-letter file; a resume skips it. For an input read in
+	// segments it says one was: each segment says which (an older
+	// checkpoint's do not, and a resume then skips them all).
 	Refused bool `json:"refused,omitempty"`
 }
 
@@ -65,6 +68,10 @@ type Segment struct {
 	Committed Position `json:"committed"`
 	Records   int64    `json:"records"`
 	Done      bool     `json:"done,omitempty"`
+	// Refused: the rest of this segment was refused (a Parquet row group
+	// or CSV record that cannot be read), listed once in the dead-letter
+	// file; a resume skips it, and reads the input's other segments.
+	Refused bool `json:"refused,omitempty"`
 }
 
 // Counters are the run's totals so far; a resumed run continues them so its

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/parquet/file"
+
 	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/emulator"
 )
@@ -201,5 +203,63 @@ func TestParquetSegmentsKilledAndResumed(t *testing.T) {
 		if id := fmt.Sprintf("r%d", i); !reflect.DeepEqual(got[id], parquetRow(i)) {
 			t.Errorf("document %s: %v", id, got[id])
 		}
+	}
+}
+
+// A row group that does not decode, read in segments (rows.parquet: 100,
+// 100 and 50 rows, the second's page header broken): it refuses the rest
+// of its own segment, with one dead letter, and the other segments land;
+// the checkpoint marks that segment refused, so a resume reads on in the
+// others only.
+func TestParquetCorruptRowGroupRefusesOnlyItsSegment(t *testing.T) {
+	tg := localTarget(t, emulator.Options{DefaultRU: 100000})
+	dir := parquetFixtures(t, "rows.parquet")
+	input := filepath.Join(dir, "rows.parquet")
+	b, err := os.ReadFile(input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := file.OpenParquetFile(input, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := pf.MetaData().RowGroup(1).ColumnChunk(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := cc.DataPageOffset()
+	pf.Close()
+	for i := off; i < off+24; i++ {
+		b[i] = 0xff
+	}
+	writeFile(t, dir, "rows.parquet", b)
+	dl := filepath.Join(dir, "dead.ndjson")
+	ckpt := filepath.Join(dir, "ckpt.json")
+	res := runLoader(t, nil, append([]string{"import", input, "--segments", "3", "--dead-letter", dl, "--checkpoint", ckpt},
+		tg.args("e2e", "pqbadseg", "--create-container", "--partition-key", "/pk")...)...)
+	if res.code != 3 {
+		t.Fatalf("exit %d, want 3\n%s", res.code, res.stderr)
+	}
+	got := readAll(t, tg, "e2e", "pqbadseg")
+	if len(got) != 150 {
+		t.Errorf("%d documents landed, want 150 (rows 1-100 and 201-250)", len(got))
+	}
+	for i := 1; i <= 250; i++ {
+		id := fmt.Sprintf("r%d", i)
+		if _, ok := got[id]; ok != (i <= 100 || i > 200) {
+			t.Errorf("document %s landed: %v", id, ok)
+		}
+	}
+	dead := readDeadLetters(t, dl)
+	if len(dead) != 1 || dead[0]["reason"] != "corrupt_input" || dead[0]["line"] != 101.0 {
+		t.Fatalf("dead letters %v, want one corrupt_input entry at row 101", dead)
+	}
+	st, err := checkpoint.Load(ckpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	segs := st.Inputs[0].Segments
+	if len(segs) != 3 || segs[0].Refused || !segs[1].Refused || segs[2].Refused {
+		t.Errorf("segments %+v, want only the second refused", segs)
 	}
 }

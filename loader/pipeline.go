@@ -701,12 +701,13 @@ func (r *run) readInput(i int, in Input, workers int, queues *lanes) error {
 			return false
 		}
 	})
-	if err != nil && !anyRecord {
+	if err != nil && !anyRecord && in.Start.Line == 0 && in.End == 0 {
 		// A bad CSV header is found when the input is opened.
 		return r.refuseInput(i, in, err)
 	}
 	// A Parquet row group that does not decode refuses the rest of the
-	// file, at the position reached: the rows before it were loaded.
+	// file, at the position reached: the rows before it were loaded. Read
+	// in segments, it refuses the rest of its segment; the others load.
 	var ie *source.InputError
 	if errors.As(err, &ie) {
 		r.read.Add(1)
@@ -714,7 +715,7 @@ func (r *run) readInput(i int, in Input, workers int, queues *lanes) error {
 		seq := r.tr.add(i, lastOffset, lastLine)
 		r.deadLetterAs(i, seq, resultRefused, &DeadLetter{
 			Source: in.Path, Line: ie.Line, Offset: ie.Offset, Reason: ie.Code,
-			Error: "the rest of the input refused, the rows before it loaded: " + ie.Error(),
+			Error: "the rest of the input (of its segment, when read in segments) refused, the rows before it loaded: " + ie.Error(),
 		})
 		return nil
 	}

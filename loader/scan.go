@@ -52,10 +52,22 @@ func scanInput(workers int, in Input, stdin io.Reader, so source.Options, m *rec
 	// byte offset: the same record gets the same id on every run.
 	ns := uuid.NewSHA1(uuid.NameSpaceURL, []byte("loader:"+in.IDSeed))
 	newMapper := func() *recordMapper { return newRecordMapper(m, ns, prep) }
+	reached := in.Start.Offset // where the last record read ended
 	next := func() (source.Record, error) {
 		rec, err := rd.Next()
-		if err == nil && in.End > 0 && rec.At() >= in.End {
-			return rec, io.EOF // the next shard's first record
+		if in.End > 0 {
+			switch {
+			case err == nil && rec.At() >= in.End:
+				return rec, io.EOF // the next shard's first record
+			case err != nil && reached >= in.End:
+				// Past the range: the next range's reader meets and reports
+				// it (a Parquet reader decodes the row group after its
+				// range's last ahead).
+				return rec, io.EOF
+			}
+		}
+		if err == nil {
+			reached = rec.Next.Offset
 		}
 		return rec, err
 	}

@@ -3,6 +3,7 @@ package loader
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -106,9 +107,13 @@ func planSegments(files []Input, state *checkpoint.State) *segmentPlan {
 			continue
 		}
 		p.cursors = max(p.cursors, len(ci.Segments))
+		// A checkpoint that says which segment was refused; an older one
+		// only that the input was.
+		perSegment := slices.ContainsFunc(ci.Segments, func(s checkpoint.Segment) bool { return s.Refused })
 		for k, s := range ci.Segments {
 			in := f
-			in.Start = Committed{Offset: s.Committed.Offset, Line: s.Committed.Line, Records: s.Records, Refused: ci.Refused}
+			refused := s.Refused || (ci.Refused && !perSegment)
+			in.Start = Committed{Offset: s.Committed.Offset, Line: s.Committed.Line, Records: s.Records, Refused: refused}
 			in.End = s.End // 0: to the end of the file
 			p.add(in, i, k)
 		}
@@ -135,6 +140,7 @@ func (p *segmentPlan) record(state *checkpoint.State, committed []Committed, com
 		}
 		s := &ci.Segments[p.seg[k]]
 		s.Committed, s.Records, s.Done = pos, records, complete
+		s.Refused = s.Refused || c.Refused
 	}
 	for i := range state.Inputs {
 		ci := &state.Inputs[i]

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"testing"
 
@@ -172,5 +173,40 @@ func TestLanesIdleCountsWorkInFlight(t *testing.T) {
 	}
 	if _, starved := seg.starved(l.anyIdle); !starved {
 		t.Error("not starved with the only cursor parked and partition 1 idle")
+	}
+}
+
+// A segment that refuses the rest of itself (a Parquet row group that does
+// not decode) is skipped on resume; the input's other segments are read on.
+// An older checkpoint, which says only that the input was refused, skips
+// them all.
+func TestRefusedSegmentAloneIsSkippedOnResume(t *testing.T) {
+	files := []Input{{Input: source.Input{Path: "x.parquet"}}}
+	state := &checkpoint.State{Inputs: []checkpoint.Input{{Segments: []checkpoint.Segment{
+		{Start: checkpoint.Position{}, End: 100, Committed: checkpoint.Position{Offset: 40, Line: 4}},
+		{Start: checkpoint.Position{Offset: 100, Line: 10}, End: 200, Committed: checkpoint.Position{Offset: 100, Line: 10}},
+		{Start: checkpoint.Position{Offset: 200, Line: 20}, Committed: checkpoint.Position{Offset: 230, Line: 23}},
+	}}}}
+	plan := planSegments(files, state)
+	plan.record(state, []Committed{{Offset: 40, Line: 4}, {Offset: 150, Line: 15, Refused: true}, {Offset: 230, Line: 23}}, false)
+	if ci := state.Inputs[0]; !ci.Refused || !ci.Segments[1].Refused || ci.Segments[0].Refused || ci.Segments[2].Refused {
+		t.Fatalf("after a refusal in segment 1: %+v", ci)
+	}
+	var refused []bool
+	for _, in := range planSegments(files, state).inputs {
+		refused = append(refused, in.Start.Refused)
+	}
+	if !slices.Equal(refused, []bool{false, true, false}) {
+		t.Errorf("resumed segments refused %v, want only segment 1", refused)
+	}
+	for i := range state.Inputs[0].Segments {
+		state.Inputs[0].Segments[i].Refused = false // as an older loader saved it
+	}
+	refused = refused[:0]
+	for _, in := range planSegments(files, state).inputs {
+		refused = append(refused, in.Start.Refused)
+	}
+	if !slices.Equal(refused, []bool{true, true, true}) {
+		t.Errorf("an older checkpoint's segments refused %v, want all", refused)
 	}
 }

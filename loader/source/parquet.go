@@ -816,7 +816,7 @@ func (e *rowGroupEncoder) fail(err error) error {
 	r := e.r
 	first, row := r.rgFirst[e.g], r.rgFirst[e.g]+e.read
 	return &InputError{Code: ReasonCorruptInput, Line: row + 1, Offset: row,
-		Err: fmt.Errorf("%s: row group %d of %d (rows %d–%d) cannot be decoded, the rest of the file is refused from row %d: %w",
+		Err: fmt.Errorf("%s: row group %d of %d (rows %d–%d) cannot be decoded, refused from row %d on: %w",
 			r.path, e.g+1, len(r.rgRows), first+1, first+r.rgRows[e.g], row+1, err)}
 }
 
