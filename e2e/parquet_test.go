@@ -212,6 +212,9 @@ func TestParquetSegmentsKilledAndResumed(t *testing.T) {
 // the checkpoint marks that segment refused, so a resume reads on in the
 // others only.
 func TestParquetCorruptRowGroupRefusesOnlyItsSegment(t *testing.T) {
+	// Exactness, not speed, is checked: it runs side by side with the
+	// kill-and-resume loops after the timing-sensitive tests.
+	t.Parallel()
 	tg := localTarget(t, emulator.Options{DefaultRU: 100000})
 	dir := parquetFixtures(t, "rows.parquet")
 	input := filepath.Join(dir, "rows.parquet")
