@@ -171,21 +171,35 @@ func ParquetAlign(in Input, offset int64) (Position, error) {
 
 // parquetShape returns a Parquet input's rows and size, from its footer.
 func parquetShape(in Input) (rows, size int64, ok bool) {
-	f, size, err := openRandom(in)
+	md, size, err := parquetFooter(in)
 	if err != nil {
 		return 0, 0, false
 	}
+	return md.NumRows, size, true
+}
+
+// errFooter is a footer that cannot be parsed (parquetFooter).
+var errFooter = errors.New("not a readable Parquet footer")
+
+// parquetFooter reads a Parquet input's footer, and its size; an error
+// wrapping errFooter means the input opened but its footer is damaged
+// (arrow-go may panic on one).
+func parquetFooter(in Input) (md *metadata.FileMetaData, size int64, err error) {
+	f, size, err := openRandom(in)
+	if err != nil {
+		return nil, 0, err
+	}
 	defer f.Close()
 	defer func() {
-		if recover() != nil { // a damaged footer
-			rows, size, ok = 0, 0, false
+		if p := recover(); p != nil {
+			md, err = nil, fmt.Errorf("%w: %v", errFooter, p)
 		}
 	}()
 	pf, err := file.NewParquetReader(f)
 	if err != nil {
-		return 0, 0, false
+		return nil, 0, fmt.Errorf("%w: %w", errFooter, err)
 	}
-	return pf.NumRows(), size, true
+	return pf.MetaData(), size, nil
 }
 
 // parquetBufferSize is arrow-go's read buffer, one per column being read.
@@ -221,21 +235,13 @@ const parquetFooterParsed = 8
 // why says when the file is read whole.
 func splitParquet(in Input, n int) (ranges []Range, why string, err error) {
 	whole := []Range{{}}
-	f, size, err := openRandom(in)
+	md, size, err := parquetFooter(in)
+	if errors.Is(err, errFooter) {
+		return whole, "its footer cannot be read", nil // its reader refuses it
+	}
 	if err != nil {
 		return nil, "", fmt.Errorf("split %s: %w", in.Path, err)
 	}
-	defer f.Close()
-	defer func() {
-		if p := recover(); p != nil { // a damaged footer: the reader refuses it
-			ranges, why, err = whole, "its footer cannot be read", nil
-		}
-	}()
-	pf, err := file.NewParquetReader(f)
-	if err != nil {
-		return whole, "its footer cannot be read", nil
-	}
-	md := pf.MetaData()
 	first := make([]int64, 0, md.NumRowGroups()) // each row group's first row
 	var total int64
 	for g := range md.NumRowGroups() {
@@ -777,7 +783,7 @@ func (e *rowGroupEncoder) emit(i int) Record {
 	row := e.r.rgFirst[e.g] + e.read
 	e.read++
 	start := e.nextAt // where the row before ended, if it was the one before
-	if row != e.nextRow || row == 0 {
+	if row != e.nextRow {
 		start = e.r.offsetAt(row)
 	}
 	e.nextRow, e.nextAt = row+1, e.r.offsetAt(row+1)
