@@ -145,13 +145,19 @@ func (r *Resolver) Open(rawURL string) (source.Input, error) {
 
 func (r *Resolver) prefix(cc *container.Client, loc location, prefix string) ([]source.Input, error) {
 	var ins []source.Input
+	delta := false
 	err := r.list(cc, loc, prefix, func(name string, id source.RemoteIdentity) {
-		if source.IsInputName(name) {
+		rel := strings.TrimPrefix(name, prefix)
+		delta = delta || source.InDeltaLog(rel)
+		if source.IsInputName(rel) {
 			ins = append(ins, r.input(cc, loc, name, id))
 		}
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", loc.display(prefix), err)
+	}
+	if delta {
+		return nil, source.DeltaTableError(loc.display(prefix))
 	}
 	if len(ins) == 0 {
 		return nil, fmt.Errorf("no input blobs under %s (.ndjson, .jsonl, .json, .csv, .tsv, .tab, optionally .gz, or .parquet)", loc.display(prefix))

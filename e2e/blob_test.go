@@ -76,6 +76,10 @@ func TestBlobInputsGlobAndPrefixLandExactly(t *testing.T) {
 	putBlob(t, cc, "2026-11/notes.txt", []byte("not an input\n"))
 	putBlob(t, cc, "csv/people.csv", []byte("id,k,age\nc1,a,30\nc2,b,41\n"))
 	putBlob(t, cc, "csv/more/people2.csv.gz", gzipBytes(t, []byte("id,k,age\nc3,a,7\n")))
+	// What Spark and Hadoop writers leave beside their output is hidden.
+	putBlob(t, cc, "csv/_SUCCESS", nil)
+	putBlob(t, cc, "csv/_temporary/0/part-9.csv", []byte("id,k,age\nt1,a,1\n"))
+	putBlob(t, cc, "csv/.staging/part-8.csv", []byte("id,k,age\ns1,a,1\n"))
 	local := writeFile(t, t.TempDir(), "local.ndjson", []byte(`{"id":"l1","k":"z"}`+"\n"))
 	base := az.BlobEndpoint() + "/exports/"
 
@@ -101,6 +105,15 @@ func TestBlobInputsGlobAndPrefixLandExactly(t *testing.T) {
 	}
 	if docs["c1"] != nil && docs["c1"]["age"] != float64(30) {
 		t.Errorf("CSV typing lost: %v", docs["c1"])
+	}
+
+	// A prefix holding a Delta Lake table is refused: its files include
+	// versions the table no longer has.
+	putBlob(t, cc, "delta/events/_delta_log/00000000000000000000.json", []byte(`{"commitInfo":{}}`+"\n"))
+	putBlob(t, cc, "delta/events/part-0.ndjson", []byte(`{"id":"d1","k":"a"}`+"\n"))
+	delta := runLoader(t, nil, "dry-run", base+"delta/", "--source-connection-string", az.ConnectionString())
+	if delta.code == 0 || !strings.Contains(delta.stderr, "Delta Lake table") || !strings.Contains(delta.stderr, "/exports/delta/") {
+		t.Errorf("dry-run of a Delta table's prefix: exit %d, want a refusal naming it\n%s", delta.code, delta.stderr)
 	}
 }
 

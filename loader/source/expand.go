@@ -19,9 +19,15 @@ var inputExtensions = map[string]bool{".ndjson": true, ".jsonl": true, ".json": 
 // known input extension, optionally .gz) in lexical order. "-" is stdin. A
 // file named twice is read once, where it first appears.
 //
-// A path that does not exist, a glob that matches nothing and a directory
-// with no input files are errors naming the argument, so the command can stop
-// before it writes anything.
+// Hidden names, below a directory or a blob prefix, start with "." or "_":
+// the convention of Hadoop, Spark and Arrow datasets, whose writers keep
+// their bookkeeping there (_SUCCESS, _committed_*, _temporary/, .crc
+// files). A glob matches what it says.
+//
+// A path that does not exist, a glob that matches nothing, a directory
+// with no input files and a directory holding a Delta Lake table are
+// errors naming the argument, so the command can stop before it writes
+// anything.
 func Expand(args []string) ([]Input, error) {
 	return ExpandWith(args, nil)
 }
@@ -122,7 +128,10 @@ func walkInputs(dir string) ([]string, error) {
 		if err != nil {
 			return fmt.Errorf("walk %s: %w", p, err)
 		}
-		if p != dir && strings.HasPrefix(d.Name(), ".") {
+		if p != dir && d.IsDir() && d.Name() == deltaLog {
+			return DeltaTableError(dir)
+		}
+		if p != dir && hiddenName(d.Name()) {
 			if d.IsDir() {
 				return filepath.SkipDir
 			}
@@ -148,10 +157,40 @@ func knownExtensions() string {
 	return ".ndjson, .jsonl, .json, .csv, .tsv, .tab, .parquet"
 }
 
-// IsInputName reports whether a name found under a directory or a blob
-// prefix is an input file: a known input extension, optionally with .gz,
-// and not hidden.
-func IsInputName(name string) bool {
-	base := name[strings.LastIndexByte(name, '/')+1:]
-	return !strings.HasPrefix(base, ".") && inputExtensions[extension(name)]
+// IsInputName reports whether rel, a name below a directory or a blob
+// prefix, relative to it, is an input file: a known input extension,
+// optionally with .gz, and nothing hidden on its way (see Expand).
+func IsInputName(rel string) bool {
+	for _, seg := range strings.Split(rel, "/") {
+		if hiddenName(seg) {
+			return false
+		}
+	}
+	return inputExtensions[extension(rel)]
+}
+
+func hiddenName(name string) bool {
+	return strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")
+}
+
+// deltaLog is the directory of a Delta Lake table's transaction log.
+const deltaLog = "_delta_log"
+
+// InDeltaLog reports whether rel, a name below a directory or a blob
+// prefix, relative to it, lies in a Delta Lake transaction log.
+func InDeltaLog(rel string) bool {
+	dir, _, ok := strings.Cut(rel, deltaLog+"/")
+	return ok && (dir == "" || strings.HasSuffix(dir, "/"))
+}
+
+// DeltaTableError is why a directory or a blob prefix (named as root)
+// holding a Delta Lake table is not read whole. Its folders keep the
+// Parquet files of the table's earlier versions until a VACUUM, and only
+// the log knows which are current: loading every file would load rows the
+// table no longer has, and an upsert would keep whichever version came
+// last.
+func DeltaTableError(root string) error {
+	return fmt.Errorf("%s holds a Delta Lake table (%s/): its folders keep the Parquet files of earlier versions too, "+
+		"and loading all of them would load rows the table no longer has; export the table (or its current version) "+
+		"and load that, or name the files to load (a glob loads exactly what it matches)", root, deltaLog)
 }

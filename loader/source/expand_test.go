@@ -16,6 +16,8 @@ func TestExpand(t *testing.T) {
 		"b.ndjson", "a.csv", "c.json.gz", "notes.txt",
 		"sub/z.jsonl", "sub/deeper/y.tsv", "sub/.hidden.ndjson", ".git/x.ndjson",
 		"glob/one.ndjson", "glob/two.ndjson", "glob/three.csv", "empty/README.md",
+		// What Spark and Hadoop writers leave beside their output.
+		"sub/_SUCCESS", "sub/_temporary/0/part-1.ndjson", "_partial.ndjson", "glob/_c.ndjson",
 	} {
 		p := filepath.Join(dir, f)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -41,8 +43,8 @@ func TestExpand(t *testing.T) {
 	}{
 		{"files in argument order", []string{j("b.ndjson"), j("a.csv")}, []string{j("b.ndjson"), j("a.csv")}, ""},
 		{"explicit unknown extension is kept", []string{j("notes.txt")}, []string{j("notes.txt")}, ""},
-		{"glob sorted", []string{j("glob", "*.ndjson")}, []string{j("glob", "one.ndjson"), j("glob", "two.ndjson")}, ""},
-		{"directory recursive sorted, known extensions, no hidden", []string{dir}, []string{
+		{"glob sorted, matching what it says", []string{j("glob", "*.ndjson")}, []string{j("glob", "_c.ndjson"), j("glob", "one.ndjson"), j("glob", "two.ndjson")}, ""},
+		{"directory recursive sorted, known extensions, no hidden (. or _)", []string{dir}, []string{
 			j("a.csv"), j("b.ndjson"), j("c.json.gz"), j("glob", "one.ndjson"), j("glob", "three.csv"), j("glob", "two.ndjson"),
 			j("sub", "deeper", "y.tsv"), j("sub", "z.jsonl"),
 		}, ""},
@@ -77,5 +79,49 @@ func TestExpand(t *testing.T) {
 	_, err := Expand([]string{j("nope.ndjson")})
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing file: err %v does not wrap fs.ErrNotExist", err)
+	}
+}
+
+// A directory holding a Delta Lake table is refused whole, since its
+// Parquet files include versions the table no longer has; a glob over it
+// loads what it matches.
+func TestExpandRefusesADeltaTableDirectory(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"events/_delta_log/00000000000000000000.json", "events/part-0.parquet", "events/part-1.parquet"} {
+		p := filepath.Join(dir, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("{}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, arg := range []string{dir, filepath.Join(dir, "events")} {
+		if _, err := Expand([]string{arg}); err == nil || !strings.Contains(err.Error(), "Delta Lake table") || !strings.Contains(err.Error(), arg) {
+			t.Errorf("Expand(%s): %v, want a Delta Lake refusal naming it", arg, err)
+		}
+	}
+	got, err := Expand([]string{filepath.Join(dir, "events", "*.parquet")})
+	if err != nil || len(got) != 2 {
+		t.Errorf("a glob over the table: %v, %v; want its two files", got, err)
+	}
+}
+
+func TestInputNamesBelowAPrefix(t *testing.T) {
+	for rel, want := range map[string]bool{
+		"a.ndjson": true, "x/y/part-0.snappy.parquet": true, "d.csv.gz": true, "notes.txt": false,
+		"_SUCCESS": false, "_temporary/0/a.ndjson": false, "x/.staging/a.ndjson": false, "x/_c.parquet": false,
+		"date=2026-11-01/part-0.parquet": true,
+	} {
+		if got := IsInputName(rel); got != want {
+			t.Errorf("IsInputName(%q) = %v, want %v", rel, got, want)
+		}
+	}
+	for rel, want := range map[string]bool{
+		"_delta_log/0.json": true, "t/_delta_log/0.json": true, "t/x_delta_log/0.json": false, "_delta_logs/0.json": false, "part-0.parquet": false,
+	} {
+		if got := InDeltaLog(rel); got != want {
+			t.Errorf("InDeltaLog(%q) = %v, want %v", rel, got, want)
+		}
 	}
 }
