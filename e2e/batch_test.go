@@ -111,6 +111,9 @@ func keyedInput(t *testing.T, dir string, keys, perKey, badEvery int) (path stri
 }
 
 func TestBatchesLandExactlyWithRefusedRecordsInside(t *testing.T) {
+	// Exactness, not speed, is checked: this runs side by side with the
+	// kill-and-resume loops after the timing-sensitive tests.
+	t.Parallel()
 	for _, mode := range []string{"upsert", "create"} {
 		t.Run(mode, func(t *testing.T) {
 			tg := localTarget(t, emulator.Options{DefaultRU: 100000, Partitions: 2})

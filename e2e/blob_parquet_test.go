@@ -117,6 +117,9 @@ func TestBlobParquetGlobLandsExactlyAndRefusesTheCorruptBlob(t *testing.T) {
 // A load killed in the middle of a Parquet blob of many row groups
 // resumes from the committed row: every row lands exactly once.
 func TestBlobParquetKillAndResume(t *testing.T) {
+	// Exactness, not speed, is checked: this runs side by side with the
+	// kill-and-resume loops after the timing-sensitive tests.
+	t.Parallel()
 	az := testenv.Azurite(t)
 	tg := localTarget(t, emulator.Options{DefaultRU: 1000})
 	cc := blobContainer(t, az, "inputs")

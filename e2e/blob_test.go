@@ -118,6 +118,9 @@ func TestBlobInputsGlobAndPrefixLandExactly(t *testing.T) {
 }
 
 func TestBlobKillResumeAndChangedBlob(t *testing.T) {
+	// Exactness, not speed, is checked: this runs side by side with the
+	// kill-and-resume loops after the timing-sensitive tests.
+	t.Parallel()
 	az := testenv.Azurite(t)
 	tg := localTarget(t, emulator.Options{DefaultRU: 1000})
 	cc := blobContainer(t, az, "inputs")

@@ -268,6 +268,7 @@ func TestKillInTheFirstSecondsThenResume(t *testing.T) {
 	input, want := crashInput(t, dir, 6000)
 	for _, delay := range []time.Duration{200 * time.Millisecond, time.Second, 3 * time.Second} {
 		t.Run(delay.String(), func(t *testing.T) {
+			t.Parallel() // each kill has its own container and its own throughput
 			_, env := freshEnv(t)
 			coll := "kill" + strconv.Itoa(int(delay.Milliseconds()))
 			ckpt := filepath.Join(t.TempDir(), "ckpt.json")
@@ -300,6 +301,9 @@ func TestKillInTheFirstSecondsThenResume(t *testing.T) {
 // After resume the summary and the JSON report tell this run from the
 // whole load, and the start says where it continues.
 func TestResumeSeparatesThisRunFromTheWholeLoad(t *testing.T) {
+	// Exactness, not speed, is checked: this runs side by side with the
+	// kill-and-resume loops after the timing-sensitive tests.
+	t.Parallel()
 	_, env := freshEnv(t)
 	tg, input, ckpt := interrupted(t, env, syscall.SIGINT)
 	st, err := checkpoint.Load(ckpt)

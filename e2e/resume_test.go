@@ -49,6 +49,9 @@ func waitForCheckpoint(t *testing.T, ckpt string) {
 }
 
 func TestSIGINTDrainsSavesAndResumes(t *testing.T) {
+	// Exactness, not speed, is checked: this runs side by side with the
+	// kill-and-resume loops after the timing-sensitive tests.
+	t.Parallel()
 	tg, _, ckpt, want, args := slowLoad(t)
 	cmd, wait := startLoader(t, append(args, "--checkpoint-interval", "200ms")...)
 	waitForCheckpoint(t, ckpt)

@@ -10,6 +10,9 @@ import (
 // After a resume the HTML report, like the summary and the JSON, tells
 // this run from the whole load.
 func TestResumeHTMLReportShowsThisRun(t *testing.T) {
+	// Exactness, not speed, is checked: this runs side by side with the
+	// kill-and-resume loops after the timing-sensitive tests.
+	t.Parallel()
 	_, env := freshEnv(t)
 	tg, _, ckpt := interrupted(t, env, syscall.SIGINT)
 	html := filepath.Join(t.TempDir(), "r.html")
