@@ -114,6 +114,66 @@ func TestBlobParquetGlobLandsExactlyAndRefusesTheCorruptBlob(t *testing.T) {
 	}
 }
 
+// A table as Spark writes it to Azure Storage, partitioned by region: the
+// region is only in the folder names, and is the container's partition
+// key. Every row lands with its folder's region; the writer's _SUCCESS and
+// _committed_ files are not inputs.
+func TestBlobParquetPartitionFoldersAreFields(t *testing.T) {
+	// Exactness, not speed, is checked: this runs side by side with the
+	// kill-and-resume loops after the timing-sensitive tests.
+	t.Parallel()
+	az := testenv.Azurite(t)
+	tg := localTarget(t, emulatorOptions())
+	cc := blobContainer(t, az, "lake")
+	want := map[string]map[string]any{}
+	for _, region := range []string{"eu", "us", "__HIVE_DEFAULT_PARTITION__"} {
+		data, docs := genParquet(t, "r"+region[:2], 120, 50)
+		putBlob(t, cc, "sales/region="+region+"/part-00000.snappy.parquet", data)
+		for id, d := range docs {
+			if region != "__HIVE_DEFAULT_PARTITION__" {
+				d["region"] = region
+			}
+			want[id] = d
+		}
+	}
+	putBlob(t, cc, "sales/_SUCCESS", nil)
+	putBlob(t, cc, "sales/region=eu/_committed_8212", []byte(`{"added":["part-00000.snappy.parquet"]}`))
+	prefix := az.BlobEndpoint() + "/lake/sales/"
+	conn := []string{"--source-connection-string", az.ConnectionString()}
+
+	dry := runLoader(t, nil, append([]string{"dry-run", prefix, "--partition-key", "/tenant", "--json"}, conn...)...)
+	if dry.code != 0 || !strings.Contains(dry.stdout, `"records": 360`) ||
+		!strings.Contains(dry.stdout, "3 Parquet inputs sit in partition folders (region=…)") {
+		t.Errorf("dry-run: exit %d, want 360 records and a note on the folders' fields\n%s\n%s", dry.code, dry.stdout, dry.stderr)
+	}
+	// Keyed by the folder's region, the null partition's rows (no region)
+	// are refused; keyed by tenant, every row lands.
+	dl := filepath.Join(t.TempDir(), "dead.ndjson")
+	res := runLoader(t, nil, append(append([]string{"import", prefix}, conn...), tg.args("e2e", "byregion",
+		"--create-container", "--partition-key", "/region", "--dead-letter", dl)...)...)
+	if res.code != 3 {
+		t.Fatalf("import keyed by region: exit %d, want 3 (the null partition's rows)\n%s", res.code, res.stderr)
+	}
+	docs := readAll(t, tg, "e2e", "byregion")
+	if len(docs) != 240 {
+		t.Errorf("%d documents keyed by region, want 240", len(docs))
+	}
+	for id, d := range docs {
+		if want[id] == nil || d["region"] != want[id]["region"] {
+			t.Errorf("%s: region %v, want %v", id, d["region"], want[id]["region"])
+		}
+	}
+	if dead := readDeadLetters(t, dl); len(dead) != 120 || dead[0]["reason"] != "missing_partition_key" {
+		t.Errorf("%d dead letters (first %v), want the null partition's 120, missing_partition_key", len(dead), dead[0])
+	}
+	res = runLoader(t, nil, append(append([]string{"import", prefix}, conn...), tg.args("e2e", "bytenant",
+		"--create-container", "--partition-key", "/tenant")...)...)
+	if res.code != 0 {
+		t.Fatalf("import keyed by tenant: exit %d\n%s", res.code, res.stderr)
+	}
+	checkDocs(t, readAll(t, tg, "e2e", "bytenant"), want)
+}
+
 // A load killed in the middle of a Parquet blob of many row groups
 // resumes from the committed row: every row lands exactly once.
 func TestBlobParquetKillAndResume(t *testing.T) {

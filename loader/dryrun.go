@@ -390,6 +390,7 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 	for i := range p.PartitionRU {
 		p.PartitionRU[i] = round2(p.PartitionRU[i])
 	}
+	p.Notes = append(p.Notes, source.PartitionFoldersNotes(j.Inputs, j.Source)...)
 	if j.Mode != ModeCreate && p.EstimatedRU > 0 {
 		// Upserting an id the container already holds is a replace: about
 		// twice a create (COSMOS_FACTS.md). A dry run cannot know which

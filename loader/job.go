@@ -328,6 +328,9 @@ func (p *plan) wholeInputs(ctx context.Context, tgt *Target, inputs []Input, fps
 			p.logf("note: %s", n)
 		}
 	}
+	for _, n := range source.PartitionFoldersNotes(p.Inputs, p.Source) {
+		p.logf("note: %s", n)
+	}
 	w.segments = planSegments(inputs, state)
 	w.state, w.base = state, state.Counters
 	w.cursors = w.segments.cursors

@@ -54,11 +54,14 @@ const parquetBatchRows = 2048
 // count scaled to the file's size (rows × size ÷ total rows), so byte-based
 // progress, ETA and dry-run totals advance by rows and end at the file size.
 type parquetReader struct {
-	path  string
-	f     RandomReader // a local file, or a remote input's cached reader
-	pf    *file.Reader
-	fr    *pqarrow.FileReader
-	cols  []int // the leaf columns read (--columns); nil: all
+	path string
+	f    RandomReader // a local file, or a remote input's cached reader
+	pf   *file.Reader
+	fr   *pqarrow.FileReader
+	cols []int // the leaf columns read (--columns); nil: all
+	// parts are the fields of the input's partition folders (see hive.go),
+	// which every row gets after its columns.
+	parts []partitionField
 	alloc *poolAllocator
 	opts  Options
 	// arenaSize is the size of the JSON arenas: parquetArena, or the
@@ -378,13 +381,19 @@ func openParquet(in Input, opts Options, start Position) (r *parquetReader, err 
 	for i, f := range fr.Manifest.Fields {
 		names[i] = f.Field.Name
 	}
-	keep, err := opts.selectColumns(names)
+	folders, values := PartitionFolders(in)
+	keep, err := opts.selectColumns(append(names[:len(names):len(names)], folders...))
 	if err != nil {
 		return nil, &InputError{Code: ReasonColumns, Line: start.Line + 1, Offset: start.Line, Err: err}
 	}
-	for i := range keep {
-		if keep[i] {
+	for i := range names {
+		if keep != nil && keep[i] {
 			r.cols = appendLeaves(r.cols, &fr.Manifest.Fields[i])
+		}
+	}
+	for _, p := range partitionFields(folders, values, names, keep[min(len(names), len(keep)):]) {
+		if opts.CSVEmptyNull || string(p.json) != "null" {
+			r.parts = append(r.parts, p)
 		}
 	}
 	r.rgRows = make([]int64, pf.NumRowGroups())
@@ -714,7 +723,7 @@ func (e *rowGroupEncoder) batch(b arrow.RecordBatch, recs *[]Record, send func(p
 			err = fmt.Errorf("%v", p)
 		}
 	}()
-	e.enc = bindRow(b, e.enc, e.r.opts.CSVEmptyNull)
+	e.enc = bindRow(b, e.enc, e.r.opts.CSVEmptyNull, e.r.parts)
 	for i, n := 0, int(b.NumRows()); i < n; i++ {
 		if *recs == nil {
 			select {

@@ -65,18 +65,23 @@ type rowEncoder struct {
 }
 
 // bindRow binds an encoder to a batch; keys are escaped once per batch.
-func bindRow(rb arrow.RecordBatch, prev *rowEncoder, keepNulls bool) *rowEncoder {
+// The fields of the input's partition folders (parts) follow the columns.
+func bindRow(rb arrow.RecordBatch, prev *rowEncoder, keepNulls bool, parts []partitionField) *rowEncoder {
 	e := prev
 	sc := rb.Schema()
-	if e == nil || !sameNames(e.schema.Names, sc) {
-		e = &rowEncoder{fields: make([]objField, rb.NumCols()), schema: &record.Schema{Names: make([]string, rb.NumCols())}}
-		for c := range e.schema.Names {
+	nc := int(rb.NumCols())
+	if e == nil || !sameNames(e.schema.Names, sc, parts) {
+		e = &rowEncoder{fields: make([]objField, nc+len(parts)), schema: &record.Schema{Names: make([]string, nc+len(parts))}}
+		for c := range nc {
 			e.schema.Names[c] = jsonName(sc.Field(c).Name)
+		}
+		for j, p := range parts {
+			e.schema.Names[nc+j] = jsonName(p.name)
 		}
 	}
 	e.keepNulls = keepNulls
 	e.trusted = true
-	for c := range e.fields {
+	for c := range nc {
 		col := rb.Column(c)
 		e.fields[c] = objField{key: appendKey(nil, sc.Field(c).Name), arr: col, put: binder(col, keepNulls),
 			leaves: leafCounter(col, keepNulls), nulls: col.NullN() > 0}
@@ -84,17 +89,30 @@ func bindRow(rb arrow.RecordBatch, prev *rowEncoder, keepNulls bool) *rowEncoder
 			e.trusted = false
 		}
 	}
+	for j, p := range parts {
+		e.fields[nc+j] = objField{key: appendKey(nil, p.name), put: appendConst(p.json)}
+	}
 	return e
 }
 
-// sameNames reports whether sc's fields are names, in order: the batches
-// of one file keep one record.Schema, and so one mapper plan.
-func sameNames(names []string, sc *arrow.Schema) bool {
-	if len(names) != sc.NumFields() {
+func appendConst(v []byte) appendFn {
+	return func(b []byte, _ int) []byte { return append(b, v...) }
+}
+
+// sameNames reports whether sc's fields and then parts are names, in
+// order: the batches of one file keep one record.Schema, and so one mapper
+// plan.
+func sameNames(names []string, sc *arrow.Schema, parts []partitionField) bool {
+	if len(names) != sc.NumFields()+len(parts) {
 		return false
 	}
-	for c, n := range names {
-		if jsonName(sc.Field(c).Name) != n {
+	for c := range sc.NumFields() {
+		if jsonName(sc.Field(c).Name) != names[c] {
+			return false
+		}
+	}
+	for j, p := range parts {
+		if jsonName(p.name) != names[sc.NumFields()+j] {
 			return false
 		}
 	}

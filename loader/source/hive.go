@@ -1,0 +1,169 @@
+package source
+
+import (
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Hive-style partition folders. Spark, Synapse, Databricks and Hive write a
+// table partitioned by some of its columns as folders named after them
+// (.../region=eu/date=2026-11-01/part-0.parquet) and leave those columns
+// out of the files: the folder is the only place the value is. A Parquet
+// input gets a top-level field for each name=value folder in its path, as
+// Spark, DuckDB and Arrow datasets read such tables:
+//
+//   - the value is a JSON number when it is a decimal literal of at most 15
+//     digits, which a float64 holds exactly, without a leading zero ("007"
+//     stays a string), and a string otherwise; dates stay strings
+//     ("2026-11-01"), as in every other input;
+//   - names and values are unescaped as Hive escapes them (%XX);
+//   - __HIVE_DEFAULT_PARTITION__, Hive's folder for a null, is null (omitted
+//     unless --null keep);
+//   - a column of the file wins over a folder of the same name, and a
+//     deeper folder over a shallower one;
+//   - with --columns, a folder's field is kept when named, as a column is.
+//
+// Only Parquet inputs get them: a partitioned NDJSON or CSV table is rare,
+// and the loader says when it sees one (PartitionFolders).
+
+// hiveNull is the folder Hive writes the rows of a null partition value to.
+const hiveNull = "__HIVE_DEFAULT_PARTITION__"
+
+// partitionField is a field a partition folder gives each record below it.
+type partitionField struct {
+	name string
+	json []byte // the value as JSON: a number, a string or null
+}
+
+// PartitionFolders returns the name=value folders in in's path, outermost
+// first, unescaped; a later folder of the same name replaces an earlier
+// one. Not a glob's business: every folder of the path counts, as it does
+// for Spark and DuckDB reading the file by its path.
+func PartitionFolders(in Input) (names, values []string) {
+	if in.Stdin {
+		return nil, nil
+	}
+	p := filepath.ToSlash(in.Path)
+	if in.Remote != nil {
+		u, err := url.Parse(in.Path)
+		if err != nil {
+			return nil, nil
+		}
+		p = u.Path
+	}
+	segs := strings.Split(p, "/")
+	for _, seg := range segs[:len(segs)-1] { // the last is the file
+		k, v, ok := strings.Cut(seg, "=")
+		if !ok || k == "" {
+			continue
+		}
+		k, v = hiveUnescape(k), hiveUnescape(v)
+		if i := slices.Index(names, k); i >= 0 {
+			names, values = slices.Delete(names, i, i+1), slices.Delete(values, i, i+1)
+		}
+		names, values = append(names, k), append(values, v)
+	}
+	return names, values
+}
+
+// hiveUnescape undoes Hive's %XX escaping of a folder name; a name that is
+// not validly escaped is kept as it is.
+func hiveUnescape(s string) string {
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	u, err := url.PathUnescape(s)
+	if err != nil {
+		return s
+	}
+	return u
+}
+
+// partitionFields are the fields of the folders names=values, leaving out
+// those named like a column of the file (columns) and those keep, aligned
+// with names, does not select (--columns; nil or empty: all).
+func partitionFields(names, values, columns []string, keep []bool) []partitionField {
+	var out []partitionField
+	for i, name := range names {
+		if slices.Contains(columns, name) || len(keep) > 0 && !keep[i] {
+			continue
+		}
+		out = append(out, partitionField{name: name, json: partitionJSON(values[i])})
+	}
+	return out
+}
+
+// partitionJSON is a folder's value as JSON (see the package comment).
+func partitionJSON(v string) []byte {
+	if v == hiveNull {
+		return []byte("null")
+	}
+	if isExactDecimal(v) {
+		return []byte(v)
+	}
+	return appendString(nil, v)
+}
+
+// isExactDecimal reports whether s is -?(0|[1-9][0-9]*)(\.[0-9]+)? with
+// at most 15 digits: a JSON number every reader holds exactly.
+func isExactDecimal(s string) bool {
+	intPart, frac, dot := strings.Cut(strings.TrimPrefix(s, "-"), ".")
+	if intPart == "" || dot && frac == "" || len(intPart) > 1 && intPart[0] == '0' || len(intPart)+len(frac) > 15 {
+		return false
+	}
+	for _, c := range []byte(intPart + frac) {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// PartitionFoldersNotes say what a load does with the partition folders
+// its inputs sit in: nothing when none does.
+func PartitionFoldersNotes(ins []Input, opts Options) []string {
+	var parquet, other []string // folder names, first seen first
+	np, no := 0, 0
+	for _, in := range ins {
+		names, _ := PartitionFolders(in)
+		if len(names) == 0 {
+			continue
+		}
+		if f, _ := ResolveFormat(in, opts); f == FormatParquet {
+			np++
+			parquet = appendNew(parquet, names)
+		} else {
+			no++
+			other = appendNew(other, names)
+		}
+	}
+	var notes []string
+	if np > 0 {
+		notes = append(notes, fmt.Sprintf("%s in partition folders (%s=…): each row gets its folders' fields, as Spark and DuckDB read such tables (a column of the same name wins)",
+			sits(np, "Parquet input"), strings.Join(parquet, "=…, ")))
+	}
+	if no > 0 {
+		notes = append(notes, fmt.Sprintf("%s in partition folders (%s=…): only Parquet rows get a folder's fields, so those values are not loaded",
+			sits(no, "NDJSON or CSV input"), strings.Join(other, "=…, ")))
+	}
+	return notes
+}
+
+func appendNew(have, names []string) []string {
+	for _, n := range names {
+		if !slices.Contains(have, n) {
+			have = append(have, n)
+		}
+	}
+	return have
+}
+
+func sits(n int, what string) string {
+	if n == 1 {
+		return "1 " + what + " sits"
+	}
+	return fmt.Sprintf("%d %ss sit", n, what)
+}

@@ -1,0 +1,108 @@
+package source
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// A Parquet file below Hive-style partition folders (as Spark writes a
+// table partitioned by region and date) gets their fields: the folders are
+// the only place those values are.
+func TestParquetGetsItsPartitionFolders(t *testing.T) {
+	src, err := os.ReadFile(parquetDir + "rows.parquet") // id, pk, n, name; 250 rows
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(rel string) string {
+		p := filepath.Join(t.TempDir(), filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, src, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name, rel string
+		opts      Options
+		want      string // the first row
+	}{
+		{"strings, numbers, dates", "sales/region=eu/year=2026/date=2026-11-01/part-0.parquet", Options{},
+			`{"id":"r1","pk":"k1","n":1,"name":"row 1","region":"eu","year":2026,"date":"2026-11-01"}`},
+		{"leading zeros and long digits stay strings, decimals are numbers", "t/zip=02134/code=1234567890123456/rate=-0.25/part-0.parquet", Options{},
+			`{"id":"r1","pk":"k1","n":1,"name":"row 1","zip":"02134","code":"1234567890123456","rate":-0.25}`},
+		{"escaped as Hive escapes", "t/ts=2026-11-01 10%3A00%3A00/city=S%C3%A3o Paulo/part-0.parquet", Options{},
+			`{"id":"r1","pk":"k1","n":1,"name":"row 1","ts":"2026-11-01 10:00:00","city":"São Paulo"}`},
+		{"a null partition is omitted", "t/region=__HIVE_DEFAULT_PARTITION__/day=1/part-0.parquet", Options{},
+			`{"id":"r1","pk":"k1","n":1,"name":"row 1","day":1}`},
+		{"or null with --null keep", "t/region=__HIVE_DEFAULT_PARTITION__/part-0.parquet", Options{CSVEmptyNull: true},
+			`{"id":"r1","pk":"k1","n":1,"name":"row 1","region":null}`},
+		{"a column wins over a folder, a deeper folder over a shallower one", "t/pk=folder/day=1/day=2/part-0.parquet", Options{},
+			`{"id":"r1","pk":"k1","n":1,"name":"row 1","day":2}`},
+		{"--columns keeps what it names", "t/region=eu/day=1/part-0.parquet", Options{Columns: []string{"n", "day"}, KeyColumns: []string{"id", "pk"}},
+			`{"id":"r1","pk":"k1","n":1,"day":1}`},
+		{"folders without = are just folders", "t/exports/2026/part-0.parquet", Options{},
+			`{"id":"r1","pk":"k1","n":1,"name":"row 1"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.opts.Format = FormatParquet
+			recs, err := readParquet(t, put(tc.rel), tc.opts, Position{})
+			if err != nil || len(recs) != 250 {
+				t.Fatalf("%d records, %v", len(recs), err)
+			}
+			if got := string(recs[0].Data); got != tc.want {
+				t.Errorf("first row\n%s\nwant\n%s", got, tc.want)
+			}
+			// Every row gets the same fields, after its own.
+			tail := tc.want[strings.LastIndex(tc.want, `"n":1`)+len(`"n":1`):]
+			if i := strings.Index(tail, `"name":"row 1"`); i >= 0 {
+				tail = tail[i+len(`"name":"row 1"`):]
+			}
+			for i, rec := range recs {
+				if !strings.HasSuffix(string(rec.Data), tail) {
+					t.Fatalf("row %d: %s, want it to end %s", i, rec.Data, tail)
+				}
+			}
+		})
+	}
+	t.Run("--columns naming neither a column nor a folder", func(t *testing.T) {
+		_, err := readParquet(t, put("t/region=eu/part-0.parquet"), Options{Format: FormatParquet, Columns: []string{"nope"}}, Position{})
+		if err == nil || !strings.Contains(err.Error(), "region") {
+			t.Errorf("err %v, want a refusal listing the folder's field among the columns", err)
+		}
+	})
+}
+
+func TestPartitionFoldersOfABlob(t *testing.T) {
+	in := Input{Path: "https://acct.blob.core.windows.net/lake/sales/region=eu/date=2026-11-01%2010%253A00/part-0.parquet", Remote: &memRemote{}}
+	names, values := PartitionFolders(in)
+	if want := []string{"region", "date"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("names %q, want %q", names, want)
+	}
+	// The URL escapes the blob's name, which holds Hive's escape of ":".
+	if want := []string{"eu", "2026-11-01 10:00"}; !reflect.DeepEqual(values, want) {
+		t.Errorf("values %q, want %q", values, want)
+	}
+	if names, _ := PartitionFolders(Input{Path: "-", Stdin: true}); names != nil {
+		t.Errorf("stdin has folders %q", names)
+	}
+}
+
+func TestPartitionFoldersNotes(t *testing.T) {
+	ins := []Input{
+		{Path: "/lake/t/region=eu/day=1/a.parquet"}, {Path: "/lake/t/region=us/day=1/b.parquet"},
+		{Path: "/lake/j/kind=x/c.ndjson"}, {Path: "/lake/plain.parquet"}, {Path: "-", Stdin: true},
+	}
+	notes := PartitionFoldersNotes(ins, Options{})
+	if len(notes) != 2 || !strings.HasPrefix(notes[0], "2 Parquet inputs sit in partition folders (region=…, day=…)") ||
+		!strings.HasPrefix(notes[1], "1 NDJSON or CSV input sits in partition folders (kind=…): only Parquet rows") {
+		t.Errorf("notes %q", notes)
+	}
+	if notes := PartitionFoldersNotes(ins[3:], Options{}); notes != nil {
+		t.Errorf("inputs in no partition folder: notes %q", notes)
+	}
+}
