@@ -32,6 +32,15 @@ func TestParseURL(t *testing.T) {
 			"http://localhost:10000/devstoreaccount1/c/"},
 		{"https://acct.blob.core.windows.net/c/a%20b.csv", "https://acct.blob.core.windows.net", "c", "a b.csv", "",
 			"https://acct.blob.core.windows.net/c/a%20b.csv"},
+		// Data Lake Storage Gen2 names, read through the Blob endpoint.
+		{"https://lake.dfs.core.windows.net/raw/sales/region=eu/?sv=1&sig=x", "https://lake.blob.core.windows.net", "raw", "sales/region=eu/", "sv=1&sig=x",
+			"https://lake.blob.core.windows.net/raw/sales/region=eu/"},
+		{"abfss://raw@lake.dfs.core.windows.net/sales/**.parquet", "https://lake.blob.core.windows.net", "raw", "sales/**.parquet", "",
+			"https://lake.blob.core.windows.net/raw/sales/%2A%2A.parquet"},
+		{"ABFSS://raw@lake.dfs.core.chinacloudapi.cn/x.parquet", "https://lake.blob.core.chinacloudapi.cn", "raw", "x.parquet", "",
+			"https://lake.blob.core.chinacloudapi.cn/raw/x.parquet"},
+		{"wasbs://raw@lake.blob.core.windows.net/", "https://lake.blob.core.windows.net", "raw", "", "",
+			"https://lake.blob.core.windows.net/raw/"},
 	} {
 		loc, err := parseURL(tc.in)
 		if err != nil {
@@ -45,9 +54,20 @@ func TestParseURL(t *testing.T) {
 			t.Errorf("display(%q) = %q, want %q", tc.in, d, tc.display)
 		}
 	}
-	for _, bad := range []string{"https://acct.blob.core.windows.net/", "http://127.0.0.1:10000/devstoreaccount1", "ftp://x/y"} {
+	for _, bad := range []string{"https://acct.blob.core.windows.net/", "http://127.0.0.1:10000/devstoreaccount1", "ftp://x/y", "abfss://lake.dfs.core.windows.net/x"} {
 		if _, err := parseURL(bad + "?sig=SECRET"); err == nil || strings.Contains(err.Error(), "SECRET") {
 			t.Errorf("parseURL(%q) = %v, want an error without the SAS", bad, err)
+		}
+	}
+}
+
+func TestIsURL(t *testing.T) {
+	for arg, want := range map[string]bool{
+		"https://a.blob.core.windows.net/c/x": true, "abfss://c@a.dfs.core.windows.net/x": true, "WASBS://c@a/x": true,
+		"exports/x.parquet": false, "/data/abfss.parquet": false, "-": false,
+	} {
+		if got := IsURL(arg); got != want {
+			t.Errorf("IsURL(%q) = %v, want %v", arg, got, want)
 		}
 	}
 }

@@ -13,10 +13,16 @@ import (
 )
 
 // IsURL reports whether a command-line argument names blobs rather than a
-// local path.
+// local path: an http(s) URL, or the abfs(s):// and wasb(s):// URIs of
+// Spark, Databricks and Synapse.
 func IsURL(arg string) bool {
 	l := strings.ToLower(arg)
-	return strings.HasPrefix(l, "https://") || strings.HasPrefix(l, "http://")
+	for _, scheme := range []string{"https://", "http://", "abfss://", "abfs://", "wasbs://", "wasb://"} {
+		if strings.HasPrefix(l, scheme) {
+			return true
+		}
+	}
+	return false
 }
 
 // location is a parsed blob URL.
@@ -58,17 +64,42 @@ func Redact(arg string) string {
 // are IP addresses, "localhost" or single-label names (Azurite and other
 // emulators, a docker service name) use path-style URLs, where the first
 // path segment is the account.
+//
+// Data Lake Storage Gen2 names are read through the same account's Blob
+// endpoint, which serves the same data: https://ACCOUNT.dfs.core.windows.net/
+// CONTAINER/PATH, and Spark's abfss://CONTAINER@ACCOUNT.dfs.core.windows.net/
+// PATH (wasbs://CONTAINER@ACCOUNT.blob.core.windows.net/PATH alike). Inputs
+// are then shown, and kept in checkpoints, as https Blob URLs.
 func parseURL(raw string) (location, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		// url.Parse echoes the whole input, SAS included: say less.
 		return location{}, fmt.Errorf("input %s is not a valid URL", Redact(raw))
 	}
+	u.Scheme = strings.ToLower(u.Scheme)
+	var fsContainer string // abfs(s):// and wasb(s):// name the container before the @
+	switch u.Scheme {
+	case "abfss", "abfs", "wasbs", "wasb":
+		if u.User == nil || u.User.Username() == "" || u.Host == "" {
+			return location{}, fmt.Errorf("input %s: want %s://CONTAINER@HOST/PATH", Redact(raw), u.Scheme)
+		}
+		fsContainer = u.User.Username()
+		u.User = nil
+		if strings.HasSuffix(u.Scheme, "s") {
+			u.Scheme = "https"
+		} else {
+			u.Scheme = "http"
+		}
+	}
 	if u.Scheme != "https" && u.Scheme != "http" || u.Host == "" {
 		return location{}, fmt.Errorf("input %s is not an http(s) blob URL", Redact(raw))
 	}
+	u.Host = blobHost(u.Host)
 	loc := location{base: u.Scheme + "://" + u.Host, sas: u.RawQuery}
 	path := strings.TrimPrefix(u.Path, "/")
+	if fsContainer != "" {
+		path = fsContainer + "/" + path
+	}
 	if pathStyle(u.Host) {
 		account, rest, _ := strings.Cut(path, "/")
 		if account == "" {
@@ -82,6 +113,16 @@ func parseURL(raw string) (location, error) {
 		return location{}, fmt.Errorf("input %s names no container: want %s/CONTAINER/PATH", Redact(raw), loc.base)
 	}
 	return loc, nil
+}
+
+// blobHost is host with a Data Lake endpoint (ACCOUNT.dfs.SUFFIX, in any
+// cloud) replaced by the account's Blob endpoint (ACCOUNT.blob.SUFFIX).
+func blobHost(host string) string {
+	account, rest, ok := strings.Cut(host, ".")
+	if ok && strings.HasPrefix(strings.ToLower(rest), "dfs.") {
+		return account + ".blob." + rest[len("dfs."):]
+	}
+	return host
 }
 
 func pathStyle(host string) bool {
