@@ -166,7 +166,11 @@ func (r *Resolver) prefix(cc *container.Client, loc location, prefix string) ([]
 }
 
 func (r *Resolver) list(cc *container.Client, loc location, prefix string, each func(string, source.RemoteIdentity)) error {
-	opts := &container.ListBlobsFlatOptions{}
+	// Metadata tells the folders of a Data Lake Gen2 account (hierarchical
+	// namespace), which the Blob API lists as empty blobs marked
+	// hdi_isfolder: Spark names its output folders like files
+	// (sales.parquet/part-0.parquet).
+	opts := &container.ListBlobsFlatOptions{Include: container.ListBlobsInclude{Metadata: true}}
 	if prefix != "" {
 		opts.Prefix = &prefix
 	}
@@ -182,7 +186,7 @@ func (r *Resolver) list(cc *container.Client, loc location, prefix string, each 
 			return describe(err, loc.display(prefix))
 		}
 		for _, b := range page.Segment.BlobItems {
-			if b.Name == nil || b.Properties == nil || b.Properties.ETag == nil {
+			if b.Name == nil || b.Properties == nil || b.Properties.ETag == nil || isFolder(b.Metadata) {
 				continue
 			}
 			id := source.RemoteIdentity{ETag: string(*b.Properties.ETag)}
@@ -200,6 +204,17 @@ func (r *Resolver) list(cc *container.Client, loc location, prefix string, each 
 		each(it.name, it.id)
 	}
 	return nil
+}
+
+// isFolder reports whether a listed blob's metadata marks it as a folder
+// of a hierarchical namespace.
+func isFolder(md map[string]*string) bool {
+	for k, v := range md {
+		if strings.EqualFold(k, "hdi_isfolder") && v != nil && strings.EqualFold(*v, "true") {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *Resolver) stat(cc *container.Client, loc location, name string) (source.Input, error) {

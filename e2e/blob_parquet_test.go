@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -137,6 +139,13 @@ func TestBlobParquetPartitionFoldersAreFields(t *testing.T) {
 		}
 	}
 	putBlob(t, cc, "sales/_SUCCESS", nil)
+	// A Data Lake Gen2 account lists its folders as empty blobs; Spark
+	// names folders like files.
+	folder := "true"
+	if _, err := cc.NewBlockBlobClient("sales/region=eu/extra.parquet").UploadBuffer(context.Background(), nil,
+		&blockblob.UploadBufferOptions{Metadata: map[string]*string{"hdi_isfolder": &folder}}); err != nil {
+		t.Fatal(err)
+	}
 	putBlob(t, cc, "sales/region=eu/_committed_8212", []byte(`{"added":["part-00000.snappy.parquet"]}`))
 	prefix := az.BlobEndpoint() + "/lake/sales/"
 	conn := []string{"--source-connection-string", az.ConnectionString()}
