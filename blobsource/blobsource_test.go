@@ -280,3 +280,41 @@ func TestStreamCloseMidway(t *testing.T) {
 		t.Errorf("%d requests for a reader closed after 10 bytes; read-ahead is not bounded", n)
 	}
 }
+
+// The gzip sniffs of each run and segment read a blob's first bytes again;
+// after the first read at offset 0 they cost no request.
+func TestReadAtServesTheHeadOnce(t *testing.T) {
+	data := lines(50)
+	f := &fakeBlob{data: data, etag: `"e1"`}
+	r, base := testResolver(t, f)
+	in, err := r.Open(base + "data.ndjson?sv=1&sig=x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	before := f.n
+	f.mu.Unlock()
+	head := make([]byte, 64)
+	if _, err := in.Remote.ReadAt(head, 0); err != nil || !bytes.Equal(head, data[:64]) {
+		t.Fatalf("head: %q, %v", head, err)
+	}
+	for range 3 {
+		var magic [2]byte
+		if n, err := in.Remote.ReadAt(magic[:], 0); n != 2 || err != nil || !bytes.Equal(magic[:], data[:2]) {
+			t.Fatalf("magic %q, %d, %v", magic, n, err)
+		}
+		var mid [4]byte
+		if _, err := in.Remote.ReadAt(mid[:], 3); err != nil || !bytes.Equal(mid[:], data[3:7]) {
+			t.Fatalf("bytes 3-6 %q, %v", mid, err)
+		}
+	}
+	var past [4]byte
+	if _, err := in.Remote.ReadAt(past[:], 6); err != nil || !bytes.Equal(past[:], data[6:10]) {
+		t.Fatalf("bytes 6-9 %q, %v", past, err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if got := f.n - before; got != 2 {
+		t.Errorf("%d requests (%q), want 2: the head, and the read past its first 8 bytes", got, f.ranges[before:])
+	}
+}

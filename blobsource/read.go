@@ -1,11 +1,13 @@
 package blobsource
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/url"
+	"sync/atomic"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -25,7 +27,15 @@ type Blob struct {
 
 	cacheBlockSize int64 // OpenRandom's cache; 0: the defaults
 	cacheBlocks    int
+
+	// head is the blob's first headBytes, once a read at offset 0 has
+	// fetched them: the gzip sniffs of each run and segment read them again,
+	// and each would cost a round trip.
+	head atomic.Pointer[[]byte]
 }
+
+// headBytes is how much of a blob's start head keeps: magic numbers.
+const headBytes = 8
 
 var _ source.Remote = (*Blob)(nil)
 
@@ -79,8 +89,16 @@ func (b *Blob) ReadAt(p []byte, off int64) (int, error) {
 		return 0, io.EOF
 	}
 	n := int(min(int64(len(p)), b.id.Size-off))
-	if err := b.fetch(context.Background(), off, p[:n]); err != nil {
-		return 0, err
+	if h := b.head.Load(); h != nil && off+int64(n) <= int64(len(*h)) {
+		copy(p, (*h)[off:off+int64(n)])
+	} else {
+		if err := b.fetch(context.Background(), off, p[:n]); err != nil {
+			return 0, err
+		}
+		if off == 0 && n > 0 {
+			h := bytes.Clone(p[:min(n, headBytes)])
+			b.head.CompareAndSwap(nil, &h)
+		}
 	}
 	if n < len(p) {
 		return n, io.EOF

@@ -13,6 +13,7 @@ import (
 	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/cosmos"
 	"github.com/cosmosloader/loader/internal/clock"
+	"github.com/cosmosloader/loader/internal/parallel"
 	"github.com/cosmosloader/loader/loader"
 )
 
@@ -108,22 +109,26 @@ func resumeRun(ctx context.Context, o *ResumeOptions) error {
 	}
 	job := loader.ResumeJob(st, o.Checkpoint)
 	var blobs *blobsource.Resolver
-	for i, in := range st.Inputs {
+	for _, in := range st.Inputs {
 		if in.Stdin {
 			return usageError("refusing to resume: %v (the checkpoint's load read standard input)", checkpoint.ErrStdin)
 		}
-		if in.Fingerprint.IsRemote() {
-			// Blob inputs are opened again with the command's
-			// credentials: a SAS is never stored.
-			if blobs == nil {
-				blobs = o.Blob.resolver(ctx)
-			}
-			rin, err := o.Blob.openRemote(ctx, blobs, in.Path)
-			if err != nil {
-				return usageError("refusing to resume: %v", err)
-			}
-			job.Inputs[i] = rin
+		if in.Fingerprint.IsRemote() && blobs == nil {
+			blobs = o.Blob.resolver(ctx)
 		}
+	}
+	// Blob inputs are opened again with the command's credentials (a SAS
+	// is never stored), a round trip each: several at a time.
+	err = parallel.Each(len(st.Inputs), loader.InputsAtOnce, func(i int) error {
+		if !st.Inputs[i].Fingerprint.IsRemote() {
+			return nil
+		}
+		rin, err := o.Blob.openRemote(ctx, blobs, st.Inputs[i].Path)
+		job.Inputs[i] = rin
+		return err
+	})
+	if err != nil {
+		return usageError("refusing to resume: %v", err)
 	}
 	cfg := st.Config
 	// The target as stored, unless the command names another; credentials

@@ -17,6 +17,7 @@ import (
 	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/internal/clock"
 	"github.com/cosmosloader/loader/internal/human"
+	"github.com/cosmosloader/loader/internal/parallel"
 	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/source"
 	"github.com/cosmosloader/loader/pacing"
@@ -595,38 +596,50 @@ func (j *Job) fingerprint() ([]Input, []checkpoint.Fingerprint, error) {
 	if j.Resume != nil && len(j.Resume.Inputs) != len(j.Inputs) {
 		return nil, nil, fmt.Errorf("the checkpoint lists %d inputs, the command %d", len(j.Resume.Inputs), len(j.Inputs))
 	}
-	for i, in := range j.Inputs {
+	// A blob's fingerprint costs a round trip: take InputsAtOnce at a
+	// time, or a prefix of thousands of blobs far away waits minutes
+	// before its first write.
+	err := parallel.Each(len(j.Inputs), InputsAtOnce, func(i int) error {
+		in := j.Inputs[i]
 		inputs[i] = Input{Input: in, IDSeed: "stdin"}
 		if in.Stdin {
 			if j.Resume != nil {
-				return nil, nil, checkpoint.ErrStdin
+				return checkpoint.ErrStdin
 			}
-			continue
+			return nil
 		}
 		if in.Remote != nil {
 			fp, err := remoteFingerprint(in, j.Resume, i)
 			if err != nil {
-				return nil, nil, err
+				return err
 			}
 			fps[i] = fp
 		} else if j.Resume != nil {
 			if err := j.Resume.Inputs[i].Fingerprint.Verify(); err != nil {
-				return nil, nil, fmt.Errorf("refusing to resume: %w", err)
+				return fmt.Errorf("refusing to resume: %w", err)
 			}
 			fps[i] = j.Resume.Inputs[i].Fingerprint
 		} else {
 			fp, err := checkpoint.FingerprintFile(in.Path)
 			if err != nil {
-				return nil, nil, err
+				return err
 			}
 			fps[i] = fp
 		}
 		// Content, not path or mtime, names the records: a re-run of the
 		// same data, wherever it lives, regenerates the same ids.
 		inputs[i].IDSeed = fps[i].HeadHash + ":" + strconv.FormatInt(fps[i].Size, 10)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	return inputs, fps, nil
 }
+
+// InputsAtOnce is how many inputs are fingerprinted, or blob inputs
+// reopened for a resume, at once.
+const InputsAtOnce = 16
 
 // remoteFingerprint takes a remote input's fingerprint from its identity
 // and first bytes or, on resume, checks that the object is still the one
