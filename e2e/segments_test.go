@@ -157,3 +157,58 @@ func TestSegmentsSplitWhileLoadingSurviveKills(t *testing.T) {
 	})
 	t.Logf("%d segments in the end", len(st.Inputs[0].Segments))
 }
+
+// A table cut into files of one key each (a key-sorted export in parts,
+// or Spark's output partitioned by key), on four partitions: read one file
+// after another, one partition would be busy at a time. The import reads
+// several files at once — the checkpoints of two kills show three or more
+// part-way together — and, resumed, lands every good record once and
+// dead-letters every bad line once.
+func TestKeyedFilesReadAtOnceSurviveKills(t *testing.T) {
+	// Exactness, not speed, is checked: these kill-and-resume loops run
+	// side by side with each other after the timing-sensitive tests.
+	t.Parallel()
+	dir := t.TempDir()
+	good := map[string]bool{}
+	var bad, inputs []string
+	for f := range 12 {
+		var b bytes.Buffer
+		for i := range 500 {
+			id := fmt.Sprintf("f%02d-%04d", f, i)
+			if i%97 == 13 {
+				line := fmt.Sprintf(`{"id":%q,"tenant":`, id) // truncated JSON
+				bad = append(bad, line)
+				b.WriteString(line + "\n")
+				continue
+			}
+			good[id] = true
+			fmt.Fprintf(&b, `{"id":%q,"tenant":"customer-%d","pad":%q}`+"\n", id, f, strings.Repeat("x", 150))
+		}
+		inputs = append(inputs, writeFile(t, dir, fmt.Sprintf("part-%02d.ndjson", f), b.Bytes()))
+	}
+	endpoint := startStandalone(t, "--ru", "6000", "--partitions", "4")
+	ckpt := filepath.Join(dir, "ckpt.json")
+	dl := filepath.Join(dir, "dead.ndjson")
+	common := []string{"--endpoint", endpoint, "--key", emulator.WellKnownKey, "--checkpoint-interval", "20ms", "--checkpoint-every", "200", "--quiet"}
+	importArgs := append(append([]string{"import"}, inputs...), append([]string{"--database", "files", "--container", "c", "--create-container",
+		"--partition-key", "/tenant", "--ru", "6000", "--read-ahead", "256", "--checkpoint", ckpt, "--dead-letter", dl}, common...)...)
+	resumeArgs := append([]string{"resume", ckpt}, common...)
+
+	together := 0
+	killEach(t, []time.Duration{1500 * time.Millisecond, 1200 * time.Millisecond}, ckpt, importArgs, resumeArgs, func(st *checkpoint.State) {
+		n := 0
+		for _, in := range st.Inputs {
+			if in.Committed.Line > 0 && in.Committed.Line < 500 && len(in.Segments) == 0 {
+				n++
+			}
+		}
+		together = max(together, n)
+		t.Logf("%d files part-way", n)
+	})
+	if together < 3 {
+		t.Errorf("at most %d files were part-way at a kill: they were read one after another", together)
+	}
+	finishExactly(t, ckpt, dl, resumeArgs, good, bad, func() map[string]map[string]any {
+		return readAll(t, target{name: "standalone", endpoint: endpoint, key: emulator.WellKnownKey, local: true}, "files", "c")
+	})
+}

@@ -300,6 +300,13 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
+	// The import reads several files at once, as it would.
+	files := make([]Input, len(j.Inputs))
+	for i, in := range j.Inputs {
+		files[i] = Input{Input: in}
+	}
+	cursors = readCursors(files, seqBase, cursors, j.Source, parts, j.Segments)
+	altCursors = readCursors(files, altBase, altCursors, j.Source, parts, j.Segments)
 	planner.flush()
 	if p.Requests > 0 {
 		p.RecordsPerRequest = round2(float64(written) / float64(p.Requests))

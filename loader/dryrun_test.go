@@ -250,3 +250,68 @@ func TestDryRunParquetMatchesItsJSON(t *testing.T) {
 		}
 	}
 }
+
+// A table cut into files of one key each: the import reads several files
+// at once, and the dry-run's estimate follows it; with --segments 1, one
+// file at a time, a single partition is busy at a time.
+func TestDryRunModelsFilesReadAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	var inputs []source.Input
+	for f := range 16 {
+		var b strings.Builder
+		for i := range 3000 {
+			fmt.Fprintf(&b, `{"id":"f%d-%d","pk":"key-%d","pad":"%s"}`+"\n", f, i, f, strings.Repeat("x", 100))
+		}
+		path := filepath.Join(dir, fmt.Sprintf("part-%02d.ndjson", f))
+		if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		inputs = append(inputs, source.Input{Path: path})
+	}
+	plan := func(segments int) *Plan {
+		p, err := DryRun(context.Background(), &DryRunJob{
+			Inputs:   inputs,
+			Mapper:   record.Config{IDField: "id", PartitionKeyPaths: []string{"/pk"}},
+			TargetRU: 40000, Bounds: epk.SplitEven(4), Segments: segments, ReadAhead: 256,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	atOnce, oneByOne := plan(0), plan(1)
+	t.Logf("order utilisation: files at once %.2f, one by one %.2f", atOnce.OrderUtilisation, oneByOne.OrderUtilisation)
+	if atOnce.OrderUtilisation < 0.8 || oneByOne.OrderUtilisation > 0.5 {
+		t.Errorf("order utilisation %.2f reading files at once, %.2f one by one; want ≥ 0.8 and ≤ 0.5",
+			atOnce.OrderUtilisation, oneByOne.OrderUtilisation)
+	}
+}
+
+func TestReadCursors(t *testing.T) {
+	files := func(paths ...string) []Input {
+		var ins []Input
+		for _, p := range paths {
+			ins = append(ins, Input{Input: source.Input{Path: p}})
+		}
+		return ins
+	}
+	many := files("a.ndjson", "b.ndjson", "c.ndjson", "d.ndjson", "e.ndjson", "f.ndjson", "g.ndjson", "h.ndjson", "i.ndjson", "j.ndjson")
+	for _, tc := range []struct {
+		name                           string
+		files                          []Input
+		pieces, segs, partitions, want int
+		cursors                        int
+	}{
+		{"one partition: one file at a time", many, 10, 1, 1, 0, 1},
+		{"--segments 1: one file at a time", many, 10, 1, 4, 1, 1},
+		{"several files, several partitions", many, 10, 1, 4, 0, maxFilesAtOnce},
+		{"fewer files than that", many[:3], 3, 1, 4, 0, 3},
+		{"a file's segments count", many[:2], 14, 12, 4, 0, 12},
+		{"local Parquet readers within the split memory", files("a.parquet", "b.parquet", "c.parquet", "d.parquet", "e.parquet", "f.parquet", "g.parquet", "h.parquet", "i.parquet"), 9, 1, 8, 0, 8},
+		{"one file", many[:1], 1, 1, 4, 0, 1},
+	} {
+		if got := readCursors(tc.files, tc.pieces, tc.segs, source.Options{}, tc.partitions, tc.want); got != tc.cursors {
+			t.Errorf("%s: %d cursors, want %d", tc.name, got, tc.cursors)
+		}
+	}
+}

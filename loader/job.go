@@ -333,6 +333,7 @@ func (p *plan) wholeInputs(ctx context.Context, tgt *Target, inputs []Input, fps
 		p.logf("note: %s", n)
 	}
 	w.segments = planSegments(inputs, state)
+	w.segments.cursors = readCursors(inputs, len(w.segments.inputs), w.segments.cursors, p.Source, lanes, p.Segments)
 	w.state, w.base = state, state.Counters
 	w.cursors = w.segments.cursors
 	if lanes > 1 && p.Segments == 0 {

@@ -1,9 +1,11 @@
 package loader
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/cosmosloader/loader/internal/parallel"
 	"github.com/cosmosloader/loader/loader/source"
 	"github.com/cosmosloader/loader/pacing"
 )
@@ -56,15 +58,30 @@ func (j *Job) progressFunc(totalBytes int64, target float64, fill func(*Progress
 }
 
 // parquetRowsLeft is TotalRows: the rows left to load when every input is
-// Parquet, else 0; a segment's are those up to its end.
+// Parquet, else 0; a segment's are those up to its end. Each input's
+// footer is a round trip for a blob: InputsAtOnce are read at once.
 func parquetRowsLeft(ins []Input, opts source.Options) int64 {
-	var n int64
 	for _, in := range ins {
-		rows, ok := source.ParquetRows(in.Input, opts, in.End)
-		if !ok {
+		if f, err := source.ResolveFormat(in.Input, opts); err != nil || f != source.FormatParquet || in.Stdin {
 			return 0
 		}
-		n += rows - in.Start.Line
+	}
+	left := make([]int64, len(ins))
+	notParquet := errors.New("not Parquet")
+	err := parallel.Each(len(ins), InputsAtOnce, func(i int) error {
+		rows, ok := source.ParquetRows(ins[i].Input, opts, ins[i].End)
+		if !ok {
+			return notParquet
+		}
+		left[i] = rows - ins[i].Start.Line
+		return nil
+	})
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, r := range left {
+		n += r
 	}
 	return n
 }

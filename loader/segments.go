@@ -10,6 +10,7 @@ import (
 
 	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/internal/clock"
+	"github.com/cosmosloader/loader/internal/parallel"
 	"github.com/cosmosloader/loader/loader/source"
 	"github.com/cosmosloader/loader/pacing"
 )
@@ -61,6 +62,30 @@ type segmentPlan struct {
 // splitInputs decides, for a fresh load, each file's segments and records
 // them in state.Inputs (whose Fingerprints are set). want is --segments.
 func splitInputs(files []Input, state *checkpoint.State, so source.Options, partitions, want int) ([]string, error) {
+	// Splitting a Parquet blob reads its footer, a round trip or two:
+	// InputsAtOnce files are split at once.
+	type split struct {
+		n      int
+		ranges []source.Range
+		why    string
+	}
+	splits := make([]split, len(files))
+	err := parallel.Each(len(files), InputsAtOnce, func(i int) error {
+		if files[i].Stdin {
+			return nil
+		}
+		sp := &splits[i]
+		sp.n = SegmentCount(state.Inputs[i].Size, partitions, want)
+		if sp.n <= 1 {
+			return nil
+		}
+		var err error
+		sp.ranges, sp.why, err = source.Split(files[i].Input, so, sp.n)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
 	var notes []string
 	for i, in := range files {
 		if in.Stdin {
@@ -69,13 +94,9 @@ func splitInputs(files []Input, state *checkpoint.State, so source.Options, part
 			}
 			continue
 		}
-		n := SegmentCount(state.Inputs[i].Size, partitions, want)
+		n, ranges, why := splits[i].n, splits[i].ranges, splits[i].why
 		if n <= 1 {
 			continue
-		}
-		ranges, why, err := source.Split(in.Input, so, n)
-		if err != nil {
-			return nil, err
 		}
 		if why != "" {
 			notes = append(notes, fmt.Sprintf("%s is read with one cursor because %s: if it is sorted by partition key, partitions wait on each other (loader dry-run shows how much; a plain NDJSON copy is read at %d places at once)", in.Path, why, n))
@@ -155,6 +176,31 @@ func (p *segmentPlan) record(state *checkpoint.State, committed []Committed, com
 			ci.Records += s.Records
 		}
 	}
+}
+
+// maxFilesAtOnce bounds how many files an import reads at once, whole or
+// in segments, besides the segments of one file.
+const maxFilesAtOnce = 8
+
+// readCursors is how many of its pieces (pipeline inputs: files and
+// segments of files, over files) an import reads at once: the most
+// segments any one file has (segs), and, with partitions to feed, several
+// files at once. A file cut from a key-sorted export, or a table
+// partitioned by key as Spark writes one, holds few keys: files read one
+// after another keep one partition busy at a time, and wait on a far
+// blob's round trips one at a time. At most maxFilesAtOnce, and as many
+// readers as fit in what one split Parquet file's may hold
+// (source.ReadersAtOnce); --segments 1 (want) reads one file at a time,
+// front to back.
+func readCursors(files []Input, pieces, segs int, so source.Options, partitions, want int) int {
+	if partitions <= 1 || want == 1 || pieces <= 1 {
+		return max(segs, 1)
+	}
+	n := min(pieces, maxFilesAtOnce)
+	for _, f := range files {
+		n = min(n, source.ReadersAtOnce(f.Input, so))
+	}
+	return max(segs, n, 1)
 }
 
 // segmentedSource sizes the NDJSON read blocks (and the Parquet reader's

@@ -221,6 +221,37 @@ const (
 	parquetBlobCache   = 16 << 20
 )
 
+// parquetPagesGuess stands for a reader's pages where its footer is not
+// read (ReadersAtOnce): a few MiB, as the bench's files and DuckDB's have.
+const parquetPagesGuess = 4 << 20
+
+// Blob streams (NDJSON, CSV) hold blobsource's chunks: 4 MiB, two read
+// ahead; streamsMemory is what those of one load may hold at once.
+const (
+	blobStreamMemory = 12 << 20
+	streamsMemory    = 48 << 20
+)
+
+// ReadersAtOnce is how many readers of inputs like in may be open at once,
+// guessed without reading anything: Parquet readers within the memory the
+// readers of one split Parquet file may take (parquetSplitMemory), from a
+// reader's base and pages and a blob's block cache; blob streams within
+// streamsMemory; local NDJSON and CSV without a bound (math.MaxInt), as
+// the caller divides their read blocks among its readers.
+func ReadersAtOnce(in Input, opts Options) int {
+	if f, _ := ResolveFormat(in, opts); f != FormatParquet {
+		if in.Remote != nil {
+			return streamsMemory / blobStreamMemory
+		}
+		return math.MaxInt
+	}
+	held := int64(parquetReaderBase + parquetPagesGuess)
+	if in.Remote != nil {
+		held += parquetBlobCache
+	}
+	return int(max(1, parquetSplitMemory/held))
+}
+
 // parquetFooterParsed is about how many times its size as stored a footer
 // takes once parsed: 6–8 on the bench's 1 GB files (12 MB for the orders
 // file's 1,604 row groups).

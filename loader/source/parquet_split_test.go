@@ -178,3 +178,22 @@ func TestParquetAlignIsTheFirstRowAtOrAfter(t *testing.T) {
 		t.Error("a file of less than a byte a row is alignable")
 	}
 }
+
+// Readers of whole files read at once stay within what one split Parquet
+// file's readers may hold (a blob's carries its block cache too), and blob
+// streams within what they may hold together.
+func TestParquetReadersAtOnce(t *testing.T) {
+	local, blob := ReadersAtOnce(Input{Path: "a.parquet"}, Options{}), ReadersAtOnce(Input{Path: "https://a.blob.core.windows.net/c/a.parquet", Remote: &memRemote{}}, Options{})
+	if local != 8 || blob != 4 {
+		t.Errorf("local %d, blob %d readers at once; want 8 and 4 (128 MiB over 16 and 32 MiB)", local, blob)
+	}
+	if n := ReadersAtOnce(Input{Path: "a.ndjson"}, Options{}); n < 1000 {
+		t.Errorf("NDJSON: %d readers at once, want no bound here (their blocks are divided)", n)
+	}
+	if n := ReadersAtOnce(Input{Path: "https://a.blob.core.windows.net/c/a.ndjson", Remote: &memRemote{}}, Options{}); n != 4 {
+		t.Errorf("NDJSON blobs: %d readers at once, want 4 (48 MiB of 12 MiB streams)", n)
+	}
+	if n := ReadersAtOnce(Input{Path: "a.data"}, Options{Format: FormatParquet}); n != 8 {
+		t.Errorf("--format parquet: %d readers at once, want 8", n)
+	}
+}
