@@ -152,7 +152,7 @@ func TestBlobParquetPartitionFoldersAreFields(t *testing.T) {
 
 	dry := runLoader(t, nil, append([]string{"dry-run", prefix, "--partition-key", "/tenant", "--json"}, conn...)...)
 	if dry.code != 0 || !strings.Contains(dry.stdout, `"records": 360`) ||
-		!strings.Contains(dry.stdout, "3 Parquet inputs sit in partition folders (region=…)") {
+		!strings.Contains(dry.stdout, "3 Parquet or CSV inputs sit in partition folders (region=…)") {
 		t.Errorf("dry-run: exit %d, want 360 records and a note on the folders' fields\n%s\n%s", dry.code, dry.stdout, dry.stderr)
 	}
 	// Keyed by the folder's region, the null partition's rows (no region)

@@ -140,10 +140,11 @@ func (c *csvReader) readHeader() error {
 	for i, ch := range c.root.children {
 		names[i] = ch.name
 	}
-	keep, err := c.opts.selectColumns(names)
+	keep, err := c.opts.selectColumns(append(names[:len(names):len(names)], c.opts.folderNames()...))
 	if err != nil {
 		return inputError(ReasonColumns, rec.Offset, err)
 	}
+	parts := c.opts.partitionFields(names, keep)
 	if keep != nil { // the other cells are still read, and counted
 		kept := c.root.children[:0:0]
 		for i, ch := range c.root.children {
@@ -152,6 +153,9 @@ func (c *csvReader) readHeader() error {
 			}
 		}
 		c.root.children = kept
+	}
+	for _, p := range parts {
+		c.root.children = append(c.root.children, &node{name: p.name, key: appendKey(nil, p.name), col: -1, value: p.json})
 	}
 	return nil
 }
@@ -245,6 +249,9 @@ type node struct {
 	col      int
 	header   string // the header that created the node, for error messages
 	children []*node
+	// value is the JSON of a partition folder's field (see hive.go), the
+	// same in every row.
+	value []byte
 }
 
 func buildTree(header []string) (*node, error) {
@@ -297,7 +304,9 @@ func (c *csvReader) appendObject(dst []byte, n *node, fields []string) ([]byte, 
 		if wrote {
 			dst = append(dst, ',')
 		}
-		if ch.col < 0 {
+		if ch.value != nil {
+			dst = append(append(dst, ch.key...), ch.value...)
+		} else if ch.col < 0 {
 			dst = append(dst, ch.key...)
 			var any bool
 			if dst, any = c.appendObject(dst, ch, fields); !any {

@@ -12,7 +12,7 @@ import (
 // table partitioned by some of its columns as folders named after them
 // (.../region=eu/date=2026-11-01/part-0.parquet) and leave those columns
 // out of the files: the folder is the only place the value is. A Parquet
-// input gets a top-level field for each name=value folder in its path, as
+// or CSV input gets a top-level field for each name=value folder in its path, as
 // Spark, DuckDB and Arrow datasets read such tables:
 //
 //   - the value is a JSON number when it is a decimal literal of at most 15
@@ -26,8 +26,10 @@ import (
 //     deeper folder over a shallower one;
 //   - with --columns, a folder's field is kept when named, as a column is.
 //
-// Only Parquet inputs get them: a partitioned NDJSON or CSV table is rare,
-// and the loader says when it sees one (PartitionFolders).
+// Parquet and CSV (TSV) inputs get them. An NDJSON record is the input's
+// own JSON, which the loader never re-serialises; a partitioned NDJSON
+// table is rarer, and the loader says when it sees one
+// (PartitionFoldersNotes).
 
 // hiveNull is the folder Hive writes the rows of a null partition value to.
 const hiveNull = "__HIVE_DEFAULT_PARTITION__"
@@ -38,35 +40,47 @@ type partitionField struct {
 	json []byte // the value as JSON: a number, a string or null
 }
 
-// PartitionFolders returns the name=value folders in in's path, outermost
+// folder is a name=value folder of an input's path, unescaped.
+type folder struct{ name, value string }
+
+// PartitionFolders returns the names of the name=value folders in in's
+// path (see partitionFolders).
+func PartitionFolders(in Input) []string {
+	var names []string
+	for _, f := range partitionFolders(in) {
+		names = append(names, f.name)
+	}
+	return names
+}
+
+// partitionFolders returns the name=value folders in in's path, outermost
 // first, unescaped; a later folder of the same name replaces an earlier
 // one. Not a glob's business: every folder of the path counts, as it does
 // for Spark and DuckDB reading the file by its path.
-func PartitionFolders(in Input) (names, values []string) {
+func partitionFolders(in Input) []folder {
 	if in.Stdin {
-		return nil, nil
+		return nil
 	}
 	p := filepath.ToSlash(in.Path)
 	if in.Remote != nil {
 		u, err := url.Parse(in.Path)
 		if err != nil {
-			return nil, nil
+			return nil
 		}
 		p = u.Path
 	}
+	var out []folder
 	segs := strings.Split(p, "/")
 	for _, seg := range segs[:len(segs)-1] { // the last is the file
 		k, v, ok := strings.Cut(seg, "=")
 		if !ok || k == "" {
 			continue
 		}
-		k, v = hiveUnescape(k), hiveUnescape(v)
-		if i := slices.Index(names, k); i >= 0 {
-			names, values = slices.Delete(names, i, i+1), slices.Delete(values, i, i+1)
-		}
-		names, values = append(names, k), append(values, v)
+		f := folder{hiveUnescape(k), hiveUnescape(v)}
+		out = slices.DeleteFunc(out, func(o folder) bool { return o.name == f.name })
+		out = append(out, f)
 	}
-	return names, values
+	return out
 }
 
 // hiveUnescape undoes Hive's %XX escaping of a folder name; a name that is
@@ -82,18 +96,33 @@ func hiveUnescape(s string) string {
 	return u
 }
 
-// partitionFields are the fields of the folders names=values, leaving out
-// those named like a column of the file (columns) and those keep, aligned
-// with names, does not select (--columns; nil or empty: all).
-func partitionFields(names, values, columns []string, keep []bool) []partitionField {
+// partitionFields are the fields opts.folders give a reader's rows,
+// after its columns (named columns): a column wins over a folder of the
+// same name; --columns keeps a folder's field when it names it, as it does
+// a column (selectColumns over the columns' names and then the folders',
+// whose keep it returns); Hive's null folder is left out unless nulls
+// are kept.
+func (o Options) partitionFields(columns []string, keep []bool) []partitionField {
 	var out []partitionField
-	for i, name := range names {
-		if slices.Contains(columns, name) || len(keep) > 0 && !keep[i] {
+	for i, f := range o.folders {
+		if slices.Contains(columns, f.name) || keep != nil && !keep[len(columns)+i] {
 			continue
 		}
-		out = append(out, partitionField{name: name, json: partitionJSON(values[i])})
+		if f.value == hiveNull && !o.CSVEmptyNull {
+			continue
+		}
+		out = append(out, partitionField{name: f.name, json: partitionJSON(f.value)})
 	}
 	return out
+}
+
+// folderNames are the names of opts.folders, for selectColumns.
+func (o Options) folderNames() []string {
+	var names []string
+	for _, f := range o.folders {
+		names = append(names, f.name)
+	}
+	return names
 }
 
 // partitionJSON is a folder's value as JSON (see the package comment).
@@ -125,29 +154,29 @@ func isExactDecimal(s string) bool {
 // PartitionFoldersNotes say what a load does with the partition folders
 // its inputs sit in: nothing when none does.
 func PartitionFoldersNotes(ins []Input, opts Options) []string {
-	var parquet, other []string // folder names, first seen first
-	np, no := 0, 0
+	var tabular, ndjson []string // folder names, first seen first
+	nt, nj := 0, 0
 	for _, in := range ins {
-		names, _ := PartitionFolders(in)
+		names := PartitionFolders(in)
 		if len(names) == 0 {
 			continue
 		}
-		if f, _ := ResolveFormat(in, opts); f == FormatParquet {
-			np++
-			parquet = appendNew(parquet, names)
+		if f, _ := ResolveFormat(in, opts); f == FormatNDJSON {
+			nj++
+			ndjson = appendNew(ndjson, names)
 		} else {
-			no++
-			other = appendNew(other, names)
+			nt++
+			tabular = appendNew(tabular, names)
 		}
 	}
 	var notes []string
-	if np > 0 {
+	if nt > 0 {
 		notes = append(notes, fmt.Sprintf("%s in partition folders (%s=…): each row gets its folders' fields, as Spark and DuckDB read such tables (a column of the same name wins)",
-			sits(np, "Parquet input"), strings.Join(parquet, "=…, ")))
+			sits(nt, "Parquet or CSV input"), strings.Join(tabular, "=…, ")))
 	}
-	if no > 0 {
-		notes = append(notes, fmt.Sprintf("%s in partition folders (%s=…): only Parquet rows get a folder's fields, so those values are not loaded",
-			sits(no, "NDJSON or CSV input"), strings.Join(other, "=…, ")))
+	if nj > 0 {
+		notes = append(notes, fmt.Sprintf("%s in partition folders (%s=…): only Parquet and CSV rows get a folder's fields, so those values are not loaded",
+			sits(nj, "NDJSON input"), strings.Join(ndjson, "=…, ")))
 	}
 	return notes
 }

@@ -79,15 +79,11 @@ func TestParquetGetsItsPartitionFolders(t *testing.T) {
 
 func TestPartitionFoldersOfABlob(t *testing.T) {
 	in := Input{Path: "https://acct.blob.core.windows.net/lake/sales/region=eu/date=2026-11-01%2010%253A00/part-0.parquet", Remote: &memRemote{}}
-	names, values := PartitionFolders(in)
-	if want := []string{"region", "date"}; !reflect.DeepEqual(names, want) {
-		t.Errorf("names %q, want %q", names, want)
-	}
 	// The URL escapes the blob's name, which holds Hive's escape of ":".
-	if want := []string{"eu", "2026-11-01 10:00"}; !reflect.DeepEqual(values, want) {
-		t.Errorf("values %q, want %q", values, want)
+	if got, want := partitionFolders(in), []folder{{"region", "eu"}, {"date", "2026-11-01 10:00"}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("folders %q, want %q", got, want)
 	}
-	if names, _ := PartitionFolders(Input{Path: "-", Stdin: true}); names != nil {
+	if names := PartitionFolders(Input{Path: "-", Stdin: true}); names != nil {
 		t.Errorf("stdin has folders %q", names)
 	}
 }
@@ -98,11 +94,56 @@ func TestPartitionFoldersNotes(t *testing.T) {
 		{Path: "/lake/j/kind=x/c.ndjson"}, {Path: "/lake/plain.parquet"}, {Path: "-", Stdin: true},
 	}
 	notes := PartitionFoldersNotes(ins, Options{})
-	if len(notes) != 2 || !strings.HasPrefix(notes[0], "2 Parquet inputs sit in partition folders (region=…, day=…)") ||
-		!strings.HasPrefix(notes[1], "1 NDJSON or CSV input sits in partition folders (kind=…): only Parquet rows") {
+	if len(notes) != 2 || !strings.HasPrefix(notes[0], "2 Parquet or CSV inputs sit in partition folders (region=…, day=…)") ||
+		!strings.HasPrefix(notes[1], "1 NDJSON input sits in partition folders (kind=…): only Parquet and CSV rows") {
 		t.Errorf("notes %q", notes)
 	}
 	if notes := PartitionFoldersNotes(ins[3:], Options{}); notes != nil {
 		t.Errorf("inputs in no partition folder: notes %q", notes)
+	}
+}
+
+// A CSV file below partition folders gets their fields as a Parquet file
+// does, after its columns, from any row a resume starts at.
+func TestCSVGetsItsPartitionFolders(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "orders", "region=eu", "day=2026-11-01", "kind=__HIVE_DEFAULT_PARTITION__", "year=2026")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "part-0.csv")
+	if err := os.WriteFile(path, []byte("id,total,year\no1,12.5,1999\no2,7,1999\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	read := func(opts Options, start Position) []string {
+		t.Helper()
+		r, err := Open(Input{Path: path}, nil, opts, start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		var out []string
+		for {
+			rec, err := r.Next()
+			if err != nil {
+				return out
+			}
+			out = append(out, string(rec.Data))
+		}
+	}
+	want := []string{
+		`{"id":"o1","total":12.5,"year":1999,"region":"eu","day":"2026-11-01"}`,
+		`{"id":"o2","total":7,"year":1999,"region":"eu","day":"2026-11-01"}`,
+	}
+	if got := read(Options{}, Position{}); !reflect.DeepEqual(got, want) {
+		t.Errorf("rows\n%q\nwant\n%q", got, want)
+	}
+	if got := read(Options{}, Position{Offset: int64(len("id,total,year\no1,12.5,1999\n")), Line: 2}); !reflect.DeepEqual(got, want[1:]) {
+		t.Errorf("resumed at row 2: %q, want %q", got, want[1:])
+	}
+	if got, w := read(Options{CSVEmptyNull: true}, Position{}), `{"id":"o1","total":12.5,"year":1999,"region":"eu","day":"2026-11-01","kind":null}`; len(got) != 2 || got[0] != w {
+		t.Errorf("--null keep: %q, want %s first", got, w)
+	}
+	if got, w := read(Options{Columns: []string{"day"}, KeyColumns: []string{"id"}}, Position{}), `{"id":"o1","day":"2026-11-01"}`; len(got) != 2 || got[0] != w {
+		t.Errorf("--columns day: %q, want %s first", got, w)
 	}
 }

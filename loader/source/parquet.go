@@ -412,8 +412,7 @@ func openParquet(in Input, opts Options, start Position) (r *parquetReader, err 
 	for i, f := range fr.Manifest.Fields {
 		names[i] = f.Field.Name
 	}
-	folders, values := PartitionFolders(in)
-	keep, err := opts.selectColumns(append(names[:len(names):len(names)], folders...))
+	keep, err := opts.selectColumns(append(names[:len(names):len(names)], opts.folderNames()...))
 	if err != nil {
 		return nil, &InputError{Code: ReasonColumns, Line: start.Line + 1, Offset: start.Line, Err: err}
 	}
@@ -422,11 +421,7 @@ func openParquet(in Input, opts Options, start Position) (r *parquetReader, err 
 			r.cols = appendLeaves(r.cols, &fr.Manifest.Fields[i])
 		}
 	}
-	for _, p := range partitionFields(folders, values, names, keep[min(len(names), len(keep)):]) {
-		if opts.CSVEmptyNull || string(p.json) != "null" {
-			r.parts = append(r.parts, p)
-		}
-	}
+	r.parts = opts.partitionFields(names, keep)
 	r.rgRows = make([]int64, pf.NumRowGroups())
 	for g := range r.rgRows {
 		n := pf.MetaData().RowGroups[g].GetNumRows()

@@ -90,6 +90,10 @@ type Options struct {
 	// them: the top-level fields of the id and partition key (the loader
 	// sets them from the mapper).
 	KeyColumns []string
+
+	// folders are the input's partition folders (see hive.go), set by
+	// Open for the Parquet and CSV readers.
+	folders []folder
 }
 
 func (o Options) maxRecord() int {
@@ -348,6 +352,7 @@ func Open(in Input, stdin io.Reader, opts Options, start Position) (Reader, erro
 		return nil, &InputError{Code: ReasonColumns, Line: start.Line + 1, Offset: start.Offset,
 			Err: fmt.Errorf("%s is NDJSON: --columns selects the columns of CSV and Parquet inputs", path)}
 	}
+	opts.folders = partitionFolders(in)
 	if format == FormatParquet {
 		r, err := openParquet(in, opts, start)
 		if err != nil {
