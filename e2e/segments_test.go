@@ -169,23 +169,7 @@ func TestKeyedFilesReadAtOnceSurviveKills(t *testing.T) {
 	// side by side with each other after the timing-sensitive tests.
 	t.Parallel()
 	dir := t.TempDir()
-	good := map[string]bool{}
-	var bad, inputs []string
-	for f := range 12 {
-		var b bytes.Buffer
-		for i := range 500 {
-			id := fmt.Sprintf("f%02d-%04d", f, i)
-			if i%97 == 13 {
-				line := fmt.Sprintf(`{"id":%q,"tenant":`, id) // truncated JSON
-				bad = append(bad, line)
-				b.WriteString(line + "\n")
-				continue
-			}
-			good[id] = true
-			fmt.Fprintf(&b, `{"id":%q,"tenant":"customer-%d","pad":%q}`+"\n", id, f, strings.Repeat("x", 150))
-		}
-		inputs = append(inputs, writeFile(t, dir, fmt.Sprintf("part-%02d.ndjson", f), b.Bytes()))
-	}
+	inputs, good, bad := keyedFiles(t, dir, 12, 500)
 	endpoint := startStandalone(t, "--ru", "6000", "--partitions", "4")
 	ckpt := filepath.Join(dir, "ckpt.json")
 	dl := filepath.Join(dir, "dead.ndjson")
@@ -207,6 +191,70 @@ func TestKeyedFilesReadAtOnceSurviveKills(t *testing.T) {
 	})
 	if together < 3 {
 		t.Errorf("at most %d files were part-way at a kill: they were read one after another", together)
+	}
+	finishExactly(t, ckpt, dl, resumeArgs, good, bad, func() map[string]map[string]any {
+		return readAll(t, target{name: "standalone", endpoint: endpoint, key: emulator.WellKnownKey, local: true}, "files", "c")
+	})
+}
+
+// keyedFiles writes files NDJSON files of perFile records, all of file f
+// under the key customer-f, with a truncated line in place of every 97th;
+// it returns the files, the good ids and the bad lines.
+func keyedFiles(t *testing.T, dir string, files, perFile int) (inputs []string, good map[string]bool, bad []string) {
+	t.Helper()
+	good = map[string]bool{}
+	for f := range files {
+		var b bytes.Buffer
+		for i := range perFile {
+			id := fmt.Sprintf("f%02d-%04d", f, i)
+			if i%97 == 13 {
+				line := fmt.Sprintf(`{"id":%q,"tenant":`, id) // truncated JSON
+				bad = append(bad, line)
+				b.WriteString(line + "\n")
+				continue
+			}
+			good[id] = true
+			fmt.Fprintf(&b, `{"id":%q,"tenant":"customer-%d","pad":%q}`+"\n", id, f, strings.Repeat("x", 150))
+		}
+		inputs = append(inputs, writeFile(t, dir, fmt.Sprintf("part-%02d.ndjson", f), b.Bytes()))
+	}
+	return inputs, good, bad
+}
+
+// Files of one key each, read in segments (--segments 3): the cursors take
+// every file's first segment before any file's second, so several
+// partitions are fed at once — the checkpoints of two kills show segments
+// of three or more files part-way — and, resumed, every good record lands
+// once and every bad line is dead-lettered once.
+func TestSegmentsOfKeyedFilesAreReadAcrossFiles(t *testing.T) {
+	// Exactness, not speed, is checked: these kill-and-resume loops run
+	// side by side with each other after the timing-sensitive tests.
+	t.Parallel()
+	dir := t.TempDir()
+	inputs, good, bad := keyedFiles(t, dir, 4, 3000)
+	endpoint := startStandalone(t, "--ru", "6000", "--partitions", "4")
+	ckpt := filepath.Join(dir, "ckpt.json")
+	dl := filepath.Join(dir, "dead.ndjson")
+	common := []string{"--endpoint", endpoint, "--key", emulator.WellKnownKey, "--checkpoint-interval", "20ms", "--checkpoint-every", "200", "--quiet"}
+	importArgs := append(append([]string{"import"}, inputs...), append([]string{"--database", "files", "--container", "c", "--create-container",
+		"--partition-key", "/tenant", "--ru", "6000", "--read-ahead", "256", "--segments", "3", "--checkpoint", ckpt, "--dead-letter", dl}, common...)...)
+	resumeArgs := append([]string{"resume", ckpt}, common...)
+
+	together := 0
+	killEach(t, []time.Duration{1500 * time.Millisecond, 1200 * time.Millisecond}, ckpt, importArgs, resumeArgs, func(st *checkpoint.State) {
+		n := 0
+		for _, in := range st.Inputs {
+			if slices.ContainsFunc(in.Segments, func(s checkpoint.Segment) bool {
+				return s.Committed.Offset > s.Start.Offset && (s.End == 0 || s.Committed.Offset < s.End)
+			}) {
+				n++
+			}
+		}
+		together = max(together, n)
+		t.Logf("%d files part-way", n)
+	})
+	if together < 3 {
+		t.Errorf("at most %d files were part-way at a kill: their segments were read file after file", together)
 	}
 	finishExactly(t, ckpt, dl, resumeArgs, good, bad, func() map[string]map[string]any {
 		return readAll(t, target{name: "standalone", endpoint: endpoint, key: emulator.WellKnownKey, local: true}, "files", "c")

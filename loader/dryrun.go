@@ -215,6 +215,7 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 	// the same plan.
 	seq, alt := pacing.NewSequence(1, 512<<10), pacing.NewSequence(1, 512<<10)
 	var cursors, altCursors, seqBase, altBase, altSegments int
+	var counts, altCounts []int // each file's segments
 	// adaptive: the import would split segments while loading (see
 	// segmenter); only when every input can be split.
 	adaptive := j.Segments == 0 && parts > 1
@@ -296,6 +297,7 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 		}
 		seqBase += len(ranges)
 		altBase += len(altRanges)
+		counts, altCounts = append(counts, len(ranges)), append(altCounts, len(altRanges))
 	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
@@ -333,7 +335,8 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 	// batch more when the read-ahead is small).
 	q, w := batchSplit(readAhead, j.Batch)
 	queue := q + w
-	orderCfg := pacing.OrderConfig{Partitions: parts, BudgetPerPartition: paced / float64(parts), Queue: queue, Cursors: cursors}
+	orderCfg := pacing.OrderConfig{Partitions: parts, BudgetPerPartition: paced / float64(parts), Queue: queue, Cursors: cursors,
+		Order: interleave(counts)}
 	if adaptive && p.Records > 0 && p.Bytes > 0 {
 		orderCfg.Split = pacing.NewSplitPolicy(maxCursors(parts))
 		orderCfg.MinSplit = minSplitBytes * p.Records / p.Bytes
@@ -353,7 +356,7 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 		advice := fmt.Sprintf("a shuffled copy would take %s", fmtSeconds(bound))
 		if altSegments > cursors {
 			altCfg := orderCfg
-			altCfg.Cursors, altCfg.Split = altCursors, nil
+			altCfg.Cursors, altCfg.Split, altCfg.Order = altCursors, nil, interleave(altCounts)
 			if a := max(pacing.SimulateOrder(alt, altCfg).Seconds, bound); a < estimate*0.95 {
 				advice = fmt.Sprintf("--segments %d would take %s", altSegments, fmtSeconds(a))
 			}

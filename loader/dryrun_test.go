@@ -279,8 +279,13 @@ func TestDryRunModelsFilesReadAtOnce(t *testing.T) {
 		}
 		return p
 	}
-	atOnce, oneByOne := plan(0), plan(1)
-	t.Logf("order utilisation: files at once %.2f, one by one %.2f", atOnce.OrderUtilisation, oneByOne.OrderUtilisation)
+	atOnce, oneByOne, inSegments := plan(0), plan(1), plan(4)
+	t.Logf("order utilisation: files at once %.2f, one by one %.2f, each in 4 segments %.2f", atOnce.OrderUtilisation, oneByOne.OrderUtilisation, inSegments.OrderUtilisation)
+	// Four segments each, taken across files: every file's first segment
+	// before any file's second.
+	if inSegments.OrderUtilisation < 0.8 {
+		t.Errorf("order utilisation %.2f reading the files in 4 segments each; want ≥ 0.8", inSegments.OrderUtilisation)
+	}
 	if atOnce.OrderUtilisation < 0.8 || oneByOne.OrderUtilisation > 0.5 {
 		t.Errorf("order utilisation %.2f reading files at once, %.2f one by one; want ≥ 0.8 and ≤ 0.5",
 			atOnce.OrderUtilisation, oneByOne.OrderUtilisation)
@@ -307,6 +312,7 @@ func TestReadCursors(t *testing.T) {
 		{"several files, several partitions", many, 10, 1, 4, 0, maxFilesAtOnce},
 		{"fewer files than that", many[:3], 3, 1, 4, 0, 3},
 		{"a file's segments count", many[:2], 14, 12, 4, 0, 12},
+		{"a split file's segments are not added to", many, 12, 3, 4, 0, 3},
 		{"local Parquet readers within the split memory", files("a.parquet", "b.parquet", "c.parquet", "d.parquet", "e.parquet", "f.parquet", "g.parquet", "h.parquet", "i.parquet"), 9, 1, 8, 0, 8},
 		{"one file", many[:1], 1, 1, 4, 0, 1},
 	} {

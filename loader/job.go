@@ -394,7 +394,7 @@ func (w *wholeInputs) next(context.Context) (*piece, error) {
 	}
 	w.handed = true
 	return &piece{
-		inputs: w.segments.inputs, cursors: w.segments.cursors, segments: w.seg,
+		inputs: w.segments.inputs, cursors: w.segments.cursors, order: w.segments.readOrder(), segments: w.seg,
 		source:     segmentedSource(w.p.Source, w.cursors),
 		totalBytes: w.totalBytes, totalRows: w.totalRows, deadLetterPath: w.p.DeadLetterPath, deadLetterSize: w.dlSize,
 	}, nil

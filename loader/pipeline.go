@@ -107,6 +107,9 @@ type Options struct {
 	// Cursors is how many inputs are read at once (the segments of one
 	// file, each its own input); 0 or 1 reads them one after another.
 	Cursors int
+	// Order is the order several cursors take the inputs in (indexes
+	// into Inputs); nil: as listed.
+	Order []int
 	// Segments, when set, splits segments while the load runs, as new
 	// inputs (segments.go).
 	Segments *segmenter
@@ -608,13 +611,22 @@ func (r *run) readAll(queues *lanes) error {
 		}
 		return true
 	}
+	take := func(k int) (int, bool) {
+		if r.o.Order != nil {
+			if k >= len(r.o.Order) {
+				return 0, false
+			}
+			return r.o.Order[k], true
+		}
+		return k, k < len(r.o.Inputs)
+	}
 	for range cursors {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(r.o.Inputs) || r.stopped() || !read(i, r.o.Inputs[i]) {
+				i, ok := take(int(next.Add(1) - 1))
+				if !ok || r.stopped() || !read(i, r.o.Inputs[i]) {
 					return
 				}
 			}

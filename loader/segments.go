@@ -184,16 +184,17 @@ const maxFilesAtOnce = 8
 
 // readCursors is how many of its pieces (pipeline inputs: files and
 // segments of files, over files) an import reads at once: the most
-// segments any one file has (segs), and, with partitions to feed, several
-// files at once. A file cut from a key-sorted export, or a table
-// partitioned by key as Spark writes one, holds few keys: files read one
-// after another keep one partition busy at a time, and wait on a far
-// blob's round trips one at a time. At most maxFilesAtOnce, and as many
-// readers as fit in what one split Parquet file's may hold
-// (source.ReadersAtOnce); --segments 1 (want) reads one file at a time,
-// front to back.
+// segments any one file has (segs), or, when no file is split and there
+// are partitions to feed, several files at once. A file cut from a
+// key-sorted export, or a table partitioned by key as Spark writes one,
+// holds few keys: files read one after another keep one partition busy
+// at a time, and wait on a far blob's round trips one at a time. At most
+// maxFilesAtOnce, and as many readers as fit in what one split Parquet
+// file's may hold (source.ReadersAtOnce). A split file's segments were
+// counted to fit that memory with its own readers' sizes: they are not
+// added to. --segments 1 (want) reads one file at a time, front to back.
 func readCursors(files []Input, pieces, segs int, so source.Options, partitions, want int) int {
-	if partitions <= 1 || want == 1 || pieces <= 1 {
+	if partitions <= 1 || want == 1 || pieces <= 1 || segs > 1 {
 		return max(segs, 1)
 	}
 	n := min(pieces, maxFilesAtOnce)
@@ -201,6 +202,39 @@ func readCursors(files []Input, pieces, segs int, so source.Options, partitions,
 		n = min(n, source.ReadersAtOnce(f.Input, so))
 	}
 	return max(segs, n, 1)
+}
+
+// interleave is the order to read pieces laid out file by file, counts[f]
+// of them for file f, in: each file's first piece, then each file's second,
+// and so on. Segments of one key-sorted file, read together, would feed
+// few partitions; the first segments of several files feed more.
+func interleave(counts []int) []int {
+	var order []int
+	for s := 0; ; s++ {
+		more, base := false, 0
+		for _, n := range counts {
+			if s < n {
+				order = append(order, base+s)
+				more = true
+			}
+			base += n
+		}
+		if !more {
+			return order
+		}
+	}
+}
+
+// readOrder is the order the cursors take the plan's inputs in.
+func (p *segmentPlan) readOrder() []int {
+	var counts []int
+	for k, f := range p.file {
+		if k == 0 || f != p.file[k-1] {
+			counts = append(counts, 0)
+		}
+		counts[len(counts)-1]++
+	}
+	return interleave(counts)
 }
 
 // segmentedSource sizes the NDJSON read blocks (and the Parquet reader's

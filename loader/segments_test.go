@@ -210,3 +210,24 @@ func TestRefusedSegmentAloneIsSkippedOnResume(t *testing.T) {
 		t.Errorf("an older checkpoint's segments refused %v, want all", refused)
 	}
 }
+
+// The cursors take every file's first segment, then every file's second:
+// segments of one key-sorted file read together would feed few partitions.
+func TestReadOrderInterleavesFiles(t *testing.T) {
+	seg := func(start, end int64) checkpoint.Segment {
+		return checkpoint.Segment{Start: checkpoint.Position{Offset: start}, End: end, Committed: checkpoint.Position{Offset: start}}
+	}
+	files := []Input{{Input: source.Input{Path: "a"}}, {Input: source.Input{Path: "b"}}, {Input: source.Input{Path: "c"}}}
+	state := &checkpoint.State{Inputs: []checkpoint.Input{
+		{Segments: []checkpoint.Segment{seg(0, 10), seg(10, 20), seg(20, 0)}},
+		{},
+		{Segments: []checkpoint.Segment{seg(0, 10), seg(10, 0)}},
+	}}
+	plan := planSegments(files, state) // pieces a0 a1 a2 b c0 c1
+	if got, want := plan.readOrder(), []int{0, 3, 4, 1, 5, 2}; !slices.Equal(got, want) {
+		t.Errorf("read order %v, want %v", got, want)
+	}
+	if got := interleave([]int{1, 1, 1}); !slices.Equal(got, []int{0, 1, 2}) {
+		t.Errorf("whole files: %v, want their order", got)
+	}
+}

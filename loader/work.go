@@ -43,6 +43,7 @@ type piece struct {
 	name    string // the shard's ID; "" for a plain load's inputs
 	inputs  []Input
 	cursors int
+	order   []int // the order the cursors take inputs in; nil: as listed
 	// segments splits the inputs' segments while loading; nil: never.
 	segments *segmenter
 	source   source.Options
@@ -147,7 +148,7 @@ func (p *plan) load(ctx context.Context, tgt *Target, mapper *record.Mapper, tar
 			break
 		}
 		o := common
-		o.Inputs, o.Cursors, o.Source, o.Segments = pc.inputs, pc.cursors, pc.source, pc.segments
+		o.Inputs, o.Cursors, o.Order, o.Source, o.Segments = pc.inputs, pc.cursors, pc.order, pc.source, pc.segments
 		o.DeadLetterPath, o.DeadLetterSize = pc.deadLetterPath, pc.deadLetterSize
 		o.Checkpoint = func(s Snapshot) error { return store.save(pc, s) }
 		o.Progress = p.progressFunc(pc.totalBytes, target, func(ev *ProgressEvent) {

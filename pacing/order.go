@@ -251,6 +251,9 @@ type OrderConfig struct {
 	// Cursors is how many of the sequence's cursors read at once, taken
 	// in order as earlier ones finish (the import's pool); 0 = all.
 	Cursors int
+	// Order is the order the pool takes the sequence's cursors in (their
+	// indexes); nil: as numbered.
+	Order []int
 	// Step is the simulation's time step; 0 = 10 ms.
 	Step float64
 	// Split, when set, opens cursors at run time as the import does when
@@ -372,8 +375,17 @@ func SimulateOrder(seq *Sequence, cfg OrderConfig) OrderResult {
 		ru   float64 // RU per record of runs[i]
 	}
 	var waiting []*cursor
-	for _, l := range seq.cursors {
-		if len(l.blocks) > 0 {
+	order := cfg.Order
+	if order == nil {
+		for i := range seq.cursors {
+			order = append(order, i)
+		}
+	}
+	for _, i := range order {
+		if i >= len(seq.cursors) {
+			continue // a cursor that read no record
+		}
+		if l := seq.cursors[i]; len(l.blocks) > 0 {
 			runs := l.blocks[0]
 			waiting = append(waiting, &cursor{runs: runs, rest: l.blocks[1:], left: runs[0].N, ru: float64(runs[0].RU) / float64(runs[0].N)})
 		}
