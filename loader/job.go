@@ -357,7 +357,7 @@ func (p *plan) wholeInputs(ctx context.Context, tgt *Target, inputs []Input, fps
 		len(inputs), p.Target.Database, p.Target.Container, *target, partitions, p.Strategy, p.Mode)
 	p.logf("checkpoint: %s", p.CheckpointPath)
 	if p.Resume != nil {
-		for _, line := range resumePositions(inputs, state.Inputs) {
+		for _, line := range resumePositions(inputs, state.Inputs, p.Source) {
 			p.logf("%s", line)
 		}
 	}
@@ -557,7 +557,7 @@ func (j *Job) prepareState() (*checkpoint.Lock, error) {
 }
 
 // resumePositions says where each unfinished input continues.
-func resumePositions(inputs []Input, progress []checkpoint.Input) []string {
+func resumePositions(inputs []Input, progress []checkpoint.Input, so source.Options) []string {
 	var out []string
 	for i, in := range inputs {
 		p := progress[i]
@@ -575,12 +575,21 @@ func resumePositions(inputs []Input, progress []checkpoint.Input) []string {
 				in.Path, len(p.Segments), human.Bytes(float64(left)), human.Count(p.Records)))
 		case in.Start.Offset == 0 && in.Start.Records == 0:
 			out = append(out, fmt.Sprintf("%s: from the start", in.Path))
+		case isParquet(in.Input, so):
+			// Its offsets are rows scaled to its size: no byte to show.
+			out = append(out, fmt.Sprintf("%s: from row %s; %s records already committed",
+				in.Path, human.Count(in.Start.Line+1), human.Count(in.Start.Records)))
 		default:
 			out = append(out, fmt.Sprintf("%s: from line %s (byte %s); %s records already committed",
 				in.Path, human.Count(in.Start.Line+1), human.Bytes(float64(in.Start.Offset)), human.Count(in.Start.Records)))
 		}
 	}
 	return out
+}
+
+func isParquet(in source.Input, so source.Options) bool {
+	f, err := source.ResolveFormat(in, so)
+	return err == nil && f == source.FormatParquet
 }
 
 // warnf says something that changes the run's speed or result, even with

@@ -231,3 +231,25 @@ func TestReadOrderInterleavesFiles(t *testing.T) {
 		t.Errorf("whole files: %v, want their order", got)
 	}
 }
+
+// A resumed Parquet input says the row it reads on from: its offsets are
+// rows scaled to its size, not bytes anyone could look up.
+func TestResumePositionsNameParquetRows(t *testing.T) {
+	inputs := []Input{
+		{Input: source.Input{Path: "a.parquet"}, Start: Committed{Offset: 5000, Line: 120, Records: 120}},
+		{Input: source.Input{Path: "b.ndjson"}, Start: Committed{Offset: 5000, Line: 120, Records: 118}},
+		{Input: source.Input{Path: "c.data"}, Start: Committed{Offset: 5000, Line: 9, Records: 9}},
+	}
+	got := resumePositions(inputs, make([]checkpoint.Input, 3), source.Options{})
+	want := []string{
+		"a.parquet: from row 121; 120 records already committed",
+		"b.ndjson: from line 121 (byte 4.9 KB); 118 records already committed",
+		"c.data: from line 10 (byte 4.9 KB); 9 records already committed",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("resume positions\n%q\nwant\n%q", got, want)
+	}
+	if got := resumePositions(inputs[2:], make([]checkpoint.Input, 1), source.Options{Format: source.FormatParquet}); got[0] != "c.data: from row 10; 9 records already committed" {
+		t.Errorf("--format parquet: %q", got[0])
+	}
+}
