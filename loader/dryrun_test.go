@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -312,8 +313,9 @@ func TestReadCursors(t *testing.T) {
 		{"several files, several partitions", many, 10, 1, 4, 0, maxFilesAtOnce},
 		{"fewer files than that", many[:3], 3, 1, 4, 0, 3},
 		{"a file's segments count", many[:2], 14, 12, 4, 0, 12},
-		{"a split file's segments are not added to", many, 12, 3, 4, 0, 3},
-		{"local Parquet readers within the split memory", files("a.parquet", "b.parquet", "c.parquet", "d.parquet", "e.parquet", "f.parquet", "g.parquet", "h.parquet", "i.parquet"), 9, 1, 8, 0, 8},
+		{"a split file's segments and other files", many, 12, 3, 4, 0, maxFilesAtOnce},
+		{"Parquet readers within the split memory", files(slices.Repeat([]string{"../testdata/parquet/rows.parquet"}, 9)...), 9, 1, 8, 0, 8},
+		{"a Parquet file without a footer is guessed", files("../testdata/parquet/truncated.parquet", "a.ndjson", "b.ndjson"), 3, 1, 8, 0, 3},
 		{"one file", many[:1], 1, 1, 4, 0, 1},
 	} {
 		if got := readCursors(tc.files, tc.pieces, tc.segs, source.Options{}, tc.partitions, tc.want); got != tc.cursors {

@@ -184,25 +184,34 @@ const maxFilesAtOnce = 8
 
 // readCursors is how many of its pieces (pipeline inputs: files and
 // segments of files, over files) an import reads at once: the most
-// segments any one file has (segs), or, when no file is split and there
-// are partitions to feed, several files at once. A file cut from a
-// key-sorted export, or a table partitioned by key as Spark writes one,
-// holds few keys: files read one after another keep one partition busy
-// at a time, and wait on a far blob's round trips one at a time. At most
-// maxFilesAtOnce, and as many readers as fit in what one split Parquet
-// file's may hold (source.ReadersAtOnce). A split file's segments were
-// counted to fit that memory with its own readers' sizes: they are not
-// added to. --segments 1 (want) reads one file at a time, front to back.
+// segments any one file has (segs), and, with partitions to feed, several
+// files at once. A file cut from a key-sorted export, or a table
+// partitioned by key as Spark writes one, holds few keys: files read one
+// after another keep one partition busy at a time, and wait on a far
+// blob's round trips one at a time. At most maxFilesAtOnce, and as many
+// readers as fit in what one split Parquet file's may hold
+// (source.ReadersAtOnce, from the footers of the first readersSampled
+// files: the files of one export are alike). --segments 1 (want) reads
+// one file at a time, front to back.
 func readCursors(files []Input, pieces, segs int, so source.Options, partitions, want int) int {
-	if partitions <= 1 || want == 1 || pieces <= 1 || segs > 1 {
+	if partitions <= 1 || want == 1 || pieces <= 1 {
 		return max(segs, 1)
 	}
+	sample := files[:min(len(files), readersSampled)]
+	most := make([]int, len(sample))
+	parallel.Each(len(sample), InputsAtOnce, func(i int) error {
+		most[i] = source.ReadersAtOnce(sample[i].Input, so)
+		return nil
+	})
 	n := min(pieces, maxFilesAtOnce)
-	for _, f := range files {
-		n = min(n, source.ReadersAtOnce(f.Input, so))
+	for _, m := range most {
+		n = min(n, m)
 	}
 	return max(segs, n, 1)
 }
+
+// readersSampled is how many files readCursors reads the footers of.
+const readersSampled = 16
 
 // interleave is the order to read pieces laid out file by file, counts[f]
 // of them for file f, in: each file's first piece, then each file's second,

@@ -221,10 +221,6 @@ const (
 	parquetBlobCache   = 16 << 20
 )
 
-// parquetPagesGuess stands for a reader's pages where its footer is not
-// read (ReadersAtOnce): a few MiB, as the bench's files and DuckDB's have.
-const parquetPagesGuess = 4 << 20
-
 // Blob streams (NDJSON, CSV) hold blobsource's chunks: 4 MiB, two read
 // ahead; streamsMemory is what those of one load may hold at once.
 const (
@@ -232,12 +228,14 @@ const (
 	streamsMemory    = 48 << 20
 )
 
-// ReadersAtOnce is how many readers of inputs like in may be open at once,
-// guessed without reading anything: Parquet readers within the memory the
-// readers of one split Parquet file may take (parquetSplitMemory), from a
-// reader's base and pages and a blob's block cache; blob streams within
-// streamsMemory; local NDJSON and CSV without a bound (math.MaxInt), as
-// the caller divides their read blocks among its readers.
+// ReadersAtOnce is how many readers of inputs like in may be open at once:
+// Parquet readers within the memory the readers of one split Parquet file
+// may take (parquetSplitMemory), each counted from in's footer as
+// splitParquet counts them; blob streams within streamsMemory; local
+// NDJSON and CSV without a bound (math.MaxInt), as the caller divides
+// their read blocks among its readers. A Parquet input whose footer cannot
+// be read (its own reader refuses it, or will say why) counts as a reader
+// of a few MiB of pages (parquetPagesGuess).
 func ReadersAtOnce(in Input, opts Options) int {
 	if f, _ := ResolveFormat(in, opts); f != FormatParquet {
 		if in.Remote != nil {
@@ -245,11 +243,31 @@ func ReadersAtOnce(in Input, opts Options) int {
 		}
 		return math.MaxInt
 	}
-	held := int64(parquetReaderBase + parquetPagesGuess)
+	var held int64
+	if md, _, err := parquetFooter(in); err == nil {
+		held = parquetReaderMemory(in, md)
+	} else {
+		held = parquetPagesGuess + parquetReaderBase
+		if in.Remote != nil {
+			held += parquetBlobCache
+		}
+	}
+	return int(max(1, parquetSplitMemory/held))
+}
+
+// parquetPagesGuess stands for the pages of a reader whose footer cannot
+// be read: a few MiB, as the bench's files and DuckDB's have.
+const parquetPagesGuess = 4 << 20
+
+// parquetReaderMemory is what a reader of one row group at a time (see
+// Options.Cursors) holds: its pages, a read buffer per column, the footer,
+// its batches, chunks and arenas (parquetReaderBase), and a blob's cache.
+func parquetReaderMemory(in Input, md *metadata.FileMetaData) int64 {
+	held := parquetPages(md, nil) + int64(md.NumColumns())*parquetBufferSize + parquetFooterParsed*int64(md.Size()) + parquetReaderBase
 	if in.Remote != nil {
 		held += parquetBlobCache
 	}
-	return int(max(1, parquetSplitMemory/held))
+	return held
 }
 
 // parquetFooterParsed is about how many times its size as stored a footer
@@ -288,13 +306,7 @@ func splitParquet(in Input, n int) (ranges []Range, why string, err error) {
 	if size < total {
 		return whole, "its rows take less than a byte each", nil
 	}
-	// A reader of a segment decodes one row group at a time (see
-	// Options.Cursors): its pages, a read buffer per column, the footer,
-	// and its batches, chunks and arenas.
-	held := parquetPages(md, nil) + int64(md.NumColumns())*parquetBufferSize + parquetFooterParsed*int64(md.Size()) + parquetReaderBase
-	if in.Remote != nil {
-		held += parquetBlobCache
-	}
+	held := parquetReaderMemory(in, md)
 	if most := parquetSplitMemory / max(1, held); most < int64(n) {
 		if most <= 1 {
 			return whole, fmt.Sprintf("each of its readers would hold ~%d MiB", held>>20), nil

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -128,6 +129,10 @@ func TestParquetSplitBoundedByReaderMemory(t *testing.T) {
 		if err != nil || len(ranges) != c.most || (c.most == 1) != strings.Contains(why, "MiB") {
 			t.Errorf("%d columns: %d ranges (%q, %v), want %d", c.columns, len(ranges), why, err, c.most)
 		}
+		// Whole files read at once are counted by the same memory.
+		if n := ReadersAtOnce(in, Options{}); min(n, 8) != c.most {
+			t.Errorf("%d columns: %d readers at once, want %d", c.columns, n, c.most)
+		}
 	}
 }
 
@@ -180,20 +185,27 @@ func TestParquetAlignIsTheFirstRowAtOrAfter(t *testing.T) {
 }
 
 // Readers of whole files read at once stay within what one split Parquet
-// file's readers may hold (a blob's carries its block cache too), and blob
-// streams within what they may hold together.
+// file's readers may hold, counted from its footer (a blob's carries its
+// block cache too), and blob streams within what they may hold together.
 func TestParquetReadersAtOnce(t *testing.T) {
-	local, blob := ReadersAtOnce(Input{Path: "a.parquet"}, Options{}), ReadersAtOnce(Input{Path: "https://a.blob.core.windows.net/c/a.parquet", Remote: &memRemote{}}, Options{})
-	if local != 8 || blob != 4 {
-		t.Errorf("local %d, blob %d readers at once; want 8 and 4 (128 MiB over 16 and 32 MiB)", local, blob)
+	data, err := os.ReadFile(parquetDir + "rows.parquet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := ReadersAtOnce(Input{Path: parquetDir + "rows.parquet"}, Options{})
+	blob := ReadersAtOnce(Input{Path: "https://a.blob.core.windows.net/c/a.parquet", Remote: &memRemote{data: data}}, Options{})
+	// A small file's reader: 12 MiB of base, 1 MiB of read buffers; a
+	// blob's 16 MiB of cache besides.
+	if local != 9 || blob != 4 {
+		t.Errorf("local %d, blob %d readers at once; want 9 and 4", local, blob)
+	}
+	if n := ReadersAtOnce(Input{Path: parquetDir + "truncated.parquet"}, Options{}); n != 8 {
+		t.Errorf("a file without a footer: %d readers at once, want 8 (a guess of 16 MiB)", n)
 	}
 	if n := ReadersAtOnce(Input{Path: "a.ndjson"}, Options{}); n < 1000 {
 		t.Errorf("NDJSON: %d readers at once, want no bound here (their blocks are divided)", n)
 	}
 	if n := ReadersAtOnce(Input{Path: "https://a.blob.core.windows.net/c/a.ndjson", Remote: &memRemote{}}, Options{}); n != 4 {
 		t.Errorf("NDJSON blobs: %d readers at once, want 4 (48 MiB of 12 MiB streams)", n)
-	}
-	if n := ReadersAtOnce(Input{Path: "a.data"}, Options{Format: FormatParquet}); n != 8 {
-		t.Errorf("--format parquet: %d readers at once, want 8", n)
 	}
 }
