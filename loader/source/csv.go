@@ -140,7 +140,7 @@ func (c *csvReader) readHeader() error {
 	for i, ch := range c.root.children {
 		names[i] = ch.name
 	}
-	keep, err := c.opts.selectColumns(append(names[:len(names):len(names)], c.opts.folderNames()...))
+	keep, err := c.opts.selectColumns(append(names[:len(names):len(names)], folderNames(c.opts.folders)...))
 	if err != nil {
 		return inputError(ReasonColumns, rec.Offset, err)
 	}

@@ -12,8 +12,8 @@ import (
 // table partitioned by some of its columns as folders named after them
 // (.../region=eu/date=2026-11-01/part-0.parquet) and leave those columns
 // out of the files: the folder is the only place the value is. A Parquet
-// or CSV input gets a top-level field for each name=value folder in its path, as
-// Spark, DuckDB and Arrow datasets read such tables:
+// or CSV input gets a top-level field for each name=value folder in its
+// path, as Spark, DuckDB and Arrow datasets read such tables:
 //
 //   - the value is a JSON number when it is a decimal literal of at most 15
 //     digits, which a float64 holds exactly, without a leading zero ("007"
@@ -46,8 +46,12 @@ type folder struct{ name, value string }
 // PartitionFolders returns the names of the name=value folders in in's
 // path (see partitionFolders).
 func PartitionFolders(in Input) []string {
+	return folderNames(partitionFolders(in))
+}
+
+func folderNames(folders []folder) []string {
 	var names []string
-	for _, f := range partitionFolders(in) {
+	for _, f := range folders {
 		names = append(names, f.name)
 	}
 	return names
@@ -114,15 +118,6 @@ func (o Options) partitionFields(columns []string, keep []bool) []partitionField
 		out = append(out, partitionField{name: f.name, json: partitionJSON(f.value)})
 	}
 	return out
-}
-
-// folderNames are the names of opts.folders, for selectColumns.
-func (o Options) folderNames() []string {
-	var names []string
-	for _, f := range o.folders {
-		names = append(names, f.name)
-	}
-	return names
 }
 
 // partitionJSON is a folder's value as JSON (see the package comment).

@@ -424,7 +424,7 @@ func openParquet(in Input, opts Options, start Position) (r *parquetReader, err 
 	for i, f := range fr.Manifest.Fields {
 		names[i] = f.Field.Name
 	}
-	keep, err := opts.selectColumns(append(names[:len(names):len(names)], opts.folderNames()...))
+	keep, err := opts.selectColumns(append(names[:len(names):len(names)], folderNames(opts.folders)...))
 	if err != nil {
 		return nil, &InputError{Code: ReasonColumns, Line: start.Line + 1, Offset: start.Line, Err: err}
 	}
