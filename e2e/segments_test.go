@@ -168,33 +168,45 @@ func TestKeyedFilesReadAtOnceSurviveKills(t *testing.T) {
 	// Exactness, not speed, is checked: these kill-and-resume loops run
 	// side by side with each other after the timing-sensitive tests.
 	t.Parallel()
+	together := loadKeyedFilesWithKills(t, 12, 500, nil, func(in checkpoint.Input) bool {
+		return in.Committed.Line > 0 && in.Committed.Line < 500 && len(in.Segments) == 0
+	})
+	if together < 3 {
+		t.Errorf("at most %d files were part-way at a kill: they were read one after another", together)
+	}
+}
+
+// loadKeyedFilesWithKills loads keyedFiles(files, perFile) into a
+// standalone target of four partitions with the flags given, killing it
+// twice and resuming it, and checks that it lands exactly; it returns the
+// most files partWay said were part-way at one kill.
+func loadKeyedFilesWithKills(t *testing.T, files, perFile int, flags []string, partWay func(checkpoint.Input) bool) int {
+	t.Helper()
 	dir := t.TempDir()
-	inputs, good, bad := keyedFiles(t, dir, 12, 500)
+	inputs, good, bad := keyedFiles(t, dir, files, perFile)
 	endpoint := startStandalone(t, "--ru", "6000", "--partitions", "4")
 	ckpt := filepath.Join(dir, "ckpt.json")
 	dl := filepath.Join(dir, "dead.ndjson")
 	common := []string{"--endpoint", endpoint, "--key", emulator.WellKnownKey, "--checkpoint-interval", "20ms", "--checkpoint-every", "200", "--quiet"}
-	importArgs := append(append([]string{"import"}, inputs...), append([]string{"--database", "files", "--container", "c", "--create-container",
-		"--partition-key", "/tenant", "--ru", "6000", "--read-ahead", "256", "--checkpoint", ckpt, "--dead-letter", dl}, common...)...)
+	importArgs := append(append([]string{"import"}, inputs...), append(append([]string{"--database", "files", "--container", "c", "--create-container",
+		"--partition-key", "/tenant", "--ru", "6000", "--read-ahead", "256", "--checkpoint", ckpt, "--dead-letter", dl}, flags...), common...)...)
 	resumeArgs := append([]string{"resume", ckpt}, common...)
 
 	together := 0
 	killEach(t, []time.Duration{1500 * time.Millisecond, 1200 * time.Millisecond}, ckpt, importArgs, resumeArgs, func(st *checkpoint.State) {
 		n := 0
 		for _, in := range st.Inputs {
-			if in.Committed.Line > 0 && in.Committed.Line < 500 && len(in.Segments) == 0 {
+			if partWay(in) {
 				n++
 			}
 		}
 		together = max(together, n)
 		t.Logf("%d files part-way", n)
 	})
-	if together < 3 {
-		t.Errorf("at most %d files were part-way at a kill: they were read one after another", together)
-	}
 	finishExactly(t, ckpt, dl, resumeArgs, good, bad, func() map[string]map[string]any {
 		return readAll(t, target{name: "standalone", endpoint: endpoint, key: emulator.WellKnownKey, local: true}, "files", "c")
 	})
+	return together
 }
 
 // keyedFiles writes files NDJSON files of perFile records, all of file f
@@ -230,33 +242,12 @@ func TestSegmentsOfKeyedFilesAreReadAcrossFiles(t *testing.T) {
 	// Exactness, not speed, is checked: these kill-and-resume loops run
 	// side by side with each other after the timing-sensitive tests.
 	t.Parallel()
-	dir := t.TempDir()
-	inputs, good, bad := keyedFiles(t, dir, 4, 3000)
-	endpoint := startStandalone(t, "--ru", "6000", "--partitions", "4")
-	ckpt := filepath.Join(dir, "ckpt.json")
-	dl := filepath.Join(dir, "dead.ndjson")
-	common := []string{"--endpoint", endpoint, "--key", emulator.WellKnownKey, "--checkpoint-interval", "20ms", "--checkpoint-every", "200", "--quiet"}
-	importArgs := append(append([]string{"import"}, inputs...), append([]string{"--database", "files", "--container", "c", "--create-container",
-		"--partition-key", "/tenant", "--ru", "6000", "--read-ahead", "256", "--segments", "3", "--checkpoint", ckpt, "--dead-letter", dl}, common...)...)
-	resumeArgs := append([]string{"resume", ckpt}, common...)
-
-	together := 0
-	killEach(t, []time.Duration{1500 * time.Millisecond, 1200 * time.Millisecond}, ckpt, importArgs, resumeArgs, func(st *checkpoint.State) {
-		n := 0
-		for _, in := range st.Inputs {
-			if slices.ContainsFunc(in.Segments, func(s checkpoint.Segment) bool {
-				return s.Committed.Offset > s.Start.Offset && (s.End == 0 || s.Committed.Offset < s.End)
-			}) {
-				n++
-			}
-		}
-		together = max(together, n)
-		t.Logf("%d files part-way", n)
+	together := loadKeyedFilesWithKills(t, 4, 3000, []string{"--segments", "3"}, func(in checkpoint.Input) bool {
+		return slices.ContainsFunc(in.Segments, func(s checkpoint.Segment) bool {
+			return s.Committed.Offset > s.Start.Offset && (s.End == 0 || s.Committed.Offset < s.End)
+		})
 	})
 	if together < 3 {
 		t.Errorf("at most %d files were part-way at a kill: their segments were read file after file", together)
 	}
-	finishExactly(t, ckpt, dl, resumeArgs, good, bad, func() map[string]map[string]any {
-		return readAll(t, target{name: "standalone", endpoint: endpoint, key: emulator.WellKnownKey, local: true}, "files", "c")
-	})
 }
