@@ -59,6 +59,8 @@ type parquetReader struct {
 	pf   *file.Reader
 	fr   *pqarrow.FileReader
 	cols []int // the leaf columns read (--columns); nil: all
+	// logicals annotate the columns read, in order (see logicalOf).
+	logicals []*logical
 	// parts are the fields of the input's partition folders (see hive.go),
 	// which every row gets after its columns.
 	parts []partitionField
@@ -432,6 +434,9 @@ func openParquet(in Input, opts Options, start Position) (r *parquetReader, err 
 		if keep != nil && keep[i] {
 			r.cols = appendLeaves(r.cols, &fr.Manifest.Fields[i])
 		}
+		if keep == nil || keep[i] {
+			r.logicals = append(r.logicals, logicalOf(&fr.Manifest.Fields[i], pf.MetaData().Schema))
+		}
 	}
 	r.parts = opts.partitionFields(names, keep)
 	r.rgRows = make([]int64, pf.NumRowGroups())
@@ -761,7 +766,7 @@ func (e *rowGroupEncoder) batch(b arrow.RecordBatch, recs *[]Record, send func(p
 			err = fmt.Errorf("%v", p)
 		}
 	}()
-	e.enc = bindRow(b, e.enc, e.r.opts.CSVEmptyNull, e.r.parts)
+	e.enc = bindRow(b, e.enc, e.r.opts.CSVEmptyNull, e.r.logicals, e.r.parts)
 	for i, n := 0, int(b.NumRows()); i < n; i++ {
 		if *recs == nil {
 			select {

@@ -61,7 +61,7 @@ func TestParquetStringColumnMatchesAppendString(t *testing.T) {
 		whole := bld.NewStringArray()
 		for lo := range len(vals) {
 			arr := array.NewSlice(whole, int64(lo), int64(len(vals))).(*array.String)
-			put := binder(arr, false)
+			put := binder(arr, false, nil)
 			for i := range arr.Len() {
 				if got, want := put(nil, i), appendString(nil, arr.Value(i)); string(got) != string(want) {
 					t.Fatalf("slice from %d, value %d: %s, want %s", lo, i, got, want)
@@ -126,7 +126,7 @@ func TestParquetTimeFastPathMatchesTime(t *testing.T) {
 	a32, a64 := d32.NewDate32Array(), d64.NewDate64Array()
 	defer a32.Release()
 	defer a64.Release()
-	put32, put64 := binder(a32, true), binder(a64, true)
+	put32, put64 := binder(a32, true, nil), binder(a64, true, nil)
 	for i := range a32.Len() {
 		want := appendTime([]byte("x"), a32.Value(i).ToTime(), time.DateOnly)
 		if got := put32([]byte("x"), i); string(got) != string(want) {
@@ -468,7 +468,7 @@ func TestParquetMapKeysAsStrings(t *testing.T) {
 	ml.ItemBuilder().(*array.Int32Builder).Append(5)
 	rec := b.NewRecordBatch()
 	defer rec.Release()
-	got := bindRow(rec, nil, false, nil).appendRow(nil, 0, nil)
+	got := bindRow(rec, nil, false, nil, nil).appendRow(nil, 0, nil)
 	want := `{"i":{"7":1,"-3":2},"t":{"2023-11-14T22:13:20Z":true},"l":{"[\"a\",\"q\\\"\"]":5}}`
 	if string(got) != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
@@ -525,7 +525,7 @@ func TestParquetDecimalFastPathMatchesValueStr(t *testing.T) {
 					}
 				}
 				arr := bld.NewArray()
-				put := binder(arr, false)
+				put := binder(arr, false, nil)
 				s := arr.(interface{ ValueStr(int) string })
 				for i := range arr.Len() {
 					got, want := put(nil, i), appendDecimal(nil, s.ValueStr(i))

@@ -29,7 +29,8 @@ import (
 //     digits — every such value survives a float64, which is what Cosmos DB
 //     and JavaScript clients hold — and exact strings ("12345678901234567.89")
 //     otherwise;
-//   - binary values are standard base64 strings (with padding);
+//   - binary values are standard base64 strings (with padding), but for
+//     the logical types JSON, ENUM and INTERVAL (see parquet_logical.go);
 //   - lists are arrays; structs are objects; maps are objects whose keys are
 //     the map keys as strings (an integer key 7 becomes "7", a timestamp key
 //     its RFC 3339 string), in file order;
@@ -66,7 +67,8 @@ type rowEncoder struct {
 
 // bindRow binds an encoder to a batch; keys are escaped once per batch.
 // The fields of the input's partition folders (parts) follow the columns.
-func bindRow(rb arrow.RecordBatch, prev *rowEncoder, keepNulls bool, parts []partitionField) *rowEncoder {
+// logicals are the columns' annotations (see logicalOf), nil for none.
+func bindRow(rb arrow.RecordBatch, prev *rowEncoder, keepNulls bool, logicals []*logical, parts []partitionField) *rowEncoder {
 	e := prev
 	sc := rb.Schema()
 	nc := int(rb.NumCols())
@@ -83,9 +85,13 @@ func bindRow(rb arrow.RecordBatch, prev *rowEncoder, keepNulls bool, parts []par
 	e.trusted = true
 	for c := range nc {
 		col := rb.Column(c)
-		e.fields[c] = objField{key: appendKey(nil, sc.Field(c).Name), arr: col, put: binder(col, keepNulls),
+		var l *logical
+		if c < len(logicals) {
+			l = logicals[c]
+		}
+		e.fields[c] = objField{key: appendKey(nil, sc.Field(c).Name), arr: col, put: binder(col, keepNulls, l),
 			leaves: leafCounter(col, keepNulls), nulls: col.NullN() > 0}
-		if 1+typeDepth(col.DataType()) > record.MaxDepth {
+		if 1+typeDepth(col.DataType()) > record.MaxDepth || l.hasJSON() {
 			e.trusted = false
 		}
 	}
@@ -176,8 +182,12 @@ func appendObject(b []byte, fields []objField, i int, keepNulls bool, ms *[]reco
 	return append(b, '}')
 }
 
-// binder returns the encoder of arr's non-null elements.
-func binder(arr arrow.Array, keepNulls bool) appendFn {
+// binder returns the encoder of arr's non-null elements; l is its field's
+// annotation (see logicalOf).
+func binder(arr arrow.Array, keepNulls bool, l *logical) appendFn {
+	if put := logicalBinder(arr, l); put != nil {
+		return put
+	}
 	switch a := arr.(type) {
 	case *array.Null:
 		return func(b []byte, _ int) []byte { return append(b, "null"...) }
@@ -248,7 +258,7 @@ func binder(arr arrow.Array, keepNulls bool) appendFn {
 	case *array.Decimal256:
 		return func(b []byte, i int) []byte { return appendDecimal(b, a.ValueStr(i)) }
 	case *array.Dictionary:
-		dict := binder(a.Dictionary(), keepNulls)
+		dict := binder(a.Dictionary(), keepNulls, l)
 		values := a.Dictionary()
 		return func(b []byte, i int) []byte {
 			j := a.GetValueIndex(i)
@@ -262,12 +272,13 @@ func binder(arr arrow.Array, keepNulls bool) appendFn {
 		fields := make([]objField, a.NumField())
 		for k := range fields {
 			child := a.Field(k)
-			fields[k] = objField{key: appendKey(nil, st.Field(k).Name), arr: child, put: binder(child, keepNulls), nulls: child.NullN() > 0}
+			fields[k] = objField{key: appendKey(nil, st.Field(k).Name), arr: child, put: binder(child, keepNulls, l.child(k)), nulls: child.NullN() > 0}
 		}
 		return func(b []byte, i int) []byte { return appendObject(b, fields, i, keepNulls, nil) }
 	case *array.Map:
 		keys, items := a.Keys(), a.Items()
-		putKey, putItem := binder(keys, keepNulls), binder(items, keepNulls)
+		kv := l.child(0)
+		putKey, putItem := binder(keys, keepNulls, kv.child(0)), binder(items, keepNulls, kv.child(1))
 		var scratch []byte
 		return func(b []byte, i int) []byte {
 			start, end := a.ValueOffsets(i)
@@ -300,7 +311,7 @@ func binder(arr arrow.Array, keepNulls bool) appendFn {
 		}
 	case array.ListLike:
 		values := a.ListValues()
-		put := binder(values, keepNulls)
+		put := binder(values, keepNulls, l.child(0))
 		nulls := values.NullN() > 0
 		return func(b []byte, i int) []byte {
 			start, end := a.ValueOffsets(i)

@@ -105,3 +105,32 @@ const flat = new parquet.ParquetSchema({
   const b = fs.readFileSync(path.join(out, 'rows.parquet'));
   fs.writeFileSync(path.join(out, 'truncated.parquet'), b.subarray(0, Math.floor(b.length / 2)));
 }
+
+// logical.parquet: byte arrays with a logical type that says what they
+// hold: JSON at the top level, in a struct and in a list, and INTERVAL.
+const logical = new parquet.ParquetSchema({
+  id: { type: 'UTF8' },
+  pk: { type: 'UTF8' },
+  doc: { type: 'JSON', optional: true },
+  iv: { type: 'INTERVAL', optional: true },
+  nest: {
+    optional: true,
+    fields: {
+      j: { type: 'JSON', optional: true },
+      iv: { type: 'INTERVAL', optional: true },
+    },
+  },
+  jl: parquet.ParquetFieldBuilder.createListField('JSON'),
+});
+{
+  const w = await parquet.ParquetWriter.openFile(logical, path.join(out, 'logical.parquet'));
+  await w.appendRow({
+    id: 'l1', pk: 'p1', doc: { tenant: 'acme', a: [1, { b: null }], s: 'é"' },
+    iv: { months: 14, days: 3, milliseconds: 14706789 },
+    nest: { j: { n: [1, 2] }, iv: { months: 1, days: 1, milliseconds: 1000 } },
+    jl: { list: [{ element: 'str' }, { element: 5 }, { element: { k: true } }] },
+  });
+  await w.appendRow({ id: 'l2', pk: 'p2' });
+  await w.appendRow({ id: 'l3', pk: 'p1', doc: 42, nest: { j: 'text' }, jl: { list: [] } });
+  await w.close();
+}
