@@ -158,9 +158,9 @@ func keyOf(pk []any) batchKey {
 // that share a key, in read order, in chunks of at most maxOps operations
 // and maxBytes of documents; a chunk of one is a point write. Requests come
 // in the order of their first record.
-func groupBatches(window []*item, maxOps, maxBytes int) [][]*item {
+func groupBatches(window []*item, maxOps, maxBytes int, maxRU float64) [][]*item {
 	var g batchGrouper
-	return g.group(window, maxOps, maxBytes)
+	return g.group(window, maxOps, maxBytes, maxRU)
 }
 
 // batchGrouper is groupBatches keeping its memory from one call to the
@@ -170,25 +170,30 @@ func groupBatches(window []*item, maxOps, maxBytes int) [][]*item {
 type batchGrouper struct {
 	chunks map[batchKey]int // a key's chunk being filled: its index in out
 	bytes  []int            // the bytes of each chunk in out
+	rus    []float64        // the estimated RU of each chunk in out
 	out    [][]*item
 }
 
-func (g *batchGrouper) group(window []*item, maxOps, maxBytes int) [][]*item {
+// group cuts window into requests of at most maxOps records and maxBytes
+// of documents, and of at most maxRU estimated (0: no bound).
+func (g *batchGrouper) group(window []*item, maxOps, maxBytes int, maxRU float64) [][]*item {
 	if g.chunks == nil {
 		g.chunks = make(map[batchKey]int, len(window))
 	}
 	clear(g.chunks)
-	out, bytes := g.out[:0], g.bytes[:0]
+	out, bytes, rus := g.out[:0], g.bytes[:0], g.rus[:0]
 	for _, it := range window {
 		cost := it.size + batchOpOverhead
 		at, ok := g.chunks[keyOf(it.doc.PK)]
-		if ok && len(out[at]) < maxOps && bytes[at]+cost <= maxBytes {
+		if ok && len(out[at]) < maxOps && bytes[at]+cost <= maxBytes && (maxRU <= 0 || rus[at]+it.est <= maxRU) {
 			out[at] = append(out[at], it)
 			bytes[at] += cost
+			rus[at] += it.est
 			continue
 		}
 		g.chunks[keyOf(it.doc.PK)] = len(out)
 		bytes = append(bytes, cost)
+		rus = append(rus, it.est)
 		if len(out) < cap(out) { // a request of the last call: its memory
 			out = out[:len(out)+1]
 			out[len(out)-1] = append(out[len(out)-1][:0], it)
@@ -196,7 +201,7 @@ func (g *batchGrouper) group(window []*item, maxOps, maxBytes int) [][]*item {
 			out = append(out, []*item{it})
 		}
 	}
-	g.out, g.bytes = out, bytes
+	g.out, g.bytes, g.rus = out, bytes, rus
 	return out
 }
 
@@ -250,7 +255,11 @@ func (r *run) dispatchBatched(lane int, q <-chan *item, admit func(part int, ru 
 		}
 		groups := [][]*item{window}
 		if len(window) > 1 {
-			groups = groupBatches(window, r.o.Batch, r.o.BatchBytes)
+			var maxRU float64
+			if r.o.BatchRU != nil {
+				maxRU = r.o.BatchRU()
+			}
+			groups = groupBatches(window, r.o.Batch, r.o.BatchBytes, maxRU)
 		}
 		for _, g := range groups {
 			if r.stopped() {
@@ -545,7 +554,7 @@ func (p *requestPlanner) add(part int, pk []any, size int, ru float64) {
 }
 
 func (p *requestPlanner) flushPart(part int) {
-	for _, g := range p.grouper.group(p.wins[part], p.maxOps, p.maxBytes) {
+	for _, g := range p.grouper.group(p.wins[part], p.maxOps, p.maxBytes, 0) {
 		p.send(part, len(g), estimateOf(g))
 	}
 	clear(p.slab[part]) // let the keys go

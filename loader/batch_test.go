@@ -123,12 +123,34 @@ func ids(g []*item) string {
 func TestGroupBatchesByFullKey(t *testing.T) {
 	w := mkItems("a", "b", "a", []any{"x", 1.0}, "a", "b", []any{"x", "1"}, []any{"x", 1.0}, "c", nil)
 	var got []string
-	for _, g := range groupBatches(w, 100, DefaultBatchBytes) {
+	for _, g := range groupBatches(w, 100, DefaultBatchBytes, 0) {
 		got = append(got, ids(g))
 	}
 	want := []string{"0,2,4", "1,5", "3,7", "6", "8", "9"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("groups %v, want %v", got, want)
+	}
+}
+
+// A shared load bounds a batch's estimate (Options.BatchRU): 250 records
+// of 6 RU under a bound of 125 RU go in batches of 20, and a record above
+// the bound still goes, alone.
+func TestGroupBatchesCapsEstimatedRU(t *testing.T) {
+	var keys []any
+	for range 250 {
+		keys = append(keys, "k")
+	}
+	w := mkItems(keys...)
+	for _, it := range w {
+		it.est = 6
+	}
+	w[0].est = 200
+	var sizes []int
+	for _, g := range groupBatches(w, 100, DefaultBatchBytes, 125) {
+		sizes = append(sizes, len(g))
+	}
+	if fmt.Sprint(sizes) != "[1 20 20 20 20 20 20 20 20 20 20 20 20 9]" {
+		t.Errorf("batches of %v", sizes)
 	}
 }
 
@@ -138,7 +160,7 @@ func TestGroupBatchesCapsOperationsAndBytes(t *testing.T) {
 		keys = append(keys, "k")
 	}
 	var sizes []int
-	for _, g := range groupBatches(mkItems(keys...), 100, DefaultBatchBytes) {
+	for _, g := range groupBatches(mkItems(keys...), 100, DefaultBatchBytes, 0) {
 		sizes = append(sizes, len(g))
 	}
 	if fmt.Sprint(sizes) != "[100 100 50]" {
@@ -149,7 +171,7 @@ func TestGroupBatchesCapsOperationsAndBytes(t *testing.T) {
 		it.size = 600 << 10
 	}
 	sizes = nil
-	for _, g := range groupBatches(big, 100, DefaultBatchBytes) {
+	for _, g := range groupBatches(big, 100, DefaultBatchBytes, 0) {
 		sizes = append(sizes, len(g))
 		var b int
 		for _, it := range g {
@@ -337,10 +359,10 @@ func TestBatchGrouperReuseGroupsLikeFresh(t *testing.T) {
 	var g batchGrouper
 	for i, w := range windows {
 		var got, want []string
-		for _, r := range g.group(w, 2, DefaultBatchBytes) {
+		for _, r := range g.group(w, 2, DefaultBatchBytes, 0) {
 			got = append(got, ids(r))
 		}
-		for _, r := range groupBatches(w, 2, DefaultBatchBytes) {
+		for _, r := range groupBatches(w, 2, DefaultBatchBytes, 0) {
 			want = append(want, ids(r))
 		}
 		if strings.Join(got, " ") != strings.Join(want, " ") {

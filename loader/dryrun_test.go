@@ -323,3 +323,25 @@ func TestReadCursors(t *testing.T) {
 		}
 	}
 }
+
+func TestShardsAtOnce(t *testing.T) {
+	sorted := []Input{{Input: source.Input{Path: "sorted.ndjson"}}}
+	pq := []Input{{Input: source.Input{Path: "../testdata/parquet/rows.parquet"}}}
+	for _, tc := range []struct {
+		name                     string
+		files                    []Input
+		shards, partitions, want int
+		atOnce                   int
+	}{
+		{"one partition: one shard at a time", sorted, 100, 1, 0, 1},
+		{"--segments 1: one shard at a time", sorted, 100, 8, 1, 1},
+		{"as many as an import's segments", sorted, 100, 8, 0, maxCursors(8)},
+		{"at most the segments' bound", sorted, 1000, 40, 0, maxSegments},
+		{"fewer shards than that", sorted, 5, 8, 0, 5},
+		{"Parquet readers within the split memory", pq, 100, 40, 0, min(maxCursors(40), source.ReadersAtOnce(pq[0].Input, source.Options{}))},
+	} {
+		if got := shardsAtOnce(tc.files, tc.shards, source.Options{}, tc.partitions, tc.want); got != tc.atOnce {
+			t.Errorf("%s: %d shards at once, want %d", tc.name, got, tc.atOnce)
+		}
+	}
+}

@@ -412,6 +412,9 @@ func (w *wholeInputs) pace(r *runPacing) {
 
 func (w *wholeInputs) finish(*Report) {}
 
+// atOnce: a plain load is one piece.
+func (w *wholeInputs) atOnce() int { return 1 }
+
 func (w *wholeInputs) save(_ *piece, s Snapshot) error {
 	state := w.state
 	w.segments.mu.Lock() // a split while loading changes state.Inputs

@@ -93,6 +93,9 @@ type Options struct {
 	BatchProbe func() (decided, ok bool)
 	// BatchBytes bounds a batch's documents; 0 means DefaultBatchBytes.
 	BatchBytes int
+	// BatchRU bounds a batch's estimated RU, asked once per window of
+	// queued records; nil: no bound.
+	BatchRU func() float64
 	// BatchLinger is the longest a dispatcher waits to fill a batch; 0
 	// means DefaultBatchLinger, negative not at all.
 	BatchLinger time.Duration
@@ -107,6 +110,10 @@ type Options struct {
 	// Cursors is how many inputs are read at once (the segments of one
 	// file, each its own input); 0 or 1 reads them one after another.
 	Cursors int
+	// Beside says that other runs read beside this one (a shared load's
+	// shards): like its cursors, they map on as many goroutines already,
+	// and mapping workers would only add chunks in flight per run.
+	Beside bool
 	// Order is the order several cursors take the inputs in (indexes
 	// into Inputs); nil: as listed.
 	Order []int
@@ -582,11 +589,15 @@ func (r *run) checkpoint(final bool) (Snapshot, error) {
 func (r *run) readAll(queues *lanes) error {
 	cursors := min(max(r.o.Cursors, 1), len(r.o.Inputs))
 	if cursors <= 1 && r.o.Segments == nil {
+		workers := scanWorkers()
+		if r.o.Beside {
+			workers = 1
+		}
 		for i, in := range r.o.Inputs {
 			if r.stopped() {
 				return nil
 			}
-			if err := r.readInput(i, in, scanWorkers(), queues); err != nil {
+			if err := r.readInput(i, in, workers, queues); err != nil {
 				return err
 			}
 		}

@@ -3,6 +3,7 @@ package loader
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/cosmosloader/loader/internal/parallel"
@@ -98,4 +99,71 @@ func StallText(l Live) string {
 		return ""
 	}
 	return fmt.Sprintf("no write has succeeded for %d s: %s; retrying", int64(l.NoWriteFor/time.Second), l.LastFailure)
+}
+
+// loadProgress sums the live figures of the pieces a load runs at once,
+// and of those it has finished, into the load's: a shared load's display
+// counts from the load's start, not from each shard's.
+type loadProgress struct {
+	mu    sync.Mutex
+	began time.Time
+	done  Live        // the finished pieces' final figures
+	runs  []pieceLive // by worker slot
+}
+
+type pieceLive struct {
+	running bool
+	start   time.Time
+	live    Live
+}
+
+// start marks slot's next piece as begun at now.
+func (lp *loadProgress) start(slot int, now time.Time) {
+	lp.mu.Lock()
+	lp.runs[slot] = pieceLive{running: true, start: now}
+	lp.mu.Unlock()
+}
+
+// sum takes slot's latest figures and returns the load's: counts summed,
+// the rest (the pacer's view, failures) as slot last saw them.
+func (lp *loadProgress) sum(slot int, l Live) Live {
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	lp.runs[slot].live = l
+	out := l
+	out.Elapsed = l.Elapsed + lp.runs[slot].start.Sub(lp.began)
+	out.RecordsRead, out.BytesRead, out.BytesDone = lp.done.RecordsRead, lp.done.BytesRead, lp.done.BytesDone
+	out.Written, out.Skipped, out.DeadLettered = lp.done.Written, lp.done.Skipped, lp.done.DeadLettered
+	out.InputsRefused, out.Requests, out.Throttled = lp.done.InputsRefused, lp.done.Requests, lp.done.Throttled
+	out.RU, out.Retries, out.InFlight = lp.done.RU, lp.done.Retries, 0
+	for _, r := range lp.runs {
+		if r.running {
+			addLive(&out, r.live)
+			out.InFlight += r.live.InFlight
+		}
+	}
+	return out
+}
+
+// finish counts slot's piece, ended with final, among the finished ones.
+func (lp *loadProgress) finish(slot int, final Live) {
+	lp.mu.Lock()
+	addLive(&lp.done, final)
+	lp.runs[slot].running = false
+	lp.mu.Unlock()
+}
+
+// addLive adds l's counts to sum.
+func addLive(sum *Live, l Live) {
+	sum.RecordsRead += l.RecordsRead
+	sum.BytesRead += l.BytesRead
+	sum.BytesDone += l.BytesDone
+	sum.Written += l.Written
+	sum.Skipped += l.Skipped
+	sum.DeadLettered += l.DeadLettered
+	sum.InputsRefused += l.InputsRefused
+	sum.Requests += l.Requests
+	sum.Throttled += l.Throttled
+	sum.RU += l.RU
+	sum.Retries.add(l.Retries)
 }

@@ -197,17 +197,38 @@ func readCursors(files []Input, pieces, segs int, so source.Options, partitions,
 	if partitions <= 1 || want == 1 || pieces <= 1 {
 		return max(segs, 1)
 	}
+	return max(segs, min(pieces, maxFilesAtOnce, readersAtOnce(files, so)), 1)
+}
+
+// readersAtOnce is how many readers of files fit in what one split
+// Parquet file's may hold (source.ReadersAtOnce), from the first
+// readersSampled files: the files of one export are alike.
+func readersAtOnce(files []Input, so source.Options) int {
 	sample := files[:min(len(files), readersSampled)]
 	most := make([]int, len(sample))
 	parallel.Each(len(sample), InputsAtOnce, func(i int) error {
 		most[i] = source.ReadersAtOnce(sample[i].Input, so)
 		return nil
 	})
-	n := min(pieces, maxFilesAtOnce)
+	n := math.MaxInt
 	for _, m := range most {
 		n = min(n, m)
 	}
-	return max(segs, n, 1)
+	return n
+}
+
+// shardsAtOnce is how many of a shared load's shards one loader reads at
+// once. A shard of a key-sorted export holds a narrow range of keys, often
+// one at a time: a loader leases a share of every partition's throughput
+// and spends only the shares of the partitions its shards are at, so it
+// reads as many shards as an import reads segments of one file
+// (maxCursors), as many as fit in memory. --segments 1 (want) reads one at
+// a time.
+func shardsAtOnce(files []Input, shards int, so source.Options, partitions, want int) int {
+	if partitions <= 1 || want == 1 || shards <= 1 {
+		return 1
+	}
+	return max(min(shards, maxCursors(partitions), readersAtOnce(files, so)), 1)
 }
 
 // readersSampled is how many files readCursors reads the footers of.

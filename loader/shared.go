@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cosmosloader/loader/checkpoint"
@@ -158,6 +159,12 @@ type leasedShards struct {
 	target  float64
 	dlDir   string
 	pkPaths []string
+	// workers is how many shards this loader reads at once (atOnce).
+	workers int
+	// active counts the shards being read; claimed names every shard
+	// taken, under mu.
+	active  atomic.Int32
+	mu      sync.Mutex
 	claimed []string
 
 	stopCapacity context.CancelFunc
@@ -220,8 +227,26 @@ func (p *plan) leasedShards(tgt *Target, inputs []Input, fps []checkpoint.Finger
 	p.CheckpointPath = cc.URL() + "/shards/" + so.JobID + "/"
 	p.DeadLetterPath = dlDir
 	return &leasedShards{p: p, store: cc, capa: capa, claimer: claimer, inputs: inputs, fps: fps,
-		target: target, dlDir: dlDir, pkPaths: tgt.PartitionKeyPaths}, nil
+		target: target, dlDir: dlDir, pkPaths: tgt.PartitionKeyPaths,
+		workers: shardsAtOnce(inputs, shardCount(shardInputs, so.ShardBytes), p.Source, len(tgt.Bounds)-1, p.Segments)}, nil
 }
+
+// shardCount is about how many shards the inputs are cut into (the
+// claimer's plan aligns the cuts).
+func shardCount(ins []ShardInput, shardBytes int64) int {
+	n := 0
+	for _, in := range ins {
+		if in.Splittable && shardBytes > 0 && in.Size > shardBytes {
+			n += int((in.Size + shardBytes - 1) / shardBytes)
+		} else {
+			n++
+		}
+	}
+	return n
+}
+
+// atOnce: see shardsAtOnce.
+func (l *leasedShards) atOnce() int { return l.workers }
 
 // pace gates and retargets the pacer and limiter by the capacity held, and
 // starts keeping leases. The container's throughput is followed by
@@ -239,6 +264,15 @@ func (l *leasedShards) pace(r *runPacing) {
 	})
 	r.watcher.targets = []retargeter{l.capa}
 	r.wait, r.watch = gatedPacer{watchedPacer: watchedPacer{Pacer: r.pacer, w: r.watcher}, gate: gate}, true
+	// A batch is one request: sent into a partition's second beyond what
+	// is left of this loader's share of it, it leaves a debt the other
+	// loaders of the fleet do not know of, and they are throttled. Small
+	// batches keep that overshoot small: 429s measured with two loaders
+	// over a key-sorted file, batches of 100 (600 RU, against a share of
+	// 1,000 RU/s) 5 %, batches of at most an eighth of the share 0.1–0.35 %.
+	r.batchRU = func() float64 {
+		return r.pacer.Target() / float64(max(r.pacer.Partitions(), 1)) / sharedBatchShare
+	}
 	r.fill = func(ev *ProgressEvent) {
 		ev.LeasesHeld, ev.LeasePartitions, ev.LeasedRU = l.capa.Held(), so.Partitions, l.capa.Limit()
 	}
@@ -252,6 +286,10 @@ func (l *leasedShards) pace(r *runPacing) {
 		l.p.Target.Database, l.p.Target.Container, l.target, so.Partitions, l.target/float64(so.Partitions), so.ReservedRU, so.JobID, l.store.URL())
 	l.capa.SetDemand(l.target)
 }
+
+// sharedBatchShare: a shared load's batches estimate at most this
+// fraction of a second of the loader's share of a partition.
+const sharedBatchShare = 8
 
 // close releases every lease at once.
 func (l *leasedShards) close() {
@@ -275,7 +313,9 @@ func (l *leasedShards) next(ctx context.Context) (*piece, error) {
 			defer close(idle)
 			select {
 			case <-l.p.Clock.After(time.Second):
-				l.capa.SetDemand(0)
+				if l.active.Load() == 0 { // no shard of this loader's is being read either
+					l.capa.SetDemand(0)
+				}
 			case <-claimed:
 			}
 		}()
@@ -286,7 +326,9 @@ func (l *leasedShards) next(ctx context.Context) (*piece, error) {
 			return nil, err // nil, nil: every shard is done
 		}
 		l.capa.SetDemand(l.target)
+		l.mu.Lock()
 		l.claimed = append(l.claimed, claim.Shard.ID)
+		l.mu.Unlock()
 		if claim.From.Offset >= claim.Shard.End {
 			// Read to its end by a loader that stopped before marking it done.
 			done := claim.From
@@ -297,6 +339,7 @@ func (l *leasedShards) next(ctx context.Context) (*piece, error) {
 			claim.Release(context.Background())
 			continue
 		}
+		l.active.Add(1)
 		in := l.inputs[claim.Shard.Input]
 		in.Start = Committed{Offset: claim.From.Offset, Line: claim.From.Line}
 		in.End = claim.Shard.End
@@ -308,15 +351,20 @@ func (l *leasedShards) next(ctx context.Context) (*piece, error) {
 			deadLetterPath: filepath.Join(l.dlDir, "deadletter-"+claim.Shard.ID+".ndjson"),
 			deadLetterSize: claim.From.DeadLetterSize,
 			lost:           claim.Lost(),
-			release:        func() { claim.Release(context.Background()) },
-			shard:          claim,
+			release: func() {
+				claim.Release(context.Background())
+				l.active.Add(-1)
+			},
+			shard: claim,
 		}, nil
 	}
 }
 
 func (l *leasedShards) finish(rep *Report) {
 	rep.Leases = l.capa.History()
+	l.mu.Lock()
 	rep.Shards = l.claimed
+	l.mu.Unlock()
 }
 
 // save keeps a shard's progress in its blob while its lease is held.

@@ -7,9 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/epk"
@@ -17,6 +19,11 @@ import (
 	"github.com/cosmosloader/loader/loader/source"
 	"github.com/cosmosloader/loader/pacing"
 )
+
+// anySink is a connected container that writes through a Sink.
+type anySink struct{ sink Sink }
+
+func (w anySink) Sink(Mode) Sink { return w.sink }
 
 // fakeWriter is a connected container that writes through a fakeSink.
 type fakeWriter struct{ sink *fakeSink }
@@ -27,21 +34,26 @@ func fakeTarget(sink *fakeSink) *Target {
 	return &Target{PartitionKeyPaths: []string{"/k"}, Throughput: 1e6, Bounds: epk.SplitEven(1), Writer: fakeWriter{sink}}
 }
 
-// fakeSource hands out its pieces in order.
+// fakeSource hands out its pieces in order, workers at once (0: one).
 type fakeSource struct {
+	mu       sync.Mutex
 	pieces   []*piece
 	handed   int
+	workers  int
 	paced    bool
 	finished bool
 }
 
 func (s *fakeSource) next(context.Context) (*piece, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.handed == len(s.pieces) {
 		return nil, nil
 	}
 	s.handed++
 	return s.pieces[s.handed-1], nil
 }
+func (s *fakeSource) atOnce() int { return s.workers }
 func (s *fakeSource) pace(r *runPacing) {
 	s.paced = r.pacer != nil && r.limiter != nil && r.watcher != nil
 }
@@ -92,10 +104,10 @@ func writeInput(t *testing.T, dir, prefix string, n int) Input {
 	return Input{Input: source.Input{Path: path}, IDSeed: prefix}
 }
 
-func testLoad(t *testing.T, src workSource, store progressStore, sink *fakeSink) (*Report, error) {
+func testLoad(t *testing.T, src workSource, store progressStore, sink Sink) (*Report, error) {
 	t.Helper()
 	p := (&Job{RU: 1e6, MaxErrors: -1}).resolve()
-	tgt := fakeTarget(sink)
+	tgt := &Target{PartitionKeyPaths: []string{"/k"}, Throughput: 1e6, Bounds: epk.SplitEven(1), Writer: anySink{sink}}
 	m, err := record.NewMapper(record.Config{PartitionKeyPaths: tgt.PartitionKeyPaths})
 	if err != nil {
 		t.Fatal(err)
@@ -185,6 +197,99 @@ func TestLoadRunsPiecesInTurnAndSkipsALostOne(t *testing.T) {
 	}
 	if int64(len(sink.written)) < committed || rep.RUPerRecord.Mean != 5 {
 		t.Errorf("sink wrote %d, charges %+v", len(sink.written), rep.RUPerRecord)
+	}
+}
+
+// A source that hands out pieces several at once has them read at once
+// (a shared load's shards): each of three pieces' writes wait until all
+// three have written, which pieces read in turn never do.
+func TestLoadRunsPiecesAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	var mu sync.Mutex
+	seen := map[byte]bool{}
+	all := make(chan struct{})
+	timedOut, guard := false, time.Minute
+	sink := &fakeSink{}
+	gate := sinkFunc(func(ctx context.Context, d Document) Outcome {
+		mu.Lock()
+		if !seen[d.ID[0]] {
+			seen[d.ID[0]] = true
+			if len(seen) == 3 && !timedOut {
+				close(all)
+			}
+		}
+		mu.Unlock()
+		select {
+		case <-all:
+		case <-time.After(guard): // against hanging, not a measure
+			mu.Lock()
+			if !timedOut {
+				timedOut = true
+				close(all) // the rest need not wait
+			}
+			mu.Unlock()
+		}
+		return sink.Write(ctx, d)
+	})
+	var released []string
+	mk := func(name string, n int) *piece {
+		return &piece{name: name, inputs: []Input{writeInput(t, dir, name, n)},
+			deadLetterPath: filepath.Join(dir, "dl-"+name+".ndjson"),
+			release:        func() { mu.Lock(); released = append(released, name); mu.Unlock() }}
+	}
+	pieces := []*piece{mk("a", 20), mk("b", 30), mk("c", 10), mk("d", 5)}
+	src := &fakeSource{pieces: pieces, workers: 3}
+	store := &fakeStore{}
+	rep, err := testLoad(t, src, store, gate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if timedOut {
+		t.Fatalf("the pieces were not read at once: a write waited %v for the others", guard)
+	}
+	if len(released) != 4 {
+		t.Errorf("released %v, want every piece", released)
+	}
+	for _, pc := range pieces {
+		if s := store.last[pc]; !s.Complete || s.Committed[0].Written != int64(map[string]int{"a": 20, "b": 30, "c": 10, "d": 5}[pc.name]) {
+			t.Errorf("piece %s: last save %+v", pc.name, s)
+		}
+	}
+	if len(sink.written) != 65 || rep.Status != "finished" || rep.RecordsWritten != 65 || rep.ThisRun.RequestsSent != 65 {
+		t.Errorf("sink wrote %d; report: status %s, written %d, requests %d", len(sink.written), rep.Status, rep.RecordsWritten, rep.ThisRun.RequestsSent)
+	}
+	var perSecond int64
+	for i, sec := range rep.Series {
+		if i > 0 && sec.T <= rep.Series[i-1].T {
+			t.Errorf("report seconds out of order or repeated: %+v", rep.Series)
+		}
+		perSecond += sec.Records
+	}
+	if perSecond != 65 {
+		t.Errorf("report seconds count %d records, want 65", perSecond)
+	}
+}
+
+// A load's progress counts from its start: the figures of pieces running
+// at once are summed, and a finished piece's stay counted.
+func TestLoadProgressSumsPieces(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	lp := &loadProgress{began: t0, runs: make([]pieceLive, 2)}
+	lp.start(0, t0)
+	lp.start(1, t0.Add(2*time.Second))
+	got := lp.sum(0, Live{Elapsed: 3 * time.Second, Written: 10, RU: 50, InFlight: 4, Retries: Retries{Throttled: 1}})
+	if got.Written != 10 || got.Elapsed != 3*time.Second || got.InFlight != 4 {
+		t.Errorf("one piece: %+v", got)
+	}
+	got = lp.sum(1, Live{Elapsed: time.Second, Written: 5, RU: 25, InFlight: 2, LastFailure: "503"})
+	if got.Written != 15 || got.RU != 75 || got.InFlight != 6 || got.Elapsed != 3*time.Second || got.Retries.Throttled != 1 || got.LastFailure != "503" {
+		t.Errorf("two pieces: %+v", got)
+	}
+	lp.finish(0, Live{Written: 12, RU: 60, Retries: Retries{Throttled: 2}})
+	lp.start(0, t0.Add(4*time.Second))
+	got = lp.sum(0, Live{Elapsed: time.Second, Written: 1, RU: 5})
+	if got.Written != 18 || got.RU != 90 || got.InFlight != 2 || got.Elapsed != 5*time.Second || got.Retries.Throttled != 2 {
+		t.Errorf("after a finished piece: %+v", got)
 	}
 }
 
@@ -349,5 +454,69 @@ func TestExecuteSharedSavesEachShardInItsBlob(t *testing.T) {
 	}
 	if job.Shared.JobID != "" || job.Shared.Partitions != 0 {
 		t.Errorf("Execute wrote into the Job's SharedOptions: %+v", job.Shared)
+	}
+}
+
+// gatePacer's Wait blocks until its partition's gate opens, counting the
+// waits inside it at once.
+type gatePacer struct {
+	noPacer
+	mu          sync.Mutex
+	inside, max map[int]int
+	gates       map[int]chan struct{}
+}
+
+func (p *gatePacer) Wait(ctx context.Context, part int, _ float64) error {
+	p.mu.Lock()
+	p.inside[part]++
+	p.max[part] = max(p.max[part], p.inside[part])
+	g := p.gates[part]
+	p.mu.Unlock()
+	<-g
+	p.mu.Lock()
+	p.inside[part]--
+	p.mu.Unlock()
+	return nil
+}
+
+// Pieces run at once wait for one partition's budget in turn, and for
+// different partitions' at once.
+func TestTakeTurnsOnePartitionAtATime(t *testing.T) {
+	p := &gatePacer{inside: map[int]int{}, max: map[int]int{}, gates: map[int]chan struct{}{0: make(chan struct{}), 1: make(chan struct{})}}
+	tt := &takeTurns{Pacer: p}
+	var wg sync.WaitGroup
+	for _, part := range []int{0, 0, 0, 1, 1} {
+		wg.Go(func() {
+			if err := tt.Wait(context.Background(), part, 1); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	// Both partitions have a waiter inside before any gate opens, and the
+	// others have had every chance to come in.
+	for {
+		p.mu.Lock()
+		both := p.inside[0] >= 1 && p.inside[1] >= 1
+		p.mu.Unlock()
+		if both {
+			break
+		}
+		runtime.Gosched()
+	}
+	for range 1000 {
+		runtime.Gosched()
+	}
+	close(p.gates[0])
+	close(p.gates[1])
+	wg.Wait()
+	if p.max[0] != 1 || p.max[1] != 1 {
+		t.Errorf("waits inside the pacer at once: %v, want one per partition", p.max)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	held := &takeTurns{Pacer: p}
+	held.turn(0) <- struct{}{}
+	if err := held.Wait(ctx, 0, 1); err == nil {
+		t.Error("a cancelled wait for a turn returned nil")
 	}
 }
