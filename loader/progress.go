@@ -125,7 +125,8 @@ func (lp *loadProgress) start(slot int, now time.Time) {
 }
 
 // sum takes slot's latest figures and returns the load's: counts summed,
-// the rest (the pacer's view, failures) as slot last saw them.
+// the pacer's view as slot last saw it, and a stall (NoWriteFor) only as
+// long as every running piece has had one.
 func (lp *loadProgress) sum(slot int, l Live) Live {
 	lp.mu.Lock()
 	defer lp.mu.Unlock()
@@ -140,6 +141,9 @@ func (lp *loadProgress) sum(slot int, l Live) Live {
 		if r.running {
 			addLive(&out, r.live)
 			out.InFlight += r.live.InFlight
+			if r.live.NoWriteFor < out.NoWriteFor {
+				out.NoWriteFor, out.LastFailure = r.live.NoWriteFor, r.live.LastFailure
+			}
 		}
 	}
 	return out

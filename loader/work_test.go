@@ -281,14 +281,18 @@ func TestLoadProgressSumsPieces(t *testing.T) {
 	if got.Written != 10 || got.Elapsed != 3*time.Second || got.InFlight != 4 {
 		t.Errorf("one piece: %+v", got)
 	}
-	got = lp.sum(1, Live{Elapsed: time.Second, Written: 5, RU: 25, InFlight: 2, LastFailure: "503"})
-	if got.Written != 15 || got.RU != 75 || got.InFlight != 6 || got.Elapsed != 3*time.Second || got.Retries.Throttled != 1 || got.LastFailure != "503" {
-		t.Errorf("two pieces: %+v", got)
+	got = lp.sum(1, Live{Elapsed: time.Second, Written: 5, RU: 25, InFlight: 2, NoWriteFor: 12 * time.Second, LastFailure: "503"})
+	if got.Written != 15 || got.RU != 75 || got.InFlight != 6 || got.Elapsed != 3*time.Second || got.Retries.Throttled != 1 || got.NoWriteFor != 0 {
+		t.Errorf("two pieces, one of them stalled: %+v", got)
+	}
+	got = lp.sum(0, Live{Elapsed: 4 * time.Second, Written: 10, NoWriteFor: 11 * time.Second, LastFailure: "429"})
+	if got.NoWriteFor != 11*time.Second || got.LastFailure != "429" {
+		t.Errorf("both stalled: %+v", got)
 	}
 	lp.finish(0, Live{Written: 12, RU: 60, Retries: Retries{Throttled: 2}})
 	lp.start(0, t0.Add(4*time.Second))
 	got = lp.sum(0, Live{Elapsed: time.Second, Written: 1, RU: 5})
-	if got.Written != 18 || got.RU != 90 || got.InFlight != 2 || got.Elapsed != 5*time.Second || got.Retries.Throttled != 2 {
+	if got.Written != 18 || got.RU != 25+60+5 || got.InFlight != 2 || got.Elapsed != 5*time.Second || got.Retries.Throttled != 2 {
 		t.Errorf("after a finished piece: %+v", got)
 	}
 }
