@@ -338,6 +338,7 @@ func TestShardsAtOnce(t *testing.T) {
 		{"as many as an import's segments", sorted, 100, 8, 0, maxCursors(8)},
 		{"at most the segments' bound", sorted, 1000, 40, 0, maxSegments},
 		{"fewer shards than that", sorted, 5, 8, 0, 5},
+		{"--segments 6: at most 6", sorted, 100, 8, 6, 6},
 		{"Parquet readers within the split memory", pq, 100, 40, 0, min(maxCursors(40), source.ReadersAtOnce(pq[0].Input, source.Options{}))},
 	} {
 		if got := shardsAtOnce(tc.files, tc.shards, source.Options{}, tc.partitions, tc.want); got != tc.atOnce {

@@ -222,13 +222,17 @@ func readersAtOnce(files []Input, so source.Options) int {
 // one at a time: a loader leases a share of every partition's throughput
 // and spends only the shares of the partitions its shards are at, so it
 // reads as many shards as an import reads segments of one file
-// (maxCursors), as many as fit in memory. --segments 1 (want) reads one at
-// a time.
+// (maxCursors), as many as fit in memory. --segments N (want) reads at
+// most N at a time.
 func shardsAtOnce(files []Input, shards int, so source.Options, partitions, want int) int {
 	if partitions <= 1 || want == 1 || shards <= 1 {
 		return 1
 	}
-	return max(min(shards, maxCursors(partitions), readersAtOnce(files, so)), 1)
+	n := min(shards, maxCursors(partitions), readersAtOnce(files, so))
+	if want > 0 {
+		n = min(n, want)
+	}
+	return max(n, 1)
 }
 
 // readersSampled is how many files readCursors reads the footers of.
