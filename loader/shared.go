@@ -347,7 +347,9 @@ func (l *leasedShards) next(ctx context.Context) (*piece, error) {
 			in.End = 0 // the whole input: no bound
 		}
 		return &piece{
-			name: claim.Shard.ID, inputs: []Input{in}, source: l.p.Source,
+			// The shards read at once hold read blocks and decoders as one
+			// file's segments do.
+			name: claim.Shard.ID, inputs: []Input{in}, source: segmentedSource(l.p.Source, l.workers),
 			deadLetterPath: filepath.Join(l.dlDir, "deadletter-"+claim.Shard.ID+".ndjson"),
 			deadLetterSize: claim.From.DeadLetterSize,
 			lost:           claim.Lost(),
