@@ -2,6 +2,7 @@ package loader
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/cosmosloader/loader/epk"
@@ -75,7 +76,7 @@ type pacedStrategy struct{}
 func (pacedStrategy) lanes(partitions int) int { return max(partitions, 1) }
 func (pacedStrategy) watches() bool            { return true }
 func (pacedStrategy) admission(o Options) admission {
-	return &pacedAdmission{pacer: o.Pacer, limiter: o.Limiter}
+	return &pacedAdmission{pacer: o.Pacer, limiter: o.Limiter, turns: o.Turns}
 }
 
 // naiveStrategy (StrategyNaive) has one lane and no partitions, and sends
@@ -94,6 +95,48 @@ type pacedAdmission struct {
 	pacedStrategy
 	pacer   Pacer
 	limiter Limiter
+	turns   *turns // shared with the runs beside this one; nil: none
+}
+
+// wait is the pacer's Wait, in turn with the runs beside this one.
+func (a *pacedAdmission) wait(ctx context.Context, part int, ru float64) error {
+	if a.turns == nil {
+		return a.pacer.Wait(ctx, part, ru)
+	}
+	return a.turns.take(ctx, part, func() error { return a.pacer.Wait(ctx, part, ru) })
+}
+
+// turns has the dispatchers of runs side by side (Options.Turns: a shared
+// load's shards) wait for a partition's budget one at a time, as one
+// run's single dispatcher per partition does. Each holding a reservation
+// into the seconds ahead, they sent more requests into a partition's
+// second than its budget held: 1–5 % throttled where one run's dispatcher
+// had none. Only the wait for the budget takes turns, never a slot in
+// flight: a write resent after a 429 waits for its turn holding its slot.
+type turns struct {
+	mu sync.Mutex
+	by map[int]chan struct{}
+}
+
+// take runs wait while holding part's turn, or returns ctx's error.
+func (t *turns) take(ctx context.Context, part int, wait func() error) error {
+	t.mu.Lock()
+	if t.by == nil {
+		t.by = map[int]chan struct{}{}
+	}
+	c, ok := t.by[part]
+	if !ok {
+		c = make(chan struct{}, 1)
+		t.by[part] = c
+	}
+	t.mu.Unlock()
+	select {
+	case c <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-c }()
+	return wait()
 }
 
 func (a *pacedAdmission) current(lane int) bool {
@@ -111,7 +154,7 @@ func (a *pacedAdmission) route(it *item) {
 }
 
 func (a *pacedAdmission) admit(ctx context.Context, part int, ru float64) error {
-	if err := a.pacer.Wait(ctx, part, ru); err != nil {
+	if err := a.wait(ctx, part, ru); err != nil {
 		return err
 	}
 	return a.limiter.Acquire(ctx)
@@ -120,7 +163,7 @@ func (a *pacedAdmission) admit(ctx context.Context, part int, ru float64) error 
 func (a *pacedAdmission) release() { a.limiter.Release() }
 
 func (a *pacedAdmission) repay(ctx context.Context, part int, ru float64) error {
-	return a.pacer.Wait(ctx, part, ru)
+	return a.wait(ctx, part, ru)
 }
 
 func (a *pacedAdmission) observe(latency time.Duration) { a.limiter.ObserveLatency(latency) }

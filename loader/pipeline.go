@@ -114,6 +114,9 @@ type Options struct {
 	// shards): like its cursors, they map on as many goroutines already,
 	// and mapping workers would only add chunks in flight per run.
 	Beside bool
+	// Turns, shared by runs side by side, has their dispatchers wait for
+	// a partition's budget in turn; nil: not needed (see turns).
+	Turns *turns
 	// Order is the order several cursors take the inputs in (indexes
 	// into Inputs); nil: as listed.
 	Order []int

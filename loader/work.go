@@ -157,7 +157,7 @@ func (p *plan) load(ctx context.Context, tgt *Target, mapper *record.Mapper, tar
 		}
 		common.QueuePerPartition = min(ahead, max(ahead/workers, minSharedReadAhead))
 		common.Beside = true
-		common.Pacer = &takeTurns{Pacer: rp.wait}
+		common.Turns = &turns{}
 	}
 	prog := &loadProgress{began: began, runs: make([]pieceLive, workers)}
 	pieceCtx, stopPieces := context.WithCancel(ctx)
@@ -253,44 +253,6 @@ func (p *plan) load(ctx context.Context, tgt *Target, mapper *record.Mapper, tar
 	}
 	src.finish(rep)
 	return rep, lastErr
-}
-
-// takeTurns has the dispatchers of pieces run at once wait for a
-// partition's budget one at a time, as one run's single dispatcher per
-// partition does. Each holding a reservation into the seconds ahead, they
-// would send more requests into one partition's second than its budget
-// holds: measured, 1–5 % 429s where one run's dispatcher gets none. Only
-// the wait for the budget takes turns, never a slot in flight: a write
-// resent after a 429 waits for its turn holding its slot.
-type takeTurns struct {
-	Pacer
-	mu    sync.Mutex
-	turns map[int]chan struct{}
-}
-
-func (t *takeTurns) turn(part int) chan struct{} {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.turns == nil {
-		t.turns = map[int]chan struct{}{}
-	}
-	c, ok := t.turns[part]
-	if !ok {
-		c = make(chan struct{}, 1)
-		t.turns[part] = c
-	}
-	return c
-}
-
-func (t *takeTurns) Wait(ctx context.Context, part int, ru float64) error {
-	c := t.turn(part)
-	select {
-	case c <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	defer func() { <-c }()
-	return t.Pacer.Wait(ctx, part, ru)
 }
 
 // minSharedReadAhead is the least read-ahead per partition of a piece run

@@ -483,15 +483,21 @@ func (p *gatePacer) Wait(ctx context.Context, part int, _ float64) error {
 	return nil
 }
 
-// Pieces run at once wait for one partition's budget in turn, and for
+// Runs side by side (a shared load's shards: Options.Turns) wait for one
+// partition's budget in turn, admitting or repaying after a 429, and for
 // different partitions' at once.
-func TestTakeTurnsOnePartitionAtATime(t *testing.T) {
+func TestRunsBesideWaitForAPartitionInTurn(t *testing.T) {
 	p := &gatePacer{inside: map[int]int{}, max: map[int]int{}, gates: map[int]chan struct{}{0: make(chan struct{}), 1: make(chan struct{})}}
-	tt := &takeTurns{Pacer: p}
+	shared := &turns{}
 	var wg sync.WaitGroup
-	for _, part := range []int{0, 0, 0, 1, 1} {
+	for k, part := range []int{0, 0, 0, 1, 1} {
+		adm := newAdmission(Options{Strategy: StrategyPaced, Pacer: p, Limiter: noLimit{}, Turns: shared})
 		wg.Go(func() {
-			if err := tt.Wait(context.Background(), part, 1); err != nil {
+			wait := adm.admit
+			if k == 1 {
+				wait = adm.repay
+			}
+			if err := wait(context.Background(), part, 1); err != nil {
 				t.Error(err)
 			}
 		})
@@ -516,11 +522,23 @@ func TestTakeTurnsOnePartitionAtATime(t *testing.T) {
 	if p.max[0] != 1 || p.max[1] != 1 {
 		t.Errorf("waits inside the pacer at once: %v, want one per partition", p.max)
 	}
+	held := &turns{}
+	inTurn, cancelled := make(chan struct{}), make(chan error)
+	go held.take(context.Background(), 0, func() error { close(inTurn); <-cancelled; return nil })
+	<-inTurn
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	held := &takeTurns{Pacer: p}
-	held.turn(0) <- struct{}{}
-	if err := held.Wait(ctx, 0, 1); err == nil {
+	err := held.take(ctx, 0, func() error { t.Error("a cancelled wait took the turn"); return nil })
+	close(cancelled)
+	if err == nil {
 		t.Error("a cancelled wait for a turn returned nil")
 	}
 }
+
+// noLimit admits every request at once.
+type noLimit struct{}
+
+func (noLimit) Acquire(context.Context) error { return nil }
+func (noLimit) Release()                      {}
+func (noLimit) ObserveLatency(time.Duration)  {}
+func (noLimit) ObserveCharge(float64)         {}
