@@ -171,6 +171,12 @@ func (p *plan) load(ctx context.Context, tgt *Target, mapper *record.Mapper, tar
 	}
 	work := func(slot int) {
 		for {
+			mu.Lock()
+			done := stopped
+			mu.Unlock()
+			if done {
+				return
+			}
 			pc, err := src.next(pieceCtx)
 			mu.Lock()
 			if err != nil || pc == nil || stopped {

@@ -3,6 +3,7 @@ package loader
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -542,3 +543,39 @@ func (noLimit) Acquire(context.Context) error { return nil }
 func (noLimit) Release()                      {}
 func (noLimit) ObserveLatency(time.Duration)  {}
 func (noLimit) ObserveCharge(float64)         {}
+
+// A piece that fails stops the load: no piece is handed out after it, the
+// report says why, and every piece handed out is released.
+func TestLoadPiecesAtOnceStopOnAFailure(t *testing.T) {
+	dir := t.TempDir()
+	var mu sync.Mutex
+	released := 0
+	mk := func(name string, in Input) *piece {
+		return &piece{name: name, inputs: []Input{in}, deadLetterPath: filepath.Join(dir, "dl-"+name+".ndjson"),
+			release: func() { mu.Lock(); released++; mu.Unlock() }}
+	}
+	pieces := []*piece{mk("bad", writeInput(t, dir, "bad", 3)), mk("a", writeInput(t, dir, "a", 20000)), mk("c", writeInput(t, dir, "c", 20000)), mk("d", writeInput(t, dir, "d", 5))}
+	src := &fakeSource{pieces: pieces, workers: 3}
+	// The "bad" piece's writes are refused as a revoked key's are.
+	sink := &fakeSink{respond: func(id string, _ int) Outcome {
+		if strings.HasPrefix(id, "bad") {
+			return Outcome{Status: 401, Err: errors.New("401 unauthorized")}
+		}
+		return Outcome{Status: 201, Charge: 5}
+	}}
+	rep, err := testLoad(t, src, &fakeStore{}, sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Status != "stopped" || !strings.Contains(rep.Error, "401") {
+		t.Fatalf("report: status %q, error %q; want stopped by the 401", rep.Status, rep.Error)
+	}
+	if src.handed == len(pieces) {
+		t.Errorf("every piece was handed out: the load went on past the failure")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if released != src.handed {
+		t.Errorf("%d pieces released of %d handed out", released, src.handed)
+	}
+}
