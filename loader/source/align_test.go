@@ -2,6 +2,7 @@ package source
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -93,5 +94,41 @@ func TestAlignStartMissingFile(t *testing.T) {
 	// Offset 0 never needs the file.
 	if _, err := AlignStart(filepath.Join(t.TempDir(), "nope"), 0); err != nil {
 		t.Errorf("AlignStart(0) on a missing file: %v", err)
+	}
+}
+
+// AlignAfter from any record boundary before the offset places it where
+// AlignStart, reading from the file's start, does.
+func TestAlignAfterMatchesAlignStart(t *testing.T) {
+	contents := []string{"\n\n\n", "x\n", "ab\ncd\n", crlf, "{\"a\":1}\n{\"b\":22}\r\n\n{}"}
+	defer func(n int) { splitBuf = n }(splitBuf)
+	for _, content := range contents {
+		path := writeAlignFixture(t, content)
+		open := func(off int64) (io.ReadCloser, error) {
+			f, err := os.Open(path)
+			if err == nil {
+				_, err = f.Seek(off, io.SeekStart)
+			}
+			return f, err
+		}
+		for _, bufSize := range []int{1 << 20, 1, 3} {
+			splitBuf = bufSize
+			for b := int64(0); b < int64(len(content)); b++ {
+				from, err := AlignStart(path, b)
+				if err != nil || from.Offset != b {
+					continue // b is not a record boundary
+				}
+				for off := b + 1; off <= int64(len(content))+1; off++ {
+					want, _ := AlignStart(path, off)
+					got, err := AlignAfter(open, from, off)
+					if err != nil || got != want {
+						t.Errorf("%q buf %d: AlignAfter(from %+v, %d) = %+v, %v; want %+v", content, bufSize, from, off, got, err, want)
+					}
+				}
+			}
+		}
+	}
+	if _, err := AlignAfter(nil, Position{Offset: 5, Line: 1}, 5); err == nil {
+		t.Error("AlignAfter from a boundary not before the offset: no error")
 	}
 }

@@ -150,19 +150,28 @@ func AlignStart(path string, offset int64) (Position, error) {
 // AlignFrom is AlignStart over any source of the input's raw bytes (a
 // blob), read from its start to count the lines before the boundary.
 func AlignFrom(open func(offset int64) (io.ReadCloser, error), offset int64) (Position, error) {
+	return AlignAfter(open, Position{}, offset)
+}
+
+// AlignAfter is AlignFrom reading only from from, a record boundary
+// before offset whose line number is known, to count the lines between.
+func AlignAfter(open func(offset int64) (io.ReadCloser, error), from Position, offset int64) (Position, error) {
 	if offset <= 0 {
 		return Position{}, nil
 	}
-	r, err := open(0)
+	if from.Offset >= offset {
+		return Position{}, fmt.Errorf("align range start: boundary %d is not before %d", from.Offset, offset)
+	}
+	r, err := open(from.Offset)
 	if err != nil {
 		return Position{}, fmt.Errorf("align range start: %w", err)
 	}
 	defer r.Close()
-	starts, err := lineBoundaries(r, []int64{offset})
+	starts, err := lineBoundaries(r, []int64{offset - from.Offset})
 	if err != nil {
 		return Position{}, fmt.Errorf("align range start: %w", err)
 	}
-	return starts[0], nil
+	return Position{Offset: from.Offset + starts[0].Offset, Line: from.Line + starts[0].Line}, nil
 }
 
 // BoundaryAfter returns the first record boundary at or after target in a
