@@ -109,18 +109,18 @@ func jobID(fps []checkpoint.Fingerprint, db, coll string) string {
 // range's start is aligned on a record: plain NDJSON at line starts
 // (not gzip, CSV or one JSON array), Parquet at a row (see
 // source.ParquetAlign).
-func splittable(in source.Input, opts source.Options) (ok bool, align func(int64) (source.Position, error)) {
+func splittable(in source.Input, opts source.Options) (ok bool, align func(int64) (source.Position, error), starts *placedStarts) {
 	if f, err := source.ResolveFormat(in, opts); err == nil && f == source.FormatParquet {
 		if !source.ParquetAlignable(in) {
-			return false, nil
+			return false, nil, nil
 		}
-		return true, func(offset int64) (source.Position, error) { return source.ParquetAlign(in, offset) }
+		return true, func(offset int64) (source.Position, error) { return source.ParquetAlign(in, offset) }, nil
 	}
 	if !plainNDJSON(in, opts.Format) {
-		return false, nil
+		return false, nil, nil
 	}
-	starts := &placedStarts{open: func(off int64) (io.ReadCloser, error) { return source.OpenRaw(in, off) }}
-	return true, starts.align
+	starts = &placedStarts{open: func(off int64) (io.ReadCloser, error) { return source.OpenRaw(in, off) }}
+	return true, starts.align, starts
 }
 
 // placedStarts places the shard starts of one plain NDJSON input. A start's
@@ -128,8 +128,9 @@ func splittable(in source.Input, opts source.Options) (ok bool, align func(int64
 // boundary whose line is known: from the file's start, every shard of a
 // big file read most of it (a 200 GB file in 256 MiB shards, some 80 TB in
 // all; from a blob, downloads). Counting on from the nearest start placed
-// before reads about the gaps between starts instead. One input's starts
-// are placed one at a time, so each counts on from the others.
+// before, or found at the end of a shard read to it, reads about the gaps
+// between starts instead. One input's starts are placed one at a time, so
+// each counts on from the others.
 type placedStarts struct {
 	open  func(offset int64) (io.ReadCloser, error)
 	mu    sync.Mutex
@@ -151,11 +152,23 @@ func (p *placedStarts) align(offset int64) (source.Position, error) {
 	if err != nil || pos.Offset <= 0 {
 		return pos, err
 	}
+	p.add(pos)
+	return pos, nil
+}
+
+// learn adds pos, a record boundary with its line number, to the starts
+// placed.
+func (p *placedStarts) learn(pos source.Position) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.add(pos)
+}
+
+func (p *placedStarts) add(pos source.Position) {
 	j := sort.Search(len(p.known), func(j int) bool { return p.known[j].Offset >= pos.Offset })
 	if j == len(p.known) || p.known[j].Offset != pos.Offset {
 		p.known = slices.Insert(p.known, j, pos)
 	}
-	return pos, nil
 }
 
 // plainNDJSON reports whether path can be cut into byte ranges at line
@@ -197,6 +210,9 @@ type leasedShards struct {
 	pkPaths []string
 	// workers is how many shards this loader reads at once (atOnce).
 	workers int
+	// starts places each plain NDJSON input's shard starts (nil for
+	// others), and learns the starts that shards read to their ends find.
+	starts []*placedStarts
 	// active counts the shards being read; claimed names every shard
 	// taken, under mu.
 	active  atomic.Int32
@@ -237,9 +253,13 @@ func (p *plan) leasedShards(tgt *Target, inputs []Input, fps []checkpoint.Finger
 	if err != nil {
 		return nil, &UsageError{err}
 	}
-	var shardInputs []ShardInput
+	var (
+		shardInputs []ShardInput
+		starts      []*placedStarts
+	)
 	for i, in := range inputs {
-		ok, align := splittable(in.Input, p.Source)
+		ok, align, placed := splittable(in.Input, p.Source)
+		starts = append(starts, placed)
 		shardInputs = append(shardInputs, ShardInput{Path: in.Path, Size: fps[i].Size, HeadHash: fps[i].HeadHash,
 			Splittable: ok, Align: align})
 	}
@@ -263,7 +283,7 @@ func (p *plan) leasedShards(tgt *Target, inputs []Input, fps []checkpoint.Finger
 	p.CheckpointPath = cc.URL() + "/shards/" + so.JobID + "/"
 	p.DeadLetterPath = dlDir
 	return &leasedShards{p: p, store: cc, capa: capa, claimer: claimer, inputs: inputs, fps: fps,
-		target: target, dlDir: dlDir, pkPaths: tgt.PartitionKeyPaths,
+		target: target, dlDir: dlDir, pkPaths: tgt.PartitionKeyPaths, starts: starts,
 		workers: shardsAtOnce(inputs, shardCount(shardInputs, so.ShardBytes), p.Source, len(tgt.Bounds)-1, p.Segments)}, nil
 }
 
@@ -408,6 +428,10 @@ func (l *leasedShards) finish(rep *Report) {
 // save keeps a shard's progress in its blob while its lease is held.
 func (l *leasedShards) save(pc *piece, snap Snapshot) error {
 	from, c := pc.shard.From, snap.Committed[0]
+	if st := l.starts[pc.shard.Shard.Input]; snap.Complete && st != nil {
+		// A shard read to its end stops at the next one's start.
+		st.learn(source.Position{Offset: c.Offset, Line: c.Line})
+	}
 	err := pc.shard.Save(context.Background(), ShardProgress{
 		Offset: c.Offset, Line: c.Line, Done: snap.Complete,
 		Written:        from.Written + c.Written + c.Skipped,

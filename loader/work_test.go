@@ -584,8 +584,9 @@ func TestLoadPiecesAtOnceStopOnAFailure(t *testing.T) {
 }
 
 // A shared load places an NDJSON input's shard starts counting lines on
-// from the starts it placed before, not from the file's start each time:
-// the same positions, from a fraction of the reading.
+// from the starts it placed before, or found at the end of a shard, not
+// from the file's start each time: the same positions, from a fraction of
+// the reading.
 func TestPlacedStartsCountOnFromEachOther(t *testing.T) {
 	var b strings.Builder
 	rng := rand.New(rand.NewSource(7))
@@ -626,5 +627,20 @@ func TestPlacedStartsCountOnFromEachOther(t *testing.T) {
 	t.Logf("placing %d starts read %.1f times the file", shards-1, float64(read)/float64(size))
 	if again, err := p.align(size / 2); err != nil || again != p.known[sort.Search(len(p.known), func(i int) bool { return p.known[i].Offset >= size/2 })] {
 		t.Errorf("a start placed again: %+v %v", again, err)
+	}
+
+	// A shard read to its end found the next start: a start just after it
+	// counts on from there.
+	fresh := &placedStarts{open: open}
+	end, _ := source.AlignFrom(func(off int64) (io.ReadCloser, error) {
+		return io.NopCloser(strings.NewReader(content[off:])), nil
+	}, size*3/4)
+	fresh.learn(end)
+	got, err := fresh.align(end.Offset + 10)
+	want, _ := source.AlignFrom(func(off int64) (io.ReadCloser, error) {
+		return io.NopCloser(strings.NewReader(content[off:])), nil
+	}, end.Offset+10)
+	if err != nil || got != want || opened != end.Offset {
+		t.Errorf("after learning %+v: placed %+v (want %+v), read from %d", end, got, want, opened)
 	}
 }
