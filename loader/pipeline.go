@@ -110,12 +110,11 @@ type Options struct {
 	// Cursors is how many inputs are read at once (the segments of one
 	// file, each its own input); 0 or 1 reads them one after another.
 	Cursors int
-	// Beside says that other runs read beside this one (a shared load's
-	// shards): like its cursors, they map on as many goroutines already,
-	// and mapping workers would only add chunks in flight per run.
-	Beside bool
-	// Turns, shared by runs side by side, has their dispatchers wait for
-	// a partition's budget in turn; nil: not needed (see turns).
+	// Turns is set for runs side by side (a shared load's shards), and
+	// shared by them: their dispatchers wait for a partition's budget in
+	// turn (see turns), and, as cursors do, each maps on its own
+	// goroutine (mapping workers would only add chunks in flight per
+	// run). nil: a run alone.
 	Turns *turns
 	// Order is the order several cursors take the inputs in (indexes
 	// into Inputs); nil: as listed.
@@ -593,7 +592,7 @@ func (r *run) readAll(queues *lanes) error {
 	cursors := min(max(r.o.Cursors, 1), len(r.o.Inputs))
 	if cursors <= 1 && r.o.Segments == nil {
 		workers := scanWorkers()
-		if r.o.Beside {
+		if r.o.Turns != nil { // runs beside this one map on their own goroutines
 			workers = 1
 		}
 		for i, in := range r.o.Inputs {

@@ -156,7 +156,6 @@ func (p *plan) load(ctx context.Context, tgt *Target, mapper *record.Mapper, tar
 			ahead = DefaultReadAhead(partitions)
 		}
 		common.QueuePerPartition = min(ahead, max(ahead/workers, minSharedReadAhead))
-		common.Beside = true
 		common.Turns = &turns{}
 	}
 	prog := &loadProgress{began: began, runs: make([]pieceLive, workers)}
