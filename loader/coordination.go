@@ -104,6 +104,8 @@ type ShardProgress struct {
 // done.
 type ShardClaimer interface {
 	Claim(ctx context.Context) (*ShardClaim, error)
+	// Count is how many shards the inputs are cut into.
+	Count() int
 }
 
 // ShardClaim is a shard leased to this process: read from From.Offset and

@@ -284,21 +284,7 @@ func (p *plan) leasedShards(tgt *Target, inputs []Input, fps []checkpoint.Finger
 	p.DeadLetterPath = dlDir
 	return &leasedShards{p: p, store: cc, capa: capa, claimer: claimer, inputs: inputs, fps: fps,
 		target: target, dlDir: dlDir, pkPaths: tgt.PartitionKeyPaths, starts: starts,
-		workers: shardsAtOnce(inputs, shardCount(shardInputs, so.ShardBytes), p.Source, len(tgt.Bounds)-1, p.Segments)}, nil
-}
-
-// shardCount is about how many shards the inputs are cut into (the
-// claimer's plan aligns the cuts).
-func shardCount(ins []ShardInput, shardBytes int64) int {
-	n := 0
-	for _, in := range ins {
-		if in.Splittable && shardBytes > 0 && in.Size > shardBytes {
-			n += int((in.Size + shardBytes - 1) / shardBytes)
-		} else {
-			n++
-		}
-	}
-	return n
+		workers: shardsAtOnce(inputs, claimer.Count(), p.Source, len(tgt.Bounds)-1, p.Segments)}, nil
 }
 
 // atOnce: see shardsAtOnce.

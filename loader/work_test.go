@@ -379,6 +379,7 @@ func (f *fakeShared) Capacity(cfg CapacityConfig) (Capacity, error) {
 	return &fakeCapacity{limit: cfg.TargetRU}, nil
 }
 func (f *fakeShared) Shards(ShardsConfig) (ShardClaimer, error) { return f, nil }
+func (f *fakeShared) Count() int                                { return len(f.shards) }
 func (f *fakeShared) Claim(context.Context) (*ShardClaim, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

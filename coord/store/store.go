@@ -86,6 +86,8 @@ func (s *Store) Shards(cfg loader.ShardsConfig) (loader.ShardClaimer, error) {
 
 type shards struct{ c *shard.Coordinator }
 
+func (s shards) Count() int { return len(s.c.Shards()) }
+
 func (s shards) Claim(ctx context.Context) (*loader.ShardClaim, error) {
 	cl, err := s.c.Claim(ctx)
 	if err != nil || cl == nil {
