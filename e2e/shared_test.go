@@ -250,23 +250,23 @@ func TestThreeLoadersShareOneContainer(t *testing.T) {
 }
 
 // TestTwoLoadersShareAKeySortedFile: an export sorted by its partition
-// key, cut into 24 shards; each shard holds two of the 48 tenants, one
-// after the other. A loader reading one shard at a time kept one of the six
-// partitions busy, and spent a sixth of the capacity it leased: two
-// loaders used about a third of the target (56 s for this file, by hand).
-// Reading several shards at once, they stay within the target without
-// 429s and use 60 % of it or more (28 s): the rest is the tail, the last
-// shards each at one partition, and no bigger here than the load.
+// key, cut into 48 shards of about one of its 48 tenants each. A loader
+// reading one shard at a time kept one of the six partitions busy, and
+// spent a sixth of the capacity it leased: two loaders used 21 % of the
+// target (76 s). Reading several shards at once, they stay within the
+// target without 429s and use 60–69 % of it (about 25 s): the rest is the
+// tail, the last shards each at one partition. With 24 shards the split
+// between the two loaders varied more, and so did utilisation (49–71 %).
 func TestTwoLoadersShareAKeySortedFile(t *testing.T) {
 	az := testenv.Azurite(t)
 	tg := localTarget(t, emulator.Options{DefaultRU: sharedRU, Partitions: 6})
-	in, want, shardSize := sortedShards(t, 14400, 48, 24)
+	in, want, shardSize := sortedShards(t, 14400, 48, 48)
 	fleet := startFleet(t, 2, func(int) []string {
 		return append([]string{"import", in, "--shard-size", shardSize}, sharedArgs(tg, az)...)
 	})
 	waitLanded(t, tg, fleet, want)
 	series := checkInsideTarget(t, tg, constTarget(sharedRU))
-	checkUtilisation(t, series, reports(fleet), sharedRU, 0.5)
+	checkUtilisation(t, series, reports(fleet), sharedRU, 0.45)
 }
 
 // TestKilledLoaderReadingManyShardsIsTakenOver: as above, and one loader
