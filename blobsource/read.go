@@ -1,7 +1,6 @@
 package blobsource
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -28,14 +27,15 @@ type Blob struct {
 	cacheBlockSize int64 // OpenRandom's cache; 0: the defaults
 	cacheBlocks    int
 
-	// head is the blob's first headBytes, once a read at offset 0 has
-	// fetched them: the gzip sniffs of each run and segment read them again,
-	// and each would cost a round trip.
+	// head is the blob's first headBytes, once a read within them has
+	// fetched them: the gzip and JSON-array sniffs of each run and segment
+	// read them again, and each would cost a round trip.
 	head atomic.Pointer[[]byte]
 }
 
-// headBytes is how much of a blob's start head keeps: magic numbers.
-const headBytes = 8
+// headBytes is how much of a blob's start head keeps: magic numbers, and
+// enough to see whether NDJSON is one JSON array (source.Splittable).
+const headBytes = 512
 
 var _ source.Remote = (*Blob)(nil)
 
@@ -89,16 +89,18 @@ func (b *Blob) ReadAt(p []byte, off int64) (int, error) {
 		return 0, io.EOF
 	}
 	n := int(min(int64(len(p)), b.id.Size-off))
-	if h := b.head.Load(); h != nil && off+int64(n) <= int64(len(*h)) {
-		copy(p, (*h)[off:off+int64(n)])
-	} else {
-		if err := b.fetch(context.Background(), off, p[:n]); err != nil {
+	if off+int64(n) <= headBytes && b.head.Load() == nil {
+		// The head serves every sniff that follows: fetch it whole.
+		h := make([]byte, min(headBytes, b.id.Size))
+		if err := b.fetch(context.Background(), 0, h); err != nil {
 			return 0, err
 		}
-		if off == 0 && n > 0 {
-			h := bytes.Clone(p[:min(n, headBytes)])
-			b.head.CompareAndSwap(nil, &h)
-		}
+		b.head.CompareAndSwap(nil, &h)
+	}
+	if h := b.head.Load(); h != nil && off+int64(n) <= int64(len(*h)) {
+		copy(p, (*h)[off:off+int64(n)])
+	} else if err := b.fetch(context.Background(), off, p[:n]); err != nil {
+		return 0, err
 	}
 	if n < len(p) {
 		return n, io.EOF
