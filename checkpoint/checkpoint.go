@@ -35,6 +35,10 @@ const checksumPrefix = "sha256:"
 type Position struct {
 	Offset int64 `json:"offset"`
 	Line   int64 `json:"line"`
+	// Base is where Line counts from: absent (0) for the input's start, or
+	// the start of an NDJSON segment placed without counting the lines
+	// before it (see source.Position).
+	Base int64 `json:"base,omitempty"`
 }
 
 // Input is one input file's progress.
@@ -468,7 +472,7 @@ func (s *State) validate() error {
 		switch {
 		case !in.Stdin && in.Path == "":
 			return fmt.Errorf("input %d has no path", i)
-		case in.Committed.Offset < 0 || in.Committed.Line < 0:
+		case in.Committed.Offset < 0 || in.Committed.Line < 0 || in.Committed.Base < 0 || in.Committed.Base > in.Committed.Offset:
 			return fmt.Errorf("input %d (%s) has a negative committed position", i, name)
 		case in.Records < 0 || in.Size < 0:
 			return fmt.Errorf("input %d (%s) has a negative count", i, name)

@@ -18,6 +18,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
 
+	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/emulator"
 	"github.com/cosmosloader/loader/internal/testenv"
 )
@@ -162,6 +163,60 @@ func TestBlobKillResumeAndChangedBlob(t *testing.T) {
 	res = runLoader(t, nil, append([]string{"resume", ckpt, "--quiet", "--key", tg.key}, conn...)...)
 	if res.code == 0 || !strings.Contains(res.stderr, "changed since the checkpoint") || !strings.Contains(res.stderr, "ETag") {
 		t.Errorf("resume over a changed blob: exit %d\n%s", res.code, res.stderr)
+	}
+}
+
+// A key-sorted NDJSON blob is read at several places at once, as a local
+// file is, cut without reading what lies before each cut; killed twice and
+// resumed, every good record lands once, and every bad line is dead-lettered
+// once under its line in the blob, counted only for the dead letter.
+func TestSegmentedBlobKilledAndResumedLandsExactly(t *testing.T) {
+	// Exactness, not speed, is checked: see TestBlobKillResumeAndChangedBlob.
+	t.Parallel()
+	az := testenv.Azurite(t)
+	cc := blobContainer(t, az, "sorted")
+	dir := t.TempDir()
+	input, good, bad := sortedInput(t, dir, 8000, 1000, 997, 13, "pk", 150)
+	b, err := os.ReadFile(input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	putBlob(t, cc, "export/sorted.ndjson", b)
+	lineOf := map[string]int{}
+	for i, l := range strings.Split(string(b), "\n") {
+		lineOf[l] = i + 1
+	}
+	data := filepath.Join(dir, "embedded")
+	ckpt := filepath.Join(dir, "ckpt.json")
+	dl := filepath.Join(dir, "dead.ndjson")
+	flags := []string{"--checkpoint-interval", "20ms", "--checkpoint-every", "200", "--quiet", "--embedded-data", data,
+		"--source-connection-string", az.ConnectionString()}
+	importArgs := append([]string{"import", az.BlobEndpoint() + "/sorted/export/sorted.ndjson", "--partition-key", "/pk",
+		"--ru", "3000", "--segments", "4", "--checkpoint", ckpt, "--dead-letter", dl}, flags...)
+	resumeArgs := append([]string{"resume", ckpt}, flags...)
+
+	killEach(t, []time.Duration{900 * time.Millisecond, 1200 * time.Millisecond}, ckpt, importArgs, resumeArgs, func(st *checkpoint.State) {
+		if n := len(st.Inputs[0].Segments); n < 4 {
+			t.Fatalf("checkpoint has %d segments, want 4 or more", n)
+		}
+	})
+	st := finishExactly(t, ckpt, dl, resumeArgs, good, bad, func() map[string]map[string]any {
+		s, err := emulator.Start(t.Context(), emulator.Options{Addr: "127.0.0.1:0", DataDir: data})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		return readAll(t, target{name: "embedded", endpoint: s.URL(), key: s.Key(), local: true}, "loader", "items")
+	})
+	for k, seg := range st.Inputs[0].Segments {
+		if k > 0 && seg.Start.Base != seg.Start.Offset {
+			t.Errorf("segment %d starts at byte %d with lines counted from %d: the cut counted the lines before it", k, seg.Start.Offset, seg.Start.Base)
+		}
+	}
+	for _, d := range readDeadLetters(t, dl) {
+		if want := lineOf[fmt.Sprint(d["raw"])]; d["line"] != float64(want) {
+			t.Errorf("dead letter %v names line %v, want %d", d["raw"], d["line"], want)
+		}
 	}
 }
 

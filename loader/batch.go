@@ -395,8 +395,8 @@ func (r *run) writeBatch(items []*item) {
 		case class == Transient:
 			transient++
 			if transient >= r.o.MaxTransientAttempts {
-				r.stop(FatalError, fmt.Errorf("write a batch of %d (%s line %d): gave up after %d attempts: %s",
-					len(g), g[0].path, g[0].line, transient, outcomeText(out.Outcome)))
+				r.stop(FatalError, fmt.Errorf("write a batch of %d (%s): gave up after %d attempts: %s",
+					len(g), g[0].where(), transient, outcomeText(out.Outcome)))
 				return
 			}
 			r.retries[retryClass(out.Outcome)].Add(1)
@@ -417,7 +417,7 @@ func (r *run) writeBatch(items []*item) {
 			}
 		case class == Fatal:
 			if r.wctx.Err() == nil {
-				r.stop(FatalError, fmt.Errorf("write a batch of %d (%s line %d): %s", len(g), g[0].path, g[0].line, outcomeText(out.Outcome)))
+				r.stop(FatalError, fmt.Errorf("write a batch of %d (%s): %s", len(g), g[0].where(), outcomeText(out.Outcome)))
 			}
 			return
 		default:
@@ -482,13 +482,13 @@ func (r *run) splitRefused(g []*item, out BatchOutcome) (rest [][]*item, ok bool
 		r.tr.ack(it.input, it.seq, resultSkipped, nil)
 	case Permanent:
 		r.deadLetter(it.input, it.seq, &DeadLetter{
-			Source: it.path, Line: it.line, Offset: it.off,
+			Source: it.path, Line: it.line, base: it.base, Offset: it.off,
 			Reason: "rejected", Error: outcomeText(op), Status: op.Status, ID: it.doc.ID,
 			Raw: string(it.doc.Body),
 		})
 	case Fatal:
 		if r.wctx.Err() == nil {
-			r.stop(FatalError, fmt.Errorf("write %s (%s line %d): %s", it.doc.ID, it.path, it.line, outcomeText(op)))
+			r.stop(FatalError, fmt.Errorf("write %s (%s): %s", it.doc.ID, it.where(), outcomeText(op)))
 		}
 		return nil, false
 	default:

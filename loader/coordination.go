@@ -92,8 +92,11 @@ type Shard struct {
 
 // ShardProgress is the committed position inside a shard.
 type ShardProgress struct {
-	Offset         int64 `json:"offset"`
-	Line           int64 `json:"line"`
+	Offset int64 `json:"offset"`
+	Line   int64 `json:"line"`
+	// Base is where Line counts from (see source.Position): an NDJSON
+	// shard's start, placed without counting the lines before it.
+	Base           int64 `json:"base,omitempty"`
 	Done           bool  `json:"done"`
 	Written        int64 `json:"written"`
 	DeadLettered   int64 `json:"dead_lettered"`

@@ -9,6 +9,8 @@ import (
 	"os"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/cosmosloader/loader/loader/source"
 )
 
 // maxRawBytes caps the raw text kept for one dead-lettered record.
@@ -32,10 +34,13 @@ type DeadLetter struct {
 	Raw       string `json:"raw,omitempty"`
 	RawBase64 string `json:"raw_base64,omitempty"`
 	Truncated bool   `json:"truncated,omitempty"`
+	// base is where Line counts from until run.countLines counts the
+	// lines before it (see source.Position.Base).
+	base int64
 }
 
-func newDeadLetter(src string, line, offset int64, reason, msg string, raw []byte) *DeadLetter {
-	d := &DeadLetter{Source: src, Line: line, Offset: offset, Reason: reason, Error: msg}
+func newDeadLetter(rec *source.Record, reason, msg string, raw []byte) *DeadLetter {
+	d := &DeadLetter{Source: rec.Path, Line: rec.Line, base: rec.Base, Offset: rec.Offset, Reason: reason, Error: msg}
 	if len(raw) > maxRawBytes {
 		raw, d.Truncated = raw[:maxRawBytes], true
 	}

@@ -3,6 +3,8 @@ package loader
 import (
 	"path/filepath"
 	"testing"
+
+	"github.com/cosmosloader/loader/loader/source"
 )
 
 // The dead-letter file's reasons cover the whole load: a resume counts
@@ -15,7 +17,7 @@ func TestDeadLetterFileTalliesReasonsAcrossRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, reason := range []string{"missing_partition_key", "invalid_json", "missing_partition_key"} {
-		if err := d.write(newDeadLetter("in.ndjson", int64(i+1), 0, reason, "msg", []byte(`{"id":"x","name":"n"}`))); err != nil {
+		if err := d.write(newDeadLetter(&source.Record{Path: "in.ndjson", Line: int64(i + 1)}, reason, "msg", []byte(`{"id":"x","name":"n"}`))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -24,7 +26,7 @@ func TestDeadLetterFileTalliesReasonsAcrossRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A line written after the checkpoint: a resume cuts it off.
-	if err := d.write(newDeadLetter("in.ndjson", 4, 0, "too_large", "msg", nil)); err != nil {
+	if err := d.write(newDeadLetter(&source.Record{Path: "in.ndjson", Line: 4}, "too_large", "msg", nil)); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.close(); err != nil {
@@ -35,7 +37,7 @@ func TestDeadLetterFileTalliesReasonsAcrossRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d2.write(newDeadLetter("in.ndjson", 9, 0, "missing_partition_key", "msg", nil)); err != nil {
+	if err := d2.write(newDeadLetter(&source.Record{Path: "in.ndjson", Line: 9}, "missing_partition_key", "msg", nil)); err != nil {
 		t.Fatal(err)
 	}
 	if err := d2.close(); err != nil {

@@ -304,7 +304,7 @@ func (p *plan) wholeInputs(ctx context.Context, tgt *Target, inputs []Input, fps
 		}
 		for i := range inputs {
 			c := state.Inputs[i]
-			inputs[i].Start = Committed{Offset: c.Committed.Offset, Line: c.Committed.Line, Records: c.Records, Refused: c.Refused}
+			inputs[i].Start = Committed{Offset: c.Committed.Offset, Line: c.Committed.Line, Base: c.Committed.Base, Records: c.Records, Refused: c.Refused}
 			startRecords[i] = c.Records
 		}
 		prev = state.Inputs
@@ -312,7 +312,7 @@ func (p *plan) wholeInputs(ctx context.Context, tgt *Target, inputs []Input, fps
 	state.Inputs = make([]checkpoint.Input, len(inputs))
 	for i, in := range inputs {
 		state.Inputs[i] = checkpoint.Input{Fingerprint: fps[i], Stdin: in.Stdin,
-			Committed: checkpoint.Position{Offset: in.Start.Offset, Line: in.Start.Line}, Records: startRecords[i]}
+			Committed: checkpoint.Position{Offset: in.Start.Offset, Line: in.Start.Line, Base: in.Start.Base}, Records: startRecords[i]}
 		if prev != nil {
 			state.Inputs[i].Segments = slices.Clone(prev[i].Segments)
 		}
@@ -582,6 +582,10 @@ func resumePositions(inputs []Input, progress []checkpoint.Input, so source.Opti
 			// Its offsets are rows scaled to its size: no byte to show.
 			out = append(out, fmt.Sprintf("%s: from row %s; %s records already committed",
 				in.Path, human.Count(in.Start.Line+1), human.Count(in.Start.Records)))
+		case in.Start.Base > 0:
+			// Its lines before the piece's start were not counted.
+			out = append(out, fmt.Sprintf("%s: from byte %s; %s records already committed",
+				in.Path, human.Bytes(float64(in.Start.Offset)), human.Count(in.Start.Records)))
 		default:
 			out = append(out, fmt.Sprintf("%s: from line %s (byte %s); %s records already committed",
 				in.Path, human.Count(in.Start.Line+1), human.Bytes(float64(in.Start.Offset)), human.Count(in.Start.Records)))

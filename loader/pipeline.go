@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -119,6 +120,10 @@ type Options struct {
 	// Order is the order several cursors take the inputs in (indexes
 	// into Inputs); nil: as listed.
 	Order []int
+	// Lines counts the lines before the pieces of NDJSON inputs placed
+	// without counting them (source.Position.Base), for dead letters;
+	// shared by the runs of one load. nil: the run keeps its own.
+	Lines *source.LineIndexes
 	// Segments, when set, splits segments while the load runs, as new
 	// inputs (segments.go).
 	Segments *segmenter
@@ -235,8 +240,18 @@ type item struct {
 	epk   string
 	path  string
 	line  int64
+	base  int64 // where line counts from (source.Position.Base)
 	off   int64
 	raw   []byte
+}
+
+// where names the record's place for a message: its line, or its byte
+// offset in a piece whose lines before it were not counted.
+func (it *item) where() string {
+	if it.base > 0 {
+		return fmt.Sprintf("%s at byte %d", it.path, it.off)
+	}
+	return fmt.Sprintf("%s line %d", it.path, it.line)
 }
 
 type run struct {
@@ -283,7 +298,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	// Committed counts are this run's; only the position carries over.
 	starts := make([]Committed, len(o.Inputs))
 	for i, in := range o.Inputs {
-		starts[i] = Committed{Offset: in.Start.Offset, Line: in.Start.Line, Refused: in.Start.Refused}
+		starts[i] = Committed{Offset: in.Start.Offset, Line: in.Start.Line, Base: in.Start.Base, Refused: in.Start.Refused}
 	}
 	dl, err := openDeadLetter(o.DeadLetterPath, o.DeadLetterSize)
 	if err != nil {
@@ -291,6 +306,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	if o.Charges == nil {
 		o.Charges = NewHistogram()
+	}
+	if o.Lines == nil {
+		o.Lines = &source.LineIndexes{}
 	}
 	r := &run{o: o, adm: newAdmission(o), dl: dl, start: o.Clock.Now(), charges: o.Charges}
 	r.health.lastOK.Store(r.start.UnixNano())
@@ -705,7 +723,7 @@ func (r *run) readInput(i int, in Input, workers int, queues *lanes) error {
 			input: i, seq: seq,
 			doc:  Document{ID: s.doc.ID, PK: s.doc.PK, Body: s.doc.Body},
 			size: len(s.doc.Body), terms: s.doc.Terms, epk: s.epk,
-			path: rec.Path, line: rec.Line, off: rec.Offset,
+			path: rec.Path, line: rec.Line, base: rec.Base, off: rec.Offset,
 		}
 		if r.o.Cost != nil {
 			it.est = r.o.Cost.Estimate(it.size, it.terms)
@@ -726,7 +744,7 @@ func (r *run) readInput(i int, in Input, workers int, queues *lanes) error {
 			return false
 		}
 	})
-	if err != nil && !anyRecord && in.Start.Line == 0 && in.End == 0 {
+	if err != nil && !anyRecord && in.Start.Offset == 0 && in.End == 0 {
 		// A bad CSV header is found when the input is opened.
 		return r.refuseInput(i, in, err)
 	}
@@ -739,7 +757,7 @@ func (r *run) readInput(i int, in Input, workers int, queues *lanes) error {
 		r.refused.Add(1)
 		seq := r.tr.add(i, lastOffset, lastLine)
 		r.deadLetterAs(i, seq, resultRefused, &DeadLetter{
-			Source: in.Path, Line: ie.Line, Offset: ie.Offset, Reason: ie.Code,
+			Source: in.Path, Line: ie.Line, base: in.Start.Base, Offset: ie.Offset, Reason: ie.Code,
 			Error: "the rest of the input (of its segment, when read in segments) refused, the rows before it loaded: " + ie.Error(),
 		})
 		return nil
@@ -763,7 +781,7 @@ func (r *run) refuseInput(i int, in Input, err error) error {
 	r.refused.Add(1)
 	seq := r.tr.add(i, in.Start.Offset, in.Start.Line)
 	r.deadLetterAs(i, seq, resultRefused, &DeadLetter{
-		Source: in.Path, Line: line, Offset: ie.Offset, Reason: ie.Code,
+		Source: in.Path, Line: line, base: in.Start.Base, Offset: ie.Offset, Reason: ie.Code,
 		Error: "input refused, none of its records loaded: " + ie.Error(),
 	})
 	return nil
@@ -775,12 +793,36 @@ func (r *run) deadLetter(input int, seq uint64, d *DeadLetter) {
 }
 
 func (r *run) deadLetterAs(input int, seq uint64, result recordResult, d *DeadLetter) {
+	r.countLines(d)
 	r.dead.Add(1)
 	r.sinceCheckpoint.Add(1)
 	r.tr.ack(input, seq, result, d)
 	if n := r.bad.Add(1); r.o.MaxErrors >= 0 && n > r.o.MaxErrors {
 		r.stop(MaxErrorsExceeded, fmt.Errorf("%w: %d (--max-errors %d)", ErrMaxErrors, n, r.o.MaxErrors))
 	}
+}
+
+// countLines turns a dead letter's line, counted from the start of a piece
+// placed without counting the lines before it, into the input's line: it
+// counts them now, once per stretch of the input (source.LineIndex), on
+// the goroutine that found the record bad, never under the tracker's lock.
+// When they cannot be read, the line stays 0 and Offset says where the
+// record is.
+func (r *run) countLines(d *DeadLetter) {
+	if d.base <= 0 {
+		return
+	}
+	i := slices.IndexFunc(r.o.Inputs, func(in Input) bool { return in.Path == d.Source })
+	if i < 0 {
+		d.Line = 0
+		return
+	}
+	line, err := r.o.Lines.For(r.o.Inputs[i].Input).Line(d.Line, d.base)
+	if err != nil {
+		line = 0
+		d.Error += " (its line number is unknown: " + err.Error() + "; offset is its byte offset)"
+	}
+	d.Line, d.base = line, 0
 }
 
 // dispatch admits one partition's queued records and starts their writes,
@@ -955,8 +997,8 @@ func (r *run) write(it *item) {
 		case Transient:
 			transient++
 			if transient >= r.o.MaxTransientAttempts {
-				r.stop(FatalError, fmt.Errorf("write %s (%s line %d): gave up after %d attempts: %s",
-					it.doc.ID, it.path, it.line, transient, outcomeText(out)))
+				r.stop(FatalError, fmt.Errorf("write %s (%s): gave up after %d attempts: %s",
+					it.doc.ID, it.where(), transient, outcomeText(out)))
 				return
 			}
 			r.retries[retryClass(out)].Add(1)
@@ -965,7 +1007,7 @@ func (r *run) write(it *item) {
 			}
 		case Permanent:
 			r.deadLetter(it.input, it.seq, &DeadLetter{
-				Source: it.path, Line: it.line, Offset: it.off,
+				Source: it.path, Line: it.line, base: it.base, Offset: it.off,
 				Reason: "rejected", Error: outcomeText(out), Status: out.Status, ID: it.doc.ID,
 				Raw: string(it.doc.Body),
 			})
@@ -985,7 +1027,7 @@ func (r *run) write(it *item) {
 			}
 		case Fatal:
 			if r.wctx.Err() == nil {
-				r.stop(FatalError, fmt.Errorf("write %s (%s line %d): %s", it.doc.ID, it.path, it.line, outcomeText(out)))
+				r.stop(FatalError, fmt.Errorf("write %s (%s): %s", it.doc.ID, it.where(), outcomeText(out)))
 			}
 			return
 		}

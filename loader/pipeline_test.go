@@ -241,6 +241,43 @@ func TestRunResumesFromStartAndHonoursEnd(t *testing.T) {
 	}
 }
 
+// A piece placed without counting the lines before it (an NDJSON segment
+// or shard: its lines count from its start) still names each dead letter
+// by its line in the file, bad input and rejected writes alike; its
+// committed position keeps counting from the piece's start.
+func TestRunDeadLettersOfAnUncountedPieceNameTheFilesLine(t *testing.T) {
+	lines := docs(10)
+	lines[5] = `{"id":"d5","k":` // line 6 of the file: truncated
+	start := int64(len(strings.Join(lines[:3], "\n")) + 1)
+	sink := &fakeSink{respond: func(id string, _ int) Outcome {
+		if id == "d8" { // line 9
+			return Outcome{Status: 400, Message: "bad thing"}
+		}
+		return Outcome{Status: 201, Charge: 5}
+	}}
+	res, dl := runFake(t, lines, sink, func(o *Options) {
+		o.Inputs[0].Start = Committed{Offset: start, Base: start}
+	})
+	if c := res.Snapshot.Committed[0]; c.Line != 7 || c.Base != start {
+		t.Errorf("committed %+v, want line 7 counted from %d", c, start)
+	}
+	b, err := os.ReadFile(dl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int64
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var d DeadLetter
+		if err := json.Unmarshal([]byte(l), &d); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, d.Line)
+	}
+	if fmt.Sprint(got) != "[6 9]" {
+		t.Errorf("dead letters on lines %v, want [6 9]", got)
+	}
+}
+
 // A finished run leaves no goroutine behind (shared mode runs one per shard).
 func TestRunLeavesNoGoroutines(t *testing.T) {
 	before := runtime.NumGoroutine()

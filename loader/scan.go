@@ -42,7 +42,7 @@ type scanned struct {
 // its charge with a model nobody updates), filling scanned's prep fields.
 // It must be safe for concurrent use.
 func scanInput(workers int, in Input, stdin io.Reader, so source.Options, m *record.Mapper, prep func(*scanned), fn func(*scanned) bool) error {
-	start := source.Position{Offset: in.Start.Offset, Line: in.Start.Line}
+	start := source.Position{Offset: in.Start.Offset, Line: in.Start.Line, Base: in.Start.Base}
 	rd, err := source.Open(in.Input, stdin, so, start)
 	if err != nil {
 		return err
@@ -119,7 +119,7 @@ func newRecordMapper(m *record.Mapper, ns uuid.UUID, prep func(*scanned)) *recor
 func (rm *recordMapper) scan(s *scanned) {
 	rec := &s.rec
 	if rec.Err != nil {
-		s.dead = newDeadLetter(rec.Path, rec.Line, rec.Offset, reasonOf(rec.Err), rec.Err.Error(), rec.Raw)
+		s.dead = newDeadLetter(rec, reasonOf(rec.Err), rec.Err.Error(), rec.Raw)
 		return
 	}
 	rm.off = rec.Offset
@@ -135,7 +135,7 @@ func (rm *recordMapper) scan(s *scanned) {
 		doc, err = rm.m.Map(rec.Data, rm.genID)
 	}
 	if err != nil {
-		s.dead = newDeadLetter(rec.Path, rec.Line, rec.Offset, reasonOf(err), err.Error(), rec.Data)
+		s.dead = newDeadLetter(rec, reasonOf(err), err.Error(), rec.Data)
 		return
 	}
 	s.doc = doc

@@ -107,7 +107,7 @@ func splitInputs(files []Input, state *checkpoint.State, so source.Options, part
 		}
 		segs := make([]checkpoint.Segment, len(ranges))
 		for k, rg := range ranges {
-			start := checkpoint.Position{Offset: rg.Start.Offset, Line: rg.Start.Line}
+			start := checkpoint.Position{Offset: rg.Start.Offset, Line: rg.Start.Line, Base: rg.Start.Base}
 			segs[k] = checkpoint.Segment{Start: start, End: rg.End, Committed: start}
 		}
 		state.Inputs[i].Segments = segs
@@ -123,7 +123,7 @@ func planSegments(files []Input, state *checkpoint.State) *segmentPlan {
 		ci := state.Inputs[i]
 		if len(ci.Segments) == 0 {
 			in := f
-			in.Start = Committed{Offset: ci.Committed.Offset, Line: ci.Committed.Line, Records: ci.Records, Refused: ci.Refused}
+			in.Start = Committed{Offset: ci.Committed.Offset, Line: ci.Committed.Line, Base: ci.Committed.Base, Records: ci.Records, Refused: ci.Refused}
 			p.add(in, i, -1)
 			continue
 		}
@@ -134,7 +134,7 @@ func planSegments(files []Input, state *checkpoint.State) *segmentPlan {
 		for k, s := range ci.Segments {
 			in := f
 			refused := s.Refused || (ci.Refused && !perSegment)
-			in.Start = Committed{Offset: s.Committed.Offset, Line: s.Committed.Line, Records: s.Records, Refused: refused}
+			in.Start = Committed{Offset: s.Committed.Offset, Line: s.Committed.Line, Base: s.Committed.Base, Records: s.Records, Refused: refused}
 			in.End = s.End // 0: to the end of the file
 			p.add(in, i, k)
 		}
@@ -152,7 +152,7 @@ func (p *segmentPlan) add(in Input, file, seg int) {
 func (p *segmentPlan) record(state *checkpoint.State, committed []Committed, complete bool) {
 	for k, c := range committed {
 		ci := &state.Inputs[p.file[k]]
-		pos := checkpoint.Position{Offset: c.Offset, Line: c.Line}
+		pos := checkpoint.Position{Offset: c.Offset, Line: c.Line, Base: c.Base}
 		records := p.inputs[k].Start.Records + c.Records
 		ci.Refused = ci.Refused || c.Refused
 		if p.seg[k] < 0 {
@@ -350,7 +350,7 @@ func (s *segmenter) newCursor(in Input, file int) *segCursor {
 		s.refused[file] = true
 		end = math.MaxInt64
 	}
-	return &segCursor{pos: source.Position{Offset: in.Start.Offset, Line: in.Start.Line}, end: end}
+	return &segCursor{pos: source.Position{Offset: in.Start.Offset, Line: in.Start.Line, Base: in.Start.Base}, end: end}
 }
 
 // cursor returns input i's cursor; nil (whose methods do nothing) without
@@ -500,16 +500,16 @@ func (s *segmenter) split(tr *tracker, spawn func(int, Input)) error {
 	ci := &s.state.Inputs[file]
 	if s.plan.seg[k] < 0 {
 		// A file read whole until now becomes its first segment.
-		start := checkpoint.Position{Offset: in.Start.Offset, Line: in.Start.Line}
+		start := checkpoint.Position{Offset: in.Start.Offset, Line: in.Start.Line, Base: in.Start.Base}
 		ci.Segments = []checkpoint.Segment{{Start: start, Committed: ci.Committed, Records: ci.Records}}
 		s.plan.seg[k] = 0
 	}
 	old := &ci.Segments[s.plan.seg[k]]
-	start := checkpoint.Position{Offset: b.Offset, Line: b.Line}
+	start := checkpoint.Position{Offset: b.Offset, Line: b.Line, Base: b.Base}
 	ci.Segments = append(ci.Segments, checkpoint.Segment{Start: start, End: old.End, Committed: start})
 	ci.Segments[s.plan.seg[k]].End = b.Offset
 	next := in
-	next.Start = Committed{Offset: b.Offset, Line: b.Line}
+	next.Start = Committed{Offset: b.Offset, Line: b.Line, Base: b.Base}
 	next.End = ci.Segments[len(ci.Segments)-1].End
 	s.plan.add(next, file, len(ci.Segments)-1)
 	s.plan.cursors++

@@ -9,8 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -107,68 +105,19 @@ func jobID(fps []checkpoint.Fingerprint, db, coll string) string {
 
 // splittable reports whether in can be cut into byte ranges, and how a
 // range's start is aligned on a record: plain NDJSON at line starts
-// (not gzip, CSV or one JSON array), Parquet at a row (see
-// source.ParquetAlign).
-func splittable(in source.Input, opts source.Options) (ok bool, align func(int64) (source.Position, error), starts *placedStarts) {
+// (not gzip, CSV or one JSON array; source.LineStart reads only around
+// the cut), Parquet at a row (see source.ParquetAlign).
+func splittable(in source.Input, opts source.Options) (ok bool, align func(int64) (source.Position, error)) {
 	if f, err := source.ResolveFormat(in, opts); err == nil && f == source.FormatParquet {
 		if !source.ParquetAlignable(in) {
-			return false, nil, nil
+			return false, nil
 		}
-		return true, func(offset int64) (source.Position, error) { return source.ParquetAlign(in, offset) }, nil
+		return true, func(offset int64) (source.Position, error) { return source.ParquetAlign(in, offset) }
 	}
 	if !plainNDJSON(in, opts.Format) {
-		return false, nil, nil
+		return false, nil
 	}
-	starts = &placedStarts{open: func(off int64) (io.ReadCloser, error) { return source.OpenRaw(in, off) }}
-	return true, starts.align, starts
-}
-
-// placedStarts places the shard starts of one plain NDJSON input. A start's
-// line number is the lines before it, so placing it reads the input from a
-// boundary whose line is known: from the file's start, every shard of a
-// big file read most of it (a 200 GB file in 256 MiB shards, some 80 TB in
-// all; from a blob, downloads). Counting on from the nearest start placed
-// before, or found at the end of a shard read to it, reads about the gaps
-// between starts instead. One input's starts are placed one at a time, so
-// each counts on from the others.
-type placedStarts struct {
-	open  func(offset int64) (io.ReadCloser, error)
-	mu    sync.Mutex
-	known []source.Position // placed starts, by offset
-}
-
-func (p *placedStarts) align(offset int64) (source.Position, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	i := sort.Search(len(p.known), func(i int) bool { return p.known[i].Offset >= offset })
-	if i < len(p.known) && p.known[i].Offset == offset {
-		return p.known[i], nil // offset is a start already placed
-	}
-	var from source.Position // the file's start
-	if i > 0 {
-		from = p.known[i-1]
-	}
-	pos, err := source.AlignAfter(p.open, from, offset)
-	if err != nil || pos.Offset <= 0 {
-		return pos, err
-	}
-	p.add(pos)
-	return pos, nil
-}
-
-// learn adds pos, a record boundary with its line number, to the starts
-// placed.
-func (p *placedStarts) learn(pos source.Position) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.add(pos)
-}
-
-func (p *placedStarts) add(pos source.Position) {
-	j := sort.Search(len(p.known), func(j int) bool { return p.known[j].Offset >= pos.Offset })
-	if j == len(p.known) || p.known[j].Offset != pos.Offset {
-		p.known = slices.Insert(p.known, j, pos)
-	}
+	return true, func(offset int64) (source.Position, error) { return source.LineStart(in, offset) }
 }
 
 // plainNDJSON reports whether path can be cut into byte ranges at line
@@ -210,9 +159,6 @@ type leasedShards struct {
 	pkPaths []string
 	// workers is how many shards this loader reads at once (atOnce).
 	workers int
-	// starts places each plain NDJSON input's shard starts (nil for
-	// others), and learns the starts that shards read to their ends find.
-	starts []*placedStarts
 	// active counts the shards being read; claimed names every shard
 	// taken, under mu.
 	active  atomic.Int32
@@ -255,11 +201,9 @@ func (p *plan) leasedShards(tgt *Target, inputs []Input, fps []checkpoint.Finger
 	}
 	var (
 		shardInputs []ShardInput
-		starts      []*placedStarts
 	)
 	for i, in := range inputs {
-		ok, align, placed := splittable(in.Input, p.Source)
-		starts = append(starts, placed)
+		ok, align := splittable(in.Input, p.Source)
 		shardInputs = append(shardInputs, ShardInput{Path: in.Path, Size: fps[i].Size, HeadHash: fps[i].HeadHash,
 			Splittable: ok, Align: align})
 	}
@@ -283,7 +227,7 @@ func (p *plan) leasedShards(tgt *Target, inputs []Input, fps []checkpoint.Finger
 	p.CheckpointPath = cc.URL() + "/shards/" + so.JobID + "/"
 	p.DeadLetterPath = dlDir
 	return &leasedShards{p: p, store: cc, capa: capa, claimer: claimer, inputs: inputs, fps: fps,
-		target: target, dlDir: dlDir, pkPaths: tgt.PartitionKeyPaths, starts: starts,
+		target: target, dlDir: dlDir, pkPaths: tgt.PartitionKeyPaths,
 		workers: shardsAtOnce(inputs, claimer.Count(), p.Source, len(tgt.Bounds)-1, p.Segments)}, nil
 }
 
@@ -383,7 +327,7 @@ func (l *leasedShards) next(ctx context.Context) (*piece, error) {
 		}
 		l.active.Add(1)
 		in := l.inputs[claim.Shard.Input]
-		in.Start = Committed{Offset: claim.From.Offset, Line: claim.From.Line}
+		in.Start = Committed{Offset: claim.From.Offset, Line: claim.From.Line, Base: claim.From.Base}
 		in.End = claim.Shard.End
 		if claim.Shard.Start == 0 && claim.Shard.End >= l.fps[claim.Shard.Input].Size {
 			in.End = 0 // the whole input: no bound
@@ -414,12 +358,8 @@ func (l *leasedShards) finish(rep *Report) {
 // save keeps a shard's progress in its blob while its lease is held.
 func (l *leasedShards) save(pc *piece, snap Snapshot) error {
 	from, c := pc.shard.From, snap.Committed[0]
-	if st := l.starts[pc.shard.Shard.Input]; snap.Complete && st != nil {
-		// A shard read to its end stops at the next one's start.
-		st.learn(source.Position{Offset: c.Offset, Line: c.Line})
-	}
 	err := pc.shard.Save(context.Background(), ShardProgress{
-		Offset: c.Offset, Line: c.Line, Done: snap.Complete,
+		Offset: c.Offset, Line: c.Line, Base: c.Base, Done: snap.Complete,
 		Written:        from.Written + c.Written + c.Skipped,
 		DeadLettered:   from.DeadLettered + c.DeadLettered,
 		DeadLetterSize: snap.DeadLetterSize,

@@ -21,7 +21,9 @@ const (
 // counts of that prefix. Records beyond it may have been written too; a
 // resume replays them harmlessly.
 type Committed struct {
-	Offset, Line                   int64
+	// Line counts from Base (see source.Position), which is the input's
+	// start's: records do not move it.
+	Offset, Line, Base             int64
 	Written, Skipped, DeadLettered int64
 	Records                        int64
 	// Refused: the input was refused as a whole (one dead letter, counted

@@ -132,6 +132,7 @@ func (p *plan) load(ctx context.Context, tgt *Target, mapper *record.Mapper, tar
 		Partitions: partitions, QueuePerPartition: p.ReadAhead, MaxErrors: p.MaxErrors,
 		CheckpointEvery: p.CheckpointEvery, CheckpointInterval: p.CheckpointInterval,
 		DrainTimeout: p.DrainTimeout, Charges: NewHistogram(), Clock: p.Clock, BatchRU: rp.batchRU,
+		Lines: &source.LineIndexes{},
 	}
 
 	began := p.Clock.Now()

@@ -5,13 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"math/rand"
 	"os"
 	"path/filepath"
 	"reflect"
 	"runtime"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -581,67 +578,5 @@ func TestLoadPiecesAtOnceStopOnAFailure(t *testing.T) {
 	defer mu.Unlock()
 	if released != src.handed {
 		t.Errorf("%d pieces released of %d handed out", released, src.handed)
-	}
-}
-
-// A shared load places an NDJSON input's shard starts counting lines on
-// from the starts it placed before, or found at the end of a shard, not
-// from the file's start each time: the same positions, from a fraction of
-// the reading.
-func TestPlacedStartsCountOnFromEachOther(t *testing.T) {
-	var b strings.Builder
-	rng := rand.New(rand.NewSource(7))
-	for i := range 5000 {
-		fmt.Fprintf(&b, `{"id":"%d","pad":"%s"}`+"\n", i, strings.Repeat("x", rng.Intn(200)))
-	}
-	content := b.String()
-	size := int64(len(content))
-	var read int64 // bytes from each open's offset to the start it placed
-	var opened int64
-	open := func(off int64) (io.ReadCloser, error) {
-		opened = off
-		return io.NopCloser(strings.NewReader(content[off:])), nil
-	}
-	p := &placedStarts{open: open}
-	const shards = 40
-	order := rng.Perm(shards - 1)
-	for _, k := range order {
-		offset := size * int64(k+1) / shards
-		got, err := p.align(offset)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := source.AlignFrom(func(off int64) (io.ReadCloser, error) {
-			return io.NopCloser(strings.NewReader(content[off:])), nil
-		}, offset)
-		if err != nil || got != want {
-			t.Fatalf("start of shard %d: %+v, want %+v (%v)", k+1, got, want, err)
-		}
-		read += got.Offset - opened
-	}
-	// From the file's start every time: about shards/2 times the file.
-	// Counting on from the nearest start placed before: the gaps, about
-	// ln(shards) times the file for starts placed in a random order.
-	if read > 5*size {
-		t.Errorf("placing %d starts read %.1f times the file, want ≤ 5", shards-1, float64(read)/float64(size))
-	}
-	t.Logf("placing %d starts read %.1f times the file", shards-1, float64(read)/float64(size))
-	if again, err := p.align(size / 2); err != nil || again != p.known[sort.Search(len(p.known), func(i int) bool { return p.known[i].Offset >= size/2 })] {
-		t.Errorf("a start placed again: %+v %v", again, err)
-	}
-
-	// A shard read to its end found the next start: a start just after it
-	// counts on from there.
-	fresh := &placedStarts{open: open}
-	end, _ := source.AlignFrom(func(off int64) (io.ReadCloser, error) {
-		return io.NopCloser(strings.NewReader(content[off:])), nil
-	}, size*3/4)
-	fresh.learn(end)
-	got, err := fresh.align(end.Offset + 10)
-	want, _ := source.AlignFrom(func(off int64) (io.ReadCloser, error) {
-		return io.NopCloser(strings.NewReader(content[off:])), nil
-	}, end.Offset+10)
-	if err != nil || got != want || opened != end.Offset {
-		t.Errorf("after learning %+v: placed %+v (want %+v), read from %d", end, got, want, opened)
 	}
 }

@@ -60,8 +60,8 @@ type Input struct {
 	Splittable bool
 	// Align returns the position of the first record at or after a byte
 	// offset, where a shard starting there begins (NDJSON: a line start,
-	// source.AlignFrom; Parquet: a row, source.ParquetAlign); nil aligns
-	// Path, a local NDJSON file, with source.AlignStart.
+	// source.LineStart; Parquet: a row, source.ParquetAlign); nil aligns
+	// Path, a local NDJSON file, with source.LineStart.
 	Align func(offset int64) (source.Position, error)
 }
 
@@ -94,8 +94,11 @@ type Shard struct {
 // Progress is the committed position inside a shard. Offset is absolute in
 // the file; Line counts the '\n' bytes before it.
 type Progress struct {
-	Offset       int64 `json:"offset"`
-	Line         int64 `json:"line"`
+	Offset int64 `json:"offset"`
+	Line   int64 `json:"line"`
+	// Base is where Line counts from (see source.Position): an NDJSON
+	// shard's start, placed without counting the lines before it.
+	Base         int64 `json:"base,omitempty"`
 	Done         bool  `json:"done"`
 	Written      int64 `json:"written"`
 	DeadLettered int64 `json:"dead_lettered"`
@@ -401,14 +404,14 @@ func (c *Coordinator) tryClaim(ctx context.Context, i int, exists bool) (*Claim,
 	if err == nil && !saved && s.Start > 0 {
 		// Shards and an import's segments are the same kind of byte
 		// range, aligned by the same code (the input's Align:
-		// source.AlignFrom, or source.ParquetAlign).
+		// source.LineStart, or source.ParquetAlign).
 		var pos source.Position
 		if in := c.cfg.Inputs[s.Input]; in.Align != nil {
 			pos, err = in.Align(s.Start)
 		} else {
-			pos, err = source.AlignStart(in.Path, s.Start)
+			pos, err = source.LineStart(source.Input{Path: in.Path}, s.Start)
 		}
-		from = Progress{Offset: pos.Offset, Line: pos.Line}
+		from = Progress{Offset: pos.Offset, Line: pos.Line, Base: pos.Base}
 	}
 	if err != nil {
 		cl.release(ctx)
@@ -469,7 +472,7 @@ func (c *Coordinator) Status(ctx context.Context) ([]ShardStatus, error) {
 type Claim struct {
 	Shard Shard
 	// From is where to continue: the saved progress, or for a fresh shard
-	// the first line start at or after Shard.Start (see AlignStart). Read
+	// the first line start at or after Shard.Start (see source.LineStart). Read
 	// records from From.Offset and stop at the first whose start offset is
 	// at or past Shard.End; From.Offset ≥ End means the shard owns no
 	// record (one long line spans it) and only needs saving as Done.

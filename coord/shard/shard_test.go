@@ -20,6 +20,7 @@ import (
 	"github.com/cosmosloader/loader/coord/coordtest"
 	"github.com/cosmosloader/loader/internal/clock/clocktest"
 	"github.com/cosmosloader/loader/internal/testenv"
+	"github.com/cosmosloader/loader/loader/source"
 )
 
 func TestPlan(t *testing.T) {
@@ -135,7 +136,13 @@ func readShard(t *testing.T, path string, cl *Claim) map[int64]string {
 	}
 	r := bufio.NewReader(f)
 	got := map[int64]string{}
-	off, line := cl.From.Offset, cl.From.Line
+	// A shard's lines count from its start (Base), placed without
+	// counting the lines before it.
+	line, err := source.NewLineIndex(source.Input{Path: path}).Line(cl.From.Line, cl.From.Base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := cl.From.Offset
 	for off < cl.Shard.End {
 		s, err := r.ReadString('\n')
 		if s != "" {

@@ -2,7 +2,6 @@ package source
 
 import (
 	"bytes"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -22,113 +21,109 @@ func writeAlignFixture(t *testing.T, content string) string {
 	return path
 }
 
-func TestAlignStartCRLF(t *testing.T) {
+func TestLineStartCRLF(t *testing.T) {
 	path := writeAlignFixture(t, crlf)
+	at := func(off int64) Position { return Position{Offset: off, Base: off} }
 	tests := []struct {
 		name   string
 		offset int64
 		want   Position
 	}{
-		{"file start", 0, Position{0, 0}},
-		{"mid first line", 1, Position{3, 1}},
-		{"on the first line's LF", 2, Position{3, 1}},
-		{"second line start", 3, Position{3, 1}},
-		{"mid second line", 4, Position{7, 2}},
-		{"on the CR", 5, Position{7, 2}},
-		{"empty line start", 7, Position{7, 2}},
-		{"inside the empty line", 8, Position{9, 3}},
-		{"fourth line start", 9, Position{9, 3}},
-		{"last line start", 14, Position{14, 4}},
-		{"mid last line without newline", 15, Position{18, 4}},
-		{"EOF", 18, Position{18, 4}},
-		{"past EOF", 40, Position{18, 4}},
+		{"file start", 0, Position{}},
+		{"mid first line", 1, at(3)},
+		{"on the first line's LF", 2, at(3)},
+		{"second line start", 3, at(3)},
+		{"mid second line", 4, at(7)},
+		{"on the CR", 5, at(7)},
+		{"empty line start", 7, at(7)},
+		{"inside the empty line", 8, at(9)},
+		{"fourth line start", 9, at(9)},
+		{"last line start", 14, at(14)},
+		{"mid last line without newline", 15, at(18)},
+		{"EOF", 18, at(18)},
+		{"past EOF", 40, at(18)},
 	}
-	for _, bufSize := range []int{1 << 20, 1, 2, 3} {
-		splitBuf = bufSize
+	defer func(n int) { lineWindow = n }(lineWindow)
+	for _, window := range []int{64 << 10, 1, 2, 3} {
+		lineWindow = window
 		for _, tt := range tests {
-			got, err := AlignStart(path, tt.offset)
+			got, err := LineStart(Input{Path: path}, tt.offset)
 			if err != nil {
-				t.Fatalf("AlignStart(%d) buf %d: %v", tt.offset, bufSize, err)
+				t.Fatalf("LineStart(%d) window %d: %v", tt.offset, window, err)
 			}
 			if got != tt.want {
-				t.Errorf("%s: AlignStart(%d) with %d-byte buffer = %+v, want %+v", tt.name, tt.offset, bufSize, got, tt.want)
+				t.Errorf("%s: LineStart(%d) with %d-byte window = %+v, want %+v", tt.name, tt.offset, window, got, tt.want)
 			}
 		}
 	}
-	splitBuf = 1 << 20
 }
 
-// Against a direct definition, for every offset of a few shapes of file.
-func TestAlignStartMatchesDefinition(t *testing.T) {
+// Against a direct definition, for every offset of a few shapes of file;
+// and the lines a LineIndex counts before each start are the lines before
+// it, whatever the size of its blocks.
+func TestLineStartAndLineIndexMatchDefinition(t *testing.T) {
 	contents := []string{"", "\n", "\n\n\n", "x", "x\n", "ab\ncd\n", crlf, "{\"a\":1}\n{\"b\":22}\r\n\n{}"}
-	defer func(n int) { splitBuf = n }(splitBuf)
+	defer func(n int, b int64) { lineWindow, lineBlock = n, b }(lineWindow, lineBlock)
 	for _, content := range contents {
 		path := writeAlignFixture(t, content)
-		for _, bufSize := range []int{1 << 20, 1, 4} {
-			splitBuf = bufSize
-			for off := int64(0); off <= int64(len(content))+1; off++ {
-				want := Position{}
-				if off > 0 {
-					want.Offset = int64(len(content))
-					if i := bytes.IndexByte([]byte(content[min(off-1, int64(len(content))):]), '\n'); i >= 0 {
-						want.Offset = off - 1 + int64(i) + 1
+		for _, window := range []int{64 << 10, 1, 4} {
+			lineWindow = window
+			for _, block := range []int64{64 << 20, 1, 3} {
+				lineBlock = block
+				x := NewLineIndex(Input{Path: path})
+				for off := int64(0); off <= int64(len(content)); off++ {
+					want := Position{}
+					if off > 0 {
+						want.Offset = int64(len(content))
+						if i := bytes.IndexByte([]byte(content[off-1:]), '\n'); i >= 0 {
+							want.Offset = off - 1 + int64(i) + 1
+						}
+						want.Base = want.Offset
 					}
-					want.Line = int64(bytes.Count([]byte(content[:want.Offset]), []byte{'\n'}))
-				}
-				got, err := AlignStart(path, off)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if got != want {
-					t.Errorf("%q buf %d: AlignStart(%d) = %+v, want %+v", content, bufSize, off, got, want)
+					got, err := LineStart(Input{Path: path}, off)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got != want {
+						t.Errorf("%q window %d: LineStart(%d) = %+v, want %+v", content, window, off, got, want)
+					}
+					// The third line after the start, counted from the file's.
+					line, err := x.Line(3, got.Base)
+					if wantLine := int64(bytes.Count([]byte(content[:got.Offset]), []byte{'\n'})) + 3; err != nil || line != wantLine {
+						t.Errorf("%q block %d: Line(3, %d) = %d, %v; want %d", content, block, got.Base, line, err, wantLine)
+					}
 				}
 			}
 		}
 	}
 }
 
-func TestAlignStartMissingFile(t *testing.T) {
-	if _, err := AlignStart(filepath.Join(t.TempDir(), "nope"), 5); err == nil {
-		t.Error("AlignStart on a missing file: no error")
+// A LineIndex counts each block once: a second question about the same
+// stretch reads only what lies past the last whole block.
+func TestLineIndexRemembersBlocks(t *testing.T) {
+	defer func(b int64) { lineBlock = b }(lineBlock)
+	lineBlock = 4
+	content := []byte("a\nb\nc\nd\ne\nf\ng\nh\n")
+	path := writeAlignFixture(t, string(content))
+	x := NewLineIndex(Input{Path: path})
+	if n, err := x.Line(0, 16); err != nil || n != 8 {
+		t.Fatalf("Line(0, 16) = %d, %v; want 8", n, err)
+	}
+	if len(x.blocks) != 4 {
+		t.Fatalf("%d blocks kept, want 4", len(x.blocks))
+	}
+	x.blocks[0] = 100 // what is kept is what is used
+	if n, _ := x.Line(1, 10); n != 100+2+1+1 {
+		t.Errorf("Line(1, 10) = %d: the kept count of block 0 was not used", n)
+	}
+}
+
+func TestLineStartMissingFile(t *testing.T) {
+	if _, err := LineStart(Input{Path: filepath.Join(t.TempDir(), "nope")}, 5); err == nil {
+		t.Error("LineStart on a missing file: no error")
 	}
 	// Offset 0 never needs the file.
-	if _, err := AlignStart(filepath.Join(t.TempDir(), "nope"), 0); err != nil {
-		t.Errorf("AlignStart(0) on a missing file: %v", err)
-	}
-}
-
-// AlignAfter from any record boundary before the offset places it where
-// AlignStart, reading from the file's start, does.
-func TestAlignAfterMatchesAlignStart(t *testing.T) {
-	contents := []string{"\n\n\n", "x\n", "ab\ncd\n", crlf, "{\"a\":1}\n{\"b\":22}\r\n\n{}"}
-	defer func(n int) { splitBuf = n }(splitBuf)
-	for _, content := range contents {
-		path := writeAlignFixture(t, content)
-		open := func(off int64) (io.ReadCloser, error) {
-			f, err := os.Open(path)
-			if err == nil {
-				_, err = f.Seek(off, io.SeekStart)
-			}
-			return f, err
-		}
-		for _, bufSize := range []int{1 << 20, 1, 3} {
-			splitBuf = bufSize
-			for b := int64(0); b < int64(len(content)); b++ {
-				from, err := AlignStart(path, b)
-				if err != nil || from.Offset != b {
-					continue // b is not a record boundary
-				}
-				for off := b + 1; off <= int64(len(content))+1; off++ {
-					want, _ := AlignStart(path, off)
-					got, err := AlignAfter(open, from, off)
-					if err != nil || got != want {
-						t.Errorf("%q buf %d: AlignAfter(from %+v, %d) = %+v, %v; want %+v", content, bufSize, from, off, got, err, want)
-					}
-				}
-			}
-		}
-	}
-	if _, err := AlignAfter(nil, Position{Offset: 5, Line: 1}, 5); err == nil {
-		t.Error("AlignAfter from a boundary not before the offset: no error")
+	if _, err := LineStart(Input{Path: filepath.Join(t.TempDir(), "nope")}, 0); err != nil {
+		t.Errorf("LineStart(0) on a missing file: %v", err)
 	}
 }

@@ -53,7 +53,8 @@ type ndjsonReader struct {
 	r, w int
 	off  int64
 	line int64
-	p    int // bytes of buf[r:] already scanned without finding the end of the record
+	base int64 // Position.Base of the positions handed out
+	p    int   // bytes of buf[r:] already scanned without finding the end of the record
 	eof  bool
 	rerr error // sticky fatal read error, returned once the window is used up
 
@@ -97,13 +98,13 @@ func openNDJSON(path string, open opener, opts Options, start Position) (Reader,
 		return nil, err
 	}
 	s.src = src
-	s.off, s.line = start.Offset, start.Line
+	s.off, s.line, s.base = start.Offset, start.Line, start.Base
 	return s, nil
 }
 
 func (s *ndjsonReader) Close() error { return s.src.Close() }
 
-func (s *ndjsonReader) pos() Position { return Position{Offset: s.off, Line: s.line} }
+func (s *ndjsonReader) pos() Position { return Position{Offset: s.off, Line: s.line, Base: s.base} }
 
 // fill reads more input into the window, moving the unread tail to a new
 // block when the current one is full.
@@ -186,7 +187,7 @@ func (s *ndjsonReader) nextLine() (Record, error) {
 	for {
 		i := bytes.IndexByte(s.buf[s.r+s.p:s.w], '\n')
 		var data []byte
-		rec := Record{Path: s.path, Offset: s.off, Line: s.line + 1}
+		rec := Record{Path: s.path, Offset: s.off, Line: s.line + 1, Base: s.base}
 		if i >= 0 {
 			i += s.p
 			data = s.buf[s.r : s.r+i]
@@ -246,6 +247,7 @@ func (s *ndjsonReader) skipLongLine() (Record, error) {
 		Path:   s.path,
 		Offset: s.off,
 		Line:   s.line + 1,
+		Base:   s.base,
 		Err:    badRecord(ReasonTooLong, "line longer than %s", sizeString(s.max)),
 	}
 	for {
@@ -373,7 +375,7 @@ func (s *ndjsonReader) nextElement() (Record, error) {
 				s.consume(s.p)
 				s.ast = arrDone
 				return Record{
-					Path: s.path, Line: s.elemLine, Offset: s.elemOff, Next: s.pos(), Raw: raw,
+					Path: s.path, Line: s.elemLine, Base: s.base, Offset: s.elemOff, Next: s.pos(), Raw: raw,
 					Err:          badRecord(ReasonTruncated, "truncated JSON array element: the input ends inside it"),
 					Unterminated: true,
 				}, nil
@@ -391,7 +393,7 @@ func (s *ndjsonReader) nextElement() (Record, error) {
 			s.r += i
 			s.off += int64(i)
 			if i < len(b) {
-				rec := Record{Path: s.path, Line: s.line + 1, Offset: s.off,
+				rec := Record{Path: s.path, Line: s.line + 1, Base: s.base, Offset: s.off,
 					Err: badRecord(ReasonTrailingData, "data after the closing ']' of the JSON array")}
 				for {
 					rec.Raw = appendRaw(rec.Raw, s.buf[s.r:s.w])
@@ -440,7 +442,7 @@ func (s *ndjsonReader) emitElement() Record {
 	discarded := s.discarding
 	s.consume(s.p)
 	s.ast = arrBetween
-	rec := Record{Path: s.path, Line: s.elemLine, Offset: s.elemOff, Next: s.pos()}
+	rec := Record{Path: s.path, Line: s.elemLine, Base: s.base, Offset: s.elemOff, Next: s.pos()}
 	switch {
 	case discarded:
 		rec.Raw = appendRaw(s.raw, elem)

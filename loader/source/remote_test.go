@@ -113,11 +113,28 @@ func TestExpandWithRemote(t *testing.T) {
 	}
 }
 
-func TestRemoteIsNotSegmented(t *testing.T) {
-	in := Input{Path: "https://acct.blob.core.windows.net/c/x.ndjson", Remote: &memRemote{data: []byte("{}\n{}\n{}\n{}\n")}}
+// An NDJSON blob is cut where an NDJSON file is, reading only around each
+// cut, and its ranges read every record once with its line; a CSV blob,
+// whose quoting is followed from its start, is not cut.
+func TestRemoteNDJSONIsSegmented(t *testing.T) {
+	var text strings.Builder
+	for i := range 500 {
+		fmt.Fprintf(&text, `{"id":"%d","pad":"%s"}`+"\n", i, strings.Repeat("x", i%37))
+	}
+	m := &memRemote{data: []byte(text.String())}
+	in := Input{Path: "https://acct.blob.core.windows.net/c/x.ndjson", Remote: m}
+	wantLines, wantData := readInputRanges(t, in, Options{}, []Range{{}})
 	ranges, why, err := Split(in, Options{}, 4)
-	if err != nil || len(ranges) != 1 || !strings.Contains(why, "blob") {
-		t.Errorf("Split of a blob = %v, %q, %v; want one range and the reason", ranges, why, err)
+	if err != nil || len(ranges) != 4 || why != "" {
+		t.Fatalf("Split of an NDJSON blob = %v, %q, %v; want 4 ranges", ranges, why, err)
+	}
+	lines, data := readInputRanges(t, in, Options{}, ranges)
+	if fmt.Sprint(lines) != fmt.Sprint(wantLines) || strings.Join(data, "\n") != strings.Join(wantData, "\n") {
+		t.Errorf("4 ranges of the blob read %d records, want %d in the same order with the same lines", len(data), len(wantData))
+	}
+	csv := Input{Path: "https://acct.blob.core.windows.net/c/x.csv", Remote: &memRemote{data: []byte("id\n1\n2\n3\n4\n")}}
+	if ranges, why, err := Split(csv, Options{}, 4); err != nil || len(ranges) != 1 || !strings.Contains(why, "CSV blob") {
+		t.Errorf("Split of a CSV blob = %v, %q, %v; want one range and the reason", ranges, why, err)
 	}
 }
 

@@ -10,12 +10,19 @@ import (
 	"testing"
 )
 
-// readRanges reads every range of path and returns the records' lines and
-// data, checking each range's records start inside it.
+// readRanges reads every range of path and returns the records' lines
+// (counted from the file's start) and data, checking each range's records
+// start inside it.
 func readRanges(t *testing.T, path string, opts Options, ranges []Range) (lines []int64, data []string) {
 	t.Helper()
+	return readInputRanges(t, Input{Path: path}, opts, ranges)
+}
+
+func readInputRanges(t *testing.T, in Input, opts Options, ranges []Range) (lines []int64, data []string) {
+	t.Helper()
+	x := NewLineIndex(in)
 	for i, rg := range ranges {
-		r, err := Open(Input{Path: path}, nil, opts, rg.Start)
+		r, err := Open(in, nil, opts, rg.Start)
 		if err != nil {
 			t.Fatalf("range %d %+v: %v", i, rg, err)
 		}
@@ -33,7 +40,11 @@ func readRanges(t *testing.T, path string, opts Options, ranges []Range) (lines 
 			if rec.Err != nil {
 				t.Fatalf("range %d: bad record at line %d: %v", i, rec.Line, rec.Err)
 			}
-			lines = append(lines, rec.Line)
+			line, err := x.Line(rec.Line, rec.Base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines = append(lines, line)
 			data = append(data, string(rec.Data))
 		}
 		r.Close()

@@ -176,7 +176,14 @@ func OpenRaw(in Input, offset int64) (io.ReadCloser, error) {
 // Position is a point in an input stream. The zero value is the start.
 type Position struct {
 	Offset int64 // bytes of the decompressed stream consumed
-	Line   int64 // newline bytes in the stream before Offset
+	Line   int64 // newline bytes in the stream before Offset, counted from Base
+	// Base is where Line counts from: 0, the stream's start, or the start
+	// of a piece of an NDJSON input (a segment or a shard) placed without
+	// counting the lines before it. Cutting a 200 GB file or blob then
+	// reads nothing before each cut; the lines before Base are counted
+	// only when a line number is shown (LineIndex), which is rare: a dead
+	// letter, a message. Resuming goes by Offset.
+	Base int64
 }
 
 // Record is one record of an input, or one bad record.
@@ -193,7 +200,8 @@ type Position struct {
 // per record).
 type Record struct {
 	Path   string
-	Line   int64    // 1-based line where the record starts
+	Line   int64    // 1-based line where the record starts, counted from Base
+	Base   int64    // see Position.Base; 0 for every input but NDJSON pieces
 	Offset int64    // byte offset of the record's start in the decompressed stream
 	Next   Position // resuming from Next yields exactly the records after this one
 	Data   []byte   // a JSON object (NDJSON: the line without CR/LF/BOM; CSV: built from the row); nil for a bad record
