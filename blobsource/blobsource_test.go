@@ -199,7 +199,7 @@ func TestStreamReadsRangesWithRetries(t *testing.T) {
 		t.Fatalf("input %+v identity %+v", in.Path, in.Remote.Identity())
 	}
 	for _, off := range []int64{0, 1234, int64(len(data)) - 5, int64(len(data))} {
-		rc, err := in.Remote.Open(off)
+		rc, err := in.Remote.Open(off, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -216,6 +216,25 @@ func TestStreamReadsRangesWithRetries(t *testing.T) {
 		var a, b int
 		if _, err := fmt.Sscanf(rg, "bytes=%d-%d", &a, &b); err == nil && b-a+1 > 1000 {
 			t.Errorf("range %s is larger than the chunk size", rg)
+		}
+	}
+
+	// A stream asked for smaller chunks (one of many cursors) reads them.
+	f.mu.Lock()
+	before := len(f.ranges)
+	f.mu.Unlock()
+	rc, _ := in.Remote.Open(100, 300)
+	got, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil || !bytes.Equal(got, data[100:]) {
+		t.Fatalf("with 300-byte chunks: read %d bytes, %v", len(got), err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, rg := range f.ranges[before:] {
+		var a, b int
+		if _, err := fmt.Sscanf(rg, "bytes=%d-%d", &a, &b); err == nil && b-a+1 > 300 {
+			t.Errorf("range %s is larger than the 300 bytes asked for", rg)
 		}
 	}
 }
@@ -242,7 +261,7 @@ func TestStreamStopsClearly(t *testing.T) {
 				f.etag = `"e2"`
 				f.mu.Unlock()
 				var rc io.ReadCloser
-				rc, err = in.Remote.Open(0)
+				rc, err = in.Remote.Open(0, 0)
 				if err == nil {
 					_, err = io.ReadAll(rc)
 					rc.Close()
@@ -265,7 +284,7 @@ func TestStreamCloseMidway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, _ := in.Remote.Open(0)
+	rc, _ := in.Remote.Open(0, 0)
 	buf := make([]byte, 10)
 	if _, err := io.ReadFull(rc, buf); err != nil {
 		t.Fatal(err)

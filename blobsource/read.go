@@ -108,12 +108,16 @@ func (b *Blob) ReadAt(p []byte, off int64) (int, error) {
 	return n, nil
 }
 
-// Open streams the blob from offset: chunks of ChunkSize fetched in order
-// by one goroutine, two ahead of the reader at most.
-func (b *Blob) Open(offset int64) (io.ReadCloser, error) {
+// Open streams the blob from offset: chunks of chunkSize bytes (0: the
+// resolver's ChunkSize) fetched in order by one goroutine, two ahead of
+// the reader at most.
+func (b *Blob) Open(offset, chunkSize int64) (io.ReadCloser, error) {
+	if chunkSize <= 0 {
+		chunkSize = b.chunk
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &stream{cancel: cancel, chunks: make(chan chunk, 1), free: make(chan []byte, 3), done: make(chan struct{})}
-	go s.produce(ctx, b, max(offset, 0))
+	go s.produce(ctx, b, max(offset, 0), chunkSize)
 	return s, nil
 }
 
@@ -136,23 +140,26 @@ type stream struct {
 	err error
 }
 
-func (s *stream) produce(ctx context.Context, b *Blob, off int64) {
+func (s *stream) produce(ctx context.Context, b *Blob, off, chunkSize int64) {
 	defer close(s.done)
 	defer close(s.chunks)
 	// The first range is small: a reader that only looks at the head (is
 	// this NDJSON one JSON array?) then closes costs little.
-	size := min(b.chunk, firstChunk)
+	size := min(chunkSize, firstChunk)
 	for off < b.id.Size {
+		n := min(size, b.id.Size-off)
 		var buf []byte
 		select {
 		case buf = <-s.free:
 		default:
-			buf = make([]byte, b.chunk)
 		}
-		buf = buf[:min(size, b.id.Size-off)]
+		if int64(cap(buf)) < n {
+			buf = make([]byte, n)
+		}
+		buf = buf[:n]
 		err := b.fetch(ctx, off, buf)
-		off += int64(len(buf))
-		size = b.chunk
+		off += n
+		size = chunkSize
 		select {
 		case s.chunks <- chunk{buf, err}:
 		case <-ctx.Done():

@@ -30,7 +30,7 @@ func (g *gatedRemote) Identity() source.RemoteIdentity {
 	return source.RemoteIdentity{ETag: `"1"`, Size: 4, LastModified: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)}
 }
 func (g *gatedRemote) Stat(context.Context) (source.RemoteIdentity, error) { return g.Identity(), nil }
-func (g *gatedRemote) Open(int64) (io.ReadCloser, error)                   { return nil, errors.ErrUnsupported }
+func (g *gatedRemote) Open(int64, int64) (io.ReadCloser, error)            { return nil, errors.ErrUnsupported }
 func (g *gatedRemote) OpenRandom() (source.RandomReader, error)            { return nil, errors.ErrUnsupported }
 func (g *gatedRemote) ReadAt(p []byte, off int64) (int, error) {
 	g.gate.arrive <- struct{}{}

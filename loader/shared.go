@@ -130,7 +130,7 @@ func plainNDJSON(in source.Input, format string) bool {
 	if format != "auto" && format != "ndjson" && format != "" {
 		return false
 	}
-	f, err := source.OpenRaw(in, 0)
+	f, err := source.OpenRaw(in, 0, 0)
 	if err != nil {
 		return false
 	}

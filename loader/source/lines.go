@@ -100,7 +100,9 @@ type LineIndex struct {
 
 // NewLineIndex counts the lines of in.
 func NewLineIndex(in Input) *LineIndex {
-	return &LineIndex{open: func(off int64) (io.ReadCloser, error) { return OpenRaw(in, off) }, blocks: map[int64]int64{}}
+	// linesAtOnce blob streams of 1 MiB chunks hold 48 MiB at most.
+	open := func(off int64) (io.ReadCloser, error) { return OpenRaw(in, off, 1<<20) }
+	return &LineIndex{open: open, blocks: map[int64]int64{}}
 }
 
 // Line turns a line counted from base (a Record's Line and Base, or a

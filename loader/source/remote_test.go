@@ -25,7 +25,7 @@ func (m *memRemote) Identity() RemoteIdentity {
 	return RemoteIdentity{ETag: `"1"`, Size: int64(len(m.data))}
 }
 func (m *memRemote) Stat(context.Context) (RemoteIdentity, error) { return m.Identity(), nil }
-func (m *memRemote) Open(off int64) (io.ReadCloser, error) {
+func (m *memRemote) Open(off, _ int64) (io.ReadCloser, error) {
 	m.opened = append(m.opened, off)
 	return io.NopCloser(bytes.NewReader(m.data[min(off, int64(len(m.data))):])), nil
 }
@@ -81,7 +81,7 @@ func TestRemoteResume(t *testing.T) {
 		if last := m.opened[len(m.opened)-1]; last != tc.wantOpen {
 			t.Errorf("%s: opened at %v, want the records read from %d", tc.name, m.opened, tc.wantOpen)
 		}
-		raw, err := OpenRaw(in, 8)
+		raw, err := OpenRaw(in, 8, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -240,6 +240,20 @@ func TestRemoteParquetResumeSkipsRowGroupsUnread(t *testing.T) {
 	for _, off := range m.offs {
 		if off < lastStart {
 			t.Errorf("read at byte %d, before the last row group (byte %d): reads %v", off, lastStart, m.offs)
+		}
+	}
+}
+
+// One cursor streams a blob in the remote's default chunks; many share a
+// bounded amount of memory, in chunks no smaller than minStreamChunk.
+func TestStreamChunkBoundsTheStreamsOfManyCursors(t *testing.T) {
+	if c := (Options{}).streamChunk(); c != 0 {
+		t.Errorf("one cursor: chunk %d, want the remote's default (0)", c)
+	}
+	for _, cursors := range []int{2, 8, 32, 64, 1000} {
+		c := (Options{Cursors: cursors}).streamChunk()
+		if c < minStreamChunk || (c > minStreamChunk && 3*c*int64(cursors) > segmentStreamsMemory) {
+			t.Errorf("%d cursors: chunk %d", cursors, c)
 		}
 	}
 }

@@ -81,7 +81,7 @@ func VerifyGzip(in Input) (int64, error) {
 		return 0, err
 	}
 	path := in.Path
-	f, err := OpenRaw(in, 0)
+	f, err := OpenRaw(in, 0, 0)
 	if err != nil {
 		return 0, err
 	}
