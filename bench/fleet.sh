@@ -6,13 +6,17 @@
 # runs LOADERS copies of the same import for SECONDS (SIGINT then), prints
 # each loader's report and peak RSS, and stops both servers.
 #
-#   bench/fleet.sh LOADER INPUT RU PARTITIONS SECONDS LOADERS SHARD_BYTES [import flags…]
+#   bench/fleet.sh [--blob] LOADER INPUT RU PARTITIONS SECONDS LOADERS SHARD_BYTES [import flags…]
 #   bench/fleet.sh --sorted FILE RECORDS TENANTS     writes a key-sorted input
 #   bench/fleet.sh --shuffled FILE RECORDS TENANTS   the same records, shuffled
+#
+# --blob uploads INPUT to Azurite (bench/putblob) and the loaders read the
+# blob. SHARD_BYTES 0 runs plain imports, not sharing (LOADERS 1).
 #
 # e.g. bench/fleet.sh --sorted /tmp/sorted.ndjson 192000 64 &&
 #      go build -o /tmp/loader . &&
 #      bench/fleet.sh /tmp/loader /tmp/sorted.ndjson 16000 8 40 2 1048576
+#      bench/fleet.sh --blob /tmp/loader /tmp/sorted.ndjson 16000 8 40 1 0
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -32,8 +36,13 @@ if [[ "${1:-}" == --sorted || "${1:-}" == --shuffled ]]; then
 	exit 0
 fi
 
+blob=
+if [[ "${1:-}" == --blob ]]; then
+	blob=1
+	shift
+fi
 if (($# < 7)); then
-	sed -n '2,15p' "$0" >&2
+	sed -n '2,19p' "$0" >&2
 	exit 2
 fi
 bin=$1 in=$2 ru=$3 parts=$4 secs=$5 n=$6 shard=$7
@@ -61,13 +70,22 @@ sleep 2
 key='C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw=='
 azkey='Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=='
 leases="DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=$azkey;BlobEndpoint=http://127.0.0.1:$bport/devstoreaccount1;"
+if [[ -n "$blob" ]]; then
+	(cd "$root" && go run ./bench/putblob "$leases" inputs "$(basename "$in")" "$in")
+	in="http://127.0.0.1:$bport/devstoreaccount1/inputs/$(basename "$in")"
+	set -- --source-connection-string "$leases" "$@"
+fi
+share=(--lease-connection-string "$leases" --shard-size "$shard")
+if [[ "$shard" == 0 ]]; then
+	share=()
+fi
 loaders=()
 for i in $(seq 1 "$n"); do
 	mkdir -p "$work/l$i"
 	(cd "$work/l$i" && HOME="$work/l$i" /usr/bin/time -f "%M" -o "$work/l$i/rss" \
 		timeout --foreground -s INT "$secs" "$bin" import "$in" --endpoint "http://127.0.0.1:$cport/" --key "$key" \
 		--database d --container c --create-container --partition-key /tenant --ru "$ru" --quiet \
-		--report "$work/l$i/report.json" --lease-connection-string "$leases" --shard-size "$shard" "$@" \
+		--report "$work/l$i/report.json" "${share[@]}" "$@" \
 		>"$work/l$i/out" 2>&1 || true) &
 	loaders+=($!)
 done
