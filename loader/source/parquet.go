@@ -223,26 +223,16 @@ const (
 	parquetBlobCache   = 16 << 20
 )
 
-// Blob streams (NDJSON, CSV) hold blobsource's chunks: 4 MiB, two read
-// ahead; streamsMemory is what those of one load may hold at once.
-const (
-	blobStreamMemory = 12 << 20
-	streamsMemory    = 48 << 20
-)
-
 // ReadersAtOnce is how many readers of inputs like in may be open at once:
 // Parquet readers within the memory the readers of one split Parquet file
 // may take (parquetSplitMemory), each counted from in's footer as
-// splitParquet counts them; blob streams within streamsMemory; local
-// NDJSON and CSV without a bound (math.MaxInt), as the caller divides
-// their read blocks among its readers. A Parquet input whose footer cannot
+// splitParquet counts them; NDJSON and CSV, local or blobs, without a
+// bound (math.MaxInt), as the caller divides their read blocks, and a
+// blob stream's chunks (Options.streamChunk), among its readers. A Parquet input whose footer cannot
 // be read (its own reader refuses it, or will say why) counts as a reader
 // of a few MiB of pages (parquetPagesGuess).
 func ReadersAtOnce(in Input, opts Options) int {
 	if f, _ := ResolveFormat(in, opts); f != FormatParquet {
-		if in.Remote != nil {
-			return streamsMemory / blobStreamMemory
-		}
 		return math.MaxInt
 	}
 	var held int64

@@ -205,7 +205,7 @@ func TestParquetReadersAtOnce(t *testing.T) {
 	if n := ReadersAtOnce(Input{Path: "a.ndjson"}, Options{}); n < 1000 {
 		t.Errorf("NDJSON: %d readers at once, want no bound here (their blocks are divided)", n)
 	}
-	if n := ReadersAtOnce(Input{Path: "https://a.blob.core.windows.net/c/a.ndjson", Remote: &memRemote{}}, Options{}); n != 4 {
-		t.Errorf("NDJSON blobs: %d readers at once, want 4 (48 MiB of 12 MiB streams)", n)
+	if n := ReadersAtOnce(Input{Path: "https://a.blob.core.windows.net/c/a.ndjson", Remote: &memRemote{}}, Options{}); n < 1000 {
+		t.Errorf("NDJSON blobs: %d readers at once, want no bound here (their streams' chunks are divided)", n)
 	}
 }
