@@ -118,8 +118,8 @@ func TestBlobParquetGlobLandsExactlyAndRefusesTheCorruptBlob(t *testing.T) {
 
 // A table as Spark writes it to Azure Storage, partitioned by region: the
 // region is only in the folder names, and is the container's partition
-// key. Every row lands with its folder's region; the writer's _SUCCESS and
-// _committed_ files are not inputs.
+// key. Every row lands with its folder's region, an NDJSON part's records
+// too; the writer's _SUCCESS and _committed_ files are not inputs.
 func TestBlobParquetPartitionFoldersAreFields(t *testing.T) {
 	// Exactness, not speed, is checked: this runs side by side with the
 	// kill-and-resume loops after the timing-sensitive tests.
@@ -138,6 +138,21 @@ func TestBlobParquetPartitionFoldersAreFields(t *testing.T) {
 			want[id] = d
 		}
 	}
+	// An NDJSON part in a folder of its own gets the folder's field too,
+	// first, so a record's own region wins.
+	var nd strings.Builder
+	for i := range 20 {
+		id := fmt.Sprintf("j%02d", i)
+		d := map[string]any{"id": id, "tenant": "t1", "region": "apac", "n": float64(i)}
+		if i == 7 {
+			d["region"] = "own"
+			fmt.Fprintf(&nd, `{"id":%q,"tenant":"t1","n":%d,"region":"own"}`+"\n", id, i)
+		} else {
+			fmt.Fprintf(&nd, `{"id":%q,"tenant":"t1","n":%d}`+"\n", id, i)
+		}
+		want[id] = d
+	}
+	putBlob(t, cc, "sales/region=apac/part-00000.json", []byte(nd.String()))
 	putBlob(t, cc, "sales/_SUCCESS", nil)
 	// A Data Lake Gen2 account lists its folders as empty blobs; Spark
 	// names folders like files.
@@ -151,9 +166,9 @@ func TestBlobParquetPartitionFoldersAreFields(t *testing.T) {
 	conn := []string{"--source-connection-string", az.ConnectionString()}
 
 	dry := runLoader(t, nil, append([]string{"dry-run", prefix, "--partition-key", "/tenant", "--json"}, conn...)...)
-	if dry.code != 0 || !strings.Contains(dry.stdout, `"records": 360`) ||
-		!strings.Contains(dry.stdout, "3 Parquet or CSV inputs sit in partition folders (region=…)") {
-		t.Errorf("dry-run: exit %d, want 360 records and a note on the folders' fields\n%s\n%s", dry.code, dry.stdout, dry.stderr)
+	if dry.code != 0 || !strings.Contains(dry.stdout, `"records": 380`) ||
+		!strings.Contains(dry.stdout, "4 inputs sit in partition folders (region=…)") {
+		t.Errorf("dry-run: exit %d, want 380 records and a note on the folders' fields\n%s\n%s", dry.code, dry.stdout, dry.stderr)
 	}
 	// Keyed by the folder's region, the null partition's rows (no region)
 	// are refused; keyed by tenant, every row lands.
@@ -164,8 +179,8 @@ func TestBlobParquetPartitionFoldersAreFields(t *testing.T) {
 		t.Fatalf("import keyed by region: exit %d, want 3 (the null partition's rows)\n%s", res.code, res.stderr)
 	}
 	docs := readAll(t, tg, "e2e", "byregion")
-	if len(docs) != 240 {
-		t.Errorf("%d documents keyed by region, want 240", len(docs))
+	if len(docs) != 260 {
+		t.Errorf("%d documents keyed by region, want 260", len(docs))
 	}
 	for id, d := range docs {
 		if want[id] == nil || d["region"] != want[id]["region"] {

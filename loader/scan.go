@@ -135,7 +135,11 @@ func (rm *recordMapper) scan(s *scanned) {
 		doc, err = rm.m.Map(rec.Data, rm.genID)
 	}
 	if err != nil {
-		s.dead = newDeadLetter(rec, reasonOf(err), err.Error(), rec.Data)
+		raw := rec.Data
+		if rec.Raw != nil { // the input's text, before the reader added to it
+			raw = rec.Raw
+		}
+		s.dead = newDeadLetter(rec, reasonOf(err), err.Error(), raw)
 		return
 	}
 	s.doc = doc

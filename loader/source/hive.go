@@ -11,9 +11,9 @@ import (
 // Hive-style partition folders. Spark, Synapse, Databricks and Hive write a
 // table partitioned by some of its columns as folders named after them
 // (.../region=eu/date=2026-11-01/part-0.parquet) and leave those columns
-// out of the files: the folder is the only place the value is. A Parquet
-// or CSV input gets a top-level field for each name=value folder in its
-// path, as Spark, DuckDB and Arrow datasets read such tables:
+// out of the files: the folder is the only place the value is. Every input
+// gets a top-level field for each name=value folder in its path, as Spark,
+// DuckDB and Arrow datasets read such tables:
 //
 //   - the value is a JSON number when it is a decimal literal of at most 15
 //     digits, which a float64 holds exactly, without a leading zero ("007"
@@ -26,10 +26,10 @@ import (
 //     deeper folder over a shallower one;
 //   - with --columns, a folder's field is kept when named, as a column is.
 //
-// Parquet and CSV (TSV) inputs get them. An NDJSON record is the input's
-// own JSON, which the loader never re-serialises; a partitioned NDJSON
-// table is rarer, and the loader says when it sees one
-// (PartitionFoldersNotes).
+// Parquet and CSV (TSV) rows get them after their columns. An NDJSON
+// record, the input's own JSON, gets them first (ndjsonReader.addFolders):
+// a member of the same name in the record comes later and wins, as the
+// last of duplicate members does in the mapper and in Cosmos DB.
 
 // hiveNull is the folder Hive writes the rows of a null partition value to.
 const hiveNull = "__HIVE_DEFAULT_PARTITION__"
@@ -149,31 +149,19 @@ func isExactDecimal(s string) bool {
 // PartitionFoldersNotes say what a load does with the partition folders
 // its inputs sit in: nothing when none does.
 func PartitionFoldersNotes(ins []Input, opts Options) []string {
-	var tabular, ndjson []string // folder names, first seen first
-	nt, nj := 0, 0
+	var names []string // folder names, first seen first
+	n := 0
 	for _, in := range ins {
-		names := PartitionFolders(in)
-		if len(names) == 0 {
-			continue
-		}
-		if f, _ := ResolveFormat(in, opts); f == FormatNDJSON {
-			nj++
-			ndjson = appendNew(ndjson, names)
-		} else {
-			nt++
-			tabular = appendNew(tabular, names)
+		if f := PartitionFolders(in); len(f) > 0 {
+			n++
+			names = appendNew(names, f)
 		}
 	}
-	var notes []string
-	if nt > 0 {
-		notes = append(notes, fmt.Sprintf("%s in partition folders (%s=…): each row gets its folders' fields, as Spark and DuckDB read such tables (a column of the same name wins)",
-			sits(nt, "Parquet or CSV input"), strings.Join(tabular, "=…, ")))
+	if n == 0 {
+		return nil
 	}
-	if nj > 0 {
-		notes = append(notes, fmt.Sprintf("%s in partition folders (%s=…): only Parquet and CSV rows get a folder's fields, so those values are not loaded",
-			sits(nj, "NDJSON input"), strings.Join(ndjson, "=…, ")))
-	}
-	return notes
+	return []string{fmt.Sprintf("%s in partition folders (%s=…): each record gets its folders' fields, as Spark and DuckDB read such tables (a field of the record of the same name wins)",
+		sits(n, "input"), strings.Join(names, "=…, "))}
 }
 
 func appendNew(have, names []string) []string {

@@ -94,8 +94,7 @@ func TestPartitionFoldersNotes(t *testing.T) {
 		{Path: "/lake/j/kind=x/c.ndjson"}, {Path: "/lake/plain.parquet"}, {Path: "-", Stdin: true},
 	}
 	notes := PartitionFoldersNotes(ins, Options{})
-	if len(notes) != 2 || !strings.HasPrefix(notes[0], "2 Parquet or CSV inputs sit in partition folders (region=…, day=…)") ||
-		!strings.HasPrefix(notes[1], "1 NDJSON input sits in partition folders (kind=…): only Parquet and CSV rows") {
+	if len(notes) != 1 || !strings.HasPrefix(notes[0], "3 inputs sit in partition folders (region=…, day=…, kind=…): each record gets") {
 		t.Errorf("notes %q", notes)
 	}
 	if notes := PartitionFoldersNotes(ins[3:], Options{}); notes != nil {
@@ -145,5 +144,58 @@ func TestCSVGetsItsPartitionFolders(t *testing.T) {
 	}
 	if got, w := read(Options{Columns: []string{"day"}, KeyColumns: []string{"id"}}, Position{}), `{"id":"o1","day":"2026-11-01"}`; len(got) != 2 || got[0] != w {
 		t.Errorf("--columns day: %q, want %s first", got, w)
+	}
+}
+
+// An NDJSON record below partition folders gets their fields first, so a
+// member of its own of the same name wins; lines and array elements alike,
+// from any line a resume starts at; the input's text stays in Raw.
+func TestNDJSONGetsItsPartitionFolders(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "events", "tenant=acme", "day=2026-11-01", "kind=__HIVE_DEFAULT_PARTITION__")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lines := "{\"id\":\"e1\",\"n\":1}\r\n  { }\n{\"id\":\"e3\",\"tenant\":\"own\"}\n[1]\n{\"id\":\n"
+	path := filepath.Join(dir, "part-0.json")
+	arrayPath := filepath.Join(dir, "part-1.json")
+	if err := os.WriteFile(path, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(arrayPath, []byte(`[{"id":"a1"}, {}]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	read := func(path string, opts Options, start Position) (data, raw []string) {
+		t.Helper()
+		r, err := Open(Input{Path: path}, nil, opts, start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		for {
+			rec, err := r.Next()
+			if err != nil {
+				return data, raw
+			}
+			data, raw = append(data, string(rec.Data)), append(raw, string(rec.Raw))
+		}
+	}
+	const f = `"tenant":"acme","day":"2026-11-01"`
+	want := []string{`{` + f + `,"id":"e1","n":1}`, `  {` + f + ` }`, `{` + f + `,"id":"e3","tenant":"own"}`, `[1]`, `{` + f + `,"id":`}
+	data, raw := read(path, Options{}, Position{})
+	if !reflect.DeepEqual(data, want) {
+		t.Errorf("records\n%q\nwant\n%q", data, want)
+	}
+	if raw[0] != `{"id":"e1","n":1}` || raw[3] != "" {
+		t.Errorf("raw %q: want the input's text of the records added to", raw)
+	}
+	second := int64(len("{\"id\":\"e1\",\"n\":1}\r\n"))
+	if data, _ := read(path, Options{}, Position{Offset: second, Line: 1}); !reflect.DeepEqual(data, want[1:]) {
+		t.Errorf("resumed at line 2: %q, want %q", data, want[1:])
+	}
+	if data, _ := read(path, Options{CSVEmptyNull: true}, Position{}); data[0] != `{`+f+`,"kind":null,"id":"e1","n":1}` {
+		t.Errorf("--null keep: %q", data[0])
+	}
+	if data, _ := read(arrayPath, Options{}, Position{}); !reflect.DeepEqual(data, []string{`{` + f + `,"id":"a1"}`, `{` + f + `}`}) {
+		t.Errorf("array elements %q", data)
 	}
 }

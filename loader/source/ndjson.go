@@ -54,6 +54,10 @@ type ndjsonReader struct {
 	off  int64
 	line int64
 	base int64 // Position.Base of the positions handed out
+	// folders are the fields of the input's partition folders, put
+	// first in each record (addFolders); foldersLen their JSON's length.
+	folders    []partitionField
+	foldersLen int
 	p    int   // bytes of buf[r:] already scanned without finding the end of the record
 	eof  bool
 	rerr error // sticky fatal read error, returned once the window is used up
@@ -72,7 +76,10 @@ type ndjsonReader struct {
 }
 
 func openNDJSON(path string, open opener, opts Options, start Position) (Reader, error) {
-	s := &ndjsonReader{path: path, max: opts.maxRecord(), blockSize: opts.BlockSize}
+	s := &ndjsonReader{path: path, max: opts.maxRecord(), blockSize: opts.BlockSize, folders: opts.partitionFields(nil, nil)}
+	for _, f := range s.folders {
+		s.foldersLen += len(f.name) + len(f.json) + 4 // quotes, colon, comma
+	}
 	if s.blockSize <= 0 {
 		s.blockSize = defaultBlockSize
 	}
@@ -103,6 +110,44 @@ func openNDJSON(path string, open opener, opts Options, start Position) (Reader,
 }
 
 func (s *ndjsonReader) Close() error { return s.src.Close() }
+
+// addFolders puts the fields of the input's partition folders (hive.go)
+// first in rec's object: a member of the record of the same name comes
+// after and wins, as the last of duplicate members does in the mapper and
+// in Cosmos DB. Raw keeps the input's text, for a dead letter. A record
+// that is not an object is left for the mapper to refuse.
+func (s *ndjsonReader) addFolders(rec *Record) {
+	if len(s.folders) == 0 {
+		return
+	}
+	data := rec.Data
+	i := 0
+	for i < len(data) && isSpace(data[i]) {
+		i++
+	}
+	if i == len(data) || data[i] != '{' {
+		return
+	}
+	j := i + 1
+	for j < len(data) && isSpace(data[j]) {
+		j++
+	}
+	out := make([]byte, 0, len(data)+s.foldersLen)
+	out = append(out, data[:i+1]...)
+	for k, f := range s.folders {
+		if k > 0 {
+			out = append(out, ',')
+		}
+		out = appendString(out, f.name)
+		out = append(out, ':')
+		out = append(out, f.json...)
+	}
+	if j < len(data) && data[j] != '}' {
+		out = append(out, ',')
+	}
+	out = append(out, data[i+1:]...)
+	rec.Raw, rec.Data = rec.Data, out
+}
 
 func (s *ndjsonReader) pos() Position { return Position{Offset: s.off, Line: s.line, Base: s.base} }
 
@@ -236,6 +281,7 @@ func (s *ndjsonReader) nextLine() (Record, error) {
 			rec.Err = invalidUTF8(data, dataOff)
 		default:
 			rec.Data = data[:len(data):len(data)]
+			s.addFolders(&rec)
 		}
 		return rec, nil
 	}
@@ -455,6 +501,7 @@ func (s *ndjsonReader) emitElement() Record {
 		rec.Err = invalidUTF8(elem, rec.Offset)
 	default:
 		rec.Data = elem[:len(elem):len(elem)]
+		s.addFolders(&rec)
 	}
 	s.discarding, s.raw = false, nil
 	return rec

@@ -227,7 +227,7 @@ type Record struct {
 	Offset int64    // byte offset of the record's start in the decompressed stream
 	Next   Position // resuming from Next yields exactly the records after this one
 	Data   []byte   // a JSON object (NDJSON: the line without CR/LF/BOM; CSV: built from the row); nil for a bad record
-	Raw    []byte   // the input text of a bad record (at most 64 KiB), for the dead-letter file
+	Raw    []byte   // the input text of a bad record (at most 64 KiB), or of a record whose Data the reader added to (partition folders), for the dead-letter file
 	Err    error    // non-nil for a bad record detected by the reader; reading continues after it
 	// Unterminated marks the last line of an input that has no trailing
 	// newline: if it does not parse, the input was probably truncated.
