@@ -95,20 +95,23 @@ type Counters struct {
 // It never holds the account key or a connection string: Save refuses a
 // Config that looks like it does, and strips credentials from the endpoint.
 type Config struct {
-	Endpoint       string   `json:"endpoint"`
-	Database       string   `json:"database"`
-	Container      string   `json:"container"`
-	PartitionKey   []string `json:"partition_key"`
-	IDField        string   `json:"id_field"`
-	Mode           string   `json:"mode"`
-	Format         string   `json:"format"`
-	Delimiter      string   `json:"delimiter,omitempty"`
-	CSVStrings     bool     `json:"csv_strings,omitempty"`
-	CSVEmptyNull   bool     `json:"csv_empty_null,omitempty"`
-	Columns        []string `json:"columns,omitempty"`
-	TargetRU       float64  `json:"target_ru"`
-	RUShare        float64  `json:"ru_share,omitempty"`
-	DeadLetterPath string   `json:"dead_letter_path,omitempty"`
+	Endpoint     string   `json:"endpoint"`
+	Database     string   `json:"database"`
+	Container    string   `json:"container"`
+	PartitionKey []string `json:"partition_key"`
+	IDField      string   `json:"id_field"`
+	Mode         string   `json:"mode"`
+	Format       string   `json:"format"`
+	Delimiter    string   `json:"delimiter,omitempty"`
+	CSVStrings   bool     `json:"csv_strings,omitempty"`
+	CSVEmptyNull bool     `json:"csv_empty_null,omitempty"`
+	Columns      []string `json:"columns,omitempty"`
+	// BinaryAsString reads Parquet byte arrays with no logical type as
+	// strings (--binary-as-string).
+	BinaryAsString bool    `json:"binary_as_string,omitempty"`
+	TargetRU       float64 `json:"target_ru"`
+	RUShare        float64 `json:"ru_share,omitempty"`
+	DeadLetterPath string  `json:"dead_letter_path,omitempty"`
 	// Strategy, ReadAhead, Priority and ThroughputBucket are how the load
 	// was run; resume runs it the same way (empty: the defaults).
 	Strategy         string `json:"strategy,omitempty"`

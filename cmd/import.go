@@ -298,11 +298,13 @@ type InputFlags struct {
 	Format     string
 	Delimiter  string
 	CSVStrings bool
-	CSVEmpty   string
-	Null       string
-	IDField    string
-	Columns    []string
-	Blob       BlobFlags
+	// BinaryAsString: Parquet byte arrays with no logical type are strings.
+	BinaryAsString bool
+	CSVEmpty       string
+	Null           string
+	IDField        string
+	Columns        []string
+	Blob           BlobFlags
 }
 
 func (o *InputFlags) addFlags(cmd *cobra.Command) {
@@ -312,9 +314,10 @@ func (o *InputFlags) addFlags(cmd *cobra.Command) {
 	fl.BoolVar(&o.CSVStrings, "csv-strings", false, "keep every CSV value a string (no number/boolean typing)")
 	fl.StringVar(&o.Null, "null", "", "missing values (empty CSV cells, Parquet nulls): omit the field or keep it as null (omit|keep; default omit)")
 	fl.StringVar(&o.CSVEmpty, "csv-empty", "omit", "empty CSV cells: omit or null (the same as --null omit|keep)")
+	fl.BoolVar(&o.BinaryAsString, "binary-as-string", false, "read Parquet byte arrays with no logical type as strings, as Spark's binaryAsString does\n(Hive, Impala and old Spark wrote strings so; a value that is not UTF-8 stays base64)")
 	fl.StringVar(&o.IDField, "id-field", "id", "field holding the document id (dotted path); records without one get a deterministic UUID")
 	fl.StringSliceVar(&o.Columns, "columns", nil, "load only these top-level fields of CSV and Parquet inputs, e.g. id,tenant,total\n(Parquet reads only their columns; the id and partition key fields are kept)")
-	group(fl, groupInput, "format", "null", "delimiter", "csv-strings", "csv-empty", "id-field", "columns")
+	group(fl, groupInput, "format", "null", "delimiter", "csv-strings", "csv-empty", "binary-as-string", "id-field", "columns")
 	enum(cmd, "format", "auto", "ndjson", "csv", "tsv", "parquet")
 	enum(cmd, "null", "omit", "keep")
 	enum(cmd, "csv-empty", "omit", "null")
@@ -322,7 +325,7 @@ func (o *InputFlags) addFlags(cmd *cobra.Command) {
 }
 
 func (o *InputFlags) sourceOptions() (source.Options, error) {
-	so := source.Options{Format: o.Format, CSVStrings: o.CSVStrings}
+	so := source.Options{Format: o.Format, CSVStrings: o.CSVStrings, BinaryAsString: o.BinaryAsString}
 	for _, c := range o.Columns {
 		if c = strings.TrimSpace(c); c == "" {
 			return so, usageError("--columns has an empty name")

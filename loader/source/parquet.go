@@ -425,7 +425,7 @@ func openParquet(in Input, opts Options, start Position) (r *parquetReader, err 
 			r.cols = appendLeaves(r.cols, &fr.Manifest.Fields[i])
 		}
 		if keep == nil || keep[i] {
-			r.logicals = append(r.logicals, logicalOf(&fr.Manifest.Fields[i], pf.MetaData().Schema))
+			r.logicals = append(r.logicals, logicalOf(&fr.Manifest.Fields[i], pf.MetaData().Schema, opts.BinaryAsString))
 		}
 	}
 	r.parts = opts.partitionFields(names, keep)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 )
@@ -22,7 +23,10 @@ import (
 //   - INTERVAL (months, days and milliseconds, as Spark and DuckDB write
 //     it) is an ISO 8601 duration string, "P1Y2M3DT4H5M6.789S".
 //
-// BSON, and byte arrays with no logical type, stay base64.
+// BSON, and byte arrays with no logical type, stay base64; with
+// --binary-as-string (Options.BinaryAsString) the latter are strings when
+// they are UTF-8, as Spark's binaryAsString reads the strings Hive, Impala
+// and old Spark wrote without the UTF8 annotation.
 type logicalKind uint8
 
 const (
@@ -30,6 +34,7 @@ const (
 	kindJSON
 	kindEnum
 	kindInterval
+	kindText // an unannotated byte array read as a string
 )
 
 // logical mirrors a field of the file's schema where one of its leaves has
@@ -41,11 +46,13 @@ type logical struct {
 	kids []*logical
 }
 
-// logicalOf is f's annotation; sc is the file's schema.
-func logicalOf(f *pqarrow.SchemaField, sc *schema.Schema) *logical {
+// logicalOf is f's annotation; sc is the file's schema; text says that
+// unannotated byte arrays are strings (Options.BinaryAsString).
+func logicalOf(f *pqarrow.SchemaField, sc *schema.Schema, text bool) *logical {
 	if f.IsLeaf() {
 		var k logicalKind
-		switch sc.Column(f.ColIndex).LogicalType().(type) {
+		col := sc.Column(f.ColIndex)
+		switch lt := col.LogicalType().(type) {
 		case schema.JSONLogicalType:
 			k = kindJSON
 		case schema.EnumLogicalType:
@@ -53,13 +60,16 @@ func logicalOf(f *pqarrow.SchemaField, sc *schema.Schema) *logical {
 		case schema.IntervalLogicalType:
 			k = kindInterval
 		default:
-			return nil
+			if !text || col.PhysicalType() != parquet.Types.ByteArray || (lt != nil && !lt.IsNone()) {
+				return nil
+			}
+			k = kindText
 		}
 		return &logical{kind: k}
 	}
 	var kids []*logical
 	for i := range f.Children {
-		if l := logicalOf(&f.Children[i], sc); l != nil {
+		if l := logicalOf(&f.Children[i], sc, text); l != nil {
 			if kids == nil {
 				kids = make([]*logical, len(f.Children))
 			}
@@ -110,6 +120,13 @@ func logicalBinder(arr arrow.Array, l *logical) appendFn {
 			return func(b []byte, i int) []byte { return appendJSONText(b, a.Value(i)) }
 		case kindEnum:
 			return func(b []byte, i int) []byte { return appendString(b, string(a.Value(i))) }
+		case kindText:
+			return func(b []byte, i int) []byte {
+				if v := a.Value(i); utf8.Valid(v) {
+					return appendString(b, string(v))
+				}
+				return appendBase64(b, a.Value(i))
+			}
 		}
 	case *array.FixedSizeBinary:
 		if l.kind == kindInterval && a.DataType().(*arrow.FixedSizeBinaryType).ByteWidth == 12 {

@@ -57,6 +57,10 @@ type Options struct {
 	Delimiter rune
 	// CSVStrings keeps every CSV value a JSON string (--csv-strings).
 	CSVStrings bool
+	// BinaryAsString reads Parquet byte arrays with no logical type as
+	// strings (--binary-as-string): Hive, Impala and old Spark wrote
+	// strings so. A value that is not UTF-8 stays base64.
+	BinaryAsString bool
 	// CSVEmptyNull keeps missing values as null instead of omitting the
 	// field (--null keep, alias --csv-empty=null): empty CSV cells and null
 	// Parquet values (columns, struct fields, map values) alike.

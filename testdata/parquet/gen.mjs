@@ -134,3 +134,27 @@ const logical = new parquet.ParquetSchema({
   await w.appendRow({ id: 'l3', pk: 'p1', doc: 42, nest: { j: 'text' }, jl: { list: [] } });
   await w.close();
 }
+
+// legacy.parquet: strings as Hive, Impala and old Spark wrote them, byte
+// arrays with no logical type (read as strings with --binary-as-string),
+// at the top level, in a struct and in a list; one value is not UTF-8.
+const legacy = new parquet.ParquetSchema({
+  id: { type: 'BYTE_ARRAY' },
+  pk: { type: 'BYTE_ARRAY' },
+  name: { type: 'BYTE_ARRAY', optional: true },
+  addr: {
+    optional: true,
+    fields: { city: { type: 'BYTE_ARRAY', optional: true } },
+  },
+  tags: parquet.ParquetFieldBuilder.createListField('BYTE_ARRAY'),
+});
+{
+  const w = await parquet.ParquetWriter.openFile(legacy, path.join(out, 'legacy.parquet'));
+  await w.appendRow({
+    id: Buffer.from('h1'), pk: Buffer.from('p1'), name: Buffer.from('Zoë "Z"'),
+    addr: { city: Buffer.from('Tromsø') },
+    tags: { list: [{ element: Buffer.from('a') }, { element: Buffer.from('b') }] },
+  });
+  await w.appendRow({ id: Buffer.from('h2'), pk: Buffer.from('p2'), name: Buffer.from([0xff, 0xfe]) });
+  await w.close();
+}
