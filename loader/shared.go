@@ -6,10 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -114,35 +112,17 @@ func splittable(in source.Input, opts source.Options) (ok bool, align func(int64
 		}
 		return true, func(offset int64) (source.Position, error) { return source.ParquetAlign(in, offset) }
 	}
-	if !plainNDJSON(in, opts.Format) {
+	// A CSV file is one shard: its record boundaries are found by
+	// following its quoting from its start.
+	if f, err := source.ResolveFormat(in, opts); err != nil || f != source.FormatNDJSON {
+		return false, nil
+	}
+	if ok, _ := source.Splittable(in, opts); !ok {
 		return false, nil
 	}
 	return true, func(offset int64) (source.Position, error) { return source.LineStart(in, offset) }
 }
 
-// plainNDJSON reports whether path can be cut into byte ranges at line
-// starts: plain NDJSON, not gzip, CSV or one JSON array.
-func plainNDJSON(in source.Input, format string) bool {
-	switch strings.ToLower(filepath.Ext(in.Path)) {
-	case ".gz", ".csv", ".tsv", ".tab", ".parquet", ".parq":
-		return false
-	}
-	if format != "auto" && format != "ndjson" && format != "" {
-		return false
-	}
-	f, err := source.OpenRaw(in, 0, 0)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	head := make([]byte, 512)
-	n, _ := io.ReadFull(f, head)
-	trimmed := strings.TrimLeft(strings.TrimPrefix(string(head[:n]), "\ufeff"), " \t\r\n")
-	if n >= 2 && head[0] == 0x1f && head[1] == 0x8b {
-		return false
-	}
-	return !strings.HasPrefix(trimmed, "[")
-}
 
 // leasedShards is a shared load's work: the shards this process can
 // claim, one run each, paced to the capacity its leases are worth, with
