@@ -145,19 +145,30 @@ func (r *Resolver) Open(rawURL string) (source.Input, error) {
 
 func (r *Resolver) prefix(cc *container.Client, loc location, prefix string) ([]source.Input, error) {
 	var ins []source.Input
-	delta := false
+	delta, nested := false, "" // a table at the prefix, or below it
+	all := map[string]source.Input{} // every blob, for a Delta table's log
 	err := r.list(cc, loc, prefix, func(name string, id source.RemoteIdentity) {
 		rel := strings.TrimPrefix(name, prefix)
-		delta = delta || source.InDeltaLog(rel)
+		all[rel] = r.input(cc, loc, name, id)
+		if source.InDeltaLog(rel) {
+			if dir, _, _ := strings.Cut(rel, "_delta_log/"); dir == "" {
+				delta = true
+			} else if nested == "" {
+				nested = loc.display(prefix + strings.TrimSuffix(dir, "/"))
+			}
+		}
 		if source.IsInputName(rel) {
-			ins = append(ins, r.input(cc, loc, name, id))
+			ins = append(ins, all[rel])
 		}
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", loc.display(prefix), err)
 	}
-	if delta {
-		return nil, source.DeltaTableError(loc.display(prefix))
+	switch {
+	case nested != "":
+		return nil, source.DeltaTableError(loc.display(prefix), nested)
+	case delta:
+		return source.DeltaTable(loc.display(prefix), all)
 	}
 	if len(ins) == 0 {
 		return nil, fmt.Errorf("no input blobs under %s (.ndjson, .jsonl, .json, .csv, .tsv, .tab, optionally .gz, or .parquet)", loc.display(prefix))

@@ -25,9 +25,10 @@ var inputExtensions = map[string]bool{".ndjson": true, ".jsonl": true, ".json": 
 // files). A glob matches what it says.
 //
 // A path that does not exist, a glob that matches nothing, a directory
-// with no input files and a directory holding a Delta Lake table are
-// errors naming the argument, so the command can stop before it writes
-// anything.
+// with no input files and a directory holding a Delta Lake table below
+// it are errors naming the argument, so the command can stop before it
+// writes anything. A directory that is a Delta table (it holds _delta_log/)
+// names the files of the table's current version (DeltaTable).
 func Expand(args []string) ([]Input, error) {
 	return ExpandWith(args, nil)
 }
@@ -105,6 +106,16 @@ func ExpandWith(args []string, remote RemoteExpander) ([]Input, error) {
 				add(p)
 				continue
 			}
+			if st, err := os.Stat(filepath.Join(p, deltaLog)); err == nil && st.IsDir() {
+				ins, err := localDeltaTable(p)
+				if err != nil {
+					return nil, err
+				}
+				for _, in := range ins {
+					add(in.Path)
+				}
+				continue
+			}
 			files, err := walkInputs(p)
 			if err != nil {
 				return nil, err
@@ -122,6 +133,28 @@ func ExpandWith(args []string, remote RemoteExpander) ([]Input, error) {
 
 func hasMeta(p string) bool { return strings.ContainsAny(p, `*?[\`) }
 
+// localDeltaTable returns the current files of the Delta table in dir.
+func localDeltaTable(dir string) ([]Input, error) {
+	files := map[string]Input{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return fmt.Errorf("walk %s: %w", p, err)
+		}
+		if d.Type().IsRegular() {
+			rel, err := filepath.Rel(dir, p)
+			if err != nil {
+				return err
+			}
+			files[filepath.ToSlash(rel)] = Input{Path: p}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return DeltaTable(dir, files)
+}
+
 func walkInputs(dir string) ([]string, error) {
 	var files []string
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -129,7 +162,7 @@ func walkInputs(dir string) ([]string, error) {
 			return fmt.Errorf("walk %s: %w", p, err)
 		}
 		if p != dir && d.IsDir() && d.Name() == deltaLog {
-			return DeltaTableError(dir)
+			return DeltaTableError(dir, filepath.Dir(p))
 		}
 		if p != dir && hiddenName(d.Name()) {
 			if d.IsDir() {
@@ -184,13 +217,13 @@ func InDeltaLog(rel string) bool {
 }
 
 // DeltaTableError is why a directory or a blob prefix (named as root)
-// holding a Delta Lake table is not read whole. Its folders keep the
-// Parquet files of the table's earlier versions until a VACUUM, and only
-// the log knows which are current: loading every file would load rows the
-// table no longer has, and an upsert would keep whichever version came
-// last.
-func DeltaTableError(root string) error {
-	return fmt.Errorf("%s holds a Delta Lake table (%s/): its folders keep the Parquet files of earlier versions too, "+
-		"and loading all of them would load rows the table no longer has; export the table (or its current version) "+
-		"and load that, or name the files to load (a glob loads exactly what it matches)", root, deltaLog)
+// holding a Delta Lake table (at table) below it is not read whole. The
+// table's folders keep the Parquet files of its earlier versions until a
+// VACUUM, and only its log knows which are current: loading every file
+// would load rows the table no longer has. Named itself, the table loads
+// its current version (DeltaTable).
+func DeltaTableError(root, table string) error {
+	return fmt.Errorf("%s holds a Delta Lake table, %s, among its files: its folders keep the Parquet files of earlier versions too, "+
+		"and loading all of them would load rows the table no longer has; name the table's folder (the one holding %s/) "+
+		"to load its current version, or name the files to load (a glob loads exactly what it matches)", root, table, deltaLog)
 }

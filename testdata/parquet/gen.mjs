@@ -158,3 +158,63 @@ const legacy = new parquet.ParquetSchema({
   await w.appendRow({ id: Buffer.from('h2'), pk: Buffer.from('p2'), name: Buffer.from([0xff, 0xfe]) });
   await w.close();
 }
+
+// ../delta/events: a Delta Lake table partitioned by region, as Spark
+// writes one. Version 0 adds region=eu/part-old and region=us/part-0;
+// version 1 removes part-old and adds region=eu/part-0; a checkpoint at
+// version 1 (written here by parquetjs, as Spark writes one: a column per
+// action kind); version 2 adds region=us/part-1. The current version is
+// eu/part-0, us/part-0 and us/part-1: part-old's rows must not load.
+{
+  const table = path.join(out, '..', 'delta', 'events');
+  const log = path.join(table, '_delta_log');
+  fs.mkdirSync(log, { recursive: true });
+  const data = new parquet.ParquetSchema({ id: { type: 'UTF8' }, tenant: { type: 'UTF8' }, n: { type: 'INT64' } });
+  const files = { 'region=eu/part-old.parquet': 'old', 'region=us/part-0.parquet': 'us0', 'region=eu/part-0.parquet': 'eu0', 'region=us/part-1.parquet': 'us1' };
+  for (const [rel, tag] of Object.entries(files)) {
+    fs.mkdirSync(path.dirname(path.join(table, rel)), { recursive: true });
+    const w = await parquet.ParquetWriter.openFile(data, path.join(table, rel));
+    for (let i = 0; i < 3; i++) await w.appendRow({ id: `${tag}-${i}`, tenant: `t${i}`, n: BigInt(i) });
+    await w.close();
+  }
+  const protocol = { protocol: { minReaderVersion: 1, minWriterVersion: 2 } };
+  const metaData = { metaData: { id: 'e1', format: { provider: 'parquet', options: {} }, schemaString: '{"type":"struct","fields":[]}', partitionColumns: ['region'], configuration: {}, createdTime: 1764000000000 } };
+  const add = (rel, region) => ({ add: { path: rel, partitionValues: { region }, size: 1, modificationTime: 1764000000000, dataChange: true } });
+  const commit = (v, actions) => fs.writeFileSync(path.join(log, String(v).padStart(20, '0') + '.json'), actions.map((a) => JSON.stringify(a)).join('\n') + '\n');
+  commit(0, [protocol, metaData, add('region=eu/part-old.parquet', 'eu'), add('region=us/part-0.parquet', 'us')]);
+  commit(1, [{ remove: { path: 'region=eu/part-old.parquet', deletionTimestamp: 1764000001000, dataChange: true } }, add('region=eu/part-0.parquet', 'eu')]);
+  commit(2, [add('region=us/part-1.parquet', 'us')]);
+  const cp = new parquet.ParquetSchema({
+    txn: { optional: true, fields: { appId: { type: 'UTF8', optional: true }, version: { type: 'INT64', optional: true } } },
+    add: {
+      optional: true,
+      fields: {
+        path: { type: 'UTF8', optional: true },
+        partitionValues: { type: 'MAP', optional: true, fields: { key_value: { repeated: true, fields: { key: { type: 'UTF8' }, value: { type: 'UTF8', optional: true } } } } },
+        size: { type: 'INT64', optional: true },
+        modificationTime: { type: 'INT64', optional: true },
+        dataChange: { type: 'BOOLEAN', optional: true },
+      },
+    },
+    remove: { optional: true, fields: { path: { type: 'UTF8', optional: true }, deletionTimestamp: { type: 'INT64', optional: true }, dataChange: { type: 'BOOLEAN', optional: true } } },
+    metaData: {
+      optional: true,
+      fields: {
+        id: { type: 'UTF8', optional: true },
+        schemaString: { type: 'UTF8', optional: true },
+        partitionColumns: parquet.ParquetFieldBuilder.createListField('UTF8'),
+        createdTime: { type: 'INT64', optional: true },
+      },
+    },
+    protocol: { optional: true, fields: { minReaderVersion: { type: 'INT32', optional: true }, minWriterVersion: { type: 'INT32', optional: true } } },
+  });
+  const w = await parquet.ParquetWriter.openFile(cp, path.join(log, '00000000000000000001.checkpoint.parquet'));
+  await w.appendRow({ protocol: { minReaderVersion: 1, minWriterVersion: 2 } });
+  await w.appendRow({ metaData: { id: 'e1', schemaString: '{"type":"struct","fields":[]}', partitionColumns: { list: [{ element: 'region' }] }, createdTime: 1764000000000n } });
+  for (const [rel, region] of [['region=eu/part-0.parquet', 'eu'], ['region=us/part-0.parquet', 'us']]) {
+    await w.appendRow({ add: { path: rel, partitionValues: { key_value: [{ key: 'region', value: region }] }, size: 1n, modificationTime: 1764000000000n, dataChange: false } });
+  }
+  await w.appendRow({ remove: { path: 'region=eu/part-old.parquet', deletionTimestamp: 1764000001000n, dataChange: true } });
+  await w.close();
+  fs.writeFileSync(path.join(log, '_last_checkpoint'), JSON.stringify({ version: 1, size: 5 }) + '\n');
+}
