@@ -145,7 +145,7 @@ func (r *Resolver) Open(rawURL string) (source.Input, error) {
 
 func (r *Resolver) prefix(cc *container.Client, loc location, prefix string) ([]source.Input, error) {
 	var ins []source.Input
-	delta, nested := false, "" // a table at the prefix, or below it
+	delta, nested := false, ""       // a table at the prefix, or below it
 	all := map[string]source.Input{} // every blob, for a Delta table's log
 	err := r.list(cc, loc, prefix, func(name string, id source.RemoteIdentity) {
 		rel := strings.TrimPrefix(name, prefix)

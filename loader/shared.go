@@ -123,7 +123,6 @@ func splittable(in source.Input, opts source.Options) (ok bool, align func(int64
 	return true, func(offset int64) (source.Position, error) { return source.LineStart(in, offset) }
 }
 
-
 // leasedShards is a shared load's work: the shards this process can
 // claim, one run each, paced to the capacity its leases are worth, with
 // each shard's progress kept in its blob.

@@ -58,9 +58,9 @@ type ndjsonReader struct {
 	// first in each record (addFolders); foldersLen their JSON's length.
 	folders    []partitionField
 	foldersLen int
-	p    int   // bytes of buf[r:] already scanned without finding the end of the record
-	eof  bool
-	rerr error // sticky fatal read error, returned once the window is used up
+	p          int // bytes of buf[r:] already scanned without finding the end of the record
+	eof        bool
+	rerr       error // sticky fatal read error, returned once the window is used up
 
 	mode int
 
