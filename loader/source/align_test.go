@@ -2,8 +2,11 @@ package source
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 )
 
@@ -99,7 +102,8 @@ func TestLineStartAndLineIndexMatchDefinition(t *testing.T) {
 }
 
 // A LineIndex counts each block once: a second question about the same
-// stretch reads only what lies past the last whole block.
+// stretch reads only what lies past the last whole block, and questions
+// asked at once read each block they share once.
 func TestLineIndexRemembersBlocks(t *testing.T) {
 	defer func(b int64) { lineBlock = b }(lineBlock)
 	lineBlock = 4
@@ -112,7 +116,7 @@ func TestLineIndexRemembersBlocks(t *testing.T) {
 	if len(x.blocks) != 4 {
 		t.Fatalf("%d blocks kept, want 4", len(x.blocks))
 	}
-	x.blocks[0] = 100 // what is kept is what is used
+	x.blocks[0].n = 100 // what is kept is what is used
 	if n, _ := x.Line(1, 10); n != 100+2+1+1 {
 		t.Errorf("Line(1, 10) = %d: the kept count of block 0 was not used", n)
 	}
@@ -125,5 +129,39 @@ func TestLineStartMissingFile(t *testing.T) {
 	// Offset 0 never needs the file.
 	if _, err := LineStart(Input{Path: filepath.Join(t.TempDir(), "nope")}, 0); err != nil {
 		t.Errorf("LineStart(0) on a missing file: %v", err)
+	}
+}
+
+func TestLineIndexReadsEachBlockOnceForQuestionsAtOnce(t *testing.T) {
+	defer func(b int64) { lineBlock = b }(lineBlock)
+	lineBlock = 4
+	content := strings.Repeat("abc\n", 64)
+	path := writeAlignFixture(t, content)
+	x := NewLineIndex(Input{Path: path})
+	var mu sync.Mutex
+	reads := map[int64]int{}
+	open := x.open
+	x.open = func(off int64) (io.ReadCloser, error) {
+		mu.Lock()
+		reads[off]++
+		mu.Unlock()
+		return open(off)
+	}
+	var wg sync.WaitGroup
+	for q := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			base := int64(len(content)) - 4*int64(q)
+			if n, err := x.Line(0, base); err != nil || n != base/4 {
+				t.Errorf("Line(0, %d) = %d, %v; want %d", base, n, err, base/4)
+			}
+		}()
+	}
+	wg.Wait()
+	for off, n := range reads {
+		if n > 1 && off%4 == 0 && off < int64(len(content))-4*16 {
+			t.Errorf("block at %d read %d times", off, n)
+		}
 	}
 }

@@ -90,19 +90,29 @@ const linesAtOnce = 16
 
 // LineIndex counts the lines of one input before an offset, remembering
 // what it counted block by block, so a second dead letter of a piece, or
-// of a piece after it, counts only what lies beyond.
+// of a piece after it, counts only what lies beyond. Questions asked at
+// once (the first dead letters of many segments) share the blocks they
+// have in common: each block is read once.
 type LineIndex struct {
 	open func(offset int64) (io.ReadCloser, error)
 	mu   sync.Mutex
-	// blocks holds the newlines of each whole block counted so far.
-	blocks map[int64]int64
+	// blocks holds each whole block's count, done or being done.
+	blocks map[int64]*blockLines
+}
+
+// blockLines is one block's newlines, known once done is closed (err: the
+// block could not be read; a later question reads it again).
+type blockLines struct {
+	done chan struct{}
+	n    int64
+	err  error
 }
 
 // NewLineIndex counts the lines of in.
 func NewLineIndex(in Input) *LineIndex {
 	// linesAtOnce blob streams of 1 MiB chunks hold 48 MiB at most.
 	open := func(off int64) (io.ReadCloser, error) { return OpenRaw(in, off, 1<<20) }
-	return &LineIndex{open: open, blocks: map[int64]int64{}}
+	return &LineIndex{open: open, blocks: map[int64]*blockLines{}}
 }
 
 // Line turns a line counted from base (a Record's Line and Base, or a
@@ -118,35 +128,41 @@ func (x *LineIndex) Line(line, base int64) (int64, error) {
 // before returns the newlines in the input's bytes [0, offset).
 func (x *LineIndex) before(offset int64) (int64, error) {
 	whole := offset / lineBlock
+	blocks := make([]*blockLines, whole)
+	var mine []int64 // the blocks this question counts
 	x.mu.Lock()
-	var missing []int64
-	for b := int64(0); b < whole; b++ {
-		if _, ok := x.blocks[b]; !ok {
-			missing = append(missing, b)
+	for b := range whole {
+		bl := x.blocks[b]
+		if bl == nil {
+			bl = &blockLines{done: make(chan struct{})}
+			x.blocks[b] = bl
+			mine = append(mine, b)
 		}
+		blocks[b] = bl
 	}
 	x.mu.Unlock()
-	counts := make([]int64, len(missing))
-	err := parallel.Each(len(missing), linesAtOnce, func(i int) error {
-		var err error
-		counts[i], err = x.count(missing[i]*lineBlock, lineBlock)
-		return err
+	parallel.Each(len(mine), linesAtOnce, func(i int) error {
+		b := mine[i]
+		bl := blocks[b]
+		bl.n, bl.err = x.count(b*lineBlock, lineBlock)
+		if bl.err != nil {
+			x.mu.Lock()
+			delete(x.blocks, b)
+			x.mu.Unlock()
+		}
+		close(bl.done)
+		return nil
 	})
+	n, err := x.count(whole*lineBlock, offset-whole*lineBlock)
+	for _, bl := range blocks {
+		<-bl.done
+		if err == nil {
+			err = bl.err
+		}
+		n += bl.n
+	}
 	if err != nil {
 		return 0, err
-	}
-	tail, err := x.count(whole*lineBlock, offset-whole*lineBlock)
-	if err != nil {
-		return 0, err
-	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	for i, b := range missing {
-		x.blocks[b] = counts[i]
-	}
-	n := tail
-	for b := int64(0); b < whole; b++ {
-		n += x.blocks[b]
 	}
 	return n, nil
 }
