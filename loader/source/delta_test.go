@@ -92,6 +92,27 @@ func TestDeltaTableLoadsItsCurrentVersion(t *testing.T) {
 			t.Errorf("%s: files %v, want %v", name, got, deltaCurrent)
 		}
 	}
+	// A partition value Hive escapes in its folder (e%3Au), whose path the
+	// log escapes again as a URI (e%253Au).
+	root := copyDelta(t)
+	if err := os.MkdirAll(filepath.Join(root, "region=e%3Au"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(root, "region=eu", "part-0.parquet"))
+	if err := os.WriteFile(filepath.Join(root, "region=e%3Au", "part-2.parquet"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	writeCommit(t, root, 3, `{"add":{"path":"region=e%253Au/part-2.parquet","partitionValues":{"region":"e:u"}}}`)
+	if ins, err := Expand([]string{root}); err != nil || len(ins) != 4 || !strings.HasSuffix(ins[0].Path, "region=e%3Au/part-2.parquet") {
+		t.Errorf("a file in an escaped folder: %v, %v", ins, err)
+	} else if r, err := Open(ins[0], nil, Options{}, Position{}); err == nil {
+		rec, _ := r.Next()
+		r.Close()
+		if !strings.HasSuffix(string(rec.Data), `"region":"e:u"}`) {
+			t.Errorf("its row %s: want region e:u", rec.Data)
+		}
+	}
+
 	// The rows of a file of the table come with its partition column.
 	r, err := Open(ins[0], nil, Options{}, Position{})
 	if err != nil {
