@@ -33,18 +33,7 @@ func TestParquetBinaryAsString(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			recs, err := readParquet(t, parquetDir+"legacy.parquet", tc.opts, Position{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(recs) != len(tc.want) {
-				t.Fatalf("got %d records, want %d", len(recs), len(tc.want))
-			}
-			for i, rec := range recs {
-				if string(rec.Data) != tc.want[i] {
-					t.Errorf("row %d:\n got %s\nwant %s", i+1, rec.Data, tc.want[i])
-				}
-			}
+			parquetRowsAre(t, "legacy.parquet", tc.opts, tc.want)
 		})
 	}
 }
@@ -70,21 +59,12 @@ func TestParquetLogicalTypesExactJSON(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			recs, err := readParquet(t, parquetDir+"logical.parquet", tc.opts, Position{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(recs) != len(tc.want) {
-				t.Fatalf("got %d records, want %d", len(recs), len(tc.want))
-			}
+			recs := parquetRowsAre(t, "logical.parquet", tc.opts, tc.want)
 			m, err := record.NewMapper(record.Config{PartitionKeyPaths: []string{"/doc/tenant"}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			for i, rec := range recs {
-				if string(rec.Data) != tc.want[i] {
-					t.Errorf("row %d:\n got %s\nwant %s", i+1, rec.Data, tc.want[i])
-				}
 				// An embedded JSON value's nesting and terms are unknown
 				// to the encoder: the mapper must parse the row.
 				if rec.Members != nil {

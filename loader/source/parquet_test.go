@@ -35,6 +35,25 @@ func readParquet(t *testing.T, path string, opts Options, start Position) ([]Rec
 	}
 }
 
+// parquetRowsAre reads a fixture and checks its rows' JSON, exactly; it
+// returns the records for further checks.
+func parquetRowsAre(t *testing.T, name string, opts Options, want []string) []Record {
+	t.Helper()
+	recs, err := readParquet(t, parquetDir+name, opts, Position{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != len(want) {
+		t.Fatalf("got %d records, want %d", len(recs), len(want))
+	}
+	for i, rec := range recs {
+		if string(rec.Data) != want[i] {
+			t.Errorf("row %d:\n got %s\nwant %s", i+1, rec.Data, want[i])
+		}
+	}
+	return recs
+}
+
 // types.parquet is written by parquetjs (testdata/parquet/gen.mjs): every
 // value below is what an independent writer put there.
 func TestParquetTypesExactJSON(t *testing.T) {
@@ -62,17 +81,8 @@ func TestParquetTypesExactJSON(t *testing.T) {
 		{"format flag", Options{Format: "parquet"}, omit},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			recs, err := readParquet(t, parquetDir+"types.parquet", tc.opts, Position{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(recs) != len(tc.want) {
-				t.Fatalf("got %d records, want %d", len(recs), len(tc.want))
-			}
+			recs := parquetRowsAre(t, "types.parquet", tc.opts, tc.want)
 			for i, rec := range recs {
-				if string(rec.Data) != tc.want[i] {
-					t.Errorf("row %d:\n got %s\nwant %s", i+1, rec.Data, tc.want[i])
-				}
 				if rec.Line != int64(i+1) || rec.Offset != int64(i) || rec.Next.Line != int64(i+1) || rec.Path != parquetDir+"types.parquet" {
 					t.Errorf("row %d: position line %d offset %d next %+v", i+1, rec.Line, rec.Offset, rec.Next)
 				}
