@@ -139,7 +139,7 @@ func TestBlobParquetPartitionFoldersAreFields(t *testing.T) {
 		}
 	}
 	// An NDJSON part in a folder of its own gets the folder's field too,
-	// first, so a record's own region wins.
+	// but a record's own region wins.
 	var nd strings.Builder
 	for i := range 20 {
 		id := fmt.Sprintf("j%02d", i)

@@ -27,9 +27,8 @@ import (
 //   - with --columns, a folder's field is kept when named, as a column is.
 //
 // Parquet and CSV (TSV) rows get them after their columns. An NDJSON
-// record, the input's own JSON, gets them first (ndjsonReader.addFolders):
-// a member of the same name in the record comes later and wins, as the
-// last of duplicate members does in the mapper and in Cosmos DB.
+// record, the input's own JSON, gets them first (ndjsonReader.addFolders),
+// but for those it has a member of, which win as columns do.
 
 // hiveNull is the folder Hive writes the rows of a null partition value to.
 const hiveNull = "__HIVE_DEFAULT_PARTITION__"

@@ -147,15 +147,16 @@ func TestCSVGetsItsPartitionFolders(t *testing.T) {
 	}
 }
 
-// An NDJSON record below partition folders gets their fields first, so a
-// member of its own of the same name wins; lines and array elements alike,
+// An NDJSON record below partition folders gets their fields first, but
+// for those it has a member of (never a duplicate name: Cosmos DB would
+// store it, and the Java SDK fail to read it); lines and array elements alike,
 // from any line a resume starts at; the input's text stays in Raw.
 func TestNDJSONGetsItsPartitionFolders(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "events", "tenant=acme", "day=2026-11-01", "kind=__HIVE_DEFAULT_PARTITION__")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	lines := "{\"id\":\"e1\",\"n\":1}\r\n  { }\n{\"id\":\"e3\",\"tenant\":\"own\"}\n[1]\n{\"id\":\n"
+	lines := "{\"id\":\"e1\",\"n\":1}\r\n  { }\n{\"id\":\"e3\",\"tenant\":\"own\"}\n[1]\n{\"id\":\"e5\",\"tenan\\u0074\":\"esc\",\"x\":\"tenant\"}\n{\"id\":\n"
 	path := filepath.Join(dir, "part-0.json")
 	arrayPath := filepath.Join(dir, "part-1.json")
 	if err := os.WriteFile(path, []byte(lines), 0o644); err != nil {
@@ -180,7 +181,8 @@ func TestNDJSONGetsItsPartitionFolders(t *testing.T) {
 		}
 	}
 	const f = `"tenant":"acme","day":"2026-11-01"`
-	want := []string{`{` + f + `,"id":"e1","n":1}`, `  {` + f + ` }`, `{` + f + `,"id":"e3","tenant":"own"}`, `[1]`, `{` + f + `,"id":`}
+	want := []string{`{` + f + `,"id":"e1","n":1}`, `  {` + f + ` }`, `{"day":"2026-11-01","id":"e3","tenant":"own"}`, `[1]`,
+		`{"day":"2026-11-01","id":"e5","tenan\u0074":"esc","x":"tenant"}`, `{` + f + `,"id":`}
 	data, raw := read(path, Options{}, Position{})
 	if !reflect.DeepEqual(data, want) {
 		t.Errorf("records\n%q\nwant\n%q", data, want)

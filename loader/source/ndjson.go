@@ -2,6 +2,7 @@ package source
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"unicode/utf8"
@@ -112,10 +113,12 @@ func openNDJSON(path string, open opener, opts Options, start Position) (Reader,
 func (s *ndjsonReader) Close() error { return s.src.Close() }
 
 // addFolders puts the fields of the input's partition folders (hive.go)
-// first in rec's object: a member of the record of the same name comes
-// after and wins, as the last of duplicate members does in the mapper and
-// in Cosmos DB. Raw keeps the input's text, for a dead letter. A record
-// that is not an object is left for the mapper to refuse.
+// first in rec's object, but for those the record has a member of: its
+// own value wins, as a column does over a folder. (Cosmos DB stores a
+// document with duplicate names as it is sent, and the Java SDK and the
+// Spark connector then fail to read it.) Raw keeps the input's text, for
+// a dead letter. A record that is not an object is left for the mapper to
+// refuse.
 func (s *ndjsonReader) addFolders(rec *Record) {
 	if len(s.folders) == 0 {
 		return
@@ -134,13 +137,21 @@ func (s *ndjsonReader) addFolders(rec *Record) {
 	}
 	out := make([]byte, 0, len(data)+s.foldersLen)
 	out = append(out, data[:i+1]...)
-	for k, f := range s.folders {
-		if k > 0 {
+	added := 0
+	for _, f := range s.folders {
+		if hasMember(data[i:], f.name) {
+			continue
+		}
+		if added > 0 {
 			out = append(out, ',')
 		}
 		out = appendString(out, f.name)
 		out = append(out, ':')
 		out = append(out, f.json...)
+		added++
+	}
+	if added == 0 {
+		return
 	}
 	if j < len(data) && data[j] != '}' {
 		out = append(out, ',')
@@ -171,6 +182,22 @@ func (s *ndjsonReader) fill() {
 	} else if err != nil {
 		s.rerr = fmt.Errorf("read %s: %w", s.path, err)
 	}
+}
+
+// hasMember reports whether obj, a JSON object, has a top-level member
+// named name. Most records cannot (the name's quoted bytes appear nowhere,
+// and no escape could spell them): only the others are decoded. Invalid
+// JSON reports false; the mapper refuses it.
+func hasMember(obj []byte, name string) bool {
+	if !bytes.Contains(obj, []byte(`"`+name+`"`)) && !bytes.Contains(obj, []byte(`\u`)) {
+		return false
+	}
+	var members map[string]json.RawMessage
+	if json.Unmarshal(obj, &members) != nil {
+		return false
+	}
+	_, ok := members[name]
+	return ok
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
