@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -441,15 +440,9 @@ func dryRunSegments(in source.Input, j *DryRunJob, parts int, warnings *[]string
 	if in.Stdin || parts <= 1 {
 		return whole, whole, nil
 	}
-	var size int64
-	if in.Remote != nil {
-		size = in.Remote.Identity().Size
-	} else {
-		st, err := os.Stat(in.Path)
-		if err != nil {
-			return nil, nil, err
-		}
-		size = st.Size()
+	size, err := source.RawSize(in)
+	if err != nil {
+		return nil, nil, err
 	}
 	n := SegmentCount(size, parts, j.Segments)
 	altN := min(maxSegments, max(4*n, 4*parts))

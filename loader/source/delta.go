@@ -113,127 +113,161 @@ func DeltaTable(root string, files map[string]Input) ([]Input, error) {
 		}
 	}
 
-	current := map[string]deltaFile{}
-	var partitionCols []string
-	mapping := ""
-	apply := func(a *deltaAction, where string) error {
-		switch {
-		case a.Add != nil:
-			p, err := deltaPath(a.Add.Path)
-			if err != nil {
-				return fmt.Errorf("%s: %w", where, err)
-			}
-			current[p] = deltaFile{partitions: a.Add.PartitionValues, dv: len(a.Add.DeletionVector) > 0 && string(a.Add.DeletionVector) != "null"}
-		case a.Remove != nil:
-			p, err := deltaPath(a.Remove.Path)
-			if err != nil {
-				return fmt.Errorf("%s: %w", where, err)
-			}
-			delete(current, p)
-		case a.MetaData != nil:
-			partitionCols = a.MetaData.PartitionColumns
-			mapping = a.MetaData.Configuration["delta.columnMapping.mode"]
-		case a.Sidecar != nil:
-			return errors.New("its checkpoint keeps its files in sidecar files, which this reader does not read")
-		case a.Protocol != nil:
-			if v := a.Protocol.MinReaderVersion; v > 3 {
-				return fmt.Errorf("it needs a reader of version %d (this one reads up to 3)", v)
-			}
-			for _, f := range a.Protocol.ReaderFeatures {
-				if !deltaReaderFeatures[f] {
-					return fmt.Errorf("it uses the reader feature %q, which this reader does not honour", f)
-				}
-			}
-		}
-		return nil
-	}
+	var rp deltaReplay
 	if from >= 0 {
 		parts := checkpoints[from]
 		slices.Sort(parts)
 		for _, rel := range parts {
-			r, err := Open(files[rel], nil, Options{Format: FormatParquet}, Position{})
-			if err != nil {
-				return nil, fail("read its checkpoint %s: %v", rel, err)
-			}
-			for {
-				rec, err := r.Next()
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				if err == nil && rec.Err != nil {
-					err = rec.Err
-				}
-				var a deltaAction
-				if err == nil {
-					err = json.Unmarshal(rec.Data, &a)
-				}
-				if err == nil && a.Remove == nil { // a checkpoint's removes are tombstones
-					err = apply(&a, rel)
-				}
-				if err != nil {
-					r.Close()
-					return nil, fail("checkpoint %s: %v", rel, err)
-				}
-			}
-			r.Close()
-		}
-	}
-	for v := from + 1; v <= newest; v++ {
-		rel := commits[v]
-		b, err := readAllRaw(files[rel])
-		if err != nil {
-			return nil, fail("read its commit %s: %v", rel, err)
-		}
-		for n, line := range bytes.Split(b, []byte{'\n'}) {
-			if len(bytes.TrimSpace(line)) == 0 {
-				continue
-			}
-			var a deltaAction
-			if err := json.Unmarshal(line, &a); err != nil {
-				return nil, fail("commit %s, line %d: %v", rel, n+1, err)
-			}
-			if err := apply(&a, fmt.Sprintf("commit %s, line %d", rel, n+1)); err != nil {
+			if err := rp.checkpoint(files[rel], rel); err != nil {
 				return nil, fail("%v", err)
 			}
 		}
 	}
-	if mapping != "" && mapping != "none" {
-		return nil, fail("it maps its columns by %s (delta.columnMapping.mode): its files' column names are not the table's", mapping)
+	for v := from + 1; v <= newest; v++ {
+		if err := rp.commit(files[commits[v]], commits[v]); err != nil {
+			return nil, fail("%v", err)
+		}
 	}
+	if rp.mapping != "" && rp.mapping != "none" {
+		return nil, fail("it maps its columns by %s (delta.columnMapping.mode): its files' column names are not the table's", rp.mapping)
+	}
+	out, err := rp.inputs(files)
+	if err != nil {
+		return nil, fail("%v", err)
+	}
+	if len(out) == 0 {
+		return nil, fail("its current version has no files")
+	}
+	return out, nil
+}
 
-	paths := make([]string, 0, len(current))
-	for p := range current {
+// deltaReplay is the table's state as its log is replayed: the current
+// files by path, the partition columns and the column mapping mode.
+type deltaReplay struct {
+	current       map[string]deltaFile
+	partitionCols []string
+	mapping       string
+}
+
+// apply replays one action; where names it in a message.
+func (rp *deltaReplay) apply(a *deltaAction, where string) error {
+	if rp.current == nil {
+		rp.current = map[string]deltaFile{}
+	}
+	switch {
+	case a.Add != nil:
+		p, err := deltaPath(a.Add.Path)
+		if err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
+		rp.current[p] = deltaFile{partitions: a.Add.PartitionValues, dv: len(a.Add.DeletionVector) > 0 && string(a.Add.DeletionVector) != "null"}
+	case a.Remove != nil:
+		p, err := deltaPath(a.Remove.Path)
+		if err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
+		delete(rp.current, p)
+	case a.MetaData != nil:
+		rp.partitionCols = a.MetaData.PartitionColumns
+		rp.mapping = a.MetaData.Configuration["delta.columnMapping.mode"]
+	case a.Sidecar != nil:
+		return errors.New("its checkpoint keeps its files in sidecar files, which this reader does not read")
+	case a.Protocol != nil:
+		if v := a.Protocol.MinReaderVersion; v > 3 {
+			return fmt.Errorf("it needs a reader of version %d (this one reads up to 3)", v)
+		}
+		for _, f := range a.Protocol.ReaderFeatures {
+			if !deltaReaderFeatures[f] {
+				return fmt.Errorf("it uses the reader feature %q, which this reader does not honour", f)
+			}
+		}
+	}
+	return nil
+}
+
+// checkpoint replays one Parquet checkpoint file (rel), read through the
+// Parquet reader as JSON rows, an action each. Its removes are tombstones.
+func (rp *deltaReplay) checkpoint(in Input, rel string) error {
+	r, err := Open(in, nil, Options{Format: FormatParquet}, Position{})
+	if err != nil {
+		return fmt.Errorf("read its checkpoint %s: %v", rel, err)
+	}
+	defer r.Close()
+	for {
+		rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err == nil && rec.Err != nil {
+			err = rec.Err
+		}
+		var a deltaAction
+		if err == nil {
+			err = json.Unmarshal(rec.Data, &a)
+		}
+		if err == nil && a.Remove == nil {
+			err = rp.apply(&a, rel)
+		}
+		if err != nil {
+			return fmt.Errorf("checkpoint %s: %v", rel, err)
+		}
+	}
+}
+
+// commit replays one JSON commit (rel): an action per line.
+func (rp *deltaReplay) commit(in Input, rel string) error {
+	b, err := readAllRaw(in)
+	if err != nil {
+		return fmt.Errorf("read its commit %s: %v", rel, err)
+	}
+	for n, line := range bytes.Split(b, []byte{'\n'}) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var a deltaAction
+		if err := json.Unmarshal(line, &a); err != nil {
+			return fmt.Errorf("commit %s, line %d: %v", rel, n+1, err)
+		}
+		if err := rp.apply(&a, fmt.Sprintf("commit %s, line %d", rel, n+1)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// inputs are the current files, in path order, each checked: no deletion
+// vector, present among files, its partition values in its folders.
+func (rp *deltaReplay) inputs(files map[string]Input) ([]Input, error) {
+	paths := make([]string, 0, len(rp.current))
+	for p := range rp.current {
 		paths = append(paths, p)
 	}
 	slices.Sort(paths)
 	var out []Input
 	for _, p := range paths {
-		f := current[p]
+		f := rp.current[p]
 		if f.dv {
-			return nil, fail("%s has rows deleted by a deletion vector, which a reader of its Parquet file would load (rewrite the table with REORG TABLE … APPLY (PURGE), or export it)", p)
+			return nil, fmt.Errorf("%s has rows deleted by a deletion vector, which a reader of its Parquet file would load (rewrite the table with REORG TABLE … APPLY (PURGE), or export it)", p)
 		}
 		in, ok := files[p]
 		if !ok {
-			return nil, fail("its log names %s, which is not there", p)
+			return nil, fmt.Errorf("its log names %s, which is not there", p)
 		}
 		folders := map[string]string{}
 		for _, fo := range partitionFolders(in) {
 			folders[fo.name] = fo.value
 		}
-		for _, c := range partitionCols {
+		for _, c := range rp.partitionCols {
 			v, ok := f.partitions[c]
 			want := hiveNull
 			if ok && v != nil {
 				want = *v
 			}
 			if got, ok := folders[c]; !ok || got != want && !(want == "" && got == hiveNull) {
-				return nil, fail("%s's partition value %s=%q is not in its folders (it would not be loaded)", p, c, want)
+				return nil, fmt.Errorf("%s's partition value %s=%q is not in its folders (it would not be loaded)", p, c, want)
 			}
 		}
 		out = append(out, in)
-	}
-	if len(out) == 0 {
-		return nil, fail("its current version has no files")
 	}
 	return out, nil
 }

@@ -37,7 +37,7 @@ func LineStart(in Input, offset int64) (Position, error) {
 		return Position{}, fmt.Errorf("find a line start in %s: %w", in.Path, err)
 	}
 	defer closeRA()
-	size, err := rawSize(in)
+	size, err := RawSize(in)
 	if err != nil {
 		return Position{}, fmt.Errorf("find a line start in %s: %w", in.Path, err)
 	}

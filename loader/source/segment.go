@@ -82,7 +82,7 @@ func Split(in Input, opts Options, n int) ([]Range, string, error) {
 	if ok, why := Splittable(in, opts); !ok {
 		return whole, why, nil
 	}
-	size, err := rawSize(in)
+	size, err := RawSize(in)
 	if err != nil {
 		return nil, "", fmt.Errorf("split %s: %w", in.Path, err)
 	}
@@ -128,8 +128,8 @@ func Split(in Input, opts Options, n int) ([]Range, string, error) {
 	return rangesFrom(starts, size), "", nil
 }
 
-// rawSize is the size of a local file or blob as stored.
-func rawSize(in Input) (int64, error) {
+// RawSize is the size of a local file or blob as stored.
+func RawSize(in Input) (int64, error) {
 	if in.Remote != nil {
 		return in.Remote.Identity().Size, nil
 	}
