@@ -195,6 +195,8 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 	jc := *j
 	j = &jc
 	j.Source.KeyColumns = m.KeyFields() // --columns keeps them
+	// Of the other members only their length and terms count.
+	j.Source.SizeOnly = func(field string) bool { return !m.ReadsValue(field) }
 	bounds := j.Bounds
 	if len(bounds) < 2 {
 		bounds = epk.SplitEven(1)

@@ -33,6 +33,19 @@ func (m *Mapper) Plan(schema *Schema) *Plan {
 	return p
 }
 
+// ReadsValue reports whether mapping a record reads the value of its
+// top-level member name, rather than only its length and its Leaves: the
+// id, the members the id or partition key paths end at or go on inside,
+// and those the indexing policy names something inside. The bytes of the
+// other members never matter to MapTrusted but for their count, and a
+// caller that keeps only a Doc's size (dry-run) may have its reader leave
+// them unwritten (see source.Options.SizeOnly).
+func (m *Mapper) ReadsValue(name string) bool {
+	var k topKey
+	m.topKey(&k, []byte(name))
+	return k.isID || k.hit != 0 || k.cont != 0 || k.cn != nil
+}
+
 // Schema is the layout p was made for.
 func (p *Plan) Schema() *Schema { return p.schema }
 

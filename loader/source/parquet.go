@@ -756,7 +756,7 @@ func (e *rowGroupEncoder) batch(b arrow.RecordBatch, recs *[]Record, send func(p
 			err = fmt.Errorf("%v", p)
 		}
 	}()
-	e.enc = bindRow(b, e.enc, e.r.opts.CSVEmptyNull, e.r.logicals, e.r.parts)
+	e.enc = bindRow(b, e.enc, e.r.opts.CSVEmptyNull, e.r.logicals, e.r.parts, e.r.opts.SizeOnly)
 	for i, n := 0, int(b.NumRows()); i < n; i++ {
 		if *recs == nil {
 			select {
@@ -812,6 +812,9 @@ func (e *rowGroupEncoder) emit(i int) Record {
 	ms = ms[:len(ms):len(ms)]
 	inSpans := sp // the arena ms lies in
 	if !e.enc.trusted || len(data) > math.MaxInt32 {
+		if e.enc.trusted { // too long for Members: the mapper will read it all
+			data = e.enc.appendRow(nil, i, nil)
+		}
 		ms, inSpans = nil, nil
 	} else if len(ms) == 0 {
 		ms, inSpans = []record.Member{}, nil // an empty object is trusted too

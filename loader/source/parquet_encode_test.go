@@ -468,7 +468,7 @@ func TestParquetMapKeysAsStrings(t *testing.T) {
 	ml.ItemBuilder().(*array.Int32Builder).Append(5)
 	rec := b.NewRecordBatch()
 	defer rec.Release()
-	got := bindRow(rec, nil, false, nil, nil).appendRow(nil, 0, nil)
+	got := bindRow(rec, nil, false, nil, nil, nil).appendRow(nil, 0, nil)
 	want := `{"i":{"7":1,"-3":2},"t":{"2023-11-14T22:13:20Z":true},"l":{"[\"a\",\"q\\\"\"]":5}}`
 	if string(got) != want {
 		t.Fatalf("got  %s\nwant %s", got, want)

@@ -44,9 +44,13 @@ import (
 type appendFn func(b []byte, i int) []byte
 
 type objField struct {
-	key    []byte // `"name":`
-	arr    arrow.Array
-	put    appendFn
+	key []byte // `"name":`
+	arr arrow.Array
+	put appendFn
+	// size, when set, stands for put at the top level of a trusted row:
+	// the value's bytes are left unwritten, only its length is taken (see
+	// Options.SizeOnly).
+	size   sizeFn
 	leaves leafFn // nil: always one
 	nulls  bool   // arr has nulls: most columns have none in a batch, and IsNull is a bitmap lookup per value
 }
@@ -59,6 +63,7 @@ type leafFn func(i int) int32
 type rowEncoder struct {
 	fields    []objField
 	schema    *record.Schema // the fields' names, for record.Member.Field
+	sizeOnly  []bool         // by column: only its length is needed (Options.SizeOnly)
 	keepNulls bool
 	// trusted: the rows may go to record.MapTrusted, which does not check
 	// nesting; false when a column's type nests deeper than Map allows.
@@ -68,14 +73,18 @@ type rowEncoder struct {
 // bindRow binds an encoder to a batch; keys are escaped once per batch.
 // The fields of the input's partition folders (parts) follow the columns.
 // logicals are the columns' annotations (see logicalOf), nil for none.
-func bindRow(rb arrow.RecordBatch, prev *rowEncoder, keepNulls bool, logicals []*logical, parts []partitionField) *rowEncoder {
+// sizeOnly is Options.SizeOnly: those columns' values are sized, not
+// written, in trusted rows.
+func bindRow(rb arrow.RecordBatch, prev *rowEncoder, keepNulls bool, logicals []*logical, parts []partitionField, sizeOnly func(string) bool) *rowEncoder {
 	e := prev
 	sc := rb.Schema()
 	nc := int(rb.NumCols())
 	if e == nil || !sameNames(e.schema.Names, sc, parts) {
-		e = &rowEncoder{fields: make([]objField, nc+len(parts)), schema: &record.Schema{Names: make([]string, nc+len(parts))}}
+		e = &rowEncoder{fields: make([]objField, nc+len(parts)), schema: &record.Schema{Names: make([]string, nc+len(parts))},
+			sizeOnly: make([]bool, nc)}
 		for c := range nc {
 			e.schema.Names[c] = jsonName(sc.Field(c).Name)
+			e.sizeOnly[c] = sizeOnly != nil && sizeOnly(e.schema.Names[c])
 		}
 		for j, p := range parts {
 			e.schema.Names[nc+j] = jsonName(p.name)
@@ -89,7 +98,12 @@ func bindRow(rb arrow.RecordBatch, prev *rowEncoder, keepNulls bool, logicals []
 		if c < len(logicals) {
 			l = logicals[c]
 		}
-		e.fields[c] = objField{key: appendKey(nil, sc.Field(c).Name), arr: col, put: binder(col, keepNulls, l),
+		put := binder(col, keepNulls, l)
+		var size sizeFn
+		if e.sizeOnly[c] {
+			size = sizer(col, keepNulls, l, put)
+		}
+		e.fields[c] = objField{key: appendKey(nil, sc.Field(c).Name), arr: col, put: put, size: size,
 			leaves: leafCounter(col, keepNulls), nulls: col.NullN() > 0}
 		if 1+typeDepth(col.DataType()) > record.MaxDepth || l.hasJSON() {
 			e.trusted = false
@@ -166,9 +180,12 @@ func appendObject(b []byte, fields []objField, i int, keepNulls bool, ms *[]reco
 		first = false
 		b = append(b, f.key...)
 		vs := len(b)
-		if null {
+		switch {
+		case null:
 			b = append(b, "null"...)
-		} else {
+		case f.size != nil && ms != nil:
+			b = unwritten(b, f.size(i))
+		default:
 			b = f.put(b, i)
 		}
 		if ms != nil {

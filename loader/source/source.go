@@ -95,6 +95,16 @@ type Options struct {
 	// sets them from the mapper).
 	KeyColumns []string
 
+	// SizeOnly, when set, names the top-level fields whose values the
+	// caller needs only the length of, and their index terms (Members):
+	// a dry-run, which maps each record and keeps only its size, id and
+	// key (see record.Mapper.ReadsValue). A reader that builds the JSON
+	// itself (Parquet) may then leave those values' bytes unwritten in
+	// Record.Data — its length and its other members stay exact — in
+	// records that carry Members; writing them was a third of a dry-run's
+	// work on some files. An import must not set it.
+	SizeOnly func(field string) bool
+
 	// folders are the input's partition folders (see hive.go), set by
 	// Open for the Parquet and CSV readers.
 	folders []folder
