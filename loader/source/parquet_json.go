@@ -98,10 +98,12 @@ func bindRow(rb arrow.RecordBatch, prev *rowEncoder, keepNulls bool, logicals []
 		if c < len(logicals) {
 			l = logicals[c]
 		}
-		put := binder(col, keepNulls, l)
+		var put appendFn
 		var size sizeFn
 		if e.sizeOnly[c] {
-			size = sizer(col, keepNulls, l, put)
+			size, put = sizer(col, keepNulls, l), lazyBinder(col, keepNulls, l)
+		} else {
+			put = binder(col, keepNulls, l)
 		}
 		e.fields[c] = objField{key: appendKey(nil, sc.Field(c).Name), arr: col, put: put, size: size,
 			leaves: leafCounter(col, keepNulls), nulls: col.NullN() > 0}

@@ -24,16 +24,30 @@ import (
 // bound to. It is only called for non-null elements.
 type sizeFn func(i int) int
 
-// sizer returns the sizeFn of arr's non-null elements; put is binder's
-// encoder of them, which it falls back on.
-func sizer(arr arrow.Array, keepNulls bool, l *logical, put appendFn) sizeFn {
+// sizer returns the sizeFn of arr's non-null elements: knownSize's, or
+// else the length of what binder writes, written into scratch memory.
+func sizer(arr arrow.Array, keepNulls bool, l *logical) sizeFn {
 	if size := knownSize(arr, keepNulls, l); size != nil {
 		return size
 	}
+	put := binder(arr, keepNulls, l)
 	var scratch []byte
 	return func(i int) int {
 		scratch = put(scratch[:0], i)
 		return len(scratch)
+	}
+}
+
+// lazyBinder is binder's encoder, bound on its first use: a column that
+// is only sized is written only in a row the mapper reads whole, and
+// binding checks every string of the batch.
+func lazyBinder(arr arrow.Array, keepNulls bool, l *logical) appendFn {
+	var put appendFn
+	return func(b []byte, i int) []byte {
+		if put == nil {
+			put = binder(arr, keepNulls, l)
+		}
+		return put(b, i)
 	}
 }
 
@@ -88,7 +102,7 @@ func knownSize(arr arrow.Array, keepNulls bool, l *logical) sizeFn {
 			child := a.Field(k)
 			cl := l.child(k)
 			fields[k] = field{arr: child, key: len(appendKey(nil, st.Field(k).Name)),
-				size: sizer(child, keepNulls, cl, binder(child, keepNulls, cl)), nulls: child.NullN() > 0}
+				size: sizer(child, keepNulls, cl), nulls: child.NullN() > 0}
 		}
 		return func(i int) int {
 			n, members := len("{}"), 0
@@ -112,7 +126,7 @@ func knownSize(arr arrow.Array, keepNulls bool, l *logical) sizeFn {
 		list := a.(array.ListLike)
 		values := list.ListValues()
 		vl := l.child(0)
-		size := sizer(values, keepNulls, vl, binder(values, keepNulls, vl))
+		size := sizer(values, keepNulls, vl)
 		nulls := values.NullN() > 0
 		return func(i int) int {
 			start, end := list.ValueOffsets(i)
