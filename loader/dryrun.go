@@ -232,10 +232,9 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 	})
 	// The per-record work that depends on the record alone runs on the
 	// mapping workers; the cost model is never updated in a dry-run.
-	prep := func(s *scanned) {
+	prep := func(s *scanned, keys *keyCache) {
 		s.ru = cost.Estimate(len(s.doc.Body), s.doc.Terms)
-		s.epk = epk.Of(s.doc.PK)
-		s.key = pkString(s.doc.PK)
+		s.epk, s.key = keys.of(s.doc.PK)
 	}
 	for _, in := range j.Inputs {
 		p.Inputs = append(p.Inputs, in.Path)

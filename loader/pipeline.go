@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cosmosloader/loader/epk"
 	"github.com/cosmosloader/loader/internal/clock"
 	"github.com/cosmosloader/loader/loader/htmlreport"
 	"github.com/cosmosloader/loader/loader/record"
@@ -701,9 +700,9 @@ func (r *run) readInput(i int, in Input, workers int, queues *lanes) error {
 	anyRecord := false
 	// Paced admission routes by the partition key's hash: hash it on the
 	// mapping workers (route keeps a hash it is given).
-	var prep func(*scanned)
+	var prep prepFunc
 	if _, paced := r.adm.(*pacedAdmission); paced {
-		prep = func(s *scanned) { s.epk = epk.Of(s.doc.PK) }
+		prep = func(s *scanned, keys *keyCache) { s.epk, _ = keys.of(s.doc.PK) }
 	}
 	err := scanInput(workers, in, r.o.Stdin, r.o.Source, r.o.Mapper, prep, func(s *scanned) bool {
 		if r.stopped() || !cur.take(s.rec.At(), s.rec.Next) {

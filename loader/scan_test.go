@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -123,7 +124,7 @@ func scanLog(t *testing.T, c scanCase, workers, stopAfter int) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prep := func(s *scanned) { s.epk = epk.Of(s.doc.PK) }
+	prep := func(s *scanned, keys *keyCache) { s.epk, _ = keys.of(s.doc.PK) }
 	var log []string
 	err = scanInput(workers, c.in, nil, c.so, m, prep, func(s *scanned) bool {
 		r := s.rec
@@ -282,5 +283,25 @@ func TestScanStdinRecordGoesOutAtOnce(t *testing.T) {
 	})
 	if err != nil || len(got) != 1 {
 		t.Fatalf("got %q, err %v", got, err)
+	}
+}
+
+// A worker's key cache gives what hashing and writing each key gives,
+// for keys met again, keys of other types, hierarchical keys, and after
+// it was emptied for room.
+func TestKeyCacheMatchesHashingEachKey(t *testing.T) {
+	var c keyCache
+	keys := [][]any{{"acme"}, {"acme"}, {"a\"b<>"}, {""}, {42.5}, {nil}, {true}, {"acme", "eu"}, {"acme"}}
+	for i := range 3000 {
+		keys = append(keys, []any{strings.Repeat("k", 200) + strconv.Itoa(i%1500)})
+	}
+	for _, pk := range keys {
+		hash, json := c.of(pk)
+		if hash != epk.Of(pk) || json != pkString(pk) {
+			t.Fatalf("%v: %s %s, want %s %s", pk, hash, json, epk.Of(pk), pkString(pk))
+		}
+	}
+	if c.bytes > keyCacheBytes {
+		t.Errorf("the cache holds %d bytes of keys, more than %d", c.bytes, keyCacheBytes)
 	}
 }

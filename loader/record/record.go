@@ -385,7 +385,7 @@ func (s *scanner) pkValue(c capture, path string) (any, error) {
 				Msg:    "partition key " + path + " contains an unpaired UTF-16 surrogate escape",
 				Offset: c.start}
 		}
-		return string(v), nil
+		return s.pkString(v), nil
 	case 't':
 		return true, nil
 	case 'f':

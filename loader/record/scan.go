@@ -44,6 +44,31 @@ type scanner struct {
 	keyBuf  []byte // unescaped member names
 	scratch []byte // unescaped id and key values
 	idBuf   []byte // a generated id, quoted
+
+	// pkStrings are the string partition key values met lately, boxed
+	// as Doc.PK holds them: most inputs repeat their keys, and a string
+	// and its box were two of a record's few allocations. Bounded by
+	// pkStringsBytes of keys.
+	pkStrings     map[string]any
+	pkStringBytes int
+}
+
+const pkStringsBytes = 256 << 10
+
+// pkString returns v as a boxed string, shared with the records before
+// it of the same key.
+func (s *scanner) pkString(v []byte) any {
+	if a, ok := s.pkStrings[string(v)]; ok {
+		return a
+	}
+	if s.pkStrings == nil || s.pkStringBytes+len(v) > pkStringsBytes {
+		s.pkStrings, s.pkStringBytes = make(map[string]any), 0
+	}
+	str := string(v)
+	a := any(str)
+	s.pkStrings[str] = a
+	s.pkStringBytes += len(str)
+	return a
 }
 
 func (s *scanner) reset(m *Mapper, data []byte) {
