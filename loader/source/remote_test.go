@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -22,7 +24,8 @@ type memRemote struct {
 
 func (m *memRemote) Name() string { return "https://acct.blob.core.windows.net/c/x" }
 func (m *memRemote) Identity() RemoteIdentity {
-	return RemoteIdentity{ETag: `"1"`, Size: int64(len(m.data))}
+	sum := sha256.Sum256(m.data) // an ETag changes with the content
+	return RemoteIdentity{ETag: hex.EncodeToString(sum[:8]), Size: int64(len(m.data))}
 }
 func (m *memRemote) Stat(context.Context) (RemoteIdentity, error) { return m.Identity(), nil }
 func (m *memRemote) Open(off, _ int64) (io.ReadCloser, error) {
@@ -114,8 +117,9 @@ func TestExpandWithRemote(t *testing.T) {
 }
 
 // An NDJSON blob is cut where an NDJSON file is, reading only around each
-// cut, and its ranges read every record once with its line; a CSV blob,
-// whose quoting is followed from its start, is not cut.
+// cut, and its ranges read every record once with its line; so is a CSV
+// blob, whose quoting is followed from its start in blocks read at once,
+// unless its quoting cannot be followed.
 func TestRemoteNDJSONIsSegmented(t *testing.T) {
 	var text strings.Builder
 	for i := range 500 {
@@ -132,9 +136,30 @@ func TestRemoteNDJSONIsSegmented(t *testing.T) {
 	if fmt.Sprint(lines) != fmt.Sprint(wantLines) || strings.Join(data, "\n") != strings.Join(wantData, "\n") {
 		t.Errorf("4 ranges of the blob read %d records, want %d in the same order with the same lines", len(data), len(wantData))
 	}
-	csv := Input{Path: "https://acct.blob.core.windows.net/c/x.csv", Remote: &memRemote{data: []byte("id\n1\n2\n3\n4\n")}}
-	if ranges, why, err := Split(csv, Options{}, 4); err != nil || len(ranges) != 1 || !strings.Contains(why, "CSV blob") {
-		t.Errorf("Split of a CSV blob = %v, %q, %v; want one range and the reason", ranges, why, err)
+	defer func(b int64) { csvBlock = b }(csvBlock)
+	csvBlock = 64
+	var rows strings.Builder
+	rows.WriteString("id,note\r\n")
+	for i := range 400 {
+		if i%5 == 0 {
+			fmt.Fprintf(&rows, "%d,\"two\nlines, \"\"quoted\"\" %s\"\r\n", i, strings.Repeat("y", i%41))
+		} else {
+			fmt.Fprintf(&rows, "%d,%s\r\n", i, strings.Repeat("x", i%53))
+		}
+	}
+	csv := Input{Path: "https://acct.blob.core.windows.net/c/x.csv", Remote: &memRemote{data: []byte(rows.String())}}
+	wantLines, wantData = readInputRanges(t, csv, Options{}, []Range{{}})
+	ranges, why, err = Split(csv, Options{}, 8)
+	if err != nil || len(ranges) != 8 || why != "" {
+		t.Fatalf("Split of a CSV blob = %v, %q, %v; want 8 ranges", ranges, why, err)
+	}
+	lines, data = readInputRanges(t, csv, Options{}, ranges)
+	if fmt.Sprint(lines) != fmt.Sprint(wantLines) || strings.Join(data, "\n") != strings.Join(wantData, "\n") {
+		t.Errorf("8 ranges of the CSV blob read %d records, want %d in the same order with the same lines", len(data), len(wantData))
+	}
+	bad := Input{Path: "https://acct.blob.core.windows.net/c/bad.csv", Remote: &memRemote{data: []byte(rows.String() + "1,a\"b\r\n" + rows.String()[9:])}}
+	if ranges, why, err := Split(bad, Options{}, 8); err != nil || len(ranges) != 1 || !strings.Contains(why, "quote inside an unquoted field on line 482") {
+		t.Errorf("Split of a CSV blob with a bad quote = %v, %q, %v; want one range and the reason", ranges, why, err)
 	}
 }
 

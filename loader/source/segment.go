@@ -1,11 +1,9 @@
 package source
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 
@@ -22,11 +20,11 @@ type Range struct {
 }
 
 // Splittable reports whether in can be cut at any record boundary, at the
-// start or while it is read, and why not when it cannot: a plain NDJSON
-// file or blob, or a local CSV/TSV file; not stdin, a gzip input (no random
-// access), one JSON array, a CSV blob (its quoting is followed from its
-// start: a download before the load) nor Parquet (which Split cuts between
-// row groups).
+// start or while it is read, and why not when it cannot: a plain NDJSON or
+// CSV/TSV file or blob; not stdin, a gzip input (no random access), one
+// JSON array, nor Parquet (which Split cuts between row groups). A CSV
+// whose quoting turns out ambiguous is then not cut (Split and
+// BoundaryAfter say why).
 func Splittable(in Input, opts Options) (bool, string) {
 	if in.Stdin {
 		return false, "standard input is read once, front to back"
@@ -37,9 +35,6 @@ func Splittable(in Input, opts Options) (bool, string) {
 	}
 	if format == FormatParquet {
 		return false, "it is Parquet (split between row groups when the load starts, never while it runs)"
-	}
-	if in.Remote != nil && format != FormatNDJSON {
-		return false, "it is a CSV blob (finding record boundaries follows its quoting from the start, a download of the blob before the load)"
 	}
 	ra, closeRA, err := rawReaderAt(in)
 	if err != nil {
@@ -64,9 +59,9 @@ func Splittable(in Input, opts Options) (bool, string) {
 // newline, found by reading a little from each cut (LineStart): their
 // lines count from their start (Position.Base), so a file or blob of any
 // size is cut at once. CSV ranges start after a newline outside quotes,
-// found by following the quoting from the start of the file in one pass
-// (bytes at memory speed; the load itself is far slower), with their line
-// numbers. A CSV whose quoting cannot be followed safely (a quote inside
+// found by following the quoting from the start of the input, with their
+// line numbers: in blocks read at once, each block read once per load
+// (csvBoundary). A CSV whose quoting cannot be followed safely (a quote inside
 // an unquoted field, or a stray one after a closing quote) is not split:
 // Split returns one range and the reason. A Parquet file or blob, which
 // Splittable refuses (nothing can cut it while it is read), is split
@@ -116,14 +111,23 @@ func Split(in Input, opts Options, n int) ([]Range, string, error) {
 	} else {
 		r.Close()
 	}
-	f, err := os.Open(in.Path)
-	if err != nil {
-		return nil, "", fmt.Errorf("split %s: %w", in.Path, err)
-	}
-	defer f.Close()
-	starts, why, err := csvBoundaries(f, targets, delim)
-	if why != "" || err != nil {
-		return whole, why, err
+	d := newCSVDFA(delim)
+	starts := make([]Position, 0, len(targets))
+	from := Position{}
+	for _, t := range targets {
+		if t < from.Offset { // a record longer than a segment
+			starts = append(starts, from)
+			continue
+		}
+		b, why, err := csvBoundary(in, d, delim, from, t)
+		if why != "" || err != nil {
+			if err != nil {
+				err = fmt.Errorf("split %s: %w", in.Path, err)
+			}
+			return whole, why, err
+		}
+		starts = append(starts, b)
+		from = b
 	}
 	return rangesFrom(starts, size), "", nil
 }
@@ -159,8 +163,9 @@ func rangesFrom(starts []Position, size int64) []Range {
 // splittable input, past from (a record boundary, where CSV quoting starts
 // afresh): an NDJSON line start found by LineStart, whose lines count from
 // itself, or a CSV record start found by following the quoting from from,
-// with its line number, reading the stretch it cuts and not the file
-// before it. why says when a CSV's quoting cannot be followed there.
+// with its line number, reading the stretch it cuts (its whole blocks at
+// once, and only once a load) and not the input before it. why says when
+// a CSV's quoting cannot be followed there.
 func BoundaryAfter(in Input, opts Options, from Position, target int64) (Position, string, error) {
 	format, _ := ResolveFormat(in, opts)
 	if format != FormatCSV && format != FormatTSV {
@@ -171,26 +176,16 @@ func BoundaryAfter(in Input, opts Options, from Position, target int64) (Positio
 	if delim == 0 {
 		return Position{}, "its delimiter is not one byte", nil
 	}
-	f, err := os.Open(in.Path)
+	p, why, err := csvBoundary(in, newCSVDFA(delim), delim, from, target)
 	if err != nil {
-		return Position{}, "", fmt.Errorf("find record boundary: %w", err)
+		err = fmt.Errorf("find record boundary: %w", err)
 	}
-	defer f.Close()
-	if _, err := f.Seek(from.Offset, io.SeekStart); err != nil {
-		return Position{}, "", fmt.Errorf("find record boundary: %w", err)
-	}
-	starts, why, err := csvBoundaries(f, []int64{max(target-from.Offset, 0)}, delim)
-	if why != "" || err != nil {
-		return Position{}, why, err
-	}
-	return Position{Offset: from.Offset + starts[0].Offset, Line: from.Line + starts[0].Line, Base: from.Base}, "", nil
+	return p, why, err
 }
 
 // splitBuf is the read size of the CSV boundary scans; tests shrink it to
 // cross buffer boundaries.
 var splitBuf = 1 << 20
-
-const csvQuote = '"'
 
 // csvDelimiter is the byte that separates fields, or 0 when the delimiter
 // is not one byte (such a CSV is read with one cursor).
@@ -206,77 +201,4 @@ func csvDelimiter(format string, opts Options) byte {
 		return 0
 	}
 	return byte(d)
-}
-
-// csvBoundaries follows RFC 4180 quoting from the start of r and returns,
-// for each target, the first record start (after a newline outside quotes)
-// at or after it; or why the quoting cannot be followed.
-func csvBoundaries(r io.Reader, targets []int64, delim byte) ([]Position, string, error) {
-	const (
-		fieldStart = iota
-		unquoted
-		quoted
-		quoteInQuoted
-	)
-	br := bufio.NewReaderSize(r, splitBuf)
-	out := make([]Position, 0, len(targets))
-	var pos, lines int64
-	state := fieldStart
-	for len(out) < len(targets) {
-		c, err := br.ReadByte()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, "", err
-		}
-		pos++
-		if c == '\n' {
-			lines++
-			if state == quoted {
-				continue // a newline inside a quoted field
-			}
-			state = fieldStart
-			for len(out) < len(targets) && targets[len(out)] <= pos {
-				out = append(out, Position{Offset: pos, Line: lines})
-			}
-			continue
-		}
-		switch state {
-		case fieldStart:
-			switch c {
-			case csvQuote:
-				state = quoted
-			case delim:
-			default:
-				state = unquoted
-			}
-		case unquoted:
-			switch c {
-			case csvQuote:
-				return nil, fmt.Sprintf("a quote inside an unquoted field on line %d makes its quoting ambiguous", lines+1), nil
-			case delim:
-				state = fieldStart
-			}
-		case quoted:
-			if c == csvQuote {
-				state = quoteInQuoted
-			}
-		case quoteInQuoted:
-			switch c {
-			case csvQuote:
-				state = quoted // "" inside quotes
-			case delim:
-				state = fieldStart
-			case '\r':
-				state = unquoted // before the record's '\n'
-			default:
-				return nil, fmt.Sprintf("a stray quote on line %d makes its quoting ambiguous", lines+1), nil
-			}
-		}
-	}
-	for len(out) < len(targets) {
-		out = append(out, Position{Offset: pos, Line: lines})
-	}
-	return out, "", nil
 }

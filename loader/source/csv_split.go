@@ -1,0 +1,307 @@
+package source
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	"github.com/cosmosloader/loader/internal/parallel"
+)
+
+// Where a CSV can be cut. A record starts after a newline outside quotes,
+// so finding one means following RFC 4180 quoting from a known record
+// start: the input's start, or a boundary found before. Following it is a
+// small automaton (csvDFA). Over a long stretch — a blob of hundreds of GB
+// cut into segments — the stretch is read in blocks at once: each block's
+// effect is worked out from every state it may start in (csvFlow), which
+// needs nothing before it, and the blocks' effects then compose in order.
+// A block is read once per input and delimiter (csvFlows), whoever asks.
+
+// The states of the scan: the first four follow a well-quoted CSV; the
+// last two are quoting that cannot be followed with certainty, and the
+// input is then not cut.
+const (
+	csvFieldStart uint8 = iota
+	csvUnquoted
+	csvQuoted
+	csvQuoteInQuoted   // a quote in a quoted field: its end, or the first of ""
+	csvQuoteInUnquoted // refused: a quote inside an unquoted field
+	csvStrayQuote      // refused: a quote after a closing one
+	csvStates
+)
+
+// The classes of bytes the scan tells apart.
+const (
+	csvOther = iota
+	csvQuoteByte
+	csvDelim
+	csvNewline
+	csvCR
+	csvClasses
+)
+
+const csvQuote = '"'
+
+type csvDFA struct {
+	class [256]uint8
+	next  [csvStates][csvClasses]uint8
+}
+
+func newCSVDFA(delim byte) *csvDFA {
+	d := &csvDFA{}
+	d.class['\r'] = csvCR
+	d.class[delim] = csvDelim
+	d.class[csvQuote] = csvQuoteByte
+	d.class['\n'] = csvNewline
+	//                      other               quote               delim          newline        \r
+	d.next[csvFieldStart] = [csvClasses]uint8{csvUnquoted, csvQuoted, csvFieldStart, csvFieldStart, csvUnquoted}
+	d.next[csvUnquoted] = [csvClasses]uint8{csvUnquoted, csvQuoteInUnquoted, csvFieldStart, csvFieldStart, csvUnquoted}
+	d.next[csvQuoted] = [csvClasses]uint8{csvQuoted, csvQuoteInQuoted, csvQuoted, csvQuoted, csvQuoted}
+	d.next[csvQuoteInQuoted] = [csvClasses]uint8{csvStrayQuote, csvQuoted, csvFieldStart, csvFieldStart, csvUnquoted}
+	for _, bad := range []uint8{csvQuoteInUnquoted, csvStrayQuote} {
+		for k := range d.next[bad] {
+			d.next[bad][k] = bad
+		}
+	}
+	return d
+}
+
+func csvRefused(state uint8) bool { return state >= csvQuoteInUnquoted }
+
+// why says why the quoting cannot be followed, the bad quote being on
+// line (1-based).
+func csvWhy(state uint8, line int64) string {
+	if state == csvQuoteInUnquoted {
+		return fmt.Sprintf("a quote inside an unquoted field on line %d makes its quoting ambiguous", line)
+	}
+	return fmt.Sprintf("a stray quote on line %d makes its quoting ambiguous", line)
+}
+
+// walk follows the quoting of r from state, lines newlines in, for at
+// most n bytes (n < 0: to the end). With stop ≥ 0 it stops just after the
+// first newline that ends a record at or after stop bytes. It returns the
+// bytes followed, and the state and lines there; it stops early, at the
+// bad quote, when the quoting cannot be followed.
+func (d *csvDFA) walk(r io.Reader, state uint8, lines, n, stop int64) (read int64, _ uint8, _ int64, found bool, err error) {
+	br := bufio.NewReaderSize(r, splitBuf)
+	for n < 0 || read < n {
+		c, err := br.ReadByte()
+		if errors.Is(err, io.EOF) {
+			return read, state, lines, false, nil
+		}
+		if err != nil {
+			return read, state, lines, false, err
+		}
+		read++
+		k := d.class[c]
+		state = d.next[state][k]
+		if k == csvNewline {
+			lines++
+			if stop >= 0 && read >= stop && state == csvFieldStart {
+				return read, state, lines, true, nil
+			}
+		}
+		if csvRefused(state) {
+			return read, state, lines, false, nil
+		}
+	}
+	return read, state, lines, false, nil
+}
+
+// csvFlow is what a block does to the scan: the state after it by the
+// state it starts in (one of the first four), and its newlines.
+type csvFlow struct {
+	end   [4]uint8
+	lines int64
+}
+
+// flow reads n bytes of r (fewer at its end) and works out their flow,
+// following all four start states at once.
+func (d *csvDFA) flow(r io.Reader, n int64) (csvFlow, error) {
+	f := csvFlow{end: [4]uint8{csvFieldStart, csvUnquoted, csvQuoted, csvQuoteInQuoted}}
+	s0, s1, s2, s3 := f.end[0], f.end[1], f.end[2], f.end[3]
+	buf := make([]byte, min(n, 1<<20))
+	for n > 0 {
+		k, err := io.ReadFull(r, buf[:min(n, int64(len(buf)))])
+		for _, c := range buf[:k] {
+			cl := d.class[c]
+			s0, s1, s2, s3 = d.next[s0][cl], d.next[s1][cl], d.next[s2][cl], d.next[s3][cl]
+		}
+		f.lines += int64(bytes.Count(buf[:k], []byte{'\n'}))
+		n -= int64(k)
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			break
+		}
+		if err != nil {
+			return csvFlow{}, err
+		}
+	}
+	f.end = [4]uint8{s0, s1, s2, s3}
+	return f, nil
+}
+
+// csvBlock is the size of the blocks read at once (csvBlocksAtOnce at a
+// time); tests shrink it. A boundary's own stretch, up to a block before
+// and after the whole blocks, is read front to back.
+var csvBlock int64 = 16 << 20
+
+const csvBlocksAtOnce = 16
+
+// csvBoundary returns the first record start at or after target, with its
+// line number, following the quoting from from, a record start; or why
+// the quoting cannot be followed there.
+func csvBoundary(in Input, d *csvDFA, delim byte, from Position, target int64) (Position, string, error) {
+	pos, state, lines := from.Offset, csvFieldStart, from.Line
+	first := (pos + csvBlock - 1) / csvBlock // the first whole block after from
+	// The block of the byte before target: a newline there ends a record
+	// at target, and the walk after the blocks must see it.
+	last := (max(target, pos+1) - 1) / csvBlock
+	if last > first {
+		if pos < first*csvBlock {
+			r, err := OpenRaw(in, pos, 1<<20)
+			if err != nil {
+				return Position{}, "", err
+			}
+			n, st, l, _, err := d.walk(r, state, lines, first*csvBlock-pos, -1)
+			r.Close()
+			if err != nil {
+				return Position{}, "", err
+			}
+			if csvRefused(st) {
+				return Position{}, csvWhy(st, l+1), nil
+			}
+			pos, state, lines = pos+n, st, l
+		}
+		flows, err := csvFlows.get(in, delim, d, first, last)
+		if err != nil {
+			return Position{}, "", err
+		}
+		for i, f := range flows {
+			next := f.end[state]
+			if csvRefused(next) { // walk the block again for the bad quote's line
+				r, err := OpenRaw(in, pos, 1<<20)
+				if err != nil {
+					return Position{}, "", err
+				}
+				_, st, l, _, err := d.walk(r, state, lines, csvBlock, -1)
+				r.Close()
+				if err != nil {
+					return Position{}, "", err
+				}
+				return Position{}, csvWhy(st, l+1), nil
+			}
+			state, lines = next, lines+f.lines
+			pos = (first + int64(i) + 1) * csvBlock
+		}
+	}
+	r, err := OpenRaw(in, pos, 1<<20)
+	if err != nil {
+		return Position{}, "", err
+	}
+	defer r.Close()
+	n, st, l, _, err := d.walk(r, state, lines, -1, max(target-pos, 0))
+	if err != nil {
+		return Position{}, "", err
+	}
+	if csvRefused(st) {
+		return Position{}, csvWhy(st, l+1), nil
+	}
+	return Position{Offset: pos + n, Line: l, Base: from.Base}, "", nil
+}
+
+// csvFlows remembers the flows of the blocks of the inputs read: a load's
+// segments are cut and cut again in the same stretches, and a blob read
+// twice is downloaded twice. Keyed by the input's identity (a changed
+// file or blob is read afresh); at most csvFlowsKept blocks (16 bytes
+// each, for 16 MiB of input).
+var csvFlows = &flowCache{m: map[flowKey]*flowBlock{}}
+
+const csvFlowsKept = 1 << 20
+
+type flowCache struct {
+	mu sync.Mutex
+	m  map[flowKey]*flowBlock
+}
+
+type flowKey struct {
+	input       string // the path and its identity
+	delim       byte
+	block, size int64 // the block's index and csvBlock
+}
+
+type flowBlock struct {
+	done chan struct{}
+	flow csvFlow
+	err  error
+}
+
+// get returns the flows of blocks [first, last) of in, reading those not
+// yet read, csvBlocksAtOnce at a time; a block another caller is reading
+// is waited for.
+func (c *flowCache) get(in Input, delim byte, d *csvDFA, first, last int64) ([]csvFlow, error) {
+	id, err := inputIdentity(in)
+	if err != nil {
+		return nil, err
+	}
+	blocks := make([]*flowBlock, last-first)
+	var mine []int
+	c.mu.Lock()
+	if len(c.m)+len(blocks) > csvFlowsKept {
+		c.m = map[flowKey]*flowBlock{}
+	}
+	for i := range blocks {
+		k := flowKey{input: id, delim: delim, block: first + int64(i), size: csvBlock}
+		b := c.m[k]
+		if b == nil {
+			b = &flowBlock{done: make(chan struct{})}
+			c.m[k] = b
+			mine = append(mine, i)
+		}
+		blocks[i] = b
+	}
+	c.mu.Unlock()
+	parallel.Each(len(mine), csvBlocksAtOnce, func(j int) error {
+		i := mine[j]
+		b, at := blocks[i], (first+int64(i))*csvBlock
+		r, err := OpenRaw(in, at, 1<<20)
+		if err == nil {
+			b.flow, err = d.flow(r, csvBlock)
+			r.Close()
+		}
+		if err != nil {
+			b.err = fmt.Errorf("read %s at byte %d: %w", in.Path, at, err)
+			c.mu.Lock()
+			delete(c.m, flowKey{input: id, delim: delim, block: first + int64(i), size: csvBlock})
+			c.mu.Unlock()
+		}
+		close(b.done)
+		return nil
+	})
+	out := make([]csvFlow, len(blocks))
+	for i, b := range blocks {
+		<-b.done
+		if b.err != nil {
+			return nil, b.err
+		}
+		out[i] = b.flow
+	}
+	return out, nil
+}
+
+// inputIdentity names a file or blob as it is now: its path, size and
+// time of change (and a blob's ETag).
+func inputIdentity(in Input) (string, error) {
+	if in.Remote != nil {
+		id := in.Remote.Identity()
+		return fmt.Sprintf("%s\x00%s\x00%d\x00%d", in.Path, id.ETag, id.Size, id.LastModified.UnixNano()), nil
+	}
+	st, err := os.Stat(in.Path)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s\x00%d\x00%d", in.Path, st.Size(), st.ModTime().UnixNano()), nil
+}

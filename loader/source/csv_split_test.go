@@ -1,0 +1,170 @@
+package source
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// refBoundary is the definition csvBoundary must keep: follow the quoting
+// byte by byte from from (a record start of text), and return the first
+// record start after from at or after target (offset and newlines before
+// it), or why the quoting cannot be followed up to there.
+func refBoundary(text string, delim byte, from Position, target int64) (Position, string) {
+	const (
+		fieldStart = iota
+		unquoted
+		quoted
+		quoteInQuoted
+	)
+	pos, lines := from.Offset, from.Line
+	state := fieldStart
+	for pos < int64(len(text)) {
+		c := text[pos]
+		pos++
+		if c == '\n' {
+			lines++
+			if state == quoted {
+				continue
+			}
+			state = fieldStart
+			if pos >= target {
+				return Position{Offset: pos, Line: lines}, ""
+			}
+			continue
+		}
+		switch state {
+		case fieldStart:
+			switch c {
+			case '"':
+				state = quoted
+			case delim:
+			default:
+				state = unquoted
+			}
+		case unquoted:
+			switch c {
+			case '"':
+				return Position{}, fmt.Sprintf("a quote inside an unquoted field on line %d makes its quoting ambiguous", lines+1)
+			case delim:
+				state = fieldStart
+			}
+		case quoted:
+			if c == '"' {
+				state = quoteInQuoted
+			}
+		case quoteInQuoted:
+			switch c {
+			case '"':
+				state = quoted
+			case delim:
+				state = fieldStart
+			case '\r':
+				state = unquoted
+			default:
+				return Position{}, fmt.Sprintf("a stray quote on line %d makes its quoting ambiguous", lines+1)
+			}
+		}
+	}
+	return Position{Offset: pos, Line: lines}, ""
+}
+
+// Every target of several CSVs, with blocks from one byte up (so blocks
+// start inside quoted fields, on quotes, between \r and \n) and from the
+// start or from an earlier record start: the boundary, its line and the
+// reason for a refusal are the definition's, for a file and for a blob.
+func TestCSVBoundaryByBlocksMatchesDefinition(t *testing.T) {
+	defer func(b int64, s int) { csvBlock, splitBuf = b, s }(csvBlock, splitBuf)
+	texts := []string{
+		"id,note\n1,\"two\nlines\"\n2,\"a \"\"quoted\"\" word\"\n3,plain\n\n4,\"\"\n",
+		"id;v\r\n1;\"x;\r\ny\"\r\n2;\"\"\"\"\r\n3;z\r\n",
+		"a,b\n1,2\n3,4\"5\n6,7\n",                             // a quote in an unquoted field
+		"a,b\n1,\"x\"y\n2,3\n",                                // a stray quote after a closing one
+		"a,b\n1,\"" + strings.Repeat("q\n", 40) + "\"\n2,3\n", // a quoted field over many blocks
+		"a,b\r\n1,\"x\"\r\"y\"\r\n",                           // a quote after a closing quote and \r
+		"no newline at the end,\"x\"",
+	}
+	dir := t.TempDir()
+	for k, text := range texts {
+		delim := byte(',')
+		if strings.Contains(text, ";") {
+			delim = ';'
+		}
+		d := newCSVDFA(delim)
+		path := filepath.Join(dir, fmt.Sprintf("t%d.csv", k))
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		inputs := []Input{{Path: path}, {Path: fmt.Sprintf("https://acct.blob.core.windows.net/c/t%d.csv", k), Remote: &memRemote{data: []byte(text)}}}
+		// Record starts, to begin from.
+		starts := []Position{{}}
+		for at := int64(1); at <= int64(len(text)); at++ {
+			p, why := refBoundary(text, delim, Position{}, at)
+			if why != "" {
+				break
+			}
+			if p.Offset > starts[len(starts)-1].Offset && p.Offset < int64(len(text)) {
+				starts = append(starts, p)
+			}
+		}
+		for _, block := range []int64{1, 2, 3, 5, 8, 64, 1 << 20} {
+			csvBlock, splitBuf = block, int(min(block, 16))
+			for _, in := range inputs {
+				for _, from := range starts {
+					for target := from.Offset; target <= int64(len(text))+1; target++ {
+						want, wantWhy := refBoundary(text, delim, from, target)
+						got, why, err := csvBoundary(in, d, delim, from, target)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if why != wantWhy || (why == "" && got != want) {
+							t.Fatalf("text %d, blocks of %d, %s, from %+v, target %d: %+v %q, want %+v %q",
+								k, block, in.Path, from, target, got, why, want, wantWhy)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// A blob's blocks are read once, however many boundaries are asked for;
+// a blob that changed (another ETag) is read again.
+func TestCSVFlowsAreReadOnce(t *testing.T) {
+	defer func(b int64) { csvBlock = b }(csvBlock)
+	csvBlock = 32
+	text := "id,v\n" + strings.Repeat("1,\"a\nb\"\n22,cc\n", 200)
+	m := &countingRemote{memRemote: memRemote{data: []byte(text)}}
+	in := Input{Path: "https://acct.blob.core.windows.net/c/once.csv", Remote: m}
+	d := newCSVDFA(',')
+	if _, why, err := csvBoundary(in, d, ',', Position{}, 3000); err != nil || why != "" {
+		t.Fatal(why, err)
+	}
+	m.opened = nil
+	for _, target := range []int64{1000, 2500, 3000} {
+		if _, why, err := csvBoundary(in, d, ',', Position{}, target); err != nil || why != "" {
+			t.Fatal(why, err)
+		}
+	}
+	if len(m.opened) != 3 { // the stretch after the blocks, once a question
+		t.Errorf("3 boundaries in blocks read before opened %d readers (at %v)", len(m.opened), m.opened)
+	}
+	m.data = bytes.Replace(m.data, []byte("22,cc"), []byte("22,\"\""), 1)
+	m.opened = nil
+	if _, why, err := csvBoundary(in, d, ',', Position{}, 3000); err != nil || why != "" {
+		t.Fatal(why, err)
+	}
+	if len(m.opened) < 3000/int(csvBlock)/2 {
+		t.Errorf("a changed blob was not read again: %d reads", len(m.opened))
+	}
+}
+
+type countingRemote struct{ memRemote }
+
+func (m *countingRemote) Open(off, chunk int64) (io.ReadCloser, error) {
+	return m.memRemote.Open(off, chunk)
+}
