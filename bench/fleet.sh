@@ -7,7 +7,7 @@
 # each loader's report and peak RSS, and stops both servers.
 #
 #   bench/fleet.sh [--blob] LOADER INPUT RU PARTITIONS SECONDS LOADERS SHARD_BYTES [import flags…]
-#   bench/fleet.sh --sorted FILE RECORDS TENANTS     writes a key-sorted input
+#   bench/fleet.sh --sorted FILE RECORDS TENANTS     writes a key-sorted input (CSV if FILE is *.csv)
 #   bench/fleet.sh --shuffled FILE RECORDS TENANTS   the same records, shuffled
 #
 # --blob uploads INPUT to Azurite (bench/putblob) and the loaders read the
@@ -22,12 +22,24 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 if [[ "${1:-}" == --sorted || "${1:-}" == --shuffled ]]; then
-	awk -v n="$3" -v t="$4" 'BEGIN {
+	if [[ "$2" == *.csv && "$1" == --shuffled ]]; then
+		echo "--shuffled writes NDJSON only" >&2
+		exit 2
+	fi
+	# FILE.csv: the same records as CSV, every tenth pad quoted over two
+	# lines with a doubled quote, so finding record starts follows quoting.
+	awk -v n="$3" -v t="$4" -v csv="$([[ "$2" == *.csv ]] && echo 1)" 'BEGIN {
 		srand(1)
+		if (csv) print "id,tenant,v,pad"
 		for (i = 0; i < n; i++) {
 			pad = sprintf("%*s", 100 + int(rand() * 200), "")
 			gsub(/ /, "x", pad)
-			printf "{\"id\":\"r%d\",\"tenant\":\"t%03d\",\"v\":%d,\"pad\":\"%s\"}\n", i, int(i * t / n), i, pad
+			if (!csv)
+				printf "{\"id\":\"r%d\",\"tenant\":\"t%03d\",\"v\":%d,\"pad\":\"%s\"}\n", i, int(i * t / n), i, pad
+			else if (i % 10 == 0)
+				printf "r%d,t%03d,%d,\"%s\n\"\"%s\"\n", i, int(i * t / n), i, substr(pad, 1, 50), substr(pad, 51)
+			else
+				printf "r%d,t%03d,%d,%s\n", i, int(i * t / n), i, pad
 		}
 	}' >"$2"
 	if [[ "$1" == --shuffled ]]; then

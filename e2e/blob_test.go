@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -201,9 +202,11 @@ func TestBlobKillResumeAndChangedBlob(t *testing.T) {
 }
 
 // A key-sorted NDJSON blob is read at several places at once, as a local
-// file is, cut without reading what lies before each cut; killed twice and
-// resumed, every good record lands once, and every bad line is dead-lettered
-// once under its line in the blob, counted only for the dead letter.
+// file is, cut without reading what lies before each cut; so is a CSV blob,
+// its quoting followed in blocks read at once (quoted fields over two lines
+// straddle the cuts). Killed twice and resumed, every good record lands
+// once, and every bad line is dead-lettered once under its line in the
+// blob (an NDJSON line counted only for the dead letter).
 func TestSegmentedBlobKilledAndResumedLandsExactly(t *testing.T) {
 	// Exactness, not speed, is checked: see TestBlobKillResumeAndChangedBlob.
 	t.Parallel()
@@ -220,18 +223,23 @@ func TestSegmentedBlobKilledAndResumedLandsExactly(t *testing.T) {
 	for i, l := range strings.Split(string(b), "\n") {
 		lineOf[l] = i + 1
 	}
+	csv, csvLines := sortedCSV(4000, 500, 331, 150, good, &bad)
+	putBlob(t, cc, "export/sorted.csv", csv)
+	maps.Copy(lineOf, csvLines)
 	data := filepath.Join(dir, "embedded")
 	ckpt := filepath.Join(dir, "ckpt.json")
 	dl := filepath.Join(dir, "dead.ndjson")
 	flags := []string{"--checkpoint-interval", "20ms", "--checkpoint-every", "200", "--quiet", "--embedded-data", data,
 		"--source-connection-string", az.ConnectionString()}
-	importArgs := append([]string{"import", az.BlobEndpoint() + "/sorted/export/sorted.ndjson", "--partition-key", "/pk",
+	importArgs := append([]string{"import", az.BlobEndpoint() + "/sorted/export/sorted.ndjson", az.BlobEndpoint() + "/sorted/export/sorted.csv", "--partition-key", "/pk",
 		"--ru", "3000", "--segments", "4", "--checkpoint", ckpt, "--dead-letter", dl}, flags...)
 	resumeArgs := append([]string{"resume", ckpt}, flags...)
 
 	killEach(t, []time.Duration{900 * time.Millisecond, 1200 * time.Millisecond}, ckpt, importArgs, resumeArgs, func(st *checkpoint.State) {
-		if n := len(st.Inputs[0].Segments); n < 4 {
-			t.Fatalf("checkpoint has %d segments, want 4 or more", n)
+		for _, in := range st.Inputs {
+			if n := len(in.Segments); n < 4 {
+				t.Fatalf("checkpoint has %d segments of %s, want 4 or more", n, in.Path)
+			}
 		}
 	})
 	st := finishExactly(t, ckpt, dl, resumeArgs, good, bad, func() map[string]map[string]any {
@@ -252,6 +260,41 @@ func TestSegmentedBlobKilledAndResumedLandsExactly(t *testing.T) {
 			t.Errorf("dead letter %v names line %v, want %d", d["raw"], d["line"], want)
 		}
 	}
+}
+
+// sortedCSV is a CSV of n records sorted by /pk (perKey a key), every
+// fourth with a quoted field over two lines, padded to about pad bytes; a
+// record every badEvery has no key (its cell empty), and is dead-lettered.
+// The good ids go to good, and the bad rows to bad as the dead letter
+// holds them (the row's JSON); lines maps each to the row's line.
+func sortedCSV(n, perKey, badEvery, pad int, good map[string]bool, bad *[]string) ([]byte, map[string]int) {
+	var b bytes.Buffer
+	lines := map[string]int{}
+	b.WriteString("id,pk,note\n")
+	line := 2
+	for i := range n {
+		id := fmt.Sprintf("c%05d", i)
+		pk := fmt.Sprintf("customer-%d", i/perKey)
+		note, cell := strings.Repeat("y", pad), ""
+		if i%4 == 0 {
+			note = "a \"quoted\" note\nover two lines " + note
+			cell = `"` + strings.ReplaceAll(note, `"`, `""`) + `"`
+		} else {
+			cell = note
+		}
+		if i%badEvery == 7 {
+			fmt.Fprintf(&b, "%s,,%s\n", id, cell)
+			j, _ := json.Marshal(note)
+			raw := fmt.Sprintf(`{"id":%q,"note":%s}`, id, j)
+			*bad = append(*bad, raw)
+			lines[raw] = line
+		} else {
+			fmt.Fprintf(&b, "%s,%s,%s\n", id, pk, cell)
+			good[id] = true
+		}
+		line += 1 + strings.Count(note, "\n")
+	}
+	return b.Bytes(), lines
 }
 
 func renameKeys(want map[string]string) map[string]string {
