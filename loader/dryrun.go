@@ -236,11 +236,38 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 		s.ru = cost.Estimate(len(s.doc.Body), s.doc.Terms)
 		s.epk, s.key = keys.of(s.doc.PK)
 	}
-	for _, in := range j.Inputs {
+	ahead := map[int]*readied{}
+	defer func() {
+		for _, r := range ahead {
+			r.close()
+		}
+	}()
+	for i, in := range j.Inputs {
+		for k := i + 1; k < len(j.Inputs) && k <= i+readyInputs; k++ {
+			if ahead[k] == nil && smallBlob(j.Inputs[k]) {
+				ahead[k] = readyAhead(j.Inputs[k], j, parts)
+			}
+		}
 		p.Inputs = append(p.Inputs, in.Path)
 		input := Input{Input: in, IDSeed: "dry-run"}
-		ranges, altRanges, err := dryRunSegments(in, j, parts, &p.Warnings)
+		var (
+			ranges, altRanges []source.Range
+			rd                source.Reader // opened ahead
+			openErr           error
+			err               error
+		)
+		if r := ahead[i]; r != nil {
+			delete(ahead, i)
+			<-r.done
+			ranges, altRanges, err, rd, openErr = r.ranges, r.alt, r.err, r.rd, r.openErr
+			p.Warnings = append(p.Warnings, r.warnings...)
+		} else {
+			ranges, altRanges, err = dryRunSegments(in, j, parts, &p.Warnings)
+		}
 		if err != nil {
+			if rd != nil {
+				rd.Close()
+			}
 			return nil, err
 		}
 		if ok, _ := source.Splittable(in, j.Source); !ok {
@@ -250,7 +277,7 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 		altSegments = max(altSegments, len(altRanges))
 		var seg, altSeg int
 		var last int64
-		err = scanInput(scanWorkers(), input, j.Stdin, j.Source, m, prep, func(s *scanned) bool {
+		consume := func(s *scanned) bool {
 			// What is kept below is copied (ids, keys, dead letters): the
 			// reader may reuse the record's JSON.
 			defer s.rec.ReleaseData()
@@ -283,7 +310,15 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 			keys.add(s.key, part, ru, int64(len(s.doc.Body)))
 			largest.offer(Item{ID: s.doc.ID, Source: s.rec.Path, Line: s.rec.Line, Bytes: len(s.doc.Body), RU: ru}, 5)
 			return true
-		})
+		}
+		switch {
+		case rd != nil:
+			err = scanReader(scanWorkers(), input, rd, j.Source, m, prep, consume)
+		case openErr != nil:
+			err = openErr
+		default:
+			err = scanInput(scanWorkers(), input, j.Stdin, j.Source, m, prep, consume)
+		}
 		var ie *source.InputError
 		if errors.As(err, &ie) { // a refused input is a bad record, as in an import
 			p.BadRecords++
@@ -431,6 +466,52 @@ func keysWorthShowing(top []KeyLoad, keys *heavyHitters, partitions int, warned 
 	}
 	distinct := len(keys.heap)
 	return distinct <= 4*partitions || top[0].Share >= 2/float64(distinct)
+}
+
+// A dry-run reads its inputs one after another: its model takes their
+// records in order. A small blob far away costs more in round trips (its
+// head, its first ranged read, its cuts) than in reading, so the next
+// readyInputs blobs of at most readySize are opened and cut while the
+// inputs before them are read: a prefix of thousands of small blobs is
+// not a round trip or two each, one after another. What waits is at most
+// readyInputs × readySize.
+const (
+	readyInputs = 8
+	readySize   = 4 << 20
+)
+
+func smallBlob(in source.Input) bool {
+	return in.Remote != nil && in.Remote.Identity().Size <= readySize
+}
+
+// readied is an input cut (dryRunSegments) and opened ahead of its turn.
+type readied struct {
+	done        chan struct{}
+	ranges, alt []source.Range
+	warnings    []string
+	err         error         // cutting it: ends the dry-run, as in turn
+	rd          source.Reader // nil when opening it failed
+	openErr     error         // opening it: as scanInput's
+}
+
+func readyAhead(in source.Input, j *DryRunJob, parts int) *readied {
+	r := &readied{done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		r.ranges, r.alt, r.err = dryRunSegments(in, j, parts, &r.warnings)
+		if r.err == nil {
+			r.rd, r.openErr = source.Open(in, nil, j.Source, source.Position{})
+		}
+	}()
+	return r
+}
+
+// close drops an input readied but not read (the dry-run ended first).
+func (r *readied) close() {
+	<-r.done
+	if r.rd != nil {
+		r.rd.Close()
+	}
 }
 
 // dryRunSegments splits in as the import would (--segments, or the

@@ -4,13 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -344,5 +348,84 @@ func TestShardsAtOnce(t *testing.T) {
 		if got := shardsAtOnce(tc.files, tc.shards, source.Options{}, tc.partitions, tc.want); got != tc.atOnce {
 			t.Errorf("%s: %d shards at once, want %d", tc.name, got, tc.atOnce)
 		}
+	}
+}
+
+// meetingRemote is a small blob whose reads wait until two reads, of any
+// of the blobs sharing the meeting, wait at once; from then on every read
+// passes. Inputs read strictly one after another never meet.
+type meetingRemote struct {
+	name string
+	data []byte
+	m    *meeting
+}
+
+type meeting struct {
+	mu      sync.Mutex
+	waiting int
+	met     chan struct{}
+}
+
+func (m *meeting) wait() {
+	m.mu.Lock()
+	m.waiting++
+	if m.waiting == 2 {
+		close(m.met)
+	}
+	m.mu.Unlock()
+	<-m.met
+}
+
+func (r *meetingRemote) Name() string { return r.name }
+func (r *meetingRemote) Identity() source.RemoteIdentity {
+	return source.RemoteIdentity{ETag: `"1"`, Size: int64(len(r.data))}
+}
+func (r *meetingRemote) Stat(context.Context) (source.RemoteIdentity, error) {
+	return r.Identity(), nil
+}
+func (r *meetingRemote) Open(off, _ int64) (io.ReadCloser, error) {
+	r.m.wait()
+	return io.NopCloser(bytes.NewReader(r.data[min(off, int64(len(r.data))):])), nil
+}
+func (r *meetingRemote) ReadAt(p []byte, off int64) (int, error) {
+	r.m.wait()
+	return bytes.NewReader(r.data).ReadAt(p, off)
+}
+func (r *meetingRemote) OpenRandom() (source.RandomReader, error) { return nil, errors.ErrUnsupported }
+
+// A dry-run over many small blobs far away opens the next ones while it
+// reads one: the round trips of a prefix of thousands do not come one
+// after another. Every record is still counted, in input order.
+func TestDryRunOpensSmallBlobsAhead(t *testing.T) {
+	m := &meeting{met: make(chan struct{})}
+	var ins []source.Input
+	for i := range 30 {
+		name := fmt.Sprintf("https://acct.blob.core.windows.net/c/part-%02d.ndjson", i)
+		data := fmt.Appendf(nil, `{"id":"%d-a","pk":"k%d"}`+"\n"+`{"id":"%d-b","pk":"k%d"}`+"\n", i, i, i, i)
+		if i == 17 {
+			data = append(data, "{broken\n"...)
+		}
+		ins = append(ins, source.Input{Path: name, Remote: &meetingRemote{name: name, data: data, m: m}})
+	}
+	done := make(chan *Plan, 1)
+	go func() {
+		p, err := DryRun(context.Background(), &DryRunJob{Inputs: ins, Mapper: record.Config{PartitionKeyPaths: []string{"/pk"}},
+			TargetRU: 4000, Bounds: epk.SplitEven(4)})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- p
+	}()
+	select {
+	case p := <-done:
+		if p == nil {
+			return
+		}
+		if p.Records != 61 || p.BadRecords != 1 || len(p.Inputs) != 30 || p.Inputs[29] != ins[29].Path ||
+			len(p.BadSamples) != 1 || p.BadSamples[0].Source != ins[17].Path || p.BadSamples[0].Line != 3 {
+			t.Errorf("plan: %d records, %d bad %+v, inputs %v", p.Records, p.BadRecords, p.BadSamples, p.Inputs)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the dry-run read its blobs one after another")
 	}
 }

@@ -87,6 +87,12 @@ func scanInput(workers int, in Input, stdin io.Reader, so source.Options, m *rec
 	if err != nil {
 		return err
 	}
+	return scanReader(workers, in, rd, so, m, prep, fn)
+}
+
+// scanReader is scanInput over rd, in opened at its start position; it
+// closes rd.
+func scanReader(workers int, in Input, rd source.Reader, so source.Options, m *record.Mapper, prep prepFunc, fn func(*scanned) bool) error {
 	defer rd.Close()
 	// Generated ids are UUIDv5 of the input's content seed and the record's
 	// byte offset: the same record gets the same id on every run.
