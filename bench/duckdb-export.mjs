@@ -2,11 +2,12 @@
 // row groups of 122,880 rows, dictionaries for repetitive columns — for the
 // Parquet benchmarks (LOADER_BENCH_PARQUET_FILES): another writer's file,
 // with a DECIMAL(12,2), timestamps, dates, nulls, a list and a struct.
-// About 84 bytes of Parquet per row. Run it in a temporary directory; it
-// is not part of the repository's package.json:
+// About 84 bytes of Parquet per row. Run a copy of it in a temporary
+// directory (Node looks for the package beside the script); it is not part
+// of the repository's package.json:
 //
 //   cd "$(mktemp -d)" && npm install --no-save --no-package-lock @duckdb/node-api@1.5.6-r.1 \
-//     && node /path/to/bench/duckdb-export.mjs 2000000 /tmp/export.parquet
+//     && cp /path/to/bench/duckdb-export.mjs . && node duckdb-export.mjs 2000000 /tmp/export.parquet
 //
 // A fourth argument, sorted, writes the same rows sorted by tenant (the
 // partition key of the benchmarks) and id, as a key-sorted export: the
