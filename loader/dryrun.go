@@ -712,7 +712,12 @@ func (h *itemHeap) sorted() []Item {
 type heavyHitters struct {
 	cap   int
 	byKey map[string]int // key → index in heap
-	heap  []*KeyLoad     // min-heap by RU
+	heap  []*KeyLoad     // min-heap by RU, once heaped
+	// heaped: a key was turned out for a new one. Until then every key is
+	// counted exactly and nothing needs the lightest: the heap is built
+	// then, not kept record by record (a map write per swap was 5 % of a
+	// dry-run's CPU over a file of 500 keys).
+	heaped bool
 }
 
 func newHeavyHitters(capacity int) *heavyHitters {
@@ -743,12 +748,18 @@ func (h *heavyHitters) add(key string, part int, ru float64, bytes int64) {
 		k.Records++
 		k.RU += ru
 		k.Bytes += bytes
-		heap.Fix(h, i)
+		if h.heaped {
+			heap.Fix(h, i)
+		}
 		return
 	}
 	if len(h.heap) < h.cap {
-		heap.Push(h, &KeyLoad{Key: key, Records: 1, RU: ru, Bytes: bytes, Partition: part})
+		h.Push(&KeyLoad{Key: key, Records: 1, RU: ru, Bytes: bytes, Partition: part}) // heaped comes with a full heap
 		return
+	}
+	if !h.heaped {
+		heap.Init(h)
+		h.heaped = true
 	}
 	// Replace the lightest key, inheriting its load as the error bound.
 	old := h.heap[0]

@@ -429,3 +429,41 @@ func TestDryRunOpensSmallBlobsAhead(t *testing.T) {
 		t.Fatal("the dry-run read its blobs one after another")
 	}
 }
+
+// Heavy hitters count every key exactly while they fit; past that, as a
+// Space-Saving sketch, a dominant key stays with at least its true load
+// and the keys that took another's place are marked approximate.
+func TestHeavyHittersExactThenSketch(t *testing.T) {
+	h := newHeavyHitters(4)
+	for i := range 100 {
+		h.add(fmt.Sprintf(`"k%d"`, i%4), i%4, float64(i%4+1), 10)
+	}
+	for _, k := range h.top(4, 0) {
+		want := float64(25 * (int(k.Key[2]-'0') + 1))
+		if k.Records != 25 || k.RU != want || k.Bytes != 250 || k.Approximate {
+			t.Errorf("exact: %+v, want 25 records, %v RU", k, want)
+		}
+	}
+	for i := range 1000 {
+		h.add(`"hot"`, 0, 5, 10)
+		h.add(fmt.Sprintf(`"cold%d"`, i), 1, 1, 10)
+	}
+	top := h.top(4, 0)
+	if top[0].Key != `"hot"` || top[0].Records < 1000 || top[0].RU < 5000 {
+		t.Errorf("the hot key is not on top: %+v", top)
+	}
+	approximate := 0
+	for _, k := range top {
+		if k.Approximate {
+			approximate++
+		}
+	}
+	if approximate == 0 || len(h.heap) != 4 || len(h.byKey) != 4 {
+		t.Errorf("after evictions: %+v, %d keys held, %d indexed", top, len(h.heap), len(h.byKey))
+	}
+	for k, i := range h.byKey {
+		if h.heap[i].Key != k {
+			t.Fatalf("index of %s points at %s", k, h.heap[i].Key)
+		}
+	}
+}
