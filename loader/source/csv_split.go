@@ -1,7 +1,6 @@
 package source
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -46,25 +45,32 @@ const (
 
 const csvQuote = '"'
 
+// csvDFA is the scan as one table: the state after each byte, by state.
 type csvDFA struct {
-	class [256]uint8
-	next  [csvStates][csvClasses]uint8
+	next [csvStates][256]uint8
 }
 
 func newCSVDFA(delim byte) *csvDFA {
-	d := &csvDFA{}
-	d.class['\r'] = csvCR
-	d.class[delim] = csvDelim
-	d.class[csvQuote] = csvQuoteByte
-	d.class['\n'] = csvNewline
-	//                      other               quote               delim          newline        \r
-	d.next[csvFieldStart] = [csvClasses]uint8{csvUnquoted, csvQuoted, csvFieldStart, csvFieldStart, csvUnquoted}
-	d.next[csvUnquoted] = [csvClasses]uint8{csvUnquoted, csvQuoteInUnquoted, csvFieldStart, csvFieldStart, csvUnquoted}
-	d.next[csvQuoted] = [csvClasses]uint8{csvQuoted, csvQuoteInQuoted, csvQuoted, csvQuoted, csvQuoted}
-	d.next[csvQuoteInQuoted] = [csvClasses]uint8{csvStrayQuote, csvQuoted, csvFieldStart, csvFieldStart, csvUnquoted}
+	var class [256]uint8
+	class['\r'] = csvCR
+	class[delim] = csvDelim
+	class[csvQuote] = csvQuoteByte
+	class['\n'] = csvNewline
+	var byClass [csvStates][csvClasses]uint8
+	//                         other        quote               delim          newline        \r
+	byClass[csvFieldStart] = [csvClasses]uint8{csvUnquoted, csvQuoted, csvFieldStart, csvFieldStart, csvUnquoted}
+	byClass[csvUnquoted] = [csvClasses]uint8{csvUnquoted, csvQuoteInUnquoted, csvFieldStart, csvFieldStart, csvUnquoted}
+	byClass[csvQuoted] = [csvClasses]uint8{csvQuoted, csvQuoteInQuoted, csvQuoted, csvQuoted, csvQuoted}
+	byClass[csvQuoteInQuoted] = [csvClasses]uint8{csvStrayQuote, csvQuoted, csvFieldStart, csvFieldStart, csvUnquoted}
 	for _, bad := range []uint8{csvQuoteInUnquoted, csvStrayQuote} {
-		for k := range d.next[bad] {
-			d.next[bad][k] = bad
+		for k := range byClass[bad] {
+			byClass[bad][k] = bad
+		}
+	}
+	d := &csvDFA{}
+	for st := range d.next {
+		for c := range d.next[st] {
+			d.next[st][c] = byClass[st][class[c]]
 		}
 	}
 	return d
@@ -86,27 +92,51 @@ func csvWhy(state uint8, line int64) string {
 // first newline that ends a record at or after stop bytes. It returns the
 // bytes followed, and the state and lines there; it stops early, at the
 // bad quote, when the quoting cannot be followed.
+//
+// Bytes before stop go through the table alone, a chunk at a time, their
+// newlines counted apart; a bad state, which never changes, is looked for
+// once a chunk, and the chunk walked again for the bad quote's place.
 func (d *csvDFA) walk(r io.Reader, state uint8, lines, n, stop int64) (read int64, _ uint8, _ int64, found bool, err error) {
-	br := bufio.NewReaderSize(r, splitBuf)
+	buf := make([]byte, splitBuf)
 	for n < 0 || read < n {
-		c, err := br.ReadByte()
-		if errors.Is(err, io.EOF) {
+		want := int64(len(buf))
+		if n >= 0 {
+			want = min(want, n-read)
+		}
+		k, err := io.ReadFull(r, buf[:want])
+		chunk := buf[:k]
+		fast := chunk // the bytes before stop's newline can matter
+		if stop >= 0 {
+			fast = chunk[:max(0, min(int64(k), stop-1-read))]
+		}
+		st := state
+		for _, c := range fast {
+			st = d.next[st][c]
+		}
+		if !csvRefused(st) {
+			state = st
+			lines += int64(bytes.Count(fast, []byte{'\n'}))
+			chunk = chunk[len(fast):]
+			read += int64(len(fast))
+		}
+		for i, c := range chunk { // the rest, byte by byte
+			state = d.next[state][c]
+			if c == '\n' {
+				lines++
+				if stop >= 0 && read+int64(i)+1 >= stop && state == csvFieldStart {
+					return read + int64(i) + 1, state, lines, true, nil
+				}
+			}
+			if csvRefused(state) {
+				return read + int64(i) + 1, state, lines, false, nil
+			}
+		}
+		read += int64(len(chunk))
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			return read, state, lines, false, nil
 		}
 		if err != nil {
 			return read, state, lines, false, err
-		}
-		read++
-		k := d.class[c]
-		state = d.next[state][k]
-		if k == csvNewline {
-			lines++
-			if stop >= 0 && read >= stop && state == csvFieldStart {
-				return read, state, lines, true, nil
-			}
-		}
-		if csvRefused(state) {
-			return read, state, lines, false, nil
 		}
 	}
 	return read, state, lines, false, nil
@@ -128,8 +158,7 @@ func (d *csvDFA) flow(r io.Reader, n int64) (csvFlow, error) {
 	for n > 0 {
 		k, err := io.ReadFull(r, buf[:min(n, int64(len(buf)))])
 		for _, c := range buf[:k] {
-			cl := d.class[c]
-			s0, s1, s2, s3 = d.next[s0][cl], d.next[s1][cl], d.next[s2][cl], d.next[s3][cl]
+			s0, s1, s2, s3 = d.next[s0][c], d.next[s1][c], d.next[s2][c], d.next[s3][c]
 		}
 		f.lines += int64(bytes.Count(buf[:k], []byte{'\n'}))
 		n -= int64(k)
