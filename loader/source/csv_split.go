@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sync"
-
-	"github.com/cosmosloader/loader/internal/parallel"
 )
 
 // Where a CSV can be cut. A record starts after a newline outside quotes,
@@ -152,25 +149,18 @@ type csvFlow struct {
 // flow reads n bytes of r (fewer at its end) and works out their flow,
 // following all four start states at once.
 func (d *csvDFA) flow(r io.Reader, n int64) (csvFlow, error) {
-	f := csvFlow{end: [4]uint8{csvFieldStart, csvUnquoted, csvQuoted, csvQuoteInQuoted}}
-	s0, s1, s2, s3 := f.end[0], f.end[1], f.end[2], f.end[3]
-	buf := make([]byte, min(n, 1<<20))
-	for n > 0 {
-		k, err := io.ReadFull(r, buf[:min(n, int64(len(buf)))])
-		for _, c := range buf[:k] {
+	s0, s1, s2, s3 := csvFieldStart, csvUnquoted, csvQuoted, csvQuoteInQuoted
+	var lines int64
+	err := readChunks(r, n, func(b []byte) {
+		for _, c := range b {
 			s0, s1, s2, s3 = d.next[s0][c], d.next[s1][c], d.next[s2][c], d.next[s3][c]
 		}
-		f.lines += int64(bytes.Count(buf[:k], []byte{'\n'}))
-		n -= int64(k)
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			break
-		}
-		if err != nil {
-			return csvFlow{}, err
-		}
+		lines += int64(bytes.Count(b, []byte{'\n'}))
+	})
+	if err != nil {
+		return csvFlow{}, err
 	}
-	f.end = [4]uint8{s0, s1, s2, s3}
-	return f, nil
+	return csvFlow{end: [4]uint8{s0, s1, s2, s3}, lines: lines}, nil
 }
 
 // csvBlock is the size of the blocks read at once (csvBlocksAtOnce at a
@@ -205,7 +195,7 @@ func csvBoundary(in Input, d *csvDFA, delim byte, from Position, target int64) (
 			}
 			pos, state, lines = pos+n, st, l
 		}
-		flows, err := csvFlows.get(in, delim, d, first, last)
+		flows, err := csvFlowsOf(in, delim, d, first, last)
 		if err != nil {
 			return Position{}, "", err
 		}
@@ -247,14 +237,9 @@ func csvBoundary(in Input, d *csvDFA, delim byte, from Position, target int64) (
 // twice is downloaded twice. Keyed by the input's identity (a changed
 // file or blob is read afresh); at most csvFlowsKept blocks, ~200 bytes
 // each for 16 MiB of input (1 TB of input in 13 MB), then it starts over.
-var csvFlows = &flowCache{m: map[flowKey]*flowBlock{}}
+var csvFlows = &blockMemo[flowKey, csvFlow]{keep: csvFlowsKept}
 
 const csvFlowsKept = 1 << 16
-
-type flowCache struct {
-	mu sync.Mutex
-	m  map[flowKey]*flowBlock
-}
 
 type flowKey struct {
 	input       string // the path and its identity
@@ -262,63 +247,30 @@ type flowKey struct {
 	block, size int64 // the block's index and csvBlock
 }
 
-type flowBlock struct {
-	done chan struct{}
-	flow csvFlow
-	err  error
-}
-
-// get returns the flows of blocks [first, last) of in, reading those not
-// yet read, csvBlocksAtOnce at a time; a block another caller is reading
-// is waited for.
-func (c *flowCache) get(in Input, delim byte, d *csvDFA, first, last int64) ([]csvFlow, error) {
+// csvFlowsOf returns the flows of blocks [first, last) of in, reading
+// those not yet read, csvBlocksAtOnce at a time.
+func csvFlowsOf(in Input, delim byte, d *csvDFA, first, last int64) ([]csvFlow, error) {
 	id, err := inputIdentity(in)
 	if err != nil {
 		return nil, err
 	}
-	blocks := make([]*flowBlock, last-first)
-	var mine []int
-	c.mu.Lock()
-	if len(c.m)+len(blocks) > csvFlowsKept {
-		c.m = map[flowKey]*flowBlock{}
+	keys := make([]flowKey, last-first)
+	for i := range keys {
+		keys[i] = flowKey{input: id, delim: delim, block: first + int64(i), size: csvBlock}
 	}
-	for i := range blocks {
-		k := flowKey{input: id, delim: delim, block: first + int64(i), size: csvBlock}
-		b := c.m[k]
-		if b == nil {
-			b = &flowBlock{done: make(chan struct{})}
-			c.m[k] = b
-			mine = append(mine, i)
-		}
-		blocks[i] = b
-	}
-	c.mu.Unlock()
-	parallel.Each(len(mine), csvBlocksAtOnce, func(j int) error {
-		i := mine[j]
-		b, at := blocks[i], (first+int64(i))*csvBlock
+	return csvFlows.get(keys, csvBlocksAtOnce, func(i int) (csvFlow, error) {
+		at := keys[i].block * csvBlock
 		r, err := OpenRaw(in, at, 1<<20)
-		if err == nil {
-			b.flow, err = d.flow(r, csvBlock)
-			r.Close()
-		}
 		if err != nil {
-			b.err = fmt.Errorf("read %s at byte %d: %w", in.Path, at, err)
-			c.mu.Lock()
-			delete(c.m, flowKey{input: id, delim: delim, block: first + int64(i), size: csvBlock})
-			c.mu.Unlock()
+			return csvFlow{}, fmt.Errorf("read %s at byte %d: %w", in.Path, at, err)
 		}
-		close(b.done)
-		return nil
+		defer r.Close()
+		f, err := d.flow(r, csvBlock)
+		if err != nil {
+			return csvFlow{}, fmt.Errorf("read %s at byte %d: %w", in.Path, at, err)
+		}
+		return f, nil
 	})
-	out := make([]csvFlow, len(blocks))
-	for i, b := range blocks {
-		<-b.done
-		if b.err != nil {
-			return nil, b.err
-		}
-		out[i] = b.flow
-	}
-	return out, nil
 }
 
 // inputIdentity names a file or blob as it is now: its path, size and

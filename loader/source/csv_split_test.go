@@ -138,7 +138,7 @@ func TestCSVFlowsAreReadOnce(t *testing.T) {
 	defer func(b int64) { csvBlock = b }(csvBlock)
 	csvBlock = 32
 	text := "id,v\n" + strings.Repeat("1,\"a\nb\"\n22,cc\n", 200)
-	m := &countingRemote{memRemote: memRemote{data: []byte(text)}}
+	m := &memRemote{data: []byte(text)}
 	in := Input{Path: "https://acct.blob.core.windows.net/c/once.csv", Remote: m}
 	d := newCSVDFA(',')
 	if _, why, err := csvBoundary(in, d, ',', Position{}, 3000); err != nil || why != "" {

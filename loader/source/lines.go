@@ -7,8 +7,6 @@ import (
 	"io"
 	"os"
 	"sync"
-
-	"github.com/cosmosloader/loader/internal/parallel"
 )
 
 // An NDJSON input is cut into pieces (an import's segments, a shared load's
@@ -95,24 +93,15 @@ const linesAtOnce = 16
 // have in common: each block is read once.
 type LineIndex struct {
 	open func(offset int64) (io.ReadCloser, error)
-	mu   sync.Mutex
-	// blocks holds each whole block's count, done or being done.
-	blocks map[int64]*blockLines
-}
-
-// blockLines is one block's newlines, known once done is closed (err: the
-// block could not be read; a later question reads it again).
-type blockLines struct {
-	done chan struct{}
-	n    int64
-	err  error
+	// blocks holds each whole block's newlines, counted or being counted.
+	blocks blockMemo[int64, int64]
 }
 
 // NewLineIndex counts the lines of in.
 func NewLineIndex(in Input) *LineIndex {
 	// linesAtOnce blob streams of 1 MiB chunks hold 48 MiB at most.
 	open := func(off int64) (io.ReadCloser, error) { return OpenRaw(in, off, 1<<20) }
-	return &LineIndex{open: open, blocks: map[int64]*blockLines{}}
+	return &LineIndex{open: open}
 }
 
 // Line turns a line counted from base (a Record's Line and Base, or a
@@ -128,41 +117,22 @@ func (x *LineIndex) Line(line, base int64) (int64, error) {
 // before returns the newlines in the input's bytes [0, offset).
 func (x *LineIndex) before(offset int64) (int64, error) {
 	whole := offset / lineBlock
-	blocks := make([]*blockLines, whole)
-	var mine []int64 // the blocks this question counts
-	x.mu.Lock()
-	for b := range whole {
-		bl := x.blocks[b]
-		if bl == nil {
-			bl = &blockLines{done: make(chan struct{})}
-			x.blocks[b] = bl
-			mine = append(mine, b)
-		}
-		blocks[b] = bl
+	keys := make([]int64, whole)
+	for b := range keys {
+		keys[b] = int64(b)
 	}
-	x.mu.Unlock()
-	parallel.Each(len(mine), linesAtOnce, func(i int) error {
-		b := mine[i]
-		bl := blocks[b]
-		bl.n, bl.err = x.count(b*lineBlock, lineBlock)
-		if bl.err != nil {
-			x.mu.Lock()
-			delete(x.blocks, b)
-			x.mu.Unlock()
-		}
-		close(bl.done)
-		return nil
+	counts, err := x.blocks.get(keys, linesAtOnce, func(b int) (int64, error) {
+		return x.count(int64(b)*lineBlock, lineBlock)
 	})
-	n, err := x.count(whole*lineBlock, offset-whole*lineBlock)
-	for _, bl := range blocks {
-		<-bl.done
-		if err == nil {
-			err = bl.err
-		}
-		n += bl.n
-	}
 	if err != nil {
 		return 0, err
+	}
+	n, err := x.count(whole*lineBlock, offset-whole*lineBlock)
+	if err != nil {
+		return 0, err
+	}
+	for _, c := range counts {
+		n += c
 	}
 	return n, nil
 }
@@ -177,18 +147,10 @@ func (x *LineIndex) count(off, n int64) (int64, error) {
 		return 0, fmt.Errorf("count lines: %w", err)
 	}
 	defer r.Close()
-	buf := make([]byte, min(n, 1<<20))
 	var lines int64
-	for n > 0 {
-		k, err := io.ReadFull(r, buf[:min(n, int64(len(buf)))])
-		lines += int64(bytes.Count(buf[:k], []byte{'\n'}))
-		n -= int64(k)
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return lines, nil
-		}
-		if err != nil {
-			return 0, fmt.Errorf("count lines: %w", err)
-		}
+	err = readChunks(r, n, func(b []byte) { lines += int64(bytes.Count(b, []byte{'\n'})) })
+	if err != nil {
+		return 0, fmt.Errorf("count lines: %w", err)
 	}
 	return lines, nil
 }

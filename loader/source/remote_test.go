@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/parquet/file"
@@ -19,6 +20,7 @@ import (
 // memRemote is a Remote over bytes that records the offsets it was opened at.
 type memRemote struct {
 	data   []byte
+	mu     sync.Mutex // Open is called from several goroutines
 	opened []int64
 }
 
@@ -29,7 +31,9 @@ func (m *memRemote) Identity() RemoteIdentity {
 }
 func (m *memRemote) Stat(context.Context) (RemoteIdentity, error) { return m.Identity(), nil }
 func (m *memRemote) Open(off, _ int64) (io.ReadCloser, error) {
+	m.mu.Lock()
 	m.opened = append(m.opened, off)
+	m.mu.Unlock()
 	return io.NopCloser(bytes.NewReader(m.data[min(off, int64(len(m.data))):])), nil
 }
 func (m *memRemote) ReadAt(p []byte, off int64) (int, error) {

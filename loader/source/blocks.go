@@ -1,0 +1,90 @@
+package source
+
+import (
+	"errors"
+	"io"
+	"sync"
+
+	"github.com/cosmosloader/loader/internal/parallel"
+)
+
+// blockMemo remembers a value worked out for each block of an input (its
+// newlines, the effect of its CSV quoting), once however many ask, even
+// at the same time: a blob's blocks are ranged reads, each waiting on the
+// network. A block that failed is forgotten, and worked out again by the
+// next question.
+type blockMemo[K comparable, V any] struct {
+	mu   sync.Mutex
+	m    map[K]*memoBlock[V]
+	keep int // at most this many blocks (0: no bound), then it starts over
+}
+
+type memoBlock[V any] struct {
+	done chan struct{}
+	v    V
+	err  error
+}
+
+// get returns the values of keys, working out with work(i) those of
+// keys[i] nobody has, atOnce at a time, and waiting for those others are
+// working out. The error is the first block's that failed.
+func (c *blockMemo[K, V]) get(keys []K, atOnce int, work func(i int) (V, error)) ([]V, error) {
+	blocks := make([]*memoBlock[V], len(keys))
+	var mine []int
+	c.mu.Lock()
+	if c.m == nil || (c.keep > 0 && len(c.m)+len(keys) > c.keep) {
+		c.m = map[K]*memoBlock[V]{}
+	}
+	for i, k := range keys {
+		b := c.m[k]
+		if b == nil {
+			b = &memoBlock[V]{done: make(chan struct{})}
+			c.m[k] = b
+			mine = append(mine, i)
+		}
+		blocks[i] = b
+	}
+	c.mu.Unlock()
+	parallel.Each(len(mine), atOnce, func(j int) error {
+		i := mine[j]
+		b := blocks[i]
+		b.v, b.err = work(i)
+		if b.err != nil {
+			c.mu.Lock()
+			if c.m[keys[i]] == b {
+				delete(c.m, keys[i])
+			}
+			c.mu.Unlock()
+		}
+		close(b.done)
+		return nil
+	})
+	out := make([]V, len(keys))
+	var err error
+	for i, b := range blocks {
+		<-b.done
+		if b.err != nil && err == nil {
+			err = b.err
+		}
+		out[i] = b.v
+	}
+	return out, err
+}
+
+// readChunks hands f the next n bytes of r (fewer at its end), at most
+// 1 MiB at a time.
+func readChunks(r io.Reader, n int64, f func([]byte)) error {
+	buf := make([]byte, min(n, 1<<20))
+	for n > 0 {
+		k, err := io.ReadFull(r, buf[:min(n, int64(len(buf)))])
+		f(buf[:k])
+		n -= int64(k)
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
