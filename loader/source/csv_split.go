@@ -181,7 +181,7 @@ func csvBoundary(in Input, d *csvDFA, delim byte, from Position, target int64) (
 	last := (max(target, pos+1) - 1) / csvBlock
 	if last > first {
 		if pos < first*csvBlock {
-			r, err := OpenRaw(in, pos, 1<<20)
+			r, err := OpenRaw(in, pos, walkChunk)
 			if err != nil {
 				return Position{}, "", err
 			}
@@ -202,7 +202,7 @@ func csvBoundary(in Input, d *csvDFA, delim byte, from Position, target int64) (
 		for i, f := range flows {
 			next := f.end[state]
 			if csvRefused(next) { // walk the block again for the bad quote's line
-				r, err := OpenRaw(in, pos, 1<<20)
+				r, err := OpenRaw(in, pos, walkChunk)
 				if err != nil {
 					return Position{}, "", err
 				}
@@ -217,7 +217,7 @@ func csvBoundary(in Input, d *csvDFA, delim byte, from Position, target int64) (
 			pos = (first + int64(i) + 1) * csvBlock
 		}
 	}
-	r, err := OpenRaw(in, pos, 1<<20)
+	r, err := OpenRaw(in, pos, walkChunk)
 	if err != nil {
 		return Position{}, "", err
 	}

@@ -183,9 +183,13 @@ func BoundaryAfter(in Input, opts Options, from Position, target int64) (Positio
 	return p, why, err
 }
 
-// splitBuf is the read size of the CSV boundary scans; tests shrink it to
-// cross buffer boundaries.
-var splitBuf = 1 << 20
+// splitBuf is the read size of the CSV boundary walks (the stretch of a
+// cut around its whole blocks); tests shrink it to cross chunk ends. The
+// walks of many shards placed at once each hold one, and a stream of
+// walkChunk chunks: 32 of them at 1 MiB and 1 MiB chunks held 110 MB.
+var splitBuf = 64 << 10
+
+const walkChunk = 256 << 10
 
 // csvDelimiter is the byte that separates fields, or 0 when the delimiter
 // is not one byte (such a CSV is read with one cursor).
