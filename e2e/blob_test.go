@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -381,6 +382,20 @@ func TestThreeLoadersShareOneBlobPrefix(t *testing.T) {
 	want := map[string]string{}
 	blobInput(t, cc, "exports/a.ndjson", "a", 1000, want)
 	blobInput(t, cc, "exports/b.ndjson", "b", 500, want)
+	// A CSV blob is cut too: its quoting (fields over two lines, "" in
+	// them) followed to its end by each loader before the shards start.
+	var csv strings.Builder
+	csv.WriteString("id,src,seq,tenant,note\n")
+	for i := range 1500 {
+		note := strings.Repeat("n", 100)
+		if i%3 == 0 {
+			note = "\"a \"\"quoted\"\" note\nover two lines " + note + "\""
+		}
+		fmt.Fprintf(&csv, "doc-c%d,c,%d,t%d,%s\n", i, i, i%7, note)
+		doc := map[string]any{"id": fmt.Sprintf("doc-%d", i), "seq": float64(i), "tenant": fmt.Sprintf("t%d", i%7), "note": strings.Trim(strings.ReplaceAll(note, `""`, `"`), `"`)}
+		want[fmt.Sprintf("c/%d", i)] = hashDoc(doc)
+	}
+	putBlob(t, cc, "exports/c.csv", []byte(csv.String()))
 	var waits []func() (int, string)
 	for p := 0; p < 3; p++ {
 		// No local copies: every loader reads the same prefix.
@@ -414,28 +429,34 @@ func TestThreeLoadersShareOneBlobPrefix(t *testing.T) {
 	if len(docs) != len(want) {
 		t.Errorf("%d documents landed, want %d", len(docs), len(want))
 	}
-	// The blobs were cut into byte ranges, aligned on lines by reading
-	// them from storage: more shards than blobs.
-	if shards := shardBlobs(t, az); shards < 4 {
-		t.Errorf("%d shard blobs for two blobs of ~300 KB and ~150 KB at --shard-size 60000", shards)
+	// The blobs were cut into byte ranges, aligned on lines and records by
+	// reading them from storage: more shards than blobs.
+	shards := shardBlobs(t, az)
+	if len(shards) < 6 {
+		t.Errorf("%d shard blobs for blobs of ~300 KB, ~150 KB and ~200 KB at --shard-size 60000", len(shards))
+	}
+	if n := len(slices.DeleteFunc(shards, func(name string) bool { return !strings.Contains(name, "/0002-") })); n < 3 {
+		t.Errorf("the CSV blob was cut into %d shards, want 3 or more", n)
 	}
 }
 
-// shardBlobs counts the shards a shared load planned.
-func shardBlobs(t *testing.T, az *testenv.AzuriteServer) int {
+// shardBlobs names the shards a shared load planned.
+func shardBlobs(t *testing.T, az *testenv.AzuriteServer) []string {
 	t.Helper()
 	leases, err := container.NewClientFromConnectionString(az.ConnectionString(), "loader-leases", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	prefix := "shards/"
-	shards := 0
+	var shards []string
 	for pager := leases.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: &prefix}); pager.More(); {
 		page, err := pager.NextPage(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
-		shards += len(page.Segment.BlobItems)
+		for _, b := range page.Segment.BlobItems {
+			shards = append(shards, *b.Name)
+		}
 	}
 	return shards
 }

@@ -76,7 +76,7 @@ type ShardInput struct {
 	Path       string
 	Size       int64
 	HeadHash   string
-	Splittable bool // plain NDJSON and Parquet may be cut into byte ranges
+	Splittable bool // plain NDJSON, CSV and Parquet may be cut into byte ranges
 	// Align returns the position of the first record at or after a byte
 	// offset, where a shard starting there begins; nil aligns Path, a
 	// local NDJSON file, on a line start.

@@ -103,24 +103,48 @@ func jobID(fps []checkpoint.Fingerprint, db, coll string) string {
 
 // splittable reports whether in can be cut into byte ranges, and how a
 // range's start is aligned on a record: plain NDJSON at line starts
-// (not gzip, CSV or one JSON array; source.LineStart reads only around
-// the cut), Parquet at a row (see source.ParquetAlign).
-func splittable(in source.Input, opts source.Options) (ok bool, align func(int64) (source.Position, error)) {
-	if f, err := source.ResolveFormat(in, opts); err == nil && f == source.FormatParquet {
-		if !source.ParquetAlignable(in) {
-			return false, nil
-		}
-		return true, func(offset int64) (source.Position, error) { return source.ParquetAlign(in, offset) }
+// (not gzip or one JSON array; source.LineStart reads only around the
+// cut), CSV at record starts (source.BoundaryAfter, once its quoting was
+// followed to its end: source.CSVCuttable), Parquet at a row (see
+// source.ParquetAlign). Every loader of the fleet decides alike from the
+// same bytes; one that fails to read a CSV's blocks stops (err).
+//
+// A CSV no larger than shardBytes is one shard whatever its quoting, and
+// is not read to find out.
+func splittable(in source.Input, size, shardBytes int64, opts source.Options) (ok bool, align func(int64) (source.Position, error), err error) {
+	f, err := source.ResolveFormat(in, opts)
+	if err != nil {
+		return false, nil, nil
 	}
-	// A CSV file is one shard: its record boundaries are found by
-	// following its quoting from its start.
-	if f, err := source.ResolveFormat(in, opts); err != nil || f != source.FormatNDJSON {
-		return false, nil
+	switch f {
+	case source.FormatParquet:
+		if !source.ParquetAlignable(in) {
+			return false, nil, nil
+		}
+		return true, func(offset int64) (source.Position, error) { return source.ParquetAlign(in, offset) }, nil
+	case source.FormatCSV, source.FormatTSV:
+		if shardBytes > 0 && size <= shardBytes {
+			return false, nil, nil
+		}
+		why, err := source.CSVCuttable(in, opts)
+		if err != nil {
+			return false, nil, fmt.Errorf("follow the quoting of %s: %w", in.Path, err)
+		}
+		if why != "" {
+			return false, nil, nil
+		}
+		return true, func(offset int64) (source.Position, error) {
+			p, why, err := source.BoundaryAfter(in, opts, source.Position{}, offset)
+			if why != "" { // CSVCuttable followed it all
+				err = errors.New(why)
+			}
+			return p, err
+		}, nil
 	}
 	if ok, _ := source.Splittable(in, opts); !ok {
-		return false, nil
+		return false, nil, nil
 	}
-	return true, func(offset int64) (source.Position, error) { return source.LineStart(in, offset) }
+	return true, func(offset int64) (source.Position, error) { return source.LineStart(in, offset) }, nil
 }
 
 // leasedShards is a shared load's work: the shards this process can
@@ -182,7 +206,10 @@ func (p *plan) leasedShards(tgt *Target, inputs []Input, fps []checkpoint.Finger
 		shardInputs []ShardInput
 	)
 	for i, in := range inputs {
-		ok, align := splittable(in.Input, p.Source)
+		ok, align, err := splittable(in.Input, fps[i].Size, so.ShardBytes, p.Source)
+		if err != nil {
+			return nil, err
+		}
 		shardInputs = append(shardInputs, ShardInput{Path: in.Path, Size: fps[i].Size, HeadHash: fps[i].HeadHash,
 			Splittable: ok, Align: align})
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -580,3 +581,65 @@ func TestLoadPiecesAtOnceStopOnAFailure(t *testing.T) {
 		t.Errorf("%d pieces released of %d handed out", released, src.handed)
 	}
 }
+
+// A shared load cuts a CSV larger than a shard only once its quoting was
+// followed to its end, and places each shard at the first record after its
+// cut; a CSV with an ambiguous quote anywhere, or no larger than a shard,
+// is one shard (the small one is not even read).
+func TestSharedCSVIsCutOnlyWhenItsQuotingIsFollowed(t *testing.T) {
+	dir := t.TempDir()
+	var good strings.Builder
+	good.WriteString("id,note\n")
+	for i := range 300 {
+		fmt.Fprintf(&good, "%d,\"two\nlines %d\"\n", i, i)
+	}
+	write := func(name, text string) source.Input {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return source.Input{Path: p}
+	}
+	in := write("good.csv", good.String())
+	ok, align, err := splittable(in, int64(good.Len()), 1000, source.Options{})
+	if err != nil || !ok {
+		t.Fatalf("a well-quoted CSV: splittable %v, %v", ok, err)
+	}
+	for _, cut := range []int64{1, 9, 10, 11, 1000, 2345} {
+		got, err := align(cut)
+		want, _, _ := source.BoundaryAfter(in, source.Options{}, source.Position{}, cut)
+		if err != nil || got != want || !strings.HasSuffix(good.String()[:got.Offset], "\"\n") && got.Offset != 8 {
+			t.Errorf("align(%d) = %+v, %v; want %+v, a record start", cut, got, err, want)
+		}
+	}
+	bad := write("bad.csv", good.String()+"1,a\"b\n"+good.String()[8:])
+	if ok, _, err := splittable(bad, int64(2*good.Len()), 1000, source.Options{}); ok || err != nil {
+		t.Errorf("a CSV with an ambiguous quote at its end: splittable %v, %v", ok, err)
+	}
+	small := &readCounter{data: []byte(good.String())}
+	name := "https://acct.blob.core.windows.net/c/small.csv"
+	if ok, _, err := splittable(source.Input{Path: name, Remote: small}, 500, 1000, source.Options{}); ok || err != nil || small.reads > 0 {
+		t.Errorf("a CSV no larger than a shard: splittable %v, %v, after %d reads", ok, err, small.reads)
+	}
+}
+
+// readCounter is a blob that counts its reads.
+type readCounter struct {
+	data  []byte
+	reads int
+}
+
+func (r *readCounter) Name() string { return "https://acct.blob.core.windows.net/c/small.csv" }
+func (r *readCounter) Identity() source.RemoteIdentity {
+	return source.RemoteIdentity{ETag: `"1"`, Size: int64(len(r.data))}
+}
+func (r *readCounter) Stat(context.Context) (source.RemoteIdentity, error) { return r.Identity(), nil }
+func (r *readCounter) Open(off, _ int64) (io.ReadCloser, error) {
+	r.reads++
+	return io.NopCloser(strings.NewReader(string(r.data[off:]))), nil
+}
+func (r *readCounter) ReadAt(p []byte, off int64) (int, error) {
+	r.reads++
+	return strings.NewReader(string(r.data)).ReadAt(p, off)
+}
+func (r *readCounter) OpenRandom() (source.RandomReader, error) { return nil, errors.ErrUnsupported }

@@ -55,8 +55,8 @@ type Input struct {
 	// HeadHash identifies the content (a hash of its first bytes), so
 	// processes with different files under one name notice.
 	HeadHash string
-	// Splittable is true for plain NDJSON and Parquet, which may be split
-	// into byte ranges; gzip, CSV and JSON arrays are one shard each.
+	// Splittable is true for plain NDJSON, CSV and Parquet, which may be
+	// split into byte ranges; gzip and JSON arrays are one shard each.
 	Splittable bool
 	// Align returns the position of the first record at or after a byte
 	// offset, where a shard starting there begins (NDJSON: a line start,

@@ -98,20 +98,10 @@ func Split(in Input, opts Options, n int) ([]Range, string, error) {
 		}
 		return rangesFrom(starts, size), "", nil
 	}
-	delim := csvDelimiter(format, opts)
-	if delim == 0 {
-		return whole, "its delimiter is not one byte", nil
+	d, delim, why := csvCutter(in, opts, format)
+	if why != "" {
+		return whole, why, nil
 	}
-	// A refused header refuses the file once, not once per segment.
-	if r, err := Open(in, nil, opts, Position{}); err != nil {
-		var ie *InputError
-		if errors.As(err, &ie) {
-			return whole, "its CSV header is refused", nil
-		}
-	} else {
-		r.Close()
-	}
-	d := newCSVDFA(delim)
 	starts := make([]Position, 0, len(targets))
 	from := Position{}
 	for _, t := range targets {
@@ -130,6 +120,54 @@ func Split(in Input, opts Options, n int) ([]Range, string, error) {
 		from = b
 	}
 	return rangesFrom(starts, size), "", nil
+}
+
+// csvCutter returns the quoting scan of a CSV or TSV input that may be
+// cut, or why it may not: a delimiter of more than one byte, or a header
+// the reader refuses (which refuses the input once, not once a piece).
+func csvCutter(in Input, opts Options, format string) (d *csvDFA, delim byte, why string) {
+	delim = csvDelimiter(format, opts)
+	if delim == 0 {
+		return nil, 0, "its delimiter is not one byte"
+	}
+	if r, err := Open(in, nil, opts, Position{}); err != nil {
+		var ie *InputError
+		if errors.As(err, &ie) {
+			return nil, 0, "its CSV header is refused"
+		}
+	} else {
+		r.Close()
+	}
+	return newCSVDFA(delim), delim, ""
+}
+
+// CSVCuttable reports why a splittable CSV or TSV input may not be cut at
+// any offset, "" when it may: its delimiter, its header, and its quoting
+// followed to its end, reading the input once, in blocks at once, which
+// later cuts (BoundaryAfter from its start) reuse. A shared load cuts an
+// input into shards before reading any, so it asks first: a bad quote
+// found at a shard's start would leave that shard unplaceable.
+func CSVCuttable(in Input, opts Options) (string, error) {
+	format, err := ResolveFormat(in, opts)
+	if err != nil {
+		return "", err
+	}
+	if format != FormatCSV && format != FormatTSV {
+		return "it is not CSV", nil
+	}
+	if ok, why := Splittable(in, opts); !ok {
+		return why, nil
+	}
+	d, delim, why := csvCutter(in, opts, format)
+	if why != "" {
+		return why, nil
+	}
+	size, err := RawSize(in)
+	if err != nil {
+		return "", err
+	}
+	_, why, err = csvBoundary(in, d, delim, Position{}, size)
+	return why, err
 }
 
 // RawSize is the size of a local file or blob as stored.
