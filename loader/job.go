@@ -321,7 +321,7 @@ func (p *plan) wholeInputs(ctx context.Context, tgt *Target, inputs []Input, fps
 	// has one, so only --segments splits its files.
 	lanes := p.strategy.lanes(partitions)
 	if p.Resume == nil {
-		notes, err := splitInputs(inputs, state, p.Source, lanes, p.Segments)
+		notes, err := splitInputs(inputs, state, p.Source, lanes, p.Segments, p.logf)
 		if err != nil {
 			return nil, err
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/internal/clock"
+	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/internal/parallel"
 	"github.com/cosmosloader/loader/loader/source"
 	"github.com/cosmosloader/loader/pacing"
@@ -43,6 +44,21 @@ func SegmentCount(size int64, partitions, want int) int {
 	return int(min(size>>20, int64(maxCursors(partitions))))
 }
 
+// followNoteBytes is the CSV size from which following its quoting before
+// the load (to cut it) is said: a blob of hundreds of GB is read once
+// first, 16 ranges at once, which can take minutes with nothing else to
+// show.
+var followNoteBytes int64 = 1 << 30
+
+// noteFollowingCSV says that in, a CSV of size bytes, is read once before
+// its load begins, when it is big enough for that to be noticed.
+func noteFollowingCSV(in source.Input, size int64, so source.Options, logf func(string, ...any)) {
+	if f, err := source.ResolveFormat(in, so); err != nil || (f != source.FormatCSV && f != source.FormatTSV) || size < followNoteBytes {
+		return
+	}
+	logf("note: reading %s (%s) once to find where its records start: a CSV's quoting is followed from its start, 16 blocks at once", in.Path, human.Bytes(float64(size)))
+}
+
 // segmentPlan maps the checkpoint's inputs to the pipeline's: one pipeline
 // input per segment of a segmented file, one per other file.
 type segmentPlan struct {
@@ -61,7 +77,8 @@ type segmentPlan struct {
 
 // splitInputs decides, for a fresh load, each file's segments and records
 // them in state.Inputs (whose Fingerprints are set). want is --segments.
-func splitInputs(files []Input, state *checkpoint.State, so source.Options, partitions, want int) ([]string, error) {
+// logf says when cutting a CSV will read it first (noteFollowingCSV).
+func splitInputs(files []Input, state *checkpoint.State, so source.Options, partitions, want int, logf func(string, ...any)) ([]string, error) {
 	// Splitting a Parquet blob reads its footer, a round trip or two:
 	// InputsAtOnce files are split at once.
 	type split struct {
@@ -79,6 +96,7 @@ func splitInputs(files []Input, state *checkpoint.State, so source.Options, part
 		if sp.n <= 1 {
 			return nil
 		}
+		noteFollowingCSV(files[i].Input, state.Inputs[i].Size, so, logf)
 		var err error
 		sp.ranges, sp.why, err = source.Split(files[i].Input, so, sp.n)
 		return err

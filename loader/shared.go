@@ -111,7 +111,7 @@ func jobID(fps []checkpoint.Fingerprint, db, coll string) string {
 //
 // A CSV no larger than shardBytes is one shard whatever its quoting, and
 // is not read to find out.
-func splittable(in source.Input, size, shardBytes int64, opts source.Options) (ok bool, align func(int64) (source.Position, error), err error) {
+func splittable(in source.Input, size, shardBytes int64, opts source.Options, logf func(string, ...any)) (ok bool, align func(int64) (source.Position, error), err error) {
 	f, err := source.ResolveFormat(in, opts)
 	if err != nil {
 		return false, nil, nil
@@ -126,6 +126,7 @@ func splittable(in source.Input, size, shardBytes int64, opts source.Options) (o
 		if shardBytes > 0 && size <= shardBytes {
 			return false, nil, nil
 		}
+		noteFollowingCSV(in, size, opts, logf)
 		why, err := source.CSVCuttable(in, opts)
 		if err != nil {
 			return false, nil, fmt.Errorf("follow the quoting of %s: %w", in.Path, err)
@@ -206,7 +207,7 @@ func (p *plan) leasedShards(tgt *Target, inputs []Input, fps []checkpoint.Finger
 		shardInputs []ShardInput
 	)
 	for i, in := range inputs {
-		ok, align, err := splittable(in.Input, fps[i].Size, so.ShardBytes, p.Source)
+		ok, align, err := splittable(in.Input, fps[i].Size, so.ShardBytes, p.Source, p.logf)
 		if err != nil {
 			return nil, err
 		}

@@ -600,10 +600,17 @@ func TestSharedCSVIsCutOnlyWhenItsQuotingIsFollowed(t *testing.T) {
 		}
 		return source.Input{Path: p}
 	}
+	defer func(b int64) { followNoteBytes = b }(followNoteBytes)
+	followNoteBytes = 2000
+	var notes []string
+	logf := func(format string, a ...any) { notes = append(notes, fmt.Sprintf(format, a...)) }
 	in := write("good.csv", good.String())
-	ok, align, err := splittable(in, int64(good.Len()), 1000, source.Options{})
+	ok, align, err := splittable(in, int64(good.Len()), 1000, source.Options{}, logf)
 	if err != nil || !ok {
 		t.Fatalf("a well-quoted CSV: splittable %v, %v", ok, err)
+	}
+	if len(notes) != 1 || !strings.Contains(notes[0], "good.csv") || !strings.Contains(notes[0], "once to find where its records start") {
+		t.Errorf("reading a big CSV first is not said: %q", notes)
 	}
 	for _, cut := range []int64{1, 9, 10, 11, 1000, 2345} {
 		got, err := align(cut)
@@ -613,12 +620,13 @@ func TestSharedCSVIsCutOnlyWhenItsQuotingIsFollowed(t *testing.T) {
 		}
 	}
 	bad := write("bad.csv", good.String()+"1,a\"b\n"+good.String()[8:])
-	if ok, _, err := splittable(bad, int64(2*good.Len()), 1000, source.Options{}); ok || err != nil {
+	if ok, _, err := splittable(bad, int64(2*good.Len()), 1000, source.Options{}, logf); ok || err != nil {
 		t.Errorf("a CSV with an ambiguous quote at its end: splittable %v, %v", ok, err)
 	}
 	small := &readCounter{data: []byte(good.String())}
 	name := "https://acct.blob.core.windows.net/c/small.csv"
-	if ok, _, err := splittable(source.Input{Path: name, Remote: small}, 500, 1000, source.Options{}); ok || err != nil || small.reads > 0 {
+	notes = nil
+	if ok, _, err := splittable(source.Input{Path: name, Remote: small}, 500, 1000, source.Options{}, logf); ok || err != nil || small.reads > 0 || len(notes) > 0 {
 		t.Errorf("a CSV no larger than a shard: splittable %v, %v, after %d reads", ok, err, small.reads)
 	}
 }
