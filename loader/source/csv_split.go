@@ -75,13 +75,16 @@ func newCSVDFA(delim byte) *csvDFA {
 
 func csvRefused(state uint8) bool { return state >= csvQuoteInUnquoted }
 
-// why says why the quoting cannot be followed, the bad quote being on
-// line (1-based).
+// csvWhy says why the quoting cannot be followed, the scan having ended
+// in state with the bad quote on line (1-based); "" when it can.
 func csvWhy(state uint8, line int64) string {
-	if state == csvQuoteInUnquoted {
+	switch state {
+	case csvQuoteInUnquoted:
 		return fmt.Sprintf("a quote inside an unquoted field on line %d makes its quoting ambiguous", line)
+	case csvStrayQuote:
+		return fmt.Sprintf("a stray quote on line %d makes its quoting ambiguous", line)
 	}
-	return fmt.Sprintf("a stray quote on line %d makes its quoting ambiguous", line)
+	return ""
 }
 
 // walk follows the quoting of r from state, lines newlines in, for at
@@ -93,7 +96,7 @@ func csvWhy(state uint8, line int64) string {
 // Bytes before stop go through the table alone, a chunk at a time, their
 // newlines counted apart; a bad state, which never changes, is looked for
 // once a chunk, and the chunk walked again for the bad quote's place.
-func (d *csvDFA) walk(r io.Reader, state uint8, lines, n, stop int64) (read int64, _ uint8, _ int64, found bool, err error) {
+func (d *csvDFA) walk(r io.Reader, state uint8, lines, n, stop int64) (read int64, _ uint8, _ int64, err error) {
 	buf := make([]byte, splitBuf)
 	for n < 0 || read < n {
 		want := int64(len(buf))
@@ -121,22 +124,32 @@ func (d *csvDFA) walk(r io.Reader, state uint8, lines, n, stop int64) (read int6
 			if c == '\n' {
 				lines++
 				if stop >= 0 && read+int64(i)+1 >= stop && state == csvFieldStart {
-					return read + int64(i) + 1, state, lines, true, nil
+					return read + int64(i) + 1, state, lines, nil
 				}
 			}
 			if csvRefused(state) {
-				return read + int64(i) + 1, state, lines, false, nil
+				return read + int64(i) + 1, state, lines, nil
 			}
 		}
 		read += int64(len(chunk))
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return read, state, lines, false, nil
+			return read, state, lines, nil
 		}
 		if err != nil {
-			return read, state, lines, false, err
+			return read, state, lines, err
 		}
 	}
-	return read, state, lines, false, nil
+	return read, state, lines, nil
+}
+
+// walkAt is walk over in's bytes from pos.
+func (d *csvDFA) walkAt(in Input, pos int64, state uint8, lines, n, stop int64) (int64, uint8, int64, error) {
+	r, err := OpenRaw(in, pos, walkChunk)
+	if err != nil {
+		return 0, state, lines, err
+	}
+	defer r.Close()
+	return d.walk(r, state, lines, n, stop)
 }
 
 // csvFlow is what a block does to the scan: the state after it by the
@@ -181,17 +194,9 @@ func csvBoundary(in Input, d *csvDFA, delim byte, from Position, target int64) (
 	last := (max(target, pos+1) - 1) / csvBlock
 	if last > first {
 		if pos < first*csvBlock {
-			r, err := OpenRaw(in, pos, walkChunk)
-			if err != nil {
-				return Position{}, "", err
-			}
-			n, st, l, _, err := d.walk(r, state, lines, first*csvBlock-pos, -1)
-			r.Close()
-			if err != nil {
-				return Position{}, "", err
-			}
-			if csvRefused(st) {
-				return Position{}, csvWhy(st, l+1), nil
+			n, st, l, err := d.walkAt(in, pos, state, lines, first*csvBlock-pos, -1)
+			if err != nil || csvRefused(st) {
+				return Position{}, csvWhy(st, l+1), err
 			}
 			pos, state, lines = pos+n, st, l
 		}
@@ -200,34 +205,18 @@ func csvBoundary(in Input, d *csvDFA, delim byte, from Position, target int64) (
 			return Position{}, "", err
 		}
 		for i, f := range flows {
-			next := f.end[state]
-			if csvRefused(next) { // walk the block again for the bad quote's line
-				r, err := OpenRaw(in, pos, walkChunk)
-				if err != nil {
-					return Position{}, "", err
-				}
-				_, st, l, _, err := d.walk(r, state, lines, csvBlock, -1)
-				r.Close()
-				if err != nil {
-					return Position{}, "", err
-				}
-				return Position{}, csvWhy(st, l+1), nil
+			if next := f.end[state]; csvRefused(next) {
+				// Walk the block again for the bad quote's line.
+				_, st, l, err := d.walkAt(in, pos, state, lines, csvBlock, -1)
+				return Position{}, csvWhy(st, l+1), err
 			}
-			state, lines = next, lines+f.lines
+			state, lines = f.end[state], lines+f.lines
 			pos = (first + int64(i) + 1) * csvBlock
 		}
 	}
-	r, err := OpenRaw(in, pos, walkChunk)
-	if err != nil {
-		return Position{}, "", err
-	}
-	defer r.Close()
-	n, st, l, _, err := d.walk(r, state, lines, -1, max(target-pos, 0))
-	if err != nil {
-		return Position{}, "", err
-	}
-	if csvRefused(st) {
-		return Position{}, csvWhy(st, l+1), nil
+	n, st, l, err := d.walkAt(in, pos, state, lines, -1, max(target-pos, 0))
+	if err != nil || csvRefused(st) {
+		return Position{}, csvWhy(st, l+1), err
 	}
 	return Position{Offset: pos + n, Line: l, Base: from.Base}, "", nil
 }
