@@ -236,34 +236,14 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 		s.ru = cost.Estimate(len(s.doc.Body), s.doc.Terms)
 		s.epk, s.key = keys.of(s.doc.PK)
 	}
-	ahead := map[int]*readied{}
-	defer func() {
-		for _, r := range ahead {
-			r.close()
-		}
-	}()
+	upcoming := &readyQueue{j: j, parts: parts, ahead: map[int]*readied{}}
+	defer upcoming.close()
 	for i, in := range j.Inputs {
-		for k := i + 1; k < len(j.Inputs) && k <= i+readyInputs; k++ {
-			if ahead[k] == nil && smallBlob(j.Inputs[k]) {
-				ahead[k] = readyAhead(j.Inputs[k], j, parts)
-			}
-		}
 		p.Inputs = append(p.Inputs, in.Path)
 		input := Input{Input: in, IDSeed: "dry-run"}
-		var (
-			ranges, altRanges []source.Range
-			rd                source.Reader // opened ahead
-			openErr           error
-			err               error
-		)
-		if r := ahead[i]; r != nil {
-			delete(ahead, i)
-			<-r.done
-			ranges, altRanges, err, rd, openErr = r.ranges, r.alt, r.err, r.rd, r.openErr
-			p.Warnings = append(p.Warnings, r.warnings...)
-		} else {
-			ranges, altRanges, err = dryRunSegments(in, j, parts, &p.Warnings)
-		}
+		r := upcoming.take(i)
+		ranges, altRanges, rd, err := r.ranges, r.alt, r.rd, r.err
+		p.Warnings = append(p.Warnings, r.warnings...)
 		if err != nil {
 			if rd != nil {
 				rd.Close()
@@ -314,8 +294,8 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 		switch {
 		case rd != nil:
 			err = scanReader(scanWorkers(), input, rd, j.Source, m, prep, consume)
-		case openErr != nil:
-			err = openErr
+		case r.openErr != nil:
+			err = r.openErr
 		default:
 			err = scanInput(scanWorkers(), input, j.Stdin, j.Source, m, prep, consume)
 		}
@@ -484,33 +464,59 @@ func smallBlob(in source.Input) bool {
 	return in.Remote != nil && in.Remote.Identity().Size <= readySize
 }
 
-// readied is an input cut (dryRunSegments) and opened ahead of its turn.
+// readied is an input cut (dryRunSegments) and, when readied ahead of its
+// turn, opened.
 type readied struct {
 	done        chan struct{}
 	ranges, alt []source.Range
 	warnings    []string
-	err         error         // cutting it: ends the dry-run, as in turn
-	rd          source.Reader // nil when opening it failed
+	err         error         // cutting it: ends the dry-run
+	rd          source.Reader // nil: not opened ahead, or opening it failed
 	openErr     error         // opening it: as scanInput's
 }
 
-func readyAhead(in source.Input, j *DryRunJob, parts int) *readied {
-	r := &readied{done: make(chan struct{})}
-	go func() {
-		defer close(r.done)
-		r.ranges, r.alt, r.err = dryRunSegments(in, j, parts, &r.warnings)
-		if r.err == nil {
-			r.rd, r.openErr = source.Open(in, nil, j.Source, source.Position{})
+// readyQueue readies the small blobs after the input being read.
+type readyQueue struct {
+	j     *DryRunJob
+	parts int
+	ahead map[int]*readied
+}
+
+// take readies the small blobs among the readyInputs inputs after input i
+// and returns input i: readied ahead, or cut now (to be opened by the
+// scan).
+func (q *readyQueue) take(i int) *readied {
+	ins := q.j.Inputs
+	for k := i + 1; k < len(ins) && k <= i+readyInputs; k++ {
+		if q.ahead[k] == nil && smallBlob(ins[k]) {
+			r := &readied{done: make(chan struct{})}
+			q.ahead[k] = r
+			go func(in source.Input) {
+				defer close(r.done)
+				r.ranges, r.alt, r.err = dryRunSegments(in, q.j, q.parts, &r.warnings)
+				if r.err == nil {
+					r.rd, r.openErr = source.Open(in, nil, q.j.Source, source.Position{})
+				}
+			}(ins[k])
 		}
-	}()
+	}
+	if r := q.ahead[i]; r != nil {
+		delete(q.ahead, i)
+		<-r.done
+		return r
+	}
+	r := &readied{}
+	r.ranges, r.alt, r.err = dryRunSegments(ins[i], q.j, q.parts, &r.warnings)
 	return r
 }
 
-// close drops an input readied but not read (the dry-run ended first).
-func (r *readied) close() {
-	<-r.done
-	if r.rd != nil {
-		r.rd.Close()
+// close drops the inputs readied but not read (the dry-run ended first).
+func (q *readyQueue) close() {
+	for _, r := range q.ahead {
+		<-r.done
+		if r.rd != nil {
+			r.rd.Close()
+		}
 	}
 }
 
