@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -167,4 +168,32 @@ type countingRemote struct{ memRemote }
 
 func (m *countingRemote) Open(off, chunk int64) (io.ReadCloser, error) {
 	return m.memRemote.Open(off, chunk)
+}
+
+// Random texts over the bytes quoting turns on, cut anywhere with blocks
+// of random sizes, against the definition: the property the handwritten
+// cases above sample.
+func TestCSVBoundaryRandomTextsMatchDefinition(t *testing.T) {
+	defer func(b int64, s int) { csvBlock, splitBuf = b, s }(csvBlock, splitBuf)
+	rng := rand.New(rand.NewPCG(5, 8))
+	d := newCSVDFA(',')
+	alphabet := []string{"a", "b", ",", `"`, `""`, "\n", "\r\n", "\r", `,"`, `",`}
+	for n := range 3000 {
+		var sb strings.Builder
+		for range rng.IntN(60) {
+			sb.WriteString(alphabet[rng.IntN(len(alphabet))])
+		}
+		text := sb.String()
+		in := Input{Path: fmt.Sprintf("https://acct.blob.core.windows.net/c/r%d.csv", n), Remote: &memRemote{data: []byte(text)}}
+		csvBlock, splitBuf = int64(1+rng.IntN(9)), 1+rng.IntN(7)
+		target := int64(rng.IntN(len(text) + 2))
+		want, wantWhy := refBoundary(text, ',', Position{}, target)
+		got, why, err := csvBoundary(in, d, ',', Position{}, target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if why != wantWhy || (why == "" && got != want) {
+			t.Fatalf("%q, blocks of %d, reads of %d, target %d: %+v %q, want %+v %q", text, csvBlock, splitBuf, target, got, why, want, wantWhy)
+		}
+	}
 }
