@@ -104,10 +104,14 @@ func newCSVReader(path string, src io.ReadCloser, opts Options, delim rune, star
 	c.cr.Comma = delim
 	c.cr.FieldsPerRecord = -1
 	c.cr.ReuseRecord = true
-	// TSV files rarely quote and often contain bare quotes.
-	c.cr.LazyQuotes = delim == '\t'
+	c.cr.LazyQuotes = csvLazyQuotes(delim)
 	return c
 }
+
+// csvLazyQuotes says whether a file of this delimiter is read with lazy
+// quotes: TSV files rarely quote and often contain bare quotes. Where such
+// a file is cut follows the same rule (newCSVDFA).
+func csvLazyQuotes(delim rune) bool { return delim == '\t' }
 
 func (c *csvReader) Close() error { return c.src.Close() }
 

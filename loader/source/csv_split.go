@@ -17,17 +17,19 @@ import (
 // needs nothing before it, and the blocks' effects then compose in order.
 // A block is read once per input and delimiter (csvFlows), whoever asks.
 
-// The states of the scan: the first four follow a well-quoted CSV; the
-// last two are quoting that cannot be followed with certainty, and the
-// input is then not cut.
+// The states of the scan: the first five follow a well-quoted CSV, as
+// encoding/csv reads it; the last two are quoting that cannot be followed
+// with certainty, and the input is then not cut.
 const (
 	csvFieldStart uint8 = iota
 	csvUnquoted
 	csvQuoted
 	csvQuoteInQuoted   // a quote in a quoted field: its end, or the first of ""
+	csvQuoteCR         // a \r after a quote in a quoted field: its end if a \n follows
 	csvQuoteInUnquoted // refused: a quote inside an unquoted field
 	csvStrayQuote      // refused: a quote after a closing one
 	csvStates
+	csvLive = csvQuoteInUnquoted // the states before it are not refused
 )
 
 // The classes of bytes the scan tells apart.
@@ -47,18 +49,28 @@ type csvDFA struct {
 	next [csvStates][256]uint8
 }
 
+// newCSVDFA is the scan of the reader's quoting for delim: RFC 4180's, or
+// with lazy quotes (csvLazyQuotes), where a quote that cannot open or
+// close a field is text, and nothing is refused.
 func newCSVDFA(delim byte) *csvDFA {
 	var class [256]uint8
 	class['\r'] = csvCR
 	class[delim] = csvDelim
 	class[csvQuote] = csvQuoteByte
 	class['\n'] = csvNewline
+	bare, stray, strayQuote := csvQuoteInUnquoted, csvStrayQuote, csvStrayQuote
+	if csvLazyQuotes(rune(delim)) {
+		// A bare quote is text; a quote that does not end its quoted field
+		// is text too, and so is the \r after it.
+		bare, stray, strayQuote = csvUnquoted, csvQuoted, csvQuoteInQuoted
+	}
 	var byClass [csvStates][csvClasses]uint8
-	//                         other        quote               delim          newline        \r
+	//                                            other        quote          delim          newline        \r
 	byClass[csvFieldStart] = [csvClasses]uint8{csvUnquoted, csvQuoted, csvFieldStart, csvFieldStart, csvUnquoted}
-	byClass[csvUnquoted] = [csvClasses]uint8{csvUnquoted, csvQuoteInUnquoted, csvFieldStart, csvFieldStart, csvUnquoted}
+	byClass[csvUnquoted] = [csvClasses]uint8{csvUnquoted, bare, csvFieldStart, csvFieldStart, csvUnquoted}
 	byClass[csvQuoted] = [csvClasses]uint8{csvQuoted, csvQuoteInQuoted, csvQuoted, csvQuoted, csvQuoted}
-	byClass[csvQuoteInQuoted] = [csvClasses]uint8{csvStrayQuote, csvQuoted, csvFieldStart, csvFieldStart, csvUnquoted}
+	byClass[csvQuoteInQuoted] = [csvClasses]uint8{stray, csvQuoted, csvFieldStart, csvFieldStart, csvQuoteCR}
+	byClass[csvQuoteCR] = [csvClasses]uint8{stray, strayQuote, stray, csvFieldStart, stray}
 	for _, bad := range []uint8{csvQuoteInUnquoted, csvStrayQuote} {
 		for k := range byClass[bad] {
 			byClass[bad][k] = bad
@@ -73,7 +85,7 @@ func newCSVDFA(delim byte) *csvDFA {
 	return d
 }
 
-func csvRefused(state uint8) bool { return state >= csvQuoteInUnquoted }
+func csvRefused(state uint8) bool { return state >= csvLive }
 
 // csvWhy says why the quoting cannot be followed, the scan having ended
 // in state with the bad quote on line (1-based); "" when it can.
@@ -153,27 +165,27 @@ func (d *csvDFA) walkAt(in Input, pos int64, state uint8, lines, n, stop int64) 
 }
 
 // csvFlow is what a block does to the scan: the state after it by the
-// state it starts in (one of the first four), and its newlines.
+// state it starts in (one not refused), and its newlines.
 type csvFlow struct {
-	end   [4]uint8
+	end   [csvLive]uint8
 	lines int64
 }
 
 // flow reads n bytes of r (fewer at its end) and works out their flow,
-// following all four start states at once.
+// following every start state at once.
 func (d *csvDFA) flow(r io.Reader, n int64) (csvFlow, error) {
-	s0, s1, s2, s3 := csvFieldStart, csvUnquoted, csvQuoted, csvQuoteInQuoted
+	s0, s1, s2, s3, s4 := csvFieldStart, csvUnquoted, csvQuoted, csvQuoteInQuoted, csvQuoteCR
 	var lines int64
 	err := readChunks(r, n, func(b []byte) {
 		for _, c := range b {
-			s0, s1, s2, s3 = d.next[s0][c], d.next[s1][c], d.next[s2][c], d.next[s3][c]
+			s0, s1, s2, s3, s4 = d.next[s0][c], d.next[s1][c], d.next[s2][c], d.next[s3][c], d.next[s4][c]
 		}
 		lines += int64(bytes.Count(b, []byte{'\n'}))
 	})
 	if err != nil {
 		return csvFlow{}, err
 	}
-	return csvFlow{end: [4]uint8{s0, s1, s2, s3}, lines: lines}, nil
+	return csvFlow{end: [csvLive]uint8{s0, s1, s2, s3, s4}, lines: lines}, nil
 }
 
 // csvBlock is the size of the blocks read at once (csvBlocksAtOnce at a

@@ -2,6 +2,8 @@ package source
 
 import (
 	"bytes"
+	"encoding/csv"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -21,6 +23,7 @@ func refBoundary(text string, delim byte, from Position, target int64) (Position
 		unquoted
 		quoted
 		quoteInQuoted
+		quoteCR // `"\r` in a quoted field: it ends the record if \n follows
 	)
 	pos, lines := from.Offset, from.Line
 	state := fieldStart
@@ -65,10 +68,12 @@ func refBoundary(text string, delim byte, from Position, target int64) (Position
 			case delim:
 				state = fieldStart
 			case '\r':
-				state = unquoted
+				state = quoteCR
 			default:
 				return Position{}, fmt.Sprintf("a stray quote on line %d makes its quoting ambiguous", lines+1)
 			}
+		case quoteCR: // anything but \n, which ends the record above
+			return Position{}, fmt.Sprintf("a stray quote on line %d makes its quoting ambiguous", lines+1)
 		}
 	}
 	return Position{Offset: pos, Line: lines}, ""
@@ -136,8 +141,8 @@ func TestCSVBoundaryByBlocksMatchesDefinition(t *testing.T) {
 // A blob's blocks are read once, however many boundaries are asked for;
 // a blob that changed (another ETag) is read again.
 func TestCSVFlowsAreReadOnce(t *testing.T) {
-	defer func(b int64) { csvBlock = b }(csvBlock)
-	csvBlock = 32
+	defer func(b int64, m *blockMemo[flowKey, csvFlow]) { csvBlock, csvFlows = b, m }(csvBlock, csvFlows)
+	csvBlock, csvFlows = 32, &blockMemo[flowKey, csvFlow]{keep: csvFlowsKept} // none remembered from other tests
 	text := "id,v\n" + strings.Repeat("1,\"a\nb\"\n22,cc\n", 200)
 	m := &memRemote{data: []byte(text)}
 	in := Input{Path: "https://acct.blob.core.windows.net/c/once.csv", Remote: m}
@@ -195,5 +200,82 @@ func TestCSVBoundaryRandomTextsMatchDefinition(t *testing.T) {
 		if why != wantWhy || (why == "" && got != want) {
 			t.Fatalf("%q, blocks of %d, reads of %d, target %d: %+v %q, want %+v %q", text, csvBlock, splitBuf, target, got, why, want, wantWhy)
 		}
+	}
+}
+
+// A cut is only as good as the reader's view of it: reading from a cut
+// with encoding/csv (as the CSV reader does) must give exactly the
+// records the whole text gives from there on. Random texts that
+// encoding/csv reads without error, cut at every offset.
+//
+// A TSV is read with lazy quotes (a bare quote is text) but cut with
+// strict ones: where the strict scan cuts, the lazy reader agrees.
+func TestCSVCutsAreTheReadersRecordStarts(t *testing.T) {
+	for _, delim := range []byte{',', '\t'} {
+		csvCutsAreRecordStarts(t, delim)
+	}
+}
+
+func csvCutsAreRecordStarts(t *testing.T, delim byte) {
+	rng := rand.New(rand.NewPCG(9, 2))
+	d := newCSVDFA(delim)
+	sep := string(delim)
+	alphabet := []string{"a", "b", sep, `"`, `""`, "\n", "\r\n", "\r", sep + `"`, `"` + sep, "\n\n"}
+	// read returns the records of text and where each ends.
+	read := func(text string) (ends []int64, recs []string, ok bool) {
+		r := csv.NewReader(strings.NewReader(text))
+		r.FieldsPerRecord = -1
+		r.Comma = rune(delim)
+		r.LazyQuotes = delim == '\t' // as newCSVReader
+		for {
+			rec, err := r.Read()
+			if errors.Is(err, io.EOF) {
+				return ends, recs, true
+			}
+			if err != nil {
+				return nil, nil, false
+			}
+			ends, recs = append(ends, r.InputOffset()), append(recs, strings.Join(rec, "\x00"))
+		}
+	}
+	checked := 0
+	for n := 0; checked < 1500 && n < 100000; n++ {
+		var sb strings.Builder
+		for range rng.IntN(40) {
+			sb.WriteString(alphabet[rng.IntN(len(alphabet))])
+		}
+		text := sb.String()
+		ends, recs, ok := read(text)
+		if !ok {
+			continue
+		}
+		checked++
+		in := Input{Path: fmt.Sprintf("https://acct.blob.core.windows.net/c/v%d-%d.csv", delim, n), Remote: &memRemote{data: []byte(text)}}
+		for target := int64(1); target <= int64(len(text)); target++ {
+			b, why, err := csvBoundary(in, d, delim, Position{}, target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if why != "" {
+				if delim == '\t' {
+					t.Fatalf("%q: a TSV is read with lazy quotes, and nothing should refuse its cuts, but %s", text, why)
+				}
+				continue // not cut: read with one cursor
+			}
+			_, tail, _ := read(text[b.Offset:])
+			var want []string // the records not wholly before the cut
+			for k, e := range ends {
+				if e > b.Offset {
+					want = recs[k:]
+					break
+				}
+			}
+			if strings.Join(tail, "\n") != strings.Join(want, "\n") {
+				t.Fatalf("delimiter %q, %q cut at %d (target %d): read from there %q, want %q", delim, text, b.Offset, target, tail, want)
+			}
+		}
+	}
+	if checked < 1500 {
+		t.Fatalf("only %d texts encoding/csv reads", checked)
 	}
 }
