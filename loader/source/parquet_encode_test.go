@@ -475,6 +475,76 @@ func TestParquetMapKeysAsStrings(t *testing.T) {
 	}
 }
 
+// INT96 timestamps, which Spark (its default output type), Hive and Impala
+// write, are RFC 3339 instants like any other timestamp: a fraction to the
+// nanosecond, before 1970 too, a null omitted. The file is written in the
+// Impala layout (nanoseconds of the day, then the Julian day) that those
+// writers use; the reader's answer is checked in its own file, the sized
+// one (dry-run) alike.
+func TestParquetInt96Timestamps(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.BinaryTypes.String},
+		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Nanosecond}, Nullable: true}}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	b.Field(0).(*array.StringBuilder).AppendValues([]string{"a", "b", "c", "d"}, nil)
+	b.Field(1).(*array.TimestampBuilder).AppendValues([]arrow.Timestamp{1_764_000_000_123_456_789, -1, 0, -8_520_336_000_000_000_000},
+		[]bool{true, true, false, true})
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	path := filepath.Join(t.TempDir(), "int96.parquet")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := pqarrow.NewFileWriter(schema, f, parquet.NewWriterProperties(),
+		pqarrow.NewArrowWriterProperties(pqarrow.WithDeprecatedInt96Timestamps(true)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	pf, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if typ := pf.MetaData().Schema.Column(1).PhysicalType(); typ != parquet.Types.Int96 {
+		t.Fatalf("ts written as %s, want INT96", typ)
+	}
+	pf.Close()
+	want := []string{
+		`{"id":"a","ts":"2025-11-24T16:00:00.123456789Z"}`,
+		`{"id":"b","ts":"1969-12-31T23:59:59.999999999Z"}`,
+		`{"id":"c"}`,
+		`{"id":"d","ts":"1700-01-01T00:00:00Z"}`,
+	}
+	for _, sized := range []bool{false, true} {
+		opts := Options{}
+		if sized {
+			opts.SizeOnly = func(name string) bool { return name == "ts" }
+		}
+		recs, err := readParquet(t, path, opts, Position{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) != len(want) {
+			t.Fatalf("%d rows, want %d", len(recs), len(want))
+		}
+		for i, r := range recs {
+			if sized {
+				if len(r.Data) != len(want[i]) {
+					t.Errorf("row %d sized to %d bytes, written %d: %s", i+1, len(r.Data), len(want[i]), want[i])
+				}
+			} else if string(r.Data) != want[i] {
+				t.Errorf("row %d:\n got %s\nwant %s", i+1, r.Data, want[i])
+			}
+		}
+	}
+}
+
 // A decimal column is written as appendDecimal writes the column's
 // ValueStr (big.Float's 'g'), whether appendIntDecimal takes the value or
 // declines it: every width, precisions and scales from 1 to 38, values at
