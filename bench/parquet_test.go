@@ -546,3 +546,53 @@ func TestParquetTrustedMapOnOrders(t *testing.T) {
 		}
 	}
 }
+
+// TestRewriteParquetAsPyarrow rewrites a Parquet file in the layout
+// pyarrow's write_table and Spark give by default — row groups of 1 Mi
+// rows, pages of 1 MB, Snappy, dictionaries — for the README's figures on
+// that layout (the same rows as a DuckDB export, which puts a whole column
+// chunk in one page). Skipped unless LOADER_BENCH_REWRITE=IN,OUT:
+//
+//	LOADER_BENCH_REWRITE=/tmp/export1g.parquet,/tmp/pyarrow-layout.parquet go test ./bench/ -run TestRewriteParquetAsPyarrow -timeout 20m
+func TestRewriteParquetAsPyarrow(t *testing.T) {
+	in, out, ok := strings.Cut(os.Getenv("LOADER_BENCH_REWRITE"), ",")
+	if !ok {
+		t.Skip("set LOADER_BENCH_REWRITE=IN,OUT")
+	}
+	pf, err := file.OpenParquetFile(in, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 64 << 10}, memory.DefaultAllocator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr, err := fr.GetRecordReader(context.Background(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rr.Release()
+	f, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy),
+		parquet.WithMaxRowGroupLength(1<<20), parquet.WithDataPageSize(1<<20), parquet.WithDictionaryDefault(true))
+	w, err := pqarrow.NewFileWriter(rr.Schema(), f, props, pqarrow.DefaultWriterProps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rr.Next() {
+		if err := w.WriteBuffered(rr.RecordBatch()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rr.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
