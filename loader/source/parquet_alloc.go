@@ -6,6 +6,8 @@ import (
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/cosmosloader/loader/internal/offheap"
 )
 
 // poolAllocator is the Arrow allocator of one Parquet reader: the buffers
@@ -17,7 +19,7 @@ import (
 //
 // Buffers of offHeapMin bytes or more — pages, decompressed pages, a
 // batch's columns — are mapped outside the Go heap (where the system
-// allows: see mapBuffer) and unmapped by release, when the reader closes.
+// allows: see internal/offheap) and unmapped by release, when the reader closes.
 // On the heap they were most of it: a file written with a page per column
 // chunk (DuckDB) keeps ~30 MB of pages live, the collector's target
 // doubled that, and buffers of many sizes fragmented it; a soft memory
@@ -88,7 +90,7 @@ func (p *poolAllocator) Allocate(size int) []byte {
 		}
 	}
 	if capacity >= offHeapMin && !p.closed {
-		if b := mapBuffer(capacity); b != nil {
+		if b := offheap.Map(capacity); b != nil {
 			if p.mapped == nil {
 				p.mapped = map[*byte][]byte{}
 			}
@@ -133,7 +135,7 @@ func (p *poolAllocator) Free(b []byte) {
 	}
 	if off {
 		delete(p.mapped, unsafe.SliceData(b))
-		unmapBuffer(m)
+		offheap.Unmap(m)
 	}
 }
 
@@ -144,7 +146,7 @@ func (p *poolAllocator) release() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, m := range p.mapped {
-		unmapBuffer(m)
+		offheap.Unmap(m)
 	}
 	p.mapped, p.free, p.held, p.closed = nil, [poolClasses][][]byte{}, 0, true
 }

@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"testing"
 	"unsafe"
+
+	"github.com/cosmosloader/loader/internal/offheap"
 )
 
 // Reused buffers come back zeroed and aligned, whatever the last user left
@@ -115,9 +117,9 @@ func TestParquetPoolOffHeap(t *testing.T) {
 }
 
 func offHeapAvailable() bool {
-	m := mapBuffer(offHeapMin)
+	m := offheap.Map(offHeapMin)
 	if m != nil {
-		unmapBuffer(m)
+		offheap.Unmap(m)
 	}
 	return m != nil
 }
