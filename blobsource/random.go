@@ -6,8 +6,11 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cosmosloader/loader/loader/source"
+
+	"github.com/cosmosloader/loader/internal/offheap"
 )
 
 // Random access (Parquet: the footer, then every column chunk of a row
@@ -52,6 +55,21 @@ type random struct {
 	wasted int   // blocks evicted while mostly unread
 	exact  bool  // thrashing: fetch only what is asked, read nothing ahead
 	pos    int64 // for Seek
+
+	// plans are the ranges announced by PlanReads, newest last: at most
+	// plansKept (one per Parquet decoder reading a row group).
+	plans [][]*planned
+	gets  chan struct{} // bounds the plans' GETs in flight
+}
+
+// A planned range is read front to back: it keeps pieces from the last
+// read on, a window's worth, fetched ahead in the background.
+type planned struct {
+	lo, hi int64
+	window int64 // bytes kept fetched ahead of the last read
+	piece  int64 // size of each GET
+	read   int64 // end of the last read
+	pieces []*block
 }
 
 type block struct {
@@ -62,9 +80,23 @@ type block struct {
 	used   int64 // LRU tick
 	high   int64 // end of the furthest read served from it
 	served int64 // bytes served from it
+	// A planned range's piece is unmapped when the last of its holds
+	// (newPiece) lets go; the cache's blocks are on the Go heap.
+	refs   int
+	mapped bool
 }
 
 func (bl *block) end() int64 { return bl.off + int64(len(bl.data)) }
+
+const (
+	// plansKept: a Parquet file is read by at most two decoders, each
+	// planning its row group.
+	plansKept = 2
+	// minPiece is the least a planned range is fetched by.
+	minPiece = 64 << 10
+	// planGets is how many GETs the plans keep in flight at once.
+	planGets = 16
+)
 
 func (bl *block) isReady() bool {
 	select {
@@ -88,7 +120,211 @@ func (b *Blob) OpenRandom() (source.RandomReader, error) {
 	if blocks <= 0 {
 		blocks = DefaultCacheBlocks
 	}
-	return &random{b: b, size: b.id.Size, block: blockSize, max: blocks, ctx: ctx, cancel: cancel}, nil
+	return &random{b: b, size: b.id.Size, block: blockSize, max: blocks, ctx: ctx, cancel: cancel,
+		gets: make(chan struct{}, planGets)}, nil
+}
+
+var _ source.ReadPlanner = (*random)(nil)
+
+// PlanReads announces the ranges about to be read, each front to back,
+// all in turns (a row group's column chunks), and those to be read after
+// them (the next row group). Each range keeps a window ahead of its reads
+// fetched, and the windows are fetched at once, so the reads wait on one
+// round trip rather than one per read, and the next ranges' first bytes
+// are there when their reads start. A plan's windows share the cache's
+// bytes (CacheBlocks × CacheBlockSize), divided between the of readers
+// planning at once: the ranges read now first, in
+// proportion to their lengths (the columns of a row group are read at the
+// pace of its rows, so each through its bytes in the same time), then the
+// next ones with what is left. A range planned before keeps what was
+// fetched of it. A third plan drops the first: one plan per decoder, two
+// at most.
+func (r *random) PlanReads(now, next []source.ByteRange, of int) {
+	budget := r.block * int64(r.max) / int64(min(max(1, of), plansKept))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	plan := r.windows(nil, now, budget)
+	var used int64
+	for _, st := range plan {
+		used += st.window
+	}
+	plan = r.windows(plan, next, budget-used)
+	if len(plan) == 0 {
+		return
+	}
+	if len(r.plans) == plansKept {
+		for _, st := range r.plans[0] {
+			r.drop(st, 0, len(st.pieces))
+		}
+		r.plans = slices.Delete(r.plans, 0, 1)
+	}
+	r.plans = append(r.plans, plan)
+	for _, st := range plan {
+		r.fetchAhead(st, max(st.lo, st.read), st.lo)
+	}
+}
+
+// windows appends to plan the ranges, with windows sharing budget in
+// proportion to their lengths, taking over what an earlier plan fetched of
+// the same range. r.mu is held.
+func (r *random) windows(plan []*planned, ranges []source.ByteRange, budget int64) []*planned {
+	var total int64
+	for _, rg := range ranges {
+		total += max(0, rg.End-rg.Start)
+	}
+	for _, rg := range ranges {
+		n := rg.End - rg.Start
+		if n <= 0 {
+			continue
+		}
+		w := max(0, min(n, budget*n/max(total, budget)))
+		st := &planned{lo: rg.Start, hi: rg.End, window: w, piece: min(r.block, max(minPiece, w/2)), read: rg.Start}
+		if old := r.plannedAt(rg.Start); old != nil && old.lo == st.lo && old.hi == st.hi {
+			st.pieces, st.read = old.pieces, old.read
+			old.pieces = nil
+		}
+		plan = append(plan, st)
+	}
+	return plan
+}
+
+// plannedAt returns the planned range whose range holds off, newest plan first.
+// r.mu is held.
+func (r *random) plannedAt(off int64) *planned {
+	for i := len(r.plans) - 1; i >= 0; i-- {
+		for _, st := range r.plans[i] {
+			if st.lo <= off && off < st.hi {
+				return st
+			}
+		}
+	}
+	return nil
+}
+
+// fetchAhead drops st's pieces that end at or before from (read past) and
+// adds pieces, fetched in the background, until they cover [from, to) and
+// the window after it. A read before the first piece starts st over.
+// r.mu is held.
+func (r *random) fetchAhead(st *planned, from, to int64) {
+	k := 0
+	for k < len(st.pieces) && st.pieces[k].end() <= from {
+		k++
+	}
+	if k == len(st.pieces) || st.pieces[k].off > from {
+		k = len(st.pieces)
+	}
+	r.drop(st, 0, k)
+	next := from
+	if n := len(st.pieces); n > 0 {
+		next = st.pieces[n-1].end()
+	}
+	until := min(st.hi, max(to, from+st.window))
+	for next < until {
+		bl := newPiece(next, min(st.piece, st.hi-next))
+		st.pieces = append(st.pieces, bl)
+		next = bl.end()
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			select {
+			case r.gets <- struct{}{}:
+				bl.err = r.b.fetch(r.ctx, bl.off, bl.data)
+				<-r.gets
+			case <-r.ctx.Done():
+				bl.err = r.ctx.Err()
+			}
+			close(bl.ready)
+			r.mu.Lock()
+			unref(bl)
+			r.mu.Unlock()
+		}()
+	}
+}
+
+// newPiece is a planned range's piece of n bytes at off, outside the Go
+// heap where the system allows (a plan's pieces come and go at the pace of
+// the reads: on the heap, the collector's target doubled them). It is held
+// twice: by its range and by its fetch.
+func newPiece(off, n int64) *block {
+	bl := &block{off: off, ready: make(chan struct{}), refs: 2}
+	if bl.data = offheap.Map(int(n)); bl.data != nil {
+		bl.mapped = true
+		mappedPieces.Add(1)
+	} else {
+		bl.data = make([]byte, n)
+	}
+	return bl
+}
+
+// unref lets go of a hold on a piece: its range's, its fetch's or a
+// read's. The last one unmaps it. r.mu is held.
+func unref(bl *block) {
+	if bl.refs--; bl.refs == 0 && bl.mapped {
+		offheap.Unmap(bl.data)
+		bl.data = nil
+		mappedPieces.Add(-1)
+	}
+}
+
+// mappedPieces counts the pieces mapped and not yet unmapped, in every
+// reader: none once they are all closed.
+var mappedPieces atomic.Int64
+
+// drop removes pieces [i, j) from st. r.mu is held.
+func (r *random) drop(st *planned, i, j int) {
+	for _, bl := range st.pieces[i:j] {
+		unref(bl)
+	}
+	st.pieces = slices.Delete(st.pieces, i, j)
+}
+
+// readPlanned reads into p at off from st, as far as st's range goes: it
+// waits for the pieces it needs, and keeps st's window fetched ahead of
+// the read. A piece that failed is dropped with those after it, so the
+// next read asks again.
+func (r *random) readPlanned(st *planned, p []byte, off int64) (int, error) {
+	end := min(off+int64(len(p)), st.hi)
+	r.mu.Lock()
+	r.fetchAhead(st, off, end)
+	var need []*block
+	for _, bl := range st.pieces {
+		if bl.off < end {
+			bl.refs++ // held while copied from
+			need = append(need, bl)
+		}
+	}
+	r.mu.Unlock()
+	done, err := 0, error(nil)
+	for _, bl := range need {
+		select {
+		case <-bl.ready:
+		case <-r.ctx.Done():
+			err = r.ctx.Err()
+		}
+		if err == nil && bl.err != nil {
+			err = bl.err
+			r.mu.Lock()
+			if i := slices.Index(st.pieces, bl); i >= 0 {
+				r.drop(st, i, len(st.pieces))
+			}
+			r.mu.Unlock()
+		}
+		if err != nil {
+			break
+		}
+		at := off + int64(done)
+		done += copy(p[done:end-off], bl.data[at-bl.off:])
+	}
+	r.mu.Lock()
+	for _, bl := range need {
+		unref(bl)
+	}
+	if err == nil {
+		st.read = max(st.read, end)
+		r.fetchAhead(st, end, end)
+	}
+	r.mu.Unlock()
+	return done, err
 }
 
 // ReadAt reads len(p) bytes at off (fewer and io.EOF at the end).
@@ -105,6 +341,15 @@ func (r *random) ReadAt(p []byte, off int64) (int, error) {
 		at := off + int64(done)
 		want := int64(n - done)
 		r.mu.Lock()
+		if st := r.plannedAt(at); st != nil {
+			r.mu.Unlock()
+			k, err := r.readPlanned(st, p[done:n], at)
+			done += k
+			if err != nil {
+				return done, err
+			}
+			continue
+		}
 		bl := r.find(at)
 		if bl == nil && want >= r.block {
 			// As big as a block: caching it would only evict others.
@@ -280,7 +525,12 @@ func (r *random) Close() error {
 	r.cancel()
 	r.wg.Wait()
 	r.mu.Lock()
-	r.blocks = nil
+	for _, plan := range r.plans {
+		for _, st := range plan {
+			r.drop(st, 0, len(st.pieces))
+		}
+	}
+	r.blocks, r.plans = nil, nil
 	r.mu.Unlock()
 	return nil
 }

@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"io"
 	"math/rand"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -256,6 +259,9 @@ func TestRandomUnderTheParquetReader(t *testing.T) {
 				}
 			}
 			rd.Close()
+			if n := mappedPieces.Load(); n != 0 {
+				t.Errorf("%d pieces of the plans still mapped after the reader closed", n)
+			}
 			if n != tc.rows {
 				t.Fatalf("%d rows read, want %d", n, tc.rows)
 			}
@@ -273,5 +279,102 @@ func TestRandomUnderTheParquetReader(t *testing.T) {
 				t.Errorf("fetched %d bytes for a %d-byte file", fetched, len(data))
 			}
 		})
+	}
+}
+
+// Planned ranges are fetched as soon as they are planned, all at once,
+// before any read asks; reads in turns through them, across their ends,
+// back to their starts, and bigger than their windows get the blob's
+// bytes, and the blob is fetched about once.
+func TestRandomPlannedRangesAreFetchedAhead(t *testing.T) {
+	data := lines(3000)
+	f := &fakeBlob{data: data, etag: `"e1"`}
+	var inFlight, most atomic.Int32
+	f.fail = func(int, *http.Request) int {
+		k := inFlight.Add(1)
+		for m := most.Load(); k > m && !most.CompareAndSwap(m, k); m = most.Load() {
+		}
+		time.Sleep(20 * time.Millisecond) // long enough for the others to start
+		inFlight.Add(-1)
+		return 0
+	}
+	ra, gets := openRandomTest(t, f) // blocks of 1000 bytes, 4 of them
+	const span = 6000
+	now := []source.ByteRange{{Start: 0, End: span}, {Start: span, End: 2 * span}, {Start: 2 * span, End: 3 * span}}
+	next := []source.ByteRange{{Start: 3 * span, End: 4 * span}}
+	ra.PlanReads(now, next, 1)
+	ra.quiesce()
+	if n, _ := gets(); n < len(now) {
+		t.Fatalf("%d GETs once planned, want the %d ranges' windows fetched before any read", n, len(now))
+	}
+	if m := most.Load(); m < int32(len(now)) {
+		t.Errorf("at most %d GETs at once, want the %d windows fetched together", m, len(now))
+	}
+	check := func(n int, off int64) {
+		t.Helper()
+		p := make([]byte, n)
+		got, err := ra.ReadAt(p, off)
+		if err != nil || got != n || !bytes.Equal(p, data[off:off+int64(n)]) {
+			t.Fatalf("ReadAt(%d bytes at %d) = %d, %v, or wrong bytes", n, off, got, err)
+		}
+	}
+	for o := int64(0); o < span; o += 250 {
+		for _, rg := range now {
+			check(250, rg.Start+o)
+		}
+	}
+	ra.quiesce()
+	_, fetched := gets()
+	if read := int64(len(now) * span); fetched > read*11/10 {
+		t.Errorf("fetched %d bytes for %d read in turns through planned ranges", fetched, read)
+	}
+	check(700, span-300)   // across two ranges' ends
+	check(100, 0)          // back to a start
+	check(5000, 3*span+10) // the next range, more than its window at once
+	check(900, 4*span-400) // past the planned ranges
+	// The next range planned now keeps what was fetched of it.
+	ra.quiesce()
+	before, _ := gets()
+	ra.PlanReads(next, nil, 1)
+	ra.quiesce()
+	if after, _ := gets(); after != before {
+		t.Errorf("planning a range already fetched made %d GETs", after-before)
+	}
+	check(6000, 3*span)
+	ra.Close()
+	if n := mappedPieces.Load(); n != 0 {
+		t.Errorf("%d pieces still mapped after Close", n)
+	}
+}
+
+// A planned piece that fails fails the read that needs it, and the next
+// read asks again.
+func TestRandomPlannedPieceFailsThenRetries(t *testing.T) {
+	data := lines(3000)
+	f := &fakeBlob{data: data, etag: `"e1"`}
+	ra, _ := openRandomTest(t, f)
+	var failing atomic.Bool
+	failing.Store(true)
+	f.mu.Lock()
+	f.fail = func(int, *http.Request) int {
+		if failing.Load() {
+			return http.StatusForbidden
+		}
+		return 0
+	}
+	f.mu.Unlock()
+	ra.PlanReads([]source.ByteRange{{Start: 1000, End: 9000}}, nil, 1)
+	ra.quiesce()
+	p := make([]byte, 500)
+	if _, err := ra.ReadAt(p, 1200); err == nil {
+		t.Fatal("a read of a failed piece succeeded")
+	}
+	failing.Store(false)
+	if n, err := ra.ReadAt(p, 1200); err != nil || n != len(p) || !bytes.Equal(p, data[1200:1700]) {
+		t.Fatalf("the read after the failure = %d, %v, or wrong bytes", n, err)
+	}
+	ra.Close()
+	if n := mappedPieces.Load(); n != 0 {
+		t.Errorf("%d pieces still mapped after Close", n)
 	}
 }

@@ -611,6 +611,15 @@ func (r *parquetReader) decodeRowGroup(g int, skip int64, send func(arrow.Record
 	if r.rgRows[g] == 0 {
 		return nil
 	}
+	if pl, ok := r.f.(ReadPlanner); ok {
+		var next []ByteRange
+		// This decoder's next row group (they take turns).
+		w := max(1, len(r.outs))
+		if n := g + w; n < len(r.rgRows) && r.rgRows[n] > 0 {
+			next = r.chunkRanges(n)
+		}
+		pl.PlanReads(r.chunkRanges(g), next, w)
+	}
 	rr, err = r.fr.GetRecordReader(context.Background(), r.cols, []int{g})
 	if err != nil {
 		return err
@@ -631,6 +640,32 @@ func (r *parquetReader) decodeRowGroup(g int, skip int64, send func(arrow.Record
 		return err
 	}
 	return nil
+}
+
+// chunkRanges are the bytes of row group g's column chunks that the
+// reader reads (r.cols; nil: all), where arrow-go reads them: from the
+// dictionary page, when there is one before the data pages, for the
+// chunk's compressed size.
+func (r *parquetReader) chunkRanges(g int) []ByteRange {
+	rg := r.pf.MetaData().RowGroup(g)
+	var out []ByteRange
+	for c := range rg.NumColumns() {
+		if r.cols != nil && !slices.Contains(r.cols, c) {
+			continue
+		}
+		cc, err := rg.ColumnChunk(c)
+		if err != nil {
+			continue // arrow-go will say so
+		}
+		start := cc.DataPageOffset()
+		if cc.HasDictionaryPage() && cc.DictionaryPageOffset() > 0 && cc.DictionaryPageOffset() < start {
+			start = cc.DictionaryPageOffset()
+		}
+		if n := cc.TotalCompressedSize(); start >= 0 && n > 0 {
+			out = append(out, ByteRange{Start: start, End: min(start+n, r.size)})
+		}
+	}
+	return out
 }
 
 // encode turns a decoder's batches into chunks of records, each row group

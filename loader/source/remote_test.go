@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -284,5 +285,127 @@ func TestStreamChunkBoundsTheStreamsOfManyCursors(t *testing.T) {
 		if c < minStreamChunk || (c > minStreamChunk && 3*c*int64(cursors) > segmentStreamsMemory) {
 			t.Errorf("%d cursors: chunk %d", cursors, c)
 		}
+	}
+}
+
+// planRecorder is a Remote whose random reader plans (ReadPlanner) and
+// records the plans it is told and the reads it serves.
+type planRecorder struct {
+	memRemote
+	rmu   sync.Mutex
+	plans [][2][]ByteRange // now, next
+	reads []ByteRange
+}
+
+func (p *planRecorder) OpenRandom() (RandomReader, error) {
+	return planRandom{memRandom{bytes.NewReader(p.data)}, p}, nil
+}
+
+type planRandom struct {
+	memRandom
+	p *planRecorder
+}
+
+func (r planRandom) ReadAt(b []byte, off int64) (int, error) {
+	r.p.rmu.Lock()
+	r.p.reads = append(r.p.reads, ByteRange{off, off + int64(len(b))})
+	r.p.rmu.Unlock()
+	return r.memRandom.ReadAt(b, off)
+}
+
+func (r planRandom) PlanReads(now, next []ByteRange, of int) {
+	r.p.rmu.Lock()
+	r.p.plans = append(r.p.plans, [2][]ByteRange{now, next})
+	r.p.rmu.Unlock()
+}
+
+// A Parquet reader over a remote that plans is told, before each row group,
+// the bytes it will read of it and of its decoder's next row group, and
+// reads nothing of the row groups outside what it said (the footer aside):
+// a blob reader fetches those ahead (blobsource.random.PlanReads), so
+// planning other bytes than arrow-go reads would leave the reads waiting.
+func TestParquetPlansTheBytesItReads(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "groups.parquet")
+	writeEncoderFixture(t, path)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := readParquet(t, path, Options{}, Position{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := file.NewParquetReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups := pf.NumRowGroups()
+	if groups < 3 {
+		t.Fatalf("the fixture has %d row groups, want several", groups)
+	}
+	for _, cols := range [][]string{nil, {"s", "n"}} {
+		rec := &planRecorder{memRemote: memRemote{data: data}}
+		in := Input{Path: "https://acct.blob.core.windows.net/c/groups.parquet", Remote: rec}
+		r, err := Open(in, nil, Options{Columns: cols}, Position{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for ; ; n++ {
+			got, err := r.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cols == nil && !bytes.Equal(got.Data, want[n].Data) {
+				t.Fatalf("row %d: %s, want %s", n+1, got.Data, want[n].Data)
+			}
+		}
+		r.Close()
+		if n != len(want) {
+			t.Fatalf("columns %v: %d rows, want %d", cols, n, len(want))
+		}
+		rec.rmu.Lock()
+		if len(rec.plans) != groups {
+			t.Fatalf("columns %v: %d plans for %d row groups", cols, len(rec.plans), groups)
+		}
+		planned := map[ByteRange]bool{}
+		lo, hi := int64(len(data)), int64(0)
+		for _, p := range rec.plans {
+			if len(p[0]) == 0 {
+				t.Fatalf("columns %v: a row group planned with no bytes", cols)
+			}
+			for _, rg := range p[0] {
+				planned[rg] = true
+				lo, hi = min(lo, rg.Start), max(hi, rg.End)
+			}
+		}
+		nexts := 0
+		for _, p := range rec.plans {
+			for _, rg := range p[1] {
+				nexts++
+				if !planned[rg] {
+					t.Errorf("columns %v: %v was planned next but never read", cols, rg)
+				}
+			}
+		}
+		if nexts == 0 {
+			t.Errorf("columns %v: no row group was planned ahead", cols)
+		}
+		for _, rd := range rec.reads {
+			if rd.End <= lo || rd.Start >= hi {
+				continue // the footer
+			}
+			inside := false
+			for rg := range planned {
+				inside = inside || (rg.Start <= rd.Start && rd.End <= rg.End)
+			}
+			if !inside {
+				t.Errorf("columns %v: read %v is in no planned range", cols, rd)
+			}
+		}
+		rec.rmu.Unlock()
 	}
 }

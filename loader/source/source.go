@@ -178,6 +178,20 @@ type RandomReader interface {
 	io.Closer
 }
 
+// ReadPlanner is a RandomReader that can be told which byte ranges are
+// about to be read, each from its start to its end, all in turns (Parquet:
+// the column chunks of a row group), and which will be read after them
+// (the next row group), so it can fetch them ahead and at once rather
+// than a read at a time; of is how many readers plan at once (Parquet's
+// decoders), which share its memory. A reader that is told nothing, or
+// reads elsewhere, works as before: the plan only makes it faster.
+type ReadPlanner interface {
+	PlanReads(now, next []ByteRange, of int)
+}
+
+// ByteRange is the bytes [Start, End) of an input.
+type ByteRange struct{ Start, End int64 }
+
 // RemoteIdentity is a remote object's version: what a checkpoint trusts a
 // byte offset into.
 type RemoteIdentity struct {
