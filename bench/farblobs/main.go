@@ -3,17 +3,21 @@
 // CONNECTION_STRING (Azurite), puts a proxy adding 50 ms to every request
 // in front of it (a 50 ms round trip), and runs each LOADER's dry-run of
 // the prefix through the proxy, printing its wall time. The figures of
-// "Many blobs far away" in the README:
+// "Many blobs far away" in the README. With -file F it uploads F alone
+// (a Parquet export, say) and dry-runs that blob the same way: the figures
+// of Parquet blobs far away.
 //
 //	node_modules/.bin/azurite-blob --blobHost 127.0.0.1 --blobPort 10000 \
 //	  --location "$(mktemp -d)" --disableTelemetry --skipApiVersionCheck --loose &
 //	go run ./bench/farblobs "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=…;BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1;" \
 //	  http://127.0.0.1:10000/devstoreaccount1 /tmp/loader-before /tmp/loader
+//	go run ./bench/farblobs -file /tmp/export.parquet "…" http://127.0.0.1:10000/devstoreaccount1 /tmp/loader
 package main
 
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -21,6 +25,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -34,24 +39,41 @@ const (
 )
 
 func main() {
-	if len(os.Args) < 4 {
-		fmt.Fprintln(os.Stderr, "usage: farblobs CONNECTION_STRING BLOB_ENDPOINT LOADER…")
+	file := flag.String("file", "", "upload this file and dry-run it instead of 200 small blobs")
+	flag.Parse()
+	args := flag.Args()
+	if len(args) < 3 {
+		fmt.Fprintln(os.Stderr, "usage: farblobs [-file F] CONNECTION_STRING BLOB_ENDPOINT LOADER…")
 		os.Exit(2)
 	}
-	if err := run(os.Args[1], os.Args[2], os.Args[3:]); err != nil {
+	if err := run(args[0], args[1], *file, args[2:]); err != nil {
 		fmt.Fprintln(os.Stderr, "farblobs:", err)
 		os.Exit(1)
 	}
 }
 
-func run(conn, endpoint string, loaders []string) error {
+func run(conn, endpoint, file string, loaders []string) error {
 	ctx := context.Background()
 	cc, err := container.NewClientFromConnectionString(conn, "far", nil)
 	if err != nil {
 		return err
 	}
 	_, _ = cc.Create(ctx, nil) // already there on a second run
+	target := "p/"
+	if file != "" {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return err
+		}
+		target = "one/" + filepath.Base(file)
+		if _, err := cc.NewBlockBlobClient(target).UploadBuffer(ctx, data, nil); err != nil {
+			return err
+		}
+	}
 	for i := range blobs {
+		if file != "" {
+			break
+		}
 		var b bytes.Buffer
 		for r := range rows {
 			fmt.Fprintf(&b, `{"id":"%d-%d","tenant":"t%d","v":%d}`+"\n", i, r, r%7, r)
@@ -75,7 +97,7 @@ func run(conn, endpoint string, loaders []string) error {
 		rp.ServeHTTP(w, r)
 	}))
 	far := strings.Replace(conn, up.Host, ln.Addr().String(), 1)
-	prefix := strings.Replace(endpoint, up.Host, ln.Addr().String(), 1) + "/far/p/"
+	prefix := strings.Replace(endpoint, up.Host, ln.Addr().String(), 1) + "/far/" + target
 	for _, bin := range loaders {
 		t0 := time.Now()
 		out, err := exec.Command(bin, "dry-run", prefix, "--source-connection-string", far,
