@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/parquet/file"
 )
@@ -407,5 +408,69 @@ func TestParquetPlansTheBytesItReads(t *testing.T) {
 			}
 		}
 		rec.rmu.Unlock()
+	}
+}
+
+// walkMeeting is a CSV blob whose walks (the streams a cut follows the
+// quoting through, opened with walkChunk) wait until two wait at once.
+type walkMeeting struct {
+	memRemote
+	mu      sync.Mutex
+	waiting int
+	met     chan struct{}
+}
+
+func (w *walkMeeting) Open(off, chunk int64) (io.ReadCloser, error) {
+	if chunk == walkChunk {
+		w.mu.Lock()
+		if w.waiting++; w.waiting == 2 {
+			close(w.met)
+		}
+		w.mu.Unlock()
+		<-w.met
+	}
+	return w.memRemote.Open(off, chunk)
+}
+
+// The cuts of a CSV blob follow its quoting at once, each from the start
+// through the blocks they share: one after the other, a blob far away
+// waited a round trip per 256 KiB of every cut's stretch (24.5 s for a
+// 42 MB blob 50 ms away, against 1.7 s for the same rows as NDJSON).
+// Cut one at a time, the first walk here waits for a second forever.
+func TestCSVBlobCutsWalkAtOnce(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("id,tenant,note\n")
+	for i := range 3000 {
+		fmt.Fprintf(&b, "r%d,t%d,\"two\nlines, %d\"\n", i, i%7, i)
+	}
+	data := []byte(b.String())
+	w := &walkMeeting{memRemote: memRemote{data: data}, met: make(chan struct{})}
+	in := Input{Path: "https://acct.blob.core.windows.net/c/walks.csv", Remote: w}
+	type result struct {
+		ranges []Range
+		why    string
+		err    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, why, err := Split(in, Options{}, 8)
+		done <- result{r, why, err}
+	}()
+	var got result
+	select {
+	case got = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the cuts' walks waited on one another: cut one at a time")
+	}
+	if got.err != nil || got.why != "" || len(got.ranges) != 8 {
+		t.Fatalf("Split = %d ranges, %q, %v; want 8", len(got.ranges), got.why, got.err)
+	}
+	local := filepath.Join(t.TempDir(), "walks.csv")
+	if err := os.WriteFile(local, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want, _, err := Split(Input{Path: local}, Options{}, 8)
+	if err != nil || fmt.Sprint(want) != fmt.Sprint(got.ranges) {
+		t.Fatalf("the blob's cuts %v, the file's %v (%v)", got.ranges, want, err)
 	}
 }

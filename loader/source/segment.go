@@ -102,22 +102,31 @@ func Split(in Input, opts Options, n int) ([]Range, string, error) {
 	if why != "" {
 		return whole, why, nil
 	}
-	starts := make([]Position, 0, len(targets))
-	from := Position{}
-	for _, t := range targets {
-		if t < from.Offset { // a record longer than a segment
-			starts = append(starts, from)
-			continue
+	// Every cut follows the quoting from the input's start, through the
+	// blocks that all cuts share, read once: the cuts are independent, so
+	// their own stretches are walked at once, as a blob's round trips
+	// want. (A record longer than a segment makes two cuts the same.)
+	// The blocks first, csvBlocksAtOnce at a time: cuts asking at once
+	// would each read theirs that many at a time.
+	if last := (targets[len(targets)-1] - 1) / csvBlock; last > 0 {
+		if _, err := csvFlowsOf(in, delim, d, 0, last); err != nil {
+			return whole, "", fmt.Errorf("split %s: %w", in.Path, err)
 		}
-		b, why, err := csvBoundary(in, d, delim, from, t)
-		if why != "" || err != nil {
-			if err != nil {
-				err = fmt.Errorf("split %s: %w", in.Path, err)
-			}
-			return whole, why, err
+	}
+	starts := make([]Position, len(targets))
+	whys := make([]string, len(targets))
+	err = parallel.Each(len(targets), linesAtOnce, func(i int) error {
+		var err error
+		starts[i], whys[i], err = csvBoundary(in, d, delim, Position{}, targets[i])
+		return err
+	})
+	if err != nil {
+		return whole, "", fmt.Errorf("split %s: %w", in.Path, err)
+	}
+	for _, why := range whys {
+		if why != "" {
+			return whole, why, nil
 		}
-		starts = append(starts, b)
-		from = b
 	}
 	return rangesFrom(starts, size), "", nil
 }
