@@ -113,10 +113,10 @@ func TestLineIndexRemembersBlocks(t *testing.T) {
 	if n, err := x.Line(0, 16); err != nil || n != 8 {
 		t.Fatalf("Line(0, 16) = %d, %v; want 8", n, err)
 	}
-	if len(x.blocks.m) != 4 {
-		t.Fatalf("%d blocks kept, want 4", len(x.blocks.m))
+	if len(x.blocks.done) != 4 {
+		t.Fatalf("%d blocks kept, want 4", len(x.blocks.done))
 	}
-	x.blocks.m[0].v = 100 // what is kept is what is used
+	x.blocks.done[0] = 100 // what is kept is what is used
 	if n, _ := x.Line(1, 10); n != 100+2+1+1 {
 		t.Errorf("Line(1, 10) = %d: the kept count of block 0 was not used", n)
 	}

@@ -12,11 +12,13 @@ import (
 // newlines, the effect of its CSV quoting), once however many ask, even
 // at the same time: a blob's blocks are ranged reads, each waiting on the
 // network. A block that failed is forgotten, and worked out again by the
-// next question.
+// next question. A value worked out is kept alone (a CSV block's is
+// ~70 bytes with its key), not with what waiting for it took.
 type blockMemo[K comparable, V any] struct {
-	mu   sync.Mutex
-	m    map[K]*memoBlock[V]
-	keep int // at most this many blocks (0: no bound), then it starts over
+	mu      sync.Mutex
+	done    map[K]V
+	pending map[K]*memoBlock[V]
+	keep    int // at most this many blocks (0: no bound), then it starts over
 }
 
 type memoBlock[V any] struct {
@@ -29,17 +31,25 @@ type memoBlock[V any] struct {
 // keys[i] nobody has, atOnce at a time, and waiting for those others are
 // working out. The error is the first block's that failed.
 func (c *blockMemo[K, V]) get(keys []K, atOnce int, work func(i int) (V, error)) ([]V, error) {
-	blocks := make([]*memoBlock[V], len(keys))
+	out := make([]V, len(keys))
+	blocks := make([]*memoBlock[V], len(keys)) // nil: known
 	var mine []int
 	c.mu.Lock()
-	if c.m == nil || (c.keep > 0 && len(c.m)+len(keys) > c.keep) {
-		c.m = map[K]*memoBlock[V]{}
+	if c.done == nil || (c.keep > 0 && len(c.done)+len(keys) > c.keep) {
+		c.done = map[K]V{}
+	}
+	if c.pending == nil {
+		c.pending = map[K]*memoBlock[V]{}
 	}
 	for i, k := range keys {
-		b := c.m[k]
+		if v, ok := c.done[k]; ok {
+			out[i] = v
+			continue
+		}
+		b := c.pending[k]
 		if b == nil {
 			b = &memoBlock[V]{done: make(chan struct{})}
-			c.m[k] = b
+			c.pending[k] = b
 			mine = append(mine, i)
 		}
 		blocks[i] = b
@@ -49,19 +59,22 @@ func (c *blockMemo[K, V]) get(keys []K, atOnce int, work func(i int) (V, error))
 		i := mine[j]
 		b := blocks[i]
 		b.v, b.err = work(i)
-		if b.err != nil {
-			c.mu.Lock()
-			if c.m[keys[i]] == b {
-				delete(c.m, keys[i])
+		c.mu.Lock()
+		if c.pending[keys[i]] == b {
+			delete(c.pending, keys[i])
+			if b.err == nil {
+				c.done[keys[i]] = b.v
 			}
-			c.mu.Unlock()
 		}
+		c.mu.Unlock()
 		close(b.done)
 		return nil
 	})
-	out := make([]V, len(keys))
 	var err error
 	for i, b := range blocks {
+		if b == nil {
+			continue
+		}
 		<-b.done
 		if b.err != nil && err == nil {
 			err = b.err

@@ -191,42 +191,57 @@ func (d *csvDFA) flow(r io.Reader, n int64) (csvFlow, error) {
 // csvBlock is the size of the blocks read at once (csvBlocksAtOnce at a
 // time); tests shrink it. A boundary's own stretch, up to a block before
 // and after the whole blocks, is read front to back: in a blob, a round
-// trip per walkChunk, so blocks of 4 MiB rather than 16 (a 42 MB CSV blob
-// 50 ms away dry-runs in 6.3–6.7 s rather than 16.7–17.5; a local 1 GB CSV
-// is cut in 128 in 2.7 s rather than 3.6).
-var csvBlock int64 = 4 << 20
+// trip per walkChunk, so blocks of 1 MiB rather than 16 (a 42 MB CSV blob
+// 50 ms away dry-runs in 3.5 s rather than 16.7–17.5; a local 1 GB CSV is
+// cut in 128 in ~3.0 s rather than 3.6). An input of more than
+// csvMaxBlocks of them has bigger blocks, so that what csvFlows keeps of
+// it stays within ~4 MB.
+var csvBlock int64 = 1 << 20
 
-const csvBlocksAtOnce = 16
+const (
+	csvBlocksAtOnce = 16
+	csvMaxBlocks    = 16 << 10
+)
+
+// csvBlockOf is the block size of an input of size bytes.
+func csvBlockOf(size int64) int64 {
+	return max(csvBlock, (size+csvMaxBlocks-1)/csvMaxBlocks)
+}
 
 // csvBoundary returns the first record start at or after target, with its
 // line number, following the quoting from from, a record start; or why
 // the quoting cannot be followed there.
 func csvBoundary(in Input, d *csvDFA, delim byte, from Position, target int64) (Position, string, error) {
+	size, err := RawSize(in)
+	if err != nil {
+		return Position{}, "", err
+	}
+	blk := csvBlockOf(size)
 	pos, state, lines := from.Offset, csvFieldStart, from.Line
-	first := (pos + csvBlock - 1) / csvBlock // the first whole block after from
+	first := (pos + blk - 1) / blk // the first whole block after from
 	// The block of the byte before target: a newline there ends a record
 	// at target, and the walk after the blocks must see it.
-	last := (max(target, pos+1) - 1) / csvBlock
+	last := (max(target, pos+1) - 1) / blk
 	if last > first {
-		if pos < first*csvBlock {
-			n, st, l, err := d.walkAt(in, pos, state, lines, first*csvBlock-pos, -1)
+		if pos < first*blk {
+			n, st, l, err := d.walkAt(in, pos, state, lines, first*blk-pos, -1)
 			if err != nil || csvRefused(st) {
 				return Position{}, csvWhy(st, l+1), err
 			}
 			pos, state, lines = pos+n, st, l
 		}
-		flows, err := csvFlowsOf(in, delim, d, first, last)
+		flows, err := csvFlowsOf(in, delim, d, blk, first, last)
 		if err != nil {
 			return Position{}, "", err
 		}
 		for i, f := range flows {
 			if next := f.end[state]; csvRefused(next) {
 				// Walk the block again for the bad quote's line.
-				_, st, l, err := d.walkAt(in, pos, state, lines, csvBlock, -1)
+				_, st, l, err := d.walkAt(in, pos, state, lines, blk, -1)
 				return Position{}, csvWhy(st, l+1), err
 			}
 			state, lines = f.end[state], lines+f.lines
-			pos = (first + int64(i) + 1) * csvBlock
+			pos = (first + int64(i) + 1) * blk
 		}
 	}
 	n, st, l, err := d.walkAt(in, pos, state, lines, -1, max(target-pos, 0))
@@ -239,11 +254,11 @@ func csvBoundary(in Input, d *csvDFA, delim byte, from Position, target int64) (
 // csvFlows remembers the flows of the blocks of the inputs read: a load's
 // segments are cut and cut again in the same stretches, and a blob read
 // twice is downloaded twice. Keyed by the input's identity (a changed
-// file or blob is read afresh); at most csvFlowsKept blocks, ~200 bytes
-// each for 4 MiB of input (1 TiB of input in ~40 MB), then it starts over.
+// file or blob is read afresh); at most csvFlowsKept blocks, ~240 bytes
+// each with its key (16 MB), then it starts over.
 var csvFlows = &blockMemo[flowKey, csvFlow]{keep: csvFlowsKept}
 
-const csvFlowsKept = 1 << 18
+const csvFlowsKept = 1 << 16
 
 type flowKey struct {
 	input       string // the path and its identity
@@ -251,25 +266,25 @@ type flowKey struct {
 	block, size int64 // the block's index and csvBlock
 }
 
-// csvFlowsOf returns the flows of blocks [first, last) of in, reading
-// those not yet read, csvBlocksAtOnce at a time.
-func csvFlowsOf(in Input, delim byte, d *csvDFA, first, last int64) ([]csvFlow, error) {
+// csvFlowsOf returns the flows of blocks [first, last) of in, of blk
+// bytes, reading those not yet read, csvBlocksAtOnce at a time.
+func csvFlowsOf(in Input, delim byte, d *csvDFA, blk, first, last int64) ([]csvFlow, error) {
 	id, err := inputIdentity(in)
 	if err != nil {
 		return nil, err
 	}
 	keys := make([]flowKey, last-first)
 	for i := range keys {
-		keys[i] = flowKey{input: id, delim: delim, block: first + int64(i), size: csvBlock}
+		keys[i] = flowKey{input: id, delim: delim, block: first + int64(i), size: blk}
 	}
 	return csvFlows.get(keys, csvBlocksAtOnce, func(i int) (csvFlow, error) {
-		at := keys[i].block * csvBlock
+		at := keys[i].block * blk
 		r, err := OpenRaw(in, at, 1<<20)
 		if err != nil {
 			return csvFlow{}, fmt.Errorf("read %s at byte %d: %w", in.Path, at, err)
 		}
 		defer r.Close()
-		f, err := d.flow(r, csvBlock)
+		f, err := d.flow(r, blk)
 		if err != nil {
 			return csvFlow{}, fmt.Errorf("read %s at byte %d: %w", in.Path, at, err)
 		}

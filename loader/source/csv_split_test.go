@@ -279,3 +279,17 @@ func csvCutsAreRecordStarts(t *testing.T, delim byte) {
 		t.Fatalf("only %d texts encoding/csv reads", checked)
 	}
 }
+
+// Blocks are csvBlock until an input has more than csvMaxBlocks of them:
+// csvFlows keeps a bounded number per input, whatever its size.
+func TestCSVBlocksPerInputAreBounded(t *testing.T) {
+	for _, size := range []int64{0, 1, csvBlock, csvBlock * csvMaxBlocks, csvBlock*csvMaxBlocks + 1, 200 << 30, 5 << 40} {
+		blk := csvBlockOf(size)
+		if blk < csvBlock || (size+blk-1)/blk > csvMaxBlocks {
+			t.Errorf("size %d: blocks of %d, %d of them", size, blk, (size+blk-1)/blk)
+		}
+		if size <= csvBlock*csvMaxBlocks && blk != csvBlock {
+			t.Errorf("size %d: blocks of %d, want %d", size, blk, csvBlock)
+		}
+	}
+}

@@ -108,8 +108,8 @@ func Split(in Input, opts Options, n int) ([]Range, string, error) {
 	// want. (A record longer than a segment makes two cuts the same.)
 	// The blocks first, csvBlocksAtOnce at a time: cuts asking at once
 	// would each read theirs that many at a time.
-	if last := (targets[len(targets)-1] - 1) / csvBlock; last > 0 {
-		if _, err := csvFlowsOf(in, delim, d, 0, last); err != nil {
+	if blk := csvBlockOf(size); (targets[len(targets)-1]-1)/blk > 0 {
+		if _, err := csvFlowsOf(in, delim, d, blk, 0, (targets[len(targets)-1]-1)/blk); err != nil {
 			return whole, "", fmt.Errorf("split %s: %w", in.Path, err)
 		}
 	}
