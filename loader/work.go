@@ -296,13 +296,18 @@ func runPiece(ctx context.Context, pc *piece, o Options) (*Result, error) {
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	if pc.lost != nil {
-		go func() {
-			select {
-			case <-pc.lost:
-				cancel(ErrLeaseLost)
-			case <-runCtx.Done():
-			}
-		}()
+		select {
+		case <-pc.lost: // lost before its run: not a record of it is read
+			cancel(ErrLeaseLost)
+		default:
+			go func() {
+				select {
+				case <-pc.lost:
+					cancel(ErrLeaseLost)
+				case <-runCtx.Done():
+				}
+			}()
+		}
 	}
 	res, err := Run(runCtx, o)
 	if res != nil && context.Cause(runCtx) == ErrLeaseLost {
