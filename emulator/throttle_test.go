@@ -199,8 +199,9 @@ func TestConcurrentWritersReadersAndStats(t *testing.T) {
 	c := newContainer(t, srv, 1_000_000)
 	ctx := context.Background()
 	var wg sync.WaitGroup
-	done := make(chan struct{})
+	done, readerDone := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(readerDone)
 		for {
 			select {
 			case <-done:
@@ -232,6 +233,7 @@ func TestConcurrentWritersReadersAndStats(t *testing.T) {
 	}
 	wg.Wait()
 	close(done)
+	<-readerDone // its last query ends before the server stops with the test
 	if n := countItems(t, c); n != 400 {
 		t.Errorf("count %d, want 400", n)
 	}
