@@ -139,10 +139,17 @@ var _ source.ReadPlanner = (*random)(nil)
 // next ones with what is left. A range planned before keeps what was
 // fetched of it. A third plan drops the first: one plan per decoder, two
 // at most.
+//
+// Ranges that span no more than a block together (a small row group) are
+// not planned but fetched into the cache in one GET, unless it holds them
+// already (the tail fetched with the footer holds all of a small file):
+// a GET per column chunk would cost more requests for no fewer round
+// trips.
 func (r *random) PlanReads(now, next []source.ByteRange, of int) {
 	budget := r.block * int64(r.max) / int64(min(max(1, of), plansKept))
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	now, next = r.cacheSmall(now), r.cacheSmall(next)
 	plan := r.windows(nil, now, budget)
 	var used int64
 	for _, st := range plan {
@@ -162,6 +169,39 @@ func (r *random) PlanReads(now, next []source.ByteRange, of int) {
 	for _, st := range plan {
 		r.fetchAhead(st, max(st.lo, st.read), st.lo)
 	}
+}
+
+// cacheSmall fetches ranges into the cache, in the background, when they
+// span a block at most, and then returns none; else it returns them.
+// r.mu is held.
+func (r *random) cacheSmall(ranges []source.ByteRange) []source.ByteRange {
+	if len(ranges) == 0 {
+		return nil
+	}
+	lo, hi := ranges[0].Start, ranges[0].End
+	for _, rg := range ranges {
+		lo, hi = min(lo, rg.Start), max(hi, rg.End)
+	}
+	if hi-lo > r.block {
+		return ranges
+	}
+	if bl := r.find(lo); bl != nil {
+		lo = bl.end() // held from its start
+	}
+	for _, bl := range r.blocks {
+		if bl.off >= lo && bl.off < hi {
+			hi = bl.off // held from there on, or to be fetched by another GET
+		}
+	}
+	if lo < hi {
+		bl := r.add(lo, hi)
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			r.fill(bl)
+		}()
+	}
+	return nil
 }
 
 // windows appends to plan the ranges, with windows sharing budget in

@@ -378,3 +378,33 @@ func TestRandomPlannedPieceFailsThenRetries(t *testing.T) {
 		t.Errorf("%d pieces still mapped after Close", n)
 	}
 }
+
+// Ranges that span a block at most (a small row group) are one GET into
+// the cache, and none when the cache holds them (a small file's tail,
+// fetched with its footer, holds all of it).
+func TestRandomSmallPlanIsOneGet(t *testing.T) {
+	data := lines(3000)
+	f := &fakeBlob{data: data, etag: `"e1"`}
+	ra, gets := openRandomTest(t, f) // blocks of 1000 bytes
+	small := []source.ByteRange{{Start: 2000, End: 2300}, {Start: 2300, End: 2500}, {Start: 2500, End: 2900}}
+	ra.PlanReads(small, nil, 1)
+	ra.quiesce()
+	if n, fetched := gets(); n != 1 || fetched != 900 {
+		t.Fatalf("a plan spanning 900 bytes made %d GETs of %d bytes, want one of 900", n, fetched)
+	}
+	p := make([]byte, 100)
+	for _, rg := range small {
+		for off := rg.Start; off < rg.End; off += 100 {
+			if n, err := ra.ReadAt(p, off); err != nil || n != 100 || !bytes.Equal(p, data[off:off+100]) {
+				t.Fatalf("ReadAt(100 at %d) = %d, %v, or wrong bytes", off, n, err)
+			}
+		}
+	}
+	ra.quiesce() // the cache's read-ahead of the next block
+	before, _ := gets()
+	ra.PlanReads(small[1:], nil, 1) // held
+	ra.quiesce()
+	if n, _ := gets(); n != before {
+		t.Errorf("planning bytes the cache holds made %d more GETs", n-before)
+	}
+}
