@@ -1,6 +1,7 @@
 package source
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -154,14 +155,98 @@ func (d *csvDFA) walk(r io.Reader, state uint8, lines, n, stop int64) (read int6
 	return read, state, lines, nil
 }
 
-// walkAt is walk over in's bytes from pos.
+// walkAt is walk over in's bytes from pos. The stretch it knows it needs
+// (n bytes, or stop and a little after it) is one read — a blob's, one
+// round trip — and only a walk that goes on past it streams the rest.
 func (d *csvDFA) walkAt(in Input, pos int64, state uint8, lines, n, stop int64) (int64, uint8, int64, error) {
-	r, err := OpenRaw(in, pos, walkChunk)
+	known := n
+	if n < 0 {
+		known = stop + walkSlack
+	}
+	head, closeHead, err := readRange(in, pos, known)
 	if err != nil {
 		return 0, state, lines, err
 	}
-	defer r.Close()
+	defer closeHead()
+	var r io.Reader = head
+	if n < 0 {
+		h := &countedReader{r: head}
+		rest := &lazyRaw{in: in, at: pos + known, after: func() bool { return h.n == known }}
+		defer rest.Close()
+		r = io.MultiReader(h, rest)
+	}
 	return d.walk(r, state, lines, n, stop)
+}
+
+// countedReader counts what it reads.
+type countedReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countedReader) Read(p []byte) (int, error) {
+	k, err := c.r.Read(p)
+	c.n += int64(k)
+	return k, err
+}
+
+// walkSlack is what a walk to the record start after stop reads past
+// stop at once: most records end within it.
+const walkSlack = 64 << 10
+
+// readRange reads in's n bytes at off in one read (bounded by n: a blob's
+// single ranged GET, not a stream reading ahead past them).
+func readRange(in Input, off, n int64) (io.Reader, func(), error) {
+	var ra io.ReaderAt
+	done := func() {}
+	switch {
+	case in.Remote != nil:
+		ra = in.Remote
+	case in.Stdin:
+		return nil, done, ErrStdinResume
+	default:
+		f, err := os.Open(in.Path)
+		if err != nil {
+			return nil, done, err
+		}
+		ra, done = f, func() { f.Close() }
+	}
+	sr := io.NewSectionReader(ra, off, max(n, 0))
+	return bufio.NewReaderSize(sr, int(min(max(n, 16), walkRead))), done, nil
+}
+
+// walkRead bounds readRange's single read.
+const walkRead = 4 << 20
+
+// lazyRaw streams in from at (OpenRaw, walkChunk at a time) once first
+// read, if there is more (after: the stretch before was read whole): a
+// walk that ends within its known stretch, or with the input, opens
+// nothing.
+type lazyRaw struct {
+	in    Input
+	at    int64
+	after func() bool
+	r     io.ReadCloser
+}
+
+func (l *lazyRaw) Read(p []byte) (int, error) {
+	if l.r == nil {
+		if !l.after() {
+			return 0, io.EOF
+		}
+		r, err := OpenRaw(l.in, l.at, walkChunk)
+		if err != nil {
+			return 0, err
+		}
+		l.r = r
+	}
+	return l.r.Read(p)
+}
+
+func (l *lazyRaw) Close() {
+	if l.r != nil {
+		l.r.Close()
+	}
 }
 
 // csvFlow is what a block does to the scan: the state after it by the
@@ -279,11 +364,11 @@ func csvFlowsOf(in Input, delim byte, d *csvDFA, blk, first, last int64) ([]csvF
 	}
 	return csvFlows.get(keys, csvBlocksAtOnce, func(i int) (csvFlow, error) {
 		at := keys[i].block * blk
-		r, err := OpenRaw(in, at, 1<<20)
+		r, done, err := readRange(in, at, blk)
 		if err != nil {
 			return csvFlow{}, fmt.Errorf("read %s at byte %d: %w", in.Path, at, err)
 		}
-		defer r.Close()
+		defer done()
 		f, err := d.flow(r, blk)
 		if err != nil {
 			return csvFlow{}, fmt.Errorf("read %s at byte %d: %w", in.Path, at, err)

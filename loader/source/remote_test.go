@@ -24,6 +24,7 @@ type memRemote struct {
 	data   []byte
 	mu     sync.Mutex // Open is called from several goroutines
 	opened []int64
+	readAt []int64 // the offsets of ReadAt
 }
 
 func (m *memRemote) Name() string { return "https://acct.blob.core.windows.net/c/x" }
@@ -39,6 +40,9 @@ func (m *memRemote) Open(off, _ int64) (io.ReadCloser, error) {
 	return io.NopCloser(bytes.NewReader(m.data[min(off, int64(len(m.data))):])), nil
 }
 func (m *memRemote) ReadAt(p []byte, off int64) (int, error) {
+	m.mu.Lock()
+	m.readAt = append(m.readAt, off)
+	m.mu.Unlock()
 	return bytes.NewReader(m.data).ReadAt(p, off)
 }
 
@@ -411,8 +415,9 @@ func TestParquetPlansTheBytesItReads(t *testing.T) {
 	}
 }
 
-// walkMeeting is a CSV blob whose walks (the streams a cut follows the
-// quoting through, opened with walkChunk) wait until two wait at once.
+// walkMeeting is a CSV blob whose walks (the reads of more than
+// walkSlack a cut follows the quoting through: heads and blocks are
+// smaller here) wait until two wait at once.
 type walkMeeting struct {
 	memRemote
 	mu      sync.Mutex
@@ -420,8 +425,8 @@ type walkMeeting struct {
 	met     chan struct{}
 }
 
-func (w *walkMeeting) Open(off, chunk int64) (io.ReadCloser, error) {
-	if chunk == walkChunk {
+func (w *walkMeeting) ReadAt(p []byte, off int64) (int, error) {
+	if len(p) > walkSlack {
 		w.mu.Lock()
 		if w.waiting++; w.waiting == 2 {
 			close(w.met)
@@ -429,7 +434,7 @@ func (w *walkMeeting) Open(off, chunk int64) (io.ReadCloser, error) {
 		w.mu.Unlock()
 		<-w.met
 	}
-	return w.memRemote.Open(off, chunk)
+	return w.memRemote.ReadAt(p, off)
 }
 
 // The cuts of a CSV blob follow its quoting at once, each from the start
