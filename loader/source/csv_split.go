@@ -215,8 +215,9 @@ func readRange(in Input, off, n int64) (io.Reader, func(), error) {
 	return bufio.NewReaderSize(sr, int(min(max(n, 16), walkRead))), done, nil
 }
 
-// walkRead bounds readRange's single read.
-const walkRead = 4 << 20
+// walkRead bounds readRange's single read: 16 blocks or walks at once
+// hold at most 32 MiB.
+const walkRead = 2 << 20
 
 // lazyRaw streams in from at (OpenRaw, walkChunk at a time) once first
 // read, if there is more (after: the stretch before was read whole): a
