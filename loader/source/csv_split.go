@@ -155,10 +155,11 @@ func (d *csvDFA) walk(r io.Reader, state uint8, lines, n, stop int64) (read int6
 	return read, state, lines, nil
 }
 
-// walkAt is walk over in's bytes from pos. The stretch it knows it needs
-// (n bytes, or stop and a little after it) is one read — a blob's, one
-// round trip — and only a walk that goes on past it streams the rest.
-func (d *csvDFA) walkAt(in Input, pos int64, state uint8, lines, n, stop int64) (int64, uint8, int64, error) {
+// walkAt is walk over the bytes from pos of in, of size bytes. The
+// stretch it knows it needs (n bytes, or stop and a little after it) is
+// one read — a blob's, one round trip — and only a walk that goes on past
+// it streams the rest.
+func (d *csvDFA) walkAt(in Input, size, pos int64, state uint8, lines, n, stop int64) (int64, uint8, int64, error) {
 	known := n
 	if n < 0 {
 		known = stop + walkSlack
@@ -169,25 +170,12 @@ func (d *csvDFA) walkAt(in Input, pos int64, state uint8, lines, n, stop int64) 
 	}
 	defer closeHead()
 	var r io.Reader = head
-	if n < 0 {
-		h := &countedReader{r: head}
-		rest := &lazyRaw{in: in, at: pos + known, after: func() bool { return h.n == known }}
+	if n < 0 && pos+known < size {
+		rest := &lazyRaw{in: in, at: pos + known}
 		defer rest.Close()
-		r = io.MultiReader(h, rest)
+		r = io.MultiReader(head, rest)
 	}
 	return d.walk(r, state, lines, n, stop)
-}
-
-// countedReader counts what it reads.
-type countedReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countedReader) Read(p []byte) (int, error) {
-	k, err := c.r.Read(p)
-	c.n += int64(k)
-	return k, err
 }
 
 // walkSlack is what a walk to the record start after stop reads past
@@ -220,21 +208,15 @@ func readRange(in Input, off, n int64) (io.Reader, func(), error) {
 const walkRead = 2 << 20
 
 // lazyRaw streams in from at (OpenRaw, walkChunk at a time) once first
-// read, if there is more (after: the stretch before was read whole): a
-// walk that ends within its known stretch, or with the input, opens
-// nothing.
+// read: a walk that ends within its known stretch opens nothing.
 type lazyRaw struct {
-	in    Input
-	at    int64
-	after func() bool
-	r     io.ReadCloser
+	in Input
+	at int64
+	r  io.ReadCloser
 }
 
 func (l *lazyRaw) Read(p []byte) (int, error) {
 	if l.r == nil {
-		if !l.after() {
-			return 0, io.EOF
-		}
 		r, err := OpenRaw(l.in, l.at, walkChunk)
 		if err != nil {
 			return 0, err
@@ -276,10 +258,10 @@ func (d *csvDFA) flow(r io.Reader, n int64) (csvFlow, error) {
 
 // csvBlock is the size of the blocks read at once (csvBlocksAtOnce at a
 // time); tests shrink it. A boundary's own stretch, up to a block before
-// and after the whole blocks, is read front to back: in a blob, a round
-// trip per walkChunk, so blocks of 1 MiB rather than 16 (a 42 MB CSV blob
-// 50 ms away dry-runs in 3.5 s rather than 16.7–17.5; a local 1 GB CSV is
-// cut in 128 in ~3.0 s rather than 3.6). An input of more than
+// and after the whole blocks, is walked front to back, so blocks are
+// 1 MiB rather than 16: a cut's walk is then one read of a blob (a 42 MB
+// CSV blob 50 ms away dry-runs in 2.6 s; with 16 MiB blocks, 16.7–17.5 s;
+// a local 1 GB CSV is cut in 128 in ~3.0 s rather than 3.6). An input of more than
 // csvMaxBlocks of them has bigger blocks, so that what csvFlows keeps of
 // it stays within ~4 MB.
 var csvBlock int64 = 1 << 20
@@ -310,7 +292,7 @@ func csvBoundary(in Input, d *csvDFA, delim byte, from Position, target int64) (
 	last := (max(target, pos+1) - 1) / blk
 	if last > first {
 		if pos < first*blk {
-			n, st, l, err := d.walkAt(in, pos, state, lines, first*blk-pos, -1)
+			n, st, l, err := d.walkAt(in, size, pos, state, lines, first*blk-pos, -1)
 			if err != nil || csvRefused(st) {
 				return Position{}, csvWhy(st, l+1), err
 			}
@@ -323,14 +305,14 @@ func csvBoundary(in Input, d *csvDFA, delim byte, from Position, target int64) (
 		for i, f := range flows {
 			if next := f.end[state]; csvRefused(next) {
 				// Walk the block again for the bad quote's line.
-				_, st, l, err := d.walkAt(in, pos, state, lines, blk, -1)
+				_, st, l, err := d.walkAt(in, size, pos, state, lines, blk, -1)
 				return Position{}, csvWhy(st, l+1), err
 			}
 			state, lines = f.end[state], lines+f.lines
 			pos = (first + int64(i) + 1) * blk
 		}
 	}
-	n, st, l, err := d.walkAt(in, pos, state, lines, -1, max(target-pos, 0))
+	n, st, l, err := d.walkAt(in, size, pos, state, lines, -1, max(target-pos, 0))
 	if err != nil || csvRefused(st) {
 		return Position{}, csvWhy(st, l+1), err
 	}

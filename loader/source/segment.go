@@ -108,10 +108,9 @@ func Split(in Input, opts Options, n int) ([]Range, string, error) {
 	// want. (A record longer than a segment makes two cuts the same.)
 	// The blocks first, csvBlocksAtOnce at a time: cuts asking at once
 	// would each read theirs that many at a time.
-	if blk := csvBlockOf(size); (targets[len(targets)-1]-1)/blk > 0 {
-		if _, err := csvFlowsOf(in, delim, d, blk, 0, (targets[len(targets)-1]-1)/blk); err != nil {
-			return whole, "", fmt.Errorf("split %s: %w", in.Path, err)
-		}
+	blk := csvBlockOf(size)
+	if _, err := csvFlowsOf(in, delim, d, blk, 0, (targets[len(targets)-1]-1)/blk); err != nil {
+		return whole, "", fmt.Errorf("split %s: %w", in.Path, err)
 	}
 	starts := make([]Position, len(targets))
 	whys := make([]string, len(targets))
