@@ -2,6 +2,7 @@ package loader
 
 import (
 	"errors"
+	"github.com/cosmosloader/loader/internal/keymemo"
 	"io"
 	"runtime"
 	"strconv"
@@ -36,15 +37,10 @@ type prepFunc func(s *scanned, keys *keyCache)
 // JSON text (pkString) of the single-string partition keys it met lately:
 // most inputs repeat their keys, and hashing each record's key and
 // writing it out were 6 % of a dry-run's CPU on the bench's DuckDB
-// export. At most keyCacheBytes of keys.
-type keyCache struct {
-	m     map[string]cachedKey
-	bytes int
-}
+// export.
+type keyCache struct{ m keymemo.Memo[cachedKey] }
 
 type cachedKey struct{ epk, json string }
-
-const keyCacheBytes = 256 << 10
 
 // of returns pk's hash and JSON text.
 func (c *keyCache) of(pk []any) (hash, json string) {
@@ -55,15 +51,11 @@ func (c *keyCache) of(pk []any) (hash, json string) {
 	if !ok {
 		return epk.Of(pk), pkString(pk)
 	}
-	if k, ok := c.m[str]; ok {
+	if k, ok := c.m.Get(str); ok {
 		return k.epk, k.json
 	}
-	if c.m == nil || c.bytes+len(str) > keyCacheBytes {
-		c.m, c.bytes = make(map[string]cachedKey), 0
-	}
 	k := cachedKey{epk: epk.Of(pk), json: pkString(pk)}
-	c.m[str] = k
-	c.bytes += len(str)
+	c.m.Put(str, k)
 	return k.epk, k.json
 }
 

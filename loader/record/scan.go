@@ -3,6 +3,7 @@ package record
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/cosmosloader/loader/internal/keymemo"
 	"math/bits"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -47,27 +48,19 @@ type scanner struct {
 
 	// pkStrings are the string partition key values met lately, boxed
 	// as Doc.PK holds them: most inputs repeat their keys, and a string
-	// and its box were two of a record's few allocations. Bounded by
-	// pkStringsBytes of keys.
-	pkStrings     map[string]any
-	pkStringBytes int
+	// and its box were two of a record's few allocations.
+	pkStrings keymemo.Memo[any]
 }
-
-const pkStringsBytes = 256 << 10
 
 // pkString returns v as a boxed string, shared with the records before
 // it of the same key.
 func (s *scanner) pkString(v []byte) any {
-	if a, ok := s.pkStrings[string(v)]; ok {
+	if a, ok := s.pkStrings.GetBytes(v); ok {
 		return a
-	}
-	if s.pkStrings == nil || s.pkStringBytes+len(v) > pkStringsBytes {
-		s.pkStrings, s.pkStringBytes = make(map[string]any), 0
 	}
 	str := string(v)
 	a := any(str)
-	s.pkStrings[str] = a
-	s.pkStringBytes += len(str)
+	s.pkStrings.Put(str, a)
 	return a
 }
 
