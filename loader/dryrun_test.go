@@ -461,9 +461,14 @@ func TestHeavyHittersExactThenSketch(t *testing.T) {
 	if approximate == 0 || len(h.heap) != 4 || len(h.byKey) != 4 {
 		t.Errorf("after evictions: %+v, %d keys held, %d indexed", top, len(h.heap), len(h.byKey))
 	}
-	for k, i := range h.byKey {
-		if h.heap[i].Key != k {
-			t.Fatalf("index of %s points at %s", k, h.heap[i].Key)
+	for k, e := range h.byKey {
+		if h.heap[e.at] != e || e.Key != k {
+			t.Fatalf("index of %s points at %s", k, h.heap[e.at].Key)
+		}
+	}
+	for i := 1; i < len(h.heap); i++ {
+		if h.heap[(i-1)/2].RU > h.heap[i].RU {
+			t.Fatalf("not a min-heap at %d: %+v", i, h.heap)
 		}
 	}
 }
