@@ -27,7 +27,7 @@ func writeSummary(w io.Writer, r *loader.Report) {
 	b.WriteString("\n")
 	writeReasons(&b, r.DeadLettersByReason, r.DeadLetterHint)
 	if r.InputsRefused > 0 {
-		fmt.Fprintf(&b, "  inputs refused        %s (corrupt gzip or bad CSV header: one dead-letter line each, none of their records loaded)\n", n(r.InputsRefused))
+		fmt.Fprintf(&b, "  inputs refused        %s (unreadable: a corrupt gzip or Parquet file, a bad CSV header; one dead-letter line each, none of their records loaded)\n", n(r.InputsRefused))
 	}
 	fmt.Fprintf(&b, "  RU consumed           %s (%s per record, p95 %s)\n",
 		human.Number(r.RUConsumed, 1), human.Number(r.RUPerRecord.Mean, 2), human.Number(r.RUPerRecord.P95, 2))

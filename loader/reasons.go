@@ -14,7 +14,8 @@ import (
 type ReasonCount struct {
 	Reason string `json:"reason"`
 	Count  int64  `json:"count"`
-	// First is the first such record as "file:line"; Example its message.
+	// First is the first such record as "file:line", or the file alone
+	// for an input refused whole or a line not known; Example its message.
 	First   string `json:"first"`
 	Example string `json:"example"`
 }
@@ -36,7 +37,11 @@ func (t *reasonTally) add(d *DeadLetter) {
 	t.total++
 	rc := t.byReason[d.Reason]
 	if rc == nil {
-		rc = &ReasonCount{Reason: d.Reason, First: fmt.Sprintf("%s:%d", d.Source, d.Line), Example: d.Error}
+		first := d.Source // a whole input, or a record whose line is unknown
+		if d.Line > 0 {
+			first = fmt.Sprintf("%s:%d", d.Source, d.Line)
+		}
+		rc = &ReasonCount{Reason: d.Reason, First: first, Example: d.Error}
 		t.byReason[d.Reason] = rc
 	}
 	rc.Count++

@@ -32,8 +32,8 @@ type Report struct {
 	RecordsSkippedExisting int64 `json:"records_skipped_existing"`
 	RecordsDeadLettered    int64 `json:"records_dead_lettered"`
 	// InputsRefused counts inputs refused whole (a gzip file failing its
-	// CRC or length check, a CSV header repeating or omitting a column
-	// name): each is one line of the dead-letter file (reason
+	// CRC or length check, an unreadable Parquet file, a CSV header
+	// repeating or omitting a column name): each is one line of the dead-letter file (reason
 	// corrupt_input or csv_header) and one of RecordsDeadLettered; none
 	// of its records was loaded.
 	InputsRefused      int64   `json:"inputs_refused"`

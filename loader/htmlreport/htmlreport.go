@@ -272,7 +272,7 @@ func build(d *Data) view {
 	if d.RecordsDeadLettered > 0 {
 		v.DeadLetterNote = fmt.Sprintf("%s records could not be written; each line of the dead-letter file holds one with the reason.", count(d.RecordsDeadLettered))
 		if d.InputsRefused > 0 {
-			v.DeadLetterNote += fmt.Sprintf(" Inputs refused whole (corrupt gzip or bad CSV header): %s; one line stands for each such file, none of whose records was loaded.", count(d.InputsRefused))
+			v.DeadLetterNote += fmt.Sprintf(" Inputs refused whole (unreadable: a corrupt gzip or Parquet file, a bad CSV header): %s; one line stands for each such file, none of whose records was loaded.", count(d.InputsRefused))
 		}
 	}
 	return v

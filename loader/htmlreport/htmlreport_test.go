@@ -421,7 +421,7 @@ func TestRetriesAndRefusedInputs(t *testing.T) {
 	}
 	for _, want := range []string{
 		"<dt>Retries</dt><dd>13<small>429 throttled 7 · 408 timeout 2 · 503/449 unavailable 3 · connection 1 · other 0</small>",
-		"Inputs refused whole (corrupt gzip or bad CSV header): 2;",
+		"Inputs refused whole (unreadable: a corrupt gzip or Parquet file, a bad CSV header): 2;",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("report lacks %q", want)
