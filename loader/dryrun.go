@@ -718,7 +718,7 @@ func (h *itemHeap) sorted() []Item {
 type heavyHitters struct {
 	cap   int
 	byKey map[string]*trackedKey
-	heap  []*trackedKey // min-heap by RU, once heaped
+	heap  []heapSlot // min-heap by RU, once heaped
 	// heaped: a key was turned out for a new one. Until then every key is
 	// counted exactly and nothing needs the lightest: the heap is built
 	// then, not kept record by record.
@@ -733,6 +733,13 @@ type trackedKey struct {
 	at int
 }
 
+// heapSlot holds a key's RU beside it: over unique ids every record sifts
+// a key from the top to the bottom, comparing without fetching each key.
+type heapSlot struct {
+	ru float64
+	k  *trackedKey
+}
+
 func newHeavyHitters(capacity int) *heavyHitters {
 	return &heavyHitters{cap: capacity, byKey: make(map[string]*trackedKey, capacity)}
 }
@@ -742,6 +749,7 @@ func (h *heavyHitters) add(key string, part int, ru float64, bytes int64) {
 		k.Records++
 		k.RU += ru
 		k.Bytes += bytes
+		h.heap[k.at].ru = k.RU
 		if h.heaped {
 			h.down(k.at)
 		}
@@ -749,7 +757,7 @@ func (h *heavyHitters) add(key string, part int, ru float64, bytes int64) {
 	}
 	if len(h.heap) < h.cap {
 		k := &trackedKey{KeyLoad: KeyLoad{Key: key, Records: 1, RU: ru, Bytes: bytes, Partition: part}, at: len(h.heap)}
-		h.heap = append(h.heap, k)
+		h.heap = append(h.heap, heapSlot{ru, k})
 		h.byKey[key] = k
 		return
 	}
@@ -760,10 +768,11 @@ func (h *heavyHitters) add(key string, part int, ru float64, bytes int64) {
 		h.heaped = true
 	}
 	// Replace the lightest key, inheriting its load as the error bound.
-	k := h.heap[0]
+	k := h.heap[0].k
 	delete(h.byKey, k.Key)
 	k.KeyLoad = KeyLoad{Key: key, Records: k.Records + 1, RU: k.RU + ru, Bytes: k.Bytes + bytes, Partition: part, Approximate: true}
 	h.byKey[key] = k
+	h.heap[0].ru = k.RU
 	h.down(0)
 }
 
@@ -775,22 +784,22 @@ func (h *heavyHitters) down(i int) {
 		if j >= n {
 			return
 		}
-		if r := j + 1; r < n && h.heap[r].RU < h.heap[j].RU {
+		if r := j + 1; r < n && h.heap[r].ru < h.heap[j].ru {
 			j = r
 		}
-		if h.heap[j].RU >= h.heap[i].RU {
+		if h.heap[j].ru >= h.heap[i].ru {
 			return
 		}
 		h.heap[i], h.heap[j] = h.heap[j], h.heap[i]
-		h.heap[i].at, h.heap[j].at = i, j
+		h.heap[i].k.at, h.heap[j].k.at = i, j
 		i = j
 	}
 }
 
 func (h *heavyHitters) top(n int, totalRU float64) []KeyLoad {
 	var out []KeyLoad
-	for _, k := range h.heap {
-		out = append(out, k.KeyLoad)
+	for _, s := range h.heap {
+		out = append(out, s.k.KeyLoad)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].RU > out[j].RU })
 	if len(out) > n {

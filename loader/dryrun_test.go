@@ -462,12 +462,12 @@ func TestHeavyHittersExactThenSketch(t *testing.T) {
 		t.Errorf("after evictions: %+v, %d keys held, %d indexed", top, len(h.heap), len(h.byKey))
 	}
 	for k, e := range h.byKey {
-		if h.heap[e.at] != e || e.Key != k {
-			t.Fatalf("index of %s points at %s", k, h.heap[e.at].Key)
+		if h.heap[e.at].k != e || e.Key != k || h.heap[e.at].ru != e.RU {
+			t.Fatalf("index of %s points at %s", k, h.heap[e.at].k.Key)
 		}
 	}
 	for i := 1; i < len(h.heap); i++ {
-		if h.heap[(i-1)/2].RU > h.heap[i].RU {
+		if h.heap[(i-1)/2].ru > h.heap[i].ru {
 			t.Fatalf("not a min-heap at %d: %+v", i, h.heap)
 		}
 	}
