@@ -243,7 +243,8 @@ func offset(f *os.File) int64 {
 // real binary, a process per run, its default flags (batches, the order
 // simulation) — decode the row groups, turn rows into JSON, map, estimate
 // RU, route, model, print the plan. MB/s are of Parquet input, by wall
-// time; CPU-s/MB and peak RSS are the child's. Target ≥ 150 MB/s.
+// time; CPU-s/MB and peak RSS are the child's. Target ≥ 150 MB/s. Each
+// file is read with two partition keys: /tenant, and the default /id.
 //
 //   - orders: the order documents of readpath_test.go (nested structs, a
 //     list of structs, a timestamp): 82 bytes of Parquet per row;
@@ -253,41 +254,52 @@ func offset(f *os.File) int64 {
 func BenchmarkParquetReadMapCost(b *testing.B) {
 	bin := testenv.LoaderBinary(b)
 	onParquetFixtures(b, func(b *testing.B, path string, rows int64, fi os.FileInfo) {
-		var cpu, rss float64
-		for i := 0; i < b.N; i++ {
-			cmd := exec.Command(bin, "dry-run", path, "--partition-key", "/tenant", "--ru", "40000", "--partitions", "4", "--json")
-			cmd.Env = append(os.Environ(), "COSMOS_ENDPOINT=", "COSMOS_KEY=", "COSMOS_CONNECTION_STRING=", "LOADER_CPUPROFILE=")
-			var stdout, stderr bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			peak, err := runPeakRSS(cmd)
-			out := stdout.Bytes()
-			if err != nil {
-				b.Fatalf("dry-run: %v\n%s%s", err, out, stderr.Bytes())
-			}
-			var plan struct {
-				Records    int64 `json:"records"`
-				BadRecords int64 `json:"bad_records"`
-			}
-			if err := json.Unmarshal(out, &plan); err != nil {
-				b.Fatalf("dry-run's plan: %v\n%s", err, out)
-			}
-			if plan.BadRecords != 0 || plan.Records != rows {
-				b.Fatalf("%d records, %d bad; want %d", plan.Records, plan.BadRecords, rows)
-			}
-			st := cmd.ProcessState
-			cpu += (st.UserTime() + st.SystemTime()).Seconds()
-			rss = max(rss, peak)
+		// key=tenant: 500 keys, each met again and again; key=id: the
+		// default key, a new one every row (a table keyed by its ids).
+		for _, key := range []string{"tenant", "id"} {
+			b.Run("key="+key, func(b *testing.B) {
+				b.SetBytes(fi.Size())
+				dryRunParquet(b, bin, path, "/"+key, rows, fi)
+			})
 		}
-		b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
-		b.ReportMetric(float64(fi.Size())/float64(rows), "B/row")
-		// CPU time is the figure that holds on a busy machine, where
-		// wall time mostly measures the other processes.
-		b.ReportMetric(cpu/(float64(fi.Size())*float64(b.N)/1e6), "CPU-s/MB")
-		b.ReportMetric(float64(rows)*float64(b.N)/cpu, "rows/CPU-s")
-		// Cores busy on average: how much of the path runs in parallel.
-		b.ReportMetric(cpu/b.Elapsed().Seconds(), "cores")
-		b.ReportMetric(rss, "peak-RSS-MB")
 	})
+}
+
+func dryRunParquet(b *testing.B, bin, path, key string, rows int64, fi os.FileInfo) {
+	var cpu, rss float64
+	for i := 0; i < b.N; i++ {
+		cmd := exec.Command(bin, "dry-run", path, "--partition-key", key, "--ru", "40000", "--partitions", "4", "--json")
+		cmd.Env = append(os.Environ(), "COSMOS_ENDPOINT=", "COSMOS_KEY=", "COSMOS_CONNECTION_STRING=", "LOADER_CPUPROFILE=")
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		peak, err := runPeakRSS(cmd)
+		out := stdout.Bytes()
+		if err != nil {
+			b.Fatalf("dry-run: %v\n%s%s", err, out, stderr.Bytes())
+		}
+		var plan struct {
+			Records    int64 `json:"records"`
+			BadRecords int64 `json:"bad_records"`
+		}
+		if err := json.Unmarshal(out, &plan); err != nil {
+			b.Fatalf("dry-run's plan: %v\n%s", err, out)
+		}
+		if plan.BadRecords != 0 || plan.Records != rows {
+			b.Fatalf("%d records, %d bad; want %d", plan.Records, plan.BadRecords, rows)
+		}
+		st := cmd.ProcessState
+		cpu += (st.UserTime() + st.SystemTime()).Seconds()
+		rss = max(rss, peak)
+	}
+	b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+	b.ReportMetric(float64(fi.Size())/float64(rows), "B/row")
+	// CPU time is the figure that holds on a busy machine, where
+	// wall time mostly measures the other processes.
+	b.ReportMetric(cpu/(float64(fi.Size())*float64(b.N)/1e6), "CPU-s/MB")
+	b.ReportMetric(float64(rows)*float64(b.N)/cpu, "rows/CPU-s")
+	// Cores busy on average: how much of the path runs in parallel.
+	b.ReportMetric(cpu/b.Elapsed().Seconds(), "cores")
+	b.ReportMetric(rss, "peak-RSS-MB")
 }
 
 // onParquetFixtures runs fn as a sub-benchmark on each of the 64 MiB
