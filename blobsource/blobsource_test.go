@@ -239,6 +239,63 @@ func TestStreamReadsRangesWithRetries(t *testing.T) {
 	}
 }
 
+// A stream fetches its pieces several at once, far ahead of a slow
+// network, within three chunks of memory. Each GET of a 256 KiB-chunk
+// stream waits (up to a second) for four to be in flight together, which
+// one GET at a time never reaches.
+func TestStreamFetchesPiecesAtOnce(t *testing.T) {
+	data := lines(40000) // ~1.4 MB
+	f := &fakeBlob{data: data, etag: `"e1"`}
+	var mu sync.Mutex
+	inflight, most := 0, 0
+	arrived := sync.NewCond(&mu)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			mu.Lock()
+			inflight++
+			most = max(most, inflight)
+			arrived.Broadcast()
+			timeout := time.AfterFunc(time.Second, func() { mu.Lock(); arrived.Broadcast(); mu.Unlock() })
+			for began := time.Now(); inflight < 4 && time.Since(began) < time.Second; {
+				arrived.Wait()
+			}
+			timeout.Stop()
+			mu.Unlock()
+			defer func() { mu.Lock(); inflight--; mu.Unlock() }()
+		}
+		f.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	r := New(context.Background(), Config{ChunkSize: 256 << 10})
+	in, err := r.Open(srv.URL + "/acct/c/data.ndjson?sig=x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, _ := in.Remote.Open(0, 0)
+	got, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read %d bytes, %v", len(got), err)
+	}
+	piece, window := streamPieces(256 << 10)
+	if piece != 64<<10 || window != 12 {
+		t.Errorf("pieces of %d, %d held; want 64 KiB, 12", piece, window)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, rg := range f.ranges {
+		var a, b int
+		if _, err := fmt.Sscanf(rg, "bytes=%d-%d", &a, &b); err == nil && b-a+1 > int(piece) {
+			t.Errorf("range %s is larger than a piece", rg)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if most < 4 || most > window-1 {
+		t.Errorf("%d GETs at once; want 4 to the %d a stream holds beside the reader's", most, window-1)
+	}
+}
+
 func TestStreamStopsClearly(t *testing.T) {
 	data := lines(100)
 	for _, tc := range []struct {

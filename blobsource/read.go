@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -108,99 +109,122 @@ func (b *Blob) ReadAt(p []byte, off int64) (int, error) {
 	return n, nil
 }
 
-// Open streams the blob from offset: chunks of chunkSize bytes (0: the
-// resolver's ChunkSize) fetched in order by one goroutine, two ahead of
-// the reader at most.
+// Open streams the blob from offset. A stream holds at most three chunks
+// of chunkSize bytes (0: the resolver's ChunkSize), as when it fetched one
+// chunk at a time, two ahead of the reader; it fetches them as pieces of a
+// quarter chunk, several at once (see streamPieces). One GET at a time
+// read a blob 50 ms away at ~30 MB/s with 4 MiB chunks, whatever the
+// bandwidth: a round trip per chunk, one after another.
 func (b *Blob) Open(offset, chunkSize int64) (io.ReadCloser, error) {
 	if chunkSize <= 0 {
 		chunkSize = b.chunk
 	}
+	piece, window := streamPieces(chunkSize)
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &stream{cancel: cancel, chunks: make(chan chunk, 1), free: make(chan []byte, 3), done: make(chan struct{})}
-	go s.produce(ctx, b, max(offset, 0), chunkSize)
+	s := &stream{ctx: ctx, cancel: cancel, b: b, next: max(offset, 0), size: min(chunkSize, firstChunk), pieceSize: piece, window: window}
+	s.fill()
 	return s, nil
 }
 
 // firstChunk is the size of a stream's first ranged GET.
 const firstChunk = 64 << 10
 
-type chunk struct {
-	buf []byte
-	err error
+// streamPieces returns the size of a stream's GETs after the first, and
+// how many pieces it holds at most (fetched, being fetched, being read):
+// a quarter chunk, at least 64 KiB, and three chunks' worth. A 4 MiB
+// chunk is read as 1 MiB GETs, up to 11 at once.
+func streamPieces(chunkSize int64) (piece int64, window int) {
+	piece = min(chunkSize, max(chunkSize/4, 64<<10))
+	return piece, max(int(3*chunkSize/piece), 2)
 }
 
+// stream reads a blob in order through pieces fetched ahead of the reader.
+// It starts slowly, as TCP does: the first piece alone, then the queue
+// doubles with each piece the reader takes up to the window, so a reader
+// that looks at the head and closes costs a GET or two.
 type stream struct {
-	cancel context.CancelFunc
-	chunks chan chunk
-	free   chan []byte // spent buffers, reused: at most 3 ever exist
-	done   chan struct{}
+	ctx       context.Context
+	cancel    context.CancelFunc
+	b         *Blob
+	next      int64 // where the next piece starts
+	size      int64 // the next piece's size
+	pieceSize int64
+	window    int
+	taken     int      // pieces handed to the reader so far
+	queue     []*piece // fetched or being fetched, in order
+	spare     [][]byte // spent buffers
+	wg        sync.WaitGroup
 
-	cur []byte
+	cur *piece
 	pos int
 	err error
 }
 
-func (s *stream) produce(ctx context.Context, b *Blob, off, chunkSize int64) {
-	defer close(s.done)
-	defer close(s.chunks)
-	// The first range is small: a reader that only looks at the head (is
-	// this NDJSON one JSON array?) then closes costs little.
-	size := min(chunkSize, firstChunk)
-	for off < b.id.Size {
-		n := min(size, b.id.Size-off)
+type piece struct {
+	buf  []byte
+	err  error
+	done chan struct{}
+}
+
+// fill starts fetching pieces up to what the queue may hold now.
+func (s *stream) fill() {
+	limit := min(s.window-1, 1<<min(s.taken, 16))
+	for len(s.queue) < limit && s.next < s.b.id.Size {
+		n := min(s.size, s.b.id.Size-s.next)
 		var buf []byte
-		select {
-		case buf = <-s.free:
-		default:
+		if k := len(s.spare); k > 0 {
+			buf, s.spare = s.spare[k-1], s.spare[:k-1]
 		}
 		if int64(cap(buf)) < n {
 			buf = make([]byte, n)
 		}
-		buf = buf[:n]
-		err := b.fetch(ctx, off, buf)
-		off += n
-		size = chunkSize
-		select {
-		case s.chunks <- chunk{buf, err}:
-		case <-ctx.Done():
-			return
-		}
-		if err != nil {
-			return
-		}
+		pc := &piece{buf: buf[:n], done: make(chan struct{})}
+		s.wg.Add(1)
+		go func(off int64) {
+			defer s.wg.Done()
+			pc.err = s.b.fetch(s.ctx, off, pc.buf)
+			close(pc.done)
+		}(s.next)
+		s.next += n
+		s.size = s.pieceSize
+		s.queue = append(s.queue, pc)
 	}
 }
 
 func (s *stream) Read(p []byte) (int, error) {
-	for s.pos == len(s.cur) {
+	for s.cur == nil || s.pos == len(s.cur.buf) {
 		if s.err != nil {
 			return 0, s.err
 		}
 		if s.cur != nil {
-			select {
-			case s.free <- s.cur[:cap(s.cur)]:
-			default:
-			}
-			s.cur, s.pos = nil, 0
+			s.spare = append(s.spare, s.cur.buf)
+			s.cur = nil
 		}
-		c, ok := <-s.chunks
-		switch {
-		case !ok:
+		s.fill()
+		if len(s.queue) == 0 {
 			s.err = io.EOF
-		case c.err != nil:
-			s.err = c.err
-		default:
-			s.cur, s.pos = c.buf, 0
+			continue
 		}
+		pc := s.queue[0]
+		s.queue = s.queue[1:]
+		<-pc.done
+		if pc.err != nil {
+			s.err = pc.err
+			continue
+		}
+		s.cur, s.pos = pc, 0
+		s.taken++
+		s.fill()
 	}
-	n := copy(p, s.cur[s.pos:])
+	n := copy(p, s.cur.buf[s.pos:])
 	s.pos += n
 	return n, nil
 }
 
+// Close stops the fetches under way and waits for them.
 func (s *stream) Close() error {
 	s.cancel()
-	<-s.done
+	s.wg.Wait()
 	return nil
 }
 
