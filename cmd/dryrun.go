@@ -54,7 +54,7 @@ partitions and indexing policy; without one it takes them from --ru,
 --partitions, --partition-key and --indexing.
 
 Exit codes:
-` + exitHelpOK + exitHelpError + exitHelpUsage,
+` + exitHelpDryRun,
 		Example: `  loader dry-run testdata/sample/people.ndjson --ru 4000
   loader dry-run orders.csv --ru 20000 --cost-per-record 10 --json`,
 		Args: usageArgs(cobra.MinimumNArgs(1)),

@@ -65,7 +65,7 @@ keeps it out of 'ps'), else Microsoft's well-known emulator key. Listening on
 an address other than loopback exposes it to the network: it says so.
 
 Exit codes:
-` + exitHelpOK + exitHelpError + "  2    usage error: bad flags",
+` + exitHelpEmulator,
 		Example: `  loader emulator
   loader emulator --addr 127.0.0.1:8081 --ru 20000 --partitions 4 --data ./cosmos-data
   loader emulator --fail-503 0.01 --latency 5ms --latency-jitter 10ms --noisy-ru 1000

@@ -32,6 +32,18 @@ const (
 // exitCodesHelp documents the codes of the commands that load.
 const exitCodesHelp = "Exit codes:\n" + exitHelpOK + exitHelpError + exitHelpUsage + exitHelpLoad
 
+// The codes of the commands that do not load: a dry-run writes nothing,
+// and the records it finds bad are part of its plan.
+const (
+	exitHelpDryRun = "  0    the plan was printed (records an import would dead-letter are counted in it)\n" +
+		"  1    failed for a reason other than your input (network, server error, an\n       input that cannot be read to its end, internal failure)\n" +
+		"  2    usage error: bad flags, credentials, inputs, or no such container\n" +
+		"  130  interrupted (SIGINT/SIGTERM); no plan printed"
+	exitHelpEmulator = "  0    stopped by SIGINT/SIGTERM\n" +
+		"  1    could not start or serve (the address is taken, the data directory\n       cannot be read or written)\n" +
+		"  2    usage error: bad flags"
+)
+
 // ExitCodeError carries an exit code out of a command's run function.
 type ExitCodeError struct {
 	Code int

@@ -75,6 +75,28 @@ func TestRunExitCodesAndMessages(t *testing.T) {
 	}
 }
 
+// A signal tells each command what stopping means for it, and a command
+// it stopped says "interrupted" and exits 130, not "context canceled".
+func TestInterruptFitsTheCommand(t *testing.T) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(errInterrupted)
+	f, _, errOut := testFactory(nil)
+	code := run(ctx, f, []string{"dry-run", "../testdata/sample/people.ndjson"})
+	if code != ExitInterrupted || !strings.Contains(errOut.String(), "loader: interrupted") || strings.Contains(errOut.String(), "context canceled") {
+		t.Errorf("interrupted dry-run: exit %d, stderr %q", code, errOut.String())
+	}
+	if first, _ := f.interruptNote(); !strings.Contains(first, "writes nothing") {
+		t.Errorf("dry-run's signal note %q", first)
+	}
+	for name, want := range map[string]string{"import": "in-flight writes", "resume": "in-flight writes", "emulator": "stopping"} {
+		f.running.Store(name)
+		first, second := f.interruptNote()
+		if !strings.Contains(first, want) || (name != "emulator") != strings.Contains(second, "checkpoint") {
+			t.Errorf("%s's signal notes %q, %q", name, first, second)
+		}
+	}
+}
+
 // --help groups the flags, and every command gives examples and, where it
 // has them, its exit codes.
 func TestHelp(t *testing.T) {
@@ -85,8 +107,8 @@ func TestHelp(t *testing.T) {
 		{"import", []string{"Examples:", "Exit codes:", "130", "  1 ", "Connection flags:\n      --endpoint", "Input flags:", "Pacing flags:",
 			"Checkpoint flags:", "Sharing flags", "Output flags:", "--verbose"}},
 		{"resume", []string{"Examples:", "Exit codes:", "130", "Connection flags:", "Checkpoint flags:", "Output flags:"}},
-		{"dry-run", []string{"Examples:", "Exit codes:", "Connection flags:", "Input flags:", "Pacing flags:", "Output flags:"}},
-		{"emulator", []string{"Examples:", "Exit codes:", "LOADER_EMULATOR_KEY", "export COSMOS_ENDPOINT="}},
+		{"dry-run", []string{"Examples:", "Exit codes:", "the plan was printed", "130", "Connection flags:", "Input flags:", "Pacing flags:", "Output flags:"}},
+		{"emulator", []string{"Examples:", "Exit codes:", "stopped by SIGINT/SIGTERM", "LOADER_EMULATOR_KEY", "export COSMOS_ENDPOINT="}},
 		{"", []string{"Examples:", "Exit codes:", "Available Commands:"}},
 	} {
 		f, out, _ := testFactory(nil)
@@ -101,6 +123,10 @@ func TestHelp(t *testing.T) {
 			if !strings.Contains(out.String(), w) {
 				t.Errorf("loader %s --help lacks %q", tt.cmd, w)
 			}
+		}
+		// The commands that write nothing do not promise written records.
+		if (tt.cmd == "dry-run" || tt.cmd == "emulator") && strings.Contains(out.String(), "every record written") {
+			t.Errorf("loader %s --help gives the exit codes of a load", tt.cmd)
 		}
 		// Sharing flags are under their own heading, not among the basics.
 		if i, j := strings.Index(out.String(), "Connection flags:"), strings.Index(out.String(), "--lease-duration"); i >= 0 && j >= 0 && j < i {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -37,6 +38,24 @@ type Factory struct {
 	IO     *IOStreams
 	Clock  clock.Clock // the one source of time for loads and reports
 	Getenv func(string) string
+
+	// running is the name of the command that runs, once it does: what a
+	// signal stops (see interruptNote).
+	running atomic.Value
+}
+
+// interruptNote is what the first SIGINT/SIGTERM does to the running
+// command, and what a second one leaves behind.
+func (f *Factory) interruptNote() (first, second string) {
+	name, _ := f.running.Load().(string)
+	switch name {
+	case "import", "resume":
+		return "stopping after in-flight writes (press Ctrl-C again to exit at once)",
+			"second signal: exiting now; the last saved checkpoint is intact"
+	case "dry-run":
+		return "stopping (a dry-run writes nothing)", "second signal: exiting now"
+	}
+	return "stopping (press Ctrl-C again to exit at once)", "second signal: exiting now"
 }
 
 // NewFactory returns the production dependencies.
@@ -110,10 +129,11 @@ func Main() int {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		s := <-sigs
-		fmt.Fprintf(f.IO.ErrOut, "\n%s: stopping after in-flight writes (press Ctrl-C again to exit at once)\n", s)
+		first, second := f.interruptNote()
+		fmt.Fprintf(f.IO.ErrOut, "\n%s: %s\n", s, first)
 		cancel(errInterrupted)
 		<-sigs
-		fmt.Fprintln(f.IO.ErrOut, "second signal: exiting now; the last saved checkpoint is intact")
+		fmt.Fprintln(f.IO.ErrOut, second)
 		os.Exit(ExitInterrupted)
 	}()
 	if path := os.Getenv("LOADER_CPUPROFILE"); path != "" {
@@ -139,13 +159,20 @@ func run(ctx context.Context, f *Factory, args []string) int {
 	// Whatever fails before a command's run starts (unknown command or
 	// flag, wrong arguments) is a usage error.
 	started := false
-	root.PersistentPreRun = func(*cobra.Command, []string) { started = true }
+	root.PersistentPreRun = func(c *cobra.Command, _ []string) {
+		started = true
+		f.running.Store(c.Name())
+	}
 	err := root.ExecuteContext(ctx)
 	if err != nil && !started {
 		var ec *ExitCodeError
 		if !errors.As(err, &ec) {
 			err = &ExitCodeError{Code: ExitUsage, Err: err}
 		}
+	}
+	if errors.Is(err, context.Canceled) && errors.Is(context.Cause(ctx), errInterrupted) {
+		// A command stopped by a signal says so, not "context canceled".
+		err = &ExitCodeError{Code: ExitInterrupted, Err: errInterrupted}
 	}
 	code := exitCode(err, nil)
 	if err != nil {
