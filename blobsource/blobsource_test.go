@@ -394,3 +394,31 @@ func TestReadAtServesTheHeadOnce(t *testing.T) {
 		t.Errorf("%d requests (%q), want 2: the head, and the read past its first %d bytes", got, f.ranges[before:], headBytes)
 	}
 }
+
+// The fingerprint's read of a blob's first 64 KiB keeps the head too: the
+// sniffs after it (gzip, a JSON array, a CSV header) cost no request.
+func TestALongReadOfTheStartKeepsTheHead(t *testing.T) {
+	data := lines(3000)
+	f := &fakeBlob{data: data, etag: `"e1"`}
+	r, base := testResolver(t, f)
+	in, err := r.Open(base + "data.ndjson?sig=x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := make([]byte, 64<<10)
+	if _, err := in.Remote.ReadAt(long, 0); err != nil || !bytes.Equal(long, data[:len(long)]) {
+		t.Fatalf("first 64 KiB: %v", err)
+	}
+	f.mu.Lock()
+	before := f.n
+	f.mu.Unlock()
+	var head [headBytes]byte
+	if _, err := in.Remote.ReadAt(head[:], 0); err != nil || !bytes.Equal(head[:], data[:headBytes]) {
+		t.Fatalf("head: %v", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n != before {
+		t.Errorf("%d requests for the head after the long read, want 0", f.n-before)
+	}
+}

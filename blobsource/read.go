@@ -102,6 +102,10 @@ func (b *Blob) ReadAt(p []byte, off int64) (int, error) {
 		copy(p, (*h)[off:off+int64(n)])
 	} else if err := b.fetch(context.Background(), off, p[:n]); err != nil {
 		return 0, err
+	} else if off == 0 && int64(n) >= min(headBytes, b.id.Size) && b.head.Load() == nil {
+		// A longer read of the start (the fingerprint's) holds the head.
+		h := append([]byte(nil), p[:min(headBytes, b.id.Size)]...)
+		b.head.CompareAndSwap(nil, &h)
 	}
 	if n < len(p) {
 		return n, io.EOF

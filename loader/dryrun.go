@@ -524,6 +524,9 @@ func (q *readyQueue) close() {
 // default for its size) and, for advice, into four times as many; a file
 // that cannot be split is one range, with a warning when it matters.
 func dryRunSegments(in source.Input, j *DryRunJob, parts int, warnings *[]string) (ranges, alt []source.Range, err error) {
+	if hint := source.DelimiterHint(in, j.Source); hint != "" {
+		*warnings = append(*warnings, hint)
+	}
 	whole := []source.Range{{}}
 	if in.Stdin || parts <= 1 {
 		return whole, whole, nil

@@ -472,3 +472,30 @@ func TestHeavyHittersExactThenSketch(t *testing.T) {
 		}
 	}
 }
+
+// A semicolon-separated CSV read with commas loads every record as one
+// field and refuses none: a dry-run warns of it, and so does an import
+// before its first write.
+func TestCSVWithAnotherDelimiterIsSaid(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "semi.csv")
+	if err := os.WriteFile(path, []byte("id;name\n1;a\n2;b\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in := []source.Input{{Path: path}}
+	p, err := DryRun(context.Background(), &DryRunJob{Inputs: in, Mapper: record.Config{IDField: "id", PartitionKeyPaths: []string{"/id"}},
+		TargetRU: 4000, Bounds: epk.SplitEven(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Warnings) != 1 || !strings.Contains(p.Warnings[0], "--delimiter ';'") {
+		t.Errorf("dry-run warnings %q", p.Warnings)
+	}
+	var log bytes.Buffer
+	j := &Job{Inputs: in, Log: &log}
+	if _, _, err := j.fingerprint(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "warning: "+path+`: its CSV header is one column, "id;name"`) {
+		t.Errorf("import log %q", log.String())
+	}
+}

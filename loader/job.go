@@ -610,6 +610,7 @@ func (j *Job) warnf(format string, a ...any) {
 func (j *Job) fingerprint() ([]Input, []checkpoint.Fingerprint, error) {
 	inputs := make([]Input, len(j.Inputs))
 	fps := make([]checkpoint.Fingerprint, len(j.Inputs))
+	hints := make([]string, len(j.Inputs)) // source.DelimiterHint, said before the load
 	if j.Resume != nil && len(j.Resume.Inputs) != len(j.Inputs) {
 		return nil, nil, fmt.Errorf("the checkpoint lists %d inputs, the command %d", len(j.Resume.Inputs), len(j.Inputs))
 	}
@@ -646,10 +647,18 @@ func (j *Job) fingerprint() ([]Input, []checkpoint.Fingerprint, error) {
 		// Content, not path or mtime, names the records: a re-run of the
 		// same data, wherever it lives, regenerates the same ids.
 		inputs[i].IDSeed = fps[i].HeadHash + ":" + strconv.FormatInt(fps[i].Size, 10)
+		if j.Resume == nil {
+			hints[i] = source.DelimiterHint(in, j.Source)
+		}
 		return nil
 	})
 	if err != nil {
 		return nil, nil, err
+	}
+	for _, h := range hints {
+		if h != "" {
+			j.warnf("%s", h)
+		}
 	}
 	return inputs, fps, nil
 }

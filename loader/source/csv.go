@@ -438,3 +438,44 @@ func (t *teeReader) discard(b int64) {
 	t.head += int(b - t.start)
 	t.start = b
 }
+
+// DelimiterHint reads the first line of a CSV input read with commas (no
+// --delimiter, no .tsv) and, when that header is one column whose name
+// holds a semicolon, a tab or a bar, says which --delimiter the file
+// likely needs. Spreadsheets in many locales export with semicolons: read
+// with commas, every record loads as one field under an id the loader
+// makes up, and nothing is refused. "" when there is nothing to say, or
+// the head cannot be read (gzip, stdin, an error: the load says why).
+func DelimiterHint(in Input, opts Options) string {
+	if in.Stdin || opts.Delimiter != 0 {
+		return ""
+	}
+	if f, err := ResolveFormat(in, opts); err != nil || f != FormatCSV {
+		return ""
+	}
+	ra, done, err := rawReaderAt(in)
+	if err != nil {
+		return ""
+	}
+	defer done()
+	var head [512]byte
+	n, _ := ra.ReadAt(head[:], 0)
+	line, _, found := bytes.Cut(head[:n], []byte{'\n'})
+	if (!found && n == len(head)) || (n >= 2 && bytes.Equal(head[:2], gzipMagic)) {
+		return ""
+	}
+	line = bytes.TrimPrefix(bytes.TrimSuffix(line, []byte{'\r'}), []byte("\ufeff"))
+	if bytes.IndexByte(line, ',') >= 0 || bytes.IndexByte(line, '"') >= 0 {
+		return ""
+	}
+	for _, d := range []struct {
+		sep  byte
+		name string
+		flag string
+	}{{';', "semicolons", "';'"}, {'\t', "tabs", "tab (or --format tsv)"}, {'|', "bars", "'|'"}} {
+		if bytes.IndexByte(line, d.sep) >= 0 {
+			return fmt.Sprintf("%s: its CSV header is one column, %q: if its fields are separated by %s, give --delimiter %s; read with commas, each record loads as one field", in.Path, line, d.name, d.flag)
+		}
+	}
+	return ""
+}
