@@ -2,7 +2,6 @@ package loader
 
 import (
 	"errors"
-	"github.com/cosmosloader/loader/internal/keymemo"
 	"io"
 	"runtime"
 	"strconv"
@@ -10,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/cosmosloader/loader/epk"
+	"github.com/cosmosloader/loader/internal/keymemo"
 	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/source"
 )

@@ -3,10 +3,11 @@ package record
 import (
 	"encoding/binary"
 	"fmt"
-	"github.com/cosmosloader/loader/internal/keymemo"
 	"math/bits"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/cosmosloader/loader/internal/keymemo"
 )
 
 // The scanner validates strictly by RFC 8259: the grammar, numbers without
