@@ -224,6 +224,10 @@ func TestQuietStillSaysWhyItStopped(t *testing.T) {
 // once naming the first one's PID; once the first is killed, its lock
 // blocks nobody.
 func TestTwoLoadersOnOneCheckpoint(t *testing.T) {
+	// Exactness, not speed, is checked (refusing within 20 s is no rate):
+	// this runs side by side with the kill-and-resume loops after the
+	// timing-sensitive tests.
+	t.Parallel()
 	tg, _, ckpt, want, args := slowLoad(t)
 	_, env := freshEnv(t)
 	first, _ := startIn(t, env, args...)
