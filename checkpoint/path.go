@@ -52,9 +52,9 @@ func defaultUserStateDir() (string, error) {
 // records them (expanded file names, "-" for stdin) and, for the embedded
 // target, an empty endpoint: its address changes from run to run.
 func DefaultPath(inputs []string, endpoint, database, container string) (string, error) {
-	dir, err := userStateDir()
+	dir, err := Dir()
 	if err != nil {
-		return "", fmt.Errorf("find checkpoint directory: %w", err)
+		return "", err
 	}
 	h := sha256.New()
 	// Length-prefixed fields: no two different targets hash the same bytes.
@@ -65,7 +65,40 @@ func DefaultPath(inputs []string, endpoint, database, container string) (string,
 	if name == "" {
 		name = "checkpoint"
 	}
-	return filepath.Join(dir, "loader", "checkpoints", name+"-"+hex.EncodeToString(h.Sum(nil))[:12]+".json"), nil
+	return filepath.Join(dir, name+"-"+hex.EncodeToString(h.Sum(nil))[:12]+".json"), nil
+}
+
+// Dir is the directory of the checkpoints at their default paths.
+func Dir() (string, error) {
+	dir, err := userStateDir()
+	if err != nil {
+		return "", fmt.Errorf("find checkpoint directory: %w", err)
+	}
+	return filepath.Join(dir, "loader", "checkpoints"), nil
+}
+
+// Found is a checkpoint found in a directory.
+type Found struct {
+	Path  string
+	State *State
+}
+
+// Unfinished lists the readable checkpoints in dir of loads that are not
+// complete, the most recently saved first: what `loader resume` without
+// a checkpoint offers. A directory that does not exist holds none.
+func Unfinished(dir string) ([]Found, error) {
+	names, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	var found []Found
+	for _, p := range names {
+		if st, err := Load(p); err == nil && !st.Complete {
+			found = append(found, Found{Path: p, State: st})
+		}
+	}
+	slices.SortFunc(found, func(a, b Found) int { return b.State.UpdatedAt.Compare(a.State.UpdatedAt) })
+	return found, nil
 }
 
 // fileSafe keeps the container name readable in the file name while

@@ -5,9 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/emulator"
 	"github.com/cosmosloader/loader/loader"
 )
@@ -252,5 +256,45 @@ func TestEmulatorKeyAndAddress(t *testing.T) {
 	env := emulatorKeyLines("http://127.0.0.1:8081/", testKey, false, true)
 	if strings.Contains(env, testKey) || !strings.Contains(env, `COSMOS_KEY="$LOADER_EMULATOR_KEY"`) {
 		t.Errorf("a key from the environment is referred to, not printed:\n%s", env)
+	}
+}
+
+// `loader resume` without a checkpoint lists the unfinished loads whose
+// checkpoints are at their default paths, the latest first, each as the
+// command that continues it; finished loads are left out.
+func TestResumeWithoutACheckpointListsUnfinishedLoads(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	dir, err := checkpoint.Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _, errOut := testFactory(nil)
+	if code := run(context.Background(), f, []string{"resume"}); code != ExitUsage || !strings.Contains(errOut.String(), "no unfinished load has its checkpoint in "+dir) {
+		t.Errorf("none: exit %d, stderr %q", code, errOut.String())
+	}
+	now := time.Now()
+	for _, c := range []struct {
+		name     string
+		complete bool
+		age      time.Duration
+	}{{"old", false, time.Hour}, {"done", true, 0}, {"new", false, time.Minute}} {
+		st := &checkpoint.State{Complete: c.complete, CreatedAt: now.Add(-c.age), UpdatedAt: now.Add(-c.age),
+			Inputs:   []checkpoint.Input{{Fingerprint: checkpoint.Fingerprint{Path: "/data/" + c.name + ".ndjson"}}},
+			Config:   checkpoint.Config{Database: "db", Container: c.name},
+			Counters: checkpoint.Counters{RecordsWritten: 1234}}
+		if err := checkpoint.Save(filepath.Join(dir, c.name+"-0123456789ab.json"), st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "torn-0123456789ab.json"), []byte(`{"complete":fal`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, _, errOut = testFactory(nil)
+	code := run(context.Background(), f, []string{"resume"})
+	got := errOut.String()
+	newAt, oldAt := strings.Index(got, "loader resume "+filepath.Join(dir, "new-0123456789ab.json")), strings.Index(got, "loader resume "+filepath.Join(dir, "old-0123456789ab.json"))
+	if code != ExitUsage || newAt < 0 || oldAt < newAt || strings.Contains(got, "done-") ||
+		strings.Contains(got, "torn-") || !strings.Contains(got, "new.ndjson into db/new: 1,234 records written, saved 1m") {
+		t.Errorf("exit %d, stderr:\n%s", code, got)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,6 +15,7 @@ import (
 	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/cosmos"
 	"github.com/cosmosloader/loader/internal/clock"
+	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/internal/parallel"
 	"github.com/cosmosloader/loader/loader"
 )
@@ -43,7 +46,7 @@ type ResumeOptions struct {
 func NewCmdResume(f *Factory, runF func(context.Context, *ResumeOptions) error) *cobra.Command {
 	opts := &ResumeOptions{IO: f.IO, Clock: f.Clock}
 	cmd := &cobra.Command{
-		Use:   "resume CHECKPOINT",
+		Use:   "resume [CHECKPOINT]",
 		Short: "Continue an interrupted import from its checkpoint",
 		Long: `Resume continues an import from the committed positions in its checkpoint.
 Records between the checkpoint and the interruption may be sent again; that is
@@ -61,8 +64,11 @@ an unknown version. The account key is never stored: give it again through
 
   # With a report this time, stopping if more than 100 records are refused
   loader resume ckpt.json --report run2.json --max-errors 100`,
-		Args: usageArgs(cobra.ExactArgs(1)),
+		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return whichCheckpoint(f.Clock.Now())
+			}
 			opts.Checkpoint = args[0]
 			opts.Target.fromEnv(f.Getenv)
 			opts.Blob.fromEnv(f.Getenv)
@@ -170,4 +176,40 @@ func resumeRun(ctx context.Context, o *ResumeOptions) error {
 	job.DrainTimeout = o.DrainTimeout
 	job.Quiet, job.Log, job.Clock = o.Quiet, o.IO.ErrOut, o.Clock
 	return finishJob(ctx, o.IO, job, o.Quiet, ob)
+}
+
+// whichCheckpoint is resume's answer to a command line without a
+// checkpoint: the unfinished loads whose checkpoints are at their default
+// paths, the latest first, each as the command that continues it.
+func whichCheckpoint(now time.Time) error {
+	var b strings.Builder
+	b.WriteString(`resume needs the checkpoint of the load to continue: the path an import prints after "checkpoint:" (or was given with --checkpoint)`)
+	dir, err := checkpoint.Dir()
+	if err != nil {
+		return usageError("%s", b.String())
+	}
+	found, err := checkpoint.Unfinished(dir)
+	if err != nil || len(found) == 0 {
+		fmt.Fprintf(&b, "\n  no unfinished load has its checkpoint in %s", dir)
+		return usageError("%s", b.String())
+	}
+	fmt.Fprintf(&b, "\n  unfinished loads with their checkpoints in %s, the latest first:", dir)
+	const shown = 10
+	for _, f := range found[:min(len(found), shown)] {
+		st := f.State
+		what := "standard input"
+		if in := st.Inputs; len(in) > 0 && !in[0].Stdin {
+			what = filepath.Base(in[0].Path)
+		}
+		if n := len(st.Inputs); n > 1 {
+			what += fmt.Sprintf(" and %d more", n-1)
+		}
+		fmt.Fprintf(&b, "\n    loader resume %s\n      %s into %s/%s: %s records written, saved %s ago",
+			f.Path, what, st.Config.Database, st.Config.Container, human.Count(st.Counters.RecordsWritten),
+			human.Duration(now.Sub(st.UpdatedAt).Round(time.Second)))
+	}
+	if len(found) > shown {
+		fmt.Fprintf(&b, "\n    … and %d older", len(found)-shown)
+	}
+	return usageError("%s", b.String())
 }
