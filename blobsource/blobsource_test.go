@@ -3,6 +3,7 @@ package blobsource
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -420,5 +421,20 @@ func TestALongReadOfTheStartKeepsTheHead(t *testing.T) {
 	defer f.mu.Unlock()
 	if f.n != before {
 		t.Errorf("%d requests for the head after the long read, want 0", f.n-before)
+	}
+}
+
+// A blob read with Entra ID when no credential gets a token fails in one
+// line that names the credentials tried and what to give instead.
+func TestNoTokenIsOneLineSayingWhatToGive(t *testing.T) {
+	sdk := errors.New("DefaultAzureCredential: failed to acquire a token.\nAttempted credentials:\n" +
+		"\tEnvironmentCredential: missing environment variable AZURE_TENANT_ID\n" +
+		"\tAzureCLICredential: Azure CLI not found on path")
+	err := describe(sdk, "https://acct.blob.core.windows.net/c/x.parquet")
+	var te *TokenError
+	msg := err.Error()
+	if !errors.As(err, &te) || !errors.Is(err, sdk) || strings.Contains(msg, "\n") ||
+		!strings.Contains(msg, "(tried EnvironmentCredential, AzureCLICredential)") || !strings.Contains(msg, "--source-connection-string") {
+		t.Errorf("describe = %q", msg)
 	}
 }

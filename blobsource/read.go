@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 
 	"github.com/cosmosloader/loader/internal/clock"
+	"github.com/cosmosloader/loader/internal/entra"
 	"github.com/cosmosloader/loader/loader/source"
 )
 
@@ -256,6 +258,26 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("blob input %s: storage request failed (%s)", e.Name, code)
 }
 
+// TokenError is a blob input read with Microsoft Entra ID (its URL has no
+// SAS and no connection string was given) when no credential could get a
+// token. Error() is one line saying what to give instead; Err keeps the
+// SDK's dozen lines (--verbose).
+type TokenError struct {
+	Name  string
+	Tried []string // the credentials DefaultAzureCredential tried
+	Err   error
+}
+
+func (e *TokenError) Error() string {
+	s := fmt.Sprintf("blob input %s: no SAS in its URL, no --source-connection-string, and no Microsoft Entra ID credential could get a token", e.Name)
+	if len(e.Tried) > 0 {
+		s += " (tried " + strings.Join(e.Tried, ", ") + ")"
+	}
+	return s + ": give a SAS in the URL, --source-connection-string (env LOADER_SOURCE_CONNECTION_STRING), or sign in (az login) as an identity with the role Storage Blob Data Reader; --verbose shows each credential's message"
+}
+
+func (e *TokenError) Unwrap() error { return e.Err }
+
 func isStatus(err error, status int) bool {
 	var se *StatusError
 	return errors.As(err, &se) && se.Status == status
@@ -267,6 +289,9 @@ func describe(err error, name string) error {
 	var re *azcore.ResponseError
 	if errors.As(err, &re) {
 		return &StatusError{Name: name, Status: re.StatusCode, Code: re.ErrorCode}
+	}
+	if tried, ok := entra.NoToken(err); ok {
+		return &TokenError{Name: name, Tried: tried, Err: err}
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/cosmosloader/loader/blobsource"
 	"github.com/cosmosloader/loader/loader"
 )
 
@@ -108,6 +109,10 @@ func errorText(err error, verbose bool) string {
 		var ec *ExitCodeError
 		if errors.As(err, &ec) && ec.Err == nil {
 			return ""
+		}
+		var te *blobsource.TokenError
+		if verbose && errors.As(err, &te) && te.Err != nil {
+			return "loader: " + err.Error() + "\n\n" + te.Err.Error()
 		}
 		return "loader: " + err.Error()
 	}

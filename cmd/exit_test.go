@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cosmosloader/loader/blobsource"
 	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/emulator"
 	"github.com/cosmosloader/loader/loader"
@@ -155,6 +156,9 @@ func TestErrorTextForAuthenticationFailures(t *testing.T) {
 			[]string{"tried EnvironmentCredential, ManagedIdentityCredential, AzureCLICredential", "--key or COSMOS_KEY", "--connection-string", "--verbose"}},
 		{"token without a role", &loader.AuthError{Endpoint: "https://a/", Method: loader.AuthEntraID, Status: 403, Err: sdk},
 			[]string{"403 Forbidden", "data-plane role", "--key"}},
+		{"blob input, no credential", fmt.Errorf("resolve inputs: %w", &blobsource.TokenError{Name: "https://acct.blob.core.windows.net/c/x.parquet",
+			Tried: []string{"EnvironmentCredential"}, Err: sdk}),
+			[]string{"blob input https://acct.blob.core.windows.net/c/x.parquet", "tried EnvironmentCredential", "--source-connection-string", "--verbose"}},
 	} {
 		text := errorText(tt.err, false)
 		if n := strings.Count(text, "\n") + 1; n > 3 {

@@ -4,16 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"regexp"
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 
+	"github.com/cosmosloader/loader/internal/entra"
 	"github.com/cosmosloader/loader/loader"
 )
-
-var triedCredential = regexp.MustCompile(`(?m)^\t(\w+Credential):`)
 
 // authFailure recognises an authentication failure in the first request's
 // error, or returns nil.
@@ -34,11 +31,8 @@ func authFailure(err error, o loader.TargetOptions) *loader.AuthError {
 		ae.Status = re.StatusCode
 		return ae
 	}
-	var af *azidentity.AuthenticationFailedError
-	if ae.Method == loader.AuthEntraID && (errors.As(err, &af) || strings.Contains(err.Error(), "failed to acquire a token")) {
-		for _, m := range triedCredential.FindAllStringSubmatch(err.Error(), -1) {
-			ae.Tried = append(ae.Tried, m[1])
-		}
+	if tried, ok := entra.NoToken(err); ok && ae.Method == loader.AuthEntraID {
+		ae.Tried = tried
 		return ae
 	}
 	return nil
