@@ -30,6 +30,15 @@ type reasonTally struct {
 	fields   []string
 }
 
+// where names a refused record as "file:line", or the file alone for an
+// input refused whole or a record whose line is not known (line 0).
+func where(source string, line int64) string {
+	if line > 0 {
+		return fmt.Sprintf("%s:%d", source, line)
+	}
+	return source
+}
+
 func (t *reasonTally) add(d *DeadLetter) {
 	if t.byReason == nil {
 		t.byReason = make(map[string]*ReasonCount)
@@ -37,11 +46,7 @@ func (t *reasonTally) add(d *DeadLetter) {
 	t.total++
 	rc := t.byReason[d.Reason]
 	if rc == nil {
-		first := d.Source // a whole input, or a record whose line is unknown
-		if d.Line > 0 {
-			first = fmt.Sprintf("%s:%d", d.Source, d.Line)
-		}
-		rc = &ReasonCount{Reason: d.Reason, First: first, Example: d.Error}
+		rc = &ReasonCount{Reason: d.Reason, First: where(d.Source, d.Line), Example: d.Error}
 		t.byReason[d.Reason] = rc
 	}
 	rc.Count++

@@ -1,6 +1,9 @@
 package loader
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // A reason's first record is named by file and line, and an input refused
 // whole (a truncated gzip file has no line to name) by its file alone.
@@ -14,5 +17,12 @@ func TestReasonCountNamesTheFirstRecord(t *testing.T) {
 		if rc.First != want[rc.Reason] {
 			t.Errorf("%s: first at %q, want %q", rc.Reason, rc.First, want[rc.Reason])
 		}
+	}
+	// A dry-run's first bad records name them the same way.
+	var out strings.Builder
+	p := &Plan{BadRecords: 2, BadSamples: []BadLine{{Source: "trunc.ndjson.gz", Error: "gzip data truncated"}, {Source: "a.ndjson", Line: 6, Error: "truncated JSON"}}}
+	p.WriteText(&out)
+	if !strings.Contains(out.String(), "      trunc.ndjson.gz  gzip data truncated\n      a.ndjson:6  truncated JSON\n") {
+		t.Errorf("dry-run's bad records:\n%s", out.String())
 	}
 }
