@@ -3,10 +3,9 @@ package checkpoint
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
-	"strings"
-	"syscall"
+
+	"github.com/cosmosloader/loader/internal/flock"
 )
 
 // LockedError means another loader holds the lock of a checkpoint.
@@ -32,54 +31,31 @@ func (e *LockedError) Is(target error) bool { return target == ErrLocked }
 // so two runs never replay and double-spend the same ranges, nor race to
 // save positions over one another.
 type Lock struct {
-	f *os.File
+	l *flock.Lock
 }
 
 // LockPath is the lock file beside a checkpoint.
 func LockPath(checkpointPath string) string { return checkpointPath + ".lock" }
 
-// Acquire takes an exclusive flock on "<checkpoint>.lock" without waiting
-// and writes this process's id into it. The kernel drops a flock when its
-// holder dies, however it dies, so a lock file left by a killed loader
-// never blocks: only the PID written in it remains, and it is overwritten.
+// Acquire takes an exclusive lock on "<checkpoint>.lock" without waiting
+// (see internal/flock: a lock file left by a killed loader never blocks).
 // A held lock gives a *LockedError naming the holder's PID.
 func Acquire(checkpointPath string) (*Lock, error) {
-	path := LockPath(checkpointPath)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("open checkpoint lock: %w", err)
+	l, err := flock.Acquire(LockPath(checkpointPath))
+	var held *flock.HeldError
+	if errors.As(err, &held) {
+		return nil, &LockedError{Path: held.Path, PID: held.PID}
 	}
-	if err := flock(f); err != nil {
-		pid := readPID(f)
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) || errors.Is(err, syscall.EAGAIN) {
-			return nil, &LockedError{Path: path, PID: pid}
-		}
+	if err != nil {
 		return nil, fmt.Errorf("lock checkpoint: %w", err)
 	}
-	if err := f.Truncate(0); err == nil {
-		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	}
-	return &Lock{f: f}, nil
+	return &Lock{l: l}, nil
 }
 
-// Release drops the lock. The file stays: removing it would let a third
-// process lock a new inode while a second still waits on the old one.
+// Release drops the lock.
 func (l *Lock) Release() error {
-	if l == nil || l.f == nil {
+	if l == nil {
 		return nil
 	}
-	err := l.f.Close() // closing the descriptor releases the flock
-	l.f = nil
-	return err
-}
-
-func readPID(f *os.File) int {
-	b := make([]byte, 32)
-	n, _ := f.ReadAt(b, 0)
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b[:n])))
-	if err != nil {
-		return 0
-	}
-	return pid
+	return l.l.Release()
 }

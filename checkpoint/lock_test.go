@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"testing"
 )
 
@@ -37,22 +36,3 @@ func TestLockIsExclusiveAndNamesTheHolder(t *testing.T) {
 	}
 	defer again.Release()
 }
-
-func TestLockLeftByADeadHolderDoesNotBlock(t *testing.T) {
-	ckpt := filepath.Join(t.TempDir(), "c.json")
-	// What a killed loader leaves: the file with its PID, no flock.
-	if err := os.WriteFile(LockPath(ckpt), []byte("999999\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	l, err := Acquire(ckpt)
-	if err != nil {
-		t.Fatalf("stale lock file blocked: %v", err)
-	}
-	defer l.Release()
-	b, _ := os.ReadFile(LockPath(ckpt))
-	if got, want := string(b), itoa(os.Getpid())+"\n"; got != want {
-		t.Errorf("lock file holds %q, want %q", got, want)
-	}
-}
-
-func itoa(n int) string { return strconv.Itoa(n) }

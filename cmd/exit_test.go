@@ -302,3 +302,26 @@ func TestResumeWithoutACheckpointListsUnfinishedLoads(t *testing.T) {
 		t.Errorf("exit %d, stderr:\n%s", code, got)
 	}
 }
+
+// An import into the embedded target while another loader's embedded
+// target holds the same data is refused (exit 2) naming the holder and the
+// one-target way to run both, before anything is written.
+func TestEmbeddedTargetInUseIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "emb")
+	held, err := emulator.Start(context.Background(), emulator.Options{DataDir: data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	in := filepath.Join(dir, "in.ndjson")
+	if err := os.WriteFile(in, []byte(`{"id":"1"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, _, errOut := testFactory(nil)
+	code := run(context.Background(), f, []string{"import", in, "--embedded-data", data, "--checkpoint", filepath.Join(dir, "c.json")})
+	if code != ExitUsage || !strings.Contains(errOut.String(), fmt.Sprintf("another loader (PID %d) is using the embedded local target", os.Getpid())) ||
+		!strings.Contains(errOut.String(), "loader emulator --data "+data) {
+		t.Errorf("exit %d, stderr:\n%s", code, errOut.String())
+	}
+}

@@ -266,6 +266,15 @@ func (t *Target) connect(ctx context.Context, io *IOStreams, ru float64, quiet b
 		dir = d
 	}
 	srv, err := emulator.Start(ctx, emulator.Options{DataDir: dir, DefaultRU: defaultEmbeddedRU})
+	var inUse *emulator.DataDirInUseError
+	if errors.As(err, &inUse) {
+		holder := "another loader"
+		if inUse.PID > 0 {
+			holder = fmt.Sprintf("another loader (PID %d)", inUse.PID)
+		}
+		return to, nil, usageError("%s is using the embedded local target, whose data lives in %s: wait for it to finish, or serve that data to both loads from one target:\n"+
+			"  loader emulator --data %s      (then, for each load, the export line it prints)", holder, dir, dir)
+	}
 	if err != nil {
 		return to, nil, fmt.Errorf("start the embedded local target: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -260,4 +261,22 @@ func TestCompactionKeepsStateAndShrinksLog(t *testing.T) {
 	if !strings.Contains(string(rd.Value), `"round":4`) {
 		t.Errorf("p5 = %s, want the last round", rd.Value)
 	}
+}
+
+// One target per data directory: a second one started on it while the
+// first runs is refused, naming the holder, instead of appending to the
+// same log (two imports' embedded targets at once brought back 209 of
+// their 4,000 items on the next start). Once the first stops, it starts.
+func TestDataDirTakesOneTargetAtATime(t *testing.T) {
+	dir := t.TempDir()
+	first := startOn(t, dir)
+	_, err := emulator.Start(context.Background(), emulator.Options{DataDir: dir})
+	var inUse *emulator.DataDirInUseError
+	if !errors.As(err, &inUse) || inUse.Dir != dir || inUse.PID != os.Getpid() {
+		t.Fatalf("second target on %s: %v, want a *DataDirInUseError naming PID %d", dir, err, os.Getpid())
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	startOn(t, dir).Close()
 }

@@ -1,13 +1,13 @@
 //go:build unix
 
-package checkpoint
+package flock
 
 import (
 	"os"
 	"syscall"
 )
 
-func flock(f *os.File) error {
+func lock(f *os.File) error {
 	for {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		if err != syscall.EINTR {
