@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -436,5 +437,58 @@ func TestNoTokenIsOneLineSayingWhatToGive(t *testing.T) {
 	if !errors.As(err, &te) || !errors.Is(err, sdk) || strings.Contains(msg, "\n") ||
 		!strings.Contains(msg, "(tried EnvironmentCredential, AzureCLICredential)") || !strings.Contains(msg, "--source-connection-string") {
 		t.Errorf("describe = %q", msg)
+	}
+}
+
+// The GETs a load has in flight reuse their connections: two streams of
+// 11 pieces in flight each, read three times, open about as many
+// connections as they hold GETs at once. The SDK's default client keeps
+// 10 idle per host and opened a new one (far away: a TCP and a TLS
+// handshake) for most GETs beyond them.
+func TestStreamsReuseTheirConnections(t *testing.T) {
+	data := lines(60000) // ~2.2 MB: 35 pieces of 64 KiB
+	f := &fakeBlob{data: data, etag: `"e1"`}
+	var mu sync.Mutex
+	opened := 0
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(2 * time.Millisecond) // GETs overlap
+		f.ServeHTTP(w, r)
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			mu.Lock()
+			opened++
+			mu.Unlock()
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	r := New(context.Background(), Config{ChunkSize: 256 << 10})
+	in, err := r.Open(srv.URL + "/acct/c/data.ndjson?sig=x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gets := 0
+	for range 3 {
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rc, _ := in.Remote.Open(0, 0)
+				defer rc.Close()
+				if got, err := io.ReadAll(rc); err != nil || !bytes.Equal(got, data) {
+					t.Errorf("read %d bytes, %v", len(got), err)
+				}
+			}()
+		}
+		wg.Wait()
+		gets += 2 * (1 + (len(data)-(64<<10)+(64<<10)-1)/(64<<10))
+	}
+	_, window := streamPieces(256 << 10)
+	mu.Lock()
+	defer mu.Unlock()
+	if limit := 2*(window-1) + 4; opened > limit {
+		t.Errorf("%d connections opened for %d GETs, want at most %d", opened, gets, limit)
 	}
 }
