@@ -2,7 +2,6 @@ package blobsource
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
@@ -17,6 +16,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
+	"github.com/cosmosloader/loader/internal/transport"
 	"github.com/cosmosloader/loader/loader/source"
 )
 
@@ -47,25 +47,9 @@ type Config struct {
 type Resolver struct {
 	ctx  context.Context
 	cfg  Config
-	http *http.Client // every blob's requests: one pool of connections
+	http *http.Client // every blob's requests: one pool of connections (see internal/transport)
 	mu   sync.Mutex
 	cred azcore.TokenCredential
-}
-
-// idleConnsPerHost is how many connections to one storage account stay
-// open between requests. A load has many GETs in flight at once (11 per
-// blob stream, 16 per Parquet blob, a stream per cursor), and the SDK's
-// default HTTP client keeps 10: each connection beyond them was closed
-// after its request and a new one opened for the next, a TCP and TLS
-// handshake (two or three round trips) in front of the GET.
-const idleConnsPerHost = 256
-
-func newHTTPClient() *http.Client {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConns = idleConnsPerHost
-	t.MaxIdleConnsPerHost = idleConnsPerHost
-	t.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
-	return &http.Client{Transport: t}
 }
 
 var _ source.RemoteExpander = (*Resolver)(nil)
@@ -87,7 +71,7 @@ func New(ctx context.Context, cfg Config) *Resolver {
 	if cfg.Retry.TryTimeout == 0 {
 		cfg.Retry.TryTimeout = 2 * time.Minute
 	}
-	return &Resolver{ctx: ctx, cfg: cfg, http: newHTTPClient(), cred: cfg.Credential}
+	return &Resolver{ctx: ctx, cfg: cfg, http: &http.Client{Transport: transport.New(false)}, cred: cfg.Credential}
 }
 
 // Match reports whether arg is a blob URL.

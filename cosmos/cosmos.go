@@ -8,10 +8,8 @@ package cosmos
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"sort"
 	"strconv"
@@ -24,6 +22,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
 	"github.com/cosmosloader/loader/epk"
+	"github.com/cosmosloader/loader/internal/transport"
 	"github.com/cosmosloader/loader/loader"
 )
 
@@ -114,7 +113,7 @@ func newClient(o loader.TargetOptions) (*azcosmos.Client, error) {
 		Retry:           policy.RetryOptions{MaxRetries: -1},
 		PerCallPolicies: []policy.Policy{batchWirePolicy{}},
 	}}
-	opts.Transport = &http.Client{Transport: newTransport(o.InsecureSkipVerify)}
+	opts.Transport = &http.Client{Transport: transport.New(o.InsecureSkipVerify)}
 	switch {
 	case o.ConnectionString != "":
 		c, err := azcosmos.NewClientFromConnectionString(o.ConnectionString, opts)
@@ -402,34 +401,4 @@ func parseRetryAfter(h http.Header) time.Duration {
 		}
 	}
 	return 0
-}
-
-// maxIdlePerHost is how many idle connections to one host are kept for
-// reuse. The SDK's default transport keeps 10: a load with more requests
-// in flight than that (the pacer sizes its pool from the bandwidth-delay
-// product, often 50–500) closed a connection after nearly every answer and
-// dialled a new one — over HTTP/1.1 a TCP (and on Azure a TLS) handshake
-// per request, which doubled the loader's CPU per record. The pool is
-// bounded by the file-descriptor limit anyway (pacing.Concurrency).
-const maxIdlePerHost = 1024
-
-// newTransport is the SDK's default transport (same timeouts, proxy from
-// the environment, HTTP/2 when the server offers it, TLS 1.2 or later) with
-// connections kept for reuse up to maxIdlePerHost; insecure skips TLS
-// verification, for emulators with self-signed certificates only.
-func newTransport(insecure bool) *http.Transport {
-	return &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          maxIdlePerHost,
-		MaxIdleConnsPerHost:   maxIdlePerHost,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
-		TLSClientConfig: &tls.Config{
-			MinVersion:         tls.VersionTLS12,
-			InsecureSkipVerify: insecure, //nolint:gosec // opt-in for emulators
-		},
-	}
 }

@@ -1,4 +1,4 @@
-package cosmos
+package transport
 
 import (
 	"io"
@@ -27,7 +27,7 @@ func TestTransportReusesConnectionsBeyondTen(t *testing.T) {
 	}
 	srv.Start()
 	defer srv.Close()
-	client := &http.Client{Transport: newTransport(false)}
+	client := &http.Client{Transport: New(false)}
 	const inFlight = 64
 	for round := range 3 {
 		var wg sync.WaitGroup
