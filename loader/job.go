@@ -550,6 +550,15 @@ func (j *Job) prepareState() (*checkpoint.Lock, error) {
 			lock.Release()
 			return nil, &UsageError{fmt.Errorf("%w (checkpoint %s).\n  Continue it:   loader resume %s\n  Start over:    add --restart (records already written are rewritten: upsert replaces them, create skips them)",
 				ErrUnfinished, j.CheckpointPath, j.CheckpointPath)}
+		case err == nil && old.Complete && !j.Quiet && j.Log != nil:
+			// Running the same command again is easy to do by mistake, and
+			// costs the whole load's RU again.
+			again := "upsert replaces each item with the same content, at about twice the RU of a first write"
+			if j.Mode == ModeCreate {
+				again = "create skips each item that exists, a 409 per record"
+			}
+			fmt.Fprintf(j.Log, "note: these inputs were loaded into this container before (finished %s, %s records written); this load sends every record again: %s\n",
+				old.UpdatedAt.Local().Format("2006-01-02 15:04"), human.Count(old.Counters.RecordsWritten), again)
 		case err != nil && !errors.Is(err, os.ErrNotExist):
 			lock.Release()
 			// Never silently overwrite a checkpoint we cannot read.

@@ -1,7 +1,10 @@
 package loader
 
 import (
+	"bytes"
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,5 +80,41 @@ func TestResumeMappingRoundTripsEveryConfigField(t *testing.T) {
 	}
 	if j.ScaleRU != cfg.ScaleRU || !j.AllowSplit {
 		t.Errorf("--scale-ru on resume: %v (allow split %v), want %v", j.ScaleRU, j.AllowSplit, cfg.ScaleRU)
+	}
+}
+
+// Loading inputs again into the container they were loaded into before
+// (the same command run twice) says so before it writes, and what the
+// second pass costs; an unfinished load is refused instead (exit 2).
+func TestLoadingAgainIsNoted(t *testing.T) {
+	dir := t.TempDir()
+	ckpt := filepath.Join(dir, "c.json")
+	done := &checkpoint.State{Complete: true, UpdatedAt: time.Date(2026, 11, 25, 18, 18, 0, 0, time.Local), Counters: checkpoint.Counters{RecordsWritten: 2000}}
+	if err := checkpoint.Save(ckpt, done); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []Mode{ModeUpsert, ModeCreate} {
+		var log bytes.Buffer
+		j := &Job{CheckpointPath: ckpt, Log: &log, Mode: mode}
+		lock, err := j.prepareState()
+		if err != nil {
+			t.Fatal(err)
+		}
+		lock.Release()
+		want := map[Mode]string{ModeUpsert: "upsert replaces each item", ModeCreate: "create skips each item that exists"}[mode]
+		if !strings.Contains(log.String(), "note: these inputs were loaded into this container before (finished 2026-11-25 18:18, 2,000 records written)") ||
+			!strings.Contains(log.String(), want) {
+			t.Errorf("%s: %q", mode, log.String())
+		}
+	}
+	var log bytes.Buffer
+	j := &Job{CheckpointPath: ckpt, Log: &log, Quiet: true}
+	lock, err := j.prepareState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock.Release()
+	if log.Len() != 0 {
+		t.Errorf("--quiet: %q", log.String())
 	}
 }
