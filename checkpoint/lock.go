@@ -8,11 +8,9 @@ import (
 	"github.com/cosmosloader/loader/internal/flock"
 )
 
-// LockedError means another loader holds the lock of a checkpoint.
-type LockedError struct {
-	Path string // the lock file
-	PID  int    // the holder's process id as it wrote it; 0 if unreadable
-}
+// LockedError means another loader holds the lock of a checkpoint: the
+// lock file (Path) and its holder (PID, 0 if unreadable).
+type LockedError struct{ flock.HeldError }
 
 func (e *LockedError) Error() string {
 	holder := "another loader"
@@ -44,7 +42,7 @@ func Acquire(checkpointPath string) (*Lock, error) {
 	l, err := flock.Acquire(LockPath(checkpointPath))
 	var held *flock.HeldError
 	if errors.As(err, &held) {
-		return nil, &LockedError{Path: held.Path, PID: held.PID}
+		return nil, &LockedError{*held}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("lock checkpoint: %w", err)
