@@ -389,6 +389,7 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 		}
 	}
 	share := j.TargetRU / float64(parts)
+	before := len(p.Warnings) // the warnings below name a key
 	for _, k := range p.TopKeys {
 		if k.Approximate {
 			continue // an upper bound only: no warning on a guess
@@ -409,7 +410,7 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 			p.Warnings = append(p.Warnings, fmt.Sprintf("partition key %s would hold %.1f GB: over Cosmos DB's 20 GB logical partition limit", k.Key, float64(k.Bytes)/(1<<30)))
 		}
 	}
-	if !keysWorthShowing(p.TopKeys, keys, parts, len(p.Warnings) > 0) {
+	if !keysWorthShowing(p.TopKeys, keys, parts, len(p.Warnings) > before) {
 		p.TopKeys = nil
 	}
 	for i := range p.PartitionRU {

@@ -490,6 +490,22 @@ func TestCSVWithAnotherDelimiterIsSaid(t *testing.T) {
 	if len(p.Warnings) != 1 || !strings.Contains(p.Warnings[0], "--delimiter ';'") {
 		t.Errorf("dry-run warnings %q", p.Warnings)
 	}
+	// A warning that names no key does not bring up the key table: over
+	// 3,000 generated ids (one record each) the sketch's entries are
+	// guesses of 2 records and more, and the table showed them.
+	var rows strings.Builder
+	rows.WriteString("id;name\n")
+	for i := range 3000 {
+		fmt.Fprintf(&rows, "%d;n\n", i)
+	}
+	if err := os.WriteFile(path, []byte(rows.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err = DryRun(context.Background(), &DryRunJob{Inputs: in, Mapper: record.Config{IDField: "id", PartitionKeyPaths: []string{"/id"}},
+		TargetRU: 4000, Bounds: epk.SplitEven(1)})
+	if err != nil || len(p.Warnings) != 1 || p.TopKeys != nil {
+		t.Errorf("3,000 unique keys and a delimiter warning: keys %+v, warnings %q, %v", p.TopKeys, p.Warnings, err)
+	}
 	var log bytes.Buffer
 	j := &Job{Inputs: in, Log: &log}
 	if _, _, err := j.fingerprint(); err != nil {
