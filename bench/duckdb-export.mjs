@@ -12,12 +12,17 @@
 // A fourth argument, sorted, writes the same rows sorted by tenant (the
 // partition key of the benchmarks) and id, as a key-sorted export: the
 // README's segmented Parquet import figures load
-// `duckdb-export.mjs 2000000 /tmp/sorted.parquet sorted`.
+// `duckdb-export.mjs 2000000 /tmp/sorted.parquet sorted`. ROW_GROUP_SIZE
+// in the environment sets DuckDB's row group size: the reader's DuckDB
+// fixture is `ROW_GROUP_SIZE=500 node duckdb-export.mjs 1200
+// testdata/parquet/duckdb.parquet` (three row groups, each its own
+// dictionaries).
 import { DuckDBInstance } from '@duckdb/node-api';
 
 const rows = parseInt(process.argv[2] || '2000000', 10);
 const out = process.argv[3] || 'export.parquet';
 const sorted = process.argv[4] === 'sorted';
+const rowGroup = process.env.ROW_GROUP_SIZE || (sorted ? '20000' : '');
 const db = await DuckDBInstance.create(':memory:');
 const c = await db.connect();
 await c.run(`COPY (
@@ -42,4 +47,4 @@ await c.run(`COPY (
      'zip': lpad((hash(i) % 99999)::VARCHAR, 5, '0')} AS address
   FROM range(${rows}) t(i)
   ${sorted ? 'ORDER BY tenant, id' : ''}
-) TO '${out}' (FORMAT parquet${sorted ? ', ROW_GROUP_SIZE 20000' : ''})`);
+) TO '${out}' (FORMAT parquet${rowGroup ? ', ROW_GROUP_SIZE ' + rowGroup : ''})`);

@@ -89,6 +89,19 @@ func knownSize(arr arrow.Array, keepNulls bool, l *logical) sizeFn {
 	case *array.Timestamp:
 		unit := a.DataType().(*arrow.TimestampType).Unit
 		return func(i int) int { return timestampLen(int64(a.Value(i)), unit) }
+	case *array.Dictionary:
+		values := a.Dictionary()
+		size := knownSize(values, keepNulls, l)
+		if size == nil {
+			return nil
+		}
+		return func(i int) int {
+			j := a.GetValueIndex(i)
+			if values.IsNull(j) {
+				return len("null")
+			}
+			return size(j)
+		}
 	case *array.Struct:
 		st := a.DataType().(*arrow.StructType)
 		type field struct {

@@ -1,0 +1,162 @@
+package source
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+// dictionaryLeaves names the leaf columns of path that are read as
+// dictionaries.
+func dictionaryLeaves(t *testing.T, path string) []string {
+	t.Helper()
+	pf, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	var names []string
+	for _, c := range dictionaryColumns(pf.MetaData()) {
+		names = append(names, pf.MetaData().Schema.Column(c).Path())
+	}
+	return names
+}
+
+// writeDictionaryFixture writes, with arrow-go (which keeps page encoding
+// statistics), a string column of few values, one whose dictionary
+// overflows the page limit in its second row group (plain pages after),
+// a list of strings and a struct of one, nulls among them, and an
+// annotated byte array read by its own encoder (JSON).
+func writeDictionaryFixture(t *testing.T, path string) {
+	t.Helper()
+	str := arrow.BinaryTypes.String
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "few", Type: str, Nullable: true},
+		{Name: "grows", Type: str},
+		{Name: "tags", Type: arrow.ListOf(str)},
+		{Name: "st", Type: arrow.StructOf(arrow.Field{Name: "city", Type: str, Nullable: true}), Nullable: true},
+	}, nil)
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	props := parquet.NewWriterProperties(parquet.WithDictionaryPageSizeLimit(4<<10), parquet.WithDataPageSize(1<<10))
+	w, err := pqarrow.NewFileWriter(schema, f, props, pqarrow.DefaultWriterProps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	cities := []string{"Lisbon", "Porto", `Quote"d`, "Zürich"}
+	for g, n := range []int{300, 900} {
+		for i := range n {
+			few := b.Field(0).(*array.StringBuilder)
+			if i%7 == 0 {
+				few.AppendNull()
+			} else {
+				few.Append(fmt.Sprintf("tenant-%d", i%5))
+			}
+			// The first row group's dictionary fits; the second's grows
+			// past the limit and the writer falls back to plain pages.
+			b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("value-%d-%d", g, i%(20+g*2000)))
+			tags := b.Field(2).(*array.ListBuilder)
+			tags.Append(true)
+			for k := range i % 3 {
+				tags.ValueBuilder().(*array.StringBuilder).Append(fmt.Sprintf("t%d", k))
+			}
+			st := b.Field(3).(*array.StructBuilder)
+			if i%11 == 0 {
+				st.AppendNull()
+				st.FieldBuilder(0).(*array.StringBuilder).AppendNull()
+			} else {
+				st.Append(true)
+				city := st.FieldBuilder(0).(*array.StringBuilder)
+				if i%13 == 0 {
+					city.AppendNull()
+				} else {
+					city.Append(cities[i%len(cities)])
+				}
+			}
+		}
+		rec := b.NewRecordBatch()
+		err := w.Write(rec)
+		rec.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Strings dictionary-encoded in every row group are read as Arrow
+// dictionaries; a column with a plain row group is not. Either way
+// every record is what a plain read gives, byte for byte, with nulls
+// omitted or kept, written or only sized (a dry-run), from the start and
+// from a resume inside a row group.
+func TestParquetDictionaryColumns(t *testing.T) {
+	gen := filepath.Join(t.TempDir(), "dict.parquet")
+	writeDictionaryFixture(t, gen)
+	duck := parquetDir + "duckdb.parquet"
+	for path, want := range map[string][]string{
+		// arrow-go's writer leaves the plain pages it falls back to out of
+		// its page statistics: grows is read as a dictionary, through
+		// arrow-go's fallback, and must read the same all the same.
+		gen: {"few", "grows", "tags.list.element", "st.city"},
+		// DuckDB keeps no statistics; its chunks without a dictionary page
+		// (every tenant and description of some row group) are plain.
+		duck: {"status", "tags.list.element", "address.city"},
+	} {
+		if got := dictionaryLeaves(t, path); !slices.Equal(got, want) {
+			t.Errorf("%s: dictionary columns %q, want %q", filepath.Base(path), got, want)
+		}
+	}
+	sizeOnly := func(f string) bool { return f != "id" && f != "tenant" && f != "few" }
+	for _, path := range []string{gen, duck} {
+		for _, opts := range []Options{{}, {CSVEmptyNull: true}, {SizeOnly: sizeOnly}, {SizeOnly: sizeOnly, CSVEmptyNull: true}} {
+			for _, start := range []Position{{}, {Line: 777}} {
+				readDictionaries = false
+				want, err := readParquet(t, path, opts, start)
+				readDictionaries = true
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := readParquet(t, path, opts, start)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(got) != len(want) || len(got) == 0 {
+					t.Fatalf("%s: %d rows with dictionaries, %d without", path, len(got), len(want))
+				}
+				for i := range got {
+					g, w := got[i], want[i]
+					same := len(g.Data) == len(w.Data) && slices.Equal(g.Members, w.Members)
+					for _, m := range g.Members {
+						if opts.SizeOnly != nil && opts.SizeOnly(g.Schema.Names[m.Field]) {
+							continue // left unwritten
+						}
+						same = same && bytes.Equal(g.Data[m.ValStart:m.ValEnd], w.Data[m.ValStart:m.ValEnd])
+					}
+					if g.Members == nil {
+						same = same && bytes.Equal(g.Data, w.Data)
+					}
+					if !same {
+						t.Fatalf("%s row %d (%+v): with dictionaries\n%s\nwithout\n%s", filepath.Base(path), g.Line, opts.CSVEmptyNull, g.Data, w.Data)
+					}
+				}
+			}
+		}
+	}
+}
