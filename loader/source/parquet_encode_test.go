@@ -161,10 +161,18 @@ func TestParquetFloatFastPathMatchesStrconv(t *testing.T) {
 		}
 		cases = append(cases, v)
 	}
+	var scratch []byte
 	for _, v := range cases {
 		want := strconv.AppendFloat([]byte("x"), v, 'g', -1, 64)
 		if got := appendFloat([]byte("x"), v, 64); string(got) != string(want) {
 			t.Fatalf("appendFloat(%b) = %s, want %s", v, got, want)
+		}
+		if n := floatLen(v, 64, &scratch); n != len(want)-1 {
+			t.Fatalf("floatLen(%b) = %d, want %d (%s)", v, n, len(want)-1, want[1:])
+		}
+		f32 := float64(float32(v))
+		if n, want := floatLen(f32, 32, &scratch), appendFloat(nil, f32, 32); n != len(want) {
+			t.Fatalf("floatLen(%b, 32) = %d, want %d (%s)", f32, n, len(want), want)
 		}
 	}
 }
@@ -180,6 +188,10 @@ func FuzzParquetFloat(f *testing.F) {
 		want := strconv.AppendFloat(nil, v, 'g', -1, 64)
 		if got := appendFloat(nil, v, 64); string(got) != string(want) {
 			t.Fatalf("appendFloat(%b) = %s, want %s", v, got, want)
+		}
+		var scratch []byte
+		if n := floatLen(v, 64, &scratch); n != len(want) {
+			t.Fatalf("floatLen(%b) = %d, want %d (%s)", v, n, len(want), want)
 		}
 	})
 }
@@ -597,10 +609,18 @@ func TestParquetDecimalFastPathMatchesValueStr(t *testing.T) {
 				arr := bld.NewArray()
 				put := binder(arr, false, nil)
 				s := arr.(interface{ ValueStr(int) string })
+				sizes := make([]int32, arr.Len())
+				var scratch []byte
+				if !addSizes(arr, sizes, nil, false, &scratch) {
+					t.Fatalf("%s: not summed", dt)
+				}
 				for i := range arr.Len() {
 					got, want := put(nil, i), appendDecimal(nil, s.ValueStr(i))
 					if string(got) != string(want) {
 						t.Fatalf("%s value %d: %s, want %s", dt, kept[i], got, want)
+					}
+					if int(sizes[i]) != len(want) {
+						t.Fatalf("%s value %d: summed %d bytes, written %s", dt, kept[i], sizes[i], want)
 					}
 				}
 				arr.Release()

@@ -265,15 +265,11 @@ func binder(arr arrow.Array, keepNulls bool, l *logical) appendFn {
 	case *array.Duration:
 		return func(b []byte, i int) []byte { return strconv.AppendInt(b, int64(a.Value(i)), 10) }
 	case *array.Decimal32:
-		return decimalBinder(a, func(i int) (int64, bool) { return int64(a.Value(i)), true })
+		return decimalBinder(a, decimalSmall(a))
 	case *array.Decimal64:
-		return decimalBinder(a, func(i int) (int64, bool) { return int64(a.Value(i)), true })
+		return decimalBinder(a, decimalSmall(a))
 	case *array.Decimal128:
-		return decimalBinder(a, func(i int) (int64, bool) {
-			v := a.Value(i)
-			lo, hi := v.LowBits(), v.HighBits()
-			return int64(lo), hi == int64(lo)>>63 // the high word only extends the sign
-		})
+		return decimalBinder(a, decimalSmall(a))
 	case *array.Decimal256:
 		return func(b []byte, i int) []byte { return appendDecimal(b, a.ValueStr(i)) }
 	case *array.Dictionary:
@@ -487,6 +483,53 @@ func typeDepth(dt arrow.DataType) int {
 	return 0
 }
 
+// floatLen is len(appendFloat(nil, v, bitSize)), worked out without
+// writing the digits of the values fewDecimals takes. The others are
+// written into scratch in strconv's 'e' form (a quarter cheaper than 'g',
+// whose extra work is choosing a form): its digits and exponent give the
+// length of the 'g' form, which is the same text when it has an exponent
+// and, without, the digits around a point (strconv's formatDigits).
+func floatLen(v float64, bitSize int, scratch *[]byte) int {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return len("null")
+	}
+	if bitSize == 64 {
+		if m, k, ok := fewDecimals(v); ok {
+			return decimalsLen(v < 0, m, k)
+		}
+	}
+	*scratch = strconv.AppendFloat((*scratch)[:0], v, 'e', -1, bitSize)
+	s := *scratch // -d.ddde-05
+	e := len(s) - 1
+	for s[e] != 'e' {
+		e--
+	}
+	exp := 0
+	for _, c := range s[e+2:] {
+		exp = 10*exp + int(c-'0')
+	}
+	if s[e+1] == '-' {
+		exp = -exp
+	}
+	if exp < -4 || exp >= 6 { // shortest 'g' keeps the exponent
+		return len(s)
+	}
+	neg := 0
+	if s[0] == '-' {
+		neg = 1
+	}
+	digits := e - neg
+	if digits > 1 {
+		digits-- // the point
+	}
+	point := exp + 1 // digits before the point
+	n := neg + max(point, 1)
+	if frac := digits - point; frac > 0 {
+		n += len(".") + frac
+	}
+	return n
+}
+
 func appendFloat(b []byte, v float64, bitSize int) []byte {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return append(b, "null"...)
@@ -546,6 +589,18 @@ func appendDecimals(b []byte, neg bool, m uint64, k int) []byte {
 		b = append(b, '0')
 	}
 	return strconv.AppendUint(b, f, 10)
+}
+
+// decimalsLen is len(appendDecimals(nil, neg, m, k)).
+func decimalsLen(neg bool, m uint64, k int) int {
+	n := 0
+	if neg {
+		n = 1
+	}
+	if k == 0 {
+		return n + uintLen(m)
+	}
+	return n + uintLen(m/pow10[k]) + len(".") + k
 }
 
 func appendTime(b []byte, t time.Time, layout string) []byte {
@@ -646,6 +701,24 @@ func appendBase64(b []byte, v []byte) []byte {
 	return append(b, '"')
 }
 
+// decimalSmall returns the values of a 32, 64 or 128-bit decimal column
+// as int64s, ok false for one that does not fit; nil for another array.
+func decimalSmall(arr arrow.Array) func(i int) (v int64, ok bool) {
+	switch a := arr.(type) {
+	case *array.Decimal32:
+		return func(i int) (int64, bool) { return int64(a.Value(i)), true }
+	case *array.Decimal64:
+		return func(i int) (int64, bool) { return int64(a.Value(i)), true }
+	case *array.Decimal128:
+		return func(i int) (int64, bool) {
+			v := a.Value(i)
+			lo, hi := v.LowBits(), v.HighBits()
+			return int64(lo), hi == int64(lo)>>63 // the high word only extends the sign
+		}
+	}
+	return nil
+}
+
 // decimalBinder encodes a decimal column whose values small returns as
 // int64s when they fit: those are written by appendIntDecimal, the others
 // (and those it declines) from the column's ValueStr.
@@ -698,6 +771,36 @@ func appendIntDecimal(b []byte, v int64, scale, prec int32) ([]byte, bool) {
 	b = append(b, '"')
 	b = appendDecimals(b, neg, m, k)
 	return append(b, '"'), true
+}
+
+// intDecimalLen is the length of what appendIntDecimal writes, and ok
+// as it says.
+func intDecimalLen(v int64, scale, prec int32) (int, bool) {
+	if scale < 0 || scale > 19 {
+		return 0, false
+	}
+	neg := v < 0
+	m := uint64(v)
+	if neg {
+		m = -m
+	}
+	if m == 0 {
+		return 1, true
+	}
+	nd := decimalDigits(m)
+	if nd > int(prec) || nd-int(scale)-1 < -4 {
+		return 0, false
+	}
+	k := int(scale)
+	for k > 0 && m%10 == 0 {
+		m /= 10
+		k--
+	}
+	n := decimalsLen(neg, m, k)
+	if decimalDigits(m) > 15 {
+		n += len(`""`)
+	}
+	return n, true
 }
 
 // decimalDigits is the number of decimal digits of m > 0.

@@ -11,14 +11,16 @@ import (
 )
 
 // A dry-run keeps of most columns only the length of their JSON (see
-// Options.SizeOnly). For the usual types that length follows from the
-// value without writing it: plain-ASCII strings, integers, booleans,
-// dates and timestamps, and structs and lists of them. Any other value is
-// written, but into scratch memory, so the row's JSON is not.
+// Options.SizeOnly and Options.Facts). For the usual types that length
+// follows from the value without writing it: plain-ASCII strings,
+// integers, booleans, dates and timestamps, decimals, floats of a few
+// decimals, dictionaries of those, and structs and lists of them; it is
+// worked out a column at a time (addSizes). Any other value is written,
+// but into scratch memory, so the row's JSON is not.
 //
 // Each length here must be exactly that of what binder writes:
-// TestParquetSizesMatchWhatIsWritten holds them to it, value by value,
-// over every fixture.
+// TestParquetSizesMatchWhatIsWritten and TestParquetFactsMatchTheRecords
+// hold them to it, value by value and row by row, over every fixture.
 
 // sizeFn returns the length of the JSON of element i of the array it was
 // bound to. It is only called for non-null elements.
@@ -51,119 +53,206 @@ func lazyBinder(arr arrow.Array, keepNulls bool, l *logical) appendFn {
 	}
 }
 
-// knownSize is the sizeFn of the types whose JSON length follows from
-// the value, or nil. (Arrow types the Parquet reader does not hand out,
-// such as durations and large strings, are left to the fallback.)
-func knownSize(arr arrow.Array, keepNulls bool, l *logical) sizeFn {
+// addSizes adds to dst[i] the length of the JSON of element i of arr, as
+// binder writes it, for each element that is not null, and reports
+// whether it did: false, and dst as it was, for the types it leaves to
+// sizer: a loop per column, not a call per value.
+func addSizes(arr arrow.Array, dst []int32, l *logical, keepNulls bool, scratch *[]byte) bool {
 	if logicalBinder(arr, l) != nil {
-		return nil
+		return false
 	}
+	n := len(dst)
+	nulls := arr.NullN() > 0
 	switch a := arr.(type) {
-	case *array.Boolean:
-		return func(i int) int {
-			if a.Value(i) {
-				return len("true")
-			}
-			return len("false")
-		}
 	case *array.Int8:
-		return func(i int) int { return intLen(int64(a.Value(i))) }
+		addInts(dst, a.Int8Values(), a, nulls)
 	case *array.Int16:
-		return func(i int) int { return intLen(int64(a.Value(i))) }
+		addInts(dst, a.Int16Values(), a, nulls)
 	case *array.Int32:
-		return func(i int) int { return intLen(int64(a.Value(i))) }
+		addInts(dst, a.Int32Values(), a, nulls)
 	case *array.Int64:
-		return func(i int) int { return intLen(a.Value(i)) }
+		addInts(dst, a.Int64Values(), a, nulls)
 	case *array.Uint8:
-		return func(i int) int { return uintLen(uint64(a.Value(i))) }
+		addUints(dst, a.Uint8Values(), a, nulls)
 	case *array.Uint16:
-		return func(i int) int { return uintLen(uint64(a.Value(i))) }
+		addUints(dst, a.Uint16Values(), a, nulls)
 	case *array.Uint32:
-		return func(i int) int { return uintLen(uint64(a.Value(i))) }
+		addUints(dst, a.Uint32Values(), a, nulls)
 	case *array.Uint64:
-		return func(i int) int { return uintLen(a.Value(i)) }
+		addUints(dst, a.Uint64Values(), a, nulls)
+	case *array.Boolean:
+		for i := range n {
+			if nulls && a.IsNull(i) {
+				continue
+			}
+			if a.Value(i) {
+				dst[i] += int32(len("true"))
+			} else {
+				dst[i] += int32(len("false"))
+			}
+		}
+	case *array.Float32:
+		vs := a.Float32Values()
+		for i := range n {
+			if !nulls || !a.IsNull(i) {
+				dst[i] += int32(floatLen(float64(vs[i]), 32, scratch))
+			}
+		}
+	case *array.Float64:
+		vs := a.Float64Values()
+		for i := range n {
+			if !nulls || !a.IsNull(i) {
+				dst[i] += int32(floatLen(vs[i], 64, scratch))
+			}
+		}
 	case *array.String:
-		return plainStringSize(a.ValueOffsets(), a.ValueBytes())
+		offs, data := a.ValueOffsets(), a.ValueBytes()
+		if len(offs) == 0 || !plainASCII(unsafe.String(unsafe.SliceData(data), len(data))) {
+			return false
+		}
+		for i := range n {
+			if !nulls || !a.IsNull(i) {
+				dst[i] += offs[i+1] - offs[i] + int32(len(`""`))
+			}
+		}
 	case *array.Date32:
-		return func(i int) int { return dateLen(int64(a.Value(i))) }
+		vs := a.Date32Values()
+		for i := range n {
+			if !nulls || !a.IsNull(i) {
+				dst[i] += int32(dateLen(int64(vs[i])))
+			}
+		}
 	case *array.Timestamp:
 		unit := a.DataType().(*arrow.TimestampType).Unit
-		return func(i int) int { return timestampLen(int64(a.Value(i)), unit) }
+		vs := a.TimestampValues()
+		for i := range n {
+			if !nulls || !a.IsNull(i) {
+				dst[i] += int32(timestampLen(int64(vs[i]), unit))
+			}
+		}
+	case *array.Decimal32, *array.Decimal64, *array.Decimal128:
+		dt := a.DataType().(arrow.DecimalType)
+		scale, prec := dt.GetScale(), dt.GetPrecision()
+		small := decimalSmall(a)
+		var put appendFn // for the values appendIntDecimal declines
+		for i := range n {
+			if nulls && a.IsNull(i) {
+				continue
+			}
+			if v, ok := small(i); ok {
+				if m, ok := intDecimalLen(v, scale, prec); ok {
+					dst[i] += int32(m)
+					continue
+				}
+			}
+			if put == nil {
+				put = binder(a, keepNulls, l)
+			}
+			*scratch = put((*scratch)[:0], i)
+			dst[i] += int32(len(*scratch))
+		}
 	case *array.Dictionary:
 		values := a.Dictionary()
-		size := knownSize(values, keepNulls, l)
-		if size == nil {
-			return nil
+		idx, ok := a.Indices().(*array.Int32)
+		if !ok || values.Len() > 2*n {
+			return false // sized entry by entry, as the rows name them
 		}
-		return func(i int) int {
-			j := a.GetValueIndex(i)
+		sizes := make([]int32, values.Len())
+		if !addSizes(values, sizes, l, keepNulls, scratch) {
+			return false
+		}
+		for j := range sizes {
 			if values.IsNull(j) {
-				return len("null")
+				sizes[j] = int32(len("null"))
 			}
-			return size(j)
+		}
+		for i, j := range idx.Int32Values() {
+			if !nulls || !a.IsNull(i) {
+				dst[i] += sizes[j]
+			}
 		}
 	case *array.Struct:
 		st := a.DataType().(*arrow.StructType)
-		type field struct {
-			arr   arrow.Array
-			key   int // len(`"name":`)
-			size  sizeFn
-			nulls bool
-		}
-		fields := make([]field, a.NumField())
-		for k := range fields {
+		members := make([]int32, n)
+		sizes := make([]int32, n)
+		for k := range a.NumField() {
 			child := a.Field(k)
-			cl := l.child(k)
-			fields[k] = field{arr: child, key: len(appendKey(nil, st.Field(k).Name)),
-				size: sizer(child, keepNulls, cl), nulls: child.NullN() > 0}
-		}
-		return func(i int) int {
-			n, members := len("{}"), 0
-			for k := range fields {
-				f := &fields[k]
-				null := f.nulls && f.arr.IsNull(i)
+			key := int32(len(appendKey(nil, st.Field(k).Name)))
+			if !addSizes(child, sizes, l.child(k), keepNulls, scratch) {
+				return false
+			}
+			cnulls := child.NullN() > 0
+			for i := range n {
+				null := cnulls && child.IsNull(i)
 				if null && !keepNulls {
 					continue
 				}
-				members++
-				n += f.key
+				members[i]++
+				sizes[i] += key
 				if null {
-					n += len("null")
-				} else {
-					n += f.size(i)
+					sizes[i] += int32(len("null"))
 				}
 			}
-			return n + max(members-1, 0) // commas
+		}
+		for i := range n {
+			if !nulls || !a.IsNull(i) {
+				dst[i] += sizes[i] + int32(len("{}")) + max(members[i]-1, 0)
+			}
 		}
 	case *array.List, *array.LargeList, *array.FixedSizeList:
 		list := a.(array.ListLike)
 		values := list.ListValues()
-		vl := l.child(0)
-		size := sizer(values, keepNulls, vl)
-		nulls := values.NullN() > 0
-		return func(i int) int {
+		sizes := make([]int32, values.Len())
+		if !addSizes(values, sizes, l.child(0), keepNulls, scratch) {
+			return false
+		}
+		vnulls := values.NullN() > 0
+		for i := range n {
+			if nulls && a.IsNull(i) {
+				continue
+			}
 			start, end := list.ValueOffsets(i)
-			n := len("[]") + max(int(end-start)-1, 0)
+			m := int32(len("[]")) + max(int32(end-start)-1, 0)
 			for j := int(start); j < int(end); j++ {
-				if nulls && values.IsNull(j) {
-					n += len("null")
+				if vnulls && values.IsNull(j) {
+					m += int32(len("null"))
 				} else {
-					n += size(j)
+					m += sizes[j]
 				}
 			}
-			return n
+			dst[i] += m
 		}
+	default:
+		return false
 	}
-	return nil
+	return true
 }
 
-// plainStringSize is stringBinder's length when it copies the values as
-// they are (every byte plain ASCII), else nil.
-func plainStringSize(offs []int32, data []byte) sizeFn {
-	if len(offs) == 0 || !plainASCII(unsafe.String(unsafe.SliceData(data), len(data))) {
+func addInts[T int8 | int16 | int32 | int64](dst []int32, vs []T, a arrow.Array, nulls bool) {
+	for i := range dst {
+		if !nulls || !a.IsNull(i) {
+			dst[i] += int32(intLen(int64(vs[i])))
+		}
+	}
+}
+
+func addUints[T uint8 | uint16 | uint32 | uint64](dst []int32, vs []T, a arrow.Array, nulls bool) {
+	for i := range dst {
+		if !nulls || !a.IsNull(i) {
+			dst[i] += int32(uintLen(uint64(vs[i])))
+		}
+	}
+}
+
+// knownSize is the sizeFn of the types whose JSON length follows from
+// the value (addSizes, over the whole array at once), or nil.
+func knownSize(arr arrow.Array, keepNulls bool, l *logical) sizeFn {
+	sizes := make([]int32, arr.Len())
+	var scratch []byte
+	if !addSizes(arr, sizes, l, keepNulls, &scratch) {
 		return nil
 	}
-	return func(i int) int { return int(offs[i+1]-offs[i]) + len(`""`) }
+	return func(i int) int { return int(sizes[i]) }
 }
 
 // unwritten extends b by n bytes left as they were: a value only sized.
