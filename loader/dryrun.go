@@ -173,6 +173,10 @@ type RateRow struct {
 	Seconds  float64 `json:"seconds"`
 }
 
+// dryRunFacts is false only in tests, which compare the plans made of
+// Parquet rows summed by columns (source.FactReader) and of records.
+var dryRunFacts = true
+
 // DryRun reads and costs every record without writing anything.
 func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 	if j.Connect != nil {
@@ -195,8 +199,12 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 	jc := *j
 	j = &jc
 	j.Source.KeyColumns = m.KeyFields() // --columns keeps them
-	// Of the other members only their length and terms count.
+	// Of the other members only their length and terms count; Parquet
+	// rows are summed by columns.
 	j.Source.SizeOnly = func(field string) bool { return !m.ReadsValue(field) }
+	if dryRunFacts {
+		j.Source.Facts = m
+	}
 	bounds := j.Bounds
 	if len(bounds) < 2 {
 		bounds = epk.SplitEven(1)
@@ -232,9 +240,12 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 	})
 	// The per-record work that depends on the record alone runs on the
 	// mapping workers; the cost model is never updated in a dry-run.
-	prep := func(s *scanned, keys *keyCache) {
-		s.ru = cost.Estimate(len(s.doc.Body), s.doc.Terms)
-		s.epk, s.key = keys.of(s.doc.PK)
+	prep := prep{
+		key: func(pk []any, keys *keyCache, out *prepared) {
+			out.epk, out.key = keys.of(pk)
+			out.part = epk.Locate(bounds, out.epk)
+		},
+		doc: func(size, terms int, out *prepared) { out.ru = cost.Estimate(size, terms) },
 	}
 	upcoming := &readyQueue{j: j, parts: parts, ahead: map[int]*readied{}}
 	defer upcoming.close()
@@ -257,6 +268,18 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 		altSegments = max(altSegments, len(altRanges))
 		var seg, altSeg int
 		var last int64
+		// account adds a document of size bytes, in segment seg (altSeg of
+		// the advice's), to the plan.
+		account := func(d *prepared, pk []any, size int) {
+			ru, part := d.ru, d.part
+			hist.Add(ru)
+			p.EstimatedRU += ru
+			p.PartitionRU[part] += ru
+			planner.add(part, pk, size, ru)
+			seq.Add(seqBase+seg, part, ru)
+			alt.Add(altBase+altSeg, part, ru)
+			keys.add(d.key, part, ru, int64(size))
+		}
 		consume := func(s *scanned) bool {
 			// What is kept below is copied (ids, keys, dead letters): the
 			// reader may reuse the record's JSON.
@@ -277,27 +300,57 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 				}
 				return true
 			}
-			ru := s.ru
-			hist.Add(ru)
-			p.EstimatedRU += ru
-			part := epk.Locate(bounds, s.epk)
-			p.PartitionRU[part] += ru
-			planner.add(part, s.doc.PK, len(s.doc.Body), ru)
 			seg = segmentOf(ranges, seg, s.rec.At())
 			altSeg = segmentOf(altRanges, altSeg, s.rec.At())
-			seq.Add(seqBase+seg, part, ru)
-			alt.Add(altBase+altSeg, part, ru)
-			keys.add(s.key, part, ru, int64(len(s.doc.Body)))
-			largest.offer(Item{ID: s.doc.ID, Source: s.rec.Path, Line: s.rec.Line, Bytes: len(s.doc.Body), RU: ru}, 5)
+			account(&s.prepared, s.doc.PK, len(s.doc.Body))
+			if largest.takes(len(s.doc.Body), 5) {
+				largest.offer(Item{ID: s.doc.ID, Source: s.rec.Path, Line: s.rec.Line, Bytes: len(s.doc.Body), RU: s.ru}, 5)
+			}
+			return true
+		}
+		// consumeFacts takes a batch of summed rows (see scanFacts): as
+		// consume takes records, but for the positions, worked out where
+		// a segment ends rather than for every row.
+		consumeFacts := func(fr *factRows) bool {
+			if ctx.Err() != nil {
+				return false
+			}
+			f := fr.f
+			segEnd, altEnd := 0, 0 // the rows where seg and altSeg may change
+			for i := range fr.rows {
+				row := &fr.rows[i]
+				if row.slow > 0 {
+					if !consume(&fr.slow[row.slow-1]) {
+						return false
+					}
+					continue
+				}
+				p.Records++
+				if i >= segEnd {
+					seg = segmentOf(ranges, seg, f.Offset(i))
+					segEnd = nextSegment(f, i, ranges, seg)
+				}
+				if i >= altEnd {
+					altSeg = segmentOf(altRanges, altSeg, f.Offset(i))
+					altEnd = nextSegment(f, i, altRanges, altSeg)
+				}
+				account(&row.prepared, row.pk, int(row.size))
+				if largest.takes(int(row.size), 5) {
+					largest.offer(Item{ID: fr.id(i), Source: f.Path, Line: f.Line(i), Bytes: int(row.size), RU: row.ru}, 5)
+				}
+			}
+			end := f.Offset(f.Len())
+			p.Bytes += end - last
+			last = end
 			return true
 		}
 		switch {
 		case rd != nil:
-			err = scanReader(scanWorkers(), input, rd, j.Source, m, prep, consume)
+			err = scanReader(scanWorkers(), input, rd, j.Source, m, prep, consume, consumeFacts)
 		case r.openErr != nil:
 			err = r.openErr
 		default:
-			err = scanInput(scanWorkers(), input, j.Stdin, j.Source, m, prep, consume)
+			err = scanInput(scanWorkers(), input, j.Stdin, j.Source, m, prep, consume, consumeFacts)
 		}
 		var ie *source.InputError
 		if errors.As(err, &ie) { // a refused input is a bad record, as in an import
@@ -555,6 +608,16 @@ func dryRunSegments(in source.Input, j *DryRunJob, parts int, warnings *[]string
 	return ranges, alt, err
 }
 
+// nextSegment is the first of f's rows from i on that starts past range
+// seg of ranges: where the row's segment changes next (f.Len() if not in
+// f).
+func nextSegment(f *source.Facts, i int, ranges []source.Range, seg int) int {
+	if seg+1 >= len(ranges) {
+		return f.Len()
+	}
+	return f.Rows(i, ranges[seg+1].Start.Offset)
+}
+
 // segmentOf returns the index of the range holding offset, searching on
 // from the previous record's (offsets only grow within a file).
 func segmentOf(ranges []source.Range, from int, offset int64) int {
@@ -698,6 +761,11 @@ func (h *itemHeap) Pop() any {
 	x := old[len(old)-1]
 	*h = old[:len(old)-1]
 	return x
+}
+
+// takes reports whether an item of size bytes joins the keep largest.
+func (h itemHeap) takes(size, keep int) bool {
+	return len(h) < keep || size > h[0].Bytes
 }
 
 func (h *itemHeap) offer(it Item, keep int) {

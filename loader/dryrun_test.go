@@ -515,3 +515,103 @@ func TestCSVWithAnotherDelimiterIsSaid(t *testing.T) {
 		t.Errorf("import log %q", log.String())
 	}
 }
+
+// A dry-run sums Parquet rows by columns (source.FactReader) where its
+// mapper can: the plan must be the one the rows make as records, to the
+// last figure — sizes, terms, ids, keys, bad rows among good ones (ids
+// Cosmos refuses, missing keys, documents over 2 MB, generated ids),
+// requests as batches group them, segments, the largest items.
+func TestDryRunFactsGiveTheRecordsPlan(t *testing.T) {
+	dir := t.TempDir()
+	mixed := filepath.Join(dir, "mixed.parquet")
+	str := arrow.BinaryTypes.String
+	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: str, Nullable: true},
+		{Name: "tenant", Type: str, Nullable: true}, {Name: "n", Type: arrow.PrimitiveTypes.Float64},
+		{Name: "tags", Type: arrow.ListOf(str)}, {Name: "body", Type: str}}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	for i := range 20000 {
+		switch {
+		case i%997 == 5:
+			b.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("bad/%d", i))
+		case i%1009 == 7:
+			b.Field(0).AppendNull() // a generated id
+		default:
+			b.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("r%d", i))
+		}
+		if i%1013 == 9 {
+			b.Field(1).AppendNull() // no partition key
+		} else {
+			b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("t%d", i%41))
+		}
+		b.Field(2).(*array.Float64Builder).Append(float64(i) / 7)
+		tags := b.Field(3).(*array.ListBuilder)
+		tags.Append(true)
+		for k := range i % 4 {
+			tags.ValueBuilder().(*array.StringBuilder).Append(fmt.Sprintf("k%d", k))
+		}
+		body := strings.Repeat("x", i%300)
+		if i == 12345 {
+			body = strings.Repeat("y", 2<<20) // too large
+		}
+		b.Field(4).(*array.StringBuilder).Append(body)
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	f, err := os.Create(mixed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := pqarrow.NewFileWriter(schema, f, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(3000)), pqarrow.DefaultWriterProps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fixtures := "../testdata/parquet/"
+	cases := []struct {
+		path string
+		pk   []string
+		keep bool
+	}{
+		{mixed, []string{"/tenant"}, false},
+		{mixed, []string{"/tenant"}, true},
+		{mixed, []string{"/id"}, false},
+		{mixed, []string{"/tenant", "/id"}, false},
+		{fixtures + "duckdb.parquet", []string{"/tenant"}, false},
+		{fixtures + "duckdb.parquet", []string{"/status"}, true},
+		{fixtures + "duckdb.parquet", []string{"/id"}, false},
+		{fixtures + "rows.parquet", []string{"/id"}, false},
+		{fixtures + "types.parquet", []string{"/pk"}, true},
+	}
+	for _, c := range cases {
+		for _, batch := range []int{0, 100} {
+			for _, parts := range []int{1, 4} {
+				plan := func(facts bool) *Plan {
+					dryRunFacts = facts
+					defer func() { dryRunFacts = true }()
+					p, err := DryRun(context.Background(), &DryRunJob{
+						Inputs: []source.Input{{Path: c.path}}, Source: source.Options{CSVEmptyNull: c.keep},
+						Mapper: record.Config{PartitionKeyPaths: c.pk}, TargetRU: 40000, Bounds: epk.SplitEven(parts),
+						Batch: batch, Segments: 3,
+					})
+					if err != nil {
+						t.Fatal(err)
+					}
+					p.FinishAt = time.Time{}
+					return p
+				}
+				got, want := plan(true), plan(false)
+				if !reflect.DeepEqual(got, want) {
+					g, _ := json.Marshal(got)
+					w, _ := json.Marshal(want)
+					t.Errorf("%s %v keep=%v batch=%d partitions=%d:\nby columns %s\nby records %s", filepath.Base(c.path), c.pk, c.keep, batch, parts, g, w)
+				}
+			}
+		}
+	}
+}

@@ -700,9 +700,9 @@ func (r *run) readInput(i int, in Input, workers int, queues *lanes) error {
 	anyRecord := false
 	// Paced admission routes by the partition key's hash: hash it on the
 	// mapping workers (route keeps a hash it is given).
-	var prep prepFunc
+	var prep prep
 	if _, paced := r.adm.(*pacedAdmission); paced {
-		prep = func(s *scanned, keys *keyCache) { s.epk, _ = keys.of(s.doc.PK) }
+		prep.key = func(pk []any, keys *keyCache, out *prepared) { out.epk, _ = keys.of(pk) }
 	}
 	err := scanInput(workers, in, r.o.Stdin, r.o.Source, r.o.Mapper, prep, func(s *scanned) bool {
 		if r.stopped() || !cur.take(s.rec.At(), s.rec.Next) {
@@ -742,7 +742,7 @@ func (r *run) readInput(i int, in Input, workers int, queues *lanes) error {
 		case <-r.readCtx.Done():
 			return false
 		}
-	})
+	}, nil)
 	if err != nil && !anyRecord && in.Start.Offset == 0 && in.End == 0 {
 		// A bad CSV header is found when the input is opened.
 		return r.refuseInput(i, in, err)

@@ -20,18 +20,28 @@ type scanned struct {
 	rec  source.Record
 	doc  record.Doc
 	dead *DeadLetter // non-nil: the record is bad
-
-	// Filled by the caller's prep (see scanInput), on a mapping worker:
-	// the partition key's hash (epk.Of), and for dry-run the estimated
-	// charge and the key as text.
-	epk string
-	ru  float64
-	key string
+	prepared
 }
 
-// prepFunc is a scan's per-record work on the mapping workers (see
-// scanInput); keys is the worker's own.
-type prepFunc func(s *scanned, keys *keyCache)
+// prepared is what the caller's prep (see scanInput) works out of a
+// document, on a mapping worker: the partition key's hash (epk.Of), and
+// for dry-run its physical partition, the key as text and the estimated
+// charge.
+type prepared struct {
+	epk  string
+	part int
+	key  string
+	ru   float64
+}
+
+// prep is a scan's per-document work on the mapping workers (see
+// scanInput): key works out what follows from the partition key alone,
+// doc what follows from the body's length and index terms. Either may be
+// nil. keys is the worker's own.
+type prep struct {
+	key func(pk []any, keys *keyCache, out *prepared)
+	doc func(size, terms int, out *prepared)
+}
 
 // keyCache remembers, for one mapping worker, the hash (epk.Of) and the
 // JSON text (pkString) of the single-string partition keys it met lately:
@@ -73,18 +83,24 @@ func (c *keyCache) of(pk []any) (hash, json string) {
 // depends on nothing but the record (hashing its partition key, estimating
 // its charge with a model nobody updates), filling scanned's prep fields.
 // It must be safe for concurrent use.
-func scanInput(workers int, in Input, stdin io.Reader, so source.Options, m *record.Mapper, prep prepFunc, fn func(*scanned) bool) error {
+//
+// A reader that sums its rows by columns (source.FactReader: Parquet in a
+// dry-run, Options.Facts) hands them to fnFacts instead, a batch at a
+// time, mapped (see scanFacts); fn still sees the rows the plan leaves to
+// the mapper, through fnFacts's caller. fnFacts is nil for a scan that
+// never sets Options.Facts.
+func scanInput(workers int, in Input, stdin io.Reader, so source.Options, m *record.Mapper, prep prep, fn func(*scanned) bool, fnFacts func(*factRows) bool) error {
 	start := source.Position{Offset: in.Start.Offset, Line: in.Start.Line, Base: in.Start.Base}
 	rd, err := source.Open(in.Input, stdin, so, start)
 	if err != nil {
 		return err
 	}
-	return scanReader(workers, in, rd, so, m, prep, fn)
+	return scanReader(workers, in, rd, so, m, prep, fn, fnFacts)
 }
 
 // scanReader is scanInput over rd, in opened at its start position; it
 // closes rd.
-func scanReader(workers int, in Input, rd source.Reader, so source.Options, m *record.Mapper, prep prepFunc, fn func(*scanned) bool) error {
+func scanReader(workers int, in Input, rd source.Reader, so source.Options, m *record.Mapper, prep prep, fn func(*scanned) bool, fnFacts func(*factRows) bool) error {
 	defer rd.Close()
 	// Generated ids are UUIDv5 of the input's content seed and the record's
 	// byte offset: the same record gets the same id on every run.
@@ -109,10 +125,25 @@ func scanReader(workers int, in Input, rd source.Reader, so source.Options, m *r
 		}
 		return rec, err
 	}
+	if fr, ok := rd.(source.FactReader); ok && fr.Facts() && in.End <= 0 {
+		genID := newMapper().genIDAt // reads only the namespace: safe on any goroutine
+		fill := func(c *scanChunk) {
+			f, err := fr.NextFacts()
+			if err != nil {
+				c.end = err
+				return
+			}
+			if c.facts == nil {
+				c.facts = &factRows{genID: genID}
+			}
+			c.facts.f = f
+		}
+		return scanChunks(fill, max(workers, 1), newMapper, fn, fnFacts)
+	}
 	// Stdin may trickle in: a record goes out as soon as it is read, not
 	// once a chunk is full (a file or blob never waits long for more).
 	if workers > 1 && !in.Stdin {
-		return scanChunks(next, workers, chunkBudget(so), newMapper, fn)
+		return scanChunks(fillRecords(next, chunkBudget(so)), workers, newMapper, fn, fnFacts)
 	}
 	rm := newMapper()
 	var s scanned
@@ -142,17 +173,28 @@ func scanWorkers() int { return min(runtime.GOMAXPROCS(0), 4) }
 type recordMapper struct {
 	m     *record.Mapper
 	plan  *record.Plan // for the trusted records of the last schema seen
-	prep  prepFunc
+	prep  prep
 	keys  keyCache
 	off   int64
+	ns    uuid.UUID // of generated ids
 	genID func() string
+	dicts []dictKeys // see entriesOf
 }
 
-func newRecordMapper(m *record.Mapper, ns uuid.UUID, prep prepFunc) *recordMapper {
-	rm := &recordMapper{m: m, prep: prep}
-	rm.genID = func() string { return uuid.NewSHA1(ns, strconv.AppendInt(nil, rm.off, 10)).String() }
+func newRecordMapper(m *record.Mapper, ns uuid.UUID, prep prep) *recordMapper {
+	rm := &recordMapper{m: m, prep: prep, ns: ns}
+	rm.genID = func() string { return rm.genIDAt(rm.off) }
 	return rm
 }
+
+// genIDAt is the id generated for the record at offset off (a Parquet
+// row's index).
+func (rm *recordMapper) genIDAt(off int64) string {
+	return uuid.NewSHA1(rm.ns, strconv.AppendInt(nil, off, 10)).String()
+}
+
+// generatedIDLen is the length of a generated id: a UUID's text.
+const generatedIDLen = 36
 
 // scan maps s.rec into s.doc, or s.dead for a bad record.
 func (rm *recordMapper) scan(s *scanned) {
@@ -182,8 +224,16 @@ func (rm *recordMapper) scan(s *scanned) {
 		return
 	}
 	s.doc = doc
-	if rm.prep != nil {
-		rm.prep(s, &rm.keys)
+	rm.prepare(len(doc.Body), doc.Terms, doc.PK, &s.prepared)
+}
+
+// prepare runs the caller's prep on a document.
+func (rm *recordMapper) prepare(size, terms int, pk []any, out *prepared) {
+	if rm.prep.key != nil {
+		rm.prep.key(pk, &rm.keys, out)
+	}
+	if rm.prep.doc != nil {
+		rm.prep.doc(size, terms, out)
 	}
 }
 

@@ -124,7 +124,7 @@ func scanLog(t *testing.T, c scanCase, workers, stopAfter int) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prep := func(s *scanned, keys *keyCache) { s.epk, _ = keys.of(s.doc.PK) }
+	prep := prep{key: func(pk []any, keys *keyCache, out *prepared) { out.epk, _ = keys.of(pk) }}
 	var log []string
 	err = scanInput(workers, c.in, nil, c.so, m, prep, func(s *scanned) bool {
 		r := s.rec
@@ -140,7 +140,7 @@ func scanLog(t *testing.T, c scanCase, workers, stopAfter int) []string {
 		}
 		log = append(log, line)
 		return len(log) != stopAfter
-	})
+	}, nil)
 	return append(log, fmt.Sprintf("err %v", err))
 }
 
@@ -221,13 +221,13 @@ func TestScanChunksFatalErrorAfterItsRecords(t *testing.T) {
 		var returned atomic.Bool
 		var lines []int64
 		dead := 0
-		err := scanChunks(fakeNext(t, 1000, boom, &returned), 3, budget, func() *recordMapper { return newRecordMapper(m, [16]byte{}, nil) }, func(s *scanned) bool {
+		err := scanChunks(fillRecords(fakeNext(t, 1000, boom, &returned), budget), 3, func() *recordMapper { return newRecordMapper(m, [16]byte{}, prep{}) }, func(s *scanned) bool {
 			lines = append(lines, s.rec.Line)
 			if s.dead != nil {
 				dead++
 			}
 			return true
-		})
+		}, nil)
 		returned.Store(true)
 		if !errors.Is(err, boom) {
 			t.Errorf("budget %d: err %v, want %v", budget, err, boom)
@@ -247,13 +247,13 @@ func TestScanChunksEarlyStopLeavesNothingRunning(t *testing.T) {
 	for _, stopAt := range []int{1, 256, 600} {
 		var returned atomic.Bool
 		seen := 0
-		err := scanChunks(fakeNext(t, 1<<20, io.EOF, &returned), 4, chunkBytes, func() *recordMapper {
+		err := scanChunks(fillRecords(fakeNext(t, 1<<20, io.EOF, &returned), chunkBytes), 4, func() *recordMapper {
 			mappers.Add(1)
-			return newRecordMapper(m, [16]byte{}, nil)
+			return newRecordMapper(m, [16]byte{}, prep{})
 		}, func(s *scanned) bool {
 			seen++
 			return seen < stopAt
-		})
+		}, nil)
 		// scanChunks returns after its reader and workers: the reader
 		// is not called again (fakeNext checks) and the input may close.
 		returned.Store(true)
@@ -277,10 +277,10 @@ func TestScanStdinRecordGoesOutAtOnce(t *testing.T) {
 	defer pw.Close()
 	go pw.Write([]byte("{\"k\":\"a\"}\n"))
 	var got []string
-	err = scanInput(4, Input{Input: source.Input{Path: "-", Stdin: true}}, pr, source.Options{}, m, nil, func(s *scanned) bool {
+	err = scanInput(4, Input{Input: source.Input{Path: "-", Stdin: true}}, pr, source.Options{}, m, prep{}, func(s *scanned) bool {
 		got = append(got, string(s.doc.Body))
 		return false // the pipe stays open: a chunk would never fill
-	})
+	}, nil)
 	if err != nil || len(got) != 1 {
 		t.Fatalf("got %q, err %v", got, err)
 	}

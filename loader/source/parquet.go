@@ -65,6 +65,9 @@ type parquetReader struct {
 	// parts are the fields of the input's partition folders (see hive.go),
 	// which every row gets after its columns.
 	parts []partitionField
+	// plan, when set (Options.Facts), is the mapper's columnar plan: the
+	// rows go out as Facts (see parquet_facts.go).
+	plan  *record.ColumnPlan
 	alloc *poolAllocator
 	opts  Options
 	// arenaSize is the size of the JSON arenas: parquetArena, or the
@@ -322,9 +325,10 @@ func splitParquet(in Input, n int) (ranges []Range, why string, err error) {
 }
 
 type parquetChunk struct {
-	recs []Record
-	err  error
-	last bool // the last chunk of its row group
+	recs  []Record
+	facts *Facts // instead of recs, in a reader with a plan
+	err   error
+	last  bool // the last chunk of its row group
 }
 
 // ParquetRows returns the rows of a Parquet input, or those before end, a
@@ -434,6 +438,16 @@ func openParquet(in Input, opts Options, start Position) (r *parquetReader, err 
 		}
 	}
 	r.parts = opts.partitionFields(names, keep)
+	r.plan = columnPlan(opts.Facts, names, keep, r.parts)
+	for i := range names {
+		if keep != nil && !keep[i] {
+			continue
+		}
+		// A JSON column's leaves and depth are known only by a parse.
+		if f := &fr.Manifest.Fields[i]; 1+typeDepth(f.Field.Type) > record.MaxDepth || logicalOf(f, pf.MetaData().Schema, opts.BinaryAsString).hasJSON() {
+			r.plan = nil
+		}
+	}
 	r.rgRows = make([]int64, pf.NumRowGroups())
 	for g := range r.rgRows {
 		n := pf.MetaData().RowGroups[g].GetNumRows()
@@ -778,7 +792,19 @@ func (r *parquetReader) encode(batches <-chan arrowBatch, quit chan<- struct{}, 
 			}
 		}
 		err := b.err
-		if b.batch != nil {
+		if b.batch != nil && r.plan != nil {
+			var f *Facts
+			f, err = e.facts(b.batch)
+			b.batch.Release()
+			if err == nil {
+				e.read += int64(f.Len())
+				if !send(parquetChunk{facts: f}) {
+					f.Release()
+					return
+				}
+				continue
+			}
+		} else if b.batch != nil {
 			err = e.batch(b.batch, &recs, send)
 			b.batch.Release()
 			if err == nil {

@@ -105,6 +105,11 @@ type Options struct {
 	// work on some files. An import must not set it.
 	SizeOnly func(field string) bool
 
+	// Facts, when set, is a dry-run's mapper: a Parquet reader whose
+	// fields it can map by columns (record.Mapper.ColumnPlan) hands its
+	// rows over as sums (FactReader), not records. Set SizeOnly with it.
+	Facts *record.Mapper
+
 	// folders are the input's partition folders (see hive.go), set by
 	// Open for the Parquet and CSV readers.
 	folders []folder

@@ -1,0 +1,184 @@
+package loader
+
+import (
+	"github.com/cosmosloader/loader/loader/source"
+)
+
+// A dry-run's Parquet reader hands its rows over as sums (source.Facts):
+// each row's length, members and counted leaves, and its id and partition
+// key values on demand. A mapping worker turns them into documents with
+// the mapper's columnar plan (record.ColumnPlan) and prepares each as it
+// prepares a mapped record; a row the plan leaves to the mapper is
+// written and mapped as a record, in its place.
+
+// factRows is a batch of facts as one worker mapped it.
+type factRows struct {
+	f    *source.Facts
+	rows []factRow
+	// slow are the rows mapped as records (factRow.slow).
+	slow []scanned
+	// ids holds the rows' ids as the input has them (factRow.idEnd); a
+	// generated one is made on demand (id).
+	ids   []byte
+	genID func(row int64) string
+}
+
+// dictKeys are the entries of a row group's dictionary-encoded key
+// column, as partition keys, each resolved once by a worker for every
+// batch of the row group (see recordMapper.dictKeys).
+type dictKeys struct {
+	rowGroup int
+	entries  []entryKey
+}
+
+// factRow is one row: a document of size bytes, its partition key and
+// what prep made of it, or (slow > 0) the record slow[slow-1].
+type factRow struct {
+	prepared
+	pk    []any
+	size  int32
+	slow  int32
+	idEnd int32
+}
+
+// entryKey is a dictionary entry as a partition key, and what prep made
+// of it (resolved: worked out; ok: a key the plan takes).
+type entryKey struct {
+	resolved, ok bool
+	pk           []any
+	prepared
+}
+
+// id is row i's id.
+func (fr *factRows) id(i int) string {
+	if fr.f.Plan.IDField() < 0 {
+		return fr.genID(fr.f.First + int64(i))
+	}
+	start := int32(0)
+	if i > 0 {
+		start = fr.rows[i-1].idEnd
+	}
+	return fr.f.Plan.ID(fr.ids[start:fr.rows[i].idEnd])
+}
+
+// scanFacts maps the rows of fr.f.
+func (rm *recordMapper) scanFacts(fr *factRows) {
+	f := fr.f
+	plan := f.Plan
+	idField, keyFields := plan.IDField(), plan.KeyFields()
+	fr.rows, fr.slow, fr.ids = fr.rows[:0], fr.slow[:0], fr.ids[:0]
+	// A key of one field whose column is a dictionary is worked out once
+	// per entry (a tenant, a region), not once per row.
+	var dict []int32
+	var entries []entryKey
+	if len(keyFields) == 1 && keyFields[0] >= 0 && !f.Slow {
+		if rows, n, ok := f.Dict(keyFields[0]); ok {
+			dict, entries = rows, rm.entriesOf(f.RowGroup, n)
+		}
+	}
+	for i := range f.Len() {
+		var row factRow
+		ok := !f.Slow
+		if ok {
+			var id []byte
+			if idField >= 0 {
+				at := len(fr.ids)
+				fr.ids = append(fr.ids, f.Value(idField, i)...)
+				if len(fr.ids) > at {
+					id = fr.ids[at:]
+				}
+			}
+			var size, terms int
+			size, terms, ok = plan.Doc(int(f.Size[i]), int(f.Terms[i]), int(f.Members[i]), id, generatedIDLen)
+			row.size, row.idEnd = int32(size), int32(len(fr.ids))
+			if ok {
+				if dict != nil && !f.IsNull(keyFields[0], i) {
+					e := rm.entry(fr, entries, keyFields[0], int(dict[i]))
+					ok, row.pk, row.prepared = e.ok, e.pk, e.prepared
+				} else {
+					row.pk, ok = rm.keyOf(fr, i, id)
+					if ok && rm.prep.key != nil {
+						rm.prep.key(row.pk, &rm.keys, &row.prepared)
+					}
+				}
+			}
+			if ok && rm.prep.doc != nil {
+				rm.prep.doc(size, terms, &row.prepared)
+			}
+		}
+		if !ok {
+			row = factRow{idEnd: int32(len(fr.ids))}
+			fr.slow = append(fr.slow, scanned{rec: f.Record(i)})
+			rm.scan(&fr.slow[len(fr.slow)-1])
+			row.slow = int32(len(fr.slow))
+		}
+		fr.rows = append(fr.rows, row)
+	}
+}
+
+// keyOf is row i's partition key, from its fields, its id (the JSON text
+// of its id member) or its generated id; ok false when the plan leaves
+// the row to the mapper.
+func (rm *recordMapper) keyOf(fr *factRows, i int, id []byte) (pk []any, ok bool) {
+	f := fr.f
+	plan := f.Plan
+	pk = make([]any, len(plan.KeyFields()))
+	for k, field := range plan.KeyFields() {
+		switch {
+		case field >= 0:
+			if pk[k], ok = plan.Key(k, f.Value(field, i)); !ok {
+				return nil, false
+			}
+		case plan.IDField() >= 0:
+			pk[k] = plan.ID(id)
+		default:
+			pk[k] = fr.genID(f.First + int64(i))
+		}
+	}
+	return pk, true
+}
+
+// entriesOf returns the worker's keys of row group g's dictionary, of
+// n entries. The worker remembers the last few row groups' (decoders
+// take turns, so batches of two row groups alternate).
+func (rm *recordMapper) entriesOf(g, n int) []entryKey {
+	var d *dictKeys
+	for k := range rm.dicts {
+		if rm.dicts[k].rowGroup == g {
+			d = &rm.dicts[k]
+			break
+		}
+	}
+	if d == nil {
+		if len(rm.dicts) < dictRowGroups {
+			rm.dicts = append(rm.dicts, dictKeys{})
+		} else {
+			copy(rm.dicts, rm.dicts[1:])
+		}
+		d = &rm.dicts[len(rm.dicts)-1]
+		d.rowGroup, d.entries = g, nil // its old slice is the one before's now
+	}
+	if len(d.entries) < n { // a batch of more entries than the last
+		d.entries = append(d.entries, make([]entryKey, n-len(d.entries))...)
+	}
+	return d.entries
+}
+
+// dictRowGroups is how many row groups' dictionary keys a worker keeps.
+const dictRowGroups = 4
+
+// entry is entry j of field's dictionary as a partition key.
+func (rm *recordMapper) entry(fr *factRows, entries []entryKey, field, j int) *entryKey {
+	e := &entries[j]
+	if !e.resolved {
+		e.resolved = true
+		var v any
+		if v, e.ok = fr.f.Plan.Key(0, fr.f.Entry(field, j)); e.ok {
+			e.pk = []any{v}
+			if rm.prep.key != nil {
+				rm.prep.key(e.pk, &rm.keys, &e.prepared)
+			}
+		}
+	}
+	return e
+}

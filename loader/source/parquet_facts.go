@@ -1,0 +1,352 @@
+package source
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/cosmosloader/loader/loader/record"
+)
+
+// A dry-run keeps of each record only its size, its index terms, its id
+// and its partition key. For a Parquet batch those follow from the
+// columns: the reader sums each column's lengths and leaves over the
+// batch's rows, column by column, instead of writing every row's JSON and
+// listing its members for the mapper, which then reads it back
+// (Options.Facts). Only the id and the partition key are read row by row
+// (Facts.Value); a row the sums cannot settle — a key that is not a plain
+// value, a document too large — is written as ever (Facts.Record) and
+// mapped by MapTrusted, so every rule and error stays the mapper's.
+//
+// The sums must be exactly the JSON the reader writes:
+// TestParquetFactsMatchTheRecords holds them to it, row by row, over the
+// fixtures.
+
+// FactReader is a Reader that hands its rows over as Facts: a Parquet
+// reader opened with Options.Facts, when the mapper can map its schema by
+// columns (record.Mapper.ColumnPlan). Once Facts says so, NextFacts, not
+// Next, returns its rows.
+type FactReader interface {
+	Reader
+	// Facts reports whether the rows come as Facts.
+	Facts() bool
+	// NextFacts returns the next rows, io.EOF at the end, or the error
+	// that ends the input (the rows before it were returned).
+	NextFacts() (*Facts, error)
+}
+
+// Facts are consecutive rows of a Parquet input, a batch of its columns,
+// summed. Row i is the file's row First+i. Size is each row's JSON
+// object length as the reader writes it, Members its member count, Terms
+// the leaves of the fields Plan.Counts names. The batch stays in memory
+// until Release.
+type Facts struct {
+	Path string
+	Plan *record.ColumnPlan
+	// RowGroup is the row group the rows are of: the batches of one row
+	// group share its dictionaries (see Dict).
+	RowGroup int
+	First    int64
+	Size     []int32
+	Terms    []int32
+	// Members is how many members each row has.
+	Members []int32
+	// Slow: the sums do not hold for this batch (a column of a type whose
+	// leaves only a parse can count, or nested past record.MaxDepth):
+	// every row is to be mapped from its Record.
+	Slow bool
+
+	r         *parquetReader
+	batch     arrow.RecordBatch
+	fields    []factField
+	keepNulls bool
+	rec       *rowEncoder // bound on the first Record
+	scratch   []byte
+}
+
+// factField is a field of the batch: a column, or a partition folder's
+// (arr nil, the same value in every row).
+type factField struct {
+	arr    arrow.Array
+	l      *logical
+	key    int32 // len(`"name":`)
+	nulls  bool
+	folder []byte   // a partition folder's value
+	put    appendFn // bound on the first Value
+	entry  appendFn // of a dictionary's values, bound on the first Entry
+}
+
+// Len is the number of rows.
+func (f *Facts) Len() int { return len(f.Size) }
+
+// Offset is where row i starts in the offsets positions and ranges count
+// (Record.At): rows scaled to the file's size; Offset(Len()) is where the
+// last row ends (its Record.Next.Offset).
+func (f *Facts) Offset(i int) int64 { return f.r.offsetAt(f.First + int64(i)) }
+
+// Line is row i's 1-based row number in the file (Record.Line).
+func (f *Facts) Line(i int) int64 { return f.First + int64(i) + 1 }
+
+// Rows returns the first row at or after from whose Offset reaches at,
+// or Len: where a range starting at at begins in these rows.
+func (f *Facts) Rows(from int, at int64) int {
+	return from + sort.Search(f.Len()-from, func(k int) bool { return f.Offset(from+k) >= at })
+}
+
+// Value is the JSON text of field k in row i, as the reader writes it, or
+// nil when the row omits the field (a null, unless nulls are kept). It is
+// valid until the next call.
+func (f *Facts) Value(k, i int) []byte {
+	fd := &f.fields[k]
+	switch {
+	case fd.arr == nil:
+		return fd.folder
+	case fd.nulls && fd.arr.IsNull(i):
+		if !f.keepNulls {
+			return nil
+		}
+		f.scratch = append(f.scratch[:0], "null"...)
+		return f.scratch
+	}
+	if fd.put == nil {
+		fd.put = binder(fd.arr, f.keepNulls, fd.l)
+	}
+	f.scratch = fd.put(f.scratch[:0], i)
+	return f.scratch
+}
+
+// Dict returns, when field k is a column of dictionary-encoded values
+// (see dictionaryColumns), each row's entry and how many entries there
+// are; Entry is an entry's JSON text. A row whose Value is nil or null
+// has no entry: its index means nothing. The batches of a row group
+// share its dictionary: an entry is the same value in each (a later
+// batch may have more entries, never other ones).
+func (f *Facts) Dict(k int) (rows []int32, entries int, ok bool) {
+	fd := &f.fields[k]
+	a, ok := fd.arr.(*array.Dictionary)
+	if !ok {
+		return nil, 0, false
+	}
+	idx, ok := a.Indices().(*array.Int32)
+	if !ok {
+		return nil, 0, false
+	}
+	return idx.Int32Values(), a.Dictionary().Len(), true
+}
+
+// Entry is the JSON text of entry j of field k's dictionary (see Dict),
+// valid until the next call.
+func (f *Facts) Entry(k, j int) []byte {
+	fd := &f.fields[k]
+	values := fd.arr.(*array.Dictionary).Dictionary()
+	if values.IsNull(j) {
+		f.scratch = append(f.scratch[:0], "null"...)
+		return f.scratch
+	}
+	if fd.entry == nil {
+		fd.entry = binder(values, f.keepNulls, fd.l)
+	}
+	f.scratch = fd.entry(f.scratch[:0], j)
+	return f.scratch
+}
+
+// IsNull reports whether row i's field k is null (omitted, or null with
+// nulls kept).
+func (f *Facts) IsNull(k, i int) bool {
+	fd := &f.fields[k]
+	return fd.nulls && fd.arr.IsNull(i)
+}
+
+// Record is row i as the reader's Next would return it (its JSON, and its
+// members when the mapper may trust them), for the mapper to map.
+func (f *Facts) Record(i int) Record {
+	if f.rec == nil {
+		r := f.r
+		f.rec = bindRow(f.batch, nil, f.keepNulls, r.logicals, r.parts, r.opts.SizeOnly)
+	}
+	var ms []record.Member
+	data := f.rec.appendRow(nil, i, &ms)
+	if !f.rec.trusted || len(data) > math.MaxInt32 {
+		if f.rec.trusted { // too long for Members: the mapper reads it all
+			data = f.rec.appendRow(nil, i, nil)
+		}
+		ms = nil
+	} else if ms == nil {
+		ms = []record.Member{} // an empty object is trusted too
+	}
+	row := f.First + int64(i)
+	return Record{Path: f.Path, Line: row + 1, Offset: row, Next: Position{Offset: f.Offset(i + 1), Line: row + 1},
+		row: true, at: f.Offset(i), Data: data, Members: ms, Schema: f.rec.schema}
+}
+
+// Release drops the batch: nothing reads the rows any more.
+func (f *Facts) Release() {
+	if f.batch != nil {
+		f.batch.Release()
+		f.batch, f.fields, f.rec = nil, nil, nil
+	}
+}
+
+// Facts reports whether the rows come as Facts (see FactReader).
+func (r *parquetReader) Facts() bool { return r.plan != nil }
+
+// NextFacts returns the next batch of rows as Facts (see FactReader).
+func (r *parquetReader) NextFacts() (*Facts, error) {
+	for {
+		if r.err != nil {
+			return nil, r.err
+		}
+		if r.rg >= len(r.rgRows) {
+			return nil, io.EOF
+		}
+		if r.outs == nil {
+			r.start()
+		}
+		c, ok := <-r.outs[(r.rg-r.startRG)%len(r.outs)]
+		if !ok {
+			r.err = fmt.Errorf("%s: row group %d: internal error: its decoder stopped", r.path, r.rg+1)
+			continue
+		}
+		if c.last {
+			r.rg++
+		}
+		if c.err != nil {
+			r.err = c.err
+		}
+		if c.facts != nil {
+			return c.facts, nil
+		}
+	}
+}
+
+// columnPlan is the mapper's columnar plan for the input's fields (the
+// columns read, then the partition folders), or nil: the rows are read as
+// records.
+func columnPlan(m *record.Mapper, names []string, keep []bool, parts []partitionField) *record.ColumnPlan {
+	if m == nil {
+		return nil
+	}
+	var fields []string
+	for i, name := range names {
+		if keep == nil || keep[i] {
+			fields = append(fields, jsonName(name))
+		}
+	}
+	for _, p := range parts {
+		fields = append(fields, jsonName(p.name))
+	}
+	plan, ok := m.ColumnPlan(&record.Schema{Names: fields})
+	if !ok {
+		return nil
+	}
+	return plan
+}
+
+// facts sums batch b, whose first row is the row group's row e.read. The
+// Facts hold b until released.
+func (e *rowGroupEncoder) facts(b arrow.RecordBatch) (f *Facts, err error) {
+	r := e.r
+	defer func() {
+		if p := recover(); p != nil { // a damaged value: as in batch
+			err = fmt.Errorf("%v", p)
+		}
+	}()
+	n := int(b.NumRows())
+	f = &Facts{Path: r.path, Plan: r.plan, RowGroup: e.g, First: r.rgFirst[e.g] + e.read, r: r, keepNulls: r.opts.CSVEmptyNull,
+		Size: make([]int32, n), Terms: make([]int32, n), Members: make([]int32, n)}
+	b.Retain()
+	f.batch = b
+	if !sameNames(r.plan.Schema().Names, b.Schema(), r.parts) {
+		f.Slow = true // not the layout planned: the mapper reads each row
+		return f, nil
+	}
+	nc := int(b.NumCols())
+	f.fields = make([]factField, nc+len(r.parts))
+	for c := range nc {
+		col := b.Column(c)
+		var l *logical
+		if c < len(r.logicals) {
+			l = r.logicals[c]
+		}
+		f.fields[c] = factField{arr: col, l: l, key: int32(len(appendKey(nil, b.Schema().Field(c).Name))), nulls: col.NullN() > 0}
+	}
+	for j, p := range r.parts {
+		f.fields[nc+j] = factField{key: int32(len(appendKey(nil, p.name))), folder: p.json}
+	}
+	for k := range f.fields {
+		f.sum(k)
+	}
+	for i := range n {
+		f.Size[i] += int32(len("{}")) + max(f.Members[i]-1, 0)
+	}
+	return f, nil
+}
+
+// sum adds field k of each row to the sums: its member (the key, the
+// value) unless omitted, its leaves when the plan counts them.
+func (f *Facts) sum(k int) {
+	fd := &f.fields[k]
+	counts := f.Plan.Counts(k)
+	if fd.arr == nil { // a partition folder's: the same in every row
+		n := fd.key + int32(len(fd.folder))
+		for i := range f.Size {
+			f.Members[i]++
+			f.Size[i] += n
+		}
+		if counts {
+			addOne(f.Terms)
+		}
+		return
+	}
+	var size sizeFn // when the column is not summed whole
+	if !addSizes(fd.arr, f.Size, fd.l, f.keepNulls, &f.scratch) {
+		size = sizer(fd.arr, f.keepNulls, fd.l)
+	}
+	var leaves leafFn
+	if counts {
+		leaves = leafCounter(fd.arr, f.keepNulls)
+	}
+	if !fd.nulls && size == nil && leaves == nil {
+		// The usual column: every row has it, one leaf.
+		for i := range f.Size {
+			f.Members[i]++
+			f.Size[i] += fd.key
+		}
+		if counts {
+			addOne(f.Terms)
+		}
+		return
+	}
+	for i := range f.Size {
+		null := fd.nulls && fd.arr.IsNull(i)
+		if null && !f.keepNulls {
+			continue
+		}
+		f.Members[i]++
+		n := fd.key
+		switch {
+		case null:
+			n += int32(len("null"))
+		case size != nil:
+			n += int32(size(i))
+		}
+		f.Size[i] += n
+		if counts {
+			if null || leaves == nil {
+				f.Terms[i]++
+			} else {
+				f.Terms[i] += leaves(i)
+			}
+		}
+	}
+}
+
+func addOne(dst []int32) {
+	for i := range dst {
+		dst[i]++
+	}
+}
