@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -463,5 +464,27 @@ func TestBatchLingerWaitsOnTheRunsClock(t *testing.T) {
 	<-done
 	if n := len(started); n != 0 {
 		t.Errorf("%d more requests, want the two records in one batch", n)
+	}
+}
+
+// Two records share a batch key only when their partition keys are the
+// same, component by component, type included: strings that look like
+// another key's encoding (starting with NUL) stay apart.
+func TestBatchKeysMeetOnlyForTheSameKey(t *testing.T) {
+	pks := [][]any{{"a"}, {"1"}, {1.0}, {true}, {false}, {nil}, {""}, {"a", "b"}, {"ab"}, {"a", 1.0}, {"a", "1"},
+		{"\x00"}, {"\x00\x00"}, {"\x00\x01s1:a\x00"}, {"\x00\x01sa"}, {"\x00\x00a"}, {"\x00a"}, {"", ""}, {"a", nil}}
+	seen := map[batchKey]int{}
+	for i, pk := range pks {
+		k := keyOf(pk)
+		if j, ok := seen[k]; ok {
+			t.Errorf("keys %q and %q meet as %q", pks[j], pk, k)
+		}
+		seen[k] = i
+		if keyOf(slices.Clone(pk)) != k {
+			t.Errorf("key %q is not its own", pk)
+		}
+	}
+	if keyOf([]any{"tenant-7"}) != "tenant-7" {
+		t.Error("a plain string key is not the string itself")
 	}
 }

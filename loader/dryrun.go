@@ -213,6 +213,7 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 	cost := pacing.NewCostModel(pacing.CostOptions{FixedCost: j.CostPerRecord})
 	p := &Plan{TargetRUPerSec: j.TargetRU, Partitions: parts, PartitionRU: make([]float64, parts)}
 	hist := NewHistogram()
+	charges := &runs{hist: hist} // most records cost what the one before did
 	largest := &itemHeap{}
 	keys := newHeavyHitters(1024)
 	model := pacing.NewModel(j.TargetRU, parts)
@@ -240,12 +241,13 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 	})
 	// The per-record work that depends on the record alone runs on the
 	// mapping workers; the cost model is never updated in a dry-run.
+	charge := cost.Estimator()
 	prep := prep{
 		key: func(pk []any, keys *keyCache, out *prepared) {
 			out.epk, out.key = keys.of(pk)
 			out.part = epk.Locate(bounds, out.epk)
 		},
-		doc: func(size, terms int, out *prepared) { out.ru = cost.Estimate(size, terms) },
+		doc: func(size, terms int, out *prepared) { out.ru = charge(size, terms) },
 	}
 	upcoming := &readyQueue{j: j, parts: parts, ahead: map[int]*readied{}}
 	defer upcoming.close()
@@ -272,7 +274,7 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 		// the advice's), to the plan.
 		account := func(d *prepared, pk []any, size int) {
 			ru, part := d.ru, d.part
-			hist.Add(ru)
+			charges.add(ru)
 			p.EstimatedRU += ru
 			p.PartitionRU[part] += ru
 			planner.add(part, pk, size, ru)
@@ -370,6 +372,7 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
+	charges.flush()
 	// The import reads several files at once, as it would.
 	files := make([]Input, len(j.Inputs))
 	for i, in := range j.Inputs {
@@ -606,6 +609,28 @@ func dryRunSegments(in source.Input, j *DryRunJob, parts int, warnings *[]string
 	}
 	ranges, _, err = source.Split(in, j.Source, n)
 	return ranges, alt, err
+}
+
+// runs adds charges to a histogram a run of equal ones at a time.
+type runs struct {
+	hist *Histogram
+	v    float64
+	n    int64
+}
+
+func (r *runs) add(v float64) {
+	if v != r.v || r.n == 0 {
+		r.flush()
+		r.v = v
+	}
+	r.n++
+}
+
+func (r *runs) flush() {
+	if r.n > 0 {
+		r.hist.AddN(r.v, r.n)
+		r.n = 0
+	}
 }
 
 // nextSegment is the first of f's rows from i on that starts past range

@@ -25,7 +25,10 @@ const histBase = 1.01
 
 func NewHistogram() *Histogram { return &Histogram{counts: map[int]int64{}} }
 
-func (h *Histogram) Add(v float64) {
+func (h *Histogram) Add(v float64) { h.AddN(v, 1) }
+
+// AddN adds v n times, as n calls of Add would.
+func (h *Histogram) AddN(v float64, n int64) {
 	if v <= 0 {
 		v = 0.01
 	}
@@ -35,9 +38,11 @@ func (h *Histogram) Add(v float64) {
 		b = int(math.Floor(math.Log(v) / math.Log(histBase)))
 		h.lastV, h.lastB = v, b
 	}
-	h.counts[b]++
-	h.n++
-	h.sum += v
+	h.counts[b] += n
+	h.n += n
+	for range n { // as Add sums them: rounding and all
+		h.sum += v
+	}
 	h.maxSeen = max(h.maxSeen, v)
 	h.mu.Unlock()
 }

@@ -1,6 +1,8 @@
 package loader
 
 import (
+	"slices"
+
 	"github.com/cosmosloader/loader/loader/source"
 )
 
@@ -76,8 +78,10 @@ func (rm *recordMapper) scanFacts(fr *factRows) {
 			dict, entries = rows, rm.entriesOf(f.RowGroup, n)
 		}
 	}
-	for i := range f.Len() {
-		var row factRow
+	fr.rows = slices.Grow(fr.rows, f.Len())[:f.Len()]
+	for i := range fr.rows {
+		row := &fr.rows[i] // filled in place: a row is 100 bytes
+		row.slow = 0
 		ok := !f.Slow
 		if ok {
 			var id []byte
@@ -107,12 +111,11 @@ func (rm *recordMapper) scanFacts(fr *factRows) {
 			}
 		}
 		if !ok {
-			row = factRow{idEnd: int32(len(fr.ids))}
+			*row = factRow{idEnd: int32(len(fr.ids))}
 			fr.slow = append(fr.slow, scanned{rec: f.Record(i)})
 			rm.scan(&fr.slow[len(fr.slow)-1])
 			row.slow = int32(len(fr.slow))
 		}
-		fr.rows = append(fr.rows, row)
 	}
 }
 

@@ -164,6 +164,26 @@ func (m *CostModel) Estimate(size, terms int) float64 {
 	return math.Max(est, minEstimate)
 }
 
+// Estimator returns Estimate as the model is now, for a caller that never
+// calls Observe (a dry-run): the same figures, without the lock, which
+// the mapping workers of a dry-run contended for on every record.
+func (m *CostModel) Estimator() func(size, terms int) float64 {
+	if m.opts.FixedCost > 0 {
+		fixed := m.opts.FixedCost
+		return func(int, int) float64 { return fixed }
+	}
+	m.mu.Lock()
+	cal, calibrated := m.cal, m.calibratedLocked()
+	m.mu.Unlock()
+	margin := 1.0
+	if !calibrated {
+		margin += m.opts.SafetyMargin
+	}
+	return func(size, terms int) float64 {
+		return math.Max(cal.predict(features(size, terms))*margin, minEstimate)
+	}
+}
+
 // ReplaceRatio returns how much more an upsert of an existing item costs
 // than a create, as observed (2 until observed).
 func (m *CostModel) ReplaceRatio() float64 {

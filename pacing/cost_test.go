@@ -141,3 +141,28 @@ func TestCostModelIgnoresBadCharges(t *testing.T) {
 		t.Errorf("Estimate moved from %v to %v on bad charges", before, got)
 	}
 }
+
+// A dry-run's Estimator is Estimate without the lock: the same figures,
+// uncalibrated (with its margin), calibrated, and fixed.
+func TestCostModelEstimatorIsEstimate(t *testing.T) {
+	calibrated := NewCostModel(CostOptions{SafetyMargin: 0.1})
+	for i := range 200 {
+		size, terms := 200+i*37, 3+i%20
+		calibrated.Observe(size, terms, 1.3*(SizeCost(size)+float64(terms)*TermCost))
+	}
+	for name, m := range map[string]*CostModel{
+		"uncalibrated": NewCostModel(CostOptions{SafetyMargin: 0.1}),
+		"no margin":    NewCostModel(CostOptions{}),
+		"calibrated":   calibrated,
+		"fixed":        NewCostModel(CostOptions{FixedCost: 12.5}),
+	} {
+		est := m.Estimator()
+		for size := 0; size < 3<<20; size = size*3 + 17 {
+			for _, terms := range []int{0, 1, 7, 150} {
+				if got, want := est(size, terms), m.Estimate(size, terms); got != want {
+					t.Fatalf("%s: Estimator(%d, %d) = %v, Estimate %v", name, size, terms, got, want)
+				}
+			}
+		}
+	}
+}
