@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/cosmosloader/loader/epk"
 	"github.com/cosmosloader/loader/loader/record"
@@ -820,6 +821,26 @@ type heavyHitters struct {
 	// counted exactly and nothing needs the lightest: the heap is built
 	// then, not kept record by record.
 	heaped bool
+	// seen remembers, by the address of its text, where a key string was
+	// last found: the mapping workers hand out one string per key (their
+	// memos, a dictionary's entries), so most records' keys are a string
+	// met before, found here without hashing it (the map lookup was
+	// most of add). A key turned out invalidates them all (gen): its
+	// trackedKey is reused for another key.
+	seen [1024]seenKey
+	gen  uint64
+}
+
+type seenKey struct {
+	s   string // held, so its address names no other string while here
+	k   *trackedKey
+	gen uint64
+}
+
+// seenAt is where h.seen remembers key.
+func seenAt(key string) int {
+	p := uintptr(unsafe.Pointer(unsafe.StringData(key)))
+	return int((p>>4 ^ p>>14) & 1023)
 }
 
 // trackedKey is a key's load and its place in the heap, kept with it: a
@@ -842,7 +863,12 @@ func newHeavyHitters(capacity int) *heavyHitters {
 }
 
 func (h *heavyHitters) add(key string, part int, ru float64, bytes int64) {
-	if k, ok := h.byKey[key]; ok {
+	c := &h.seen[seenAt(key)]
+	k := c.k
+	if k == nil || c.gen != h.gen || len(c.s) != len(key) || unsafe.StringData(c.s) != unsafe.StringData(key) {
+		k = h.byKey[key]
+	}
+	if k != nil {
 		k.Records++
 		k.RU += ru
 		k.Bytes += bytes
@@ -850,14 +876,17 @@ func (h *heavyHitters) add(key string, part int, ru float64, bytes int64) {
 		if h.heaped {
 			h.down(k.at)
 		}
+		*c = seenKey{key, k, h.gen}
 		return
 	}
 	if len(h.heap) < h.cap {
 		k := &trackedKey{KeyLoad: KeyLoad{Key: key, Records: 1, RU: ru, Bytes: bytes, Partition: part}, at: len(h.heap)}
 		h.heap = append(h.heap, heapSlot{ru, k})
 		h.byKey[key] = k
+		*c = seenKey{key, k, h.gen}
 		return
 	}
+	h.gen++
 	if !h.heaped {
 		for i := len(h.heap)/2 - 1; i >= 0; i-- {
 			h.down(i)
@@ -865,7 +894,7 @@ func (h *heavyHitters) add(key string, part int, ru float64, bytes int64) {
 		h.heaped = true
 	}
 	// Replace the lightest key, inheriting its load as the error bound.
-	k := h.heap[0].k
+	k = h.heap[0].k
 	delete(h.byKey, k.Key)
 	k.KeyLoad = KeyLoad{Key: key, Records: k.Records + 1, RU: k.RU + ru, Bytes: k.Bytes + bytes, Partition: part, Approximate: true}
 	h.byKey[key] = k

@@ -615,3 +615,29 @@ func TestDryRunFactsGiveTheRecordsPlan(t *testing.T) {
 		}
 	}
 }
+
+// The sketch finds a key string met before by its address: fed the same
+// strings again and again (as the mapping workers' memos hand them out),
+// with keys turned out between, it must count exactly what it counts fed
+// a fresh copy of each string every time.
+func TestHeavyHittersSameStringsCountAsCopies(t *testing.T) {
+	for _, capacity := range []int{4, 64, 1024} {
+		keys := make([]string, 200)
+		for i := range keys {
+			keys[i] = fmt.Sprintf(`"k%d"`, i)
+		}
+		same, copies := newHeavyHitters(capacity), newHeavyHitters(capacity)
+		for i := range 20000 {
+			k := keys[(i*i+i/3)%len(keys)]
+			if i%5 == 0 {
+				k = keys[i%7] // a few hot keys
+			}
+			ru := float64(i%9 + 1)
+			same.add(k, i%4, ru, int64(i%100))
+			copies.add(strings.Clone(k), i%4, ru, int64(i%100))
+		}
+		if got, want := same.top(20, 1), copies.top(20, 1); !reflect.DeepEqual(got, want) {
+			t.Errorf("capacity %d:\nsame strings %+v\ncopies       %+v", capacity, got, want)
+		}
+	}
+}
