@@ -245,7 +245,7 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 	charge := cost.Estimator()
 	prep := prep{
 		key: func(pk []any, keys *keyCache, out *prepared) {
-			out.epk, out.key = keys.of(pk)
+			out.epk, out.key = keys.of(pk), keyOf(pk)
 			out.part = epk.Locate(bounds, out.epk)
 		},
 		doc: func(size, terms int, out *prepared) { out.ru = charge(size, terms) },
@@ -281,7 +281,7 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 			planner.add(part, pk, size, ru)
 			seq.Add(seqBase+seg, part, ru)
 			alt.Add(altBase+altSeg, part, ru)
-			keys.add(d.key, part, ru, int64(size))
+			keys.add(d.key, pk, part, ru, int64(size))
 		}
 		consume := func(s *scanned) bool {
 			// What is kept below is copied (ids, keys, dead letters): the
@@ -815,7 +815,7 @@ func (h *itemHeap) sorted() []Item {
 // by the smallest load it tracks.
 type heavyHitters struct {
 	cap   int
-	byKey map[string]*trackedKey
+	byKey map[batchKey]*trackedKey
 	heap  []heapSlot // min-heap by RU, once heaped
 	// heaped: a key was turned out for a new one. Until then every key is
 	// counted exactly and nothing needs the lightest: the heap is built
@@ -832,23 +832,27 @@ type heavyHitters struct {
 }
 
 type seenKey struct {
-	s   string // held, so its address names no other string while here
+	s   batchKey // held, so its address names no other string while here
 	k   *trackedKey
 	gen uint64
 }
 
 // seenAt is where h.seen remembers key.
-func seenAt(key string) int {
-	p := uintptr(unsafe.Pointer(unsafe.StringData(key)))
+func seenAt(key batchKey) int {
+	p := uintptr(unsafe.Pointer(unsafe.StringData(string(key))))
 	return int((p>>4 ^ p>>14) & 1023)
 }
 
 // trackedKey is a key's load and its place in the heap, kept with it: a
 // map write per swap was a fifth of a dry-run's CPU over a table of unique
-// ids, where every record turns a key out.
+// ids, where every record turns a key out. The key's JSON text, which
+// KeyLoad shows, is written for the keys top returns only (pkString was
+// a string a record over unique ids).
 type trackedKey struct {
 	KeyLoad
-	at int
+	key batchKey
+	pk  []any
+	at  int
 }
 
 // heapSlot holds a key's RU beside it: over unique ids every record sifts
@@ -859,13 +863,14 @@ type heapSlot struct {
 }
 
 func newHeavyHitters(capacity int) *heavyHitters {
-	return &heavyHitters{cap: capacity, byKey: make(map[string]*trackedKey, capacity)}
+	return &heavyHitters{cap: capacity, byKey: make(map[batchKey]*trackedKey, capacity)}
 }
 
-func (h *heavyHitters) add(key string, part int, ru float64, bytes int64) {
+// add counts a record of key (keyOf(pk)).
+func (h *heavyHitters) add(key batchKey, pk []any, part int, ru float64, bytes int64) {
 	c := &h.seen[seenAt(key)]
 	k := c.k
-	if k == nil || c.gen != h.gen || len(c.s) != len(key) || unsafe.StringData(c.s) != unsafe.StringData(key) {
+	if k == nil || c.gen != h.gen || len(c.s) != len(key) || unsafe.StringData(string(c.s)) != unsafe.StringData(string(key)) {
 		k = h.byKey[key]
 	}
 	if k != nil {
@@ -880,7 +885,7 @@ func (h *heavyHitters) add(key string, part int, ru float64, bytes int64) {
 		return
 	}
 	if len(h.heap) < h.cap {
-		k := &trackedKey{KeyLoad: KeyLoad{Key: key, Records: 1, RU: ru, Bytes: bytes, Partition: part}, at: len(h.heap)}
+		k := &trackedKey{KeyLoad: KeyLoad{Records: 1, RU: ru, Bytes: bytes, Partition: part}, key: key, pk: pk, at: len(h.heap)}
 		h.heap = append(h.heap, heapSlot{ru, k})
 		h.byKey[key] = k
 		*c = seenKey{key, k, h.gen}
@@ -895,8 +900,9 @@ func (h *heavyHitters) add(key string, part int, ru float64, bytes int64) {
 	}
 	// Replace the lightest key, inheriting its load as the error bound.
 	k = h.heap[0].k
-	delete(h.byKey, k.Key)
-	k.KeyLoad = KeyLoad{Key: key, Records: k.Records + 1, RU: k.RU + ru, Bytes: k.Bytes + bytes, Partition: part, Approximate: true}
+	delete(h.byKey, k.key)
+	k.KeyLoad = KeyLoad{Records: k.Records + 1, RU: k.RU + ru, Bytes: k.Bytes + bytes, Partition: part, Approximate: true}
+	k.key, k.pk = key, pk
 	h.byKey[key] = k
 	h.heap[0].ru = k.RU
 	h.down(0)
@@ -923,15 +929,17 @@ func (h *heavyHitters) down(i int) {
 }
 
 func (h *heavyHitters) top(n int, totalRU float64) []KeyLoad {
+	keys := make([]*trackedKey, len(h.heap))
+	for i, s := range h.heap {
+		keys[i] = s.k
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].RU > keys[j].RU })
 	var out []KeyLoad
-	for _, s := range h.heap {
-		out = append(out, s.k.KeyLoad)
+	for _, k := range keys[:min(n, len(keys))] {
+		out = append(out, k.KeyLoad)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].RU > out[j].RU })
-	if len(out) > n {
-		out = out[:n]
-	}
-	for i := range out {
+	for i, k := range keys[:len(out)] {
+		out[i].Key = pkString(k.pk)
 		out[i].Value = json.RawMessage(out[i].Key)
 		if totalRU > 0 {
 			out[i].Share = round2(out[i].RU/totalRU*1000) / 1000

@@ -436,7 +436,7 @@ func TestDryRunOpensSmallBlobsAhead(t *testing.T) {
 func TestHeavyHittersExactThenSketch(t *testing.T) {
 	h := newHeavyHitters(4)
 	for i := range 100 {
-		h.add(fmt.Sprintf(`"k%d"`, i%4), i%4, float64(i%4+1), 10)
+		h.addKey(fmt.Sprintf("k%d", i%4), i%4, float64(i%4+1), 10)
 	}
 	for _, k := range h.top(4, 0) {
 		want := float64(25 * (int(k.Key[2]-'0') + 1))
@@ -445,8 +445,8 @@ func TestHeavyHittersExactThenSketch(t *testing.T) {
 		}
 	}
 	for i := range 1000 {
-		h.add(`"hot"`, 0, 5, 10)
-		h.add(fmt.Sprintf(`"cold%d"`, i), 1, 1, 10)
+		h.addKey("hot", 0, 5, 10)
+		h.addKey(fmt.Sprintf("cold%d", i), 1, 1, 10)
 	}
 	top := h.top(4, 0)
 	if top[0].Key != `"hot"` || top[0].Records < 1000 || top[0].RU < 5000 {
@@ -462,8 +462,8 @@ func TestHeavyHittersExactThenSketch(t *testing.T) {
 		t.Errorf("after evictions: %+v, %d keys held, %d indexed", top, len(h.heap), len(h.byKey))
 	}
 	for k, e := range h.byKey {
-		if h.heap[e.at].k != e || e.Key != k || h.heap[e.at].ru != e.RU {
-			t.Fatalf("index of %s points at %s", k, h.heap[e.at].k.Key)
+		if h.heap[e.at].k != e || e.key != k || h.heap[e.at].ru != e.RU {
+			t.Fatalf("index of %s points at %s", k, h.heap[e.at].k.key)
 		}
 	}
 	for i := 1; i < len(h.heap); i++ {
@@ -616,6 +616,12 @@ func TestDryRunFactsGiveTheRecordsPlan(t *testing.T) {
 	}
 }
 
+// addKey counts a record of the string key k.
+func (h *heavyHitters) addKey(k string, part int, ru float64, bytes int64) {
+	pk := []any{k}
+	h.add(keyOf(pk), pk, part, ru, bytes)
+}
+
 // The sketch finds a key string met before by its address: fed the same
 // strings again and again (as the mapping workers' memos hand them out),
 // with keys turned out between, it must count exactly what it counts fed
@@ -624,7 +630,7 @@ func TestHeavyHittersSameStringsCountAsCopies(t *testing.T) {
 	for _, capacity := range []int{4, 64, 1024} {
 		keys := make([]string, 200)
 		for i := range keys {
-			keys[i] = fmt.Sprintf(`"k%d"`, i)
+			keys[i] = fmt.Sprintf("k%d", i)
 		}
 		same, copies := newHeavyHitters(capacity), newHeavyHitters(capacity)
 		for i := range 20000 {
@@ -633,8 +639,8 @@ func TestHeavyHittersSameStringsCountAsCopies(t *testing.T) {
 				k = keys[i%7] // a few hot keys
 			}
 			ru := float64(i%9 + 1)
-			same.add(k, i%4, ru, int64(i%100))
-			copies.add(strings.Clone(k), i%4, ru, int64(i%100))
+			same.addKey(k, i%4, ru, int64(i%100))
+			copies.addKey(strings.Clone(k), i%4, ru, int64(i%100))
 		}
 		if got, want := same.top(20, 1), copies.top(20, 1); !reflect.DeepEqual(got, want) {
 			t.Errorf("capacity %d:\nsame strings %+v\ncopies       %+v", capacity, got, want)

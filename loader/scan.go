@@ -25,12 +25,12 @@ type scanned struct {
 
 // prepared is what the caller's prep (see scanInput) works out of a
 // document, on a mapping worker: the partition key's hash (epk.Of), and
-// for dry-run its physical partition, the key as text and the estimated
-// charge.
+// for dry-run its physical partition, the key as a map key and the
+// estimated charge.
 type prepared struct {
 	epk  string
 	part int
-	key  string
+	key  batchKey
 	ru   float64
 }
 
@@ -43,30 +43,27 @@ type prep struct {
 	doc func(size, terms int, out *prepared)
 }
 
-// keyCache remembers, for one mapping worker, the hash (epk.Of) and the
-// JSON text (pkString) of the single-string partition keys it met lately:
-// most inputs repeat their keys, and hashing each record's key and
-// writing it out were 6 % of a dry-run's CPU on the bench's DuckDB
-// export.
-type keyCache struct{ m keymemo.Memo[cachedKey] }
+// keyCache remembers, for one mapping worker, the hash (epk.Of) of the
+// single-string partition keys it met lately: most inputs repeat their
+// keys, and hashing each record's key was a few per cent of a dry-run's
+// CPU on the bench's DuckDB export.
+type keyCache struct{ m keymemo.Memo[string] }
 
-type cachedKey struct{ epk, json string }
-
-// of returns pk's hash and JSON text.
-func (c *keyCache) of(pk []any) (hash, json string) {
+// of returns pk's hash.
+func (c *keyCache) of(pk []any) string {
 	str, ok := "", len(pk) == 1
 	if ok {
 		str, ok = pk[0].(string)
 	}
 	if !ok {
-		return epk.Of(pk), pkString(pk)
+		return epk.Of(pk)
 	}
-	if k, ok := c.m.Get(str); ok {
-		return k.epk, k.json
+	if h, ok := c.m.Get(str); ok {
+		return h
 	}
-	k := cachedKey{epk: epk.Of(pk), json: pkString(pk)}
-	c.m.Put(str, k)
-	return k.epk, k.json
+	h := epk.Of(pk)
+	c.m.Put(str, h)
+	return h
 }
 
 // scanInput reads input in from its start position, maps every record and

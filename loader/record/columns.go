@@ -1,5 +1,7 @@
 package record
 
+import "slices"
+
 // Columnar mapping: a reader that holds a batch of trusted rows as columns
 // (Parquet, in a dry-run) can have them mapped without writing each row's
 // JSON or listing its members. Most fields matter to MapTrusted only by
@@ -141,6 +143,11 @@ func (p *ColumnPlan) ID(id []byte) string {
 func (p *ColumnPlan) Key(i int, raw []byte) (v any, ok bool) {
 	if len(raw) == 0 {
 		return nil, false
+	}
+	if raw[0] == '"' && !slices.Contains(raw, '\\') {
+		// A string without escapes is its text (the reader writes valid
+		// UTF-8): what pkValue makes of it, without a pooled scanner.
+		return string(raw[1 : len(raw)-1]), true
 	}
 	s := scanners.Get().(*scanner)
 	s.reset(p.m, raw)
