@@ -241,9 +241,10 @@ func offset(f *os.File) int64 {
 // Parquet file (arrow-go-written: this measures speed, not compatibility,
 // kept in the temporary directory between runs), run as a user runs it: the
 // real binary, a process per run, its default flags (batches, the order
-// simulation) — decode the row groups, turn rows into JSON, map, estimate
-// RU, route, model, print the plan. MB/s are of Parquet input, by wall
-// time; CPU-s/MB and peak RSS are the child's. Target ≥ 150 MB/s. Each
+// simulation) — decode the row groups, sum each row's size and terms by
+// columns, map ids and keys, estimate RU, route, model, print the plan.
+// MB/s are of Parquet input, by wall time; CPU-s/MB and peak RSS are the
+// child's. Target ≥ 150 MB/s. Each
 // file is read with two partition keys: /tenant, and the default /id.
 //
 //   - orders: the order documents of readpath_test.go (nested structs, a
