@@ -198,22 +198,7 @@ func TestDryRunParquetMatchesItsJSON(t *testing.T) {
 		b.Field(2).(*array.Int64Builder).Append(int64(i) * 7919)
 		b.Field(3).(*array.StringBuilder).Append(strings.Repeat("x", i%200))
 	}
-	rec := b.NewRecordBatch()
-	defer rec.Release()
-	f, err := os.Create(pq)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := pqarrow.NewFileWriter(schema, f, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(6000)), pqarrow.DefaultWriterProps())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	writeRowGroupsOf(t, pq, b, 6000)
 	// The same rows as the reader writes them, as NDJSON.
 	r, err := source.Open(source.Input{Path: pq}, nil, source.Options{}, source.Position{})
 	if err != nil {
@@ -253,6 +238,29 @@ func TestDryRunParquetMatchesItsJSON(t *testing.T) {
 		if g.ID != w.ID || g.Bytes != w.Bytes || g.RU != w.RU || g.Line != w.Line {
 			t.Errorf("largest %d: %+v, want %+v", i, g, w)
 		}
+	}
+}
+
+// writeRowGroupsOf writes the rows built in b to a Parquet file at path,
+// in row groups of rows rows (arrow-go's writer).
+func writeRowGroupsOf(t *testing.T, path string, b *array.RecordBuilder, rows int64) {
+	t.Helper()
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w, err := pqarrow.NewFileWriter(rec.Schema(), f, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(rows)), pqarrow.DefaultWriterProps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -556,22 +564,7 @@ func TestDryRunFactsGiveTheRecordsPlan(t *testing.T) {
 		}
 		b.Field(4).(*array.StringBuilder).Append(body)
 	}
-	rec := b.NewRecordBatch()
-	defer rec.Release()
-	f, err := os.Create(mixed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := pqarrow.NewFileWriter(schema, f, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(3000)), pqarrow.DefaultWriterProps())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	writeRowGroupsOf(t, mixed, b, 3000)
 	fixtures := "../testdata/parquet/"
 	cases := []struct {
 		path string

@@ -90,20 +90,9 @@ func readFacts(t *testing.T, path string, opts Options) []*Facts {
 // record Next gives. Over every fixture, nulls omitted and kept, under
 // every mapper configuration.
 func TestParquetFactsMatchTheRecords(t *testing.T) {
-	dir := t.TempDir()
-	gen := filepath.Join(dir, "encoder.parquet")
-	writeEncoderFixture(t, gen)
-	big := filepath.Join(dir, "big.parquet")
-	writeBigRows(t, big)
-	odd := filepath.Join(dir, "odd.parquet")
-	writeOddNames(t, odd)
-	known := filepath.Join(dir, "known.parquet")
-	writeKnownSizesFixture(t, known)
-	dict := filepath.Join(dir, "dict.parquet")
-	writeDictionaryFixture(t, dict)
-	nums := filepath.Join(dir, "nums.parquet")
-	writeNumericIDs(t, nums)
-	paths := []string{gen, big, odd, known, dict, nums}
+	paths := writeFixtures(t, map[string]func(*testing.T, string){
+		"encoder.parquet": func(t *testing.T, path string) { writeEncoderFixture(t, path) }, "big.parquet": writeBigRows, "odd.parquet": writeOddNames,
+		"known.parquet": writeKnownSizesFixture, "dict.parquet": writeDictionaryFixture, "nums.parquet": writeNumericIDs})
 	for _, name := range []string{"types.parquet", "rows.parquet", "logical.parquet", "legacy.parquet", "duckdb.parquet"} {
 		paths = append(paths, parquetDir+name)
 	}

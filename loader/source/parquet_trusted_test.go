@@ -2,9 +2,11 @@ package source
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -72,14 +74,9 @@ func checkTrusted(t *testing.T, name string, recs []Record) {
 // Map gives, on files of independent writers and on the encoder's fixture,
 // with nulls omitted and kept.
 func TestParquetTrustedMapMatchesMap(t *testing.T) {
-	dir := t.TempDir()
-	gen := filepath.Join(dir, "encoder.parquet")
-	writeEncoderFixture(t, gen)
-	big := filepath.Join(dir, "big.parquet")
-	writeBigRows(t, big)
-	odd := filepath.Join(dir, "odd.parquet")
-	writeOddNames(t, odd)
-	for _, path := range []string{parquetDir + "types.parquet", parquetDir + "rows.parquet", gen, big, odd} {
+	fixtures := writeFixtures(t, map[string]func(*testing.T, string){
+		"encoder.parquet": func(t *testing.T, path string) { writeEncoderFixture(t, path) }, "big.parquet": writeBigRows, "odd.parquet": writeOddNames})
+	for _, path := range append(fixtures, parquetDir+"types.parquet", parquetDir+"rows.parquet") {
 		for _, keep := range []bool{false, true} {
 			recs, err := readParquet(t, path, Options{CSVEmptyNull: keep}, Position{})
 			if err != nil {
@@ -88,6 +85,20 @@ func TestParquetTrustedMapMatchesMap(t *testing.T) {
 			checkTrusted(t, fmt.Sprintf("%s keep=%v", filepath.Base(path), keep), recs)
 		}
 	}
+}
+
+// writeFixtures writes each generated fixture into a temporary directory
+// and returns their paths, in name order.
+func writeFixtures(t *testing.T, write map[string]func(*testing.T, string)) []string {
+	t.Helper()
+	dir := t.TempDir()
+	var paths []string
+	for _, name := range slices.Sorted(maps.Keys(write)) {
+		path := filepath.Join(dir, name)
+		write[name](t, path)
+		paths = append(paths, path)
+	}
+	return paths
 }
 
 // writeBigRows writes rows around Cosmos's 2 MB limit, some without an id,
