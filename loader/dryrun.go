@@ -641,7 +641,7 @@ func nextSegment(f *source.Facts, i int, ranges []source.Range, seg int) int {
 	if seg+1 >= len(ranges) {
 		return f.Len()
 	}
-	return f.Rows(i, ranges[seg+1].Start.Offset)
+	return f.FirstAt(i, ranges[seg+1].Start.Offset)
 }
 
 // segmentOf returns the index of the range holding offset, searching on

@@ -27,7 +27,7 @@ type factRows struct {
 
 // dictKeys are the entries of a row group's dictionary-encoded key
 // column, as partition keys, each resolved once by a worker for every
-// batch of the row group (see recordMapper.dictKeys).
+// batch of the row group (see recordMapper.entriesOf).
 type dictKeys struct {
 	rowGroup int
 	entries  []entryKey
@@ -68,6 +68,7 @@ func (rm *recordMapper) scanFacts(fr *factRows) {
 	f := fr.f
 	plan := f.Plan
 	idField, keyFields := plan.IDField(), plan.KeyFields()
+	clear(fr.slow) // let the last batch's records go
 	fr.rows, fr.slow, fr.ids = fr.rows[:0], fr.slow[:0], fr.ids[:0]
 	// A key of one field whose column is a dictionary is worked out once
 	// per entry (a tenant, a region), not once per row.

@@ -55,9 +55,9 @@ type Facts struct {
 	Terms    []int32
 	// Members is how many members each row has.
 	Members []int32
-	// Slow: the sums do not hold for this batch (a column of a type whose
-	// leaves only a parse can count, or nested past record.MaxDepth):
-	// every row is to be mapped from its Record.
+	// Slow: the batch's fields are not those the plan was made for (its
+	// columns are the footer's, so this is a safety net): every row is to
+	// be mapped from its Record.
 	Slow bool
 
 	r         *parquetReader
@@ -91,9 +91,9 @@ func (f *Facts) Offset(i int) int64 { return f.r.offsetAt(f.First + int64(i)) }
 // Line is row i's 1-based row number in the file (Record.Line).
 func (f *Facts) Line(i int) int64 { return f.First + int64(i) + 1 }
 
-// Rows returns the first row at or after from whose Offset reaches at,
-// or Len: where a range starting at at begins in these rows.
-func (f *Facts) Rows(from int, at int64) int {
+// FirstAt returns the first row at or after from whose Offset reaches
+// at, or Len: where a range starting at at begins in these rows.
+func (f *Facts) FirstAt(from int, at int64) int {
 	return from + sort.Search(f.Len()-from, func(k int) bool { return f.Offset(from+k) >= at })
 }
 
