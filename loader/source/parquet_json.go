@@ -484,11 +484,9 @@ func typeDepth(dt arrow.DataType) int {
 }
 
 // floatLen is len(appendFloat(nil, v, bitSize)), worked out without
-// writing the digits of the values fewDecimals takes. The others are
-// written into scratch in strconv's 'e' form (a quarter cheaper than 'g',
-// whose extra work is choosing a form): its digits and exponent give the
-// length of the 'g' form, which is the same text when it has an exponent
-// and, without, the digits around a point (strconv's formatDigits).
+// writing the digits: a float64 by the same shortest-digits search as
+// strconv's, stopped before the digits are written (shortestLen); a
+// float32, rarer, by strconv itself, into scratch.
 func floatLen(v float64, bitSize int, scratch *[]byte) int {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return len("null")
@@ -497,37 +495,10 @@ func floatLen(v float64, bitSize int, scratch *[]byte) int {
 		if m, k, ok := fewDecimals(v); ok {
 			return decimalsLen(v < 0, m, k)
 		}
+		return shortestLen(v)
 	}
-	*scratch = strconv.AppendFloat((*scratch)[:0], v, 'e', -1, bitSize)
-	s := *scratch // -d.ddde-05
-	e := len(s) - 1
-	for s[e] != 'e' {
-		e--
-	}
-	exp := 0
-	for _, c := range s[e+2:] {
-		exp = 10*exp + int(c-'0')
-	}
-	if s[e+1] == '-' {
-		exp = -exp
-	}
-	if exp < -4 || exp >= 6 { // shortest 'g' keeps the exponent
-		return len(s)
-	}
-	neg := 0
-	if s[0] == '-' {
-		neg = 1
-	}
-	digits := e - neg
-	if digits > 1 {
-		digits-- // the point
-	}
-	point := exp + 1 // digits before the point
-	n := neg + max(point, 1)
-	if frac := digits - point; frac > 0 {
-		n += len(".") + frac
-	}
-	return n
+	*scratch = strconv.AppendFloat((*scratch)[:0], v, 'g', -1, bitSize)
+	return len(*scratch)
 }
 
 func appendFloat(b []byte, v float64, bitSize int) []byte {
