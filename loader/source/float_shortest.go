@@ -43,7 +43,7 @@ import (
 // finite v: the shortest digits that read back as v, laid out as strconv
 // lays them out (its formatDigits), without writing them.
 // TestShortestLenIsStrconvs holds it to strconv over every exponent,
-// subnormals, the boundary cases and millions of random values.
+// subnormals, the boundary cases and four million random values.
 func shortestLen(v float64) int {
 	b := math.Float64bits(v)
 	neg := int(b >> 63)

@@ -10,7 +10,7 @@ import (
 // shortestLen must be the length strconv writes, 'g', shortest: over
 // every binary exponent (normal and subnormal, each with its boundary
 // significands), values around the points where the form switches to an
-// exponent, integers, decimals, and millions of random bit patterns and
+// exponent, integers, decimals, and four million random bit patterns and
 // random doubles in [0, 1).
 func TestShortestLenIsStrconvs(t *testing.T) {
 	check := func(v float64) {
@@ -43,7 +43,7 @@ func TestShortestLenIsStrconvs(t *testing.T) {
 		check(math.Nextafter(p, math.Inf(1)))
 	}
 	rng := rand.New(rand.NewSource(16))
-	n := 3_000_000
+	n := 1_000_000
 	if testing.Short() {
 		n = 300_000
 	}
