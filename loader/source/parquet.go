@@ -429,24 +429,21 @@ func openParquet(in Input, opts Options, start Position) (r *parquetReader, err 
 	if err != nil {
 		return nil, &InputError{Code: ReasonColumns, Line: start.Line + 1, Offset: start.Line, Err: err}
 	}
+	summable := true // the rows may be summed by columns (Options.Facts)
 	for i := range names {
 		if keep != nil && keep[i] {
 			r.cols = appendLeaves(r.cols, &fr.Manifest.Fields[i])
 		}
 		if keep == nil || keep[i] {
-			r.logicals = append(r.logicals, logicalOf(&fr.Manifest.Fields[i], pf.MetaData().Schema, opts.BinaryAsString))
+			l := logicalOf(&fr.Manifest.Fields[i], pf.MetaData().Schema, opts.BinaryAsString)
+			r.logicals = append(r.logicals, l)
+			// A JSON column's leaves and depth are known only by a parse.
+			summable = summable && !l.hasJSON() && 1+typeDepth(fr.Manifest.Fields[i].Field.Type) <= record.MaxDepth
 		}
 	}
 	r.parts = opts.partitionFields(names, keep)
-	r.plan = columnPlan(opts.Facts, names, keep, r.parts)
-	for i := range names {
-		if keep != nil && !keep[i] {
-			continue
-		}
-		// A JSON column's leaves and depth are known only by a parse.
-		if f := &fr.Manifest.Fields[i]; 1+typeDepth(f.Field.Type) > record.MaxDepth || logicalOf(f, pf.MetaData().Schema, opts.BinaryAsString).hasJSON() {
-			r.plan = nil
-		}
+	if summable {
+		r.plan = columnPlan(opts.Facts, names, keep, r.parts)
 	}
 	r.rgRows = make([]int64, pf.NumRowGroups())
 	for g := range r.rgRows {

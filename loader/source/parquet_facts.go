@@ -304,7 +304,7 @@ func (f *Facts) sum(k int) {
 	}
 	var size sizeFn // when the column is not summed whole
 	if !addSizes(fd.arr, f.Size, fd.l, f.keepNulls, &f.scratch) {
-		size = sizer(fd.arr, f.keepNulls, fd.l)
+		size = writtenSize(fd.arr, f.keepNulls, fd.l) // sizer would try addSizes again
 	}
 	var leaves leafFn
 	if counts {

@@ -32,6 +32,12 @@ func sizer(arr arrow.Array, keepNulls bool, l *logical) sizeFn {
 	if size := knownSize(arr, keepNulls, l); size != nil {
 		return size
 	}
+	return writtenSize(arr, keepNulls, l)
+}
+
+// writtenSize is the sizeFn that writes each value, into scratch memory:
+// for the types addSizes leaves.
+func writtenSize(arr arrow.Array, keepNulls bool, l *logical) sizeFn {
 	put := binder(arr, keepNulls, l)
 	var scratch []byte
 	return func(i int) int {
