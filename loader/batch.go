@@ -189,14 +189,15 @@ func (g *batchGrouper) group(window []*item, maxOps, maxBytes int, maxRU float64
 	out, bytes, rus := g.out[:0], g.bytes[:0], g.rus[:0]
 	for _, it := range window {
 		cost := it.size + batchOpOverhead
-		at, ok := g.chunks[keyOf(it.doc.PK)]
+		k := it.batchKey()
+		at, ok := g.chunks[k]
 		if ok && len(out[at]) < maxOps && bytes[at]+cost <= maxBytes && (maxRU <= 0 || rus[at]+it.est <= maxRU) {
 			out[at] = append(out[at], it)
 			bytes[at] += cost
 			rus[at] += it.est
 			continue
 		}
-		g.chunks[keyOf(it.doc.PK)] = len(out)
+		g.chunks[k] = len(out)
 		bytes = append(bytes, cost)
 		rus = append(rus, it.est)
 		if len(out) < cap(out) { // a request of the last call: its memory
@@ -225,7 +226,7 @@ func (r *run) dispatchBatched(lane int, q <-chan *item, admit func(part int, ru 
 		}
 		window = append(window[:0], it)
 		clear(counts)
-		counts[keyOf(it.doc.PK)] = 1
+		counts[it.batchKey()] = 1
 		waiting := false // some key has 2+ records but less than a full batch
 		closed := false
 		var deadline <-chan time.Time // the linger, once some key waits
@@ -252,7 +253,7 @@ func (r *run) dispatchBatched(lane int, q <-chan *item, admit func(part int, ru 
 				break
 			}
 			window = append(window, next)
-			k := keyOf(next.doc.PK)
+			k := next.batchKey()
 			counts[k]++
 			if n := counts[k]; n >= 2 && n%r.o.Batch != 0 {
 				waiting = true
@@ -542,7 +543,8 @@ func newRequestPlanner(parts, maxOps, queue int, send func(part, records int, ru
 		send: send, wins: make([][]*item, parts), slab: make([][]item, parts)}
 }
 
-func (p *requestPlanner) add(part int, pk []any, size int, ru float64) {
+// add queues a record of partition part, its key's keyOf key.
+func (p *requestPlanner) add(part int, key batchKey, size int, ru float64) {
 	if p.maxOps < 2 {
 		p.send(part, 1, ru)
 		return
@@ -551,8 +553,14 @@ func (p *requestPlanner) add(part int, pk []any, size int, ru float64) {
 		p.slab[part] = make([]item, 0, p.window)
 		p.wins[part] = make([]*item, 0, p.window)
 	}
-	p.slab[part] = append(p.slab[part], item{doc: Document{PK: pk}, size: size, est: ru})
-	p.wins[part] = append(p.wins[part], &p.slab[part][len(p.slab[part])-1])
+	// Only the fields the grouper reads are set (an item is some 200
+	// bytes): the slab's items are the planner's alone, the rest of each
+	// stays zero. A window never outgrows the slab (flushPart).
+	n := len(p.slab[part])
+	p.slab[part] = p.slab[part][:n+1]
+	it := &p.slab[part][n]
+	it.key, it.keyed, it.size, it.est = key, true, size, ru
+	p.wins[part] = append(p.wins[part], it)
 	if len(p.wins[part]) >= p.window {
 		p.flushPart(part)
 	}
@@ -562,7 +570,8 @@ func (p *requestPlanner) flushPart(part int) {
 	for _, g := range p.grouper.group(p.wins[part], p.maxOps, p.maxBytes, 0) {
 		p.send(part, len(g), estimateOf(g))
 	}
-	clear(p.slab[part]) // let the keys go
+	// The items are kept for the next window, their keys with them: at
+	// most a window's per partition.
 	p.slab[part] = p.slab[part][:0]
 	p.wins[part] = p.wins[part][:0]
 }

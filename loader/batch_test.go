@@ -377,9 +377,9 @@ func TestRequestPlannerCountsBatchesAsTheImportSendsThem(t *testing.T) {
 	var ru float64
 	p := newRequestPlanner(2, 100, 512, func(part, n int, r float64) { requests++; records += n; ru += r })
 	for i := range 250 {
-		p.add(0, []any{"hot"}, 300, 5)
+		p.add(0, keyOf([]any{"hot"}), 300, 5)
 		if i%50 == 0 {
-			p.add(1, []any{fmt.Sprint("u", i)}, 300, 5) // unique keys: point writes
+			p.add(1, keyOf([]any{fmt.Sprint("u", i)}), 300, 5) // unique keys: point writes
 		}
 	}
 	p.flush()
@@ -391,7 +391,7 @@ func TestRequestPlannerCountsBatchesAsTheImportSendsThem(t *testing.T) {
 	off := 0
 	p = newRequestPlanner(1, 0, 256, func(int, int, float64) { off++ })
 	for range 250 {
-		p.add(0, []any{"hot"}, 300, 5)
+		p.add(0, keyOf([]any{"hot"}), 300, 5)
 	}
 	p.flush()
 	if off != 250 {

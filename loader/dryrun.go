@@ -278,7 +278,7 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 			charges.add(ru)
 			p.EstimatedRU += ru
 			p.PartitionRU[part] += ru
-			planner.add(part, pk, size, ru)
+			planner.add(part, d.key, size, ru)
 			seq.Add(seqBase+seg, part, ru)
 			alt.Add(altBase+altSeg, part, ru)
 			keys.add(d.key, pk, part, ru, int64(size))

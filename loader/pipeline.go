@@ -242,6 +242,19 @@ type item struct {
 	base  int64 // where line counts from (source.Position.Base)
 	off   int64
 	raw   []byte
+	// key is keyOf(doc.PK) once keyed is set: see batchKey.
+	key   batchKey
+	keyed bool
+}
+
+// batchKey is the record's key for grouping into batches, worked out on
+// first use: a window asks for it more than once, and a dry-run's planner
+// hands it over already known.
+func (it *item) batchKey() batchKey {
+	if !it.keyed {
+		it.key, it.keyed = keyOf(it.doc.PK), true
+	}
+	return it.key
 }
 
 // where names the record's place for a message: its line, or its byte
