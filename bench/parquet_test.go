@@ -366,6 +366,59 @@ func BenchmarkParquetArrowDecode(b *testing.B) {
 	})
 }
 
+// BenchmarkParquetPages is the floor under any Parquet decoder, arrow-go's
+// or one of our own: reading each column chunk's pages and decompressing
+// them (arrow-go's page reader), no level or value decoded, on one
+// goroutine. cores-bound is the MB/s it allows on all of this machine's
+// cores, with nothing else done.
+func BenchmarkParquetPages(b *testing.B) {
+	onParquetFixtures(b, func(b *testing.B, path string, rows int64, fi os.FileInfo) {
+		cpu0 := cpuTime()
+		var plain int64
+		for i := 0; i < b.N; i++ {
+			plain = readPages(b, path)
+		}
+		perMB := (cpuTime() - cpu0).Seconds() / (float64(fi.Size()) * float64(b.N) / 1e6)
+		b.ReportMetric(perMB, "CPU-s/MB")
+		b.ReportMetric(float64(runtime.NumCPU())/perMB, "MB/s-cores-bound")
+		b.ReportMetric(float64(plain)/float64(fi.Size()), "decompressed/stored")
+	})
+}
+
+// readPages reads and decompresses every page of path and returns their
+// decompressed bytes.
+func readPages(tb testing.TB, path string) int64 {
+	f, err := os.Open(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	props := parquet.NewReaderProperties(memory.DefaultAllocator)
+	props.BufferedStreamEnabled = true
+	props.BufferSize = 256 << 10
+	pf, err := file.NewParquetReader(f, file.WithReadProps(props))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var n int64
+	for g := range pf.NumRowGroups() {
+		rg := pf.RowGroup(g)
+		for c := range rg.NumColumns() {
+			pr, err := rg.GetColumnPageReader(c)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			for pr.Next() {
+				n += int64(len(pr.Page().Data()))
+			}
+			if err := pr.Err(); err != nil {
+				tb.Fatal(err)
+			}
+		}
+	}
+	return n
+}
+
 // decodeParquet reads every row group of path into Arrow batches.
 func decodeParquet(tb testing.TB, path string) int64 {
 	f, err := os.Open(path)
