@@ -39,9 +39,10 @@ const parquetBatchRows = 2048
 // the file or of its row groups, is bounded by, per decoder (parquetWorkers
 // of them, each on its own row groups):
 //
-//   - two decoded Arrow batches (parquetBatchRows rows; one being decoded,
-//     one being encoded) and, per column, the page being read, as stored
-//     and decompressed (see parquetPagesMax);
+//   - parquetDecoded+2 decoded Arrow batches (parquetBatchRows rows; one
+//     being decoded, the queued ones, one being encoded) and, per column,
+//     the page being read, as stored and decompressed (see
+//     parquetPagesMax);
 //   - the JSON of at most parquetAhead+1 chunks of parquetChunkRows rows
 //     (queued, being filled), in arenas of parquetArena;
 //
@@ -629,7 +630,7 @@ func (r *parquetReader) start() {
 	r.stop = make(chan struct{})
 	for k := range r.outs {
 		r.outs[k] = make(chan parquetChunk, parquetAhead)
-		batches := make(chan arrowBatch)
+		batches := make(chan arrowBatch, parquetDecoded)
 		quit := make(chan struct{})
 		r.stopped.Add(2)
 		go r.decode(k, w, batches, quit)
@@ -643,6 +644,15 @@ func (r *parquetReader) start() {
 // a file read by one decoder (its pages are big) still keeps two cores
 // busy: a DuckDB export read 14 % faster, the bench's orders 9 %, and its
 // wide rows as fast as with one goroutine per decoder.
+//
+// Up to parquetDecoded decoded batches wait for the encoder. Decoding is
+// the longest stage of a dry-run, and with a bare handoff the decoder
+// waited for an encoder that was busy or off its core (a runtime trace of
+// the 168 MB DuckDB export: 0.27 s of 1.6 blocked on the send), time the
+// stage that sets the pace never gets back: the 1 GB export took
+// 9.2–11.0 s, 9.2–9.5 with two batches queued (four runs each, alternately;
+// +1–2 MB of peak RSS).
+const parquetDecoded = 2
 
 // arrowBatch is a decoded batch of row group g, or, batch nil, the end of
 // g: err is what ended it (nil when every row was decoded).
