@@ -626,11 +626,18 @@ func (r *parquetReader) start() {
 	if parquetPages(r.pf.MetaData(), r.cols) > parquetPagesMax || r.opts.Cursors > 1 {
 		w = 1
 	}
+	queued := 0
+	if w == 1 && r.opts.Cursors <= 1 && parquetWorkers() > 1 {
+		// The one decoder sets the pace (see parquetDecoded).
+		queued = parquetDecoded
+		_, local := r.f.(*os.File)
+		r.fr.Props.Parallel = local
+	}
 	r.outs = make([]chan parquetChunk, w)
 	r.stop = make(chan struct{})
 	for k := range r.outs {
 		r.outs[k] = make(chan parquetChunk, parquetAhead)
-		batches := make(chan arrowBatch, parquetDecoded)
+		batches := make(chan arrowBatch, queued)
 		quit := make(chan struct{})
 		r.stopped.Add(2)
 		go r.decode(k, w, batches, quit)
@@ -645,13 +652,23 @@ func (r *parquetReader) start() {
 // busy: a DuckDB export read 14 % faster, the bench's orders 9 %, and its
 // wide rows as fast as with one goroutine per decoder.
 //
-// Up to parquetDecoded decoded batches wait for the encoder. Decoding is
-// the longest stage of a dry-run, and with a bare handoff the decoder
-// waited for an encoder that was busy or off its core (a runtime trace of
-// the 168 MB DuckDB export: 0.27 s of 1.6 blocked on the send), time the
-// stage that sets the pace never gets back: the 1 GB export took
-// 9.2–11.0 s, 9.2–9.5 with two batches queued (four runs each, alternately;
-// +1–2 MB of peak RSS).
+// A file read by one decoder on a machine of more cores (its pages are
+// big, or it has one row group left) is paced by that decoder, the
+// longest stage of a dry-run. So that it never waits, up to
+// parquetDecoded decoded batches wait for the encoder: with a bare
+// handoff it waited for an encoder busy or off its core (a runtime trace
+// of the 168 MB DuckDB export: 0.27 s of 1.6 blocked on the send), time
+// the stage that sets the pace never gets back. And arrow-go decodes the
+// batch's columns at once (ArrowReadProperties.Parallel), each on a
+// goroutine of its own, so the decoding itself uses the cores the other
+// stages leave — for a local file only: a blob's cached reader fetches
+// ahead for column chunks read in turns (blobsource), and was not
+// measured with them all read at once. The 1 GB DuckDB export,
+// alternately: 8.7–11.0 s with neither, 8.7–9.5 with the queue, 6.8–7.6
+// with both, at 122–127 MB of peak RSS. Files of two decoders gain
+// nothing from either (orders 1 GB, twice each: parallel columns took
+// 15.9–17.5 s against 12.8–16.5, the queue 6 MB more RSS), so they keep
+// the bare handoff.
 const parquetDecoded = 2
 
 // arrowBatch is a decoded batch of row group g, or, batch nil, the end of
