@@ -727,7 +727,7 @@ func appendIntDecimal(b []byte, v int64, scale, prec int32) ([]byte, bool) {
 	if m == 0 {
 		return append(b, '0'), true
 	}
-	nd := decimalDigits(m)
+	nd := uintLen(m)
 	if nd > int(prec) || nd-int(scale)-1 < -4 {
 		return b, false
 	}
@@ -736,7 +736,7 @@ func appendIntDecimal(b []byte, v int64, scale, prec int32) ([]byte, bool) {
 		m /= 10
 		k--
 	}
-	if decimalDigits(m) <= 15 { // as appendDecimal counts them
+	if uintLen(m) <= 15 { // as appendDecimal counts them
 		return appendDecimals(b, neg, m, k), true
 	}
 	b = append(b, '"')
@@ -758,7 +758,7 @@ func intDecimalLen(v int64, scale, prec int32) (int, bool) {
 	if m == 0 {
 		return 1, true
 	}
-	nd := decimalDigits(m)
+	nd := uintLen(m)
 	if nd > int(prec) || nd-int(scale)-1 < -4 {
 		return 0, false
 	}
@@ -768,19 +768,10 @@ func intDecimalLen(v int64, scale, prec int32) (int, bool) {
 		k--
 	}
 	n := decimalsLen(neg, m, k)
-	if decimalDigits(m) > 15 {
+	if uintLen(m) > 15 {
 		n += len(`""`)
 	}
 	return n, true
-}
-
-// decimalDigits is the number of decimal digits of m > 0.
-func decimalDigits(m uint64) int {
-	n := 1
-	for ; m >= 10; m /= 10 {
-		n++
-	}
-	return n
 }
 
 // appendDecimal writes an exact decimal string as a JSON number when a
