@@ -11,7 +11,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-	"unsafe"
 
 	"github.com/cosmosloader/loader/epk"
 	"github.com/cosmosloader/loader/loader/record"
@@ -502,7 +501,7 @@ func keysWorthShowing(top []KeyLoad, keys *heavyHitters, partitions int, warned 
 		// sketch's error bound is hot.
 		return top[0].Share >= 0.05
 	}
-	distinct := len(keys.heap)
+	distinct := keys.distinct()
 	return distinct <= 4*partitions || top[0].Share >= 2/float64(distinct)
 }
 
@@ -806,145 +805,5 @@ func (h *itemHeap) offer(it Item, keep int) {
 func (h *itemHeap) sorted() []Item {
 	out := append([]Item(nil), *h...)
 	sort.Slice(out, func(i, j int) bool { return out[i].Bytes > out[j].Bytes })
-	return out
-}
-
-// heavyHitters finds the partition keys with the most RU in bounded memory
-// (the Space-Saving algorithm over a min-heap): exact while there are
-// fewer distinct keys than its capacity, otherwise an overestimate bounded
-// by the smallest load it tracks.
-type heavyHitters struct {
-	cap   int
-	byKey map[batchKey]*trackedKey
-	heap  []heapSlot // min-heap by RU, once heaped
-	// heaped: a key was turned out for a new one. Until then every key is
-	// counted exactly and nothing needs the lightest: the heap is built
-	// then, not kept record by record.
-	heaped bool
-	// seen remembers, by the address of its text, where a key string was
-	// last found: the mapping workers hand out one string per key (their
-	// memos, a dictionary's entries), so most records' keys are a string
-	// met before, found here without hashing it (the map lookup was
-	// most of add). A key turned out invalidates them all (gen): its
-	// trackedKey is reused for another key.
-	seen [1024]seenKey
-	gen  uint64
-}
-
-type seenKey struct {
-	s   batchKey // held, so its address names no other string while here
-	k   *trackedKey
-	gen uint64
-}
-
-// seenAt is where h.seen remembers key.
-func seenAt(key batchKey) int {
-	p := uintptr(unsafe.Pointer(unsafe.StringData(string(key))))
-	return int((p>>4 ^ p>>14) & 1023)
-}
-
-// trackedKey is a key's load and its place in the heap, kept with it: a
-// map write per swap was a fifth of a dry-run's CPU over a table of unique
-// ids, where every record turns a key out. The key's JSON text, which
-// KeyLoad shows, is written for the keys top returns only (pkString was
-// a string a record over unique ids).
-type trackedKey struct {
-	KeyLoad
-	key batchKey
-	pk  []any
-	at  int
-}
-
-// heapSlot holds a key's RU beside it: over unique ids every record sifts
-// a key from the top to the bottom, comparing without fetching each key.
-type heapSlot struct {
-	ru float64
-	k  *trackedKey
-}
-
-func newHeavyHitters(capacity int) *heavyHitters {
-	return &heavyHitters{cap: capacity, byKey: make(map[batchKey]*trackedKey, capacity)}
-}
-
-// add counts a record of key (keyOf(pk)).
-func (h *heavyHitters) add(key batchKey, pk []any, part int, ru float64, bytes int64) {
-	c := &h.seen[seenAt(key)]
-	k := c.k
-	if k == nil || c.gen != h.gen || len(c.s) != len(key) || unsafe.StringData(string(c.s)) != unsafe.StringData(string(key)) {
-		k = h.byKey[key]
-	}
-	if k != nil {
-		k.Records++
-		k.RU += ru
-		k.Bytes += bytes
-		h.heap[k.at].ru = k.RU
-		if h.heaped {
-			h.down(k.at)
-		}
-		*c = seenKey{key, k, h.gen}
-		return
-	}
-	if len(h.heap) < h.cap {
-		k := &trackedKey{KeyLoad: KeyLoad{Records: 1, RU: ru, Bytes: bytes, Partition: part}, key: key, pk: pk, at: len(h.heap)}
-		h.heap = append(h.heap, heapSlot{ru, k})
-		h.byKey[key] = k
-		*c = seenKey{key, k, h.gen}
-		return
-	}
-	h.gen++
-	if !h.heaped {
-		for i := len(h.heap)/2 - 1; i >= 0; i-- {
-			h.down(i)
-		}
-		h.heaped = true
-	}
-	// Replace the lightest key, inheriting its load as the error bound.
-	k = h.heap[0].k
-	delete(h.byKey, k.key)
-	k.KeyLoad = KeyLoad{Records: k.Records + 1, RU: k.RU + ru, Bytes: k.Bytes + bytes, Partition: part, Approximate: true}
-	k.key, k.pk = key, pk
-	h.byKey[key] = k
-	h.heap[0].ru = k.RU
-	h.down(0)
-}
-
-// down moves the key at i down the heap to its place: loads only grow.
-func (h *heavyHitters) down(i int) {
-	n := len(h.heap)
-	for {
-		j := 2*i + 1
-		if j >= n {
-			return
-		}
-		if r := j + 1; r < n && h.heap[r].ru < h.heap[j].ru {
-			j = r
-		}
-		if h.heap[j].ru >= h.heap[i].ru {
-			return
-		}
-		h.heap[i], h.heap[j] = h.heap[j], h.heap[i]
-		h.heap[i].k.at, h.heap[j].k.at = i, j
-		i = j
-	}
-}
-
-func (h *heavyHitters) top(n int, totalRU float64) []KeyLoad {
-	keys := make([]*trackedKey, len(h.heap))
-	for i, s := range h.heap {
-		keys[i] = s.k
-	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i].RU > keys[j].RU })
-	var out []KeyLoad
-	for _, k := range keys[:min(n, len(keys))] {
-		out = append(out, k.KeyLoad)
-	}
-	for i, k := range keys[:len(out)] {
-		out[i].Key = pkString(k.pk)
-		out[i].Value = json.RawMessage(out[i].Key)
-		if totalRU > 0 {
-			out[i].Share = round2(out[i].RU/totalRU*1000) / 1000
-		}
-		out[i].RU = round2(out[i].RU)
-	}
 	return out
 }

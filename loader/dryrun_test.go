@@ -466,12 +466,25 @@ func TestHeavyHittersExactThenSketch(t *testing.T) {
 			approximate++
 		}
 	}
-	if approximate == 0 || len(h.heap) != 4 || len(h.byKey) != 4 {
-		t.Errorf("after evictions: %+v, %d keys held, %d indexed", top, len(h.heap), len(h.byKey))
+	if approximate == 0 || len(h.heap) != 4 || len(h.keys) != 4 {
+		t.Errorf("after evictions: %+v, %d keys held, %d in the heap", top, len(h.keys), len(h.heap))
 	}
-	for k, e := range h.byKey {
-		if h.heap[e.at].k != e || e.key != k || h.heap[e.at].ru != e.RU {
-			t.Fatalf("index of %s points at %s", k, h.heap[e.at].k.key)
+	indexed := 0
+	for _, e := range h.index.entries {
+		if e.slot != 0 {
+			indexed++
+		}
+	}
+	if indexed != 4 {
+		t.Errorf("%d keys indexed, want 4", indexed)
+	}
+	for k := range h.keys {
+		e := &h.keys[k]
+		if got := h.index.find(h.keys, e.key, h.index.hash(e.key)); got != int32(k) {
+			t.Fatalf("index of %s finds slot %d, want %d", e.key, got, k)
+		}
+		if s := h.heap[h.at[k]]; s.k != int32(k) || s.ru != e.RU {
+			t.Fatalf("heap place of %s holds %+v", e.key, s)
 		}
 	}
 	for i := 1; i < len(h.heap); i++ {
