@@ -1,6 +1,7 @@
 package epk
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -76,5 +77,18 @@ func TestCompare(t *testing.T) {
 		if got := Compare(tt.a, tt.b); got != tt.want {
 			t.Errorf("Compare(%q,%q) = %d, want %d", tt.a, tt.b, got, tt.want)
 		}
+	}
+}
+
+// BenchmarkHash is a new string key's EPK, as every record of a table
+// keyed by its ids costs one.
+func BenchmarkHash(b *testing.B) {
+	keys := make([]string, 4096)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("ord-%010d", i)
+	}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		Hash(keys[i%len(keys)])
 	}
 }
