@@ -36,8 +36,8 @@ const parquetBatchRows = 2048
 
 // parquetReader streams the rows of a Parquet file as JSON objects, one row
 // group at a time, one Arrow batch at a time. Memory, whatever the size of
-// the file or of its row groups, is bounded by, per decoder (parquetWorkers
-// of them, each on its own row groups):
+// the file or of its row groups, is bounded by, per decoder (one, or
+// parquetWorkers of them, each on its own row groups; see start):
 //
 //   - parquetDecoded+2 decoded Arrow batches (parquetBatchRows rows; one
 //     being decoded, the queued ones, one being encoded) and, per column,
@@ -81,12 +81,16 @@ type parquetReader struct {
 	startRG   int     // the first row group to read
 	startRow  int64   // rows of startRG to skip (a resume inside it)
 
-	// Row groups are decoded and encoded by parquetWorkers decoders (a
-	// goroutine decoding, another encoding), decoder k taking startRG+k,
+	// Row groups are decoded and encoded by one decoder or parquetWorkers
+	// (a goroutine decoding, another encoding; see start), decoder k of W
+	// taking startRG+k,
 	// startRG+k+W, …, each at most parquetAhead chunks ahead of the caller,
 	// which maps and costs; Next takes the chunks back in row group order,
 	// so rows come out in file order.
 	outs []chan parquetChunk
+	// queued is how many decoded batches wait for each encoder (see
+	// parquetDecoded).
+	queued int
 	// Released arenas of Record.Data and Record.Members (see reusable).
 	freeArenas chan *reusable[byte]
 	freeSpans  chan *reusable[record.Member]
@@ -109,9 +113,12 @@ const (
 )
 
 // parquetWorkers decode row groups at once: one a row group ahead of the
-// other, so decoding, which costs about twice what mapping and costing do,
+// other, so decoding, which costs about what writing the rows' JSON does,
 // uses both cores of a small machine beside the caller — when the file's
-// row groups are small enough (see parquetPagesMax).
+// row groups are small enough (see parquetPagesMax). A dry-run's local
+// file (Facts: its rows are summed, not written) has one decoder, which
+// decodes the columns of its batches at once instead (see
+// parquetDecoded).
 func parquetWorkers() int {
 	return max(1, min(2, runtime.GOMAXPROCS(0)))
 }
@@ -622,22 +629,22 @@ func (r *parquetReader) Next() (Record, error) {
 }
 
 func (r *parquetReader) start() {
+	_, local := r.f.(*os.File)
 	w := min(parquetWorkers(), len(r.rgRows)-r.startRG)
-	if parquetPages(r.pf.MetaData(), r.cols) > parquetPagesMax || r.opts.Cursors > 1 {
+	if local && r.plan != nil || parquetPages(r.pf.MetaData(), r.cols) > parquetPagesMax || r.opts.Cursors > 1 {
 		w = 1
 	}
-	queued := 0
+	r.queued = 0
 	if w == 1 && r.opts.Cursors <= 1 && parquetWorkers() > 1 {
 		// The one decoder sets the pace (see parquetDecoded).
-		queued = parquetDecoded
-		_, local := r.f.(*os.File)
+		r.queued = parquetDecoded
 		r.fr.Props.Parallel = local
 	}
 	r.outs = make([]chan parquetChunk, w)
 	r.stop = make(chan struct{})
 	for k := range r.outs {
 		r.outs[k] = make(chan parquetChunk, parquetAhead)
-		batches := make(chan arrowBatch, queued)
+		batches := make(chan arrowBatch, r.queued)
 		quit := make(chan struct{})
 		r.stopped.Add(2)
 		go r.decode(k, w, batches, quit)
@@ -652,23 +659,30 @@ func (r *parquetReader) start() {
 // busy: a DuckDB export read 14 % faster, the bench's orders 9 %, and its
 // wide rows as fast as with one goroutine per decoder.
 //
-// A file read by one decoder on a machine of more cores (its pages are
-// big, or it has one row group left) is paced by that decoder, the
-// longest stage of a dry-run. So that it never waits, up to
-// parquetDecoded decoded batches wait for the encoder: with a bare
+// A file read by one decoder on a machine of more cores — a dry-run's
+// local file, or a file whose pages are big (parquetPagesMax) — is paced
+// by that decoder, the longest stage of a dry-run. So that it never waits,
+// up to parquetDecoded decoded batches wait for the encoder: with a bare
 // handoff it waited for an encoder busy or off its core (a runtime trace
 // of the 168 MB DuckDB export: 0.27 s of 1.6 blocked on the send), time
 // the stage that sets the pace never gets back. And arrow-go decodes the
 // batch's columns at once (ArrowReadProperties.Parallel), each on a
 // goroutine of its own, so the decoding itself uses the cores the other
 // stages leave — for a local file only: a blob's cached reader fetches
-// ahead for column chunks read in turns (blobsource), and was not
-// measured with them all read at once. The 1 GB DuckDB export,
-// alternately: 8.7–11.0 s with neither, 8.7–9.5 with the queue, 6.8–7.6
-// with both, at 122–127 MB of peak RSS. Files of two decoders gain
-// nothing from either (orders 1 GB, twice each: parallel columns took
-// 15.9–17.5 s against 12.8–16.5, the queue 6 MB more RSS), so they keep
-// the bare handoff.
+// ahead for column chunks read in turns (blobsource), and was not measured
+// with them all read at once; a blob of small row groups keeps two
+// decoders a row group apart.
+//
+// The 1 GB DuckDB export (one decoder: its pages are big), alternately:
+// 8.7–11.0 s with neither, 8.7–9.5 with the queue, 6.8–7.6 with both, at
+// 122–127 MB of peak RSS. Files of small row groups, which two decoders
+// read before, are dry-run as fast by one decoding its columns at once, in
+// less memory: 1 GB of the bench's orders 15.9–19.0 s against 16.8–17.1
+// (three runs each, alternately), 121–124 MB against 134–136; 1 GB of its
+// wide rows 4.4–5.1 s against 4.0–5.2, 102–106 MB against 120–122. Rows
+// written as JSON (an import; Next) keep two decoders, each with its
+// encoder: writing JSON is not the cheap stage summing is, and the 64 MiB
+// wide file read 96–104 MB/s with one, 128–132 with two.
 const parquetDecoded = 2
 
 // arrowBatch is a decoded batch of row group g, or, batch nil, the end of

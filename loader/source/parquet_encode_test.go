@@ -633,8 +633,11 @@ func TestParquetDecimalFastPathMatchesValueStr(t *testing.T) {
 // Two decoders read a file of small row groups; one reads a file whose
 // row groups hold a page of MBs per column (here ten columns of 1.2 MB of
 // random text each, in each of two row groups), where two would hold twice
-// that.
-// Either way every row comes back, in order.
+// that. A dry-run's local file (its rows summed: Facts) has one decoder
+// whatever its row groups. A lone decoder has decoded batches queued for
+// its encoder (parquetDecoded) and, reading a local file, decodes a
+// batch's columns at once; one of a segmented load's readers has one
+// decoder and no more. Every row comes back, in order.
 func TestParquetDecodersFollowPageMemory(t *testing.T) {
 	if parquetWorkers() < 2 {
 		t.Skip("one core: one decoder whatever the file")
@@ -662,30 +665,78 @@ func TestParquetDecodersFollowPageMemory(t *testing.T) {
 		})
 	}
 	dir := t.TempDir()
+	mapper, err := record.NewMapper(record.Config{PartitionKeyPaths: []string{"/c0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name         string
+		blob, facts  bool
 		rows, rgRows int
 		cursors      int // Options.Cursors: one of a segmented load's readers
 		wantDecoders int
-	}{{"small", 4000, 100, 0, 2}, {"big", 4000, 2000, 0, 1}, {"segment", 4000, 100, 4, 1}} {
-		path := filepath.Join(dir, c.name+".parquet")
+		wantQueued   int  // batches queued for the encoder
+		wantParallel bool // columns decoded at once
+	}{
+		{"small blob", true, false, 4000, 100, 0, 2, 0, false},
+		{"big blob", true, false, 4000, 2000, 0, 1, parquetDecoded, false},
+		{"small blob dry-run", true, true, 4000, 100, 0, 2, 0, false},
+		{"small file", false, false, 4000, 100, 0, 2, 0, false},
+		{"big file", false, false, 4000, 2000, 0, 1, parquetDecoded, true},
+		{"small file dry-run", false, true, 4000, 100, 0, 1, parquetDecoded, true},
+		{"segment", false, false, 4000, 100, 4, 1, 0, false},
+	} {
+		path := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-")+".parquet")
 		write(path, c.rows, c.rgRows)
-		rd, err := Open(Input{Path: path}, nil, Options{Format: FormatParquet, Cursors: c.cursors}, Position{})
+		in := Input{Path: path}
+		if c.blob {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in = Input{Path: "https://acct.blob.core.windows.net/c/" + filepath.Base(path), Remote: &memRemote{data: data}}
+		}
+		opts := Options{Format: FormatParquet, Cursors: c.cursors}
+		if c.facts {
+			opts.Facts = mapper
+		}
+		rd, err := Open(in, nil, opts, Position{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		n := 0
-		for ; ; n++ {
-			rec, err := rd.Next()
-			if err != nil {
-				break
+		if fr, ok := rd.(FactReader); ok && fr.Facts() {
+			for {
+				f, err := fr.NextFacts()
+				if err != nil {
+					break
+				}
+				if f.First != int64(n) {
+					t.Fatalf("%s: row %d came as row %d", c.name, n+1, f.First+1)
+				}
+				n += f.Len()
+				f.Release()
 			}
-			if rec.Line != int64(n+1) {
-				t.Fatalf("%s: row %d came as row %d", c.name, n+1, rec.Line)
+		} else {
+			if c.facts {
+				t.Fatalf("%s: not read as Facts", c.name)
+			}
+			for ; ; n++ {
+				rec, err := rd.Next()
+				if err != nil {
+					break
+				}
+				if rec.Line != int64(n+1) {
+					t.Fatalf("%s: row %d came as row %d", c.name, n+1, rec.Line)
+				}
 			}
 		}
-		if got := len(rd.(*parquetReader).outs); got != c.wantDecoders || n != c.rows {
-			t.Errorf("%s row groups: %d decoders, %d rows; want %d decoders, %d rows", c.name, got, n, c.wantDecoders, c.rows)
+		pr := rd.(*parquetReader)
+		if got := len(pr.outs); got != c.wantDecoders || n != c.rows {
+			t.Errorf("%s: %d decoders, %d rows; want %d decoders, %d rows", c.name, got, n, c.wantDecoders, c.rows)
+		}
+		if pr.queued != c.wantQueued || pr.fr.Props.Parallel != c.wantParallel {
+			t.Errorf("%s: %d batches queued, columns at once %v; want %d, %v", c.name, pr.queued, pr.fr.Props.Parallel, c.wantQueued, c.wantParallel)
 		}
 		rd.Close()
 	}
