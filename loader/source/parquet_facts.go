@@ -277,29 +277,37 @@ func (e *rowGroupEncoder) facts(b arrow.RecordBatch) (f *Facts, err error) {
 	for j, p := range r.parts {
 		f.fields[nc+j] = factField{key: int32(len(appendKey(nil, p.name))), folder: p.json}
 	}
+	var same rowSums // what every row gets alike, added once at the end
 	for k := range f.fields {
-		f.sum(k)
+		f.sum(k, &same)
 	}
 	for i := range n {
-		f.Size[i] += int32(len("{}")) + max(f.Members[i]-1, 0)
+		f.Members[i] += same.members
+		f.Terms[i] += same.terms
+		f.Size[i] += same.size + int32(len("{}")) + max(f.Members[i]-1, 0)
 	}
 	return f, nil
 }
 
+// rowSums is what a field adds to a row's sums.
+type rowSums struct{ size, members, terms int32 }
+
 // sum adds field k of each row to the sums: its member (the key, the
-// value) unless omitted, its leaves when the plan counts them.
-func (f *Facts) sum(k int) {
+// value) unless omitted, its leaves when the plan counts them. A field
+// that adds the same to every row adds it to same instead: one pass over
+// the rows for all of them, not one each.
+func (f *Facts) sum(k int, same *rowSums) {
 	fd := &f.fields[k]
 	counts := f.Plan.Counts(k)
-	if fd.arr == nil { // a partition folder's: the same in every row
-		n := fd.key + int32(len(fd.folder))
-		for i := range f.Size {
-			f.Members[i]++
-			f.Size[i] += n
-		}
+	one := func(size int32) { // a member and, when counted, a leaf
+		same.members++
+		same.size += size
 		if counts {
-			addOne(f.Terms)
+			same.terms++
 		}
+	}
+	if fd.arr == nil { // a partition folder's: the same in every row
+		one(fd.key + int32(len(fd.folder)))
 		return
 	}
 	var size sizeFn // when the column is not summed whole
@@ -311,14 +319,9 @@ func (f *Facts) sum(k int) {
 		leaves = leafCounter(fd.arr, f.keepNulls)
 	}
 	if !fd.nulls && size == nil && leaves == nil {
-		// The usual column: every row has it, one leaf.
-		for i := range f.Size {
-			f.Members[i]++
-			f.Size[i] += fd.key
-		}
-		if counts {
-			addOne(f.Terms)
-		}
+		// The usual column: every row has it, one leaf; its values'
+		// lengths are in f.Size already (addSizes).
+		one(fd.key)
 		return
 	}
 	for i := range f.Size {
@@ -342,11 +345,5 @@ func (f *Facts) sum(k int) {
 				f.Terms[i] += leaves(i)
 			}
 		}
-	}
-}
-
-func addOne(dst []int32) {
-	for i := range dst {
-		dst[i]++
 	}
 }
