@@ -214,7 +214,7 @@ func writeKnownSizesFixture(t *testing.T, path string) {
 	})
 }
 
-// The digit counts against strconv, around every power of ten.
+// The digit counts against strconv, around every power of ten and of two.
 func TestIntLenMatchesStrconv(t *testing.T) {
 	check := func(v int64) {
 		if got, want := intLen(v), len(strconv.FormatInt(v, 10)); got != want {
@@ -234,6 +234,14 @@ func TestIntLenMatchesStrconv(t *testing.T) {
 	}
 	check(math.MaxInt64)
 	check(math.MinInt64)
+	for k := range 64 {
+		p := uint64(1) << k
+		for _, u := range []uint64{p - 1, p, p + 1} {
+			if got, want := uintLen(u), len(strconv.FormatUint(u, 10)); got != want {
+				t.Fatalf("uintLen(%d) = %d, want %d", u, got, want)
+			}
+		}
+	}
 	for _, u := range []uint64{1e19 - 1, 1e19, math.MaxUint64} {
 		if got, want := uintLen(u), len(strconv.FormatUint(u, 10)); got != want {
 			t.Fatalf("uintLen(%d) = %d, want %d", u, got, want)
