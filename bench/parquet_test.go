@@ -385,21 +385,112 @@ func BenchmarkParquetPages(b *testing.B) {
 	})
 }
 
+// BenchmarkParquetColumnChunks is arrow-go's lower-level reading alone:
+// each leaf column's definition and repetition levels and its values, as
+// its column chunk reader gives them (ReadBatch), no Arrow array built, on
+// one goroutine. What it costs beyond BenchmarkParquetPages is level and
+// value decoding; what BenchmarkParquetArrowDecode costs beyond it is
+// building Arrow arrays (for nested columns, the lists and structs the
+// levels describe): the most a sizer working from levels and values
+// instead of Arrow arrays could save.
+func BenchmarkParquetColumnChunks(b *testing.B) {
+	onParquetFixtures(b, func(b *testing.B, path string, rows int64, fi os.FileInfo) {
+		cpu0 := cpuTime()
+		for i := 0; i < b.N; i++ {
+			if n := readColumnChunks(b, path); n != rows {
+				b.Fatalf("%d rows, want %d", n, rows)
+			}
+		}
+		perMB := (cpuTime() - cpu0).Seconds() / (float64(fi.Size()) * float64(b.N) / 1e6)
+		b.ReportMetric(perMB, "CPU-s/MB")
+		b.ReportMetric(float64(runtime.NumCPU())/perMB, "MB/s-cores-bound")
+	})
+}
+
+// readColumnChunks reads every leaf column of path through its column
+// chunk reader and returns the rows of its first column.
+func readColumnChunks(tb testing.TB, path string) int64 {
+	pf := openParquet(tb, path)
+	defer pf.Close()
+	const n = 2048
+	def, rep := make([]int16, n), make([]int16, n)
+	var rows int64
+	for g := range pf.NumRowGroups() {
+		rg := pf.RowGroup(g)
+		for c := range rg.NumColumns() {
+			cr, err := rg.Column(c)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			var levels []int16 // of the first column: its rows
+			if c == 0 {
+				levels = rep
+				if cr.Descriptor().MaxRepetitionLevel() == 0 {
+					levels = def
+				}
+			}
+			var m int64
+			switch r := cr.(type) {
+			case *file.BooleanColumnChunkReader:
+				m, err = readChunk(r, make([]bool, n), def, rep, levels)
+			case *file.Int32ColumnChunkReader:
+				m, err = readChunk(r, make([]int32, n), def, rep, levels)
+			case *file.Int64ColumnChunkReader:
+				m, err = readChunk(r, make([]int64, n), def, rep, levels)
+			case *file.Int96ColumnChunkReader:
+				m, err = readChunk(r, make([]parquet.Int96, n), def, rep, levels)
+			case *file.Float32ColumnChunkReader:
+				m, err = readChunk(r, make([]float32, n), def, rep, levels)
+			case *file.Float64ColumnChunkReader:
+				m, err = readChunk(r, make([]float64, n), def, rep, levels)
+			case *file.ByteArrayColumnChunkReader:
+				m, err = readChunk(r, make([]parquet.ByteArray, n), def, rep, levels)
+			case *file.FixedLenByteArrayColumnChunkReader:
+				m, err = readChunk(r, make([]parquet.FixedLenByteArray, n), def, rep, levels)
+			default:
+				tb.Fatalf("column %d: %T", c, cr)
+			}
+			if err != nil {
+				tb.Fatal(err)
+			}
+			rows += m
+		}
+	}
+	return rows
+}
+
+// readChunk reads a column chunk to its end and returns how many rows
+// start in it: entries of repetition level 0 when levels is rep, every
+// entry when it is def (a column of no repeated field), none when nil.
+func readChunk[T any](r interface {
+	HasNext() bool
+	ReadBatch(int64, []T, []int16, []int16) (int64, int, error)
+}, vals []T, def, rep, levels []int16) (rows int64, err error) {
+	counting := levels != nil && &levels[0] == &rep[0]
+	for r.HasNext() {
+		total, _, err := r.ReadBatch(int64(len(vals)), vals, def, rep)
+		if err != nil {
+			return rows, err
+		}
+		switch {
+		case counting:
+			for _, l := range rep[:total] {
+				if l == 0 {
+					rows++
+				}
+			}
+		case levels != nil:
+			rows += total
+		}
+	}
+	return rows, nil
+}
+
 // readPages reads and decompresses every page of path and returns their
 // decompressed bytes.
 func readPages(tb testing.TB, path string) int64 {
-	f, err := os.Open(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer f.Close()
-	props := parquet.NewReaderProperties(memory.DefaultAllocator)
-	props.BufferedStreamEnabled = true
-	props.BufferSize = 256 << 10
-	pf, err := file.NewParquetReader(f, file.WithReadProps(props))
-	if err != nil {
-		tb.Fatal(err)
-	}
+	pf := openParquet(tb, path)
+	defer pf.Close()
 	var n int64
 	for g := range pf.NumRowGroups() {
 		rg := pf.RowGroup(g)
@@ -421,18 +512,8 @@ func readPages(tb testing.TB, path string) int64 {
 
 // decodeParquet reads every row group of path into Arrow batches.
 func decodeParquet(tb testing.TB, path string) int64 {
-	f, err := os.Open(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer f.Close()
-	props := parquet.NewReaderProperties(memory.DefaultAllocator)
-	props.BufferedStreamEnabled = true
-	props.BufferSize = 256 << 10
-	pf, err := file.NewParquetReader(f, file.WithReadProps(props))
-	if err != nil {
-		tb.Fatal(err)
-	}
+	pf := openParquet(tb, path)
+	defer pf.Close()
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 2048}, memory.DefaultAllocator)
 	if err != nil {
 		tb.Fatal(err)
@@ -450,6 +531,19 @@ func decodeParquet(tb testing.TB, path string) int64 {
 		tb.Fatal(err)
 	}
 	return n
+}
+
+// openParquet opens path as the benchmarks' floors read it: pages
+// streamed through a 256 KiB buffer.
+func openParquet(tb testing.TB, path string) *file.Reader {
+	props := parquet.NewReaderProperties(memory.DefaultAllocator)
+	props.BufferedStreamEnabled = true
+	props.BufferSize = 256 << 10
+	pf, err := file.OpenParquetFile(path, false, file.WithReadProps(props))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return pf
 }
 
 // cpuTime is the process' user and system CPU time so far.
