@@ -58,9 +58,11 @@ const parquetBatchRows = 2048
 type parquetReader struct {
 	path string
 	f    RandomReader // a local file, or a remote input's cached reader
-	pf   *file.Reader
-	fr   *pqarrow.FileReader
-	cols []int // the leaf columns read (--columns); nil: all
+	// pages is f as arrow-go reads it, through a guard of its page headers.
+	pages *pageGuard
+	pf    *file.Reader
+	fr    *pqarrow.FileReader
+	cols  []int // the leaf columns read (--columns); nil: all
 	// logicals annotate the columns read, in order (see logicalOf).
 	logicals []*logical
 	// parts are the fields of the input's partition folders (see hive.go),
@@ -412,7 +414,8 @@ func openParquet(in Input, opts Options, start Position) (r *parquetReader, err 
 	// group of a few hundred MB must not be held in memory.
 	props.BufferedStreamEnabled = true
 	props.BufferSize = parquetBufferSize
-	pf, err := file.NewParquetReader(f, file.WithReadProps(props))
+	r.pages = newPageGuard(f)
+	pf, err := file.NewParquetReader(r.pages, file.WithReadProps(props))
 	if err != nil {
 		return nil, refuse(err)
 	}
@@ -739,6 +742,8 @@ func (r *parquetReader) decodeRowGroup(g int, skip int64, send func(arrow.Record
 	if r.rgRows[g] == 0 {
 		return nil
 	}
+	chunks := r.chunkRanges(g)
+	r.pages.expect(chunks)
 	if pl, ok := r.f.(ReadPlanner); ok {
 		var next []ByteRange
 		// This decoder's next row group (they take turns).
@@ -746,7 +751,7 @@ func (r *parquetReader) decodeRowGroup(g int, skip int64, send func(arrow.Record
 		if n := g + w; n < len(r.rgRows) && r.rgRows[n] > 0 {
 			next = r.chunkRanges(n)
 		}
-		pl.PlanReads(r.chunkRanges(g), next, w)
+		pl.PlanReads(chunks, next, w)
 	}
 	rr, err = r.fr.GetRecordReader(context.Background(), r.cols, []int{g})
 	if err != nil {
