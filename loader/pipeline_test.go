@@ -362,13 +362,18 @@ func TestRunReportsHowLongNoWriteSucceeded(t *testing.T) {
 	clock := clocktest.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	seen := make(chan Live, 1)
 	sink := &fakeSink{respond: func(_ string, attempt int) Outcome {
-		if attempt < 5 {
-			// Once the run's loop waits for its tick, so that it sees
-			// every step.
+		// Each attempt after the first starts 3 s after the one before,
+		// once the run's loop waits for its tick, so that it sees every
+		// step. The time moves at the start of an attempt, not at the end
+		// of the one before: by then that one's failure is counted, which
+		// progress could otherwise see 12 s pass without.
+		if attempt > 1 {
 			if err := clock.BlockUntil(guard(t), 1); err != nil {
 				t.Error(err)
 			}
 			clock.Advance(3 * time.Second)
+		}
+		if attempt < 5 {
 			return Outcome{Status: 503}
 		}
 		// 12 s of failures so far: wait until progress has seen them.
