@@ -146,17 +146,23 @@ const (
 // its type lacks the header of that type, another error when it cannot
 // be made out.
 func checkPageHeader(b []byte) (int64, error) {
-	buf := thrift.NewTMemoryBufferLen(len(b))
-	buf.Write(b)
-	p := thrift.NewTCompactProtocolConf(buf, &thrift.TConfiguration{})
-	n, err := readPageHeader(p)
-	if err != nil {
-		if buf.Len() == 0 {
+	// Thrift reads from a copy: of the bytes a header usually fits in,
+	// more only when it does not (b is the rest of a read, 256 KiB).
+	for w := 1 << 10; ; w *= 8 {
+		h := b[:min(w, len(b))]
+		buf := thrift.NewTMemoryBufferLen(len(h))
+		buf.Write(h)
+		p := thrift.NewTCompactProtocolConf(buf, &thrift.TConfiguration{})
+		n, err := readPageHeader(p)
+		switch {
+		case err == nil:
+			return int64(len(h)-buf.Len()) + n, nil
+		case buf.Len() > 0:
+			return 0, err
+		case len(h) == len(b):
 			return 0, errShortHeader
 		}
-		return 0, err
 	}
-	return int64(len(b)-buf.Len()) + n, nil
 }
 
 // readPageHeader reads a page header and returns its page's compressed size.

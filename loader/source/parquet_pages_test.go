@@ -1,6 +1,8 @@
 package source
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -8,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/thrift/lib/go/thrift"
 	"github.com/cosmosloader/loader/loader/record"
 )
 
@@ -137,3 +140,125 @@ func TestParquetDamagedPageTypeIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// A header longer than the first window the guard reads it through (its
+// statistics hold long values) reads whole all the same, and a header
+// whose type lacks its own header is damaged, written here as Thrift
+// writes them.
+func TestLongAndDamagedPageHeaders(t *testing.T) {
+	page := make([]byte, 40+300) // the page, and the next one's start
+	for _, stat := range []int{10, 5000, 70000} {
+		h := pageHeader(t, pageData, fieldData, stat)
+		b := append(append([]byte(nil), h...), page...)
+		if n, err := checkPageHeader(b); err != nil || n != int64(len(h)+40) {
+			t.Errorf("statistics of %d bytes: %d, %v; want %d", stat, n, err, len(h)+40)
+		}
+		for _, k := range []int{1, len(h) / 2, len(h) - 1} {
+			if _, err := checkPageHeader(h[:k]); !errors.Is(err, errShortHeader) {
+				t.Errorf("statistics of %d bytes, %d bytes of the header: %v, want it short", stat, k, err)
+			}
+		}
+	}
+	for _, c := range []struct {
+		typ int32
+		sub int16
+	}{{pageDataV2, fieldData}, {pageData, fieldDataV2}, {pageData, fieldDictionary}, {pageDictionary, fieldData}} {
+		b := append(pageHeader(t, c.typ, c.sub, 10), page...)
+		if _, err := checkPageHeader(b); !errors.Is(err, errPageHeader) {
+			t.Errorf("type %d with field %d: %v, want it damaged", c.typ, c.sub, err)
+		}
+	}
+	// DATA_PAGE_V2 with its own header is whole.
+	if _, err := checkPageHeader(append(pageHeader(t, pageDataV2, fieldDataV2, 10), page...)); err != nil {
+		t.Errorf("DATA_PAGE_V2: %v", err)
+	}
+}
+
+// pageHeader is a page header as Thrift writes it: of page type typ,
+// with the header of field sub, of 40 bytes of page, its statistics'
+// max_value stat bytes long.
+func pageHeader(t *testing.T, typ int32, sub int16, stat int) []byte {
+	buf := thrift.NewTMemoryBuffer()
+	p := thrift.NewTCompactProtocolConf(buf, &thrift.TConfiguration{})
+	ctx := context.Background()
+	must := func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	i32 := func(id int16, v int32) {
+		must(p.WriteFieldBegin(ctx, "", thrift.I32, id))
+		must(p.WriteI32(ctx, v))
+		must(p.WriteFieldEnd(ctx))
+	}
+	must(p.WriteStructBegin(ctx, "PageHeader"))
+	i32(fieldType, typ)
+	i32(2, 100) // uncompressed_page_size
+	i32(fieldCompressed, 40)
+	must(p.WriteFieldBegin(ctx, "", thrift.STRUCT, sub))
+	must(p.WriteStructBegin(ctx, ""))
+	i32(1, 10)                                         // num_values
+	must(p.WriteFieldBegin(ctx, "", thrift.STRUCT, 5)) // statistics
+	must(p.WriteStructBegin(ctx, ""))
+	must(p.WriteFieldBegin(ctx, "", thrift.STRING, 5)) // max_value
+	must(p.WriteBinary(ctx, []byte(strings.Repeat("x", stat))))
+	must(p.WriteFieldEnd(ctx))
+	must(p.WriteFieldStop(ctx))
+	must(p.WriteStructEnd(ctx))
+	must(p.WriteFieldEnd(ctx))
+	must(p.WriteFieldStop(ctx))
+	must(p.WriteStructEnd(ctx))
+	must(p.WriteFieldEnd(ctx))
+	must(p.WriteFieldStop(ctx))
+	must(p.WriteStructEnd(ctx))
+	must(p.Flush(ctx))
+	return buf.Bytes()
+}
+
+// The guard follows a chunk from read to read, however its reads cut its
+// headers, and refuses the read where a damaged header ends; reads
+// elsewhere pass unread.
+func TestPageGuardFollowsAChunk(t *testing.T) {
+	const start = 100
+	chunk := func(second []byte) []byte {
+		b := make([]byte, start)
+		b = append(b, pageHeader(t, pageData, fieldData, 3000)...) // longer than a read
+		b = append(b, make([]byte, 40)...)
+		b = append(b, second...)
+		return append(b, make([]byte, 40)...)
+	}
+	for _, c := range []struct {
+		name   string
+		second []byte
+		bad    bool
+	}{
+		{"whole", pageHeader(t, pageDictionary, fieldDictionary, 10), false},
+		{"damaged", pageHeader(t, pageDataV2, fieldData, 10), true},
+	} {
+		data := chunk(c.second)
+		for _, step := range []int{7, 1000, len(data)} {
+			g := newPageGuard(readerAt{bytes.NewReader(data)})
+			g.expect([]ByteRange{{Start: start, End: int64(len(data))}})
+			if _, err := g.ReadAt(make([]byte, 50), 0); err != nil { // elsewhere
+				t.Fatal(err)
+			}
+			var failed error
+			for off := start; off < len(data) && failed == nil; off += step {
+				n := min(step, len(data)-off)
+				if _, err := g.ReadAt(make([]byte, n), int64(off)); err != nil {
+					failed = err
+				}
+			}
+			if c.bad != errors.Is(failed, errPageHeader) || (!c.bad && failed != nil) {
+				t.Errorf("%s, reads of %d bytes: %v", c.name, step, failed)
+			}
+			if !c.bad && (len(g.streams) != 0 || len(g.chunks) != 0) {
+				t.Errorf("%s, reads of %d bytes: the chunk is still followed: %d, %d", c.name, step, len(g.streams), len(g.chunks))
+			}
+		}
+	}
+}
+
+type readerAt struct{ *bytes.Reader }
+
+func (readerAt) Close() error { return nil }
