@@ -67,7 +67,8 @@ func TestPageHeadersReadToTheChunkEnd(t *testing.T) {
 // DATA_PAGE_V2, a dictionary page a DATA_PAGE) is a nil dereference in
 // arrow-go; in a struct's member, read on a goroutine of arrow-go's own,
 // it ended the process. The row group is refused with a reason instead,
-// the rows before it read, as a dry-run (Facts) and as an import reads.
+// the rows before it read, as a dry-run (Facts) and as an import reads,
+// a file and a blob.
 func TestParquetDamagedPageTypeIsRefused(t *testing.T) {
 	mapper, err := record.NewMapper(record.Config{PartitionKeyPaths: []string{"/pk"}})
 	if err != nil {
@@ -103,12 +104,19 @@ func TestParquetDamagedPageTypeIsRefused(t *testing.T) {
 		if err := os.WriteFile(path, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		for _, facts := range []bool{false, true} {
+		for _, mode := range []struct {
+			facts, blob bool
+		}{{false, false}, {true, false}, {false, true}, {true, true}} {
+			facts := mode.facts
 			opts := Options{}
 			if facts {
 				opts.Facts = mapper
 			}
-			rd, err := Open(Input{Path: path}, nil, opts, Position{})
+			in := Input{Path: path}
+			if mode.blob {
+				in = Input{Path: "https://acct.blob.core.windows.net/c/" + c.name, Remote: &memRemote{data: b}}
+			}
+			rd, err := Open(in, nil, opts, Position{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -135,7 +143,7 @@ func TestParquetDamagedPageTypeIsRefused(t *testing.T) {
 			var ie *InputError
 			if !errors.As(err, &ie) || ie.Reason() != ReasonCorruptInput || !strings.Contains(err.Error(), "damaged page header") ||
 				!strings.Contains(err.Error(), c.wantGroup) || rows != c.wantRows {
-				t.Errorf("%s (facts %v): %d rows, then %v; want %d rows, then %s refused for a damaged page header", c.name, facts, rows, err, c.wantRows, c.wantGroup)
+				t.Errorf("%s (facts %v, blob %v): %d rows, then %v; want %d rows, then %s refused for a damaged page header", c.name, facts, mode.blob, rows, err, c.wantRows, c.wantGroup)
 			}
 		}
 	}
@@ -237,7 +245,7 @@ func TestPageGuardFollowsAChunk(t *testing.T) {
 	} {
 		data := chunk(c.second)
 		for _, step := range []int{7, 1000, len(data)} {
-			g := newPageGuard(readerAt{bytes.NewReader(data)})
+			g := newPageGuard(memRandom{bytes.NewReader(data)})
 			g.expect([]ByteRange{{Start: start, End: int64(len(data))}})
 			if _, err := g.ReadAt(make([]byte, 50), 0); err != nil { // elsewhere
 				t.Fatal(err)
@@ -258,7 +266,3 @@ func TestPageGuardFollowsAChunk(t *testing.T) {
 		}
 	}
 }
-
-type readerAt struct{ *bytes.Reader }
-
-func (readerAt) Close() error { return nil }
