@@ -353,17 +353,29 @@ func onParquetFixtures(b *testing.B, fn func(b *testing.B, path string, rows int
 // loader's CPU per MB, whatever it does with the rows. cores-bound is the
 // MB/s that floor allows on all of this machine's cores.
 func BenchmarkParquetArrowDecode(b *testing.B) {
+	benchRowsFloor(b, decodeParquet)
+}
+
+// benchRowsFloor runs read, which reads a whole file and returns its rows,
+// over each fixture, and reports its CPU.
+func benchRowsFloor(b *testing.B, read func(testing.TB, string) int64) {
 	onParquetFixtures(b, func(b *testing.B, path string, rows int64, fi os.FileInfo) {
 		cpu0 := cpuTime()
 		for i := 0; i < b.N; i++ {
-			if n := decodeParquet(b, path); n != rows {
+			if n := read(b, path); n != rows {
 				b.Fatalf("%d rows, want %d", n, rows)
 			}
 		}
-		perMB := (cpuTime() - cpu0).Seconds() / (float64(fi.Size()) * float64(b.N) / 1e6)
-		b.ReportMetric(perMB, "CPU-s/MB")
-		b.ReportMetric(float64(runtime.NumCPU())/perMB, "MB/s-cores-bound")
+		reportFloor(b, cpu0, fi.Size())
 	})
+}
+
+// reportFloor reports the CPU per MB of b.N reads of size bytes since cpu0,
+// and the MB/s that allows on all of this machine's cores.
+func reportFloor(b *testing.B, cpu0 time.Duration, size int64) {
+	perMB := (cpuTime() - cpu0).Seconds() / (float64(size) * float64(b.N) / 1e6)
+	b.ReportMetric(perMB, "CPU-s/MB")
+	b.ReportMetric(float64(runtime.NumCPU())/perMB, "MB/s-cores-bound")
 }
 
 // BenchmarkParquetPages is the floor under any Parquet decoder, arrow-go's
@@ -378,9 +390,7 @@ func BenchmarkParquetPages(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			plain = readPages(b, path)
 		}
-		perMB := (cpuTime() - cpu0).Seconds() / (float64(fi.Size()) * float64(b.N) / 1e6)
-		b.ReportMetric(perMB, "CPU-s/MB")
-		b.ReportMetric(float64(runtime.NumCPU())/perMB, "MB/s-cores-bound")
+		reportFloor(b, cpu0, fi.Size())
 		b.ReportMetric(float64(plain)/float64(fi.Size()), "decompressed/stored")
 	})
 }
@@ -394,17 +404,7 @@ func BenchmarkParquetPages(b *testing.B) {
 // levels describe): the most a sizer working from levels and values
 // instead of Arrow arrays could save.
 func BenchmarkParquetColumnChunks(b *testing.B) {
-	onParquetFixtures(b, func(b *testing.B, path string, rows int64, fi os.FileInfo) {
-		cpu0 := cpuTime()
-		for i := 0; i < b.N; i++ {
-			if n := readColumnChunks(b, path); n != rows {
-				b.Fatalf("%d rows, want %d", n, rows)
-			}
-		}
-		perMB := (cpuTime() - cpu0).Seconds() / (float64(fi.Size()) * float64(b.N) / 1e6)
-		b.ReportMetric(perMB, "CPU-s/MB")
-		b.ReportMetric(float64(runtime.NumCPU())/perMB, "MB/s-cores-bound")
-	})
+	benchRowsFloor(b, readColumnChunks)
 }
 
 // readColumnChunks reads every leaf column of path through its column
