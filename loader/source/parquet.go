@@ -742,8 +742,15 @@ func (r *parquetReader) decodeRowGroup(g int, skip int64, send func(arrow.Record
 	if r.rgRows[g] == 0 {
 		return nil
 	}
-	chunks := r.chunkRanges(g)
-	r.pages.expect(chunks)
+	if err := r.checkChunks(g); err != nil {
+		return err
+	}
+	guarded := r.guardedChunks(g)
+	r.pages.expect(guarded)
+	chunks := make([]ByteRange, len(guarded))
+	for i, c := range guarded {
+		chunks[i] = c.ByteRange
+	}
 	if pl, ok := r.f.(ReadPlanner); ok {
 		var next []ByteRange
 		// This decoder's next row group (they take turns).
@@ -776,29 +783,69 @@ func (r *parquetReader) decodeRowGroup(g int, skip int64, send func(arrow.Record
 }
 
 // chunkRanges are the bytes of row group g's column chunks that the
-// reader reads (r.cols; nil: all), where arrow-go reads them: from the
-// dictionary page, when there is one before the data pages, for the
-// chunk's compressed size.
+// reader reads (r.cols; nil: all), where arrow-go reads them (eachChunk),
+// but for chunks the footer puts nowhere in the file (checkChunks).
 func (r *parquetReader) chunkRanges(g int) []ByteRange {
-	rg := r.pf.MetaData().RowGroup(g)
 	var out []ByteRange
+	for _, c := range r.guardedChunks(g) {
+		out = append(out, c.ByteRange)
+	}
+	return out
+}
+
+// guardedChunks are chunkRanges with their values' physical types, as
+// the page guard follows them.
+func (r *parquetReader) guardedChunks(g int) []guardedChunk {
+	var out []guardedChunk
+	schema := r.pf.MetaData().Schema
+	r.eachChunk(g, func(c int, start, n int64, err error) {
+		if err == nil && n > 0 {
+			out = append(out, guardedChunk{ByteRange{Start: start, End: start + n}, schema.Column(c).PhysicalType()})
+		}
+	})
+	return out
+}
+
+// checkChunks says what is wrong with where the footer puts row group g's
+// column chunks that are read, if anything: arrow-go takes a negative
+// size, or one past the end of the file, as it is, and a negative one is
+// a panic (make with a negative length) on a goroutine of its own.
+func (r *parquetReader) checkChunks(g int) error {
+	var bad error
+	r.eachChunk(g, func(c int, start, n int64, err error) {
+		if bad == nil && err != nil {
+			bad = fmt.Errorf("column chunk %d: %w", c+1, err)
+		}
+	})
+	return bad
+}
+
+// eachChunk calls fn with where each column chunk of row group g that is
+// read starts and how long it is, as arrow-go reads them: from the
+// dictionary page, when there is one before the data pages, for the
+// chunk's compressed size; err says when the footer's figures cannot be
+// those of a chunk of this file.
+func (r *parquetReader) eachChunk(g int, fn func(c int, start, n int64, err error)) {
+	rg := r.pf.MetaData().RowGroup(g)
 	for c := range rg.NumColumns() {
 		if r.cols != nil && !slices.Contains(r.cols, c) {
 			continue
 		}
 		cc, err := rg.ColumnChunk(c)
 		if err != nil {
-			continue // arrow-go will say so
+			fn(c, 0, 0, err)
+			continue
 		}
 		start := cc.DataPageOffset()
 		if cc.HasDictionaryPage() && cc.DictionaryPageOffset() > 0 && cc.DictionaryPageOffset() < start {
 			start = cc.DictionaryPageOffset()
 		}
-		if n := cc.TotalCompressedSize(); start >= 0 && n > 0 {
-			out = append(out, ByteRange{Start: start, End: min(start+n, r.size)})
+		n := cc.TotalCompressedSize()
+		if start < 0 || n < 0 || start > r.size || n > r.size-start {
+			err = fmt.Errorf("the footer puts it at byte %d for %d bytes, in a file of %d", start, n, r.size)
 		}
+		fn(c, start, n, err)
 	}
-	return out
 }
 
 // encode turns a decoder's batches into chunks of records, each row group

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/thrift/lib/go/thrift"
 )
 
@@ -31,16 +33,33 @@ import (
 type pageGuard struct {
 	RandomReader
 	mu      sync.Mutex
-	chunks  map[int64]int64       // start → end of each chunk expected and not begun
-	streams map[int64]*pageStream // chunks begun, by where their next read starts
+	chunks  map[int64]guardedChunk // each chunk expected and not begun, by its start
+	streams map[int64]*pageStream  // chunks begun, by where their next read starts
+	// damaged are the chunks with a damaged header: every read of them
+	// fails, for arrow-go reads again after a failed read (its buffered
+	// reader forgets the error once it has returned it).
+	damaged []damagedChunk
 }
 
-// pageStream is a column chunk being read: where its next page header
-// starts, where the chunk ends, and, while a header is only partly read,
-// its bytes so far.
+// pageStream is a column chunk being read: where it starts, where its
+// next page header starts, where it ends, and, while a header is only
+// partly read, its bytes so far.
 type pageStream struct {
-	next, end int64
-	partial   []byte
+	start, next, end int64
+	typ              parquet.Type
+	partial          []byte
+}
+
+// guardedChunk is a column chunk the guard follows: its bytes and its
+// values' physical type.
+type guardedChunk struct {
+	ByteRange
+	typ parquet.Type
+}
+
+type damagedChunk struct {
+	ByteRange
+	err error
 }
 
 // maxPageHeader bounds the bytes a guard keeps of a header it has not yet
@@ -49,15 +68,15 @@ type pageStream struct {
 const maxPageHeader = 1 << 20
 
 func newPageGuard(r RandomReader) *pageGuard {
-	return &pageGuard{RandomReader: r, chunks: map[int64]int64{}, streams: map[int64]*pageStream{}}
+	return &pageGuard{RandomReader: r, chunks: map[int64]guardedChunk{}, streams: map[int64]*pageStream{}}
 }
 
 // expect tells the guard of column chunks about to be read.
-func (g *pageGuard) expect(chunks []ByteRange) {
+func (g *pageGuard) expect(chunks []guardedChunk) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, c := range chunks {
-		g.chunks[c.Start] = c.End
+		g.chunks[c.Start] = c
 	}
 }
 
@@ -76,18 +95,27 @@ func (g *pageGuard) ReadAt(p []byte, off int64) (int, error) {
 func (g *pageGuard) pass(b []byte, off int64) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	for _, d := range g.damaged {
+		if off < d.End && off+int64(len(b)) > d.Start {
+			return d.err
+		}
+	}
+	// A chunk may start where the one before it ended.
 	s := g.streams[off]
-	if s != nil {
-		delete(g.streams, off)
-	} else if end, ok := g.chunks[off]; ok {
+	delete(g.streams, off)
+	if c, ok := g.chunks[off]; ok {
 		delete(g.chunks, off)
-		s = &pageStream{next: off, end: end}
-	} else {
+		s = &pageStream{start: off, next: off, end: c.End, typ: c.typ}
+	}
+	if s == nil {
 		return nil
 	}
 	follow, err := s.pass(b, off)
 	if follow {
 		g.streams[off+int64(len(b))] = s
+	}
+	if err != nil {
+		g.damaged = append(g.damaged, damagedChunk{ByteRange{Start: s.start, End: s.end}, err})
 	}
 	return err
 }
@@ -102,7 +130,7 @@ func (s *pageStream) pass(b []byte, off int64) (follow bool, err error) {
 	}
 	for s.next < s.end && s.next < base+int64(len(buf)) {
 		h := buf[s.next-base:]
-		n, err := checkPageHeader(h)
+		n, err := checkPageHeader(h, s.typ)
 		switch {
 		case errors.Is(err, errShortHeader):
 			if len(h) > maxPageHeader {
@@ -141,11 +169,11 @@ const (
 )
 
 // checkPageHeader reads the page header at the start of b (Thrift's
-// compact protocol) and returns how many bytes the header and its page
-// take: errShortHeader when b ends inside the header, errPageHeader when
-// its type lacks the header of that type, another error when it cannot
-// be made out.
-func checkPageHeader(b []byte) (int64, error) {
+// compact protocol), of a chunk of values of type typ, and returns how
+// many bytes the header and its page take: errShortHeader when b ends
+// inside the header, errPageHeader when it would make arrow-go panic (see
+// damage), another error when it cannot be made out.
+func checkPageHeader(b []byte, typ parquet.Type) (int64, error) {
 	// Thrift reads from a copy: of the bytes a header usually fits in,
 	// more only when it does not (b is the rest of a read, 256 KiB).
 	for w := 1 << 10; ; w *= 8 {
@@ -153,10 +181,13 @@ func checkPageHeader(b []byte) (int64, error) {
 		buf := thrift.NewTMemoryBufferLen(len(h))
 		buf.Write(h)
 		p := thrift.NewTCompactProtocolConf(buf, &thrift.TConfiguration{})
-		n, err := readPageHeader(p)
+		hd, err := readPageHeader(p)
 		switch {
 		case err == nil:
-			return int64(len(h)-buf.Len()) + n, nil
+			if why := hd.damage(typ); why != "" {
+				return 0, fmt.Errorf("%w: %s", errPageHeader, why)
+			}
+			return int64(len(h)-buf.Len()) + int64(hd.size), nil
 		case buf.Len() > 0:
 			return 0, err
 		case len(h) == len(b):
@@ -165,54 +196,141 @@ func checkPageHeader(b []byte) (int64, error) {
 	}
 }
 
-// readPageHeader reads a page header and returns its page's compressed size.
-func readPageHeader(p *thrift.TCompactProtocol) (int64, error) {
+// pageHeader is what the guard reads of a page header: the page's type
+// and compressed size, which of the headers of each type it carries, and
+// the encoding each of those names (-1: none).
+type pageHeader struct {
+	typ, size int32
+	has       [fieldDataV2 + 1]bool
+	encoding  [fieldDataV2 + 1]int32
+}
+
+// The encodings (parquet.thrift) of a page's values.
+const (
+	encPlain           = 0
+	encPlainDictionary = 2
+	encRLEDictionary   = 8
+)
+
+// decodable are the encodings, besides dictionary indices, of the data
+// pages of each physical type that arrow-go decodes; another one of
+// these (PLAIN, the DELTA ones, BYTE_STREAM_SPLIT) makes its decoder
+// panic ("unimplemented encoding type"): encodingDecoderTraits.Decoder.
+var decodable = map[parquet.Type][]int32{
+	parquet.Types.Boolean:           {encPlain, 3},    // RLE
+	parquet.Types.Int32:             {encPlain, 5, 9}, // DELTA_BINARY_PACKED, BYTE_STREAM_SPLIT
+	parquet.Types.Int64:             {encPlain, 5, 9}, //
+	parquet.Types.Int96:             {encPlain},       //
+	parquet.Types.Float:             {encPlain, 9},    // BYTE_STREAM_SPLIT
+	parquet.Types.Double:            {encPlain, 9},    //
+	parquet.Types.ByteArray:         {encPlain, 6, 7}, // DELTA_LENGTH_BYTE_ARRAY, DELTA_BYTE_ARRAY
+	parquet.Types.FixedLenByteArray: {encPlain, 9},    // BYTE_STREAM_SPLIT
+}
+
+// panicking are the encodings that arrow-go hands to a decoder without
+// checking that it has one (the others it refuses with an error).
+var panicking = []int32{encPlain, 5, 6, 7, 9}
+
+// damage says what in the header would make arrow-go panic on a page of
+// values of type typ, or "": a type without its header (a nil
+// dereference), an encoding its decoders lack for the type, a dictionary
+// of booleans.
+func (h *pageHeader) damage(typ parquet.Type) string {
+	field := map[int32]int16{pageData: fieldData, pageDictionary: fieldDictionary, pageDataV2: fieldDataV2}
+	names := map[int32]string{pageData: "DATA_PAGE", pageDictionary: "DICTIONARY_PAGE", pageDataV2: "DATA_PAGE_V2"}
+	f, ok := field[h.typ]
+	if !ok {
+		return ""
+	}
+	if !h.has[f] {
+		return fmt.Sprintf("a %s without its header", names[h.typ])
+	}
+	e := h.encoding[f]
+	switch {
+	case typ == parquet.Types.Boolean && (h.typ == pageDictionary || e == encPlainDictionary || e == encRLEDictionary):
+		return "a dictionary of booleans"
+	case h.typ != pageDictionary && slices.Contains(panicking, e) && !slices.Contains(decodable[typ], e):
+		return fmt.Sprintf("a %s of %s values in encoding %d", names[h.typ], typ, e)
+	}
+	return ""
+}
+
+// readPageHeader reads a page header.
+func readPageHeader(p *thrift.TCompactProtocol) (*pageHeader, error) {
 	ctx := context.Background()
 	if _, err := p.ReadStructBegin(ctx); err != nil {
-		return 0, err
+		return nil, err
 	}
-	typ, size := int32(-1), int32(-1)
-	var structs uint64 // the fields, below 64, that are structs
+	h := &pageHeader{typ: -1, size: -1}
+	for i := range h.encoding {
+		h.encoding[i] = -1
+	}
 	for {
 		_, t, id, err := p.ReadFieldBegin(ctx)
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		if t == thrift.STOP {
 			break
 		}
 		switch {
 		case id == fieldType && t == thrift.I32:
-			typ, err = p.ReadI32(ctx)
+			h.typ, err = p.ReadI32(ctx)
 		case id == fieldCompressed && t == thrift.I32:
-			size, err = p.ReadI32(ctx)
-		default:
-			if t == thrift.STRUCT && id >= 0 && id < 64 {
-				structs |= 1 << id
+			h.size, err = p.ReadI32(ctx)
+		case (id == fieldData || id == fieldDictionary || id == fieldDataV2) && t == thrift.STRUCT:
+			// The encoding is field 2 of a data or dictionary page's
+			// header, field 4 of a DATA_PAGE_V2's.
+			at := int16(2)
+			if id == fieldDataV2 {
+				at = 4
 			}
+			h.has[id] = true
+			h.encoding[id], err = readI32Field(ctx, p, at)
+		default:
 			err = p.Skip(ctx, t)
 		}
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		if err := p.ReadFieldEnd(ctx); err != nil {
-			return 0, err
+			return nil, err
 		}
 	}
 	if err := p.ReadStructEnd(ctx); err != nil {
-		return 0, err
+		return nil, err
 	}
-	if size < 0 {
-		return 0, errors.New("no page size") // arrow-go says what is wrong
+	if h.size < 0 {
+		return nil, errors.New("no page size") // arrow-go says what is wrong
 	}
-	for _, c := range []struct {
-		typ   int32
-		field int16
-		name  string
-	}{{pageData, fieldData, "DATA_PAGE"}, {pageDictionary, fieldDictionary, "DICTIONARY_PAGE"}, {pageDataV2, fieldDataV2, "DATA_PAGE_V2"}} {
-		if typ == c.typ && structs&(1<<c.field) == 0 {
-			return 0, fmt.Errorf("%w: a %s without its header", errPageHeader, c.name)
+	return h, nil
+}
+
+// readI32Field reads a struct and returns its i32 field id (-1: none).
+func readI32Field(ctx context.Context, p *thrift.TCompactProtocol, id int16) (int32, error) {
+	v := int32(-1)
+	if _, err := p.ReadStructBegin(ctx); err != nil {
+		return v, err
+	}
+	for {
+		_, t, fid, err := p.ReadFieldBegin(ctx)
+		if err != nil {
+			return v, err
+		}
+		if t == thrift.STOP {
+			break
+		}
+		if fid == id && t == thrift.I32 {
+			v, err = p.ReadI32(ctx)
+		} else {
+			err = p.Skip(ctx, t)
+		}
+		if err != nil {
+			return v, err
+		}
+		if err := p.ReadFieldEnd(ctx); err != nil {
+			return v, err
 		}
 	}
-	return int64(size), nil
+	return v, p.ReadStructEnd(ctx)
 }

@@ -9,14 +9,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/thrift/lib/go/thrift"
 	"github.com/cosmosloader/loader/loader/record"
 )
 
 // chunkStart is where arrow-go starts reading column c of row group g of
-// path (chunkRanges), and the chunk's end.
-func chunkStart(t *testing.T, path string, g, c int) (start, end int64) {
+// path (chunkRanges), the chunk's end and its values' type.
+func chunkStart(t *testing.T, path string, g, c int) (start, end int64, typ parquet.Type) {
 	t.Helper()
 	pf, err := file.OpenParquetFile(path, false)
 	if err != nil {
@@ -24,8 +25,8 @@ func chunkStart(t *testing.T, path string, g, c int) (start, end int64) {
 	}
 	defer pf.Close()
 	r := &parquetReader{pf: pf, size: 1 << 40}
-	ranges := r.chunkRanges(g)
-	return ranges[c].Start, ranges[c].End
+	ch := r.guardedChunks(g)[c]
+	return ch.Start, ch.End, ch.typ
 }
 
 // Each page header of a column chunk reads whole, taking its page's bytes
@@ -40,15 +41,15 @@ func TestPageHeadersReadToTheChunkEnd(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		start, end := chunkStart(t, path, 0, c.col)
+		start, end, typ := chunkStart(t, path, 0, c.col)
 		pages := 0
 		for at := start; at < end; pages++ {
-			n, err := checkPageHeader(b[at:end])
+			n, err := checkPageHeader(b[at:end], typ)
 			if err != nil || n <= 0 {
 				t.Fatalf("%s column %d: page at %d: %d, %v", c.name, c.col, at, n, err)
 			}
 			for k := 0; k < 8; k++ { // the header is longer than 8 bytes
-				if _, err := checkPageHeader(b[at : at+int64(k)]); !errors.Is(err, errShortHeader) {
+				if _, err := checkPageHeader(b[at:at+int64(k)], typ); !errors.Is(err, errShortHeader) {
 					t.Fatalf("%s column %d: %d bytes of the header at %d: %v, want it short", c.name, c.col, k, at, err)
 				}
 			}
@@ -89,7 +90,7 @@ func TestParquetDamagedPageTypeIsRefused(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		start, _ := chunkStart(t, src, c.g, c.col)
+		start, _, _ := chunkStart(t, src, c.g, c.col)
 		// The header's first field is its type, an i32 (0x15), then the
 		// type's zigzag varint: DATA_PAGE 0x00, DICTIONARY_PAGE 0x04.
 		if b[start] != 0x15 {
@@ -156,13 +157,13 @@ func TestParquetDamagedPageTypeIsRefused(t *testing.T) {
 func TestLongAndDamagedPageHeaders(t *testing.T) {
 	page := make([]byte, 40+300) // the page, and the next one's start
 	for _, stat := range []int{10, 5000, 70000} {
-		h := pageHeader(t, pageData, fieldData, stat)
+		h := thriftPageHeader(t, pageData, fieldData, -1, stat)
 		b := append(append([]byte(nil), h...), page...)
-		if n, err := checkPageHeader(b); err != nil || n != int64(len(h)+40) {
+		if n, err := checkPageHeader(b, parquet.Types.ByteArray); err != nil || n != int64(len(h)+40) {
 			t.Errorf("statistics of %d bytes: %d, %v; want %d", stat, n, err, len(h)+40)
 		}
 		for _, k := range []int{1, len(h) / 2, len(h) - 1} {
-			if _, err := checkPageHeader(h[:k]); !errors.Is(err, errShortHeader) {
+			if _, err := checkPageHeader(h[:k], parquet.Types.ByteArray); !errors.Is(err, errShortHeader) {
 				t.Errorf("statistics of %d bytes, %d bytes of the header: %v, want it short", stat, k, err)
 			}
 		}
@@ -171,21 +172,53 @@ func TestLongAndDamagedPageHeaders(t *testing.T) {
 		typ int32
 		sub int16
 	}{{pageDataV2, fieldData}, {pageData, fieldDataV2}, {pageData, fieldDictionary}, {pageDictionary, fieldData}} {
-		b := append(pageHeader(t, c.typ, c.sub, 10), page...)
-		if _, err := checkPageHeader(b); !errors.Is(err, errPageHeader) {
+		b := append(thriftPageHeader(t, c.typ, c.sub, -1, 10), page...)
+		if _, err := checkPageHeader(b, parquet.Types.ByteArray); !errors.Is(err, errPageHeader) {
 			t.Errorf("type %d with field %d: %v, want it damaged", c.typ, c.sub, err)
 		}
 	}
 	// DATA_PAGE_V2 with its own header is whole.
-	if _, err := checkPageHeader(append(pageHeader(t, pageDataV2, fieldDataV2, 10), page...)); err != nil {
+	if _, err := checkPageHeader(append(thriftPageHeader(t, pageDataV2, fieldDataV2, -1, 10), page...), parquet.Types.ByteArray); err != nil {
 		t.Errorf("DATA_PAGE_V2: %v", err)
+	}
+	// Encodings arrow-go's decoders have for the type, and others, which
+	// made them panic.
+	ty := parquet.Types
+	for _, c := range []struct {
+		typ     int32
+		values  parquet.Type
+		enc     int32
+		damaged bool
+	}{
+		{pageData, ty.ByteArray, 6, false}, // DELTA_LENGTH_BYTE_ARRAY
+		{pageData, ty.Int32, 6, true},      //
+		{pageData, ty.Int32, 5, false},     // DELTA_BINARY_PACKED
+		{pageData, ty.Double, 5, true},     //
+		{pageData, ty.FixedLenByteArray, 7, true},
+		{pageData, ty.Int96, 9, true}, // BYTE_STREAM_SPLIT
+		{pageData, ty.Float, 9, false},
+		{pageData, ty.ByteArray, 8, false}, // RLE_DICTIONARY
+		{pageData, ty.Boolean, 8, true},
+		{pageData, ty.Boolean, 3, false}, // RLE
+		{pageData, ty.Int64, 3, false},   // RLE: arrow-go refuses it itself
+		{pageData, ty.Int64, 99, false},  // unknown: likewise
+		{pageDictionary, ty.Boolean, 0, true},
+		{pageDictionary, ty.Int64, 0, false},
+		{pageDataV2, ty.Int64, 9, false},
+		{pageDataV2, ty.Int96, 5, true},
+	} {
+		sub := map[int32]int16{pageData: fieldData, pageDictionary: fieldDictionary, pageDataV2: fieldDataV2}[c.typ]
+		b := append(thriftPageHeader(t, c.typ, sub, c.enc, 10), page...)
+		if _, err := checkPageHeader(b, c.values); errors.Is(err, errPageHeader) != c.damaged || (!c.damaged && err != nil) {
+			t.Errorf("page type %d of %s values in encoding %d: %v, want damaged %v", c.typ, c.values, c.enc, err, c.damaged)
+		}
 	}
 }
 
-// pageHeader is a page header as Thrift writes it: of page type typ,
-// with the header of field sub, of 40 bytes of page, its statistics'
-// max_value stat bytes long.
-func pageHeader(t *testing.T, typ int32, sub int16, stat int) []byte {
+// thriftPageHeader is a page header as Thrift writes it: of page type typ,
+// with the header of field sub naming encoding enc (-1: none), of 40
+// bytes of page, its statistics' max_value stat bytes long.
+func thriftPageHeader(t *testing.T, typ int32, sub int16, enc int32, stat int) []byte {
 	buf := thrift.NewTMemoryBuffer()
 	p := thrift.NewTCompactProtocolConf(buf, &thrift.TConfiguration{})
 	ctx := context.Background()
@@ -205,7 +238,14 @@ func pageHeader(t *testing.T, typ int32, sub int16, stat int) []byte {
 	i32(fieldCompressed, 40)
 	must(p.WriteFieldBegin(ctx, "", thrift.STRUCT, sub))
 	must(p.WriteStructBegin(ctx, ""))
-	i32(1, 10)                                         // num_values
+	i32(1, 10) // num_values
+	if enc >= 0 {
+		at := int16(2)
+		if sub == fieldDataV2 {
+			at = 4
+		}
+		i32(at, enc)
+	}
 	must(p.WriteFieldBegin(ctx, "", thrift.STRUCT, 5)) // statistics
 	must(p.WriteStructBegin(ctx, ""))
 	must(p.WriteFieldBegin(ctx, "", thrift.STRING, 5)) // max_value
@@ -230,7 +270,7 @@ func TestPageGuardFollowsAChunk(t *testing.T) {
 	const start = 100
 	chunk := func(second []byte) []byte {
 		b := make([]byte, start)
-		b = append(b, pageHeader(t, pageData, fieldData, 3000)...) // longer than a read
+		b = append(b, thriftPageHeader(t, pageData, fieldData, -1, 3000)...) // longer than a read
 		b = append(b, make([]byte, 40)...)
 		b = append(b, second...)
 		return append(b, make([]byte, 40)...)
@@ -240,13 +280,13 @@ func TestPageGuardFollowsAChunk(t *testing.T) {
 		second []byte
 		bad    bool
 	}{
-		{"whole", pageHeader(t, pageDictionary, fieldDictionary, 10), false},
-		{"damaged", pageHeader(t, pageDataV2, fieldData, 10), true},
+		{"whole", thriftPageHeader(t, pageDictionary, fieldDictionary, -1, 10), false},
+		{"damaged", thriftPageHeader(t, pageDataV2, fieldData, -1, 10), true},
 	} {
 		data := chunk(c.second)
 		for _, step := range []int{7, 1000, len(data)} {
 			g := newPageGuard(memRandom{bytes.NewReader(data)})
-			g.expect([]ByteRange{{Start: start, End: int64(len(data))}})
+			g.expect([]guardedChunk{{ByteRange{Start: start, End: int64(len(data))}, parquet.Types.ByteArray}})
 			if _, err := g.ReadAt(make([]byte, 50), 0); err != nil { // elsewhere
 				t.Fatal(err)
 			}
@@ -264,5 +304,35 @@ func TestPageGuardFollowsAChunk(t *testing.T) {
 				t.Errorf("%s, reads of %d bytes: the chunk is still followed: %d, %d", c.name, step, len(g.streams), len(g.chunks))
 			}
 		}
+	}
+}
+
+// A chunk that starts where the one before it ended is followed from its
+// own start, though the one before is still waiting for the rest of a
+// header (here cut short by the chunk's end); and once a chunk is found
+// damaged, every read of it fails, as arrow-go reads again after a failed
+// read: the second read of a damaged header once passed unread, and
+// arrow-go panicked on it (FuzzParquetDamage).
+func TestPageGuardChunksBackToBack(t *testing.T) {
+	cut := thriftPageHeader(t, pageData, fieldData, -1, 3000)
+	a := cut[:len(cut)-10] // chunk A: a header its chunk ends inside
+	b := append(thriftPageHeader(t, pageDataV2, fieldData, -1, 10), make([]byte, 40)...)
+	data := append(append(make([]byte, 0, len(a)+len(b)), a...), b...)
+	g := newPageGuard(memRandom{bytes.NewReader(data)})
+	g.expect([]guardedChunk{{ByteRange{Start: 0, End: int64(len(a))}, parquet.Types.ByteArray},
+		{ByteRange{Start: int64(len(a)), End: int64(len(data))}, parquet.Types.ByteArray}})
+	if _, err := g.ReadAt(make([]byte, len(a)), 0); err != nil {
+		t.Fatalf("chunk A: %v", err)
+	}
+	for k := range 3 {
+		if _, err := g.ReadAt(make([]byte, len(b)), int64(len(a))); !errors.Is(err, errPageHeader) {
+			t.Fatalf("chunk B, read %d: %v, want it damaged", k+1, err)
+		}
+	}
+	if _, err := g.ReadAt(make([]byte, 5), int64(len(a)+20)); !errors.Is(err, errPageHeader) {
+		t.Fatalf("chunk B, a read inside it: %v, want it damaged", err)
+	}
+	if _, err := g.ReadAt(make([]byte, 5), 0); err != nil {
+		t.Fatalf("chunk A again: %v", err)
 	}
 }
