@@ -145,9 +145,10 @@ func FuzzCSV(f *testing.F) {
 }
 
 // FuzzParquetDamage damages the test data's Parquet files, a few bytes
-// anywhere or in the page headers at column chunk starts, and reads each
-// as a dry-run (Facts: columns decoded at once, on arrow-go's goroutines)
-// and as an import does: a damaged file is refused with a reason, never a
+// anywhere or in the page headers at column chunk starts, works out from
+// each what a load does from the footer (readers, segments, rows, byte
+// alignment), and reads it as a dry-run (Facts: columns decoded at once,
+// on arrow-go's goroutines) and as an import does: a damaged file is refused with a reason, never a
 // panic, which on arrow-go's goroutines ended the process (see pageGuard).
 // The seeds run with the tests; go test -fuzz FuzzParquetDamage runs more.
 func FuzzParquetDamage(f *testing.F) {
@@ -196,6 +197,15 @@ func FuzzParquetDamage(f *testing.F) {
 			t.Fatal(err)
 		}
 		defer os.Remove(path)
+		// What a load works out from the footer before it reads.
+		in := Input{Path: path}
+		popts := Options{Format: FormatParquet}
+		ReadersAtOnce(in, popts)
+		Split(in, popts, 4)
+		ParquetRows(in, popts, int64(len(b)/2))
+		if ParquetAlignable(in) {
+			ParquetAlign(in, int64(len(b)/2))
+		}
 		for _, facts := range []bool{false, true} {
 			opts := Options{}
 			if facts {

@@ -218,7 +218,22 @@ func parquetFooter(in Input) (md *metadata.FileMetaData, size int64, err error) 
 	if err != nil {
 		return nil, 0, fmt.Errorf("%w: %w", errFooter, err)
 	}
+	if err := checkFooter(pf.MetaData()); err != nil {
+		return nil, 0, fmt.Errorf("%w: %w", errFooter, err)
+	}
 	return pf.MetaData(), size, nil
+}
+
+// checkFooter says what in md arrow-go would panic on, if anything: a row
+// group of more column chunks than the schema has columns (arrow-go
+// indexes the schema's columns by the chunk's).
+func checkFooter(md *metadata.FileMetaData) error {
+	for g := range md.NumRowGroups() {
+		if n, want := md.RowGroup(g).NumColumns(), md.Schema.NumColumns(); n != want {
+			return fmt.Errorf("row group %d has %d column chunks, the schema %d columns", g+1, n, want)
+		}
+	}
+	return nil
 }
 
 // parquetBufferSize is arrow-go's read buffer, one per column being read.
@@ -421,6 +436,9 @@ func openParquet(in Input, opts Options, start Position) (r *parquetReader, err 
 	}
 	if opts.BlockSize > 0 {
 		r.arenaSize = min(parquetArena, opts.BlockSize)
+	}
+	if err := checkFooter(pf.MetaData()); err != nil {
+		return nil, refuse(err)
 	}
 	r.pf = pf
 	arrowProps := pqarrow.ArrowReadProperties{BatchSize: parquetBatchRows}
