@@ -258,21 +258,11 @@ func (h *pageHeader) damage(typ parquet.Type) string {
 // readPageHeader reads a page header.
 func readPageHeader(p *thrift.TCompactProtocol) (*pageHeader, error) {
 	ctx := context.Background()
-	if _, err := p.ReadStructBegin(ctx); err != nil {
-		return nil, err
-	}
 	h := &pageHeader{typ: -1, size: -1}
 	for i := range h.encoding {
 		h.encoding[i] = -1
 	}
-	for {
-		_, t, id, err := p.ReadFieldBegin(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if t == thrift.STOP {
-			break
-		}
+	err := readStruct(ctx, p, func(t thrift.TType, id int16) (err error) {
 		switch {
 		case id == fieldType && t == thrift.I32:
 			h.typ, err = p.ReadI32(ctx)
@@ -286,18 +276,20 @@ func readPageHeader(p *thrift.TCompactProtocol) (*pageHeader, error) {
 				at = 4
 			}
 			h.has[id] = true
-			h.encoding[id], err = readI32Field(ctx, p, at)
+			sub := id
+			err = readStruct(ctx, p, func(t thrift.TType, id int16) (err error) {
+				if id == at && t == thrift.I32 {
+					h.encoding[sub], err = p.ReadI32(ctx)
+					return err
+				}
+				return p.Skip(ctx, t)
+			})
 		default:
 			err = p.Skip(ctx, t)
 		}
-		if err != nil {
-			return nil, err
-		}
-		if err := p.ReadFieldEnd(ctx); err != nil {
-			return nil, err
-		}
-	}
-	if err := p.ReadStructEnd(ctx); err != nil {
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	if h.size < 0 {
@@ -306,31 +298,26 @@ func readPageHeader(p *thrift.TCompactProtocol) (*pageHeader, error) {
 	return h, nil
 }
 
-// readI32Field reads a struct and returns its i32 field id (-1: none).
-func readI32Field(ctx context.Context, p *thrift.TCompactProtocol, id int16) (int32, error) {
-	v := int32(-1)
+// readStruct reads a struct, handing each field's type and id to field,
+// which reads the field's value or skips it.
+func readStruct(ctx context.Context, p *thrift.TCompactProtocol, field func(t thrift.TType, id int16) error) error {
 	if _, err := p.ReadStructBegin(ctx); err != nil {
-		return v, err
+		return err
 	}
 	for {
-		_, t, fid, err := p.ReadFieldBegin(ctx)
+		_, t, id, err := p.ReadFieldBegin(ctx)
 		if err != nil {
-			return v, err
+			return err
 		}
 		if t == thrift.STOP {
 			break
 		}
-		if fid == id && t == thrift.I32 {
-			v, err = p.ReadI32(ctx)
-		} else {
-			err = p.Skip(ctx, t)
-		}
-		if err != nil {
-			return v, err
+		if err := field(t, id); err != nil {
+			return err
 		}
 		if err := p.ReadFieldEnd(ctx); err != nil {
-			return v, err
+			return err
 		}
 	}
-	return v, p.ReadStructEnd(ctx)
+	return p.ReadStructEnd(ctx)
 }
