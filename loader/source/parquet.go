@@ -1,6 +1,7 @@
 package source
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -760,15 +761,11 @@ func (r *parquetReader) decodeRowGroup(g int, skip int64, send func(arrow.Record
 	if r.rgRows[g] == 0 {
 		return nil
 	}
-	if err := r.checkChunks(g); err != nil {
+	guarded, err := r.guardedChunks(g)
+	if err != nil {
 		return err
 	}
-	guarded := r.guardedChunks(g)
 	r.pages.expect(guarded)
-	chunks := make([]ByteRange, len(guarded))
-	for i, c := range guarded {
-		chunks[i] = c.ByteRange
-	}
 	if pl, ok := r.f.(ReadPlanner); ok {
 		var next []ByteRange
 		// This decoder's next row group (they take turns).
@@ -776,7 +773,7 @@ func (r *parquetReader) decodeRowGroup(g int, skip int64, send func(arrow.Record
 		if n := g + w; n < len(r.rgRows) && r.rgRows[n] > 0 {
 			next = r.chunkRanges(n)
 		}
-		pl.PlanReads(chunks, next, w)
+		pl.PlanReads(byteRanges(guarded), next, w)
 	}
 	rr, err = r.fr.GetRecordReader(context.Background(), r.cols, []int{g})
 	if err != nil {
@@ -801,57 +798,39 @@ func (r *parquetReader) decodeRowGroup(g int, skip int64, send func(arrow.Record
 }
 
 // chunkRanges are the bytes of row group g's column chunks that the
-// reader reads (r.cols; nil: all), where arrow-go reads them (eachChunk),
-// but for chunks the footer puts nowhere in the file (checkChunks).
+// reader reads (r.cols; nil: all), where arrow-go reads them (see
+// guardedChunks), but for chunks the footer puts nowhere in the file.
 func (r *parquetReader) chunkRanges(g int) []ByteRange {
-	var out []ByteRange
-	for _, c := range r.guardedChunks(g) {
-		out = append(out, c.ByteRange)
+	cs, _ := r.guardedChunks(g)
+	return byteRanges(cs)
+}
+
+func byteRanges(cs []guardedChunk) []ByteRange {
+	out := make([]ByteRange, len(cs))
+	for i, c := range cs {
+		out[i] = c.ByteRange
 	}
 	return out
 }
 
-// guardedChunks are chunkRanges with their values' physical types, as
-// the page guard follows them.
-func (r *parquetReader) guardedChunks(g int) []guardedChunk {
-	var out []guardedChunk
-	schema := r.pf.MetaData().Schema
-	r.eachChunk(g, func(c int, start, n int64, err error) {
-		if err == nil && n > 0 {
-			out = append(out, guardedChunk{ByteRange{Start: start, End: start + n}, schema.Column(c).PhysicalType()})
-		}
-	})
-	return out
-}
-
-// checkChunks says what is wrong with where the footer puts row group g's
-// column chunks that are read, if anything: arrow-go takes a negative
-// size, or one past the end of the file, as it is, and a negative one is
-// a panic (make with a negative length) on a goroutine of its own.
-func (r *parquetReader) checkChunks(g int) error {
-	var bad error
-	r.eachChunk(g, func(c int, start, n int64, err error) {
-		if bad == nil && err != nil {
-			bad = fmt.Errorf("column chunk %d: %w", c+1, err)
-		}
-	})
-	return bad
-}
-
-// eachChunk calls fn with where each column chunk of row group g that is
-// read starts and how long it is, as arrow-go reads them: from the
-// dictionary page, when there is one before the data pages, for the
-// chunk's compressed size; err says when the footer's figures cannot be
-// those of a chunk of this file.
-func (r *parquetReader) eachChunk(g int, fn func(c int, start, n int64, err error)) {
-	rg := r.pf.MetaData().RowGroup(g)
+// guardedChunks are the column chunks of row group g that the reader
+// reads, with their values' physical types, as the page guard follows
+// them: where arrow-go reads each, from the dictionary page when there is
+// one before the data pages, for the chunk's compressed size. err says
+// what is wrong when the footer puts a chunk nowhere in the file: arrow-go
+// takes a negative size, or one past the end of the file, as it is, and a
+// negative one is a panic (make with a negative length) on a goroutine of
+// its own; the chunks returned are then the others.
+func (r *parquetReader) guardedChunks(g int) (out []guardedChunk, err error) {
+	md := r.pf.MetaData()
+	rg := md.RowGroup(g)
 	for c := range rg.NumColumns() {
 		if r.cols != nil && !slices.Contains(r.cols, c) {
 			continue
 		}
-		cc, err := rg.ColumnChunk(c)
-		if err != nil {
-			fn(c, 0, 0, err)
+		cc, e := rg.ColumnChunk(c)
+		if e != nil {
+			err = cmp.Or(err, fmt.Errorf("column chunk %d: %w", c+1, e))
 			continue
 		}
 		start := cc.DataPageOffset()
@@ -860,10 +839,14 @@ func (r *parquetReader) eachChunk(g int, fn func(c int, start, n int64, err erro
 		}
 		n := cc.TotalCompressedSize()
 		if start < 0 || n < 0 || start > r.size || n > r.size-start {
-			err = fmt.Errorf("the footer puts it at byte %d for %d bytes, in a file of %d", start, n, r.size)
+			err = cmp.Or(err, fmt.Errorf("column chunk %d: the footer puts it at byte %d for %d bytes, in a file of %d", c+1, start, n, r.size))
+			continue
 		}
-		fn(c, start, n, err)
+		if n > 0 {
+			out = append(out, guardedChunk{ByteRange{Start: start, End: start + n}, md.Schema.Column(c).PhysicalType()})
+		}
 	}
+	return out, err
 }
 
 // encode turns a decoder's batches into chunks of records, each row group

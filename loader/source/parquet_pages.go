@@ -231,26 +231,30 @@ var decodable = map[parquet.Type][]int32{
 // checking that it has one (the others it refuses with an error).
 var panicking = []int32{encPlain, 5, 6, 7, 9}
 
+// The header field of each page type the guard checks, and its name.
+var (
+	pageTypeField = map[int32]int16{pageData: fieldData, pageDictionary: fieldDictionary, pageDataV2: fieldDataV2}
+	pageTypeName  = map[int32]string{pageData: "DATA_PAGE", pageDictionary: "DICTIONARY_PAGE", pageDataV2: "DATA_PAGE_V2"}
+)
+
 // damage says what in the header would make arrow-go panic on a page of
 // values of type typ, or "": a type without its header (a nil
 // dereference), an encoding its decoders lack for the type, a dictionary
 // of booleans.
 func (h *pageHeader) damage(typ parquet.Type) string {
-	field := map[int32]int16{pageData: fieldData, pageDictionary: fieldDictionary, pageDataV2: fieldDataV2}
-	names := map[int32]string{pageData: "DATA_PAGE", pageDictionary: "DICTIONARY_PAGE", pageDataV2: "DATA_PAGE_V2"}
-	f, ok := field[h.typ]
+	f, ok := pageTypeField[h.typ]
 	if !ok {
 		return ""
 	}
 	if !h.has[f] {
-		return fmt.Sprintf("a %s without its header", names[h.typ])
+		return fmt.Sprintf("a %s without its header", pageTypeName[h.typ])
 	}
 	e := h.encoding[f]
 	switch {
 	case typ == parquet.Types.Boolean && (h.typ == pageDictionary || e == encPlainDictionary || e == encRLEDictionary):
 		return "a dictionary of booleans"
 	case h.typ != pageDictionary && slices.Contains(panicking, e) && !slices.Contains(decodable[typ], e):
-		return fmt.Sprintf("a %s of %s values in encoding %d", names[h.typ], typ, e)
+		return fmt.Sprintf("a %s of %s values in encoding %d", pageTypeName[h.typ], typ, e)
 	}
 	return ""
 }

@@ -25,7 +25,11 @@ func chunkStart(t *testing.T, path string, g, c int) (start, end int64, typ parq
 	}
 	defer pf.Close()
 	r := &parquetReader{pf: pf, size: 1 << 40}
-	ch := r.guardedChunks(g)[c]
+	cs, err := r.guardedChunks(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := cs[c]
 	return ch.Start, ch.End, ch.typ
 }
 
@@ -207,7 +211,7 @@ func TestLongAndDamagedPageHeaders(t *testing.T) {
 		{pageDataV2, ty.Int64, 9, false},
 		{pageDataV2, ty.Int96, 5, true},
 	} {
-		sub := map[int32]int16{pageData: fieldData, pageDictionary: fieldDictionary, pageDataV2: fieldDataV2}[c.typ]
+		sub := pageTypeField[c.typ]
 		b := append(thriftPageHeader(t, c.typ, sub, c.enc, 10), page...)
 		if _, err := checkPageHeader(b, c.values); errors.Is(err, errPageHeader) != c.damaged || (!c.damaged && err != nil) {
 			t.Errorf("page type %d of %s values in encoding %d: %v, want damaged %v", c.typ, c.values, c.enc, err, c.damaged)
