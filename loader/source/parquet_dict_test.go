@@ -3,6 +3,8 @@ package source
 import (
 	"bytes"
 	"fmt"
+	"math/bits"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
@@ -59,7 +62,9 @@ func writeDictionaryFixture(t *testing.T, path string) {
 	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
 	defer b.Release()
 	cities := []string{"Lisbon", "Porto", `Quote"d`, "Zürich"}
-	for g, n := range []int{300, 900} {
+	// The first row group is long enough that grows, over the file, is a
+	// dictionary of repeated values (see dictionaryColumns).
+	for g, n := range []int{5000, 900} {
 		for i := range n {
 			few := b.Field(0).(*array.StringBuilder)
 			if i%7 == 0 {
@@ -126,7 +131,11 @@ func TestParquetDictionaryColumns(t *testing.T) {
 	sizeOnly := func(f string) bool { return f != "id" && f != "tenant" && f != "few" }
 	for _, path := range []string{gen, duck} {
 		for _, opts := range []Options{{}, {CSVEmptyNull: true}, {SizeOnly: sizeOnly}, {SizeOnly: sizeOnly, CSVEmptyNull: true}} {
-			for _, start := range []Position{{}, {Line: 777}} {
+			starts := []Position{{}, {Line: 777}}
+			if path == gen {
+				starts = append(starts, Position{Line: 5077}) // in the row group of plain pages
+			}
+			for _, start := range starts {
 				readDictionaries = false
 				want, err := readParquet(t, path, opts, start)
 				readDictionaries = true
@@ -158,5 +167,82 @@ func TestParquetDictionaryColumns(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// A string column is read as a dictionary only when its values repeat:
+// an id's dictionary is as long as its row group, and arrow-go hashes
+// every entry of a dictionary it reads as one. dictionaryEntries, from
+// the footer alone, comes within a factor of two of each chunk's real
+// count of entries.
+func TestParquetDictionaryOnlyWhenValuesRepeat(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "repeat.parquet")
+	str := arrow.BinaryTypes.String
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "tenant", Type: str}, {Name: "id", Type: str}, {Name: "street", Type: str},
+		{Name: "tags", Type: arrow.ListOf(str)},
+	}, nil)
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Compressed: arrow-go writes uncompressed unique strings plainly.
+	props := parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(2000), parquet.WithCompression(compress.Codecs.Snappy))
+	w, err := pqarrow.NewFileWriter(schema, f, props, pqarrow.DefaultWriterProps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	// Random values, as real ones are: a pattern that repeats compresses
+	// its indexes, and fewer bytes look like fewer entries.
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 6000 {
+		b.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("tenant-%d", rng.IntN(20)))
+		b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("order-%08d", i))
+		b.Field(2).(*array.StringBuilder).Append(fmt.Sprintf("%d Main Street", rng.IntN(1000)))
+		tags := b.Field(3).(*array.ListBuilder)
+		tags.Append(true)
+		for range rng.IntN(4) {
+			tags.ValueBuilder().(*array.StringBuilder).Append(fmt.Sprintf("tag-%d", rng.IntN(6)))
+		}
+	}
+	rec := b.NewRecordBatch()
+	err = w.Write(rec)
+	rec.Release()
+	if err == nil {
+		err = w.Close()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every chunk is dictionary-encoded; the ids' and streets' entries
+	// stand for one and about two values each (the streets' 2,000 draws
+	// of 1,000 are ~865 entries). A list's estimate is rougher (its
+	// levels), but its 6 tags still stand for many values each.
+	pf, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	md := pf.MetaData()
+	for g := range md.NumRowGroups() {
+		for c, want := range []int{20, 2000, 1000, 6} {
+			cc, err := md.RowGroup(g).ColumnChunk(c)
+			if err != nil || !dictionaryEncoded(cc) {
+				t.Fatalf("row group %d column %d: not dictionary-encoded (%v)", g, c, err)
+			}
+			got := dictionaryEntries(cc, bits.Len(uint(md.Schema.Column(c).MaxRepetitionLevel())))
+			lo, hi := float64(want)/2, float64(want)*2
+			if c == 3 { // the list's
+				lo, hi = 1, float64(cc.NumValues())/dictionaryRepeats/4
+			}
+			if got < lo || got > hi {
+				t.Errorf("row group %d column %s: %.0f entries estimated, %d in its dictionary", g, md.Schema.Column(c).Path(), got, want)
+			}
+		}
+	}
+	if got, want := dictionaryLeaves(t, path), []string{"tenant", "tags.list.element"}; !slices.Equal(got, want) {
+		t.Errorf("dictionary columns %q, want %q", got, want)
 	}
 }
