@@ -61,9 +61,19 @@ type parquetReader struct {
 	f    RandomReader // a local file, or a remote input's cached reader
 	// pages is f as arrow-go reads it, through a guard of its page headers.
 	pages *pageGuard
-	pf    *file.Reader
-	fr    *pqarrow.FileReader
-	cols  []int // the leaf columns read (--columns); nil: all
+	// Each row group is read through a footer of its own (see
+	// footerCuts): cut from the file's footer, or, where it could not be
+	// cut, a subset of md, the whole footer parsed.
+	cuts       *footerCuts
+	md         *metadata.FileMetaData
+	props      *parquet.ReaderProperties
+	arrowProps pqarrow.ArrowReadProperties
+	// chunks and chunkErrs are each row group's guardedChunks.
+	chunks    [][]guardedChunk
+	chunkErrs []error
+	// pageBytes is parquetPages of the columns read.
+	pageBytes int64
+	cols      []int // the leaf columns read (--columns); nil: all
 	// logicals annotate the columns read, in order (see logicalOf).
 	logicals []*logical
 	// parts are the fields of the input's partition folders (see hive.go),
@@ -441,7 +451,6 @@ func openParquet(in Input, opts Options, start Position) (r *parquetReader, err 
 	if err := checkFooter(pf.MetaData()); err != nil {
 		return nil, refuse(err)
 	}
-	r.pf = pf
 	arrowProps := pqarrow.ArrowReadProperties{BatchSize: parquetBatchRows}
 	for _, c := range dictionaryColumns(pf.MetaData()) {
 		arrowProps.SetReadDict(c, true)
@@ -450,7 +459,7 @@ func openParquet(in Input, opts Options, start Position) (r *parquetReader, err 
 	if err != nil {
 		return nil, refuse(err)
 	}
-	r.fr = fr
+	r.props, r.arrowProps = props, arrowProps
 	names := make([]string, len(fr.Manifest.Fields))
 	for i, f := range fr.Manifest.Fields {
 		names[i] = f.Field.Name
@@ -490,6 +499,21 @@ func openParquet(in Input, opts Options, start Position) (r *parquetReader, err 
 	r.rgFirst = make([]int64, len(r.rgRows))
 	for g := 1; g < len(r.rgRows); g++ {
 		r.rgFirst[g] = r.rgFirst[g-1] + r.rgRows[g-1]
+	}
+	md := pf.MetaData()
+	r.chunks, r.chunkErrs = make([][]guardedChunk, len(r.rgRows)), make([]error, len(r.rgRows))
+	for g := range r.rgRows {
+		r.chunks[g], r.chunkErrs[g] = guardedChunksOf(md, g, r.cols, size)
+	}
+	r.pageBytes = parquetPages(md, r.cols)
+	// From here on the row groups are read through footers of their own;
+	// pf, fr and the footer they parsed are left to the collector, unless
+	// the footer could not be cut.
+	if cutFooters {
+		r.cuts, _ = cutFooter(f, size, md.NumRowGroups())
+	}
+	if r.cuts == nil {
+		r.md = md
 	}
 	// Skip whole row groups without decoding them.
 	skip := start.Line
@@ -702,14 +726,14 @@ func (r *parquetReader) Next() (Record, error) {
 func (r *parquetReader) start() {
 	_, local := r.f.(*os.File)
 	w := min(parquetWorkers(), len(r.rgRows)-r.startRG)
-	if local && r.plan != nil || parquetPages(r.pf.MetaData(), r.cols) > parquetPagesMax || r.opts.Cursors > 1 {
+	if local && r.plan != nil || r.pageBytes > parquetPagesMax || r.opts.Cursors > 1 {
 		w = 1
 	}
 	r.queued = 0
 	if w == 1 && r.opts.Cursors <= 1 && parquetWorkers() > 1 {
 		// The one decoder sets the pace (see parquetDecoded).
 		r.queued = parquetDecoded
-		r.fr.Props.Parallel = local
+		r.arrowProps.Parallel = local
 	}
 	r.outs = make([]chan parquetChunk, w)
 	r.stop = make(chan struct{})
@@ -824,7 +848,7 @@ func (r *parquetReader) decodeRowGroup(g int, skip int64, send func(arrow.Record
 		}
 		pl.PlanReads(byteRanges(guarded), next, w)
 	}
-	rr, err = r.fr.GetRecordReader(context.Background(), r.cols, []int{g})
+	rr, err = r.recordReader(g)
 	if err != nil {
 		return err
 	}
@@ -846,12 +870,35 @@ func (r *parquetReader) decodeRowGroup(g int, skip int64, send func(arrow.Record
 	return nil
 }
 
+// recordReader reads row group g through a footer of its own (see
+// footerCuts).
+func (r *parquetReader) recordReader(g int) (pqarrow.RecordReader, error) {
+	var md *metadata.FileMetaData
+	var err error
+	if r.cuts != nil {
+		md, err = r.cuts.rowGroupFooter(g, r.size)
+	} else {
+		md, err = r.md.Subset([]int{g})
+	}
+	if err != nil {
+		return nil, err
+	}
+	pf, err := file.NewParquetReader(r.pages, file.WithReadProps(r.props), file.WithMetadata(md))
+	if err != nil {
+		return nil, err
+	}
+	fr, err := pqarrow.NewFileReader(pf, r.arrowProps, r.alloc)
+	if err != nil {
+		return nil, err
+	}
+	return fr.GetRecordReader(context.Background(), r.cols, []int{0})
+}
+
 // chunkRanges are the bytes of row group g's column chunks that the
 // reader reads (r.cols; nil: all), where arrow-go reads them (see
 // guardedChunks), but for chunks the footer puts nowhere in the file.
 func (r *parquetReader) chunkRanges(g int) []ByteRange {
-	cs, _ := r.guardedChunks(g)
-	return byteRanges(cs)
+	return byteRanges(r.chunks[g])
 }
 
 func byteRanges(cs []guardedChunk) []ByteRange {
@@ -864,17 +911,23 @@ func byteRanges(cs []guardedChunk) []ByteRange {
 
 // guardedChunks are the column chunks of row group g that the reader
 // reads, with their values' physical types, as the page guard follows
-// them: where arrow-go reads each, from the dictionary page when there is
-// one before the data pages, for the chunk's compressed size. err says
-// what is wrong when the footer puts a chunk nowhere in the file: arrow-go
-// takes a negative size, or one past the end of the file, as it is, and a
-// negative one is a panic (make with a negative length) on a goroutine of
-// its own; the chunks returned are then the others.
-func (r *parquetReader) guardedChunks(g int) (out []guardedChunk, err error) {
-	md := r.pf.MetaData()
+// them (guardedChunksOf, worked out as the file opens).
+func (r *parquetReader) guardedChunks(g int) ([]guardedChunk, error) {
+	return r.chunks[g], r.chunkErrs[g]
+}
+
+// guardedChunksOf are the column chunks of md's row group g among cols
+// (nil: all) in a file of size bytes: where arrow-go reads each, from the
+// dictionary page when there is one before the data pages, for the
+// chunk's compressed size. err says what is wrong when the footer puts a
+// chunk nowhere in the file: arrow-go takes a negative size, or one past
+// the end of the file, as it is, and a negative one is a panic (make with
+// a negative length) on a goroutine of its own; the chunks returned are
+// then the others.
+func guardedChunksOf(md *metadata.FileMetaData, g int, cols []int, size int64) (out []guardedChunk, err error) {
 	rg := md.RowGroup(g)
 	for c := range rg.NumColumns() {
-		if r.cols != nil && !slices.Contains(r.cols, c) {
+		if cols != nil && !slices.Contains(cols, c) {
 			continue
 		}
 		cc, e := rg.ColumnChunk(c)
@@ -887,8 +940,8 @@ func (r *parquetReader) guardedChunks(g int) (out []guardedChunk, err error) {
 			start = cc.DictionaryPageOffset()
 		}
 		n := cc.TotalCompressedSize()
-		if start < 0 || n < 0 || start > r.size || n > r.size-start {
-			err = cmp.Or(err, fmt.Errorf("column chunk %d: the footer puts it at byte %d for %d bytes, in a file of %d", c+1, start, n, r.size))
+		if start < 0 || n < 0 || start > size || n > size-start {
+			err = cmp.Or(err, fmt.Errorf("column chunk %d: the footer puts it at byte %d for %d bytes, in a file of %d", c+1, start, n, size))
 			continue
 		}
 		if n > 0 {
@@ -1154,12 +1207,7 @@ func (r *parquetReader) Close() error {
 		r.stopped.Wait() // the decoders own the Arrow state until they return
 		r.stop = nil
 	}
-	var err error
-	if r.pf != nil {
-		err = r.pf.Close() // closes f
-	} else {
-		err = r.f.Close()
-	}
+	err := r.f.Close()
 	if r.alloc != nil {
 		r.alloc.release() // nothing reads Arrow's buffers any more
 	}

@@ -735,8 +735,8 @@ func TestParquetDecodersFollowPageMemory(t *testing.T) {
 		if got := len(pr.outs); got != c.wantDecoders || n != c.rows {
 			t.Errorf("%s: %d decoders, %d rows; want %d decoders, %d rows", c.name, got, n, c.wantDecoders, c.rows)
 		}
-		if pr.queued != c.wantQueued || pr.fr.Props.Parallel != c.wantParallel {
-			t.Errorf("%s: %d batches queued, columns at once %v; want %d, %v", c.name, pr.queued, pr.fr.Props.Parallel, c.wantQueued, c.wantParallel)
+		if pr.queued != c.wantQueued || pr.arrowProps.Parallel != c.wantParallel {
+			t.Errorf("%s: %d batches queued, columns at once %v; want %d, %v", c.name, pr.queued, pr.arrowProps.Parallel, c.wantQueued, c.wantParallel)
 		}
 		rd.Close()
 	}

@@ -24,8 +24,7 @@ func chunkStart(t *testing.T, path string, g, c int) (start, end int64, typ parq
 		t.Fatal(err)
 	}
 	defer pf.Close()
-	r := &parquetReader{pf: pf, size: 1 << 40}
-	cs, err := r.guardedChunks(g)
+	cs, err := guardedChunksOf(pf.MetaData(), g, nil, 1<<40)
 	if err != nil {
 		t.Fatal(err)
 	}

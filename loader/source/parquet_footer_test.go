@@ -1,0 +1,113 @@
+package source
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+)
+
+// Each row group's footer, cut from the file's, parses to the row group
+// the whole footer has, with the file's schema and metadata, over every
+// fixture (DuckDB's, pyarrow's, a legacy writer's, arrow-go's) and a file
+// of many row groups; the reader keeps the cut footer, not the parsed
+// one; and the rows read through cut footers, from the start and from
+// inside a row group, are those read through the whole footer.
+func TestParquetRowGroupFooters(t *testing.T) {
+	many := filepath.Join(t.TempDir(), "many.parquet")
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.BinaryTypes.String},
+		{Name: "tags", Type: arrow.ListOf(arrow.BinaryTypes.String), Nullable: true},
+		{Name: "at", Type: arrow.StructOf(arrow.Field{Name: "n", Type: arrow.PrimitiveTypes.Int64, Nullable: true})},
+	}, nil)
+	writeArrowParquet(t, many, schema, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(7)), func(b *array.RecordBuilder) {
+		for i := range 300 {
+			b.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("id-%d", i))
+			tags := b.Field(1).(*array.ListBuilder)
+			if i%5 == 0 {
+				tags.AppendNull()
+			} else {
+				tags.Append(true)
+				for k := range i % 3 {
+					tags.ValueBuilder().(*array.StringBuilder).Append(fmt.Sprintf("t%d", k))
+				}
+			}
+			at := b.Field(2).(*array.StructBuilder)
+			at.Append(true)
+			if i%4 == 0 {
+				at.FieldBuilder(0).(*array.Int64Builder).AppendNull()
+			} else {
+				at.FieldBuilder(0).(*array.Int64Builder).Append(int64(i * i))
+			}
+		}
+	})
+	paths := []string{many}
+	for _, name := range []string{"duckdb.parquet", "types.parquet", "rows.parquet", "legacy.parquet", "logical.parquet"} {
+		paths = append(paths, parquetDir+name)
+	}
+	for _, path := range paths {
+		name := filepath.Base(path)
+		pf, err := file.OpenParquetFile(path, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		md := pf.MetaData()
+		f, size, err := openRandom(Input{Path: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cutFooter(f, size, md.NumRowGroups()+1); err == nil {
+			t.Errorf("%s: cut into %d row groups, one more than it has", name, md.NumRowGroups()+1)
+		}
+		cuts, err := cutFooter(f, size, md.NumRowGroups())
+		f.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if name == "many.parquet" && md.NumRowGroups() != 43 {
+			t.Fatalf("%s: %d row groups, want 43", name, md.NumRowGroups())
+		}
+		for g := range md.NumRowGroups() {
+			one, err := cuts.rowGroupFooter(g, size)
+			if err != nil {
+				t.Fatalf("%s row group %d: %v", name, g, err)
+			}
+			if one.NumRowGroups() != 1 || !reflect.DeepEqual(one.RowGroups[0], md.RowGroups[g]) {
+				t.Fatalf("%s row group %d: its footer has %d row groups, the first\n%v\nwant\n%v", name, g, one.NumRowGroups(), one.RowGroups[0], md.RowGroups[g])
+			}
+			if !one.Schema.Equals(md.Schema) || !one.KeyValueMetadata().Equals(md.KeyValueMetadata()) || one.GetCreatedBy() != md.GetCreatedBy() {
+				t.Fatalf("%s row group %d: the schema or metadata differ from the file's", name, g)
+			}
+		}
+		pf.Close()
+
+		rd, err := Open(Input{Path: path}, nil, Options{Format: FormatParquet}, Position{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pr := rd.(*parquetReader); pr.cuts == nil || pr.md != nil {
+			t.Errorf("%s: the reader keeps the parsed footer", name)
+		}
+		rd.Close()
+		for _, start := range []Position{{}, {Line: md.NumRows / 2}} {
+			got, gerr := readParquet(t, path, Options{}, start)
+			cutFooters = false
+			want, werr := readParquet(t, path, Options{}, start)
+			cutFooters = true
+			if fmt.Sprint(gerr) != fmt.Sprint(werr) || len(got) != len(want) || len(got) == 0 {
+				t.Fatalf("%s from %d: %d rows (%v) through cut footers, %d (%v) through the whole", name, start.Line, len(got), gerr, len(want), werr)
+			}
+			for i := range got {
+				if got[i].Line != want[i].Line || !bytes.Equal(got[i].Data, want[i].Data) {
+					t.Fatalf("%s row %d: %s through cut footers, %s through the whole", name, want[i].Line, got[i].Data, want[i].Data)
+				}
+			}
+		}
+	}
+}
