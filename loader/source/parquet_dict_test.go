@@ -245,4 +245,21 @@ func TestParquetDictionaryOnlyWhenValuesRepeat(t *testing.T) {
 	if got, want := dictionaryLeaves(t, path), []string{"tenant", "tags.list.element"}; !slices.Equal(got, want) {
 		t.Errorf("dictionary columns %q, want %q", got, want)
 	}
+
+	// Row groups longer than a batch: zip codes that repeat eight times
+	// each, but whose dictionaries are longer than a batch, which arrow-go
+	// copies into every batch of the row group, are read plainly; a
+	// region's few values are still read as a dictionary.
+	long := filepath.Join(t.TempDir(), "long.parquet")
+	schema = arrow.NewSchema([]arrow.Field{{Name: "zip", Type: str}, {Name: "region", Type: str}}, nil)
+	props = parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(20000), parquet.WithCompression(compress.Codecs.Snappy))
+	writeArrowParquet(t, long, schema, props, func(b *array.RecordBuilder) {
+		for range 40000 {
+			b.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("%05d", rng.IntN(2500)))
+			b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("region-%d", rng.IntN(8)))
+		}
+	})
+	if got, want := dictionaryLeaves(t, long), []string{"region"}; !slices.Equal(got, want) {
+		t.Errorf("row groups of 20,000 rows: dictionary columns %q, want %q", got, want)
+	}
 }
