@@ -123,7 +123,7 @@ func TestParquetSplitBoundedByReaderMemory(t *testing.T) {
 	}
 	for _, c := range []struct {
 		columns, most int
-	}{{10, 8}, {100, 3}, {300, 1}} {
+	}{{10, 8}, {100, 5}, {300, 2}, {600, 1}} {
 		in := write(fmt.Sprintf("c%d.parquet", c.columns), c.columns)
 		ranges, why, err := Split(in, Options{}, 8)
 		if err != nil || len(ranges) != c.most || (c.most == 1) != strings.Contains(why, "MiB") {
@@ -194,10 +194,10 @@ func TestParquetReadersAtOnce(t *testing.T) {
 	}
 	local := ReadersAtOnce(Input{Path: parquetDir + "rows.parquet"}, Options{})
 	blob := ReadersAtOnce(Input{Path: "https://a.blob.core.windows.net/c/a.parquet", Remote: &memRemote{data: data}}, Options{})
-	// A small file's reader: 12 MiB of base, 1 MiB of read buffers; a
+	// A small file's reader: 12 MiB of base, 0.5 MiB of read buffers; a
 	// blob's 16 MiB of cache besides.
-	if local != 9 || blob != 4 {
-		t.Errorf("local %d, blob %d readers at once; want 9 and 4", local, blob)
+	if local != 10 || blob != 4 {
+		t.Errorf("local %d, blob %d readers at once; want 10 and 4", local, blob)
 	}
 	if n := ReadersAtOnce(Input{Path: parquetDir + "truncated.parquet"}, Options{}); n != 8 {
 		t.Errorf("a file without a footer: %d readers at once, want 8 (a guess of 16 MiB)", n)
