@@ -69,12 +69,16 @@ func (c *Memo[V]) Put(key string, v V) {
 		} else {
 			c.pauseNext = 0
 		}
-		// Emptied in place: the map keeps the room it grew to.
-		clear(c.m)
 		c.bytes, c.hits, c.misses = 0, 0, 0
 		if c.pause > 0 {
+			// Let the map go while pausing: the room it grew to (~2 MB
+			// for 256 KiB of ids with their values) would be kept by the
+			// collector, and doubled by its target, for nothing.
+			c.m = nil
 			return
 		}
+		// Emptied in place: the map keeps the room it grew to.
+		clear(c.m)
 	}
 	c.m[key] = v
 	c.bytes += len(key)

@@ -31,7 +31,8 @@ func TestRepeatedKeysAreRemembered(t *testing.T) {
 }
 
 // Unique keys fill the memo in vain: it stops remembering, for longer
-// each time, and holds at most Bytes of keys throughout.
+// each time, holds at most Bytes of keys throughout, and none while it
+// pauses (its map is let go).
 func TestUniqueKeysPauseTheMemo(t *testing.T) {
 	var c Memo[int]
 	puts := 0
@@ -43,6 +44,9 @@ func TestUniqueKeysPauseTheMemo(t *testing.T) {
 		}
 		if c.bytes > Bytes {
 			t.Fatalf("%d key bytes held", c.bytes)
+		}
+		if c.pause > 0 && c.m != nil {
+			t.Fatalf("lookup %d: the memo holds its map while it pauses", i)
 		}
 	}
 	// Without pauses every key is put; with them, a fill of ~26,000 keys
