@@ -447,7 +447,12 @@ func openParquet(in Input, opts Options, start Position) (r *parquetReader, err 
 	props.BufferedStreamEnabled = true
 	props.BufferSize = parquetBufferSize
 	r.pages = newPageGuard(f)
-	pf, err := file.NewParquetReader(r.pages, file.WithReadProps(props))
+	readOpts := []file.ReadOption{file.WithReadProps(props)}
+	raw, parsed, plain := plainFooter(f, size)
+	if plain {
+		readOpts = append(readOpts, file.WithMetadata(parsed))
+	}
+	pf, err := file.NewParquetReader(r.pages, readOpts...)
 	if err != nil {
 		return nil, refuse(err)
 	}
@@ -515,8 +520,8 @@ func openParquet(in Input, opts Options, start Position) (r *parquetReader, err 
 	// From here on the row groups are read through footers of their own;
 	// pf, fr and the footer they parsed are left to the collector, unless
 	// the footer could not be cut.
-	if cutFooters {
-		r.cuts, _ = cutFooter(f, size, md.NumRowGroups())
+	if cutFooters && plain {
+		r.cuts, _ = cutFooter(raw, md.NumRowGroups())
 	}
 	if r.cuts == nil {
 		r.md = md

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/thrift/lib/go/thrift"
@@ -42,25 +43,40 @@ type footerCuts struct {
 	groups []int64
 }
 
-// cutFooter reads the footer of a Parquet file of size bytes from f and
-// finds its row groups, of which there must be rowGroups (the footer as
-// arrow-go read it).
-func cutFooter(f RandomReader, size int64, rowGroups int) (*footerCuts, error) {
+// plainFooter reads the Thrift bytes of the footer of a Parquet file of
+// size bytes from f, when it is a plain one (PAR1, not encrypted), and
+// parses them as arrow-go does, so that arrow-go is given the footer
+// (file.WithMetadata) and the reader cuts the same bytes: one read of the
+// footer, which for a blob far away is a round trip or more. ok is false
+// for any other footer, which arrow-go then reads itself, saying what is
+// wrong with it as it always has.
+func plainFooter(f RandomReader, size int64) (raw []byte, md *metadata.FileMetaData, ok bool) {
 	var tail [8]byte
-	if size < int64(len(tail)) {
-		return nil, errors.New("no footer")
+	if size <= int64(len(tail)) {
+		return nil, nil, false
 	}
-	if _, err := f.ReadAt(tail[:], size-int64(len(tail))); err != nil {
-		return nil, err
+	if n, err := f.ReadAt(tail[:], size-int64(len(tail))); n != len(tail) || err != nil && !errors.Is(err, io.EOF) {
+		return nil, nil, false
 	}
 	n := int64(binary.LittleEndian.Uint32(tail[:4]))
 	if string(tail[4:]) != "PAR1" || n > size-int64(len(tail)) {
-		return nil, errors.New("not a plain Parquet footer")
+		return nil, nil, false
 	}
-	raw := make([]byte, n)
-	if _, err := f.ReadAt(raw, size-int64(len(tail))-n); err != nil {
-		return nil, err
+	raw = make([]byte, n)
+	if _, err := f.ReadAt(raw, size-int64(len(tail))-n); err != nil && !errors.Is(err, io.EOF) {
+		return nil, nil, false
 	}
+	md, err := metadata.NewFileMetaData(raw, nil)
+	if err != nil || md.IsSetEncryptionAlgorithm() {
+		return nil, nil, false
+	}
+	md.SetSourceFileSize(size)
+	return raw, md, true
+}
+
+// cutFooter finds the row groups in raw, a footer's Thrift bytes, of
+// which there must be rowGroups (the footer as parsed).
+func cutFooter(raw []byte, rowGroups int) (*footerCuts, error) {
 	c := &footerCuts{raw: raw}
 	if err := c.find(rowGroups); err != nil {
 		return nil, err
