@@ -874,14 +874,7 @@ func (r *parquetReader) decodeRowGroup(g int, skip int64, send func(arrow.Record
 	if err != nil {
 		return err
 	}
-	if skip > 0 {
-		if err := rr.SeekToRow(skip); err != nil {
-			return err
-		}
-	}
-	for rr.Next() {
-		b := rr.RecordBatch()
-		b.Retain()
+	for b := range batchesAfter(rr, skip) {
 		if !send(b) {
 			return errStopped
 		}
@@ -890,6 +883,33 @@ func (r *parquetReader) decodeRowGroup(g int, skip int64, send func(arrow.Record
 		return err
 	}
 	return nil
+}
+
+// batchesAfter yields rr's batches after its first skip rows, each the
+// caller's to release. The rows skipped are decoded: arrow-go's SeekToRow
+// misreads a list column whose page holds more than the rows skipped (it
+// reads the page's repetition levels to the end, and the rows after the
+// first then get the wrong elements: a resume inside a row group of lists
+// read wrong lists), and a resume reads at most a row group again.
+func batchesAfter(rr pqarrow.RecordReader, skip int64) func(yield func(arrow.RecordBatch) bool) {
+	return func(yield func(arrow.RecordBatch) bool) {
+		for rr.Next() {
+			b := rr.RecordBatch()
+			switch n := b.NumRows(); {
+			case skip >= n:
+				skip -= n
+				continue
+			case skip > 0:
+				b = b.NewSlice(skip, n)
+				skip = 0
+			default:
+				b.Retain()
+			}
+			if !yield(b) {
+				return
+			}
+		}
+	}
 }
 
 // recordReader reads row group g through a footer of its own (see

@@ -139,6 +139,39 @@ func TestParquetResumeAtEveryKindOfRow(t *testing.T) {
 	}
 }
 
+// Resuming inside a row group whose lists span pages of many rows yields
+// the rows as a read from the start has them. arrow-go's SeekToRow read
+// a list column's repetition levels to the end of the page it landed in,
+// so the rows after the first got the wrong elements (a row of two tags
+// came out with one), silently.
+func TestParquetResumeInsideRowGroupsOfLists(t *testing.T) {
+	paths := writeFixtures(t, map[string]func(*testing.T, string){
+		"dict.parquet": writeDictionaryFixture, "encoder.parquet": func(t *testing.T, path string) { writeEncoderFixture(t, path) }})
+	for _, path := range append(paths, parquetDir+"duckdb.parquet") {
+		all, err := readParquet(t, path, Options{}, Position{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []int{1, 7, 2048, 2049, 3001, len(all) / 2, len(all) - 1} {
+			if k >= len(all) {
+				continue
+			}
+			got, err := readParquet(t, path, Options{}, all[k-1].Next)
+			if err != nil {
+				t.Fatalf("%s from row %d: %v", filepath.Base(path), k+1, err)
+			}
+			if len(got) != len(all)-k {
+				t.Fatalf("%s from row %d: %d rows, want %d", filepath.Base(path), k+1, len(got), len(all)-k)
+			}
+			for i, rec := range got {
+				if w := all[k+i]; string(rec.Data) != string(w.Data) || rec.Next != w.Next {
+					t.Fatalf("%s from row %d: row %d = %s, want %s", filepath.Base(path), k+1, w.Line, rec.Data, w.Data)
+				}
+			}
+		}
+	}
+}
+
 func TestParquetTruncatedFileIsRefusedAtOpen(t *testing.T) {
 	_, err := Open(Input{Path: parquetDir + "truncated.parquet"}, nil, Options{}, Position{})
 	var ie *InputError
