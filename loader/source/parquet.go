@@ -17,6 +17,7 @@ import (
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
@@ -81,9 +82,15 @@ type parquetReader struct {
 	parts []partitionField
 	// plan, when set (Options.Facts), is the mapper's columnar plan: the
 	// rows go out as Facts (see parquet_facts.go).
-	plan  *record.ColumnPlan
-	alloc *poolAllocator
-	opts  Options
+	plan *record.ColumnPlan
+	// paged are the fields a dry-run sizes from their pages (see
+	// parquet_paged.go), arrowCols the leaf columns Arrow reads then, and
+	// fieldCol each field's column in Arrow's batches (-1: paged).
+	paged     []pagedField
+	arrowCols []int
+	fieldCol  []int
+	alloc     *poolAllocator
+	opts      Options
 	// arenaSize is the size of the JSON arenas: parquetArena, or the
 	// smaller Options.BlockSize of a file read at many places at once.
 	arenaSize int
@@ -494,6 +501,15 @@ func openParquet(in Input, opts Options, start Position) (r *parquetReader, err 
 	r.parts = opts.partitionFields(names, keep)
 	if summable {
 		r.plan = columnPlan(opts.Facts, names, keep, r.parts)
+	}
+	if r.plan != nil {
+		var read []*pqarrow.SchemaField
+		for i := range names {
+			if keep == nil || keep[i] {
+				read = append(read, &fr.Manifest.Fields[i])
+			}
+		}
+		r.pageFields(read, pf.MetaData())
 	}
 	r.rgRows = make([]int64, pf.NumRowGroups())
 	for g := range r.rgRows {
@@ -915,6 +931,46 @@ func batchesAfter(rr pqarrow.RecordReader, skip int64) func(yield func(arrow.Rec
 // recordReader reads row group g through a footer of its own (see
 // footerCuts).
 func (r *parquetReader) recordReader(g int) (pqarrow.RecordReader, error) {
+	pf, err := r.rowGroupReader(g)
+	if err != nil {
+		return nil, err
+	}
+	fr, err := pqarrow.NewFileReader(pf, r.arrowProps, r.alloc)
+	if err != nil {
+		return nil, err
+	}
+	cols := r.cols
+	if r.paged != nil {
+		cols = r.arrowCols
+	}
+	return fr.GetRecordReader(context.Background(), cols, []int{0})
+}
+
+// pageFields works out which of the fields read (read) are paged, and
+// what Arrow reads of the others.
+func (r *parquetReader) pageFields(read []*pqarrow.SchemaField, md *metadata.FileMetaData) {
+	r.paged = pagedFields(read, r.logicals, md, r.plan)
+	if len(r.paged) == 0 {
+		r.paged = nil
+		return
+	}
+	r.fieldCol = make([]int, len(read))
+	r.arrowCols = []int{}
+	k := 0
+	for i, f := range read {
+		if k < len(r.paged) && r.paged[k].field == i {
+			r.fieldCol[i] = -1
+			k++
+			continue
+		}
+		r.fieldCol[i] = i - k
+		r.arrowCols = appendLeaves(r.arrowCols, f)
+	}
+}
+
+// rowGroupReader is a reader of row group g alone, through a footer of
+// its own (see footerCuts).
+func (r *parquetReader) rowGroupReader(g int) (*file.Reader, error) {
 	var md *metadata.FileMetaData
 	var err error
 	if r.cuts != nil {
@@ -925,7 +981,23 @@ func (r *parquetReader) recordReader(g int) (pqarrow.RecordReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	pf, err := file.NewParquetReader(r.pages, file.WithReadProps(r.props), file.WithMetadata(md))
+	return file.NewParquetReader(r.pages, file.WithReadProps(r.props), file.WithMetadata(md))
+}
+
+// readRows reads n rows of row group g, after its first skip, with every
+// column read: the rows of a batch whose paged fields are wanted after
+// all (Facts.full).
+func (r *parquetReader) readRows(g int, skip int64, n int) (b arrow.RecordBatch, err error) {
+	var rr pqarrow.RecordReader
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%v", p)
+		}
+		if rr != nil {
+			rr.Release()
+		}
+	}()
+	pf, err := r.rowGroupReader(g)
 	if err != nil {
 		return nil, err
 	}
@@ -933,7 +1005,46 @@ func (r *parquetReader) recordReader(g int) (pqarrow.RecordReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	return fr.GetRecordReader(context.Background(), r.cols, []int{0})
+	if rr, err = fr.GetRecordReader(context.Background(), r.cols, []int{0}); err != nil {
+		return nil, err
+	}
+	var parts []arrow.RecordBatch
+	defer func() {
+		for _, p := range parts {
+			p.Release()
+		}
+	}()
+	got := 0
+	for p := range batchesAfter(rr, skip) {
+		parts = append(parts, p)
+		if got += int(p.NumRows()); got >= n {
+			break
+		}
+	}
+	if got < n {
+		if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("row group %d: read %d rows of %d again", g+1, got, n)
+	}
+	if len(parts) == 1 {
+		return parts[0].NewSlice(0, int64(n)), nil
+	}
+	cols := make([]arrow.Array, parts[0].NumCols())
+	for c := range cols {
+		arrs := make([]arrow.Array, len(parts))
+		for k, p := range parts {
+			arrs[k] = p.Column(c)
+		}
+		whole, err := array.Concatenate(arrs, r.alloc)
+		if err != nil {
+			return nil, err
+		}
+		defer whole.Release()
+		cols[c] = array.NewSlice(whole, 0, int64(n))
+		defer cols[c].Release()
+	}
+	return array.NewRecordBatch(parts[0].Schema(), cols, int64(n)), nil
 }
 
 // chunkRanges are the bytes of row group g's column chunks that the
@@ -1018,10 +1129,12 @@ func (r *parquetReader) encode(batches <-chan arrowBatch, quit chan<- struct{}, 
 		}
 	}
 	e := &rowGroupEncoder{r: r, g: -1}
+	defer func() { e.paged.close() }()
 	var recs []Record
 	for b := range batches {
 		if b.g != e.g {
-			e.g, e.read = b.g, 0
+			e.paged.close()
+			e.g, e.read, e.paged = b.g, 0, nil
 			if b.g == r.startRG {
 				e.read = r.startRow
 			}
@@ -1074,6 +1187,7 @@ type rowGroupEncoder struct {
 	spans *reusable[record.Member] // of Record.Members
 	g     int                      // row group
 	read  int64                    // rows of g encoded or skipped
+	paged *pagedGroup              // g's paged fields, once opened
 	// The last row's Next: the next row's start, when it follows.
 	nextRow, nextAt int64
 }

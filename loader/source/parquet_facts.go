@@ -60,8 +60,13 @@ type Facts struct {
 	// be mapped from its Record.
 	Slow bool
 
-	r         *parquetReader
-	batch     arrow.RecordBatch
+	r     *parquetReader
+	batch arrow.RecordBatch
+	// full is the batch read again with every column, when a paged
+	// field's values are wanted after all (see parquet_paged.go).
+	full      arrow.RecordBatch
+	fullErr   error
+	pg        *pagedGroup // while the batch is summed
 	fields    []factField
 	keepNulls bool
 	rec       *rowEncoder // bound on the first Record
@@ -78,6 +83,10 @@ type factField struct {
 	folder []byte   // a partition folder's value
 	put    appendFn // bound on the first Value
 	entry  appendFn // of a dictionary's values, bound on the first Entry
+	// paged is, for a field sized from its pages, 1 + its index in
+	// pagedGroup.fields (arr is nil then, as for a folder's).
+	paged int
+	col   int // its column in Facts.full
 }
 
 // Len is the number of rows.
@@ -101,7 +110,7 @@ func (f *Facts) FirstAt(from int, at int64) int {
 // nil when the row omits the field (a null, unless nulls are kept). It is
 // valid until the next call.
 func (f *Facts) Value(k, i int) []byte {
-	fd := &f.fields[k]
+	fd := f.field(k)
 	switch {
 	case fd.arr == nil:
 		return fd.folder
@@ -126,7 +135,7 @@ func (f *Facts) Value(k, i int) []byte {
 // share its dictionary: an entry is the same value in each (a later
 // batch may have more entries, never other ones).
 func (f *Facts) Dict(k int) (rows []int32, entries int, ok bool) {
-	fd := &f.fields[k]
+	fd := f.field(k)
 	a, ok := fd.arr.(*array.Dictionary)
 	if !ok {
 		return nil, 0, false
@@ -157,16 +166,51 @@ func (f *Facts) Entry(k, j int) []byte {
 // IsNull reports whether row i's field k is null (omitted, or null with
 // nulls kept).
 func (f *Facts) IsNull(k, i int) bool {
-	fd := &f.fields[k]
+	fd := f.field(k)
 	return fd.nulls && fd.arr.IsNull(i)
+}
+
+// field is field k, its column bound to the full batch if it is paged:
+// a paged field is neither the id nor a partition key, so the mapper
+// asks for its values only to be safe. When the rows cannot be read again
+// (Facts.full) it is a field of nulls.
+func (f *Facts) field(k int) *factField {
+	fd := &f.fields[k]
+	if fd.paged == 0 || fd.arr != nil {
+		return fd
+	}
+	if full := f.fullBatch(); full != nil {
+		fd.arr = full.Column(fd.col)
+	} else {
+		fd.arr = array.MakeArrayOfNull(f.r.alloc, arrow.Null, f.Len())
+	}
+	fd.nulls = fd.arr.NullN() > 0
+	return fd
+}
+
+// fullBatch is the rows read again with every column (nil, and fullErr
+// set, when they could not be).
+func (f *Facts) fullBatch() arrow.RecordBatch {
+	if f.full == nil && f.fullErr == nil {
+		f.full, f.fullErr = f.r.readRows(f.RowGroup, f.First-f.r.rgFirst[f.RowGroup], f.Len())
+	}
+	return f.full
 }
 
 // Record is row i as the reader's Next would return it (its JSON, and its
 // members when the mapper may trust them), for the mapper to map.
 func (f *Facts) Record(i int) Record {
+	row := f.First + int64(i)
 	if f.rec == nil {
 		r := f.r
-		f.rec = bindRow(f.batch, nil, f.keepNulls, r.logicals, r.parts, r.opts.SizeOnly)
+		b := f.batch
+		if r.paged != nil {
+			if b = f.fullBatch(); b == nil {
+				return Record{Path: f.Path, Line: row + 1, Offset: row, Next: Position{Offset: f.Offset(i + 1), Line: row + 1},
+					row: true, at: f.Offset(i), Err: fmt.Errorf("row %d: reading it whole: %w", row+1, f.fullErr)}
+			}
+		}
+		f.rec = bindRow(b, nil, f.keepNulls, r.logicals, r.parts, r.opts.SizeOnly)
 	}
 	var ms []record.Member
 	data := f.rec.appendRow(nil, i, &ms)
@@ -178,7 +222,6 @@ func (f *Facts) Record(i int) Record {
 	} else if ms == nil {
 		ms = []record.Member{} // an empty object is trusted too
 	}
-	row := f.First + int64(i)
 	return Record{Path: f.Path, Line: row + 1, Offset: row, Next: Position{Offset: f.Offset(i + 1), Line: row + 1},
 		row: true, at: f.Offset(i), Data: data, Members: ms, Schema: f.rec.schema}
 }
@@ -188,6 +231,10 @@ func (f *Facts) Release() {
 	if f.batch != nil {
 		f.batch.Release()
 		f.batch, f.fields, f.rec = nil, nil, nil
+	}
+	if f.full != nil {
+		f.full.Release()
+		f.full = nil
 	}
 }
 
@@ -260,19 +307,46 @@ func (e *rowGroupEncoder) facts(b arrow.RecordBatch) (f *Facts, err error) {
 		Size: make([]int32, n), Terms: make([]int32, n), Members: make([]int32, n)}
 	b.Retain()
 	f.batch = b
-	if !sameNames(r.plan.Schema().Names, b.Schema(), r.parts) {
-		f.Slow = true // not the layout planned: the mapper reads each row
+	if !r.batchPlanned(b.Schema()) {
+		// Not the layout planned: the mapper reads each row. (A file's
+		// batches all have its layout: the paged fields, unread, never
+		// fall behind a batch that is summed.)
+		f.Slow = true
 		return f, nil
 	}
 	nc := int(b.NumCols())
-	f.fields = make([]factField, nc+len(r.parts))
-	for c := range nc {
-		col := b.Column(c)
-		var l *logical
-		if c < len(r.logicals) {
-			l = r.logicals[c]
+	if r.paged != nil {
+		nc = len(r.fieldCol)
+		if e.paged == nil {
+			if e.paged, err = r.openPaged(e.g, e.read); err != nil {
+				f.Release()
+				return nil, err
+			}
 		}
-		f.fields[c] = factField{arr: col, l: l, key: int32(len(appendKey(nil, b.Schema().Field(c).Name))), nulls: col.NullN() > 0}
+		if err := e.paged.next(n); err != nil {
+			f.Release()
+			return nil, err
+		}
+		f.pg = e.paged
+		defer func() { f.pg = nil }()
+	}
+	f.fields = make([]factField, nc+len(r.parts))
+	paged := 0
+	for k := range nc {
+		var l *logical
+		if k < len(r.logicals) {
+			l = r.logicals[k]
+		}
+		c := k
+		if r.paged != nil {
+			if c = r.fieldCol[k]; c < 0 {
+				paged++
+				f.fields[k] = factField{paged: paged, col: k, l: l, key: r.paged[paged-1].root.key}
+				continue
+			}
+		}
+		col := b.Column(c)
+		f.fields[k] = factField{arr: col, l: l, key: int32(len(appendKey(nil, b.Schema().Field(c).Name))), nulls: col.NullN() > 0}
 	}
 	for j, p := range r.parts {
 		f.fields[nc+j] = factField{key: int32(len(appendKey(nil, p.name))), folder: p.json}
@@ -305,6 +379,10 @@ func (f *Facts) sum(k int, same *rowSums) {
 		if counts {
 			same.terms++
 		}
+	}
+	if fd.paged > 0 {
+		f.sumPaged(fd, counts)
+		return
 	}
 	if fd.arr == nil { // a partition folder's: the same in every row
 		one(fd.key + int32(len(fd.folder)))
@@ -346,4 +424,83 @@ func (f *Facts) sum(k int, same *rowSums) {
 			}
 		}
 	}
+}
+
+// sumPaged adds a paged field of each row to the sums, as sum does a
+// column's.
+func (f *Facts) sumPaged(fd *factField, counts bool) {
+	p, k := f.pg, fd.paged-1
+	node := &p.fields[k].root
+	n := f.Len()
+	p.out = grow32(p.out, n)
+	sizes := p.out
+	clear(sizes)
+	var leaves []int32
+	if counts && node.leaf < 0 {
+		p.leaves = grow32(p.leaves, n)
+		leaves = p.leaves
+	}
+	p.add(k, node, sizes, leaves, f.keepNulls, 0)
+	for i := range n {
+		null := !p.present(k, node, i)
+		if null && !f.keepNulls {
+			continue
+		}
+		f.Members[i]++
+		m := fd.key
+		if null {
+			m += int32(len("null"))
+		} else {
+			m += sizes[i]
+		}
+		f.Size[i] += m
+		if counts {
+			if null || leaves == nil {
+				f.Terms[i]++
+			} else {
+				f.Terms[i] += leaves[i]
+			}
+		}
+	}
+}
+
+// batchPlanned reports whether an Arrow batch of schema sc has the fields
+// the plan was made for, but those paged.
+func (r *parquetReader) batchPlanned(sc *arrow.Schema) bool {
+	names := r.plan.Schema().Names
+	if r.paged == nil {
+		return sameNames(names, sc, r.parts)
+	}
+	if len(names) != len(r.fieldCol)+len(r.parts) || sc.NumFields() != len(r.fieldCol)-len(r.paged) {
+		return false
+	}
+	for k, c := range r.fieldCol {
+		if c >= 0 && jsonName(sc.Field(c).Name) != names[k] {
+			return false
+		}
+	}
+	for j, p := range r.parts {
+		if jsonName(p.name) != names[len(r.fieldCol)+j] {
+			return false
+		}
+	}
+	return true
+}
+
+// openPaged opens row group g's paged fields, their first skip rows read
+// past.
+func (r *parquetReader) openPaged(g int, skip int64) (*pagedGroup, error) {
+	pf, err := r.rowGroupReader(g)
+	if err != nil {
+		return nil, err
+	}
+	p, err := newPagedGroup(r.paged, pf)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.skip(skip); err != nil {
+		p.close()
+		return nil, err
+	}
+	return p, nil
 }

@@ -92,7 +92,9 @@ func readFacts(t *testing.T, path string, opts Options) []*Facts {
 func TestParquetFactsMatchTheRecords(t *testing.T) {
 	paths := writeFixtures(t, map[string]func(*testing.T, string){
 		"encoder.parquet": func(t *testing.T, path string) { writeEncoderFixture(t, path) }, "big.parquet": writeBigRows, "odd.parquet": writeOddNames,
-		"known.parquet": writeKnownSizesFixture, "dict.parquet": writeDictionaryFixture, "nums.parquet": writeNumericIDs})
+		"known.parquet": writeKnownSizesFixture, "dict.parquet": writeDictionaryFixture, "nums.parquet": writeNumericIDs,
+		"paged.parquet":   func(t *testing.T, path string) { writePagedFixture(t, path, parquet.DataPageV1) },
+		"pagedv2.parquet": func(t *testing.T, path string) { writePagedFixture(t, path, parquet.DataPageV2) }})
 	for _, name := range []string{"types.parquet", "rows.parquet", "logical.parquet", "legacy.parquet", "duckdb.parquet"} {
 		paths = append(paths, parquetDir+name)
 	}
@@ -118,6 +120,14 @@ func TestParquetFactsMatchTheRecords(t *testing.T) {
 				}
 				where := func(row int64) string {
 					return fmt.Sprintf("%s keep=%v config %d row %d", filepath.Base(path), keep, ci, row+1)
+				}
+				if len(facts) > 0 {
+					for _, pf := range facts[0].r.paged {
+						tally["paged"]++
+						if pf.root.leaf < 0 {
+							tally["paged structs"]++
+						}
+					}
 				}
 				row := int64(0)
 				for _, f := range facts {
@@ -199,7 +209,103 @@ func TestParquetFactsMatchTheRecords(t *testing.T) {
 		}
 	}
 	t.Logf("%v", tally)
-	if tally["by columns"] == 0 || tally["to MapTrusted"] == 0 || tally["records"] == 0 {
+	if tally["by columns"] == 0 || tally["to MapTrusted"] == 0 || tally["records"] == 0 || tally["paged structs"] == 0 {
 		t.Errorf("a path untaken: %v", tally)
 	}
+}
+
+// writePagedFixture writes the columns a dry-run sizes from their pages
+// (see parquet_paged.go) in data pages of version v: every type it
+// sizes, nulls at each level of nested structs, strings that need
+// escaping, dictionaries that fall back to plain pages, pages of a few
+// rows, three row groups.
+func writePagedFixture(t *testing.T, path string, v parquet.DataPageVersion) {
+	t.Helper()
+	str := arrow.BinaryTypes.String
+	inner := arrow.StructOf(arrow.Field{Name: "x", Type: str, Nullable: true}, arrow.Field{Name: "y", Type: arrow.FixedWidthTypes.Boolean})
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: str}, {Name: "pk", Type: str, Nullable: true},
+		{Name: "b", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
+		{Name: "i8", Type: arrow.PrimitiveTypes.Int8}, {Name: "u16", Type: arrow.PrimitiveTypes.Uint16},
+		{Name: "u32", Type: arrow.PrimitiveTypes.Uint32, Nullable: true}, {Name: "i64", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "u64", Type: arrow.PrimitiveTypes.Uint64},
+		{Name: "f32", Type: arrow.PrimitiveTypes.Float32}, {Name: "f64", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+		{Name: "d", Type: arrow.FixedWidthTypes.Date32},
+		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}, Nullable: true},
+		{Name: "tsus", Type: &arrow.TimestampType{Unit: arrow.Microsecond}},
+		{Name: "s", Type: str, Nullable: true}, {Name: "few", Type: str},
+		{Name: "st", Type: arrow.StructOf(
+			arrow.Field{Name: "a", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+			arrow.Field{Name: "inner", Type: inner, Nullable: true},
+			arrow.Field{Name: "z", Type: str}), Nullable: true},
+		{Name: "req", Type: arrow.StructOf(arrow.Field{Name: "k", Type: arrow.PrimitiveTypes.Int64})},
+	}, nil)
+	props := parquet.NewWriterProperties(parquet.WithDataPageVersion(v), parquet.WithDataPageSize(256),
+		parquet.WithDictionaryPageSizeLimit(512), parquet.WithMaxRowGroupLength(1000), parquet.WithBatchSize(64))
+	odd := []string{`quo"te`, "back\\slash", "tab\tbed", "Zürich", "ctl\x01", "\xffbad", ""}
+	writeArrowParquet(t, path, schema, props, func(b *array.RecordBuilder) {
+		for i := range 3000 {
+			null := func(k int, every int) bool {
+				if i%every == k%every {
+					b.Field(k).AppendNull()
+					return true
+				}
+				return false
+			}
+			b.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("id-%d", i))
+			if !null(1, 11) {
+				b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("tenant-%d", i%7))
+			}
+			if !null(2, 5) {
+				b.Field(2).(*array.BooleanBuilder).Append(i%3 == 0)
+			}
+			b.Field(3).(*array.Int8Builder).Append(int8(i*37 - 100))
+			b.Field(4).(*array.Uint16Builder).Append(uint16(i * 997))
+			if !null(5, 4) {
+				b.Field(5).(*array.Uint32Builder).Append(uint32(i) * 2654435761)
+			}
+			b.Field(6).(*array.Int64Builder).Append(int64(i-1500) * 1_000_000_007)
+			b.Field(7).(*array.Uint64Builder).Append(uint64(i) * 11400714819323198485)
+			b.Field(8).(*array.Float32Builder).Append(float32(i) / 7)
+			if !null(9, 6) {
+				b.Field(9).(*array.Float64Builder).Append(float64(i%500) / 100)
+			}
+			b.Field(10).(*array.Date32Builder).Append(arrow.Date32(i*13 - 20000))
+			if !null(11, 9) {
+				b.Field(11).(*array.TimestampBuilder).Append(arrow.Timestamp(int64(i) * 86_400_123))
+			}
+			b.Field(12).(*array.TimestampBuilder).Append(arrow.Timestamp(int64(i) * 1_000_001))
+			if !null(13, 8) {
+				b.Field(13).(*array.StringBuilder).Append(odd[i%len(odd)] + fmt.Sprint(i))
+			}
+			b.Field(14).(*array.StringBuilder).Append(odd[i%len(odd)])
+			st := b.Field(15).(*array.StructBuilder)
+			if i%10 == 3 {
+				st.AppendNull()
+			} else {
+				st.Append(true)
+				if i%4 == 1 {
+					st.FieldBuilder(0).AppendNull()
+				} else {
+					st.FieldBuilder(0).(*array.Int32Builder).Append(int32(i))
+				}
+				in := st.FieldBuilder(1).(*array.StructBuilder)
+				if i%6 == 2 {
+					in.AppendNull()
+				} else {
+					in.Append(true)
+					if i%5 == 4 {
+						in.FieldBuilder(0).AppendNull()
+					} else {
+						in.FieldBuilder(0).(*array.StringBuilder).Append(odd[i%len(odd)])
+					}
+					in.FieldBuilder(1).(*array.BooleanBuilder).Append(i%2 == 0)
+				}
+				st.FieldBuilder(2).(*array.StringBuilder).Append(fmt.Sprintf("z%d", i%3))
+			}
+			req := b.Field(16).(*array.StructBuilder)
+			req.Append(true)
+			req.FieldBuilder(0).(*array.Int64Builder).Append(int64(i))
+		}
+	})
 }

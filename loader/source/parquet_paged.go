@@ -1,0 +1,793 @@
+package source
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"unsafe"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/arrow-go/v18/parquet/schema"
+)
+
+// A dry-run needs of most fields only their JSON's length (see
+// parquet_facts.go), and Arrow builds far more than that: it copies every
+// string into a batch, and turns each dictionary-encoded string read
+// plainly into a Go slice of every entry (dictConverter), which the
+// collector then marks. On 1 GB of the bench's orders those two were a
+// fifth of a dry-run's CPU; on the DuckDB export in pyarrow's layout the
+// copies were a tenth.
+//
+// So a field that is neither the id nor a partition key, whose columns
+// are not repeated (a value, or structs of values: no lists or maps) of
+// the usual types, and whose pages are encoded the usual ways (plain and
+// dictionary values, RLE levels) is sized from its pages: arrow-go's page
+// reader reads and decompresses them, and pagedColumn decodes their
+// levels and values into lengths, a dictionary's entries sized once.
+// Arrow reads the other fields. The lengths must be what binder writes,
+// as addSizes' are: TestParquetFactsMatchTheRecords holds them to it.
+//
+// A row whose Facts.Record (or Value) is asked for after all is read again
+// with every column (Facts.full): a row the sums cannot settle.
+
+// pagedField is a field read for its lengths only: field is its index
+// among the fields read.
+type pagedField struct {
+	field int
+	root  pagedNode
+	cols  []int // its leaf columns, in the file's numbering
+}
+
+// pagedNode is a node of a paged field: a value (leaf ≥ 0, the index of
+// its column in pagedField.cols) or a struct of kids.
+type pagedNode struct {
+	key int32 // len(`"name":`)
+	// def is the definition level from which the node is not null; first
+	// is the index of its first column, whose levels tell.
+	def   int16
+	first int
+	leaf  int
+	kind  pagedKind
+	unit  arrow.TimeUnit // of a timestamp
+	kids  []pagedNode
+}
+
+// pagedKind is how a column's values are sized.
+type pagedKind int
+
+const (
+	pagedInt32 pagedKind = iota
+	pagedUint32
+	pagedDate32
+	pagedInt64
+	pagedUint64
+	pagedTimestamp
+	pagedFloat32
+	pagedFloat64
+	pagedBool
+	pagedString
+)
+
+// pagedFields are the fields of the file that are sized from their pages
+// (see above): of fields, the manifest's fields read, in order, none the
+// plan reads the value of (its id and its partition keys), none with a
+// logical annotation of the loader's, and only when some other field is
+// left for Arrow to read.
+func pagedFields(fields []*pqarrow.SchemaField, logicals []*logical, md *metadata.FileMetaData, plan interface {
+	IDField() int
+	KeyFields() []int
+}) []pagedField {
+	reads := map[int]bool{plan.IDField(): true}
+	for _, k := range plan.KeyFields() {
+		reads[k] = true
+	}
+	var out []pagedField
+	for k, f := range fields {
+		if reads[k] || k < len(logicals) && logicals[k] != nil {
+			continue
+		}
+		p := pagedField{field: k}
+		var ok bool
+		if p.root, ok = pagedNodeOf(f, md.Schema, &p.cols); ok && pagedEncodings(md, p.cols) {
+			out = append(out, p)
+		}
+	}
+	if len(out) == len(fields) { // Arrow's batches count the rows
+		out = out[:len(out)-1]
+	}
+	return out
+}
+
+// pagedNodeOf is f as a paged node, its columns appended to cols, or
+// false when f cannot be paged.
+func pagedNodeOf(f *pqarrow.SchemaField, sc *schema.Schema, cols *[]int) (pagedNode, bool) {
+	n := pagedNode{key: int32(len(appendKey(nil, f.Field.Name))), def: f.LevelInfo.DefLevel, first: len(*cols), leaf: -1}
+	if f.LevelInfo.RepLevel != 0 {
+		return n, false
+	}
+	if !f.IsLeaf() {
+		if f.Field.Type.ID() != arrow.STRUCT || len(f.Children) == 0 {
+			return n, false
+		}
+		for i := range f.Children {
+			kid, ok := pagedNodeOf(&f.Children[i], sc, cols)
+			if !ok {
+				return n, false
+			}
+			n.kids = append(n.kids, kid)
+		}
+		return n, true
+	}
+	col := sc.Column(f.ColIndex)
+	if col.MaxRepetitionLevel() != 0 || col.MaxDefinitionLevel() != n.def {
+		return n, false
+	}
+	phys := col.PhysicalType()
+	lt := col.LogicalType()
+	typ := f.Field.Type
+	if d, ok := typ.(*arrow.DictionaryType); ok { // read as a dictionary (dictionaryColumns)
+		typ = d.ValueType
+	}
+	switch t := typ.(type) {
+	case *arrow.Int8Type, *arrow.Int16Type, *arrow.Int32Type:
+		n.kind = pagedInt32
+		if phys != parquet.Types.Int32 {
+			return n, false
+		}
+	case *arrow.Uint8Type, *arrow.Uint16Type, *arrow.Uint32Type:
+		n.kind = pagedUint32
+		if phys != parquet.Types.Int32 {
+			return n, false
+		}
+	case *arrow.Date32Type:
+		n.kind = pagedDate32
+		if phys != parquet.Types.Int32 {
+			return n, false
+		}
+	case *arrow.Int64Type:
+		n.kind = pagedInt64
+		if phys != parquet.Types.Int64 {
+			return n, false
+		}
+	case *arrow.Uint64Type:
+		n.kind = pagedUint64
+		if phys != parquet.Types.Int64 {
+			return n, false
+		}
+	case *arrow.TimestampType:
+		n.kind, n.unit = pagedTimestamp, t.Unit
+		ts, ok := lt.(schema.TimestampLogicalType)
+		if phys != parquet.Types.Int64 || !ok || timeUnitOf(ts.TimeUnit()) != t.Unit {
+			return n, false
+		}
+	case *arrow.Float32Type:
+		n.kind = pagedFloat32
+		if phys != parquet.Types.Float {
+			return n, false
+		}
+	case *arrow.Float64Type:
+		n.kind = pagedFloat64
+		if phys != parquet.Types.Double {
+			return n, false
+		}
+	case *arrow.BooleanType:
+		n.kind = pagedBool
+		if phys != parquet.Types.Boolean {
+			return n, false
+		}
+	case *arrow.StringType:
+		n.kind = pagedString
+		if phys != parquet.Types.ByteArray {
+			return n, false
+		}
+	default:
+		return n, false
+	}
+	n.leaf = len(*cols)
+	*cols = append(*cols, f.ColIndex)
+	return n, true
+}
+
+// timeUnitOf is u as Arrow's unit (an unknown unit: one no Arrow type has).
+func timeUnitOf(u schema.TimeUnitType) arrow.TimeUnit {
+	switch u {
+	case schema.TimeUnitMillis:
+		return arrow.Millisecond
+	case schema.TimeUnitMicros:
+		return arrow.Microsecond
+	case schema.TimeUnitNanos:
+		return arrow.Nanosecond
+	}
+	return arrow.TimeUnit(-1)
+}
+
+// pagedEncodings reports whether every chunk of cols, in every row group,
+// is encoded only in ways pagedColumn reads: plain or dictionary values,
+// levels (and booleans) in RLE. Levels in the old BIT_PACKED encoding are
+// listed by some writers for levels they do not write (a required column);
+// such a chunk is read only when its column has no levels.
+func pagedEncodings(md *metadata.FileMetaData, cols []int) bool {
+	for g := range md.NumRowGroups() {
+		rg := md.RowGroup(g)
+		for _, c := range cols {
+			cc, err := rg.ColumnChunk(c)
+			if err != nil {
+				return false
+			}
+			for _, e := range cc.Encodings() {
+				switch e {
+				case parquet.Encodings.Plain, parquet.Encodings.PlainDict, parquet.Encodings.RLEDict, parquet.Encodings.RLE:
+				case parquet.Encodings.BitPacked:
+					if md.Schema.Column(c).MaxDefinitionLevel() > 0 {
+						return false
+					}
+				default:
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+// pagedGroup is the paged fields of a row group being read: their columns'
+// pages, and each batch's levels and lengths (next).
+type pagedGroup struct {
+	fields []pagedField
+	cols   [][]*pagedColumn // by field, by column
+	defs   [][][]int32      // each column's definition levels in the batch
+	sizes  [][][]int32      // each column's value lengths (0 for a null)
+	// A struct's scratch, by depth, and a field's lengths and terms
+	// (Facts.sumPaged).
+	members, inner, kidLeaves [][]int32
+	out, leaves               []int32
+	scratch                   []byte
+}
+
+// newPagedGroup opens the paged fields' columns in row group 0 of pf (a
+// reader of one row group: see recordReader).
+func newPagedGroup(fields []pagedField, pf *file.Reader) (*pagedGroup, error) {
+	p := &pagedGroup{fields: fields, cols: make([][]*pagedColumn, len(fields)),
+		defs: make([][][]int32, len(fields)), sizes: make([][][]int32, len(fields))}
+	rg := pf.RowGroup(0)
+	for k, f := range fields {
+		p.defs[k], p.sizes[k] = make([][]int32, len(f.cols)), make([][]int32, len(f.cols))
+		for j, c := range f.cols {
+			pages, err := rg.GetColumnPageReader(c)
+			if err != nil {
+				p.close()
+				return nil, fmt.Errorf("column %d: %w", c+1, err)
+			}
+			col := pf.MetaData().Schema.Column(c)
+			p.cols[k] = append(p.cols[k], &pagedColumn{pages: pages, maxDef: int32(col.MaxDefinitionLevel()), kind: leafKind(&f.root, j)})
+		}
+	}
+	return p, nil
+}
+
+// close releases the columns' page readers and their buffers.
+func (p *pagedGroup) close() {
+	if p == nil {
+		return
+	}
+	for _, cs := range p.cols {
+		for _, c := range cs {
+			c.pages.Close()
+		}
+	}
+}
+
+// leafKind is the kind and unit of leaf j under n.
+func leafKind(n *pagedNode, j int) pagedLeaf {
+	if n.leaf == j {
+		return pagedLeaf{n.kind, n.unit}
+	}
+	for i := range n.kids {
+		if l := leafKind(&n.kids[i], j); l.kind >= 0 {
+			return l
+		}
+	}
+	return pagedLeaf{kind: -1}
+}
+
+type pagedLeaf struct {
+	kind pagedKind
+	unit arrow.TimeUnit
+}
+
+// next reads the next n rows of every paged field's columns.
+func (p *pagedGroup) next(n int) error {
+	for k := range p.cols {
+		for j, c := range p.cols[k] {
+			p.defs[k][j] = grow32(p.defs[k][j], n)
+			p.sizes[k][j] = grow32(p.sizes[k][j], n)
+			if err := c.read(p.defs[k][j], p.sizes[k][j], &p.scratch); err != nil {
+				return fmt.Errorf("column %d: %w", p.fields[k].cols[j]+1, err)
+			}
+		}
+	}
+	return nil
+}
+
+// skip reads past n rows.
+func (p *pagedGroup) skip(n int64) error {
+	for n > 0 {
+		m := int(min(n, parquetBatchRows))
+		if err := p.next(m); err != nil {
+			return err
+		}
+		n -= int64(m)
+	}
+	return nil
+}
+
+func grow32(b []int32, n int) []int32 {
+	if cap(b) < n {
+		return make([]int32, n)
+	}
+	return b[:n]
+}
+
+// present reports whether node n of field k is not null in row i of the
+// batch.
+func (p *pagedGroup) present(k int, n *pagedNode, i int) bool {
+	return p.defs[k][n.first][i] >= int32(n.def)
+}
+
+// add adds to dst[i] the length of node n of field k in row i of the
+// batch, for each row where n is not null, as addSizes does; leaves, when
+// not nil, gets each row's terms as leafCounter counts them.
+func (p *pagedGroup) add(k int, n *pagedNode, dst, leaves []int32, keepNulls bool, depth int) {
+	if n.leaf >= 0 {
+		for i, s := range p.sizes[k][n.leaf][:len(dst)] {
+			dst[i] += s
+		}
+		if leaves != nil {
+			for i := range leaves {
+				leaves[i] = 1
+			}
+		}
+		return
+	}
+	for len(p.members) <= depth {
+		p.members, p.inner, p.kidLeaves = append(p.members, nil), append(p.inner, nil), append(p.kidLeaves, nil)
+	}
+	rows := len(dst)
+	members := grow32(p.members[depth], rows)
+	sizes := grow32(p.inner[depth], rows)
+	p.members[depth], p.inner[depth] = members, sizes
+	clear(members)
+	clear(sizes)
+	var kidLeaves []int32
+	if leaves != nil {
+		clear(leaves)
+		kidLeaves = grow32(p.kidLeaves[depth], rows)
+		p.kidLeaves[depth] = kidLeaves
+	}
+	for c := range n.kids {
+		kid := &n.kids[c]
+		p.add(k, kid, sizes, kidLeaves, keepNulls, depth+1)
+		defs := p.defs[k][kid.first]
+		for i := range rows {
+			null := defs[i] < int32(kid.def)
+			if null && !keepNulls {
+				continue
+			}
+			members[i]++
+			sizes[i] += kid.key
+			if null {
+				sizes[i] += int32(len("null"))
+			}
+			if leaves != nil {
+				if null {
+					leaves[i]++
+				} else {
+					leaves[i] += kidLeaves[i]
+				}
+			}
+		}
+	}
+	defs := p.defs[k][n.first]
+	for i := range rows {
+		if defs[i] < int32(n.def) {
+			continue // a null struct: nothing
+		}
+		dst[i] += sizes[i] + int32(len("{}")) + max(members[i]-1, 0)
+		if leaves != nil && members[i] == 0 {
+			leaves[i] = 1 // {}
+		}
+	}
+}
+
+// pagedColumn reads a column chunk's pages into levels and value lengths.
+type pagedColumn struct {
+	pages  file.PageReader
+	maxDef int32
+	kind   pagedLeaf
+	dict   []int32 // the lengths of the dictionary's entries
+
+	// The data page being read: levels and values left, its levels, its
+	// values (plain, or dictionary indexes).
+	left    int
+	levels  hybrid
+	values  []byte
+	indexed bool
+	indexes hybrid
+	bools   hybrid // a page of booleans in RLE
+	rleBool bool
+	bit     int // the next plain boolean's bit
+	buf     []int32
+}
+
+// read fills defs and sizes with the next len(defs) values' definition
+// levels and lengths.
+func (c *pagedColumn) read(defs, sizes []int32, scratch *[]byte) error {
+	for len(defs) > 0 {
+		if c.left == 0 {
+			if err := c.nextPage(); err != nil {
+				return err
+			}
+			continue
+		}
+		n := min(len(defs), c.left)
+		d, s := defs[:n], sizes[:n]
+		present := n
+		if c.maxDef > 0 {
+			if got := c.levels.fill(d); got != n {
+				return errors.New("fewer definition levels than values")
+			}
+			present = 0
+			for _, v := range d {
+				if v == c.maxDef {
+					present++
+				} else if v > c.maxDef {
+					return fmt.Errorf("definition level %d past the column's %d", v, c.maxDef)
+				}
+			}
+		} else {
+			for i := range d {
+				d[i] = 0
+			}
+		}
+		if present == n {
+			if err := c.sizeValues(s, scratch); err != nil {
+				return err
+			}
+		} else {
+			c.buf = grow32(c.buf, present)
+			if err := c.sizeValues(c.buf, scratch); err != nil {
+				return err
+			}
+			j := 0
+			for i, v := range d {
+				if v == c.maxDef {
+					s[i] = c.buf[j]
+					j++
+				} else {
+					s[i] = 0
+				}
+			}
+		}
+		c.left -= n
+		defs, sizes = defs[n:], sizes[n:]
+	}
+	return nil
+}
+
+// nextPage reads the next data page (and a dictionary page before it).
+func (c *pagedColumn) nextPage() error {
+	for {
+		if !c.pages.Next() {
+			if err := c.pages.Err(); err != nil {
+				return err
+			}
+			return errors.New("the column chunk ends before its row group does")
+		}
+		pg := c.pages.Page()
+		data := pg.Data()
+		switch p := pg.(type) {
+		case *file.DictionaryPage:
+			if e := parquet.Encoding(p.Encoding()); e != parquet.Encodings.Plain && e != parquet.Encodings.PlainDict {
+				return fmt.Errorf("dictionary page in encoding %s", p.Encoding())
+			}
+			n := int(p.NumValues())
+			if n < 0 || n > len(data)*8+1 {
+				return fmt.Errorf("dictionary page of %d values in %d bytes", n, len(data))
+			}
+			c.dict = grow32(c.dict[:0], n)
+			var scratch []byte
+			if err := c.plainSizes(c.dict, data, &scratch); err != nil {
+				return fmt.Errorf("dictionary page: %w", err)
+			}
+			continue
+		case *file.DataPageV1:
+			if c.maxDef > 0 {
+				if p.DefinitionLevelEncoding() != parquet.Encodings.RLE {
+					return fmt.Errorf("definition levels in encoding %s", p.DefinitionLevelEncoding())
+				}
+				if len(data) < 4 {
+					return errors.New("data page too short for its levels")
+				}
+				m := int(binary.LittleEndian.Uint32(data))
+				if m < 0 || m > len(data)-4 {
+					return fmt.Errorf("definition levels of %d bytes in a page of %d", m, len(data))
+				}
+				c.levels = hybrid{b: data[4 : 4+m], width: bitWidth(c.maxDef)}
+				data = data[4+m:]
+			}
+		case *file.DataPageV2:
+			r, d := int(p.RepetitionLevelByteLen()), int(p.DefinitionLevelByteLen())
+			if r != 0 || d < 0 || d > len(data) {
+				return fmt.Errorf("levels of %d and %d bytes in a page of %d", r, d, len(data))
+			}
+			if c.maxDef > 0 {
+				c.levels = hybrid{b: data[:d], width: bitWidth(c.maxDef)}
+			}
+			data = data[d:]
+		default:
+			continue // an index page
+		}
+		c.left = int(pg.NumValues())
+		if c.left < 0 {
+			return fmt.Errorf("page of %d values", c.left)
+		}
+		c.values, c.bit, c.indexed, c.rleBool = data, 0, false, false
+		switch enc := parquet.Encoding(pg.Encoding()); {
+		case enc == parquet.Encodings.Plain:
+		case enc == parquet.Encodings.RLEDict || enc == parquet.Encodings.PlainDict:
+			if c.dict == nil || len(data) < 1 || data[0] > 32 {
+				return errors.New("dictionary-encoded page without a dictionary")
+			}
+			c.indexed, c.indexes = true, hybrid{b: data[1:], width: int(data[0])}
+		case enc == parquet.Encodings.RLE && c.kind.kind == pagedBool:
+			if len(data) < 4 || int(binary.LittleEndian.Uint32(data)) > len(data)-4 {
+				return errors.New("boolean page too short")
+			}
+			c.rleBool, c.bools = true, hybrid{b: data[4 : 4+binary.LittleEndian.Uint32(data)], width: 1}
+		default:
+			return fmt.Errorf("values in encoding %s", enc)
+		}
+		return nil
+	}
+}
+
+// sizeValues sets dst to the lengths of the next len(dst) values.
+func (c *pagedColumn) sizeValues(dst []int32, scratch *[]byte) error {
+	switch {
+	case c.indexed:
+		if got := c.indexes.fill(dst); got != len(dst) {
+			return errors.New("fewer dictionary indexes than values")
+		}
+		for i, j := range dst {
+			if uint32(j) >= uint32(len(c.dict)) {
+				return fmt.Errorf("dictionary index %d of %d entries", j, len(c.dict))
+			}
+			dst[i] = c.dict[j]
+		}
+		return nil
+	case c.rleBool:
+		if got := c.bools.fill(dst); got != len(dst) {
+			return errors.New("fewer booleans than values")
+		}
+		for i, v := range dst {
+			dst[i] = int32(len("false")) - v
+		}
+		return nil
+	case c.kind.kind == pagedBool:
+		if c.bit+len(dst) > len(c.values)*8 {
+			return errors.New("fewer booleans than values")
+		}
+		for i := range dst {
+			v := int32(c.values[c.bit>>3]>>(c.bit&7)) & 1
+			dst[i] = int32(len("false")) - v
+			c.bit++
+		}
+		return nil
+	}
+	n, err := c.plainPrefix(dst, c.values, scratch)
+	c.values = c.values[n:]
+	return err
+}
+
+// plainSizes sets dst to the lengths of the plain values in b.
+func (c *pagedColumn) plainSizes(dst []int32, b []byte, scratch *[]byte) error {
+	if c.kind.kind == pagedBool {
+		if len(dst) > len(b)*8 {
+			return errors.New("fewer booleans than values")
+		}
+		for i := range dst {
+			dst[i] = int32(len("false")) - int32(b[i>>3]>>(i&7))&1
+		}
+		return nil
+	}
+	_, err := c.plainPrefix(dst, b, scratch)
+	return err
+}
+
+// plainPrefix sets dst to the lengths of the first len(dst) plain values
+// in b and returns the bytes they take.
+func (c *pagedColumn) plainPrefix(dst []int32, b []byte, scratch *[]byte) (int, error) {
+	width := 0
+	switch c.kind.kind {
+	case pagedInt32, pagedUint32, pagedDate32, pagedFloat32:
+		width = 4
+	case pagedInt64, pagedUint64, pagedTimestamp, pagedFloat64:
+		width = 8
+	}
+	if width > 0 && len(b) < width*len(dst) {
+		return 0, fmt.Errorf("%d values in %d bytes", len(dst), len(b))
+	}
+	switch c.kind.kind {
+	case pagedInt32:
+		for i := range dst {
+			dst[i] = int32(intLen(int64(int32(binary.LittleEndian.Uint32(b[4*i:])))))
+		}
+	case pagedUint32:
+		for i := range dst {
+			dst[i] = int32(uintLen(uint64(binary.LittleEndian.Uint32(b[4*i:]))))
+		}
+	case pagedDate32:
+		for i := range dst {
+			dst[i] = int32(dateLen(int64(int32(binary.LittleEndian.Uint32(b[4*i:])))))
+		}
+	case pagedFloat32:
+		for i := range dst {
+			dst[i] = int32(floatLen(float64(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))), 32, scratch))
+		}
+	case pagedInt64:
+		for i := range dst {
+			dst[i] = int32(intLen(int64(binary.LittleEndian.Uint64(b[8*i:]))))
+		}
+	case pagedUint64:
+		for i := range dst {
+			dst[i] = int32(uintLen(binary.LittleEndian.Uint64(b[8*i:])))
+		}
+	case pagedTimestamp:
+		for i := range dst {
+			dst[i] = int32(timestampLen(int64(binary.LittleEndian.Uint64(b[8*i:])), c.kind.unit))
+		}
+	case pagedFloat64:
+		for i := range dst {
+			dst[i] = int32(floatLen(math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:])), 64, scratch))
+		}
+	case pagedString:
+		at := 0
+		for i := range dst {
+			if len(b)-at < 4 {
+				return at, errors.New("a string past the end of its page")
+			}
+			m := int(binary.LittleEndian.Uint32(b[at:]))
+			at += 4
+			if m < 0 || m > len(b)-at {
+				return at, fmt.Errorf("a string of %d bytes in the %d left of its page", m, len(b)-at)
+			}
+			s := unsafe.String(unsafe.SliceData(b[at:]), m) // read only, now
+			if plainASCII(s) {
+				dst[i] = int32(m + len(`""`))
+			} else {
+				*scratch = appendString((*scratch)[:0], s)
+				dst[i] = int32(len(*scratch))
+			}
+			at += m
+		}
+		return at, nil
+	default:
+		return 0, fmt.Errorf("values of kind %d", c.kind.kind)
+	}
+	return width * len(dst), nil
+}
+
+// bitWidth is the bits levels up to max take.
+func bitWidth(max int32) int {
+	w := 0
+	for max > 0 {
+		w++
+		max >>= 1
+	}
+	return w
+}
+
+// hybrid decodes Parquet's RLE/bit-packing hybrid: runs of one value
+// repeated, and runs of values of width bits packed eight at a time.
+type hybrid struct {
+	b     []byte
+	width int
+	// The run being read: repeat values left of val, or packed values
+	// left, the next at bit pos of b.
+	repeat int
+	val    int32
+	packed int
+	pos    int
+}
+
+// fill sets dst to the next values and returns how many there were.
+func (h *hybrid) fill(dst []int32) int {
+	n := 0
+	for n < len(dst) {
+		if h.repeat == 0 && h.packed == 0 && !h.run() {
+			return n
+		}
+		if h.repeat > 0 {
+			m := min(h.repeat, len(dst)-n)
+			v := h.val
+			for i := range dst[n : n+m] {
+				dst[n+i] = v
+			}
+			h.repeat -= m
+			n += m
+			continue
+		}
+		m := min(h.packed, len(dst)-n)
+		mask := uint64(1)<<h.width - 1
+		w := h.width
+		for i := range m {
+			bit := h.pos + i*w
+			at := bit >> 3
+			var word uint64
+			if at+8 <= len(h.b) {
+				word = binary.LittleEndian.Uint64(h.b[at:])
+			} else {
+				for k := len(h.b) - 1; k >= at; k-- {
+					word = word<<8 | uint64(h.b[k])
+				}
+			}
+			dst[n+i] = int32(word >> (bit & 7) & mask)
+		}
+		h.pos += m * w
+		h.packed -= m
+		n += m
+	}
+	return n
+}
+
+// run starts the next run, false at the end of the bytes (or a run the
+// bytes cannot hold).
+func (h *hybrid) run() bool {
+	if h.pos > 0 { // the packed run before: its bytes are whole
+		h.b = h.b[(h.pos+7)>>3:]
+		h.pos = 0
+	}
+	header, k := binary.Uvarint(h.b)
+	if k <= 0 || header == 0 && len(h.b) == 0 {
+		return false
+	}
+	h.b = h.b[k:]
+	if header&1 == 1 {
+		groups := header >> 1
+		if groups == 0 || groups > uint64(len(h.b)) && h.width > 0 || groups > math.MaxInt32/8 {
+			return false
+		}
+		n := int(groups) * 8
+		if n*h.width > len(h.b)*8 {
+			// A last run may say more values than its bytes hold: read
+			// those it holds.
+			n = len(h.b) * 8 / max(h.width, 1)
+			if n == 0 {
+				return false
+			}
+		}
+		if h.width == 0 {
+			h.repeat, h.val = n, 0
+			return true
+		}
+		h.packed, h.pos = n, 0
+		return true
+	}
+	count := header >> 1
+	bytes := (h.width + 7) / 8
+	if count == 0 || count > math.MaxInt32 || len(h.b) < bytes {
+		return false
+	}
+	var v uint32
+	for i := range bytes {
+		v |= uint32(h.b[i]) << (8 * i)
+	}
+	h.b = h.b[bytes:]
+	h.repeat, h.val = int(count), int32(v)
+	return true
+}
