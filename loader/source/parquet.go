@@ -1134,7 +1134,7 @@ func (r *parquetReader) encode(batches <-chan arrowBatch, quit chan<- struct{}, 
 	for b := range batches {
 		if b.g != e.g {
 			e.paged.close()
-			e.g, e.read, e.paged = b.g, 0, nil
+			e.g, e.read, e.pagedOpen = b.g, 0, false
 			if b.g == r.startRG {
 				e.read = r.startRow
 			}
@@ -1181,13 +1181,14 @@ var errStopped = errors.New("stopped")
 // rowGroupEncoder is an encoder's state: the batch's encoder and the
 // arenas the records' Data and Members are cut from (see reusable).
 type rowGroupEncoder struct {
-	r     *parquetReader
-	enc   *rowEncoder              // bound to the current batch
-	arena *reusable[byte]          // of Record.Data
-	spans *reusable[record.Member] // of Record.Members
-	g     int                      // row group
-	read  int64                    // rows of g encoded or skipped
-	paged *pagedGroup              // g's paged fields, once opened
+	r         *parquetReader
+	enc       *rowEncoder              // bound to the current batch
+	arena     *reusable[byte]          // of Record.Data
+	spans     *reusable[record.Member] // of Record.Members
+	g         int                      // row group
+	read      int64                    // rows of g encoded or skipped
+	paged     *pagedGroup              // the paged fields' columns, reused
+	pagedOpen bool                     // open in g
 	// The last row's Next: the next row's start, when it follows.
 	nextRow, nextAt int64
 }

@@ -317,11 +317,15 @@ func (e *rowGroupEncoder) facts(b arrow.RecordBatch) (f *Facts, err error) {
 	nc := int(b.NumCols())
 	if r.paged != nil {
 		nc = len(r.fieldCol)
-		if e.paged == nil {
-			if e.paged, err = r.openPaged(e.g, e.read); err != nil {
+		if !e.pagedOpen {
+			if e.paged == nil {
+				e.paged = newPagedGroup(r.paged)
+			}
+			if err := r.openPaged(e.paged, e.g, e.read); err != nil {
 				f.Release()
 				return nil, err
 			}
+			e.pagedOpen = true
 		}
 		if err := e.paged.next(n); err != nil {
 			f.Release()
@@ -341,7 +345,7 @@ func (e *rowGroupEncoder) facts(b arrow.RecordBatch) (f *Facts, err error) {
 		if r.paged != nil {
 			if c = r.fieldCol[k]; c < 0 {
 				paged++
-				f.fields[k] = factField{paged: paged, col: k, l: l, key: r.paged[paged-1].root.key}
+				f.fields[k] = factField{paged: paged, col: k, l: l, key: r.paged[paged-1].key}
 				continue
 			}
 		}
@@ -429,20 +433,8 @@ func (f *Facts) sum(k int, same *rowSums) {
 // sumPaged adds a paged field of each row to the sums, as sum does a
 // column's.
 func (f *Facts) sumPaged(fd *factField, counts bool) {
-	p, k := f.pg, fd.paged-1
-	node := &p.fields[k].root
-	n := f.Len()
-	p.out = grow32(p.out, n)
-	sizes := p.out
-	clear(sizes)
-	var leaves []int32
-	if counts && node.leaf < 0 {
-		p.leaves = grow32(p.leaves, n)
-		leaves = p.leaves
-	}
-	p.add(k, node, sizes, leaves, f.keepNulls, 0)
-	for i := range n {
-		null := !p.present(k, node, i)
+	sizes, leaves, nulls := f.pg.rows(fd.paged-1, f.Len(), f.keepNulls, counts)
+	for i, null := range nulls {
 		if null && !f.keepNulls {
 			continue
 		}
@@ -487,20 +479,19 @@ func (r *parquetReader) batchPlanned(sc *arrow.Schema) bool {
 	return true
 }
 
-// openPaged opens row group g's paged fields, their first skip rows read
-// past.
-func (r *parquetReader) openPaged(g int, skip int64) (*pagedGroup, error) {
+// openPaged opens row group g's paged fields in p, their first skip rows
+// read past.
+func (r *parquetReader) openPaged(p *pagedGroup, g int, skip int64) error {
 	pf, err := r.rowGroupReader(g)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	p, err := newPagedGroup(r.paged, pf)
-	if err != nil {
-		return nil, err
+	if err := p.open(pf); err != nil {
+		return err
 	}
 	if err := p.skip(skip); err != nil {
 		p.close()
-		return nil, err
+		return err
 	}
-	return p, nil
+	return nil
 }

@@ -127,6 +127,9 @@ func TestParquetFactsMatchTheRecords(t *testing.T) {
 						if pf.root.leaf < 0 {
 							tally["paged structs"]++
 						}
+						if pf.list {
+							tally["paged lists"]++
+						}
 					}
 				}
 				row := int64(0)
@@ -209,7 +212,7 @@ func TestParquetFactsMatchTheRecords(t *testing.T) {
 		}
 	}
 	t.Logf("%v", tally)
-	if tally["by columns"] == 0 || tally["to MapTrusted"] == 0 || tally["records"] == 0 || tally["paged structs"] == 0 {
+	if tally["by columns"] == 0 || tally["to MapTrusted"] == 0 || tally["records"] == 0 || tally["paged structs"] == 0 || tally["paged lists"] == 0 {
 		t.Errorf("a path untaken: %v", tally)
 	}
 }
@@ -239,6 +242,11 @@ func writePagedFixture(t *testing.T, path string, v parquet.DataPageVersion) {
 			arrow.Field{Name: "inner", Type: inner, Nullable: true},
 			arrow.Field{Name: "z", Type: str}), Nullable: true},
 		{Name: "req", Type: arrow.StructOf(arrow.Field{Name: "k", Type: arrow.PrimitiveTypes.Int64})},
+		{Name: "tags", Type: arrow.ListOf(str), Nullable: true},
+		{Name: "items", Type: arrow.ListOf(arrow.StructOf(
+			arrow.Field{Name: "sku", Type: str},
+			arrow.Field{Name: "qty", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+			arrow.Field{Name: "in", Type: arrow.StructOf(arrow.Field{Name: "x", Type: arrow.FixedWidthTypes.Boolean}), Nullable: true}))},
 	}, nil)
 	props := parquet.NewWriterProperties(parquet.WithDataPageVersion(v), parquet.WithDataPageSize(256),
 		parquet.WithDictionaryPageSizeLimit(512), parquet.WithMaxRowGroupLength(1000), parquet.WithBatchSize(64))
@@ -306,6 +314,47 @@ func writePagedFixture(t *testing.T, path string, v parquet.DataPageVersion) {
 			req := b.Field(16).(*array.StructBuilder)
 			req.Append(true)
 			req.FieldBuilder(0).(*array.Int64Builder).Append(int64(i))
+			// Lists: null, empty, of null elements, and long enough that a
+			// row's elements span pages.
+			tags := b.Field(17).(*array.ListBuilder)
+			switch {
+			case i%7 == 0:
+				tags.AppendNull()
+			case i%5 == 0:
+				tags.AppendEmptyValue()
+			default:
+				tags.Append(true)
+				for e := range (i * 7) % 45 {
+					if e%6 == 5 {
+						tags.ValueBuilder().AppendNull()
+					} else {
+						tags.ValueBuilder().(*array.StringBuilder).Append(odd[(i+e)%len(odd)])
+					}
+				}
+			}
+			items := b.Field(18).(*array.ListBuilder)
+			items.Append(true)
+			el := items.ValueBuilder().(*array.StructBuilder)
+			for e := range i % 4 {
+				if (i+e)%9 == 8 {
+					el.AppendNull()
+					continue
+				}
+				el.Append(true)
+				el.FieldBuilder(0).(*array.StringBuilder).Append(fmt.Sprintf("SKU-%d", (i*e)%97))
+				if e == 2 {
+					el.FieldBuilder(1).AppendNull()
+				} else {
+					el.FieldBuilder(1).(*array.Int32Builder).Append(int32(e * i))
+				}
+				in := el.FieldBuilder(2).(*array.StructBuilder)
+				if (i+e)%5 == 1 {
+					in.AppendNull()
+				} else {
+					in.Append(true)
+					in.FieldBuilder(0).(*array.BooleanBuilder).Append(e%2 == 0)
+				}
+			}
 		}
 	})
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"sync"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -41,6 +43,12 @@ type pagedField struct {
 	field int
 	root  pagedNode
 	cols  []int // its leaf columns, in the file's numbering
+	// list: the field is a list of root (values, or structs of values);
+	// its rows are those of its columns' levels from elemDef on, an
+	// empty list at elemDef-1, null below.
+	list    bool
+	key     int32
+	elemDef int16
 }
 
 // pagedNode is a node of a paged field: a value (leaf ≥ 0, the index of
@@ -91,9 +99,22 @@ func pagedFields(fields []*pqarrow.SchemaField, logicals []*logical, md *metadat
 		if reads[k] || k < len(logicals) && logicals[k] != nil {
 			continue
 		}
-		p := pagedField{field: k}
+		p := pagedField{field: k, key: int32(len(appendKey(nil, f.Field.Name)))}
 		var ok bool
-		if p.root, ok = pagedNodeOf(f, md.Schema, &p.cols); ok && pagedEncodings(md, p.cols) {
+		if lt, isList := f.Field.Type.(*arrow.ListType); isList {
+			// A list of values or of structs of values, in a field of its
+			// own (a row's list is its levels up to the next row's).
+			el := f.Children
+			p.list, p.elemDef = true, f.LevelInfo.DefLevel
+			ok = lt != nil && len(el) == 1 && f.LevelInfo.RepLevel == 1 && p.elemDef > 0 &&
+				el[0].LevelInfo.RepLevel == 1 && el[0].LevelInfo.RepeatedAncestorDefLevel == p.elemDef
+			if ok {
+				p.root, ok = pagedNodeOf(&el[0], md.Schema, &p.cols, 1)
+			}
+		} else {
+			p.root, ok = pagedNodeOf(f, md.Schema, &p.cols, 0)
+		}
+		if ok && pagedEncodings(md, p.cols) {
 			out = append(out, p)
 		}
 	}
@@ -103,11 +124,11 @@ func pagedFields(fields []*pqarrow.SchemaField, logicals []*logical, md *metadat
 	return out
 }
 
-// pagedNodeOf is f as a paged node, its columns appended to cols, or
-// false when f cannot be paged.
-func pagedNodeOf(f *pqarrow.SchemaField, sc *schema.Schema, cols *[]int) (pagedNode, bool) {
+// pagedNodeOf is f, at repetition level rep (1: in a list), as a paged
+// node, its columns appended to cols, or false when f cannot be paged.
+func pagedNodeOf(f *pqarrow.SchemaField, sc *schema.Schema, cols *[]int, rep int16) (pagedNode, bool) {
 	n := pagedNode{key: int32(len(appendKey(nil, f.Field.Name))), def: f.LevelInfo.DefLevel, first: len(*cols), leaf: -1}
-	if f.LevelInfo.RepLevel != 0 {
+	if f.LevelInfo.RepLevel != rep {
 		return n, false
 	}
 	if !f.IsLeaf() {
@@ -115,7 +136,7 @@ func pagedNodeOf(f *pqarrow.SchemaField, sc *schema.Schema, cols *[]int) (pagedN
 			return n, false
 		}
 		for i := range f.Children {
-			kid, ok := pagedNodeOf(&f.Children[i], sc, cols)
+			kid, ok := pagedNodeOf(&f.Children[i], sc, cols, rep)
 			if !ok {
 				return n, false
 			}
@@ -124,7 +145,7 @@ func pagedNodeOf(f *pqarrow.SchemaField, sc *schema.Schema, cols *[]int) (pagedN
 		return n, true
 	}
 	col := sc.Column(f.ColIndex)
-	if col.MaxRepetitionLevel() != 0 || col.MaxDefinitionLevel() != n.def {
+	if col.MaxRepetitionLevel() != rep || col.MaxDefinitionLevel() != n.def {
 		return n, false
 	}
 	phys := col.PhysicalType()
@@ -240,34 +261,52 @@ func pagedEncodings(md *metadata.FileMetaData, cols []int) bool {
 type pagedGroup struct {
 	fields []pagedField
 	cols   [][]*pagedColumn // by field, by column
-	defs   [][][]int32      // each column's definition levels in the batch
-	sizes  [][][]int32      // each column's value lengths (0 for a null)
-	// A struct's scratch, by depth, and a field's lengths and terms
-	// (Facts.sumPaged).
-	members, inner, kidLeaves [][]int32
-	out, leaves               []int32
-	scratch                   []byte
+	// Each column's definition levels in the batch and its values'
+	// lengths (0 for a null): a level a row, or, in a list, a level an
+	// element (or empty or null list), ends saying where each row's end.
+	defs, sizes [][][]int32
+	ends        [][]int32
+	// A struct's scratch, by depth, and a field's lengths, nulls and terms
+	// by row (rows), and by element of a list.
+	members, inner, kidLeaves     [][]int32
+	out, leaves, elem, elemLeaves []int32
+	null                          []bool
 }
 
-// newPagedGroup opens the paged fields' columns in row group 0 of pf (a
-// reader of one row group: see recordReader).
-func newPagedGroup(fields []pagedField, pf *file.Reader) (*pagedGroup, error) {
+// newPagedGroup is the state of the paged fields' columns, open in no
+// row group yet; a decoder's is reused from row group to row group, and
+// so are its buffers.
+func newPagedGroup(fields []pagedField) *pagedGroup {
 	p := &pagedGroup{fields: fields, cols: make([][]*pagedColumn, len(fields)),
-		defs: make([][][]int32, len(fields)), sizes: make([][][]int32, len(fields))}
-	rg := pf.RowGroup(0)
+		defs: make([][][]int32, len(fields)), sizes: make([][][]int32, len(fields)), ends: make([][]int32, len(fields))}
 	for k, f := range fields {
 		p.defs[k], p.sizes[k] = make([][]int32, len(f.cols)), make([][]int32, len(f.cols))
+		for j := range f.cols {
+			p.cols[k] = append(p.cols[k], &pagedColumn{kind: leafKind(&f.root, j)})
+		}
+	}
+	return p
+}
+
+// open starts reading the columns in row group 0 of pf (a reader of one
+// row group: see rowGroupReader).
+func (p *pagedGroup) open(pf *file.Reader) error {
+	p.close()
+	rg := pf.RowGroup(0)
+	for k, f := range p.fields {
 		for j, c := range f.cols {
 			pages, err := rg.GetColumnPageReader(c)
 			if err != nil {
 				p.close()
-				return nil, fmt.Errorf("column %d: %w", c+1, err)
+				return fmt.Errorf("column %d: %w", c+1, err)
 			}
 			col := pf.MetaData().Schema.Column(c)
-			p.cols[k] = append(p.cols[k], &pagedColumn{pages: pages, maxDef: int32(col.MaxDefinitionLevel()), kind: leafKind(&f.root, j)})
+			pc := p.cols[k][j]
+			*pc = pagedColumn{pages: pages, maxDef: int32(col.MaxDefinitionLevel()), maxRep: int32(col.MaxRepetitionLevel()),
+				kind: pc.kind, dict: pc.dict[:0], buf: pc.buf, scratch: pc.scratch, reps: pc.reps[:0], defs: pc.defs[:0]}
 		}
 	}
-	return p, nil
+	return nil
 }
 
 // close releases the columns' page readers and their buffers.
@@ -277,7 +316,10 @@ func (p *pagedGroup) close() {
 	}
 	for _, cs := range p.cols {
 		for _, c := range cs {
-			c.pages.Close()
+			if c.pages != nil {
+				c.pages.Close()
+				c.pages = nil
+			}
 		}
 	}
 }
@@ -300,18 +342,126 @@ type pagedLeaf struct {
 	unit arrow.TimeUnit
 }
 
-// next reads the next n rows of every paged field's columns.
+// next reads the next n rows of every paged field's columns, the fields
+// at once, each on a goroutine of its own: decoding them is most of a
+// dry-run's work once Arrow reads only the id and the key.
 func (p *pagedGroup) next(n int) error {
+	if len(p.cols) == 1 {
+		return p.nextField(0, n)
+	}
+	errs := make([]error, len(p.cols))
+	var wg sync.WaitGroup
 	for k := range p.cols {
-		for j, c := range p.cols[k] {
+		wg.Go(func() { errs[k] = p.nextField(k, n) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// nextField reads the next n rows of field k's columns.
+func (p *pagedGroup) nextField(k, n int) error {
+	list := p.fields[k].list
+	for j, c := range p.cols[k] {
+		var err error
+		if !list {
 			p.defs[k][j] = grow32(p.defs[k][j], n)
 			p.sizes[k][j] = grow32(p.sizes[k][j], n)
-			if err := c.read(p.defs[k][j], p.sizes[k][j], &p.scratch); err != nil {
-				return fmt.Errorf("column %d: %w", p.fields[k].cols[j]+1, err)
+			err = c.read(p.defs[k][j], p.sizes[k][j], &c.scratch)
+		} else {
+			p.defs[k][j], p.sizes[k][j] = p.defs[k][j][:0], p.sizes[k][j][:0]
+			var ends *[]int32
+			if j == 0 {
+				p.ends[k] = p.ends[k][:0]
+				ends = &p.ends[k]
 			}
+			err = c.readRows(n, &p.defs[k][j], &p.sizes[k][j], ends, &c.scratch)
+			if err == nil && len(p.defs[k][j]) != len(p.defs[k][0]) {
+				err = fmt.Errorf("%d levels for %d rows, where the list's first column has %d", len(p.defs[k][j]), n, len(p.defs[k][0]))
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("column %d: %w", p.fields[k].cols[j]+1, err)
 		}
 	}
 	return nil
+}
+
+// rows returns the length of field k in each of the batch's n rows,
+// whether it is null, and, when counts, its terms (nil: one each), as
+// addSizes and leafCounter make them.
+func (p *pagedGroup) rows(k, n int, keepNulls, counts bool) (sizes, leaves []int32, null []bool) {
+	f := &p.fields[k]
+	node := &f.root
+	if cap(p.null) < n {
+		p.null = make([]bool, n)
+	}
+	null = p.null[:n]
+	p.out = grow32(p.out, n)
+	sizes = p.out
+	clear(sizes)
+	if !f.list {
+		if counts && node.leaf < 0 {
+			p.leaves = grow32(p.leaves, n)
+			leaves = p.leaves
+		}
+		p.add(k, node, sizes, leaves, keepNulls, 0)
+		defs := p.defs[k][node.first]
+		for i := range null {
+			null[i] = defs[i] < int32(node.def)
+		}
+		return sizes, leaves, null
+	}
+	// A list: its elements first, each as a row of its own.
+	e := len(p.defs[k][0])
+	p.elem = grow32(p.elem, e)
+	clear(p.elem)
+	var elemLeaves []int32
+	if counts && node.leaf < 0 {
+		p.elemLeaves = grow32(p.elemLeaves, e)
+		elemLeaves = p.elemLeaves
+	}
+	p.add(k, node, p.elem, elemLeaves, keepNulls, 0)
+	if counts {
+		p.leaves = grow32(p.leaves, n)
+		leaves = p.leaves
+	}
+	defs, elemDefs := p.defs[k][0], p.defs[k][node.first]
+	elemDef := int32(f.elemDef)
+	start := 0
+	for i := range n {
+		end := int(p.ends[k][i])
+		d := defs[start]
+		null[i] = d < elemDef-1
+		switch {
+		case null[i]:
+		case d < elemDef: // []
+			sizes[i] = int32(len("[]"))
+			if leaves != nil {
+				leaves[i] = 1
+			}
+		default:
+			m, lv := int32(len("[]")+end-start-1), int32(0)
+			for j := start; j < end; j++ {
+				switch {
+				case elemDefs[j] < int32(node.def):
+					m += int32(len("null"))
+					lv++
+				case elemLeaves != nil:
+					m += p.elem[j]
+					lv += elemLeaves[j]
+				default:
+					m += p.elem[j]
+					lv++
+				}
+			}
+			sizes[i] = m
+			if leaves != nil {
+				leaves[i] = lv
+			}
+		}
+		start = end
+	}
+	return sizes, leaves, null
 }
 
 // skip reads past n rows.
@@ -331,12 +481,6 @@ func grow32(b []int32, n int) []int32 {
 		return make([]int32, n)
 	}
 	return b[:n]
-}
-
-// present reports whether node n of field k is not null in row i of the
-// batch.
-func (p *pagedGroup) present(k int, n *pagedNode, i int) bool {
-	return p.defs[k][n.first][i] >= int32(n.def)
 }
 
 // add adds to dst[i] the length of node n of field k in row i of the
@@ -406,22 +550,100 @@ func (p *pagedGroup) add(k int, n *pagedNode, dst, leaves []int32, keepNulls boo
 
 // pagedColumn reads a column chunk's pages into levels and value lengths.
 type pagedColumn struct {
-	pages  file.PageReader
-	maxDef int32
-	kind   pagedLeaf
-	dict   []int32 // the lengths of the dictionary's entries
+	pages          file.PageReader
+	maxDef, maxRep int32
+	kind           pagedLeaf
+	dict           []int32 // the lengths of the dictionary's entries
 
 	// The data page being read: levels and values left, its levels, its
 	// values (plain, or dictionary indexes).
-	left    int
-	levels  hybrid
-	values  []byte
-	indexed bool
-	indexes hybrid
-	bools   hybrid // a page of booleans in RLE
-	rleBool bool
-	bit     int // the next plain boolean's bit
-	buf     []int32
+	left      int
+	levels    hybrid
+	repLevels hybrid
+	values    []byte
+	indexed   bool
+	indexes   hybrid
+	bools     hybrid // a page of booleans in RLE
+	rleBool   bool
+	bit       int // the next plain boolean's bit
+	buf       []int32
+	scratch   []byte
+	// A page of a column in a list: its levels, decoded whole, and the
+	// next one to read.
+	reps, defs []int32
+	at         int
+}
+
+// errChunkEnd: the column chunk has no more pages.
+var errChunkEnd = errors.New("the column chunk ends before its row group does")
+
+// readRows appends the levels and value lengths of the next n rows of a
+// column in a list to defs and sizes, and, when ends is not nil, where
+// each row's levels end.
+func (c *pagedColumn) readRows(n int, defs, sizes, ends *[]int32, scratch *[]byte) error {
+	rows := 0
+	for {
+		if c.at == len(c.reps) {
+			err := c.nextPage()
+			if errors.Is(err, errChunkEnd) && rows == n {
+				break
+			}
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if c.reps[c.at] == 0 {
+			if rows == n {
+				break
+			}
+			if rows > 0 && ends != nil {
+				*ends = append(*ends, int32(len(*defs)))
+			}
+			rows++
+		} else if rows == 0 {
+			return fmt.Errorf("a row starts at repetition level %d", c.reps[c.at])
+		}
+		// This row's levels in this page.
+		j := c.at + 1
+		for j < len(c.reps) && c.reps[j] != 0 {
+			j++
+		}
+		ds := c.defs[c.at:j]
+		base := len(*defs)
+		*defs = append(*defs, ds...)
+		*sizes = slices.Grow(*sizes, len(ds))[:base+len(ds)]
+		present := 0
+		for _, v := range ds {
+			if v == c.maxDef {
+				present++
+			} else if v > c.maxDef {
+				return fmt.Errorf("definition level %d past the column's %d", v, c.maxDef)
+			}
+		}
+		if present > 0 {
+			c.buf = grow32(c.buf, present)
+			if err := c.sizeValues(c.buf, scratch); err != nil {
+				return err
+			}
+			out, k := (*sizes)[base:], 0
+			for i, v := range ds {
+				if v == c.maxDef {
+					out[i] = c.buf[k]
+					k++
+				} else {
+					out[i] = 0
+				}
+			}
+		} else {
+			clear((*sizes)[base:])
+		}
+		c.at = j
+	}
+	if rows > 0 && ends != nil {
+		*ends = append(*ends, int32(len(*defs)))
+	}
+	return nil
 }
 
 // read fills defs and sizes with the next len(defs) values' definition
@@ -486,7 +708,7 @@ func (c *pagedColumn) nextPage() error {
 			if err := c.pages.Err(); err != nil {
 				return err
 			}
-			return errors.New("the column chunk ends before its row group does")
+			return errChunkEnd
 		}
 		pg := c.pages.Page()
 		data := pg.Data()
@@ -506,6 +728,19 @@ func (c *pagedColumn) nextPage() error {
 			}
 			continue
 		case *file.DataPageV1:
+			var reps hybrid
+			if c.maxRep > 0 {
+				if len(data) < 4 {
+					return errors.New("data page too short for its levels")
+				}
+				m := int(binary.LittleEndian.Uint32(data))
+				if m < 0 || m > len(data)-4 {
+					return fmt.Errorf("repetition levels of %d bytes in a page of %d", m, len(data))
+				}
+				reps = hybrid{b: data[4 : 4+m], width: bitWidth(c.maxRep)}
+				data = data[4+m:]
+			}
+			c.repLevels = reps
 			if c.maxDef > 0 {
 				if p.DefinitionLevelEncoding() != parquet.Encodings.RLE {
 					return fmt.Errorf("definition levels in encoding %s", p.DefinitionLevelEncoding())
@@ -522,13 +757,14 @@ func (c *pagedColumn) nextPage() error {
 			}
 		case *file.DataPageV2:
 			r, d := int(p.RepetitionLevelByteLen()), int(p.DefinitionLevelByteLen())
-			if r != 0 || d < 0 || d > len(data) {
+			if r < 0 || d < 0 || r > len(data)-d || r > 0 && c.maxRep == 0 {
 				return fmt.Errorf("levels of %d and %d bytes in a page of %d", r, d, len(data))
 			}
+			c.repLevels = hybrid{b: data[:r], width: bitWidth(c.maxRep)}
 			if c.maxDef > 0 {
-				c.levels = hybrid{b: data[:d], width: bitWidth(c.maxDef)}
+				c.levels = hybrid{b: data[r : r+d], width: bitWidth(c.maxDef)}
 			}
-			data = data[d:]
+			data = data[r+d:]
 		default:
 			continue // an index page
 		}
@@ -551,6 +787,18 @@ func (c *pagedColumn) nextPage() error {
 			c.rleBool, c.bools = true, hybrid{b: data[4 : 4+binary.LittleEndian.Uint32(data)], width: 1}
 		default:
 			return fmt.Errorf("values in encoding %s", enc)
+		}
+		if c.maxRep > 0 { // a list's: its levels whole, to find its rows
+			c.reps, c.defs, c.at = grow32(c.reps, c.left), grow32(c.defs, c.left), 0
+			if c.repLevels.fill(c.reps) != c.left {
+				return errors.New("fewer repetition levels than values")
+			}
+			if c.maxDef == 0 {
+				clear(c.defs)
+			} else if c.levels.fill(c.defs) != c.left {
+				return errors.New("fewer definition levels than values")
+			}
+			c.left = 0
 		}
 		return nil
 	}
