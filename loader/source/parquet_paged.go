@@ -300,10 +300,16 @@ func (p *pagedGroup) open(pf *file.Reader) error {
 				p.close()
 				return fmt.Errorf("column %d: %w", c+1, err)
 			}
+			cc, err := pf.MetaData().RowGroup(0).ColumnChunk(c)
+			if err != nil {
+				pages.Close()
+				p.close()
+				return fmt.Errorf("column %d: %w", c+1, err)
+			}
 			col := pf.MetaData().Schema.Column(c)
 			pc := p.cols[k][j]
 			*pc = pagedColumn{pages: pages, maxDef: int32(col.MaxDefinitionLevel()), maxRep: int32(col.MaxRepetitionLevel()),
-				kind: pc.kind, dict: pc.dict[:0], buf: pc.buf, scratch: pc.scratch, reps: pc.reps[:0], defs: pc.defs[:0]}
+				unread: cc.NumValues(), kind: pc.kind, dict: pc.dict[:0], buf: pc.buf, scratch: pc.scratch, reps: pc.reps[:0], defs: pc.defs[:0]}
 		}
 	}
 	return nil
@@ -552,6 +558,7 @@ func (p *pagedGroup) add(k int, n *pagedNode, dst, leaves []int32, keepNulls boo
 type pagedColumn struct {
 	pages          file.PageReader
 	maxDef, maxRep int32
+	unread         int64 // the chunk's values (levels) in pages not yet read
 	kind           pagedLeaf
 	dict           []int32 // the lengths of the dictionary's entries
 
@@ -768,10 +775,13 @@ func (c *pagedColumn) nextPage() error {
 		default:
 			continue // an index page
 		}
+		// A damaged count is refused here, not allocated (a list's page
+		// has its levels decoded whole).
 		c.left = int(pg.NumValues())
-		if c.left < 0 {
-			return fmt.Errorf("page of %d values", c.left)
+		if c.left < 0 || int64(c.left) > c.unread {
+			return fmt.Errorf("page of %d values where the column chunk has %d left", c.left, c.unread)
 		}
+		c.unread -= int64(c.left)
 		c.values, c.bit, c.indexed, c.rleBool = data, 0, false, false
 		switch enc := parquet.Encoding(pg.Encoding()); {
 		case enc == parquet.Encodings.Plain:
