@@ -600,24 +600,26 @@ func (c *pagedColumn) readRows(n int, defs, sizes, ends *[]int32, scratch *[]byt
 			}
 			continue
 		}
-		if c.reps[c.at] == 0 {
+		// The levels of this page up to the row after the n-th (or its
+		// end), taken at once.
+		base := len(*defs)
+		j := c.at
+		for ; j < len(c.reps); j++ {
+			if c.reps[j] != 0 {
+				if rows == 0 {
+					return fmt.Errorf("a row starts at repetition level %d", c.reps[j])
+				}
+				continue
+			}
 			if rows == n {
 				break
 			}
 			if rows > 0 && ends != nil {
-				*ends = append(*ends, int32(len(*defs)))
+				*ends = append(*ends, int32(base+j-c.at))
 			}
 			rows++
-		} else if rows == 0 {
-			return fmt.Errorf("a row starts at repetition level %d", c.reps[c.at])
-		}
-		// This row's levels in this page.
-		j := c.at + 1
-		for j < len(c.reps) && c.reps[j] != 0 {
-			j++
 		}
 		ds := c.defs[c.at:j]
-		base := len(*defs)
 		*defs = append(*defs, ds...)
 		*sizes = slices.Grow(*sizes, len(ds))[:base+len(ds)]
 		present := 0
@@ -628,12 +630,18 @@ func (c *pagedColumn) readRows(n int, defs, sizes, ends *[]int32, scratch *[]byt
 				return fmt.Errorf("definition level %d past the column's %d", v, c.maxDef)
 			}
 		}
-		if present > 0 {
+		out := (*sizes)[base:]
+		switch {
+		case present == len(ds):
+			if err := c.sizeValues(out, scratch); err != nil {
+				return err
+			}
+		case present > 0:
 			c.buf = grow32(c.buf, present)
 			if err := c.sizeValues(c.buf, scratch); err != nil {
 				return err
 			}
-			out, k := (*sizes)[base:], 0
+			k := 0
 			for i, v := range ds {
 				if v == c.maxDef {
 					out[i] = c.buf[k]
@@ -642,10 +650,13 @@ func (c *pagedColumn) readRows(n int, defs, sizes, ends *[]int32, scratch *[]byt
 					out[i] = 0
 				}
 			}
-		} else {
-			clear((*sizes)[base:])
+		default:
+			clear(out)
 		}
 		c.at = j
+		if j < len(c.reps) {
+			break // the next row starts here
+		}
 	}
 	if rows > 0 && ends != nil {
 		*ends = append(*ends, int32(len(*defs)))
