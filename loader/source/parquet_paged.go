@@ -348,48 +348,61 @@ type pagedLeaf struct {
 	unit arrow.TimeUnit
 }
 
-// next reads the next n rows of every paged field's columns, the fields
-// at once, each on a goroutine of its own: decoding them is most of a
-// dry-run's work once Arrow reads only the id and the key.
+// next reads the next n rows of every paged field's columns, all at
+// once, each on a goroutine of its own: decoding them is most of a
+// dry-run's work once Arrow reads only the id and the key. A goroutine a
+// field left a struct's columns one after the other while the other core
+// waited: 1 GB of orders 7.9–10.8 s against 7.1–8.8 a goroutine a column
+// (six runs each, alternately), its pyarrow layout 6.8–7.7 against
+// 6.2–6.8.
 func (p *pagedGroup) next(n int) error {
-	if len(p.cols) == 1 {
-		return p.nextField(0, n)
-	}
-	errs := make([]error, len(p.cols))
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
 	for k := range p.cols {
-		wg.Go(func() { errs[k] = p.nextField(k, n) })
+		for j := range p.cols[k] {
+			wg.Go(func() {
+				if err := p.nextColumn(k, j, n); err != nil {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("column %d: %w", p.fields[k].cols[j]+1, err))
+					mu.Unlock()
+				}
+			})
+		}
 	}
 	wg.Wait()
-	return errors.Join(errs...)
-}
-
-// nextField reads the next n rows of field k's columns.
-func (p *pagedGroup) nextField(k, n int) error {
-	list := p.fields[k].list
-	for j, c := range p.cols[k] {
-		var err error
-		if !list {
-			p.defs[k][j] = grow32(p.defs[k][j], n)
-			p.sizes[k][j] = grow32(p.sizes[k][j], n)
-			err = c.read(p.defs[k][j], p.sizes[k][j], &c.scratch)
-		} else {
-			p.defs[k][j], p.sizes[k][j] = p.defs[k][j][:0], p.sizes[k][j][:0]
-			var ends *[]int32
-			if j == 0 {
-				p.ends[k] = p.ends[k][:0]
-				ends = &p.ends[k]
-			}
-			err = c.readRows(n, &p.defs[k][j], &p.sizes[k][j], ends, &c.scratch)
-			if err == nil && len(p.defs[k][j]) != len(p.defs[k][0]) {
-				err = fmt.Errorf("%d levels for %d rows, where the list's first column has %d", len(p.defs[k][j]), n, len(p.defs[k][0]))
-			}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	for k, f := range p.fields {
+		if !f.list {
+			continue
 		}
-		if err != nil {
-			return fmt.Errorf("column %d: %w", p.fields[k].cols[j]+1, err)
+		for j := range p.cols[k] { // a list's columns agree on its elements
+			if len(p.defs[k][j]) != len(p.defs[k][0]) {
+				return fmt.Errorf("column %d: %d levels for %d rows, where column %d has %d",
+					f.cols[j]+1, len(p.defs[k][j]), n, f.cols[0]+1, len(p.defs[k][0]))
+			}
 		}
 	}
 	return nil
+}
+
+// nextColumn reads the next n rows of column j of field k.
+func (p *pagedGroup) nextColumn(k, j, n int) error {
+	c := p.cols[k][j]
+	if !p.fields[k].list {
+		p.defs[k][j] = grow32(p.defs[k][j], n)
+		p.sizes[k][j] = grow32(p.sizes[k][j], n)
+		return c.read(p.defs[k][j], p.sizes[k][j], &c.scratch)
+	}
+	p.defs[k][j], p.sizes[k][j] = p.defs[k][j][:0], p.sizes[k][j][:0]
+	var ends *[]int32
+	if j == 0 {
+		p.ends[k] = p.ends[k][:0]
+		ends = &p.ends[k]
+	}
+	return c.readRows(n, &p.defs[k][j], &p.sizes[k][j], ends, &c.scratch)
 }
 
 // rows returns the length of field k in each of the batch's n rows,
