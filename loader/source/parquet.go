@@ -19,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
@@ -1098,7 +1099,8 @@ func guardedChunksOf(md *metadata.FileMetaData, g int, cols []int, size int64) (
 			continue
 		}
 		if n > 0 {
-			out = append(out, guardedChunk{ByteRange{Start: start, End: start + n}, md.Schema.Column(c).PhysicalType()})
+			out = append(out, guardedChunk{ByteRange{Start: start, End: start + n}, md.Schema.Column(c).PhysicalType(),
+				cc.Compression() == compress.Codecs.Snappy})
 		}
 	}
 	return out, err

@@ -2,6 +2,7 @@ package source
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -47,6 +48,7 @@ type pageGuard struct {
 type pageStream struct {
 	start, next, end int64
 	typ              parquet.Type
+	snappy           bool
 	partial          []byte
 }
 
@@ -55,6 +57,9 @@ type pageStream struct {
 type guardedChunk struct {
 	ByteRange
 	typ parquet.Type
+	// snappy: the chunk's pages are Snappy blocks, each of which says how
+	// long it decodes to (see checkPage).
+	snappy bool
 }
 
 type damagedChunk struct {
@@ -105,7 +110,7 @@ func (g *pageGuard) pass(b []byte, off int64) error {
 	delete(g.streams, off)
 	if c, ok := g.chunks[off]; ok {
 		delete(g.chunks, off)
-		s = &pageStream{start: off, next: off, end: c.End, typ: c.typ}
+		s = &pageStream{start: off, next: off, end: c.End, typ: c.typ, snappy: c.snappy}
 	}
 	if s == nil {
 		return nil
@@ -130,7 +135,7 @@ func (s *pageStream) pass(b []byte, off int64) (follow bool, err error) {
 	}
 	for s.next < s.end && s.next < base+int64(len(buf)) {
 		h := buf[s.next-base:]
-		n, err := checkPageHeader(h, s.typ)
+		n, err := checkPage(h, s.typ, s.snappy)
 		switch {
 		case errors.Is(err, errShortHeader):
 			if len(h) > maxPageHeader {
@@ -161,11 +166,12 @@ const (
 	pageDictionary = 2
 	pageDataV2     = 3
 
-	fieldType       = 1
-	fieldCompressed = 3
-	fieldData       = 5
-	fieldDictionary = 7
-	fieldDataV2     = 8
+	fieldType         = 1
+	fieldUncompressed = 2
+	fieldCompressed   = 3
+	fieldData         = 5
+	fieldDictionary   = 7
+	fieldDataV2       = 8
 )
 
 // checkPageHeader reads the page header at the start of b (Thrift's
@@ -174,6 +180,17 @@ const (
 // inside the header, errPageHeader when it would make arrow-go panic (see
 // damage), another error when it cannot be made out.
 func checkPageHeader(b []byte, typ parquet.Type) (int64, error) {
+	return checkPage(b, typ, false)
+}
+
+// checkPage is checkPageHeader, and, for a page of a Snappy chunk whose
+// block starts in b, a check of the length the block says it decodes to:
+// arrow-go's Snappy decoder (klauspost/compress's s2) allocates that
+// length when it exceeds the page's buffer, up to 4 GiB, before it finds
+// the block damaged. FuzzParquetDamage found a page of DuckDB's fixture
+// whose damage claimed ~1.6 GB. A block longer than the header's
+// uncompressed size is damage.
+func checkPage(b []byte, typ parquet.Type, snappy bool) (int64, error) {
 	// Thrift reads from a copy: of the bytes a header usually fits in,
 	// more only when it does not (b is the rest of a read, 256 KiB).
 	for w := 1 << 10; ; w *= 8 {
@@ -187,7 +204,13 @@ func checkPageHeader(b []byte, typ parquet.Type) (int64, error) {
 			if why := hd.damage(typ); why != "" {
 				return 0, fmt.Errorf("%w: %s", errPageHeader, why)
 			}
-			return int64(len(h)-buf.Len()) + int64(hd.size), nil
+			n := len(h) - buf.Len()
+			if snappy {
+				if why := hd.snappyDamage(b[n:]); why != "" {
+					return 0, fmt.Errorf("%w: %s", errPageHeader, why)
+				}
+			}
+			return int64(n) + int64(hd.size), nil
 		case buf.Len() > 0:
 			return 0, err
 		case len(h) == len(b):
@@ -203,6 +226,35 @@ type pageHeader struct {
 	typ, size int32
 	has       [fieldDataV2 + 1]bool
 	encoding  [fieldDataV2 + 1]int32
+	// raw is the page's uncompressed size; a DATA_PAGE_V2's levels (not
+	// compressed) take levels bytes before its values, which are
+	// compressed unless plainV2.
+	raw, levels int32
+	plainV2     bool
+}
+
+// snappyDamage says, given body, the bytes after the header (the page's,
+// or its first part), whether the page's Snappy block claims to decode to
+// more than the header's uncompressed size, or "" (also when body ends
+// before the block's length does).
+func (h *pageHeader) snappyDamage(body []byte) string {
+	want := h.raw
+	switch {
+	case h.typ == pageDataV2 && h.plainV2:
+		return ""
+	case h.typ == pageDataV2:
+		if h.levels < 0 || int(h.levels) > len(body) {
+			return ""
+		}
+		body, want = body[h.levels:], h.raw-h.levels
+	case h.typ != pageData && h.typ != pageDictionary:
+		return ""
+	}
+	claim, k := binary.Uvarint(body)
+	if k <= 0 || want < 0 || claim <= uint64(want) {
+		return ""
+	}
+	return fmt.Sprintf("a %s whose Snappy block claims %d bytes, where its header says %d", pageTypeName[h.typ], claim, want)
 }
 
 // The encodings (parquet.thrift) of a page's values.
@@ -272,6 +324,8 @@ func readPageHeader(p *thrift.TCompactProtocol) (*pageHeader, error) {
 			h.typ, err = p.ReadI32(ctx)
 		case id == fieldCompressed && t == thrift.I32:
 			h.size, err = p.ReadI32(ctx)
+		case id == fieldUncompressed && t == thrift.I32:
+			h.raw, err = p.ReadI32(ctx)
 		case (id == fieldData || id == fieldDictionary || id == fieldDataV2) && t == thrift.STRUCT:
 			// The encoding is field 2 of a data or dictionary page's
 			// header, field 4 of a DATA_PAGE_V2's.
@@ -282,11 +336,21 @@ func readPageHeader(p *thrift.TCompactProtocol) (*pageHeader, error) {
 			h.has[id] = true
 			sub := id
 			err = readStruct(ctx, p, func(t thrift.TType, id int16) (err error) {
-				if id == at && t == thrift.I32 {
+				var n int32
+				switch {
+				case id == at && t == thrift.I32:
 					h.encoding[sub], err = p.ReadI32(ctx)
-					return err
+				case sub == fieldDataV2 && (id == 5 || id == 6) && t == thrift.I32: // the levels' lengths
+					n, err = p.ReadI32(ctx)
+					h.levels += n
+				case sub == fieldDataV2 && id == 7 && t == thrift.BOOL: // is_compressed
+					var c bool
+					c, err = p.ReadBool(ctx)
+					h.plainV2 = !c
+				default:
+					err = p.Skip(ctx, t)
 				}
-				return p.Skip(ctx, t)
+				return err
 			})
 		default:
 			err = p.Skip(ctx, t)

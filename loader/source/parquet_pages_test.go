@@ -3,13 +3,17 @@ package source
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/thrift/lib/go/thrift"
 	"github.com/cosmosloader/loader/loader/record"
@@ -289,7 +293,7 @@ func TestPageGuardFollowsAChunk(t *testing.T) {
 		data := chunk(c.second)
 		for _, step := range []int{7, 1000, len(data)} {
 			g := newPageGuard(memRandom{bytes.NewReader(data)})
-			g.expect([]guardedChunk{{ByteRange{Start: start, End: int64(len(data))}, parquet.Types.ByteArray}})
+			g.expect([]guardedChunk{{ByteRange{Start: start, End: int64(len(data))}, parquet.Types.ByteArray, false}})
 			if _, err := g.ReadAt(make([]byte, 50), 0); err != nil { // elsewhere
 				t.Fatal(err)
 			}
@@ -322,8 +326,8 @@ func TestPageGuardChunksBackToBack(t *testing.T) {
 	b := append(thriftPageHeader(t, pageDataV2, fieldData, -1, 10), make([]byte, 40)...)
 	data := append(append(make([]byte, 0, len(a)+len(b)), a...), b...)
 	g := newPageGuard(memRandom{bytes.NewReader(data)})
-	g.expect([]guardedChunk{{ByteRange{Start: 0, End: int64(len(a))}, parquet.Types.ByteArray},
-		{ByteRange{Start: int64(len(a)), End: int64(len(data))}, parquet.Types.ByteArray}})
+	g.expect([]guardedChunk{{ByteRange{Start: 0, End: int64(len(a))}, parquet.Types.ByteArray, false},
+		{ByteRange{Start: int64(len(a)), End: int64(len(data))}, parquet.Types.ByteArray, false}})
 	if _, err := g.ReadAt(make([]byte, len(a)), 0); err != nil {
 		t.Fatalf("chunk A: %v", err)
 	}
@@ -337,5 +341,102 @@ func TestPageGuardChunksBackToBack(t *testing.T) {
 	}
 	if _, err := g.ReadAt(make([]byte, 5), 0); err != nil {
 		t.Fatalf("chunk A again: %v", err)
+	}
+}
+
+// A Snappy block whose length claims more than its page's uncompressed
+// size is refused before arrow-go's decoder allocates it: s2 makes a
+// buffer of the claimed length (up to 4 GiB) and only then finds the
+// block damaged. FuzzParquetDamage found a DuckDB page whose damage
+// claimed ~1.6 GB.
+func TestParquetSnappyBlockLongerThanItsPageIsRefused(t *testing.T) {
+	b, err := os.ReadFile(parquetDir + "duckdb.parquet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := file.OpenParquetFile(parquetDir+"duckdb.parquet", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := pf.MetaData().RowGroup(0).ColumnChunk(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cc.Compression() != compress.Codecs.Snappy {
+		t.Fatalf("the fixture's chunk is %s, not Snappy", cc.Compression())
+	}
+	chunks, _ := guardedChunksOf(pf.MetaData(), 0, nil, int64(len(b)))
+	pf.Close()
+	if !chunks[0].snappy {
+		t.Fatal("the guard does not know the chunk is Snappy")
+	}
+	// The first page's header, then its block's length: claim 1 GiB.
+	at := chunks[0].Start
+	buf := thrift.NewTMemoryBufferLen(1 << 10)
+	buf.Write(b[at : at+1<<10])
+	hd, err := readPageHeader(thrift.NewTCompactProtocolConf(buf, &thrift.TConfiguration{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := at + 1<<10 - int64(buf.Len())
+	if hd.typ == pageDataV2 {
+		body += int64(hd.levels)
+	}
+	copy(b[body:], binary.AppendUvarint(nil, 1<<30))
+	path := filepath.Join(t.TempDir(), "claims.parquet")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mapper, err := record.NewMapper(record.Config{PartitionKeyPaths: []string{"/tenant"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, opts := range []Options{{}, {Facts: mapper}} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		var err error
+		if opts.Facts != nil {
+			for _, f := range readFactsErr(t, path, opts, &err) {
+				f.Release()
+			}
+		} else {
+			_, err = readParquet(t, path, opts, Position{})
+		}
+		runtime.ReadMemStats(&after)
+		var ie *InputError
+		if !errors.As(err, &ie) || !strings.Contains(err.Error(), "Snappy block claims 1073741824 bytes") {
+			t.Fatalf("facts %v: got %v, want the row group refused for its Snappy block", opts.Facts != nil, err)
+		}
+		if grew := after.TotalAlloc - before.TotalAlloc; grew > 256<<20 {
+			t.Fatalf("facts %v: reading allocated %d MB", opts.Facts != nil, grew>>20)
+		}
+	}
+}
+
+// readFactsErr reads path's facts until an error, which it stores in
+// *err (nil at the end of the rows).
+func readFactsErr(t *testing.T, path string, opts Options, err *error) []*Facts {
+	t.Helper()
+	rd, e := Open(Input{Path: path}, nil, opts, Position{})
+	if e != nil {
+		*err = e
+		return nil
+	}
+	defer rd.Close()
+	fr, ok := rd.(FactReader)
+	if !ok || !fr.Facts() {
+		t.Fatal("not read as facts")
+	}
+	var out []*Facts
+	for {
+		f, e := fr.NextFacts()
+		if e != nil {
+			if errors.Is(e, io.EOF) {
+				e = nil
+			}
+			*err = e
+			return out
+		}
+		out = append(out, f)
 	}
 }
