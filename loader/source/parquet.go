@@ -887,7 +887,7 @@ func (r *parquetReader) decodeRowGroup(g int, skip int64, send func(arrow.Record
 		}
 		pl.PlanReads(byteRanges(guarded), next, w)
 	}
-	rr, err = r.recordReader(g)
+	rr, err = r.recordReader(g, r.arrowColumns())
 	if err != nil {
 		return err
 	}
@@ -929,9 +929,9 @@ func batchesAfter(rr pqarrow.RecordReader, skip int64) func(yield func(arrow.Rec
 	}
 }
 
-// recordReader reads row group g through a footer of its own (see
-// footerCuts).
-func (r *parquetReader) recordReader(g int) (pqarrow.RecordReader, error) {
+// recordReader reads columns cols of row group g through a footer of its
+// own (see footerCuts).
+func (r *parquetReader) recordReader(g int, cols []int) (pqarrow.RecordReader, error) {
 	pf, err := r.rowGroupReader(g)
 	if err != nil {
 		return nil, err
@@ -940,11 +940,16 @@ func (r *parquetReader) recordReader(g int) (pqarrow.RecordReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	cols := r.cols
-	if r.paged != nil {
-		cols = r.arrowCols
-	}
 	return fr.GetRecordReader(context.Background(), cols, []int{0})
+}
+
+// arrowColumns are the leaf columns Arrow decodes: those read (r.cols),
+// but the paged fields' in a dry-run.
+func (r *parquetReader) arrowColumns() []int {
+	if r.paged != nil {
+		return r.arrowCols
+	}
+	return r.cols
 }
 
 // pageFields works out which of the fields read (read) are paged, and
@@ -987,7 +992,7 @@ func (r *parquetReader) rowGroupReader(g int) (*file.Reader, error) {
 
 // readRows reads n rows of row group g, after its first skip, with every
 // column read: the rows of a batch whose paged fields are wanted after
-// all (Facts.full).
+// all (Facts.fullBatch).
 func (r *parquetReader) readRows(g int, skip int64, n int) (b arrow.RecordBatch, err error) {
 	var rr pqarrow.RecordReader
 	defer func() {
@@ -998,15 +1003,7 @@ func (r *parquetReader) readRows(g int, skip int64, n int) (b arrow.RecordBatch,
 			rr.Release()
 		}
 	}()
-	pf, err := r.rowGroupReader(g)
-	if err != nil {
-		return nil, err
-	}
-	fr, err := pqarrow.NewFileReader(pf, r.arrowProps, r.alloc)
-	if err != nil {
-		return nil, err
-	}
-	if rr, err = fr.GetRecordReader(context.Background(), r.cols, []int{0}); err != nil {
+	if rr, err = r.recordReader(g, r.cols); err != nil {
 		return nil, err
 	}
 	var parts []arrow.RecordBatch
