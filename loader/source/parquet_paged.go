@@ -15,6 +15,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/arrow-go/v18/parquet/schema"
+
+	"github.com/cosmosloader/loader/loader/record"
 )
 
 // A dry-run needs of most fields only their JSON's length (see
@@ -86,10 +88,7 @@ const (
 // plan reads the value of (its id and its partition keys), none with a
 // logical annotation of the loader's, and only when some other field is
 // left for Arrow to read.
-func pagedFields(fields []*pqarrow.SchemaField, logicals []*logical, md *metadata.FileMetaData, plan interface {
-	IDField() int
-	KeyFields() []int
-}) []pagedField {
+func pagedFields(fields []*pqarrow.SchemaField, logicals []*logical, md *metadata.FileMetaData, plan *record.ColumnPlan) []pagedField {
 	reads := map[int]bool{plan.IDField(): true}
 	for _, k := range plan.KeyFields() {
 		reads[k] = true
@@ -394,7 +393,7 @@ func (p *pagedGroup) nextColumn(k, j, n int) error {
 	if !p.fields[k].list {
 		p.defs[k][j] = grow32(p.defs[k][j], n)
 		p.sizes[k][j] = grow32(p.sizes[k][j], n)
-		return c.read(p.defs[k][j], p.sizes[k][j], &c.scratch)
+		return c.read(p.defs[k][j], p.sizes[k][j])
 	}
 	p.defs[k][j], p.sizes[k][j] = p.defs[k][j][:0], p.sizes[k][j][:0]
 	var ends *[]int32
@@ -402,7 +401,7 @@ func (p *pagedGroup) nextColumn(k, j, n int) error {
 		p.ends[k] = p.ends[k][:0]
 		ends = &p.ends[k]
 	}
-	return c.readRows(n, &p.defs[k][j], &p.sizes[k][j], ends, &c.scratch)
+	return c.readRows(n, &p.defs[k][j], &p.sizes[k][j], ends)
 }
 
 // rows returns the length of field k in each of the batch's n rows,
@@ -600,7 +599,7 @@ var errChunkEnd = errors.New("the column chunk ends before its row group does")
 // readRows appends the levels and value lengths of the next n rows of a
 // column in a list to defs and sizes, and, when ends is not nil, where
 // each row's levels end.
-func (c *pagedColumn) readRows(n int, defs, sizes, ends *[]int32, scratch *[]byte) error {
+func (c *pagedColumn) readRows(n int, defs, sizes, ends *[]int32) error {
 	rows := 0
 	for {
 		if c.at == len(c.reps) {
@@ -635,36 +634,8 @@ func (c *pagedColumn) readRows(n int, defs, sizes, ends *[]int32, scratch *[]byt
 		ds := c.defs[c.at:j]
 		*defs = append(*defs, ds...)
 		*sizes = slices.Grow(*sizes, len(ds))[:base+len(ds)]
-		present := 0
-		for _, v := range ds {
-			if v == c.maxDef {
-				present++
-			} else if v > c.maxDef {
-				return fmt.Errorf("definition level %d past the column's %d", v, c.maxDef)
-			}
-		}
-		out := (*sizes)[base:]
-		switch {
-		case present == len(ds):
-			if err := c.sizeValues(out, scratch); err != nil {
-				return err
-			}
-		case present > 0:
-			c.buf = grow32(c.buf, present)
-			if err := c.sizeValues(c.buf, scratch); err != nil {
-				return err
-			}
-			k := 0
-			for i, v := range ds {
-				if v == c.maxDef {
-					out[i] = c.buf[k]
-					k++
-				} else {
-					out[i] = 0
-				}
-			}
-		default:
-			clear(out)
+		if err := c.sizeLevels(ds, (*sizes)[base:]); err != nil {
+			return err
 		}
 		c.at = j
 		if j < len(c.reps) {
@@ -679,7 +650,7 @@ func (c *pagedColumn) readRows(n int, defs, sizes, ends *[]int32, scratch *[]byt
 
 // read fills defs and sizes with the next len(defs) values' definition
 // levels and lengths.
-func (c *pagedColumn) read(defs, sizes []int32, scratch *[]byte) error {
+func (c *pagedColumn) read(defs, sizes []int32) error {
 	for len(defs) > 0 {
 		if c.left == 0 {
 			if err := c.nextPage(); err != nil {
@@ -689,45 +660,52 @@ func (c *pagedColumn) read(defs, sizes []int32, scratch *[]byte) error {
 		}
 		n := min(len(defs), c.left)
 		d, s := defs[:n], sizes[:n]
-		present := n
 		if c.maxDef > 0 {
 			if got := c.levels.fill(d); got != n {
 				return errors.New("fewer definition levels than values")
 			}
-			present = 0
-			for _, v := range d {
-				if v == c.maxDef {
-					present++
-				} else if v > c.maxDef {
-					return fmt.Errorf("definition level %d past the column's %d", v, c.maxDef)
-				}
-			}
 		} else {
-			for i := range d {
-				d[i] = 0
-			}
+			clear(d)
 		}
-		if present == n {
-			if err := c.sizeValues(s, scratch); err != nil {
-				return err
-			}
-		} else {
-			c.buf = grow32(c.buf, present)
-			if err := c.sizeValues(c.buf, scratch); err != nil {
-				return err
-			}
-			j := 0
-			for i, v := range d {
-				if v == c.maxDef {
-					s[i] = c.buf[j]
-					j++
-				} else {
-					s[i] = 0
-				}
-			}
+		if err := c.sizeLevels(d, s); err != nil {
+			return err
 		}
 		c.left -= n
 		defs, sizes = defs[n:], sizes[n:]
+	}
+	return nil
+}
+
+// sizeLevels sets out to the lengths of the values of definition levels
+// ds, the next values of the page: 0 for a null.
+func (c *pagedColumn) sizeLevels(ds, out []int32) error {
+	present := 0
+	for _, v := range ds {
+		if v == c.maxDef {
+			present++
+		} else if v > c.maxDef {
+			return fmt.Errorf("definition level %d past the column's %d", v, c.maxDef)
+		}
+	}
+	switch {
+	case present == len(ds):
+		return c.sizeValues(out)
+	case present == 0:
+		clear(out)
+		return nil
+	}
+	c.buf = grow32(c.buf, present)
+	if err := c.sizeValues(c.buf); err != nil {
+		return err
+	}
+	k := 0
+	for i, v := range ds {
+		if v == c.maxDef {
+			out[i] = c.buf[k]
+			k++
+		} else {
+			out[i] = 0
+		}
 	}
 	return nil
 }
@@ -753,8 +731,8 @@ func (c *pagedColumn) nextPage() error {
 				return fmt.Errorf("dictionary page of %d values in %d bytes", n, len(data))
 			}
 			c.dict = grow32(c.dict[:0], n)
-			var scratch []byte
-			if err := c.plainSizes(c.dict, data, &scratch); err != nil {
+			// (A dictionary of booleans the page guard refuses.)
+			if _, err := c.plainPrefix(c.dict, data); err != nil {
 				return fmt.Errorf("dictionary page: %w", err)
 			}
 			continue
@@ -839,7 +817,7 @@ func (c *pagedColumn) nextPage() error {
 }
 
 // sizeValues sets dst to the lengths of the next len(dst) values.
-func (c *pagedColumn) sizeValues(dst []int32, scratch *[]byte) error {
+func (c *pagedColumn) sizeValues(dst []int32) error {
 	switch {
 	case c.indexed:
 		if got := c.indexes.fill(dst); got != len(dst) {
@@ -871,29 +849,14 @@ func (c *pagedColumn) sizeValues(dst []int32, scratch *[]byte) error {
 		}
 		return nil
 	}
-	n, err := c.plainPrefix(dst, c.values, scratch)
+	n, err := c.plainPrefix(dst, c.values)
 	c.values = c.values[n:]
-	return err
-}
-
-// plainSizes sets dst to the lengths of the plain values in b.
-func (c *pagedColumn) plainSizes(dst []int32, b []byte, scratch *[]byte) error {
-	if c.kind.kind == pagedBool {
-		if len(dst) > len(b)*8 {
-			return errors.New("fewer booleans than values")
-		}
-		for i := range dst {
-			dst[i] = int32(len("false")) - int32(b[i>>3]>>(i&7))&1
-		}
-		return nil
-	}
-	_, err := c.plainPrefix(dst, b, scratch)
 	return err
 }
 
 // plainPrefix sets dst to the lengths of the first len(dst) plain values
 // in b and returns the bytes they take.
-func (c *pagedColumn) plainPrefix(dst []int32, b []byte, scratch *[]byte) (int, error) {
+func (c *pagedColumn) plainPrefix(dst []int32, b []byte) (int, error) {
 	width := 0
 	switch c.kind.kind {
 	case pagedInt32, pagedUint32, pagedDate32, pagedFloat32:
@@ -919,7 +882,7 @@ func (c *pagedColumn) plainPrefix(dst []int32, b []byte, scratch *[]byte) (int, 
 		}
 	case pagedFloat32:
 		for i := range dst {
-			dst[i] = int32(floatLen(float64(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))), 32, scratch))
+			dst[i] = int32(floatLen(float64(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))), 32, &c.scratch))
 		}
 	case pagedInt64:
 		for i := range dst {
@@ -935,7 +898,7 @@ func (c *pagedColumn) plainPrefix(dst []int32, b []byte, scratch *[]byte) (int, 
 		}
 	case pagedFloat64:
 		for i := range dst {
-			dst[i] = int32(floatLen(math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:])), 64, scratch))
+			dst[i] = int32(floatLen(math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:])), 64, &c.scratch))
 		}
 	case pagedString:
 		at := 0
@@ -952,8 +915,8 @@ func (c *pagedColumn) plainPrefix(dst []int32, b []byte, scratch *[]byte) (int, 
 			if plainASCII(s) {
 				dst[i] = int32(m + len(`""`))
 			} else {
-				*scratch = appendString((*scratch)[:0], s)
-				dst[i] = int32(len(*scratch))
+				c.scratch = appendString(c.scratch[:0], s)
+				dst[i] = int32(len(c.scratch))
 			}
 			at += m
 		}
