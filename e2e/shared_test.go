@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -156,6 +157,9 @@ func checkInsideTarget(t *testing.T, tg target, targetAt func(sec int64) float64
 		}
 	}
 	pct := 100 * float64(usage.Throttled) / float64(max(usage.Requests, 1))
+	if usage.Throttled > 0 {
+		t.Logf("429s by partition and second: %s", throttledSeconds(tg.srv, first))
+	}
 	t.Logf("worst 5-second window (from %d s) %+.1f %% of the target; %d of %d requests throttled (%.2f %%)",
 		worstAt, 100*(worst-1), usage.Throttled, usage.Requests, pct)
 	if worst > 1.02 {
@@ -195,6 +199,25 @@ func checkUtilisation(t *testing.T, series map[int64]emulator.UsageSecond, repor
 	if util < bar {
 		t.Errorf("utilisation %.1f %% while every loader had work, want ≥ %.0f %%", util*100, bar*100)
 	}
+}
+
+// throttledSeconds lists the container's seconds (from first) with 429s,
+// by partition, with the RU the partition spent in each.
+func throttledSeconds(s *emulator.Server, first int64) string {
+	var at []string
+	for _, c := range s.Stats().Containers {
+		if c.Container != "shared" {
+			continue
+		}
+		for _, p := range c.Partitions {
+			for _, sec := range p.Series {
+				if sec.Throttled > 0 {
+					at = append(at, fmt.Sprintf("%s@%d s: %d of %d (%.0f RU)", p.ID, sec.T-first, sec.Throttled, sec.Requests, sec.RU))
+				}
+			}
+		}
+	}
+	return strings.Join(at, ", ")
 }
 
 func constTarget(ru float64) func(int64) float64 { return func(int64) float64 { return ru } }
@@ -254,9 +277,12 @@ func TestThreeLoadersShareOneContainer(t *testing.T) {
 // reading one shard at a time kept one of the six partitions busy, and
 // spent a sixth of the capacity it leased: two loaders used 21 % of the
 // target (76 s). Reading several shards at once, they stay within the
-// target without 429s and use 60–69 % of it (about 25 s): the rest is the
-// tail, the last shards each at one partition. With 24 shards the split
-// between the two loaders varied more, and so did utilisation (49–71 %).
+// target and use 60–69 % of it (about 25 s): the rest is the tail, the
+// last shards each at one partition. With 24 shards the split between the
+// two loaders varied more, and so did utilisation (49–71 %). 429s: 0–0.18 %
+// of requests in 4 runs; 0.16–0.76 % (1.17 % once in CI) while batches cut
+// for the whole target in a loader's first second, before the other
+// joined, were still being sent seconds later at half the share.
 func TestTwoLoadersShareAKeySortedFile(t *testing.T) {
 	az := testenv.Azurite(t)
 	tg := localTarget(t, emulator.Options{DefaultRU: sharedRU, Partitions: 6})

@@ -3,6 +3,7 @@ package loader
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -267,9 +268,21 @@ func (r *run) dispatchBatched(lane int, q <-chan *item, admit func(part int, ru 
 			}
 			groups = groupBatches(window, r.o.Batch, r.o.BatchBytes, maxRU)
 		}
-		for _, g := range groups {
+		for len(groups) > 0 {
+			g := groups[0]
+			groups = groups[1:]
 			if r.stopped() {
 				break
+			}
+			if len(g) > 1 && r.o.BatchRU != nil {
+				// The bound is asked again before each request: a shared
+				// load's share can shrink while a window's requests wait
+				// for admission, and a batch cut for the larger share
+				// would overshoot the smaller one for seconds after.
+				if c := r.o.BatchRU(); c > 0 && estimateOf(g) > c {
+					cut := groupBatches(g, len(g), math.MaxInt, c)
+					g, groups = cut[0], append(cut[1:], groups...)
+				}
 			}
 			// Routed again here: records queued before a split go to the
 			// dispatchers of the partitions that now hold them.

@@ -467,6 +467,32 @@ func TestBatchLingerWaitsOnTheRunsClock(t *testing.T) {
 	}
 }
 
+// A shared loader's share can shrink while the batches of a window wait
+// for admission: each batch is cut again to the bound as it stands when it
+// is sent, not when the window was grouped. Here 60 records of 6 RU are
+// grouped into batches of 20 under a bound of 1,000 RU, which falls to
+// 30 RU once the first is admitted.
+func TestBatchesAreCutToTheBoundWhenSent(t *testing.T) {
+	bound := 1000.0
+	r := &run{readCtx: t.Context(), adm: &naiveAdmission{}, o: Options{Clock: clocktest.New(time.Unix(0, 0)), Batch: 20,
+		BatchBytes: DefaultBatchBytes, BatchLinger: -1, QueuePerPartition: 100, BatchRU: func() float64 { return bound }}}
+	q := make(chan *item, 60)
+	for i := range 60 {
+		q <- &item{doc: Document{ID: fmt.Sprint(i), PK: []any{"k"}}, size: 10, est: 6}
+	}
+	close(q)
+	var admitted []string
+	admit := func(_ int, ru float64) bool {
+		admitted = append(admitted, fmt.Sprint(ru))
+		bound = 30
+		return true
+	}
+	r.dispatchBatched(0, q, admit, func(func()) {}, &rehomer{r: r})
+	if got, want := strings.Join(admitted, " "), "120 30 30 30 30 30 30 30 30"; got != want {
+		t.Errorf("requests of %s RU, want %s", got, want)
+	}
+}
+
 // Two records share a batch key only when their partition keys are the
 // same, component by component, type included: strings that look like
 // another key's encoding (starting with NUL) stay apart.

@@ -93,8 +93,9 @@ type Options struct {
 	BatchProbe func() (decided, ok bool)
 	// BatchBytes bounds a batch's documents; 0 means DefaultBatchBytes.
 	BatchBytes int
-	// BatchRU bounds a batch's estimated RU, asked once per window of
-	// queued records; nil: no bound.
+	// BatchRU bounds a batch's estimated RU, asked when a window of queued
+	// records is grouped and again before each batch is sent; nil: no
+	// bound.
 	BatchRU func() float64
 	// BatchLinger is the longest a dispatcher waits to fill a batch; 0
 	// means DefaultBatchLinger, negative not at all.

@@ -263,6 +263,7 @@ func (l *leasedShards) pace(r *runPacing) {
 	// batches keep that overshoot small: 429s measured with two loaders
 	// over a key-sorted file, batches of 100 (600 RU, against a share of
 	// 1,000 RU/s) 5 %, batches of at most an eighth of the share 0.1–0.35 %.
+	// The bound is asked again as each batch is sent (dispatchBatched).
 	r.batchRU = func() float64 {
 		return r.pacer.Target() / float64(max(r.pacer.Partitions(), 1)) / sharedBatchShare
 	}
