@@ -1132,7 +1132,7 @@ func (r *parquetReader) encode(batches <-chan arrowBatch, quit chan<- struct{}, 
 	var recs []Record
 	for b := range batches {
 		if b.g != e.g {
-			e.paged.close()
+			// The paged columns move to the next row group as it opens.
 			e.g, e.read, e.pagedOpen = b.g, 0, false
 			if b.g == r.startRG {
 				e.read = r.startRow

@@ -486,7 +486,7 @@ func (r *parquetReader) openPaged(p *pagedGroup, g int, skip int64) error {
 	if err != nil {
 		return err
 	}
-	if err := p.open(pf); err != nil {
+	if err := p.open(pf, r.pages, r.props); err != nil {
 		return err
 	}
 	if err := p.skip(skip); err != nil {
