@@ -319,7 +319,7 @@ func (e *rowGroupEncoder) facts(b arrow.RecordBatch) (f *Facts, err error) {
 		nc = len(r.fieldCol)
 		if !e.pagedOpen {
 			if e.paged == nil {
-				e.paged = newPagedGroup(r.paged)
+				e.paged = newPagedGroup(r.paged, f.keepNulls, f.Plan.Counts)
 			}
 			if err := r.openPaged(e.paged, e.g, e.read); err != nil {
 				f.Release()
@@ -433,7 +433,8 @@ func (f *Facts) sum(k int, same *rowSums) {
 // sumPaged adds a paged field of each row to the sums, as sum does a
 // column's.
 func (f *Facts) sumPaged(fd *factField, counts bool) {
-	sizes, leaves, nulls := f.pg.rows(fd.paged-1, f.Len(), f.keepNulls, counts)
+	sum := &f.pg.summed[fd.paged-1] // by pagedGroup.next
+	sizes, leaves, nulls := sum.sizes, sum.leaves, sum.null
 	for i, null := range nulls {
 		if null && !f.keepNulls {
 			continue

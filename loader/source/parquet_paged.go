@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -266,20 +267,36 @@ type pagedGroup struct {
 	// element (or empty or null list), ends saying where each row's end.
 	defs, sizes [][][]int32
 	ends        [][]int32
-	// A struct's scratch, by depth, and a field's lengths, nulls and terms
-	// by row (rows), and by element of a list.
-	members, inner, kidLeaves     [][]int32
-	out, leaves, elem, elemLeaves []int32
-	null                          []bool
+	// keepNulls and counts (by field) say how the rows are summed;
+	// summed holds each field's sums of the batch (see rows).
+	keepNulls bool
+	counts    []bool
+	summed    []pagedRows
+}
+
+// pagedRows is a paged field's lengths, nulls and terms by row in a batch
+// (rows), and the scratch that makes them: a struct's by depth, a list's
+// by element.
+type pagedRows struct {
+	sizes, leaves []int32
+	null          []bool
+
+	members, inner, kidLeaves    [][]int32
+	out, terms, elem, elemLeaves []int32
+	nulls                        []bool
 }
 
 // newPagedGroup is the state of the paged fields' columns, open in no
 // row group yet; a decoder's is reused from row group to row group, and
-// so are its buffers.
-func newPagedGroup(fields []pagedField) *pagedGroup {
+// so are its buffers. Its rows keep nulls as keepNulls says, and count
+// the terms of the fields counts names (by field number, as
+// record.ColumnPlan.Counts).
+func newPagedGroup(fields []pagedField, keepNulls bool, counts func(field int) bool) *pagedGroup {
 	p := &pagedGroup{fields: fields, cols: make([][]*pagedColumn, len(fields)),
-		defs: make([][][]int32, len(fields)), sizes: make([][][]int32, len(fields)), ends: make([][]int32, len(fields))}
+		defs: make([][][]int32, len(fields)), sizes: make([][][]int32, len(fields)), ends: make([][]int32, len(fields)),
+		keepNulls: keepNulls, counts: make([]bool, len(fields)), summed: make([]pagedRows, len(fields))}
 	for k, f := range fields {
+		p.counts[k] = counts(f.field)
 		p.defs[k], p.sizes[k] = make([][]int32, len(f.cols)), make([][]int32, len(f.cols))
 		for j := range f.cols {
 			p.cols[k] = append(p.cols[k], &pagedColumn{kind: leafKind(&f.root, j)})
@@ -415,34 +432,62 @@ type pagedLeaf struct {
 // waited: 1 GB of orders 7.9–10.8 s against 7.1–8.8 a goroutine a column
 // (six runs each, alternately), its pyarrow layout 6.8–7.7 against
 // 6.2–6.8.
-func (p *pagedGroup) next(n int) error {
+func (p *pagedGroup) next(n int) error { return p.read(n, true) }
+
+// read reads the next n rows of every paged field, a goroutine a column,
+// and, when sum, sums each field's rows (rows) as soon as its columns are
+// read, on its last column's goroutine: those sums were a quarter of the
+// encoder's work, done after every column had been read.
+func (p *pagedGroup) read(n int, sum bool) error {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var errs []error
+	fail := func(err error) {
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
+	}
 	for k := range p.cols {
+		var left atomic.Int32
+		left.Store(int32(len(p.cols[k])))
+		var failed atomic.Bool
 		for j := range p.cols[k] {
 			wg.Go(func() {
+				defer func() {
+					if r := recover(); r != nil { // a damaged page: as in facts
+						failed.Store(true)
+						fail(fmt.Errorf("column %d: %v", p.fields[k].cols[j]+1, r))
+					}
+				}()
 				if err := p.nextColumn(k, j, n); err != nil {
-					mu.Lock()
-					errs = append(errs, fmt.Errorf("column %d: %w", p.fields[k].cols[j]+1, err))
-					mu.Unlock()
+					failed.Store(true)
+					fail(fmt.Errorf("column %d: %w", p.fields[k].cols[j]+1, err))
+				}
+				if left.Add(-1) > 0 || failed.Load() {
+					return
+				}
+				if err := p.agree(k, n); err != nil {
+					fail(err)
+				} else if sum {
+					p.rows(k, n)
 				}
 			})
 		}
 	}
 	wg.Wait()
-	if len(errs) > 0 {
-		return errors.Join(errs...)
+	return errors.Join(errs...)
+}
+
+// agree checks that a list's columns agree on its elements.
+func (p *pagedGroup) agree(k, n int) error {
+	f := &p.fields[k]
+	if !f.list {
+		return nil
 	}
-	for k, f := range p.fields {
-		if !f.list {
-			continue
-		}
-		for j := range p.cols[k] { // a list's columns agree on its elements
-			if len(p.defs[k][j]) != len(p.defs[k][0]) {
-				return fmt.Errorf("column %d: %d levels for %d rows, where column %d has %d",
-					f.cols[j]+1, len(p.defs[k][j]), n, f.cols[0]+1, len(p.defs[k][0]))
-			}
+	for j := range p.cols[k] {
+		if len(p.defs[k][j]) != len(p.defs[k][0]) {
+			return fmt.Errorf("column %d: %d levels for %d rows, where column %d has %d",
+				f.cols[j]+1, len(p.defs[k][j]), n, f.cols[0]+1, len(p.defs[k][0]))
 		}
 	}
 	return nil
@@ -465,44 +510,47 @@ func (p *pagedGroup) nextColumn(k, j, n int) error {
 	return c.readRows(n, &p.defs[k][j], &p.sizes[k][j], ends)
 }
 
-// rows returns the length of field k in each of the batch's n rows,
-// whether it is null, and, when counts, its terms (nil: one each), as
-// addSizes and leafCounter make them.
-func (p *pagedGroup) rows(k, n int, keepNulls, counts bool) (sizes, leaves []int32, null []bool) {
-	f := &p.fields[k]
+// rows sums field k in each of the batch's n rows into p.summed[k]: its
+// length, whether it is null, and, when counted, its terms (nil: one
+// each), as addSizes and leafCounter make them.
+func (p *pagedGroup) rows(k, n int) {
+	f, s := &p.fields[k], &p.summed[k]
+	keepNulls, counts := p.keepNulls, p.counts[k]
 	node := &f.root
-	if cap(p.null) < n {
-		p.null = make([]bool, n)
+	if cap(s.nulls) < n {
+		s.nulls = make([]bool, n)
 	}
-	null = p.null[:n]
-	p.out = grow32(p.out, n)
-	sizes = p.out
+	null := s.nulls[:n]
+	s.out = grow32(s.out, n)
+	sizes := s.out
 	clear(sizes)
+	var leaves []int32
 	if !f.list {
 		if counts && node.leaf < 0 {
-			p.leaves = grow32(p.leaves, n)
-			leaves = p.leaves
+			s.terms = grow32(s.terms, n)
+			leaves = s.terms
 		}
-		p.add(k, node, sizes, leaves, keepNulls, 0)
+		p.add(s, k, node, sizes, leaves, keepNulls, 0)
 		defs := p.defs[k][node.first]
 		for i := range null {
 			null[i] = defs[i] < int32(node.def)
 		}
-		return sizes, leaves, null
+		s.sizes, s.leaves, s.null = sizes, leaves, null
+		return
 	}
 	// A list: its elements first, each as a row of its own.
 	e := len(p.defs[k][0])
-	p.elem = grow32(p.elem, e)
-	clear(p.elem)
+	s.elem = grow32(s.elem, e)
+	clear(s.elem)
 	var elemLeaves []int32
 	if counts && node.leaf < 0 {
-		p.elemLeaves = grow32(p.elemLeaves, e)
-		elemLeaves = p.elemLeaves
+		s.elemLeaves = grow32(s.elemLeaves, e)
+		elemLeaves = s.elemLeaves
 	}
-	p.add(k, node, p.elem, elemLeaves, keepNulls, 0)
+	p.add(s, k, node, s.elem, elemLeaves, keepNulls, 0)
 	if counts {
-		p.leaves = grow32(p.leaves, n)
-		leaves = p.leaves
+		s.terms = grow32(s.terms, n)
+		leaves = s.terms
 	}
 	defs, elemDefs := p.defs[k][0], p.defs[k][node.first]
 	elemDef := int32(f.elemDef)
@@ -526,10 +574,10 @@ func (p *pagedGroup) rows(k, n int, keepNulls, counts bool) (sizes, leaves []int
 					m += int32(len("null"))
 					lv++
 				case elemLeaves != nil:
-					m += p.elem[j]
+					m += s.elem[j]
 					lv += elemLeaves[j]
 				default:
-					m += p.elem[j]
+					m += s.elem[j]
 					lv++
 				}
 			}
@@ -540,14 +588,14 @@ func (p *pagedGroup) rows(k, n int, keepNulls, counts bool) (sizes, leaves []int
 		}
 		start = end
 	}
-	return sizes, leaves, null
+	s.sizes, s.leaves, s.null = sizes, leaves, null
 }
 
 // skip reads past n rows.
 func (p *pagedGroup) skip(n int64) error {
 	for n > 0 {
 		m := int(min(n, parquetBatchRows))
-		if err := p.next(m); err != nil {
+		if err := p.read(m, false); err != nil {
 			return err
 		}
 		n -= int64(m)
@@ -565,10 +613,10 @@ func grow32(b []int32, n int) []int32 {
 // add adds to dst[i] the length of node n of field k in row i of the
 // batch, for each row where n is not null, as addSizes does; leaves, when
 // not nil, gets each row's terms as leafCounter counts them.
-func (p *pagedGroup) add(k int, n *pagedNode, dst, leaves []int32, keepNulls bool, depth int) {
+func (p *pagedGroup) add(s *pagedRows, k int, n *pagedNode, dst, leaves []int32, keepNulls bool, depth int) {
 	if n.leaf >= 0 {
-		for i, s := range p.sizes[k][n.leaf][:len(dst)] {
-			dst[i] += s
+		for i, size := range p.sizes[k][n.leaf][:len(dst)] {
+			dst[i] += size
 		}
 		if leaves != nil {
 			for i := range leaves {
@@ -577,24 +625,24 @@ func (p *pagedGroup) add(k int, n *pagedNode, dst, leaves []int32, keepNulls boo
 		}
 		return
 	}
-	for len(p.members) <= depth {
-		p.members, p.inner, p.kidLeaves = append(p.members, nil), append(p.inner, nil), append(p.kidLeaves, nil)
+	for len(s.members) <= depth {
+		s.members, s.inner, s.kidLeaves = append(s.members, nil), append(s.inner, nil), append(s.kidLeaves, nil)
 	}
 	rows := len(dst)
-	members := grow32(p.members[depth], rows)
-	sizes := grow32(p.inner[depth], rows)
-	p.members[depth], p.inner[depth] = members, sizes
+	members := grow32(s.members[depth], rows)
+	sizes := grow32(s.inner[depth], rows)
+	s.members[depth], s.inner[depth] = members, sizes
 	clear(members)
 	clear(sizes)
 	var kidLeaves []int32
 	if leaves != nil {
 		clear(leaves)
-		kidLeaves = grow32(p.kidLeaves[depth], rows)
-		p.kidLeaves[depth] = kidLeaves
+		kidLeaves = grow32(s.kidLeaves[depth], rows)
+		s.kidLeaves[depth] = kidLeaves
 	}
 	for c := range n.kids {
 		kid := &n.kids[c]
-		p.add(k, kid, sizes, kidLeaves, keepNulls, depth+1)
+		p.add(s, k, kid, sizes, kidLeaves, keepNulls, depth+1)
 		defs := p.defs[k][kid.first]
 		for i := range rows {
 			null := defs[i] < int32(kid.def)
