@@ -1080,9 +1080,24 @@ func (h *hybrid) fill(dst []int32) int {
 		m := min(h.packed, len(dst)-n)
 		mask := uint64(1)<<h.width - 1
 		w := h.width
-		for i := range m {
+		for i := 0; i < m; {
 			bit := h.pos + i*w
 			at := bit >> 3
+			if w <= 8 && m-i >= 8 && bit%(8*w) == 0 && at+8 <= len(h.b) {
+				// A whole group of eight, in its w bytes: one load.
+				x := binary.LittleEndian.Uint64(h.b[at:])
+				d := dst[n+i : n+i+8 : n+i+8]
+				d[0] = int32(x & mask)
+				d[1] = int32(x >> w & mask)
+				d[2] = int32(x >> (2 * w) & mask)
+				d[3] = int32(x >> (3 * w) & mask)
+				d[4] = int32(x >> (4 * w) & mask)
+				d[5] = int32(x >> (5 * w) & mask)
+				d[6] = int32(x >> (6 * w) & mask)
+				d[7] = int32(x >> (7 * w) & mask)
+				i += 8
+				continue
+			}
 			var word uint64
 			if at+8 <= len(h.b) {
 				word = binary.LittleEndian.Uint64(h.b[at:])
@@ -1092,6 +1107,7 @@ func (h *hybrid) fill(dst []int32) int {
 				}
 			}
 			dst[n+i] = int32(word >> (bit & 7) & mask)
+			i++
 		}
 		h.pos += m * w
 		h.packed -= m

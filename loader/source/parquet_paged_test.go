@@ -2,6 +2,7 @@ package source
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
@@ -69,5 +70,29 @@ func TestHybridDecodesRunsAndPackedGroups(t *testing.T) {
 	h = hybrid{b: []byte{0x80}, width: 4} // a varint cut short
 	if n := h.fill(make([]int32, 1)); n != 0 {
 		t.Fatalf("a cut header gave %d values", n)
+	}
+}
+
+// BenchmarkHybridPacked reads bit-packed runs of the widths levels (1, 3)
+// and dictionary indexes (13: 8,192 entries) take, in batches of 1,024.
+func BenchmarkHybridPacked(b *testing.B) {
+	for _, width := range []int{1, 3, 13} {
+		b.Run(fmt.Sprint(width), func(b *testing.B) {
+			const groups = 1 << 12
+			enc := binary.AppendUvarint(nil, uint64(groups)<<1|1)
+			packed := make([]byte, groups*width)
+			rng := rand.New(rand.NewPCG(1, 2))
+			for i := range packed {
+				packed[i] = byte(rng.Uint32())
+			}
+			enc = append(enc, packed...)
+			dst := make([]int32, 1024)
+			b.SetBytes(int64(len(packed)))
+			for b.Loop() {
+				h := hybrid{b: enc, width: width}
+				for h.fill(dst) > 0 {
+				}
+			}
+		})
 	}
 }
