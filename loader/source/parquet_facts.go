@@ -87,6 +87,12 @@ type factField struct {
 	// pagedGroup.fields (arr is nil then, as for a folder's).
 	paged int
 	col   int // its column in Facts.full
+	// text, for a paged field whose values are kept (the id: see
+	// pagedField.values): its rows' JSON text, each ending at textEnds,
+	// textNull saying which are null.
+	text     []byte
+	textEnds []int32
+	textNull []bool
 }
 
 // Len is the number of rows.
@@ -110,6 +116,20 @@ func (f *Facts) FirstAt(from int, at int64) int {
 // nil when the row omits the field (a null, unless nulls are kept). It is
 // valid until the next call.
 func (f *Facts) Value(k, i int) []byte {
+	if fd := &f.fields[k]; fd.textEnds != nil {
+		switch {
+		case !fd.textNull[i]:
+			start := int32(0)
+			if i > 0 {
+				start = fd.textEnds[i-1]
+			}
+			return fd.text[start:fd.textEnds[i]]
+		case !f.keepNulls:
+			return nil
+		}
+		f.scratch = append(f.scratch[:0], "null"...)
+		return f.scratch
+	}
 	fd := f.field(k)
 	switch {
 	case fd.arr == nil:
@@ -166,6 +186,9 @@ func (f *Facts) Entry(k, j int) []byte {
 // IsNull reports whether row i's field k is null (omitted, or null with
 // nulls kept).
 func (f *Facts) IsNull(k, i int) bool {
+	if fd := &f.fields[k]; fd.textEnds != nil {
+		return fd.textNull[i]
+	}
 	fd := f.field(k)
 	return fd.nulls && fd.arr.IsNull(i)
 }
@@ -346,6 +369,9 @@ func (e *rowGroupEncoder) facts(b arrow.RecordBatch) (f *Facts, err error) {
 			if c = r.fieldCol[k]; c < 0 {
 				paged++
 				f.fields[k] = factField{paged: paged, col: k, l: l, key: r.paged[paged-1].key}
+				if r.paged[paged-1].values {
+					f.keepText(&f.fields[k], n)
+				}
 				continue
 			}
 		}
@@ -365,6 +391,25 @@ func (e *rowGroupEncoder) facts(b arrow.RecordBatch) (f *Facts, err error) {
 		f.Size[i] += same.size + int32(len("{}")) + max(f.Members[i]-1, 0)
 	}
 	return f, nil
+}
+
+// keepText keeps the JSON text of paged field fd's values in the batch's
+// n rows (pagedField.values), which the paged group has read, with
+// where each row's ends (a null's is empty) and whether it is null.
+func (f *Facts) keepText(fd *factField, n int) {
+	k := fd.paged - 1
+	text := f.pg.cols[k][0].text
+	null := f.pg.summed[k].null
+	fd.text = append([]byte(nil), text.b...)
+	fd.textEnds, fd.textNull = make([]int32, n), append([]bool(nil), null...)
+	v, end := 0, int32(0)
+	for i := range n {
+		if !null[i] {
+			end = text.ends[v]
+			v++
+		}
+		fd.textEnds[i] = end
+	}
 }
 
 // rowSums is what a field adds to a row's sums.

@@ -131,6 +131,9 @@ func TestParquetFactsMatchTheRecords(t *testing.T) {
 						if pf.list {
 							tally["paged lists"]++
 						}
+						if pf.values {
+							tally["paged ids"]++
+						}
 					}
 				}
 				row := int64(0)
@@ -213,7 +216,7 @@ func TestParquetFactsMatchTheRecords(t *testing.T) {
 		}
 	}
 	t.Logf("%v", tally)
-	if tally["by columns"] == 0 || tally["to MapTrusted"] == 0 || tally["records"] == 0 || tally["paged structs"] == 0 || tally["paged lists"] == 0 {
+	if tally["by columns"] == 0 || tally["to MapTrusted"] == 0 || tally["records"] == 0 || tally["paged structs"] == 0 || tally["paged lists"] == 0 || tally["paged ids"] == 0 {
 		t.Errorf("a path untaken: %v", tally)
 	}
 }

@@ -53,6 +53,10 @@ type pagedField struct {
 	list    bool
 	key     int32
 	elemDef int16
+	// values: the field is the plan's id, a string column of its own,
+	// whose rows' JSON text the batch keeps (Facts.Value), besides their
+	// lengths.
+	values bool
 }
 
 // pagedNode is a node of a paged field: a value (leaf ≥ 0, the index of
@@ -86,18 +90,19 @@ const (
 )
 
 // pagedFields are the fields of the file that are sized from their pages
-// (see above): of fields, the manifest's fields read, in order, none the
-// plan reads the value of (its id and its partition keys), none with a
+// (see above): of fields, the manifest's fields read, in order, none of
+// the plan's partition keys, the plan's id only when it is a string
+// column of its own (its text kept: pagedField.values), none with a
 // logical annotation of the loader's, and only when some other field is
 // left for Arrow to read.
 func pagedFields(fields []*pqarrow.SchemaField, logicals []*logical, md *metadata.FileMetaData, plan *record.ColumnPlan) []pagedField {
-	reads := map[int]bool{plan.IDField(): true}
+	keys := map[int]bool{}
 	for _, k := range plan.KeyFields() {
-		reads[k] = true
+		keys[k] = true
 	}
 	var out []pagedField
 	for k, f := range fields {
-		if reads[k] || k < len(logicals) && logicals[k] != nil {
+		if keys[k] || k < len(logicals) && logicals[k] != nil {
 			continue
 		}
 		p := pagedField{field: k, key: int32(len(appendKey(nil, f.Field.Name)))}
@@ -114,6 +119,12 @@ func pagedFields(fields []*pqarrow.SchemaField, logicals []*logical, md *metadat
 			}
 		} else {
 			p.root, ok = pagedNodeOf(f, md.Schema, &p.cols, 0)
+		}
+		if k == plan.IDField() {
+			// Its values are wanted: only a string of its own, sized and
+			// kept as text in one pass.
+			p.values = true
+			ok = ok && !p.list && p.root.leaf == 0 && p.root.kind == pagedString
 		}
 		if ok && pagedEncodings(md, p.cols) {
 			out = append(out, p)
@@ -299,7 +310,11 @@ func newPagedGroup(fields []pagedField, keepNulls bool, counts func(field int) b
 		p.counts[k] = counts(f.field)
 		p.defs[k], p.sizes[k] = make([][]int32, len(f.cols)), make([][]int32, len(f.cols))
 		for j := range f.cols {
-			p.cols[k] = append(p.cols[k], &pagedColumn{kind: leafKind(&f.root, j)})
+			c := &pagedColumn{kind: leafKind(&f.root, j)}
+			if f.values {
+				c.text = &textOut{}
+			}
+			p.cols[k] = append(p.cols[k], c)
 		}
 	}
 	return p
@@ -365,8 +380,10 @@ func (pc *pagedColumn) reset(rg *file.RowGroupReader, md *metadata.FileMetaData,
 		pages.Reset(pc.stream, cc.NumValues(), cc.Compression(), nil)
 	}
 	col := md.Schema.Column(c)
+	pc.dictText.reset()
 	*pc = pagedColumn{pages: pages, stream: pc.stream, maxDef: int32(col.MaxDefinitionLevel()), maxRep: int32(col.MaxRepetitionLevel()),
-		unread: cc.NumValues(), kind: pc.kind, dict: pc.dict[:0], buf: pc.buf, scratch: pc.scratch, reps: pc.reps[:0], defs: pc.defs[:0]}
+		unread: cc.NumValues(), kind: pc.kind, dict: pc.dict[:0], buf: pc.buf, scratch: pc.scratch, reps: pc.reps[:0], defs: pc.defs[:0],
+		text: pc.text, dictText: pc.dictText}
 	return nil
 }
 
@@ -496,6 +513,9 @@ func (p *pagedGroup) agree(k, n int) error {
 // nextColumn reads the next n rows of column j of field k.
 func (p *pagedGroup) nextColumn(k, j, n int) error {
 	c := p.cols[k][j]
+	if c.text != nil {
+		c.text.reset()
+	}
 	if !p.fields[k].list {
 		p.defs[k][j] = grow32(p.defs[k][j], n)
 		p.sizes[k][j] = grow32(p.sizes[k][j], n)
@@ -677,8 +697,13 @@ func (p *pagedGroup) add(s *pagedRows, k int, n *pagedNode, dst, leaves []int32,
 
 // pagedColumn reads a column chunk's pages into levels and value lengths.
 type pagedColumn struct {
-	pages          file.PageReader
-	stream         parquet.BufferedReader // pages' read buffer
+	pages  file.PageReader
+	stream parquet.BufferedReader // pages' read buffer
+	// text, when the field's values are wanted (pagedField.values), gets
+	// the JSON text of the batch's values, not nulls; dictText holds the
+	// dictionary's entries'.
+	text           *textOut
+	dictText       textOut
 	maxDef, maxRep int32
 	unread         int64 // the chunk's values (levels) in pages not yet read
 	kind           pagedLeaf
@@ -701,6 +726,24 @@ type pagedColumn struct {
 	// next one to read.
 	reps, defs []int32
 	at         int
+}
+
+// textOut is the JSON text of a column's values, one after another.
+type textOut struct {
+	b    []byte
+	ends []int32 // where each value's text ends in b
+}
+
+func (o *textOut) reset() { o.b, o.ends = o.b[:0], o.ends[:0] }
+
+// entry appends value j of dict (a dictionary's entries).
+func (o *textOut) entry(dict *textOut, j int32) {
+	start := int32(0)
+	if j > 0 {
+		start = dict.ends[j-1]
+	}
+	o.b = append(o.b, dict.b[start:dict.ends[j]]...)
+	o.ends = append(o.ends, int32(len(o.b)))
 }
 
 // errChunkEnd: the column chunk has no more pages.
@@ -842,7 +885,12 @@ func (c *pagedColumn) nextPage() error {
 			}
 			c.dict = grow32(c.dict[:0], n)
 			// (A dictionary of booleans the page guard refuses.)
-			if _, err := c.plainPrefix(c.dict, data); err != nil {
+			var out *textOut
+			if c.text != nil {
+				c.dictText.reset()
+				out = &c.dictText
+			}
+			if _, err := c.plainPrefix(c.dict, data, out); err != nil {
 				return fmt.Errorf("dictionary page: %w", err)
 			}
 			continue
@@ -937,6 +985,9 @@ func (c *pagedColumn) sizeValues(dst []int32) error {
 			if uint32(j) >= uint32(len(c.dict)) {
 				return fmt.Errorf("dictionary index %d of %d entries", j, len(c.dict))
 			}
+			if c.text != nil {
+				c.text.entry(&c.dictText, j)
+			}
 			dst[i] = c.dict[j]
 		}
 		return nil
@@ -959,14 +1010,15 @@ func (c *pagedColumn) sizeValues(dst []int32) error {
 		}
 		return nil
 	}
-	n, err := c.plainPrefix(dst, c.values)
+	n, err := c.plainPrefix(dst, c.values, c.text)
 	c.values = c.values[n:]
 	return err
 }
 
 // plainPrefix sets dst to the lengths of the first len(dst) plain values
-// in b and returns the bytes they take.
-func (c *pagedColumn) plainPrefix(dst []int32, b []byte) (int, error) {
+// in b and returns the bytes they take; out, when not nil, gets the
+// values' JSON text (strings only: see pagedField.values).
+func (c *pagedColumn) plainPrefix(dst []int32, b []byte, out *textOut) (int, error) {
 	width := 0
 	switch c.kind.kind {
 	case pagedInt32, pagedUint32, pagedDate32, pagedFloat32:
@@ -1022,9 +1074,15 @@ func (c *pagedColumn) plainPrefix(dst []int32, b []byte) (int, error) {
 				return at, fmt.Errorf("a string of %d bytes in the %d left of its page", m, len(b)-at)
 			}
 			s := unsafe.String(unsafe.SliceData(b[at:]), m) // read only, now
-			if plainASCII(s) {
+			switch {
+			case out != nil:
+				start := len(out.b)
+				out.b = appendString(out.b, s)
+				out.ends = append(out.ends, int32(len(out.b)))
+				dst[i] = int32(len(out.b) - start)
+			case plainASCII(s):
 				dst[i] = int32(m + len(`""`))
-			} else {
+			default:
 				c.scratch = appendString(c.scratch[:0], s)
 				dst[i] = int32(len(c.scratch))
 			}
