@@ -166,59 +166,35 @@ func pagedNodeOf(f *pqarrow.SchemaField, sc *schema.Schema, cols *[]int, rep int
 	if d, ok := typ.(*arrow.DictionaryType); ok { // read as a dictionary (dictionaryColumns)
 		typ = d.ValueType
 	}
+	var want parquet.Type // the physical type the kind is read from
 	switch t := typ.(type) {
 	case *arrow.Int8Type, *arrow.Int16Type, *arrow.Int32Type:
-		n.kind = pagedInt32
-		if phys != parquet.Types.Int32 {
-			return n, false
-		}
+		n.kind, want = pagedInt32, parquet.Types.Int32
 	case *arrow.Uint8Type, *arrow.Uint16Type, *arrow.Uint32Type:
-		n.kind = pagedUint32
-		if phys != parquet.Types.Int32 {
-			return n, false
-		}
+		n.kind, want = pagedUint32, parquet.Types.Int32
 	case *arrow.Date32Type:
-		n.kind = pagedDate32
-		if phys != parquet.Types.Int32 {
-			return n, false
-		}
+		n.kind, want = pagedDate32, parquet.Types.Int32
 	case *arrow.Int64Type:
-		n.kind = pagedInt64
-		if phys != parquet.Types.Int64 {
-			return n, false
-		}
+		n.kind, want = pagedInt64, parquet.Types.Int64
 	case *arrow.Uint64Type:
-		n.kind = pagedUint64
-		if phys != parquet.Types.Int64 {
-			return n, false
-		}
+		n.kind, want = pagedUint64, parquet.Types.Int64
 	case *arrow.TimestampType:
-		n.kind, n.unit = pagedTimestamp, t.Unit
-		ts, ok := lt.(schema.TimestampLogicalType)
-		if phys != parquet.Types.Int64 || !ok || timeUnitOf(ts.TimeUnit()) != t.Unit {
+		n.kind, n.unit, want = pagedTimestamp, t.Unit, parquet.Types.Int64
+		if ts, ok := lt.(schema.TimestampLogicalType); !ok || timeUnitOf(ts.TimeUnit()) != t.Unit {
 			return n, false
 		}
 	case *arrow.Float32Type:
-		n.kind = pagedFloat32
-		if phys != parquet.Types.Float {
-			return n, false
-		}
+		n.kind, want = pagedFloat32, parquet.Types.Float
 	case *arrow.Float64Type:
-		n.kind = pagedFloat64
-		if phys != parquet.Types.Double {
-			return n, false
-		}
+		n.kind, want = pagedFloat64, parquet.Types.Double
 	case *arrow.BooleanType:
-		n.kind = pagedBool
-		if phys != parquet.Types.Boolean {
-			return n, false
-		}
+		n.kind, want = pagedBool, parquet.Types.Boolean
 	case *arrow.StringType:
-		n.kind = pagedString
-		if phys != parquet.Types.ByteArray {
-			return n, false
-		}
+		n.kind, want = pagedString, parquet.Types.ByteArray
 	default:
+		return n, false
+	}
+	if phys != want {
 		return n, false
 	}
 	n.leaf = len(*cols)
