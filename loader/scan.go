@@ -43,27 +43,36 @@ type prep struct {
 	doc func(size, terms int, out *prepared)
 }
 
-// keyCache remembers, for one mapping worker, the hash (epk.Of) of the
-// single-string partition keys it met lately: most inputs repeat their
-// keys, and hashing each record's key was a few per cent of a dry-run's
-// CPU on the bench's DuckDB export.
-type keyCache struct{ m keymemo.Memo[string] }
+// keyCache remembers, for one mapping worker, the single-string partition
+// keys it met lately: each one's hash (epk.Of), and one copy of its text
+// as a batch key. Most inputs repeat their keys, and hashing each record's
+// key was a few per cent of a dry-run's CPU on the bench's DuckDB export.
+// A Parquet dictionary's entries are new strings in every row group; the
+// copy kept here gives a key the same text from one row group to the next,
+// so the dry-run's heavy hitters find it by its address (heavyHitters.seen)
+// rather than by hashing it.
+type keyCache struct{ m keymemo.Memo[cachedKey] }
 
-// of returns pk's hash.
-func (c *keyCache) of(pk []any) string {
+type cachedKey struct {
+	epk string
+	key batchKey
+}
+
+// of returns pk's hash and its batch key (keyOf).
+func (c *keyCache) of(pk []any) (string, batchKey) {
 	str, ok := "", len(pk) == 1
 	if ok {
 		str, ok = pk[0].(string)
 	}
 	if !ok {
-		return epk.Of(pk)
+		return epk.Of(pk), keyOf(pk)
 	}
-	if h, ok := c.m.Get(str); ok {
-		return h
+	if k, ok := c.m.Get(str); ok {
+		return k.epk, k.key
 	}
-	h := epk.Of(pk)
-	c.m.Put(str, h)
-	return h
+	k := cachedKey{epk.Of(pk), keyOf(pk)}
+	c.m.Put(str, k)
+	return k.epk, k.key
 }
 
 // scanInput reads input in from its start position, maps every record and

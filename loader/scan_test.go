@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/parquet/file"
 
@@ -124,7 +125,7 @@ func scanLog(t *testing.T, c scanCase, workers, stopAfter int) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prep := prep{key: func(pk []any, keys *keyCache, out *prepared) { out.epk = keys.of(pk) }}
+	prep := prep{key: func(pk []any, keys *keyCache, out *prepared) { out.epk, _ = keys.of(pk) }}
 	var log []string
 	err = scanInput(workers, c.in, nil, c.so, m, prep, func(s *scanned) bool {
 		r := s.rec
@@ -291,13 +292,24 @@ func TestScanStdinRecordGoesOutAtOnce(t *testing.T) {
 // it was emptied for room.
 func TestKeyCacheMatchesHashingEachKey(t *testing.T) {
 	var c keyCache
-	keys := [][]any{{"acme"}, {"acme"}, {"a\"b<>"}, {""}, {42.5}, {nil}, {true}, {"acme", "eu"}, {"acme"}}
+	keys := [][]any{{"acme"}, {"acme"}, {"a\"b<>"}, {""}, {"\x00nul"}, {42.5}, {nil}, {true}, {"acme", "eu"}, {"acme"}}
 	for i := range 3000 {
 		keys = append(keys, []any{strings.Repeat("k", 200) + strconv.Itoa(i%1500)})
 	}
 	for _, pk := range keys {
-		if hash := c.of(pk); hash != epk.Of(pk) {
-			t.Fatalf("%v: %s, want %s", pk, hash, epk.Of(pk))
+		if hash, key := c.of(pk); hash != epk.Of(pk) || key != keyOf(pk) {
+			t.Fatalf("%v: %s %q, want %s %q", pk, hash, key, epk.Of(pk), keyOf(pk))
 		}
+	}
+}
+
+// A key met again gets the text it was first given, whichever copy of it
+// came: the dry-run's heavy hitters find a key by its text's address.
+func TestKeyCacheGivesAKeyOneText(t *testing.T) {
+	var c keyCache
+	_, first := c.of([]any{strings.Clone("tenant-0042")})
+	_, again := c.of([]any{strings.Clone("tenant-0042")})
+	if unsafe.StringData(string(first)) != unsafe.StringData(string(again)) {
+		t.Errorf("a key met again got a new text")
 	}
 }
