@@ -767,3 +767,24 @@ func writeArrowParquet(t *testing.T, path string, schema *arrow.Schema, props *p
 		t.Fatal(err)
 	}
 }
+
+// BenchmarkFloatLen sizes prices of two decimals, as the bench's orders
+// have them: the few-decimals path.
+func BenchmarkFloatLen(b *testing.B) {
+	rng := rand.New(rand.NewSource(3))
+	prices := make([]float64, 4096)
+	for i := range prices {
+		prices[i] = float64(rng.Intn(1000000)) / 100
+	}
+	var scratch []byte
+	b.ResetTimer()
+	n := 0
+	for range b.N {
+		for _, v := range prices {
+			n += floatLen(v, 64, &scratch)
+		}
+	}
+	if n == 0 {
+		b.Fatal("no length")
+	}
+}

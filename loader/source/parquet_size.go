@@ -311,12 +311,8 @@ func timestampLen(v int64, unit arrow.TimeUnit) int {
 	}
 	n := len(`"2006-01-02T15:04:05Z"`)
 	if frac := r % perSec * int64(unit.Multiplier()); frac != 0 {
-		digits := 9
-		for frac%10 == 0 {
-			frac /= 10
-			digits--
-		}
-		n += 1 + digits
+		_, zeros := trimZeros(uint64(frac))
+		n += 1 + 9 - zeros
 	}
 	return n
 }
