@@ -3,9 +3,11 @@ package source
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -113,5 +115,49 @@ func TestParquetRowGroupFooters(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// Planning a Parquet input (its rows, its ranges, its readers at once)
+// parses its footer once per version of the file: the facts are kept,
+// and a file rewritten in place is read anew, never planned by its old
+// footer.
+func TestParquetFooterFactsKeptPerVersion(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v.parquet")
+	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.BinaryTypes.String}}, nil)
+	write := func(rows int) {
+		writeArrowParquet(t, path, schema, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(10)), func(b *array.RecordBuilder) {
+			for i := range rows {
+				b.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("id-%d", i))
+			}
+		})
+	}
+	write(95)
+	in := Input{Path: path}
+	first, err := footerFactsOf(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := footerFactsOf(in); again != first {
+		t.Errorf("the footer was parsed again for the same file")
+	}
+	if first.rows != 95 || len(first.groupRows) != 10 || first.groupRows[9] != 5 {
+		t.Errorf("facts %+v, want 95 rows in 10 row groups, the last of 5", first)
+	}
+	if rows, ok := ParquetRows(in, Options{}, 0); !ok || rows != 95 {
+		t.Errorf("ParquetRows = %d, %v; want 95", rows, ok)
+	}
+	// The same path, rewritten: other rows, and a later modification time
+	// (set a second on: a rewrite within the clock's tick may keep it).
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(140)
+	if err := os.Chtimes(path, st.ModTime().Add(time.Second), st.ModTime().Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if rows, ok := ParquetRows(in, Options{}, 0); !ok || rows != 140 {
+		t.Errorf("rewritten: ParquetRows = %d, %v; want 140", rows, ok)
 	}
 }

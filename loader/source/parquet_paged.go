@@ -220,16 +220,16 @@ func timeUnitOf(u schema.TimeUnitType) arrow.TimeUnit {
 // levels (and booleans) in RLE. Levels in the old BIT_PACKED encoding are
 // listed by some writers for levels they do not write (a required column);
 // such a chunk is read only when its column has no levels.
+// The encodings are read from the footer's Thrift structs, as
+// parquetPages reads the chunks' sizes.
 func pagedEncodings(md *metadata.FileMetaData, cols []int) bool {
-	for g := range md.NumRowGroups() {
-		rg := md.RowGroup(g)
+	for _, rg := range md.RowGroups {
 		for _, c := range cols {
-			cc, err := rg.ColumnChunk(c)
-			if err != nil {
+			if c >= len(rg.Columns) || rg.Columns[c].GetMetaData() == nil {
 				return false
 			}
-			for _, e := range cc.Encodings() {
-				switch e {
+			for _, e := range rg.Columns[c].GetMetaData().Encodings {
+				switch parquet.Encoding(e) {
 				case parquet.Encodings.Plain, parquet.Encodings.PlainDict, parquet.Encodings.RLEDict, parquet.Encodings.RLE:
 				case parquet.Encodings.BitPacked:
 					if md.Schema.Column(c).MaxDefinitionLevel() > 0 {
