@@ -13,6 +13,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
+
+	"github.com/cosmosloader/loader/loader/record"
 )
 
 // Each row group's footer, cut from the file's, parses to the row group
@@ -159,5 +161,28 @@ func TestParquetFooterFactsKeptPerVersion(t *testing.T) {
 	}
 	if rows, ok := ParquetRows(in, Options{}, 0); !ok || rows != 140 {
 		t.Errorf("rewritten: ParquetRows = %d, %v; want 140", rows, ok)
+	}
+}
+
+// With paged fields each row group is read by two readers, the decoder's
+// and the paged group's: its footer is parsed once, for both.
+func TestParquetRowGroupFooterParsedOnceForBothReaders(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "paged.parquet")
+	writePagedFixture(t, path, parquet.DataPageV1)
+	m, err := record.NewMapper(record.Config{PartitionKeyPaths: []string{"/pk"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	facts := readFacts(t, path, Options{Facts: m, SizeOnly: func(f string) bool { return !m.ReadsValue(f) }})
+	if len(facts) == 0 || facts[0].r.paged == nil {
+		t.Fatal("no paged fields read")
+	}
+	r := facts[len(facts)-1].r
+	groups := int64(len(r.rgRows))
+	if groups < 2 {
+		t.Fatalf("%d row groups: the fixture needs several", groups)
+	}
+	if got := r.footersParsed.Load(); got != groups {
+		t.Errorf("%d row groups' footers parsed for %d row groups", got, groups)
 	}
 }
