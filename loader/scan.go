@@ -185,6 +185,9 @@ type recordMapper struct {
 	ns    uuid.UUID // of generated ids
 	genID func() string
 	dicts []dictKeys // see entriesOf
+	// entries are dictionary entries met lately, by their JSON text, as
+	// partition keys (see entry).
+	entries keymemo.Memo[entryKey]
 }
 
 func newRecordMapper(m *record.Mapper, ns uuid.UUID, prep prep) *recordMapper {

@@ -171,18 +171,30 @@ func (rm *recordMapper) entriesOf(g, n int) []entryKey {
 // dictRowGroups is how many row groups' dictionary keys a worker keeps.
 const dictRowGroups = 4
 
-// entry is entry j of field's dictionary as a partition key.
+// entry is entry j of field's dictionary as a partition key. Every row
+// group has a dictionary of its own, mostly of the same entries (a few
+// hundred tenants): an entry met in an earlier row group is found by its
+// text (rm.entries) instead of worked out again. Working them out was
+// 0.64 of 10.3 CPU-s for 1 GB of the bench's orders by /tenant: 1.3 M
+// entries, each a string, a box, a hash lookup and a partition's search.
 func (rm *recordMapper) entry(fr *factRows, entries []entryKey, field, j int) *entryKey {
 	e := &entries[j]
-	if !e.resolved {
-		e.resolved = true
-		var v any
-		if v, e.ok = fr.f.Plan.Key(0, fr.f.Entry(field, j)); e.ok {
-			e.pk = []any{v}
-			if rm.prep.key != nil {
-				rm.prep.key(e.pk, &rm.keys, &e.prepared)
-			}
+	if e.resolved {
+		return e
+	}
+	text := fr.f.Entry(field, j)
+	if known, ok := rm.entries.GetBytes(text); ok {
+		*e = known
+		return e
+	}
+	e.resolved = true
+	var v any
+	if v, e.ok = fr.f.Plan.Key(0, text); e.ok {
+		e.pk = []any{v}
+		if rm.prep.key != nil {
+			rm.prep.key(e.pk, &rm.keys, &e.prepared)
 		}
 	}
+	rm.entries.Put(string(text), *e)
 	return e
 }
