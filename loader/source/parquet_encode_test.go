@@ -633,8 +633,10 @@ func TestParquetDecimalFastPathMatchesValueStr(t *testing.T) {
 // Two decoders read a file of small row groups; one reads a file whose
 // row groups hold a page of MBs per column (here ten columns of 1.2 MB of
 // random text each, in each of two row groups), where two would hold twice
-// that. A dry-run's local file (its rows summed: Facts) has one decoder
-// whatever its row groups. A lone decoder has decoded batches queued for
+// that. A dry-run's local file (its rows summed: Facts) has two when it
+// has paged fields (sized from their pages), one whatever its row groups
+// when Arrow decodes every field (here: in an encoding pagedColumn does
+// not read). A lone decoder has decoded batches queued for
 // its encoder (parquetDecoded) and, reading a local file, decodes a
 // batch's columns at once; one of a segmented load's readers has one
 // decoder and no more. Every row comes back, in order.
@@ -648,9 +650,13 @@ func TestParquetDecodersFollowPageMemory(t *testing.T) {
 		fields = append(fields, arrow.Field{Name: fmt.Sprintf("c%d", k), Type: str})
 	}
 	schema := arrow.NewSchema(fields, nil)
-	write := func(path string, rows, rowGroup int) {
-		props := parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(int64(rowGroup)), parquet.WithDictionaryDefault(false),
-			parquet.WithDataPageSize(64<<20))
+	write := func(path string, rows, rowGroup int, delta bool) {
+		opts := []parquet.WriterProperty{parquet.WithMaxRowGroupLength(int64(rowGroup)), parquet.WithDictionaryDefault(false),
+			parquet.WithDataPageSize(64 << 20)}
+		if delta {
+			opts = append(opts, parquet.WithEncoding(parquet.Encodings.DeltaLengthByteArray))
+		}
+		props := parquet.NewWriterProperties(opts...)
 		writeArrowParquet(t, path, schema, props, func(b *array.RecordBuilder) {
 			rng := rand.New(rand.NewSource(5))
 			for range rows {
@@ -674,20 +680,22 @@ func TestParquetDecodersFollowPageMemory(t *testing.T) {
 		blob, facts  bool
 		rows, rgRows int
 		cursors      int // Options.Cursors: one of a segmented load's readers
+		delta        bool
 		wantDecoders int
 		wantQueued   int  // batches queued for the encoder
 		wantParallel bool // columns decoded at once
 	}{
-		{"small blob", true, false, 4000, 100, 0, 2, 0, false},
-		{"big blob", true, false, 4000, 2000, 0, 1, parquetDecoded, false},
-		{"small blob dry-run", true, true, 4000, 100, 0, 2, 0, false},
-		{"small file", false, false, 4000, 100, 0, 2, 0, false},
-		{"big file", false, false, 4000, 2000, 0, 1, parquetDecoded, true},
-		{"small file dry-run", false, true, 4000, 100, 0, 1, parquetDecoded, true},
-		{"segment", false, false, 4000, 100, 4, 1, 0, false},
+		{"small blob", true, false, 4000, 100, 0, false, 2, 0, false},
+		{"big blob", true, false, 4000, 2000, 0, false, 1, parquetDecoded, false},
+		{"small blob dry-run", true, true, 4000, 100, 0, false, 2, 0, false},
+		{"small file", false, false, 4000, 100, 0, false, 2, 0, false},
+		{"big file", false, false, 4000, 2000, 0, false, 1, parquetDecoded, true},
+		{"small file dry-run", false, true, 4000, 100, 0, false, 2, 0, false},
+		{"small file dry-run by Arrow", false, true, 4000, 100, 0, true, 1, parquetDecoded, true},
+		{"segment", false, false, 4000, 100, 4, false, 1, 0, false},
 	} {
 		path := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-")+".parquet")
-		write(path, c.rows, c.rgRows)
+		write(path, c.rows, c.rgRows, c.delta)
 		in := Input{Path: path}
 		if c.blob {
 			data, err := os.ReadFile(path)
@@ -732,6 +740,9 @@ func TestParquetDecodersFollowPageMemory(t *testing.T) {
 			}
 		}
 		pr := rd.(*parquetReader)
+		if c.facts && (pr.paged == nil) != c.delta {
+			t.Errorf("%s: paged fields %v", c.name, pr.paged != nil)
+		}
 		if got := len(pr.outs); got != c.wantDecoders || n != c.rows {
 			t.Errorf("%s: %d decoders, %d rows; want %d decoders, %d rows", c.name, got, n, c.wantDecoders, c.rows)
 		}
