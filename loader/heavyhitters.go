@@ -131,23 +131,40 @@ func (h *heavyHitters) add(key batchKey, pk []any, part int, ru float64, bytes i
 }
 
 // down moves the key at i down the heap to its place: loads only grow.
+// The key is held aside while the lighter children move up into the hole
+// it leaves, and written once where it stops: over unique ids every
+// record's new key sinks from the top to a leaf, and swapping at each
+// level wrote twice as much; and the lighter child is chosen without a
+// branch, which mispredicted half the time on loads this close
+// (BenchmarkHeavyHittersUniqueKeys 156 → 114 ns a record).
 func (h *heavyHitters) down(i int) {
-	n := len(h.heap)
+	heap, at := h.heap, h.at
+	n := len(heap)
+	x := heap[i]
 	for {
 		j := 2*i + 1
-		if j >= n {
-			return
+		if j+1 >= n {
+			if j < n && heap[j].ru < x.ru {
+				heap[i] = heap[j]
+				at[heap[i].k] = int32(i)
+				i = j
+			}
+			break
 		}
-		if r := j + 1; r < n && h.heap[r].ru < h.heap[j].ru {
-			j = r
+		d := 0
+		if heap[j+1].ru < heap[j].ru {
+			d = 1
 		}
-		if h.heap[j].ru >= h.heap[i].ru {
-			return
+		j += d
+		if heap[j].ru >= x.ru {
+			break
 		}
-		h.heap[i], h.heap[j] = h.heap[j], h.heap[i]
-		h.at[h.heap[i].k], h.at[h.heap[j].k] = int32(i), int32(j)
+		heap[i] = heap[j]
+		at[heap[i].k] = int32(i)
 		i = j
 	}
+	heap[i] = x
+	at[x.k] = int32(i)
 }
 
 // distinct is how many keys the sketch holds: every key met, while it
