@@ -246,7 +246,7 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 	charge := cost.Estimator()
 	prep := prep{
 		key: func(pk []any, keys *keyCache, out *prepared) {
-			out.epk, out.key = keys.of(pk)
+			out.epk, out.key = keys.of(pk, true)
 			out.part = epk.Locate(bounds, out.epk)
 		},
 		doc: func(size, terms int, out *prepared) { out.ru = charge(size, terms) },

@@ -716,7 +716,7 @@ func (r *run) readInput(i int, in Input, workers int, queues *lanes) error {
 	// mapping workers (route keeps a hash it is given).
 	var prep prep
 	if _, paced := r.adm.(*pacedAdmission); paced {
-		prep.key = func(pk []any, keys *keyCache, out *prepared) { out.epk, _ = keys.of(pk) }
+		prep.key = func(pk []any, keys *keyCache, out *prepared) { out.epk, _ = keys.of(pk, false) }
 	}
 	err := scanInput(workers, in, r.o.Stdin, r.o.Source, r.o.Mapper, prep, func(s *scanned) bool {
 		if r.stopped() || !cur.take(s.rec.At(), s.rec.Next) {

@@ -58,14 +58,20 @@ type cachedKey struct {
 	key batchKey
 }
 
-// of returns pk's hash and its batch key (keyOf).
-func (c *keyCache) of(pk []any) (string, batchKey) {
+// of returns pk's hash and, when withKey (a dry-run's batches; an
+// import groups by key later, only when it batches), its batch key
+// (keyOf); a key kept here comes with its text either way.
+func (c *keyCache) of(pk []any, withKey bool) (string, batchKey) {
 	str, ok := "", len(pk) == 1
 	if ok {
 		str, ok = pk[0].(string)
 	}
 	if !ok {
-		return epk.Of(pk), keyOf(pk)
+		var key batchKey
+		if withKey {
+			key = keyOf(pk)
+		}
+		return epk.Of(pk), key
 	}
 	if k, ok := c.m.Get(str); ok {
 		return k.epk, k.key

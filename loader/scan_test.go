@@ -125,7 +125,7 @@ func scanLog(t *testing.T, c scanCase, workers, stopAfter int) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prep := prep{key: func(pk []any, keys *keyCache, out *prepared) { out.epk, _ = keys.of(pk) }}
+	prep := prep{key: func(pk []any, keys *keyCache, out *prepared) { out.epk, _ = keys.of(pk, false) }}
 	var log []string
 	err = scanInput(workers, c.in, nil, c.so, m, prep, func(s *scanned) bool {
 		r := s.rec
@@ -297,7 +297,7 @@ func TestKeyCacheMatchesHashingEachKey(t *testing.T) {
 		keys = append(keys, []any{strings.Repeat("k", 200) + strconv.Itoa(i%1500)})
 	}
 	for _, pk := range keys {
-		if hash, key := c.of(pk); hash != epk.Of(pk) || key != keyOf(pk) {
+		if hash, key := c.of(pk, true); hash != epk.Of(pk) || key != keyOf(pk) {
 			t.Fatalf("%v: %s %q, want %s %q", pk, hash, key, epk.Of(pk), keyOf(pk))
 		}
 	}
@@ -307,8 +307,8 @@ func TestKeyCacheMatchesHashingEachKey(t *testing.T) {
 // came: the dry-run's heavy hitters find a key by its text's address.
 func TestKeyCacheGivesAKeyOneText(t *testing.T) {
 	var c keyCache
-	_, first := c.of([]any{strings.Clone("tenant-0042")})
-	_, again := c.of([]any{strings.Clone("tenant-0042")})
+	_, first := c.of([]any{strings.Clone("tenant-0042")}, true)
+	_, again := c.of([]any{strings.Clone("tenant-0042")}, true)
 	if unsafe.StringData(string(first)) != unsafe.StringData(string(again)) {
 		t.Errorf("a key met again got a new text")
 	}

@@ -211,7 +211,7 @@ func footerFactsOf(in Input) (*footerFacts, error) {
 	ff = &footerFacts{size: size, rows: md.NumRows, groupRows: make([]int64, md.NumRowGroups()),
 		pages: parquetPages(md, nil), columns: md.NumColumns(), footerLen: md.Size()}
 	for g := range ff.groupRows {
-		ff.groupRows[g] = md.RowGroup(g).NumRows()
+		ff.groupRows[g] = md.RowGroups[g].NumRows
 	}
 	c.Lock()
 	if len(c.m) >= footerFactsKept || c.m == nil {
