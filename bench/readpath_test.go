@@ -14,7 +14,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/cosmosloader/loader/epk"
+	"github.com/cosmosloader/loader/internal/epk"
 	"github.com/cosmosloader/loader/loader"
 	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/source"

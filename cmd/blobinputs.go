@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cosmosloader/loader/blobsource"
+	"github.com/cosmosloader/loader/internal/blobsource"
 	"github.com/cosmosloader/loader/loader/source"
 )
 

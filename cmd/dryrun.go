@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cosmosloader/loader/cosmos"
-	"github.com/cosmosloader/loader/epk"
+	"github.com/cosmosloader/loader/internal/cosmos"
+	"github.com/cosmosloader/loader/internal/epk"
 	"github.com/cosmosloader/loader/loader"
 	"github.com/cosmosloader/loader/loader/record"
 )

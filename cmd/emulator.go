@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cosmosloader/loader/emulator"
+	"github.com/cosmosloader/loader/internal/emulator"
 )
 
 func init() {

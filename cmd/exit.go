@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/cosmosloader/loader/blobsource"
+	"github.com/cosmosloader/loader/internal/blobsource"
 	"github.com/cosmosloader/loader/loader"
 )
 

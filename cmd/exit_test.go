@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cosmosloader/loader/blobsource"
 	"github.com/cosmosloader/loader/checkpoint"
-	"github.com/cosmosloader/loader/emulator"
+	"github.com/cosmosloader/loader/internal/blobsource"
+	"github.com/cosmosloader/loader/internal/emulator"
 	"github.com/cosmosloader/loader/loader"
 )
 

@@ -9,10 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cosmosloader/loader/coord/store"
-	"github.com/cosmosloader/loader/cosmos"
-	"github.com/cosmosloader/loader/emulator"
 	"github.com/cosmosloader/loader/internal/clock"
+	"github.com/cosmosloader/loader/internal/coord/store"
+	"github.com/cosmosloader/loader/internal/cosmos"
+	"github.com/cosmosloader/loader/internal/emulator"
 	"github.com/cosmosloader/loader/loader"
 	"github.com/cosmosloader/loader/loader/source"
 )

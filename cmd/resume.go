@@ -11,10 +11,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cosmosloader/loader/blobsource"
 	"github.com/cosmosloader/loader/checkpoint"
-	"github.com/cosmosloader/loader/cosmos"
+	"github.com/cosmosloader/loader/internal/blobsource"
 	"github.com/cosmosloader/loader/internal/clock"
+	"github.com/cosmosloader/loader/internal/cosmos"
 	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/internal/parallel"
 	"github.com/cosmosloader/loader/loader"

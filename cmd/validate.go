@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cosmosloader/loader/coord"
+	"github.com/cosmosloader/loader/internal/coord"
 	"github.com/cosmosloader/loader/loader"
 )
 

@@ -2,7 +2,7 @@ package e2e
 
 import (
 	"fmt"
-	"github.com/cosmosloader/loader/emulator"
+	"github.com/cosmosloader/loader/internal/emulator"
 	"path/filepath"
 	"reflect"
 	"regexp"

@@ -16,8 +16,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
 	"github.com/cosmosloader/loader/checkpoint"
-	"github.com/cosmosloader/loader/emulator"
-	"github.com/cosmosloader/loader/epk"
+	"github.com/cosmosloader/loader/internal/emulator"
+	"github.com/cosmosloader/loader/internal/epk"
 	"github.com/cosmosloader/loader/internal/testenv"
 )
 

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cosmosloader/loader/emulator"
+	"github.com/cosmosloader/loader/internal/emulator"
 )
 
 // TLS verification stays on unless --insecure-skip-verify: against a

@@ -5,8 +5,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cosmosloader/loader/epk"
 	"github.com/cosmosloader/loader/internal/clock"
+	"github.com/cosmosloader/loader/internal/epk"
 	"github.com/cosmosloader/loader/pacing"
 )
 

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cosmosloader/loader/epk"
+	"github.com/cosmosloader/loader/internal/epk"
 	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/source"
 	"github.com/cosmosloader/loader/pacing"

@@ -10,8 +10,8 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/cosmosloader/loader/epk"
 	"github.com/cosmosloader/loader/internal/clock"
+	"github.com/cosmosloader/loader/internal/epk"
 )
 
 // tokensPerRU scales request units to the whole tokens x/time/rate counts,

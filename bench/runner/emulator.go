@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cosmosloader/loader/emulator"
+	"github.com/cosmosloader/loader/internal/emulator"
 )
 
 // control is the client of the emulator's own endpoints: they answer at

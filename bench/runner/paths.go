@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cosmosloader/loader/emulator"
+	"github.com/cosmosloader/loader/internal/emulator"
 )
 
 // Scenarios L and M of issue 13: a long, jittery network path, and a

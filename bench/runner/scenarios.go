@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/cosmosloader/loader/emulator"
+	"github.com/cosmosloader/loader/internal/emulator"
 	"github.com/cosmosloader/loader/loader"
 )
 

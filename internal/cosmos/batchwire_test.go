@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cosmosloader/loader/emulator"
-	"github.com/cosmosloader/loader/emulator/emulatortest"
+	"github.com/cosmosloader/loader/internal/emulator"
+	"github.com/cosmosloader/loader/internal/emulator/emulatortest"
 	"github.com/cosmosloader/loader/loader"
 )
 

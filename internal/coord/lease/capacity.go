@@ -39,8 +39,8 @@ import (
 	azlease "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
 	"github.com/google/uuid"
 
-	"github.com/cosmosloader/loader/coord"
 	"github.com/cosmosloader/loader/internal/clock"
+	"github.com/cosmosloader/loader/internal/coord"
 )
 
 // CapacityConfig configures a Capacity. Zero values mean the documented

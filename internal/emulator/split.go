@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cosmosloader/loader/epk"
+	"github.com/cosmosloader/loader/internal/epk"
 )
 
 // A physical partition serves at most this many RU/s; throughput beyond

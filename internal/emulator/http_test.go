@@ -10,8 +10,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
-	"github.com/cosmosloader/loader/emulator"
-	"github.com/cosmosloader/loader/emulator/emulatortest"
+	"github.com/cosmosloader/loader/internal/emulator"
+	"github.com/cosmosloader/loader/internal/emulator/emulatortest"
 )
 
 func TestUnsignedRequestsAreRejected(t *testing.T) {

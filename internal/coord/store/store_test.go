@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/cosmosloader/loader/coord/shard"
+	"github.com/cosmosloader/loader/internal/coord/shard"
 	"github.com/cosmosloader/loader/loader"
 )
 

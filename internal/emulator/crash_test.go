@@ -13,7 +13,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
-	"github.com/cosmosloader/loader/emulator"
+	"github.com/cosmosloader/loader/internal/emulator"
 )
 
 // crashChildEnv makes the test binary act as a bare emulator process that

@@ -17,7 +17,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cosmosloader/loader/epk"
+	"github.com/cosmosloader/loader/internal/epk"
 )
 
 // The store's persistence is an append-only log of state changes. Each

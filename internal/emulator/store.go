@@ -13,7 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/cosmosloader/loader/epk"
+	"github.com/cosmosloader/loader/internal/epk"
 )
 
 var errTooLarge = errors.New("request entity too large")

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cosmosloader/loader/epk"
+	"github.com/cosmosloader/loader/internal/epk"
 )
 
 // apiError is a failed request: status, Cosmos error code and message, and

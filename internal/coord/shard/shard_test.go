@@ -17,8 +17,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
-	"github.com/cosmosloader/loader/coord/coordtest"
 	"github.com/cosmosloader/loader/internal/clock/clocktest"
+	"github.com/cosmosloader/loader/internal/coord/coordtest"
 	"github.com/cosmosloader/loader/internal/testenv"
 	"github.com/cosmosloader/loader/loader/source"
 )

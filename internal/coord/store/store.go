@@ -10,9 +10,9 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
-	"github.com/cosmosloader/loader/coord"
-	"github.com/cosmosloader/loader/coord/lease"
-	"github.com/cosmosloader/loader/coord/shard"
+	"github.com/cosmosloader/loader/internal/coord"
+	"github.com/cosmosloader/loader/internal/coord/lease"
+	"github.com/cosmosloader/loader/internal/coord/shard"
 	"github.com/cosmosloader/loader/loader"
 )
 

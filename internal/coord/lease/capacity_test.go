@@ -10,8 +10,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	azlease "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
 
-	"github.com/cosmosloader/loader/coord/coordtest"
 	"github.com/cosmosloader/loader/internal/clock/clocktest"
+	"github.com/cosmosloader/loader/internal/coord/coordtest"
 	"github.com/cosmosloader/loader/internal/testenv"
 )
 

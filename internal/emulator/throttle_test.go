@@ -14,10 +14,10 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
-	"github.com/cosmosloader/loader/emulator"
-	"github.com/cosmosloader/loader/emulator/emulatortest"
-	"github.com/cosmosloader/loader/epk"
 	"github.com/cosmosloader/loader/internal/clock/clocktest"
+	"github.com/cosmosloader/loader/internal/emulator"
+	"github.com/cosmosloader/loader/internal/emulator/emulatortest"
+	"github.com/cosmosloader/loader/internal/epk"
 )
 
 // newFakeClock is a settable clock for the emulator's throttling.

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/cosmosloader/loader/emulator"
+	"github.com/cosmosloader/loader/internal/emulator"
 )
 
 // Start runs an emulator on a free loopback port for the duration of the
