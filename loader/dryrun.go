@@ -477,7 +477,7 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 	p.Notes = append(p.Notes, source.PartitionFoldersNotes(j.Inputs, j.Source)...)
 	if j.Mode != ModeCreate && p.EstimatedRU > 0 {
 		// Upserting an id the container already holds is a replace: about
-		// twice a create (COSMOS_FACTS.md). A dry run cannot know which
+		// twice a create (docs/cosmos-facts.md). A dry run cannot know which
 		// ids exist, so it gives the bound.
 		p.Notes = append(p.Notes, fmt.Sprintf("upsert replaces items that already exist at about twice the RU: if the container already holds these ids (a repeated load), expect up to %s RU and %s",
 			count(int64(math.Round(2*p.EstimatedRU))), fmtSeconds(2*p.EstimatedSeconds)))

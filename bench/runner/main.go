@@ -1,5 +1,5 @@
-// Command runner drives the end-to-end benchmark behind the README's
-// performance section: it starts `loader emulator` children, generates
+// Command runner drives the end-to-end benchmark behind bench/README.md's
+// results: it starts `loader emulator` children, generates
 // deterministic data, runs the scenarios of issues 4 and 7 against them
 // with the built loader (and bench/sdkdefault for "what people write"),
 // and writes results.json, chart.svg and a Markdown table. bench/run
@@ -21,8 +21,8 @@ import (
 	"time"
 )
 
-// plan sizes a run. Full is the README's run (under 10 minutes on a
-// 2-core machine); quick is a smoke test of every scenario (~2 minutes).
+// plan sizes a run. Full is the run bench/README.md quotes; quick is a
+// smoke test of every scenario.
 type plan struct {
 	Name string `json:"name"`
 	// RU is the provisioned RU/s of scenarios A–C.

@@ -58,7 +58,7 @@ func passFail(ok bool) string {
 	return "FAIL"
 }
 
-// markdown is the table the README pastes.
+// markdown is the results table, printed on stdout.
 func (res *results) markdown() string {
 	var b strings.Builder
 	m := res.Machine
