@@ -51,12 +51,14 @@ func withBatchWire(ctx context.Context, w *batchWire) context.Context {
 }
 
 // batchWirePolicy is the pipeline end of batchWire: requests without one
-// pass untouched.
+// pass untouched, and so do the other requests the SDK makes on the
+// batch's context (its first read of the account, or a refresh of it,
+// goes through a pipeline with the same policies).
 type batchWirePolicy struct{}
 
 func (batchWirePolicy) Do(req *policy.Request) (*http.Response, error) {
 	w, _ := req.Raw().Context().Value(batchWireKey{}).(*batchWire)
-	if w == nil {
+	if w == nil || req.Raw().Method != http.MethodPost || req.Raw().Header.Get("x-ms-cosmos-is-batch-request") == "" {
 		return req.Next()
 	}
 	if err := req.SetBody(streaming.NopCloser(bytes.NewReader(w.body)), "application/json"); err != nil {
