@@ -13,6 +13,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 
 	"github.com/cosmosloader/loader/loader"
+	"github.com/cosmosloader/loader/loader/record"
 )
 
 // The wire form of the loader's transactional batches.
@@ -29,19 +30,26 @@ import (
 // policy, installed on every client newClient makes, joins: it swaps the
 // framed body in and takes the results out before the SDK would parse them.
 
-// batchWire is one WriteBatch call's framed body and, after the call, the
-// per-operation results of a 200 or 207 answer.
+// batchWire is one batch call's framed body and, after the call, the
+// per-operation results of a 200 or 207 answer. A range batch names its
+// partition key range: the policy then sends it as the SDKs' bulk modes
+// do (rangebatch.go), not as the SDK's transactional batch.
 type batchWire struct {
 	body    []byte
+	rangeID string
 	sent    bool
 	results []batchResult
 }
 
 // batchResult is one operation's result in a batch response.
 type batchResult struct {
-	StatusCode    int             `json:"statusCode"`
-	RequestCharge float64         `json:"requestCharge"`
-	ResourceBody  json.RawMessage `json:"resourceBody"`
+	StatusCode    int     `json:"statusCode"`
+	SubStatusCode int     `json:"subStatusCode"`
+	RequestCharge float64 `json:"requestCharge"`
+	// RetryAfterMilliseconds comes with an operation's 429 in a range
+	// batch.
+	RetryAfterMilliseconds float64         `json:"retryAfterMilliseconds"`
+	ResourceBody           json.RawMessage `json:"resourceBody"`
 }
 
 type batchWireKey struct{}
@@ -64,6 +72,9 @@ func (batchWirePolicy) Do(req *policy.Request) (*http.Response, error) {
 	if err := req.SetBody(streaming.NopCloser(bytes.NewReader(w.body)), "application/json"); err != nil {
 		return nil, err
 	}
+	if w.rangeID != "" {
+		addressRange(req.Raw().Header, w.rangeID)
+	}
 	w.sent = true
 	resp, err := req.Next()
 	if err != nil || (resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusMultiStatus) {
@@ -83,28 +94,91 @@ func (batchWirePolicy) Do(req *policy.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// frameBatch is the body of a transactional batch of one operation type
-// over documents that are valid JSON: what the SDK's serialisation sends,
-// without re-validating each document.
-func frameBatch(op string, docs []loader.Document) []byte {
-	const head, tail = `{"operationType":"`, `","resourceBody":`
+// frameBatch is the body of a batch of one operation type over documents
+// that are valid JSON: what the SDKs' serialisation sends, without
+// re-validating each document. keyed gives each operation its own
+// partitionKey (a range batch); a Read names its document by id instead of
+// sending it.
+func frameBatch(op string, docs []loader.Document, keyed bool) []byte {
+	const head, keyField, bodyField, idField = `{"operationType":"`, `,"partitionKey":`, `,"resourceBody":`, `,"id":`
 	n := 1 // "[" and "]", less the first operation's comma
 	for _, d := range docs {
-		n += len(head) + len(op) + len(tail) + len(d.Body) + len(",}")
+		n += len(head) + len(op) + len(`"`) + len(bodyField) + len(d.Body) + len(",}")
+		if keyed {
+			n += len(keyField) + keyJSONSize(d.PK)
+		}
+		if op == "Read" {
+			n += len(idField) + len(d.ID) + 8
+		}
 	}
 	b := make([]byte, 0, n)
 	b = append(b, '[')
+	var key []byte
 	for i, d := range docs {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = append(b, head...)
 		b = append(b, op...)
-		b = append(b, tail...)
-		b = append(b, d.Body...)
+		b = append(b, '"')
+		if keyed {
+			// The key is the JSON text of its array of values, sent as a
+			// JSON string.
+			key = appendKeyJSON(key[:0], d.PK)
+			b = append(b, keyField...)
+			b = record.AppendJSONString(b, string(key))
+		}
+		if op == "Read" {
+			b = append(b, idField...)
+			b = record.AppendJSONString(b, d.ID)
+		} else {
+			b = append(b, bodyField...)
+			b = append(b, d.Body...)
+		}
 		b = append(b, '}')
 	}
 	return append(b, ']')
+}
+
+// appendKeyJSON appends the JSON array of a partition key's values as
+// PartitionKeyOf reads them: strings, numbers and booleans as they are,
+// anything else null.
+func appendKeyJSON(b []byte, values []any) []byte {
+	b = append(b, '[')
+	for i, v := range values {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		switch v := v.(type) {
+		case string:
+			b = record.AppendJSONString(b, v)
+		case float64:
+			num, err := json.Marshal(v) // encoding/json's number form, as the SDK sends the header
+			if err != nil {
+				num = []byte("null") // NaN and infinities: no JSON form
+			}
+			b = append(b, num...)
+		case bool:
+			b = strconv.AppendBool(b, v)
+		default:
+			b = append(b, "null"...)
+		}
+	}
+	return append(b, ']')
+}
+
+// keyJSONSize is a bound on a key's JSON text once quoted as a string,
+// for sizing the body: escaping at most doubles it, plus the quotes.
+func keyJSONSize(values []any) int {
+	n := 4
+	for _, v := range values {
+		if s, ok := v.(string); ok {
+			n += 2*len(s) + 6
+		} else {
+			n += 32
+		}
+	}
+	return n
 }
 
 // scanResults reads a batch response of flat results, as the service sends
@@ -221,9 +295,13 @@ func scanResults(b []byte) []batchResult {
 				switch {
 				case string(key) == "statusCode" && integer && v == float64(int32(v)):
 					r.StatusCode = int(v)
+				case string(key) == "subStatusCode" && integer && v == float64(int32(v)):
+					r.SubStatusCode = int(v)
 				case string(key) == "requestCharge":
 					r.RequestCharge = v
-				case bytes.EqualFold(key, []byte("statusCode")) || bytes.EqualFold(key, []byte("requestCharge")):
+				case string(key) == "retryAfterMilliseconds":
+					r.RetryAfterMilliseconds = v
+				case resultField(key):
 					return nil // encoding/json matches names without case
 				}
 			}
@@ -255,4 +333,15 @@ func scanResults(b []byte) []batchResult {
 		return nil
 	}
 	return out
+}
+
+// resultField reports whether a key names a numeric field of batchResult,
+// in any case.
+func resultField(key []byte) bool {
+	for _, f := range [...]string{"statusCode", "subStatusCode", "requestCharge", "retryAfterMilliseconds"} {
+		if bytes.EqualFold(key, []byte(f)) {
+			return true
+		}
+	}
+	return false
 }

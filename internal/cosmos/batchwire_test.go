@@ -18,7 +18,7 @@ import (
 
 func TestFrameBatchIsTheSDKsBatchBody(t *testing.T) {
 	docs := []loader.Document{{Body: []byte(`{"id":"a","pk":"p"}`)}, {Body: []byte(`{"id":"b", "pk":"p","s":"<&>"}`)}}
-	got := frameBatch("Create", docs)
+	got := frameBatch("Create", docs, false)
 	want := `[{"operationType":"Create","resourceBody":{"id":"a","pk":"p"}},{"operationType":"Create","resourceBody":{"id":"b", "pk":"p","s":"<&>"}}]`
 	if string(got) != want {
 		t.Errorf("got  %s\nwant %s", got, want)
@@ -183,7 +183,7 @@ func TestBatchBodyPolicyLeavesTheAccountReadAlone(t *testing.T) {
 	if out.Status != http.StatusOK || len(out.Ops) != 1 || out.Ops[0].Status != http.StatusCreated {
 		t.Errorf("outcome %+v", out)
 	}
-	if want := frameBatch("Upsert", docs); string(body) != string(want) {
+	if want := frameBatch("Upsert", docs, false); string(body) != string(want) {
 		t.Errorf("body %s, want %s", body, want)
 	}
 }

@@ -24,15 +24,15 @@ import (
 
 func TestBoundsOf(t *testing.T) {
 	mid := epk.SplitEven(2)[1]
-	got, err := boundsOf([]pkRange{
+	got, ids, err := boundsOf([]pkRange{
 		{ID: "2", MinInclusive: mid, MaxExclusive: epk.Max, Parents: []string{"0"}},
 		{ID: "0", MinInclusive: epk.Min, MaxExclusive: epk.Max},
 		{ID: "1", MinInclusive: epk.Min, MaxExclusive: mid, Parents: []string{"0"}},
 	})
-	if err != nil || !reflect.DeepEqual(got, []string{epk.Min, mid, epk.Max}) {
-		t.Errorf("bounds %v, %v", got, err)
+	if err != nil || !reflect.DeepEqual(got, []string{epk.Min, mid, epk.Max}) || !reflect.DeepEqual(ids, []string{"1", "2"}) {
+		t.Errorf("bounds %v, ids %v, %v", got, ids, err)
 	}
-	if _, err := boundsOf([]pkRange{{ID: "1", MinInclusive: epk.Min, MaxExclusive: mid}}); err == nil {
+	if _, _, err := boundsOf([]pkRange{{ID: "1", MinInclusive: epk.Min, MaxExclusive: mid}}); err == nil {
 		t.Error("ranges not covering the container were accepted")
 	}
 }
