@@ -75,10 +75,26 @@ func signature(key []byte, verb, resType, link, date string) string {
 }
 
 type pkRange struct {
-	ID           string   `json:"id"`
+	ID           rangeID  `json:"id"`
 	MinInclusive string   `json:"minInclusive"`
 	MaxExclusive string   `json:"maxExclusive"`
 	Parents      []string `json:"parents"`
+}
+
+// rangeID is a partition key range id: a string on the service, a number
+// on @vercel/cosmosdb-server (whose ranges the loader reads all the same).
+type rangeID string
+
+func (r *rangeID) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] != '"' {
+		var n json.Number
+		if err := json.Unmarshal(b, &n); err != nil {
+			return err
+		}
+		*r = rangeID(n)
+		return nil
+	}
+	return json.Unmarshal(b, (*string)(r))
 }
 
 // readRanges GETs /dbs/D/colls/C/pkranges, following continuations.
@@ -140,7 +156,7 @@ func boundsOf(ranges []pkRange) (bounds, ids []string, err error) {
 	}
 	var cur []pkRange
 	for _, r := range ranges {
-		if !gone[r.ID] {
+		if !gone[string(r.ID)] {
 			cur = append(cur, r)
 		}
 	}
@@ -154,7 +170,7 @@ func boundsOf(ranges []pkRange) (bounds, ids []string, err error) {
 			return nil, nil, fmt.Errorf("partition key ranges leave a gap at %q", r.MinInclusive)
 		}
 		bounds = append(bounds, r.MaxExclusive)
-		ids = append(ids, r.ID)
+		ids = append(ids, string(r.ID))
 	}
 	if bounds[0] != epk.Min || bounds[len(bounds)-1] != epk.Max {
 		return nil, nil, errors.New("partition key ranges do not cover the container")

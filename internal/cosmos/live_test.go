@@ -3,6 +3,7 @@ package cosmos
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -31,6 +32,14 @@ func TestBoundsOf(t *testing.T) {
 	})
 	if err != nil || !reflect.DeepEqual(got, []string{epk.Min, mid, epk.Max}) || !reflect.DeepEqual(ids, []string{"1", "2"}) {
 		t.Errorf("bounds %v, ids %v, %v", got, ids, err)
+	}
+	// @vercel/cosmosdb-server's range ids are numbers.
+	var feed struct{ PartitionKeyRanges []pkRange }
+	if err := json.Unmarshal([]byte(`{"PartitionKeyRanges":[{"id":0,"minInclusive":"","maxExclusive":"FF","parents":[]}]}`), &feed); err != nil {
+		t.Fatal(err)
+	}
+	if _, ids, err := boundsOf(feed.PartitionKeyRanges); err != nil || !reflect.DeepEqual(ids, []string{"0"}) {
+		t.Errorf("numeric range id: ids %v, %v", ids, err)
 	}
 	if _, _, err := boundsOf([]pkRange{{ID: "1", MinInclusive: epk.Min, MaxExclusive: mid}}); err == nil {
 		t.Error("ranges not covering the container were accepted")

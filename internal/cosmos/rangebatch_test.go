@@ -14,9 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+
 	"github.com/cosmosloader/loader/internal/emulator"
 	"github.com/cosmosloader/loader/internal/emulator/emulatortest"
 	"github.com/cosmosloader/loader/internal/epk"
+	"github.com/cosmosloader/loader/internal/testenv"
 	"github.com/cosmosloader/loader/loader"
 )
 
@@ -317,5 +320,61 @@ func TestRangeBatchesAgainstTheLocalTarget(t *testing.T) {
 		if out := up.WriteRangeBatch(ctx, ids[r], []loader.Document{d}); out.Status != http.StatusOK || out.Ops[0].Status != http.StatusOK {
 			t.Errorf("%s to range %s after the split: %+v", d.ID, ids[r], out)
 		}
+	}
+}
+
+// @vercel/cosmosdb-server has no transactional batches (it wants a
+// partition key in each operation, which azcosmos does not send), but it
+// runs range batches: each operation on its own, by its own key, though it
+// answers 200 whatever the operations' statuses, charges 1 RU for the
+// request and ignores the range id (it has one range and never splits).
+func TestRangeBatchesAgainstCosmosDBServer(t *testing.T) {
+	endpoint, key := testenv.CosmosDBServer(t)
+	ctx := context.Background()
+	tg, err := Connect(ctx, loader.TargetOptions{Endpoint: endpoint, Key: key,
+		Database: "db", Container: "c", CreateContainer: true, PartitionKey: []string{"/pk"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = tg.Writer.(loader.BatchProber).ProbeBatches(ctx)
+	if err == nil || strings.Contains(err.Error(), "\n") {
+		t.Errorf("transactional batch probe: %v, want a one-line refusal", err)
+	}
+	rb := tg.Writer.(loader.RangeBatcher)
+	if err := rb.ProbeRangeBatches(ctx); err != nil {
+		t.Fatalf("range batch probe: %v", err)
+	}
+	bounds, ids, err := rb.ReadRanges(ctx)
+	if err != nil || !reflect.DeepEqual(bounds, []string{epk.Min, epk.Max}) || !reflect.DeepEqual(ids, []string{"0"}) {
+		t.Fatalf("ranges %v %v, %v", bounds, ids, err)
+	}
+	docs := make([]loader.Document, 50)
+	for i := range docs {
+		key := fmt.Sprint("key-", i)
+		docs[i] = loader.Document{ID: fmt.Sprint("d", i), PK: []any{key}, Body: []byte(fmt.Sprintf(`{"id":"d%d","pk":%q}`, i, key))}
+	}
+	cr := tg.Writer.Sink(loader.ModeCreate).(loader.RangeBatchSink)
+	for _, want := range []int{http.StatusCreated, http.StatusConflict} {
+		out := cr.WriteRangeBatch(ctx, ids[0], docs)
+		if out.Status != http.StatusOK || len(out.Ops) != len(docs) {
+			t.Fatalf("create: %+v", out)
+		}
+		for i, op := range out.Ops {
+			if op.Status != want {
+				t.Errorf("create %s: %d, want %d", docs[i].ID, op.Status, want)
+			}
+		}
+	}
+	var n int
+	pager := tg.Writer.(*container).cc.NewQueryItemsPager("SELECT * FROM c", azcosmos.NewPartitionKey(), nil)
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += len(page.Items)
+	}
+	if n != len(docs) {
+		t.Errorf("%d documents read back, want %d", n, len(docs))
 	}
 }
