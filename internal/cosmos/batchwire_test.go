@@ -2,12 +2,9 @@ package cosmos
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -155,35 +152,15 @@ func FuzzScanResults(f *testing.F) {
 // client has not read it yet (and refreshes it there later): that request
 // must pass the batch body policy untouched.
 func TestBatchBodyPolicyLeavesTheAccountReadAlone(t *testing.T) {
-	var body []byte
-	var srv *httptest.Server
-	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		switch {
-		case r.Method == http.MethodGet && r.URL.Path == "/":
-			loc := fmt.Sprintf(`[{"name":"local","databaseAccountEndpoint":%q}]`, srv.URL+"/")
-			fmt.Fprintf(w, `{"id":"acct","writableLocations":%s,"readableLocations":%s}`, loc, loc)
-		case r.Method == http.MethodPost && r.URL.Path == "/dbs/d/colls/c/docs":
-			body, _ = io.ReadAll(r.Body)
-			io.WriteString(w, `[{"statusCode":201,"requestCharge":5}]`)
-		default:
-			t.Errorf("unexpected %s %s", r.Method, r.URL.Path)
-			w.WriteHeader(http.StatusNotFound)
-		}
-	}))
-	defer srv.Close()
-	client, err := newClient(loader.TargetOptions{Endpoint: srv.URL + "/", Key: base64.StdEncoding.EncodeToString([]byte("k"))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cc, _ := client.NewContainer("d", "c")
-	s := (&container{cc: cc, pkPaths: 1}).Sink(loader.ModeUpsert).(loader.BatchSink)
+	srv := newBulkServer(t)
+	srv.answers(http.StatusOK, nil, `[{"statusCode":201,"requestCharge":5}]`)
+	s := srv.container(t, false).Sink(loader.ModeUpsert).(loader.BatchSink)
 	docs := batchDocs("a")
 	out := s.WriteBatch(context.Background(), docs)
 	if out.Status != http.StatusOK || len(out.Ops) != 1 || out.Ops[0].Status != http.StatusCreated {
 		t.Errorf("outcome %+v", out)
 	}
-	if want := frameBatch("Upsert", docs, false); string(body) != string(want) {
-		t.Errorf("body %s, want %s", body, want)
+	if want := frameBatch("Upsert", docs, false); string(srv.body) != string(want) {
+		t.Errorf("body %s, want %s", srv.body, want)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -74,8 +73,7 @@ func offerServer(t *testing.T) *httptest.Server {
 		w.Header().Set("Content-Type", "application/json")
 		switch {
 		case r.Method == http.MethodGet && r.URL.Path == "/":
-			loc := fmt.Sprintf(`[{"name":"local","databaseAccountEndpoint":%q}]`, srv.URL+"/")
-			fmt.Fprintf(w, `{"id":"acct","writableLocations":%s,"readableLocations":%s}`, loc, loc)
+			writeAccount(w, srv.URL+"/")
 		case r.Method == http.MethodGet && r.URL.Path == "/dbs/d/colls/c":
 			io.WriteString(w, `{"id":"c","_rid":"crid","_self":"dbs/d/colls/c/","partitionKey":{"paths":["/k"],"kind":"Hash","version":2}}`)
 		case r.Method == http.MethodPost && r.URL.Path == "/offers":

@@ -80,8 +80,7 @@ func newBulkServer(t *testing.T) *bulkServer {
 		w.Header().Set("Content-Type", "application/json")
 		switch {
 		case r.Method == http.MethodGet && r.URL.Path == "/":
-			loc := fmt.Sprintf(`[{"name":"local","databaseAccountEndpoint":%q}]`, b.URL+"/")
-			fmt.Fprintf(w, `{"id":"acct","writableLocations":%s,"readableLocations":%s}`, loc, loc)
+			writeAccount(w, b.URL+"/")
 		case r.Method == http.MethodGet && r.URL.Path == "/dbs/d/colls/c":
 			io.WriteString(w, `{"id":"c","_rid":"crid","_self":"dbs/d/colls/c/","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
 		case r.Method == http.MethodGet && r.URL.Path == "/dbs/d/colls/c/pkranges":
@@ -104,6 +103,13 @@ func newBulkServer(t *testing.T) *bulkServer {
 	}))
 	t.Cleanup(b.Close)
 	return b
+}
+
+// writeAccount answers a fake gateway's GET / with an account document
+// naming endpoint as its one region, where the SDK then sends everything.
+func writeAccount(w http.ResponseWriter, endpoint string) {
+	loc := fmt.Sprintf(`[{"name":"local","databaseAccountEndpoint":%q}]`, endpoint)
+	fmt.Fprintf(w, `{"id":"acct","writableLocations":%s,"readableLocations":%s}`, loc, loc)
 }
 
 func (b *bulkServer) answers(status int, headers map[string]string, body string) {
