@@ -187,152 +187,169 @@ func keyJSONSize(values []any) int {
 // (a resourceBody, an escape in a string, malformed input), which
 // encoding/json then reads.
 func scanResults(b []byte) []batchResult {
-	i := 0
-	ws := func() {
-		for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-			i++
-		}
-	}
-	// str reads a string without escapes or control characters; ok is
-	// false otherwise.
-	str := func() (s []byte, ok bool) {
-		if i >= len(b) || b[i] != '"' {
-			return nil, false
-		}
-		j := i + 1
-		for j < len(b) && b[j] != '"' {
-			if b[j] == '\\' || b[j] < 0x20 {
-				return nil, false
-			}
-			j++
-		}
-		if j == len(b) {
-			return nil, false
-		}
-		s, i = b[i+1:j], j+1
-		return s, true
-	}
-	digits := func() int {
-		j := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		return i - j
-	}
-	// num reads a number as JSON writes one.
-	num := func() (float64, bool) {
-		j := i
-		if i < len(b) && b[i] == '-' {
-			i++
-		}
-		if i < len(b) && b[i] == '0' {
-			i++
-		} else if digits() == 0 {
-			return 0, false
-		}
-		if i < len(b) && b[i] == '.' {
-			i++
-			if digits() == 0 {
-				return 0, false
-			}
-		}
-		if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-			i++
-			if i < len(b) && (b[i] == '+' || b[i] == '-') {
-				i++
-			}
-			if digits() == 0 {
-				return 0, false
-			}
-		}
-		v, err := strconv.ParseFloat(string(b[j:i]), 64)
-		return v, err == nil
-	}
-	ws()
-	if i >= len(b) || b[i] != '[' {
+	sc := resultScanner{b: b}
+	sc.ws()
+	if !sc.take('[') {
 		return nil
 	}
-	i++
 	out := make([]batchResult, 0, 16)
-	for {
-		ws()
-		if i < len(b) && b[i] == ']' && len(out) == 0 {
-			i++
-			break
-		}
-		if i >= len(b) || b[i] != '{' {
-			return nil
-		}
-		i++
-		var r batchResult
-		for first := true; ; first = false {
-			ws()
-			if i < len(b) && b[i] == '}' && first {
-				break
-			}
-			key, ok := str()
+	sc.ws()
+	if !sc.take(']') {
+		for {
+			r, ok := sc.object()
 			if !ok {
 				return nil
 			}
-			ws()
-			if i >= len(b) || b[i] != ':' {
-				return nil
-			}
-			i++
-			ws()
-			switch {
-			case i < len(b) && b[i] == '"':
-				if _, ok := str(); !ok {
-					return nil
-				}
-			default:
-				at := i
-				v, ok := num()
-				if !ok {
-					return nil
-				}
-				integer := bytes.IndexAny(b[at:i], ".eE") < 0
-				switch {
-				case string(key) == "statusCode" && integer && v == float64(int32(v)):
-					r.StatusCode = int(v)
-				case string(key) == "subStatusCode" && integer && v == float64(int32(v)):
-					r.SubStatusCode = int(v)
-				case string(key) == "requestCharge":
-					r.RequestCharge = v
-				case string(key) == "retryAfterMilliseconds":
-					r.RetryAfterMilliseconds = v
-				case resultField(key):
-					return nil // encoding/json matches names without case
-				}
-			}
-			ws()
-			if i < len(b) && b[i] == ',' {
-				i++
-				continue
-			}
-			if i < len(b) && b[i] == '}' {
+			out = append(out, r)
+			sc.ws()
+			if sc.take(']') {
 				break
 			}
-			return nil
+			if !sc.take(',') {
+				return nil
+			}
+			sc.ws()
 		}
-		i++ // '}'
-		out = append(out, r)
-		ws()
-		if i < len(b) && b[i] == ',' {
-			i++
-			continue
-		}
-		if i < len(b) && b[i] == ']' {
-			i++
-			break
-		}
-		return nil
 	}
-	ws()
-	if i != len(b) {
+	sc.ws()
+	if sc.i != len(b) {
 		return nil
 	}
 	return out
+}
+
+// resultScanner is scanResults' position in the response.
+type resultScanner struct {
+	b []byte
+	i int
+}
+
+func (sc *resultScanner) ws() {
+	for sc.i < len(sc.b) && (sc.b[sc.i] == ' ' || sc.b[sc.i] == '\t' || sc.b[sc.i] == '\n' || sc.b[sc.i] == '\r') {
+		sc.i++
+	}
+}
+
+// take consumes c if it comes next.
+func (sc *resultScanner) take(c byte) bool {
+	if sc.i < len(sc.b) && sc.b[sc.i] == c {
+		sc.i++
+		return true
+	}
+	return false
+}
+
+// object reads one result: {"key": number or string, ...}.
+func (sc *resultScanner) object() (r batchResult, ok bool) {
+	if !sc.take('{') {
+		return r, false
+	}
+	sc.ws()
+	if sc.take('}') {
+		return r, true
+	}
+	for {
+		if !sc.field(&r) {
+			return r, false
+		}
+		sc.ws()
+		if sc.take('}') {
+			return r, true
+		}
+		if !sc.take(',') {
+			return r, false
+		}
+		sc.ws()
+	}
+}
+
+// field reads one "key": value pair into r: the numeric fields by name,
+// any string skipped.
+func (sc *resultScanner) field(r *batchResult) bool {
+	key, ok := sc.str()
+	if !ok {
+		return false
+	}
+	sc.ws()
+	if !sc.take(':') {
+		return false
+	}
+	sc.ws()
+	if sc.i < len(sc.b) && sc.b[sc.i] == '"' {
+		// A string for a numeric field is encoding/json's error to
+		// report.
+		_, ok := sc.str()
+		return ok && !resultField(key)
+	}
+	at := sc.i
+	v, ok := sc.num()
+	if !ok {
+		return false
+	}
+	integer := bytes.IndexAny(sc.b[at:sc.i], ".eE") < 0
+	switch {
+	case string(key) == "statusCode" && integer && v == float64(int32(v)):
+		r.StatusCode = int(v)
+	case string(key) == "subStatusCode" && integer && v == float64(int32(v)):
+		r.SubStatusCode = int(v)
+	case string(key) == "requestCharge":
+		r.RequestCharge = v
+	case string(key) == "retryAfterMilliseconds":
+		r.RetryAfterMilliseconds = v
+	case resultField(key):
+		return false // encoding/json matches names without case
+	}
+	return true
+}
+
+// str reads a string without escapes or control characters; ok is false
+// otherwise.
+func (sc *resultScanner) str() (s []byte, ok bool) {
+	if !sc.take('"') {
+		return nil, false
+	}
+	j := sc.i
+	for j < len(sc.b) && sc.b[j] != '"' {
+		if sc.b[j] == '\\' || sc.b[j] < 0x20 {
+			return nil, false
+		}
+		j++
+	}
+	if j == len(sc.b) {
+		return nil, false
+	}
+	s, sc.i = sc.b[sc.i:j], j+1
+	return s, true
+}
+
+func (sc *resultScanner) digits() int {
+	j := sc.i
+	for sc.i < len(sc.b) && sc.b[sc.i] >= '0' && sc.b[sc.i] <= '9' {
+		sc.i++
+	}
+	return sc.i - j
+}
+
+// num reads a number as JSON writes one.
+func (sc *resultScanner) num() (float64, bool) {
+	j := sc.i
+	sc.take('-')
+	if !sc.take('0') && sc.digits() == 0 {
+		return 0, false
+	}
+	if sc.take('.') && sc.digits() == 0 {
+		return 0, false
+	}
+	if sc.take('e') || sc.take('E') {
+		if !sc.take('+') {
+			sc.take('-')
+		}
+		if sc.digits() == 0 {
+			return 0, false
+		}
+	}
+	v, err := strconv.ParseFloat(string(sc.b[j:sc.i]), 64)
+	return v, err == nil
 }
 
 // resultField reports whether a key names a numeric field of batchResult,

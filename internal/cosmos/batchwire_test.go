@@ -108,6 +108,8 @@ func TestScanResultsReadsWhatEncodingJSONReads(t *testing.T) {
 		{`[{}]`, true},
 		{`[{"statusCode":400,"requestCharge":1.24,"resourceBody":{"code":"BadRequest","message":"no id"}}]`, false},
 		{`[{"statusCode":null}]`, false},
+		{`[{"statusCode":"201"}]`, false},
+		{`[{"stAtusCode":""}]`, false},
 		{`[{"statusCode":201,}]`, false},
 		{`[{"statusCode":201}`, false},
 		{`[{"statusCode":201}] x`, false},
