@@ -1,6 +1,8 @@
 // Package testenv starts the real third-party servers the test suite runs
 // against — @vercel/cosmosdb-server and Azurite, installed from npm by
-// scripts/test — and builds the loader binary for end-to-end tests.
+// scripts/test — runs Node.js scripts with the official JavaScript SDK
+// (@azure/cosmos, from the same lock), and builds the loader binary for
+// end-to-end tests.
 //
 // Every server listens on a free 127.0.0.1 port, runs in its own process
 // group and is stopped by t.Cleanup. When the npm packages are missing the
