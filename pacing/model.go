@@ -153,3 +153,83 @@ func ModelUniform(records int64, meanRU, targetRU float64, partitions int) (Naiv
 	}
 	return m.Naive(), m.Paced()
 }
+
+// RangeBatchBytes is the request body at which the SDKs' bulk modes close
+// a range batch (their DefaultMaxBulkRequestBodySizeInBytes): not the
+// service's limit on a request (2 MB), their sizing target, which the
+// loader keeps too (docs/bulk-protocol.md).
+const RangeBatchBytes = 220201
+
+// BatchLimits bound one range batch request: its operations, its body and
+// its estimated charge.
+type BatchLimits struct {
+	Ops   int
+	Bytes int
+	RU    float64 // 0: no bound
+}
+
+// Full reports whether a request of ops operations, bytes of body and ru
+// estimated is full for one more of opBytes and opRU: it holds one
+// operation at least, and another would take it past a limit. An
+// operation bigger than the limits goes in a request of its own.
+func (l BatchLimits) Full(ops, bytes int, ru float64, opBytes int, opRU float64) bool {
+	return ops > 0 && (ops >= l.Ops || bytes+opBytes > l.Bytes || (l.RU > 0 && ru+opRU > l.RU))
+}
+
+// RangeBatchRU is the most one range batch is estimated to cost in a load
+// paced at targetRU RU/s over partitions: what a partition's bucket holds
+// (DefaultDepth of its share at LoadAim). A request is paid for whole,
+// so a bigger one would go out as a lump that a path's jitter can carry
+// into the service's next second on top of that second's own requests;
+// a bucket's worth keeps a partition's requests as even as its pacing.
+// Unthrottled targets leave it far above 100 operations' charge.
+func RangeBatchRU(targetRU float64, partitions int) float64 {
+	return targetRU * LoadAim / float64(max(partitions, 1)) * DefaultDepth.Seconds()
+}
+
+// RangeRequests cuts the records of a load sent in range batches into
+// requests, as the import's dispatchers send them when their queues are
+// full: each partition's records in input order, a request closed by
+// BatchLimits. A partition's requests are its records over the batch size,
+// rounded up: that is how dry-run and the naive-versus-paced model count
+// requests. It holds one open request per partition.
+type RangeRequests struct {
+	limits BatchLimits
+	open   []openRequest
+	send   func(part, records int, ru float64)
+}
+
+type openRequest struct {
+	ops, bytes int
+	ru         float64
+}
+
+// NewRangeRequests cuts the records of partitions (≤ 0 means 1) by limits
+// and hands each request, once closed, to send.
+func NewRangeRequests(partitions int, limits BatchLimits, send func(part, records int, ru float64)) *RangeRequests {
+	return &RangeRequests{limits: limits, open: make([]openRequest, max(partitions, 1)), send: send}
+}
+
+// Add adds a record of bytes in a request body and ru estimated to
+// partition part's open request, sending that one first if it is full.
+func (c *RangeRequests) Add(part, bytes int, ru float64) {
+	part = min(max(part, 0), len(c.open)-1)
+	o := &c.open[part]
+	if c.limits.Full(o.ops, o.bytes, o.ru, bytes, ru) {
+		c.send(part, o.ops, o.ru)
+		*o = openRequest{}
+	}
+	o.ops++
+	o.bytes += bytes
+	o.ru += ru
+}
+
+// Flush sends every open request.
+func (c *RangeRequests) Flush() {
+	for part := range c.open {
+		if o := c.open[part]; o.ops > 0 {
+			c.send(part, o.ops, o.ru)
+		}
+		c.open[part] = openRequest{}
+	}
+}

@@ -2,6 +2,7 @@ package pacing
 
 import (
 	"encoding/json"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -125,5 +126,78 @@ func TestModelJSON(t *testing.T) {
 	want := `{"naive":{"requests":30000,"throttled":20000,"passes":5,"seconds":5},"paced":{"requests":10000,"throttled":0,"seconds":5}}`
 	if string(b) != want {
 		t.Errorf("JSON = %s, want %s", b, want)
+	}
+}
+
+// Range batches are cut per partition, in input order, by operations,
+// bytes and estimated RU; a record bigger than the limits goes alone.
+func TestRangeRequestsCutsEachPartitionByItsLimits(t *testing.T) {
+	type req struct {
+		part, records int
+		ru            float64
+	}
+	cut := func(l BatchLimits, add func(c *RangeRequests)) []req {
+		var got []req
+		c := NewRangeRequests(2, l, func(part, records int, ru float64) { got = append(got, req{part, records, ru}) })
+		add(c)
+		c.Flush()
+		return got
+	}
+	// 250 records on partition 0, 30 on partition 1, interleaved.
+	got := cut(BatchLimits{Ops: 100, Bytes: RangeBatchBytes}, func(c *RangeRequests) {
+		for i := range 250 {
+			c.Add(0, 600, 10)
+			if i%8 == 0 && i < 240 {
+				c.Add(1, 600, 10)
+			}
+		}
+	})
+	if want := []req{{0, 100, 1000}, {0, 100, 1000}, {0, 50, 500}, {1, 30, 300}}; !slices.Equal(got, want) {
+		t.Errorf("by operations: %v, want %v", got, want)
+	}
+	// 3 KB documents: 73 fit in 220,201 bytes.
+	got = cut(BatchLimits{Ops: 100, Bytes: RangeBatchBytes}, func(c *RangeRequests) {
+		for range 100 {
+			c.Add(0, 3000, 10)
+		}
+	})
+	if want := []req{{0, 73, 730}, {0, 27, 270}}; !slices.Equal(got, want) {
+		t.Errorf("by bytes: %v, want %v", got, want)
+	}
+	// An RU bound of 125: 12 records of 10 RU; a 300 RU record alone.
+	got = cut(BatchLimits{Ops: 100, Bytes: RangeBatchBytes, RU: 125}, func(c *RangeRequests) {
+		for range 15 {
+			c.Add(0, 600, 10)
+		}
+		c.Add(0, 600, 300)
+		c.Add(0, 600, 10)
+	})
+	if want := []req{{0, 12, 120}, {0, 3, 30}, {0, 1, 300}, {0, 1, 10}}; !slices.Equal(got, want) {
+		t.Errorf("by RU: %v, want %v", got, want)
+	}
+}
+
+// The naive-versus-paced model fed range batches counts requests as the
+// loader sends them: a partition's records over the batch size, rounded
+// up, for the paced load, and the same in each naive pass over what is
+// left.
+func TestModelCountsRangeBatchRequests(t *testing.T) {
+	m := NewModel(20000, 1)
+	c := NewRangeRequests(1, BatchLimits{Ops: 100, Bytes: RangeBatchBytes}, func(part, _ int, ru float64) { m.Add(part, ru) })
+	for range 10000 {
+		c.Add(0, 600, 10)
+	}
+	c.Flush()
+	if got, want := m.Paced(), (PacedResult{Requests: 100, Seconds: 5}); got != want {
+		t.Errorf("paced %+v, want %+v", got, want)
+	}
+	if got, want := m.Naive(), (NaiveResult{Requests: 100 + 80 + 60 + 40 + 20, Throttled: 200, Passes: 5, Seconds: 5}); got != want {
+		t.Errorf("naive %+v, want %+v", got, want)
+	}
+}
+
+func TestRangeBatchRUIsABucketOfTheShare(t *testing.T) {
+	if got := RangeBatchRU(5000, 4); math.Abs(got-5000*LoadAim/4/10) > 1e-9 {
+		t.Errorf("RangeBatchRU(5000, 4) = %v", got)
 	}
 }

@@ -64,12 +64,16 @@ type PacerConfig struct {
 // LoadAim is the Aim a load paces at: 99.5 % of its target (see Aim).
 const LoadAim = 0.995
 
+// DefaultDepth is how much of a second's rate a bucket holds unless
+// PacerConfig.Depth says otherwise.
+const DefaultDepth = 100 * time.Millisecond
+
 func (c *PacerConfig) defaults() {
 	if c.Clock == nil {
 		c.Clock = clock.System{}
 	}
 	if c.Depth <= 0 {
-		c.Depth = 100 * time.Millisecond
+		c.Depth = DefaultDepth
 	}
 	c.AIMD.defaults()
 	if c.Aim <= 0 || c.Aim > 1 {
