@@ -367,9 +367,12 @@ func TestRunFallsBackToPointWritesWhenBatchesFail500(t *testing.T) {
 }
 
 func TestParseBatch(t *testing.T) {
-	for in, want := range map[string]int{"": 100, "auto": 100, "off": 0, "1": 1, "50": 50, "100": 100} {
+	for in, want := range map[string]BatchMode{
+		"": {BatchRange, 100}, "auto": {BatchRange, 100}, "key": {BatchKey, 100}, "off": {}, "1": {},
+		"50": {BatchRange, 50}, "100": {BatchRange, 100},
+	} {
 		if got, err := ParseBatch(in); err != nil || got != want {
-			t.Errorf("ParseBatch(%q) = %d, %v; want %d", in, got, err, want)
+			t.Errorf("ParseBatch(%q) = %+v, %v; want %+v", in, got, err, want)
 		}
 	}
 	for _, in := range []string{"101", "-1", "x"} {
@@ -406,7 +409,7 @@ func TestBatchGrouperReuseGroupsLikeFresh(t *testing.T) {
 func TestRequestPlannerCountsBatchesAsTheImportSendsThem(t *testing.T) {
 	var requests, records int
 	var ru float64
-	p := newRequestPlanner(2, 100, 512, func(part, n int, r float64) { requests++; records += n; ru += r })
+	p := newRequestPlanner(2, BatchMode{BatchKey, 100}, 40000, 512, func(part, n int, r float64) { requests++; records += n; ru += r })
 	for i := range 250 {
 		p.add(0, keyOf([]any{"hot"}), 300, 5)
 		if i%50 == 0 {
@@ -420,7 +423,7 @@ func TestRequestPlannerCountsBatchesAsTheImportSendsThem(t *testing.T) {
 		t.Errorf("%d requests for %d records, %.0f RU; want 8 for 255, 1275 RU", requests, records, ru)
 	}
 	off := 0
-	p = newRequestPlanner(1, 0, 256, func(int, int, float64) { off++ })
+	p = newRequestPlanner(1, BatchMode{}, 40000, 256, func(int, int, float64) { off++ })
 	for range 250 {
 		p.add(0, keyOf([]any{"hot"}), 300, 5)
 	}
@@ -444,7 +447,12 @@ func TestRunSendsPointWritesUntilTheProbeAnswers(t *testing.T) {
 				return respond(id, attempt)
 			}
 			// The answer comes after the first 50 point writes.
-			probe := func() (decided, ok2 bool) { return points.Load() >= 50, ok }
+			probe := func() (BatchKind, bool) {
+				if !ok {
+					return BatchOff, points.Load() >= 50
+				}
+				return BatchKey, points.Load() >= 50
+			}
 			res, dl := runFake(t, keyedDocs(600, 3), s.fakeSink, func(o *Options) { o.Sink = s; o.Batch = 40; o.BatchProbe = probe })
 			checkExact(t, res, s, 600, nil, dl, 600, 0)
 			if p := points.Load(); p < 50 {

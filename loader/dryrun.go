@@ -45,9 +45,9 @@ type DryRunJob struct {
 	Mode     Mode
 	Now      func() time.Time
 
-	// Batch is the import's --batch as a cap on operations (ParseBatch);
-	// requests are counted as the import would send them.
-	Batch int
+	// Batch is the import's --batch (ParseBatch); requests are counted
+	// as the import would send them.
+	Batch BatchMode
 
 	// Connect, when set, opens Target and takes the container's partition
 	// key, indexing policy and partitions from it instead of Mapper's and
@@ -236,7 +236,7 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 		planQueue = DefaultReadAhead(parts)
 	}
 	var written int64
-	planner := newRequestPlanner(parts, j.Batch, planQueue, func(part, records int, ru float64) {
+	planner := newRequestPlanner(parts, j.Batch, j.TargetRU, planQueue, func(part, records int, ru float64) {
 		p.Requests++
 		written += int64(records)
 		model.Add(part, ru)

@@ -123,17 +123,24 @@ func TestDryRunNotesReplaceCostInUpsertMode(t *testing.T) {
 // the read-ahead, so batching holds no more records than --read-ahead says,
 // and dry-run's order simulation reads exactly as far.
 func TestBatchSplitHoldsTheReadAhead(t *testing.T) {
-	for _, tc := range []struct{ readAhead, maxOps, queue, window int }{
-		{4096, 100, 3072, 1024},
-		{1024, 100, 512, 512},
-		{256, 100, 128, 128},
-		{150, 100, 50, 100}, // a full batch at least
-		{64, 100, 1, 100},
-		{1024, 0, 1024, 0}, // --batch off
+	for _, tc := range []struct {
+		readAhead int
+		b         BatchMode
+		queue     int
+		window    int
+	}{
+		{4096, BatchMode{BatchKey, 100}, 3072, 1024},
+		{1024, BatchMode{BatchKey, 100}, 512, 512},
+		{256, BatchMode{BatchKey, 100}, 128, 128},
+		{150, BatchMode{BatchKey, 100}, 50, 100}, // a full batch at least
+		{64, BatchMode{BatchKey, 100}, 1, 100},
+		{1024, BatchMode{}, 1024, 0},                  // --batch off
+		{4096, BatchMode{BatchRange, 100}, 3996, 100}, // a range batch is its window
+		{64, BatchMode{BatchRange, 100}, 1, 100},
 	} {
-		q, w := batchSplit(tc.readAhead, tc.maxOps)
+		q, w := batchSplit(tc.readAhead, tc.b)
 		if q != tc.queue || w != tc.window {
-			t.Errorf("batchSplit(%d, %d) = %d, %d; want %d, %d", tc.readAhead, tc.maxOps, q, w, tc.queue, tc.window)
+			t.Errorf("batchSplit(%d, %+v) = %d, %d; want %d, %d", tc.readAhead, tc.b, q, w, tc.queue, tc.window)
 		}
 	}
 }
@@ -595,7 +602,7 @@ func TestDryRunFactsGiveTheRecordsPlan(t *testing.T) {
 		{fixtures + "types.parquet", []string{"/pk"}, true},
 	}
 	for _, c := range cases {
-		for _, batch := range []int{0, 100} {
+		for _, batch := range []BatchMode{{}, {BatchKey, 100}, {BatchRange, 100}} {
 			for _, parts := range []int{1, 4} {
 				plan := func(facts bool) *Plan {
 					dryRunFacts = facts
@@ -615,7 +622,7 @@ func TestDryRunFactsGiveTheRecordsPlan(t *testing.T) {
 				if !reflect.DeepEqual(got, want) {
 					g, _ := json.Marshal(got)
 					w, _ := json.Marshal(want)
-					t.Errorf("%s %v keep=%v batch=%d partitions=%d:\nby columns %s\nby records %s", filepath.Base(c.path), c.pk, c.keep, batch, parts, g, w)
+					t.Errorf("%s %v keep=%v batch=%+v partitions=%d:\nby columns %s\nby records %s", filepath.Base(c.path), c.pk, c.keep, batch, parts, g, w)
 				}
 			}
 		}

@@ -74,8 +74,9 @@ type Report struct {
 	// RecordsPerRequest is the records written or found existing per
 	// request sent (retries and 429s included): above 1 with batches.
 	RecordsPerRequest float64 `json:"records_per_request"`
-	// Batch is --batch as the run used it: auto, off, N, or "off (…)"
-	// when the server refused batches and the run fell back to point writes.
+	// Batch is --batch as the run used it: auto, key, off, N, or "off (…)"
+	// when the server refused batches and the run fell back to point
+	// writes, "key (…)" when it refused range batches only.
 	Batch string `json:"batch"`
 
 	// Resumed marks a run that continued an earlier one's checkpoint.
@@ -195,8 +196,11 @@ func buildReport(j *Job, res *Result, target float64, partitions int, base check
 	if r.Batch == "" {
 		r.Batch = "auto"
 	}
-	if res.BatchesRefused {
-		r.Batch = "off (the server refused transactional batches)"
+	switch {
+	case res.BatchesRefused:
+		r.Batch = "off (the server refused batches)"
+	case res.RangeBatchesRefused:
+		r.Batch = "key (the server refused range batches)"
 	}
 	r.Resumed = j.Resume != nil
 	r.ThisRun = RunFigures{

@@ -117,6 +117,7 @@ func (p *plan) load(ctx context.Context, tgt *Target, mapper *record.Mapper, tar
 	w.routing = pacer
 	rp := &runPacing{pacer: pacer, limiter: limiter, watcher: w, wait: pacer}
 	src.pace(rp)
+	p.boundRangeBatches(rp)
 	if rp.watch && tgt.Live != nil {
 		wctx, stopWatch := context.WithCancel(ctx)
 		watched := make(chan struct{})
@@ -128,7 +129,7 @@ func (p *plan) load(ctx context.Context, tgt *Target, mapper *record.Mapper, tar
 	}
 	common := Options{
 		Stdin: p.Stdin, Mapper: mapper, Sink: tgt.Sink(p.Mode), Mode: p.Mode, Strategy: p.Strategy,
-		Batch: p.batch, BatchProbe: p.batchProbeState(), Logf: p.warnf, Pacer: rp.wait, OnGone: w.askRanges, Cost: cost, Limiter: limiter,
+		Batch: p.batch.MaxOps, Ranges: p.ranges, BatchProbe: p.batchProbeState(), Logf: p.warnf, Pacer: rp.wait, OnGone: w.askRanges, Cost: cost, Limiter: limiter,
 		Partitions: partitions, QueuePerPartition: p.ReadAhead, MaxErrors: p.MaxErrors,
 		CheckpointEvery: p.CheckpointEvery, CheckpointInterval: p.CheckpointInterval,
 		DrainTimeout: p.DrainTimeout, Charges: NewHistogram(), Clock: p.Clock, BatchRU: rp.batchRU,
@@ -245,9 +246,7 @@ func (p *plan) load(ctx context.Context, tgt *Target, mapper *record.Mapper, tar
 	}
 	total.Snapshot.Complete = total.Cause == Finished
 	total.Snapshot.Elapsed = p.Clock.Now().Sub(began)
-	if p.probe != nil && p.probe.refused() {
-		total.BatchesRefused = true
-	}
+	p.noteProbe(total)
 	st, base := store.totals(ran)
 	changes, parts := w.history()
 	rep := buildReport(&p.Job, total, meanTarget(changes, total.Snapshot.Elapsed.Seconds()), partitions, base, st)
