@@ -108,7 +108,8 @@ func (p *plan) load(ctx context.Context, tgt *Target, mapper *record.Mapper, tar
 	src workSource, store progressStore) (*Report, error) {
 	partitions := len(tgt.Bounds) - 1
 	limiter := pacing.NewConcurrency(limiterConfig(target, p.Clock, p.logf))
-	pacer, err := pacing.NewPacer(pacing.PacerConfig{TargetRU: target, Bounds: tgt.Bounds, Clock: p.Clock, PathLatency: limiter.PathLatency, Aim: pacing.LoadAim})
+	pacer, err := pacing.NewPacer(pacing.PacerConfig{TargetRU: target, Bounds: tgt.Bounds, Clock: p.Clock, PathLatency: limiter.PathLatency, Aim: pacing.LoadAim,
+		Whole: p.ranges != nil})
 	if err != nil {
 		return nil, err
 	}

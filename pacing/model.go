@@ -177,15 +177,21 @@ func (l BatchLimits) Full(ops, bytes int, ru float64, opBytes int, opRU float64)
 }
 
 // RangeBatchRU is the most one range batch is estimated to cost in a load
-// paced at targetRU RU/s over partitions: what a partition's bucket holds
-// (DefaultDepth of its share at LoadAim). A request is paid for whole,
-// so a bigger one would go out as a lump that a path's jitter can carry
-// into the service's next second on top of that second's own requests;
-// a bucket's worth keeps a partition's requests as even as its pacing.
+// paced at targetRU RU/s over partitions: rangeBatchShare of a partition's
+// share at LoadAim. The service runs a batch's operations one at a time
+// against the second's budget, so the pacer fits each batch whole in a
+// second (PacerConfig.Whole) and what is left of a second when the next
+// batch does not fit goes unspent: half a batch a second, on average. A
+// small batch also keeps a partition's requests as even as its pacing,
+// so that a path's jitter carries less into the service's next second.
 // Unthrottled targets leave it far above 100 operations' charge.
 func RangeBatchRU(targetRU float64, partitions int) float64 {
-	return targetRU * LoadAim / float64(max(partitions, 1)) * DefaultDepth.Seconds()
+	return targetRU * LoadAim / float64(max(partitions, 1)) * rangeBatchShare
 }
+
+// rangeBatchShare is the fraction of a partition's share per second one
+// range batch may be estimated at.
+const rangeBatchShare = 0.02
 
 // RangeRequests cuts the records of a load sent in range batches into
 // requests, as the import's dispatchers send them when their queues are

@@ -196,8 +196,8 @@ func TestModelCountsRangeBatchRequests(t *testing.T) {
 	}
 }
 
-func TestRangeBatchRUIsABucketOfTheShare(t *testing.T) {
-	if got := RangeBatchRU(5000, 4); math.Abs(got-5000*LoadAim/4/10) > 1e-9 {
+func TestRangeBatchRUIsAFiftiethOfTheShare(t *testing.T) {
+	if got := RangeBatchRU(5000, 4); math.Abs(got-5000*LoadAim/4/50) > 1e-9 {
 		t.Errorf("RangeBatchRU(5000, 4) = %v", got)
 	}
 }
