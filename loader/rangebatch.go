@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -114,19 +115,31 @@ func (t *rangeRoutes) route(it *item) (id string, s *batchSizer, gen uint64) {
 }
 
 // split cuts g into the records of each range, in order of first record,
-// each keeping g's order.
+// each keeping g's order. Usually they are all of one range: g itself.
 func (t *rangeRoutes) split(g []*item) (groups [][]*item, ids []string, gen uint64) {
-	at := map[string]int{}
-	for _, it := range g {
+	var at map[string]int
+	for i, it := range g {
 		id, _, gn := t.route(it)
 		gen = gn
-		i, ok := at[id]
+		if at == nil {
+			if i == 0 || id == ids[0] {
+				ids = append(ids[:0], id)
+				continue
+			}
+			// A second range: the records so far are the first's.
+			at = map[string]int{ids[0]: 0}
+			groups = [][]*item{slices.Clip(g[:i])}
+		}
+		k, ok := at[id]
 		if !ok {
-			i = len(groups)
-			at[id] = i
+			k = len(groups)
+			at[id] = k
 			groups, ids = append(groups, nil), append(ids, id)
 		}
-		groups[i] = append(groups[i], it)
+		groups[k] = append(groups[k], it)
+	}
+	if at == nil {
+		return [][]*item{g}, ids, gen
 	}
 	return groups, ids, gen
 }

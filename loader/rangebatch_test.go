@@ -400,3 +400,34 @@ func TestRangeBatchesOfTheNaiveStrategyFindTheirRanges(t *testing.T) {
 		t.Errorf("%d operations sent to the wrong range; %d requests", s.misrouted, res.Live.Requests)
 	}
 }
+
+// A batch cut before the ranges were read again goes as one batch per
+// range that holds its records now, each in the batch's order; records
+// of one range stay the batch itself.
+func TestRangeRoutesSplitByTheRangesNow(t *testing.T) {
+	s := newFakeRangeSink(false, nil)
+	s.layout(epk.SplitEven(2), []string{"lo", "hi"})
+	routes := newRangeRoutes(s, 100)
+	if err := routes.read(t.Context(), 0); err != nil {
+		t.Fatal(err)
+	}
+	var g []*item
+	for i := range 40 {
+		g = append(g, &item{seq: uint64(i), doc: Document{ID: fmt.Sprint(i), PK: []any{fmt.Sprint("k", i)}}})
+	}
+	groups, ids, _ := routes.split(g)
+	if len(groups) != 2 || len(groups[0])+len(groups[1]) != 40 {
+		t.Fatalf("%d groups %v", len(groups), ids)
+	}
+	for k, grp := range groups {
+		for i, it := range grp {
+			if id, _, _ := routes.route(it); id != ids[k] || (i > 0 && it.seq < grp[i-1].seq) {
+				t.Errorf("record %s in the group of %s, in range %s", it.doc.ID, ids[k], id)
+			}
+		}
+	}
+	one := groups[1]
+	if again, _, _ := routes.split(one); len(again) != 1 || &again[0][0] != &one[0] {
+		t.Errorf("records of one range split into %d", len(again))
+	}
+}
