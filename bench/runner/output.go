@@ -35,6 +35,7 @@ type results struct {
 	N            *scenarioN          `json:"n_live_throughput,omitempty"`
 	S            *scenarioS          `json:"s_splits,omitempty"`
 	P            *scenarioP          `json:"p_fleet,omitempty"`
+	R            *scenarioR          `json:"r_range_batches,omitempty"`
 }
 
 // check is one pass criterion of issue 4 (or this benchmark's own, where
@@ -134,6 +135,9 @@ func (res *results) markdown() string {
 					arm.a.Auto.MeanCPUMicros, arm.a.Off.MeanCPUMicros, arm.a.CPURatio, n0(arm.a.Auto.MeanRate), n0(arm.a.Off.MeanRate), arm.a.RateRatio, arm.a.Auto.RecordsPerRequest)})
 		}
 	}
+	if rs := res.R; rs != nil {
+		rows = append(rows, rs.rows()...)
+	}
 	rows = append(rows, res.pathRows()...)
 	rows = append(rows, res.fleetRows()...)
 	if len(rows) > 0 {
@@ -160,7 +164,7 @@ var scenarioName = map[string]string{
 	"A": "A side by side", "B": "B noisy neighbour", "C": "C skew, 4 partitions",
 	"D": "D dry-run accuracy", "E": "E read path", "F": "F memory", "G": "G checkpoints", "H": "H batches", "K": "K key-sorted export",
 	"L": "L long path", "M": "M busy machine",
-	"N": "N throughput change", "S": "S splits", "P": "P fleet",
+	"N": "N throughput change", "S": "S splits", "P": "P fleet", "R": "R range batches",
 }
 
 // chartSVG is RU/s per second of the paced and naive runs of scenario A,
