@@ -130,7 +130,7 @@ func (res *results) markdown() string {
 			name string
 			a    batchArm
 		}{{fmt.Sprintf("%d per key, key-sorted", h.PerKey), h.Keyed}, {"unique keys", h.Unique}} {
-			rows = append(rows, [2]string{fmt.Sprintf("--batch auto vs off, %s records unthrottled, %s", n0(float64(h.Records)), arm.name),
+			rows = append(rows, [2]string{fmt.Sprintf("--batch key vs off, %s records unthrottled, %s", n0(float64(h.Records)), arm.name),
 				fmt.Sprintf("CPU %.1f vs %.1f µs per record (×%.2f) · %s vs %s records/s (×%.2f) · %.1f records per request (2 runs each, alternating)",
 					arm.a.Auto.MeanCPUMicros, arm.a.Off.MeanCPUMicros, arm.a.CPURatio, n0(arm.a.Auto.MeanRate), n0(arm.a.Off.MeanRate), arm.a.RateRatio, arm.a.Auto.RecordsPerRequest)})
 		}
