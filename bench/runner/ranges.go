@@ -30,10 +30,12 @@ type scenarioR struct {
 	LoaderCPUMicros   float64 `json:"loader_cpu_us_per_record"`
 	JSCPUMicros       float64 `json:"javascript_sdk_cpu_us_per_record"`
 	RequestsPerRecord float64 `json:"loader_requests_per_record"`
-	// Paced, Path and Hot are the throttled runs.
-	Paced *rangePaced `json:"paced"`
-	Path  *rangePaced `json:"paced_200ms_path"`
-	Hot   *rangePaced `json:"paced_hot_key"`
+	// Paced, Path and Hot are the throttled runs; PathOff is Path's load
+	// with point writes (--batch off), for comparison on the same bed.
+	Paced   *rangePaced `json:"paced"`
+	Path    *rangePaced `json:"paced_200ms_path"`
+	PathOff *rangePaced `json:"paced_200ms_path_point_writes"`
+	Hot     *rangePaced `json:"paced_hot_key"`
 }
 
 // rangeRun is one unthrottled load.
@@ -82,21 +84,26 @@ func (r *runner) scenarioR(ctx context.Context, _ *target) error {
 	if err != nil {
 		return err
 	}
+	path := []string{"--latency", "100ms", "--latency-jitter", "200ms"}
 	for _, v := range []struct {
-		name  string
-		data  dataFile
-		into  **rangePaced
-		extra []string
+		name, batch string
+		data        dataFile
+		into        **rangePaced
+		extra       []string
 	}{
-		{"r-paced", paced, &rs.Paced, nil},
-		{"r-path", paced, &rs.Path, []string{"--latency", "100ms", "--latency-jitter", "200ms"}},
-		{"r-hot", hot, &rs.Hot, nil},
+		{"r-paced", "auto", paced, &rs.Paced, nil},
+		{"r-path", "auto", paced, &rs.Path, path},
+		{"r-path-off", "off", paced, &rs.PathOff, path},
+		{"r-hot", "auto", hot, &rs.Hot, nil},
 	} {
-		rp, err := r.rangesPaced(ctx, v.name, v.data, v.extra)
+		rp, err := r.rangesPaced(ctx, v.name, v.batch, v.data, v.extra)
 		if err != nil {
 			return err
 		}
 		*v.into = rp
+		if v.batch != "auto" {
+			continue // for comparison only
+		}
 		label := map[string]string{"r-paced": "paced", "r-path": "paced over 200 ± 100 ms", "r-hot": "paced, one key half the records"}[v.name]
 		m := rp.Run
 		r.check("R", label+": every record landed", strconv.FormatInt(m.Lost, 10), m.Lost == 0 && m.ExitCode == 0)
@@ -185,16 +192,16 @@ func (r *runner) rangesUnthrottled(ctx context.Context, rs *scenarioR, data data
 	return nil
 }
 
-// rangesPaced imports data paced at the plan's RU/s into a new target of
-// 4 partitions started with extra flags.
-func (r *runner) rangesPaced(ctx context.Context, name string, data dataFile, extra []string) (*rangePaced, error) {
+// rangesPaced imports data with --batch batch, paced at the plan's RU/s,
+// into a new target of 4 partitions started with extra flags.
+func (r *runner) rangesPaced(ctx context.Context, name, batch string, data dataFile, extra []string) (*rangePaced, error) {
 	t, err := startTarget(r.loaderBin, r.work, append([]string{"--partitions", "4"}, extra...)...)
 	if err != nil {
 		return nil, err
 	}
 	defer t.stop()
 	ru := r.plan.RU
-	p, err := run(ctx, r.limit(name, float64(data.Records)*10.15/ru), r.loaderBin, r.importArgs(t, name, ru, data.Path, "--batch", "auto")...)
+	p, err := run(ctx, r.limit(name, float64(data.Records)*10.15/ru), r.loaderBin, r.importArgs(t, name, ru, data.Path, "--batch", batch)...)
 	if err != nil {
 		return nil, err
 	}
@@ -240,12 +247,14 @@ func (rs *scenarioR) rows() [][2]string {
 	for _, v := range []struct {
 		label string
 		p     *rangePaced
-	}{{"paced", rs.Paced}, {"paced, 200 ± 100 ms path", rs.Path}, {"paced, one key half the records", rs.Hot}} {
+	}{{"range batches, paced", rs.Paced}, {"range batches, paced, 200 ± 100 ms path", rs.Path},
+		{"point writes (`--batch off`), paced, 200 ± 100 ms path, for comparison", rs.PathOff},
+		{"range batches, paced, one key half the records", rs.Hot}} {
 		if v.p == nil || v.p.Run == nil {
 			continue
 		}
 		m := v.p.Run
-		out = append(out, [2]string{"range batches, " + v.label,
+		out = append(out, [2]string{v.label,
 			fmt.Sprintf("%.1f s against a bound of %.1f s (%s); %d requests (%.3f per record), %.2f %% throttled (%.3f %% of operations); %d lost",
 				m.WallSeconds, v.p.BoundSeconds, pct(v.p.OfBound), m.Requests, v.p.RequestsPerRecord, m.ThrottledPct, 100*v.p.ThrottledOps, m.Lost)})
 	}
