@@ -433,6 +433,30 @@ func TestRequestPlannerCountsBatchesAsTheImportSendsThem(t *testing.T) {
 	}
 }
 
+// With range batches, dry-run counts each partition's records cut as the
+// import cuts them, whatever their keys: 250 records of unique keys on one
+// partition are 3 requests, 30 on another 1; paced at a low target, a
+// batch holds what 2 % of a partition's share pays for.
+func TestRequestPlannerCountsRangeBatchesPerPartition(t *testing.T) {
+	for _, tc := range []struct {
+		target   float64
+		requests int
+	}{{1e6, 3 + 1}, {1000, 63 + 8}} {
+		var requests, records int
+		p := newRequestPlanner(2, BatchMode{BatchRange, 100}, tc.target, 512, func(part, n int, r float64) { requests++; records += n })
+		for i := range 250 {
+			p.add(0, keyOf([]any{fmt.Sprint("a", i)}), 300, 2.4)
+			if i < 30 {
+				p.add(1, keyOf([]any{fmt.Sprint("b", i)}), 300, 2.4)
+			}
+		}
+		p.flush()
+		if requests != tc.requests || records != 280 {
+			t.Errorf("target %.0f: %d requests for %d records, want %d for 280", tc.target, requests, records, tc.requests)
+		}
+	}
+}
+
 // The batch probe costs a round trip (0.3–0.6 s over a long path): the
 // load starts with point writes while it is on its way, sends batches once
 // it says the server takes them, and none if it says not.
