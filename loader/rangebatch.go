@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/cosmosloader/loader/internal/epk"
@@ -144,42 +143,52 @@ func (t *rangeRoutes) split(g []*item) (groups [][]*item, ids []string, gen uint
 	return groups, ids, gen
 }
 
-// startBatchOps is how many operations a range's first batches carry.
-const startBatchOps = 8
+// startBatchOps is how many operations a range's first batches carry;
+// growAfter is how many answers in a row without a 429 double them.
+const (
+	startBatchOps = 8
+	growAfter     = 8
+)
 
 // batchSizer is how many operations one partition key range's batches
 // carry. As the Java SDK sizes its bulk batches per range
-// (PartitionScopeThresholds), it starts small and grows while the range
-// takes its batches without a 429 — doubling after each clean answer, up
-// to the cap — and halves after an answer with 429s, so a throttled
-// partition is sent fewer operations at a time. Pacing decides when a
-// batch goes; the sizer only how much one carries.
+// (PartitionScopeThresholds, which weighs the operations retried over a
+// stretch of them), it starts small and grows while the range takes its
+// batches without a 429: it doubles, up to the cap, after growAfter
+// answers in a row without one. An answer with 429s halves the batch that
+// met them, so a throttled partition is sent fewer operations at a time.
+// Pacing decides when a batch goes; the sizer only how much one carries.
 type batchSizer struct {
-	ops atomic.Int64
-	max int64
+	mu    sync.Mutex
+	ops   int
+	clean int // answers without a 429 since the last change
+	max   int
 }
 
 func newBatchSizer(maxOps int) *batchSizer {
-	s := &batchSizer{max: int64(max(maxOps, 1))}
-	s.ops.Store(min(startBatchOps, s.max))
+	s := &batchSizer{max: max(maxOps, 1)}
+	s.ops = min(startBatchOps, s.max)
 	return s
 }
 
 // size is how many operations the range's next batch may carry.
-func (s *batchSizer) size() int { return int(s.ops.Load()) }
+func (s *batchSizer) size() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ops
+}
 
-// answered learns a batch's answer: throttled when any operation (or the
-// request) met 429.
-func (s *batchSizer) answered(throttled bool) {
-	for {
-		cur := s.ops.Load()
-		next := min(2*cur, s.max)
-		if throttled {
-			next = max(cur/2, 1)
-		}
-		if next == cur || s.ops.CompareAndSwap(cur, next) {
-			return
-		}
+// answered learns the answer to a batch of ops operations: throttled
+// when any of them (or the request) met 429.
+func (s *batchSizer) answered(ops int, throttled bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if throttled {
+		s.ops, s.clean = max(min(s.ops, ops)/2, 1), 0
+		return
+	}
+	if s.clean++; s.clean >= growAfter {
+		s.ops, s.clean = min(2*s.ops, s.max), 0
 	}
 }
 
@@ -422,7 +431,7 @@ func (r *run) rangeOps(a rangeAnswer, b []*item, out BatchOutcome) (rest []*item
 		r.giveUp(b[stopAt:stopAt+1], stop, out.Ops[stopAt])
 		return nil, false
 	}
-	a.sizer.answered(throttled)
+	a.sizer.answered(len(b), throttled)
 	if throttled {
 		r.throttled.Add(1)
 	} else if written {
@@ -468,7 +477,7 @@ func (r *run) rangeWhole(a rangeAnswer, b []*item, out BatchOutcome) (rest []*it
 	throttled := class == Throttled
 	if throttled {
 		r.throttled.Add(1)
-		a.sizer.answered(true)
+		a.sizer.answered(len(b), true)
 		wait = 0 // admission's to wait
 	}
 	return b, r.awaitResend(a, throttled, retryAfter, moved, wait)

@@ -327,17 +327,29 @@ func TestRangeBatchesFallBackToPointWritesOn500(t *testing.T) {
 	}
 }
 
-// A range's batches start small, double after each answer without a 429
-// up to the cap, and halve after one with 429s, never below one.
+// A range's batches start small, double after growAfter answers in a row
+// without a 429, up to the cap, and an answer with 429s halves the batch
+// that met them (not a size above what was sent), never below one.
 func TestBatchSizerGrowsWhileCleanAndHalvesOnThrottling(t *testing.T) {
 	s := newBatchSizer(100)
 	var got []int
-	for _, throttled := range []bool{false, false, false, false, false, false, true, true, false, true, true, true, true, true, true, true} {
+	answer := func(n, ops int, throttled bool) {
+		for range n {
+			s.answered(ops, throttled)
+		}
 		got = append(got, s.size())
-		s.answered(throttled)
 	}
 	got = append(got, s.size())
-	want := []int{8, 16, 32, 64, 100, 100, 100, 50, 25, 50, 25, 12, 6, 3, 1, 1, 1}
+	answer(growAfter-1, 8, false)  // not yet
+	answer(1, 8, false)            // 16
+	answer(growAfter, 16, false)   // 32
+	answer(3*growAfter, 32, false) // 64, 100, 100
+	answer(1, 100, true)           // 50
+	answer(1, 3, true)             // a batch of 3 met 429s: 1
+	answer(1, 1, true)             // never below one
+	answer(growAfter-1, 1, false)  // a 429 restarts the count
+	answer(1, 1, false)            // 2
+	want := []int{8, 8, 16, 32, 100, 50, 1, 1, 1, 2}
 	if !slices.Equal(got, want) {
 		t.Errorf("sizes %v, want %v", got, want)
 	}
