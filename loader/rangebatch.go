@@ -257,9 +257,10 @@ func (r *run) fillRange(window []*item, q <-chan *item) (_ []*item, carry *item,
 // sendRanges sends a window taken for a range batch. Records a split
 // moved to another partition go to its dispatcher (away); the others go
 // by the range that holds each now — one range, unless the ranges were
-// read again since the window was taken — as range batches, a lone record
-// as a point write. A batch is paid for at once, the sum of its records'
-// estimates, on the lane's partition.
+// read again since the window was taken — as range batches, of one record
+// if need be, so that the range's sizer hears every answer. A batch is
+// paid for at once, the sum of its records' estimates, on the lane's
+// partition.
 func (r *run) sendRanges(lane int, window []*item, admit func(part int, ru float64) bool, start func(func()), away *rehomer) {
 	kept := make([]*item, 0, len(window)) // the writer's own: window is reused
 	for _, it := range window {
@@ -277,13 +278,6 @@ func (r *run) sendRanges(lane int, window []*item, admit func(part int, ru float
 	for _, g := range groups {
 		if r.stopped() {
 			return
-		}
-		if len(g) == 1 {
-			it := g[0]
-			if admit(lane, it.est) {
-				start(func() { r.write(it) })
-			}
-			continue
 		}
 		if admit(lane, estimateOf(g)) {
 			start(func() { r.writeRange(lane, g) })
