@@ -158,8 +158,6 @@ const crashRecords = 12000
 var crashFlags = []string{"--checkpoint-interval", "20ms", "--checkpoint-every", "500", "--quiet"}
 
 func TestCrashResumeAgainstStandaloneTarget(t *testing.T) {
-	// Exactness, not speed, is checked: these kill-and-resume loops run
-	// side by side with each other after the timing-sensitive tests.
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("crash test: not in -short")
@@ -181,8 +179,6 @@ func TestCrashResumeAgainstStandaloneTarget(t *testing.T) {
 }
 
 func TestCrashResumeWithEmbeddedTarget(t *testing.T) {
-	// Exactness, not speed, is checked: these kill-and-resume loops run
-	// side by side with each other after the timing-sensitive tests.
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("crash test: not in -short")
@@ -227,13 +223,11 @@ func startStandalone(t *testing.T, args ...string) (endpoint string) {
 
 func waitHTTP(t *testing.T, url string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get(url); err == nil {
+	waitFor(t, url+" to answer", func() bool {
+		resp, err := http.Get(url)
+		if err == nil {
 			resp.Body.Close()
-			return
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("%s did not answer", url)
+		return err == nil
+	})
 }

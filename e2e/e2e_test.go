@@ -28,6 +28,26 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(testenv.RunMain(m)) }
 
+// patience bounds every wait for something a test expects to happen — a
+// loader's exit, a checkpoint, a line on stderr, documents landing. It
+// guards against a hang and is no measure of speed: no test asserts how
+// soon anything happens (bench/run measures that), so a busy machine makes
+// the suite slower, never red.
+const patience = 5 * time.Minute
+
+// waitFor polls cond until it holds, and fails the test if it has not
+// after patience.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(patience)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %v for %s", patience, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // target is a Cosmos DB endpoint a test loads into.
 type target struct {
 	name     string
@@ -61,7 +81,7 @@ type result struct {
 
 func runLoader(t *testing.T, stdin []byte, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, testenv.LoaderBinary(t), args...)
 	var out, errb bytes.Buffer
