@@ -145,7 +145,7 @@ func (s *AzuriteServer) start() error {
 		return err
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
-	err = proc.waitReady(30*time.Second, func() error {
+	err = proc.waitReady(readyTimeout, func() error {
 		// Azurite prints this once its HTTP server is listening; a bare
 		// connect could reach a previous owner of the port instead.
 		if !strings.Contains(proc.out.String(), "successfully listens on") {
