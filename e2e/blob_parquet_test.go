@@ -202,15 +202,15 @@ func TestBlobParquetKillAndResume(t *testing.T) {
 	az := testenv.Azurite(t)
 	tg := localTarget(t, emulator.Options{DefaultRU: 1000})
 	cc := blobContainer(t, az, "inputs")
-	const rows = 700
+	const rows = 1000
 	data, want := genParquet(t, "p", rows, 100)
 	putBlob(t, cc, "big.parquet", data)
 	ckpt := filepath.Join(t.TempDir(), "ckpt.json")
 	conn := []string{"--source-connection-string", az.ConnectionString()}
 	args := append([]string{"import", az.BlobEndpoint() + "/inputs/big.parquet", "--checkpoint", ckpt, "--checkpoint-interval", "100ms"},
 		tg.args("e2e", "pqresume", "--create-container", "--partition-key", "/tenant", "--ru", "1000")...)
-	// Past a few row groups, so the resume skips whole ones.
-	killWhen(t, ckpt, killAt{what: "row 350 committed", ready: func(st *checkpoint.State) bool { return st.Inputs[0].Committed.Line >= 350 }},
+	// Past two row groups, so the resume skips whole ones.
+	killWhen(t, ckpt, killAt{what: "row 200 committed", ready: func(st *checkpoint.State) bool { return st.Inputs[0].Committed.Line >= 200 }},
 		append(args, conn...)...)
 	st, err := checkpoint.Load(ckpt)
 	if err != nil {
