@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -84,6 +85,9 @@ func runLoader(t *testing.T, stdin []byte, args ...string) result {
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, testenv.LoaderBinary(t), args...)
+	// Past patience, SIGQUIT: a Go program prints every goroutine's stack.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGQUIT) }
+	cmd.WaitDelay = 10 * time.Second
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if stdin != nil {
@@ -91,6 +95,9 @@ func runLoader(t *testing.T, stdin []byte, args ...string) result {
 	}
 	cmd.Env = append(os.Environ(), "COSMOS_ENDPOINT=", "COSMOS_KEY=", "COSMOS_CONNECTION_STRING=", "XDG_STATE_HOME="+t.TempDir())
 	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("the loader did not exit within %v; its stderr, goroutines last:\n%s", patience, errb.String())
+	}
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()

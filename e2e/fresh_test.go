@@ -59,7 +59,15 @@ func startIn(t *testing.T, env []string, args ...string) (cmd *exec.Cmd, wait fu
 			}
 			return code, errb.String()
 		case <-time.After(patience):
-			t.Fatal("the loader did not exit")
+			// A Go program prints every goroutine's stack on SIGQUIT.
+			_ = cmd.Process.Signal(syscall.SIGQUIT)
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				_ = cmd.Process.Kill()
+				<-done
+			}
+			t.Fatalf("the loader did not exit within %v; its stderr, goroutines last:\n%s", patience, errb.String())
 			return 0, ""
 		}
 	}

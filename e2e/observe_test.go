@@ -90,10 +90,20 @@ func (s *stderrLines) all() string {
 	return strings.Join(s.lines, "\n")
 }
 
-// wait waits for the loader to exit and returns its exit code.
+// wait waits for the loader to exit and returns its exit code; past
+// patience it asks for the loader's goroutines (SIGQUIT) and fails.
 func (s *stderrLines) wait(t *testing.T) int {
 	t.Helper()
-	<-s.done
+	select {
+	case <-s.done:
+	case <-time.After(patience):
+		_ = s.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-s.done:
+		case <-time.After(10 * time.Second):
+		}
+		t.Fatalf("the loader did not exit within %v; its stderr, goroutines last:\n%s", patience, s.all())
+	}
 	err := s.cmd.Wait()
 	if ee, ok := err.(*exec.ExitError); ok {
 		return ee.ExitCode()
