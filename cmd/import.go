@@ -108,6 +108,9 @@ type Target struct {
 	Priority           string
 	ThroughputBucket   int
 	EmulatorData       string
+	// endpointRemoved names what validate cut from Endpoint (bareEndpoint),
+	// for connect to say once.
+	endpointRemoved string
 }
 
 const importExample = `  # Load a sample into the embedded local target (no Azure account needed)
@@ -243,6 +246,10 @@ func (t *Target) connect(ctx context.Context, io *IOStreams, ru float64, quiet b
 		Database:           t.Database, Container: t.Container,
 		PartitionKey: t.PartitionKey, CreateContainer: t.CreateContainer, CreateRU: ru,
 		Priority: t.Priority, ThroughputBucket: t.ThroughputBucket,
+	}
+	if t.endpointRemoved != "" {
+		// Even with --quiet: the user pasted a secret where it is not read.
+		fmt.Fprintf(io.ErrOut, "warning: --endpoint (or COSMOS_ENDPOINT) carried %s, which an account URL never needs: removed, and never shown or stored; give the account key with --key or COSMOS_KEY\n", t.endpointRemoved)
 	}
 	if !t.embedded() {
 		if to.Database == "" || to.Container == "" {

@@ -7,6 +7,7 @@ package store
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
@@ -41,8 +42,12 @@ func Open(connectionString, accountURL, name string) (loader.SharedStore, error)
 // New wraps a container client.
 func New(cc *container.Client) *Store { return &Store{cc: cc} }
 
-// URL is the container's URL.
-func (s *Store) URL() string { return s.cc.URL() }
+// URL is the container's URL, for messages and the report: without the
+// query, where a connection string's SAS would be.
+func (s *Store) URL() string {
+	u, _, _ := strings.Cut(s.cc.URL(), "?")
+	return u
+}
 
 // Capacity prepares the capacity leases; nothing touches storage until Run.
 func (s *Store) Capacity(cfg loader.CapacityConfig) (loader.Capacity, error) {
