@@ -125,6 +125,9 @@ type Config struct {
 	// Segments is --segments as given (0 = chosen, and split further
 	// while loading when partitions starve).
 	Segments int `json:"segments,omitempty"`
+	// MaxErrors is --max-errors: the most records the whole load may
+	// dead-letter; nil means no limit.
+	MaxErrors *int64 `json:"max_errors,omitempty"`
 	// Embedded means the local target built into the loader; its endpoint
 	// is a loopback address that changes from run to run.
 	Embedded bool `json:"embedded,omitempty"`

@@ -174,7 +174,7 @@ the embedded local Cosmos DB target is used and announced on stderr.
 	fl.Float64Var(&opts.ScaleRU, "scale-ru", 0, "raise the container's throughput (autoscale: its maximum) to N RU/s for the load and restore the original when it ends, or on resume after a crash; needs key authentication")
 	fl.BoolVar(&opts.AllowSplit, "allow-split", false, "let --scale-ru go beyond physical partitions × 10,000 RU/s, which makes Cosmos DB split partitions (hours)")
 	fl.DurationVar(&opts.Watch, "throughput-interval", 5*time.Second, "how often to re-read the container's throughput during the load, to follow changes")
-	fl.Int64Var(&opts.MaxErrors, "max-errors", -1, "stop (exit 4) once more than N records are dead-lettered; -1 = no limit")
+	fl.Int64Var(&opts.MaxErrors, "max-errors", -1, "stop (exit 4) once more than N records are dead-lettered; -1 = no limit (kept in the checkpoint: a resume counts every run's)")
 	fl.IntVar(&opts.Segments, "segments", 0, "places each plain NDJSON/CSV file (or Parquet file, between row groups) is read at once, so a file sorted by partition key keeps every partition busy (default: one per MiB, up to 4 per physical partition, 8-64; 1 = front to back); when sharing, the shards each loader reads at once")
 	fl.IntVar(&opts.ReadAhead, "read-ahead", 0, "records read ahead per physical partition (default 16,384 ÷ partitions, 256-4,096): deeper keeps other partitions busy behind a hot partition key, at the cost of memory")
 	fl.StringVar(&opts.Checkpoint, "checkpoint", "", "checkpoint file (default: derived from the inputs and target, printed at start)")
@@ -480,6 +480,10 @@ func finishJob(ctx context.Context, io *IOStreams, job *loader.Job, quiet bool, 
 			fmt.Fprintf(io.ErrOut, "\nCheckpoint saved. Continue with:\n  loader resume %s\n", shellQuote(rep.CheckpointPath))
 			if hint := resumeCredentialHint(job); hint != "" {
 				fmt.Fprintln(io.ErrOut, hint)
+			}
+			// The stop's cause reaches here as the report's text.
+			if strings.HasPrefix(rep.Error, loader.ErrMaxErrors.Error()) {
+				fmt.Fprintf(io.ErrOut, "  it keeps --max-errors %d, counting the dead letters of every run: give a higher --max-errors (or -1) to let it go on past them\n", job.MaxErrors)
 			}
 		}
 	}

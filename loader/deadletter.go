@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/cosmosloader/loader/loader/source"
@@ -196,4 +197,46 @@ func (d *deadLetterFile) close() error {
 	err := d.f.Close()
 	d.f = nil
 	return err
+}
+
+// listDead is the tracker's onDead: it writes a dead letter as its record
+// passes the low-water mark, and enforces --max-errors there. Counted at
+// the mark, the records that tip the limit are the file's lines: the stop
+// leaves them on disk, in the final checkpoint and in the report, where
+// counting them when found left them above the mark, in no file.
+func (r *run) listDead(d *DeadLetter) error {
+	if err := r.dl.write(d); err != nil {
+		return err
+	}
+	if err := r.o.Errors.add(); err != nil {
+		r.stop(MaxErrorsExceeded, err)
+	}
+	return nil
+}
+
+// errorLimit is --max-errors over a whole load: the dead letters of every
+// run of it count, those of earlier processes (a resumed checkpoint's)
+// included, so a resume is held to the limit the import was.
+type errorLimit struct {
+	max int64 // negative: no limit
+	n   atomic.Int64
+}
+
+// newErrorLimit is a limit of max dead letters (negative: none), before of
+// which earlier runs listed.
+func newErrorLimit(max, before int64) *errorLimit {
+	l := &errorLimit{max: max}
+	l.n.Store(before)
+	return l
+}
+
+// add counts one dead letter and returns ErrMaxErrors, with the limit, once
+// there are more than it allows. The count is not in the message: records
+// already past the mark are listed after the stop too, and the report
+// says how many there are in all.
+func (l *errorLimit) add() error {
+	if n := l.n.Add(1); l.max >= 0 && n > l.max {
+		return fmt.Errorf("%w: more than --max-errors %d", ErrMaxErrors, l.max)
+	}
+	return nil
 }

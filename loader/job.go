@@ -295,6 +295,9 @@ func (p *plan) wholeInputs(ctx context.Context, tgt *Target, inputs []Input, fps
 		// A copy: the caller's checkpoint state is not written.
 		resumed := *p.Resume
 		state = &resumed
+		// The resume's command may have set another limit: the next
+		// resume keeps it.
+		state.Config.MaxErrors = maxErrorsConfig(p.MaxErrors)
 		w.dlSize = state.DeadLetterSize
 		if len(state.Calibration) > 0 {
 			var cal pacing.Calibration
