@@ -475,9 +475,17 @@ func finishJob(ctx context.Context, io *IOStreams, job *loader.Job, quiet bool, 
 	if (code == ExitInterrupted || code == ExitStopped) && !ob.json() {
 		// Even with --quiet: without this line the user cannot continue.
 		if job.Shared != nil {
-			fmt.Fprintf(io.ErrOut, "\nShard progress is saved in blob storage (%s).\nRun the same command again to continue.\n", rep.CheckpointPath)
+			// Not "saved": a save may have failed since (storage down); each
+			// shard goes on from whatever was last saved, nothing lost.
+			fmt.Fprintf(io.ErrOut, "\nEach shard continues from the progress last saved in blob storage (%s).\nRun the same command again to continue.\n", rep.CheckpointPath)
 		} else {
-			fmt.Fprintf(io.ErrOut, "\nCheckpoint saved. Continue with:\n  loader resume %s\n", shellQuote(rep.CheckpointPath))
+			var unsaved *loader.SaveError
+			if errors.As(err, &unsaved) {
+				// The last save failed: the one before it is what resume reads.
+				fmt.Fprintf(io.ErrOut, "\nThe checkpoint could not be saved at the end (the error is below); the one saved before is intact.\nOnce that is fixed, continue from it (records after it are sent again):\n  loader resume %s\n", shellQuote(rep.CheckpointPath))
+			} else {
+				fmt.Fprintf(io.ErrOut, "\nCheckpoint saved. Continue with:\n  loader resume %s\n", shellQuote(rep.CheckpointPath))
+			}
 			if hint := resumeCredentialHint(job); hint != "" {
 				fmt.Fprintln(io.ErrOut, hint)
 			}

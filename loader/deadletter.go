@@ -98,15 +98,15 @@ func openDeadLetter(path string, size int64) (*deadLetterFile, error) {
 func (d *deadLetterFile) open() error {
 	f, err := os.OpenFile(d.path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return fmt.Errorf("open dead-letter file: %w", err)
+		return &SaveError{fmt.Errorf("open dead-letter file: %w", err)}
 	}
 	if err := f.Truncate(d.size); err != nil {
 		f.Close()
-		return fmt.Errorf("truncate dead-letter file to its checkpointed size: %w", err)
+		return &SaveError{fmt.Errorf("truncate dead-letter file to its checkpointed size: %w", err)}
 	}
 	if _, err := f.Seek(d.size, 0); err != nil {
 		f.Close()
-		return fmt.Errorf("seek dead-letter file: %w", err)
+		return &SaveError{fmt.Errorf("seek dead-letter file: %w", err)}
 	}
 	d.f, d.w = f, bufio.NewWriterSize(f, 64<<10)
 	return nil
@@ -126,7 +126,7 @@ func (d *deadLetterFile) write(dl *DeadLetter) error {
 	}
 	b = append(b, '\n')
 	if _, err := d.w.Write(b); err != nil {
-		return fmt.Errorf("write dead-letter file: %w", err)
+		return &SaveError{fmt.Errorf("write dead-letter file: %w", err)}
 	}
 	d.size += int64(len(b))
 	d.n++
@@ -177,10 +177,10 @@ func (d *deadLetterFile) sync() (int64, error) {
 		return d.size, nil
 	}
 	if err := d.w.Flush(); err != nil {
-		return 0, fmt.Errorf("flush dead-letter file: %w", err)
+		return 0, &SaveError{fmt.Errorf("flush dead-letter file: %w", err)}
 	}
 	if err := d.f.Sync(); err != nil {
-		return 0, fmt.Errorf("sync dead-letter file: %w", err)
+		return 0, &SaveError{fmt.Errorf("sync dead-letter file: %w", err)}
 	}
 	return d.size, nil
 }

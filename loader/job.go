@@ -96,6 +96,15 @@ type Job struct {
 // target exists and neither resume nor --restart was asked for.
 var ErrUnfinished = errors.New("an unfinished load of these inputs into this container exists")
 
+// SaveError is progress that could not be made durable: the checkpoint,
+// or the dead-letter lines it counts on (a full disk, say). The checkpoint
+// saved before it is intact, and a resume from it loses nothing: the
+// records after it are sent again.
+type SaveError struct{ Err error }
+
+func (e *SaveError) Error() string { return e.Err.Error() }
+func (e *SaveError) Unwrap() error { return e.Err }
+
 // UsageError is the user's mistake (bad input path, conflicting flags):
 // nothing was written.
 type UsageError struct{ Err error }
@@ -431,7 +440,7 @@ func (w *wholeInputs) save(_ *piece, s Snapshot) error {
 		state.Calibration = cal
 	}
 	if err := checkpoint.Save(w.p.CheckpointPath, state); err != nil {
-		return err
+		return &SaveError{err}
 	}
 	if w.p.Checkpointed != nil {
 		w.p.Checkpointed(w.p.CheckpointPath, state.Counters)
