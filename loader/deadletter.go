@@ -31,10 +31,13 @@ type DeadLetter struct {
 	Status int    `json:"status,omitempty"`
 	ID     string `json:"id,omitempty"`
 	// Raw is the record's text; RawBase64 replaces it when the text is not
-	// valid UTF-8, so the bytes survive exactly. Truncated marks a cut.
+	// valid UTF-8, so the bytes survive exactly. Truncated marks a cut to
+	// the first maxRawBytes, and RawLength then says how long the record
+	// was: its bytes in the input, up to its line break.
 	Raw       string `json:"raw,omitempty"`
 	RawBase64 string `json:"raw_base64,omitempty"`
 	Truncated bool   `json:"truncated,omitempty"`
+	RawLength int64  `json:"raw_length,omitempty"`
 	// base is where Line counts from until run.countLines counts the
 	// lines before it (see source.Position.Base).
 	base int64
@@ -42,8 +45,19 @@ type DeadLetter struct {
 
 func newDeadLetter(rec *source.Record, reason, msg string, raw []byte) *DeadLetter {
 	d := &DeadLetter{Source: rec.Path, Line: rec.Line, base: rec.Base, Offset: rec.Offset, Reason: reason, Error: msg}
-	if len(raw) > maxRawBytes {
-		raw, d.Truncated = raw[:maxRawBytes], true
+	length := int64(len(raw))
+	if rec.Err != nil && len(raw) >= maxRawBytes {
+		// The reader kept only the start of its bad record (source caps
+		// Record.Raw as this file does); the record ends where the next
+		// one starts, after its line break.
+		span := rec.Next.Offset - rec.Offset
+		if !rec.Unterminated {
+			span--
+		}
+		length = max(length, span)
+	}
+	if length > maxRawBytes {
+		raw, d.Truncated, d.RawLength = raw[:min(len(raw), maxRawBytes)], true, length
 	}
 	if utf8.Valid(raw) {
 		d.Raw = string(raw)
