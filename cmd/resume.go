@@ -141,6 +141,11 @@ func resumeRun(ctx context.Context, o *ResumeOptions) error {
 		}
 		rin, err := o.Blob.openRemote(ctx, blobs, st.Inputs[i].Path)
 		job.Inputs[i] = rin
+		if err != nil && o.Blob.SourceSAS == "" && o.Blob.SourceConnectionString == "" {
+			// Tried with Microsoft Entra ID, whose failure (over http, one
+			// about TLS) hides the likelier cause: a SAS, never kept.
+			return fmt.Errorf("blob input %s needs the credentials it was read with, which no checkpoint keeps: give its SAS again with --source-sas (or LOADER_SOURCE_SAS), or give --source-connection-string\n  without either, Microsoft Entra ID was tried: %w", st.Inputs[i].Path, err)
+		}
 		return err
 	})
 	if err != nil {
