@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -298,6 +299,9 @@ func (t *Target) connect(ctx context.Context, io *IOStreams, ru float64, quiet b
 	if to.CreateRU <= 0 {
 		to.CreateRU = defaultEmbeddedRU
 	}
+	// The embedded container is the loader's own: one the service would
+	// accept, --ru paces the load within it.
+	to.CreateRU = max(loader.MinManualRU, math.Ceil(to.CreateRU/loader.ManualRUStep)*loader.ManualRUStep)
 	to.Endpoint, to.Key, to.CreateContainer = srv.URL(), srv.Key(), true
 	if !quiet {
 		fmt.Fprintf(io.ErrOut, "No endpoint configured: using the embedded local Cosmos DB target at %s\n  its data lives in %s (container %s/%s)\n",

@@ -276,8 +276,8 @@ func (o *ImportOptions) validate(c *cobra.Command) error {
 	if o.ReadAhead < 0 {
 		return usageError("--read-ahead must not be negative, not %d", o.ReadAhead)
 	}
-	if o.ScaleRU != 0 && !(o.ScaleRU >= 400) {
-		return usageError("--scale-ru must be at least 400 RU/s (Cosmos DB's minimum), not %v", o.ScaleRU)
+	if o.ScaleRU != 0 && !(o.ScaleRU >= loader.MinManualRU) {
+		return usageError("--scale-ru must be at least %d RU/s (Cosmos DB's minimum), not %v", loader.MinManualRU, o.ScaleRU)
 	}
 	if o.Watch <= 0 {
 		return usageError("--throughput-interval must be positive, not %v", o.Watch)
