@@ -665,6 +665,17 @@ func (j *Job) fingerprint() ([]Input, []checkpoint.Fingerprint, error) {
 			}
 			fps[i] = fp
 		}
+		if j.Resume != nil {
+			// Checksummed is not sensible: a position past the input's end
+			// would read nothing there and call the input done.
+			gz, err := source.IsGzip(in)
+			if err != nil {
+				return err
+			}
+			if err := j.Resume.Inputs[i].CheckPositions(gz); err != nil {
+				return fmt.Errorf("refusing to resume: %w", err)
+			}
+		}
 		// Content, not path or mtime, names the records: a re-run of the
 		// same data, wherever it lives, regenerates the same ids.
 		inputs[i].IDSeed = fps[i].HeadHash + ":" + strconv.FormatInt(fps[i].Size, 10)
