@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cosmosloader/loader/checkpoint"
+	"github.com/cosmosloader/loader/internal/flock"
 	"github.com/cosmosloader/loader/loader/source"
 )
 
@@ -168,6 +169,9 @@ type leasedShards struct {
 	active  atomic.Int32
 	mu      sync.Mutex
 	claimed []string
+	// deadLetterKept is, by shard, the dead-letter size of its last save
+	// not refused for a lost lease: all the file keeps if the lease is lost.
+	deadLetterKept map[string]int64
 
 	stopCapacity context.CancelFunc
 	capDone      chan struct{}
@@ -333,6 +337,18 @@ func (l *leasedShards) next(ctx context.Context) (*piece, error) {
 			claim.Release(context.Background())
 			continue
 		}
+		dlPath := filepath.Join(l.dlDir, "deadletter-"+claim.Shard.ID+".ndjson")
+		dlLock, err := l.lockDeadLetters(ctx, dlPath)
+		if err != nil {
+			claim.Release(context.Background())
+			return nil, err
+		}
+		l.mu.Lock()
+		if l.deadLetterKept == nil {
+			l.deadLetterKept = map[string]int64{}
+		}
+		l.deadLetterKept[claim.Shard.ID] = claim.From.DeadLetterSize
+		l.mu.Unlock()
 		l.active.Add(1)
 		in := l.inputs[claim.Shard.Input]
 		in.Start = Committed{Offset: claim.From.Offset, Line: claim.From.Line, Base: claim.From.Base}
@@ -344,10 +360,16 @@ func (l *leasedShards) next(ctx context.Context) (*piece, error) {
 			// The shards read at once hold read blocks and decoders as one
 			// file's segments do.
 			name: claim.Shard.ID, inputs: []Input{in}, source: segmentedSource(l.p.Source, l.workers),
-			deadLetterPath: filepath.Join(l.dlDir, "deadletter-"+claim.Shard.ID+".ndjson"),
+			deadLetterPath: dlPath,
 			deadLetterSize: claim.From.DeadLetterSize,
 			lost:           claim.Lost(),
 			release: func() {
+				select {
+				case <-claim.Lost():
+					l.trimDeadLetters(claim.Shard.ID, dlPath)
+				default:
+				}
+				dlLock.Release()
 				claim.Release(context.Background())
 				l.active.Add(-1)
 			},
@@ -375,11 +397,53 @@ func (l *leasedShards) save(pc *piece, snap Snapshot) error {
 	if errors.Is(err, ErrLeaseLost) {
 		return err
 	}
+	// Saved, or perhaps (storage did not answer): the next owner may start
+	// from here, so the file keeps these lines even if the lease is lost.
+	l.mu.Lock()
+	l.deadLetterKept[pc.name] = snap.DeadLetterSize
+	l.mu.Unlock()
 	if err != nil {
 		// Storage may be down: the next save writes the whole position.
 		l.p.logf("warning: saving shard %s progress: %v", pc.name, err)
 	}
 	return nil
+}
+
+// lockDeadLetters takes the lock of a shard's dead-letter file, waiting
+// while a run that lost the shard (in this process, or another on this
+// machine sharing the directory) still drains into it: a new owner's lines
+// never interleave with the old one's.
+func (l *leasedShards) lockDeadLetters(ctx context.Context, path string) (*flock.Lock, error) {
+	for {
+		// Hidden: the directory is the user's to read.
+		lock, err := flock.Acquire(filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".lock"))
+		var held *flock.HeldError
+		if !errors.As(err, &held) {
+			if err != nil {
+				return nil, fmt.Errorf("dead-letter file: %w", err)
+			}
+			return lock, nil
+		}
+		if err := l.p.Clock.Sleep(ctx, 100*time.Millisecond); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// trimDeadLetters cuts a lost shard's dead-letter file back to its last
+// save: the new owner starts there and lists the records after it, so the
+// lines this process wrote for them would be their second (on another
+// machine, in another file; here, as the owner truncates to the same size).
+func (l *leasedShards) trimDeadLetters(shard, path string) {
+	l.mu.Lock()
+	keep := l.deadLetterKept[shard]
+	l.mu.Unlock()
+	if fi, err := os.Stat(path); err != nil || fi.Size() <= keep {
+		return
+	}
+	if err := os.Truncate(path, keep); err != nil {
+		l.p.logf("warning: shard %s: trim its dead letters to the saved progress: %v", shard, err)
+	}
 }
 
 // totals: shard blobs keep no per-input state here, so the report counts

@@ -1,0 +1,105 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
+
+	"github.com/cosmosloader/loader/internal/emulator"
+	"github.com/cosmosloader/loader/internal/testenv"
+)
+
+// A shared load whose shard leases are broken mid-load (another loader
+// takes the shards over) goes on, and lists each bad record once: the
+// loader that lost a shard keeps only the dead letters of its last save,
+// from which the new owner continues. Two loaders with dead-letter
+// directories of their own stand for two machines.
+func TestLostShardListsEachDeadLetterOnce(t *testing.T) {
+	az := testenv.Azurite(t)
+	tg := localTarget(t, emulator.Options{DefaultRU: 100000})
+	_, env := freshEnv(t)
+	dir := t.TempDir()
+	var b strings.Builder
+	want := map[string]string{}
+	bad := 0
+	for i := range 2500 {
+		if i%9 == 4 {
+			fmt.Fprintf(&b, "{\"id\":\"r%d\",\"tenant\":\n", i)
+			bad++
+			continue
+		}
+		fmt.Fprintf(&b, "{\"id\":\"r%d\",\"tenant\":\"t%d\"}\n", i, i%7)
+		want[fmt.Sprintf("r%d", i)] = fmt.Sprintf("t%d", i%7)
+	}
+	in := writeFile(t, dir, "in.ndjson", []byte(b.String()))
+	dls := []string{filepath.Join(dir, "dl-a"), filepath.Join(dir, "dl-b")}
+	var waits []func() (int, string)
+	for _, dl := range dls {
+		_, wait := startIn(t, env, append([]string{"import", in, "--shard-size", fmt.Sprint(len(b.String())/8 + 1), "--dead-letter", dl,
+			"--lease-connection-string", az.ConnectionString(), "--checkpoint-interval", "2s"},
+			tg.args("e2e", "lost", "--create-container", "--partition-key", "/tenant", "--ru", "2000")...)...)
+		waits = append(waits, wait)
+	}
+	if broke := breakShardLeases(t, az, 3); broke == 0 {
+		t.Fatal("no shard lease was held to break")
+	}
+	for i, wait := range waits {
+		if code, stderr := wait(); code != 3 {
+			t.Errorf("loader %d: exit %d, want 3\n%s", i, code, stderr)
+		}
+	}
+	listed := 0
+	for _, dl := range dls {
+		files, _ := filepath.Glob(filepath.Join(dl, "deadletter-*.ndjson"))
+		for _, f := range files {
+			listed += len(readDeadLetters(t, f))
+		}
+	}
+	if listed != bad {
+		t.Errorf("%d dead letters for %d bad records", listed, bad)
+	}
+	checkTenants(t, readAll(t, tg, "e2e", "lost"), want)
+}
+
+// breakShardLeases breaks up to n shard leases as loaders hold them, one
+// at a time, and returns how many it broke.
+func breakShardLeases(t *testing.T, az *testenv.AzuriteServer, n int) int {
+	t.Helper()
+	cc, err := container.NewClientFromConnectionString(az.ConnectionString(), "loader-leases", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	broke := 0
+	zero := int32(0)
+	for deadline := time.Now().Add(20 * time.Second); broke < n && time.Now().Before(deadline); {
+		time.Sleep(300 * time.Millisecond)
+		pager := cc.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: to.Ptr("shards/")})
+		for pager.More() {
+			page, err := pager.NextPage(context.Background())
+			if err != nil {
+				break
+			}
+			for _, it := range page.Segment.BlobItems {
+				if it.Properties.LeaseState == nil || *it.Properties.LeaseState != lease.StateTypeLeased {
+					continue
+				}
+				lc, err := lease.NewBlobClient(cc.NewBlobClient(*it.Name), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := lc.BreakLease(context.Background(), &lease.BlobBreakOptions{BreakPeriod: &zero}); err == nil {
+					broke++
+				}
+				break
+			}
+		}
+	}
+	return broke
+}
