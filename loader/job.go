@@ -178,7 +178,7 @@ func Execute(ctx context.Context, j *Job) (*Report, error) {
 	}
 	cost := pacing.NewCostModel(pacing.CostOptions{FixedCost: p.CostPerRecord})
 	if p.Shared != nil {
-		shards, err := p.leasedShards(tgt, inputs, fps, target)
+		shards, err := p.leasedShards(ctx, tgt, inputs, fps, target)
 		if err != nil {
 			return nil, err
 		}

@@ -184,7 +184,7 @@ var (
 
 // leasedShards opens the shared store and plans its capacity leases and
 // shards; close releases the leases.
-func (p *plan) leasedShards(tgt *Target, inputs []Input, fps []checkpoint.Fingerprint, target float64) (*leasedShards, error) {
+func (p *plan) leasedShards(ctx context.Context, tgt *Target, inputs []Input, fps []checkpoint.Fingerprint, target float64) (*leasedShards, error) {
 	so := p.Shared
 	for _, in := range inputs {
 		if in.Stdin {
@@ -194,6 +194,9 @@ func (p *plan) leasedShards(tgt *Target, inputs []Input, fps []checkpoint.Finger
 	cc, err := so.store()
 	if err != nil {
 		return nil, &UsageError{err}
+	}
+	if err := p.checkStorage(ctx, cc); err != nil {
+		return nil, err
 	}
 	if so.JobID == "" {
 		so.JobID = jobID(fps, p.Target.Database, p.Target.Container)
@@ -240,6 +243,45 @@ func (p *plan) leasedShards(tgt *Target, inputs []Input, fps []checkpoint.Finger
 	return &leasedShards{p: p, store: cc, capa: capa, claimer: claimer, inputs: inputs, fps: fps,
 		target: target, dlDir: dlDir, pkPaths: tgt.PartitionKeyPaths,
 		workers: shardsAtOnce(inputs, claimer.Count(), p.Source, len(tgt.Bounds)-1, p.Segments)}, nil
+}
+
+// checkStorage makes sure the store takes the credentials before anything
+// is loaded: refused, they are the user's to fix (a *UsageError). Storage
+// that does not answer is waited for one --lease-duration — no lease could
+// be held sooner — and is then an error, unless --reserved-ru gives this
+// loader capacity of its own: then it goes on, claiming its shards when
+// storage answers, as it would after an outage mid-load.
+func (p *plan) checkStorage(ctx context.Context, store SharedStore) error {
+	so := p.Shared
+	deadline := p.Clock.Now().Add(so.LeaseDuration)
+	for waited := false; ; waited = true {
+		err := store.Check(ctx)
+		switch {
+		case err == nil:
+			if waited {
+				p.logf("lease storage %s answers", store.URL())
+			}
+			return nil
+		case errors.Is(err, ErrStorageRefused):
+			how := "check --lease-connection-string (or LOADER_LEASE_CONNECTION_STRING)"
+			if so.ConnectionString == "" {
+				how = "the signed-in identity needs a data role on its account (e.g. Storage Blob Data Contributor), or give --lease-connection-string"
+			}
+			return &UsageError{fmt.Errorf("%s: %w; nothing was loaded: %s", store.URL(), err, how)}
+		case !errors.Is(err, ErrStorageUnreachable):
+			return err
+		case so.ReservedRU > 0:
+			p.warnf("%s: %v; going on with --reserved-ru %.0f RU/s, claiming shards once it answers", store.URL(), err, so.ReservedRU)
+			return nil
+		case !p.Clock.Now().Before(deadline):
+			return fmt.Errorf("%s: %w; gave up after %v (one --lease-duration), nothing was loaded; --reserved-ru lets a loader start without it", store.URL(), err, so.LeaseDuration)
+		case !waited:
+			p.warnf("%s: %v; waiting up to %v (one --lease-duration)", store.URL(), err, so.LeaseDuration)
+		}
+		if err := p.Clock.Sleep(ctx, time.Second); err != nil {
+			return err
+		}
+	}
 }
 
 // atOnce: see shardsAtOnce.
