@@ -25,34 +25,9 @@ func TestBareEndpoint(t *testing.T) {
 	}
 }
 
-// A key pasted into the endpoint's user info or query is cut before any
-// option holds it, wherever the endpoint came from; the run is told to
-// say so, pointing at --key.
-func TestEndpointSecretsAreCutBeforeTheRun(t *testing.T) {
-	const ep = "http://u:S3CRET@127.0.0.1:8081/?key=S3CRET2&sig=S3CRET3"
-	for _, tt := range []struct {
-		name string
-		args []string
-		env  map[string]string
-	}{
-		{"flag", []string{"a.ndjson", "--endpoint", ep, "--database", "d", "--container", "c"}, nil},
-		{"environment", []string{"a.ndjson", "--database", "d", "--container", "c"}, map[string]string{"COSMOS_ENDPOINT": ep}},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			f, _, _ := testFactory(tt.env)
-			var got *ImportOptions
-			cmd := NewCmdImport(f, func(_ context.Context, o *ImportOptions) error { got = o; return nil })
-			cmd.SetArgs(tt.args)
-			if err := cmd.Execute(); err != nil {
-				t.Fatal(err)
-			}
-			if got.Endpoint != "http://127.0.0.1:8081/" || got.endpointRemoved != "user info and a query" {
-				t.Errorf("endpoint %q, removed %q", got.Endpoint, got.endpointRemoved)
-			}
-		})
-	}
-	// connect says so, once, naming --key (even with --quiet), and its
-	// loopback notice shows the bare endpoint.
+// connect says once what validate cut from the endpoint (see
+// TestImportFlagsToOptions), naming --key, even with --quiet.
+func TestConnectSaysWhatWasCutFromTheEndpoint(t *testing.T) {
 	tg := Target{Endpoint: "http://127.0.0.1:8081/", Database: "d", Container: "c", endpointRemoved: "user info"}
 	f, _, errOut := testFactory(nil)
 	if _, _, err := tg.connect(context.Background(), f.IO, 0, true); err != nil {

@@ -1,38 +1,14 @@
 package e2e
 
 import (
-	"bytes"
-	"context"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/cosmosloader/loader/internal/emulator"
-	"github.com/cosmosloader/loader/internal/testenv"
 )
-
-// runFresh runs the loader in env (freshEnv) and returns its exit code,
-// stdout and stderr.
-func runFresh(t *testing.T, env []string, args ...string) result {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, testenv.LoaderBinary(t), args...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr, cmd.Env = &out, &errb, env
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("run loader: %v", err)
-	}
-	return result{code: code, stdout: out.String(), stderr: errb.String()}
-}
 
 // closedPort is a loopback address nothing listens on.
 func closedPort(t *testing.T) string {
@@ -64,15 +40,15 @@ func TestKeyInTheEndpointIsNeverShown(t *testing.T) {
 
 	runs := map[string]result{
 		// No --key: the loopback notice names the endpoint.
-		"import": runFresh(t, env, append([]string{"import", in, "--endpoint", withSecrets(tg.endpoint), "--create-container",
+		"import": runEnv(t, env, nil, append([]string{"import", in, "--endpoint", withSecrets(tg.endpoint), "--create-container",
 			"--report", files[0], "--checkpoint", files[1]}, common...)...),
 		// A wrong key: the 401 message, as a JSON stop event too.
-		"401": runFresh(t, env, append([]string{"import", in, "--endpoint", withSecrets(tg.endpoint), "--key", "c" + emulator.WellKnownKey[1:],
+		"401": runEnv(t, env, nil, append([]string{"import", in, "--endpoint", withSecrets(tg.endpoint), "--key", "c" + emulator.WellKnownKey[1:],
 			"--log-format", "json", "--checkpoint", filepath.Join(dir, "c401.json")}, common...)...),
 		// Nothing listening: the connection error names the URL.
-		"unreachable": runFresh(t, env, append([]string{"import", in, "--endpoint", withSecrets("http://" + closedPort(t) + "/"),
+		"unreachable": runEnv(t, env, nil, append([]string{"import", in, "--endpoint", withSecrets("http://" + closedPort(t) + "/"),
 			"--checkpoint", filepath.Join(dir, "cnone.json")}, common...)...),
-		"dry-run": runFresh(t, env, append([]string{"dry-run", in, "--endpoint", withSecrets(tg.endpoint), "--json"}, common...)...),
+		"dry-run": runEnv(t, env, nil, append([]string{"dry-run", in, "--endpoint", withSecrets(tg.endpoint), "--json"}, common...)...),
 	}
 	if r := runs["import"]; r.code != 0 {
 		t.Fatalf("import: exit %d\n%s", r.code, r.stderr)

@@ -3,8 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -26,23 +26,20 @@ func TestLostShardListsEachDeadLetterOnce(t *testing.T) {
 	tg := localTarget(t, emulator.Options{DefaultRU: 100000})
 	_, env := freshEnv(t)
 	dir := t.TempDir()
-	var b strings.Builder
-	want := map[string]string{}
-	bad := 0
-	for i := range 2500 {
+	in, want, bad := tenantRecords(t, dir, 2500, func(i int) string {
 		if i%9 == 4 {
-			fmt.Fprintf(&b, "{\"id\":\"r%d\",\"tenant\":\n", i)
-			bad++
-			continue
+			return cutShort(i)
 		}
-		fmt.Fprintf(&b, "{\"id\":\"r%d\",\"tenant\":\"t%d\"}\n", i, i%7)
-		want[fmt.Sprintf("r%d", i)] = fmt.Sprintf("t%d", i%7)
+		return ""
+	})
+	st, err := os.Stat(in)
+	if err != nil {
+		t.Fatal(err)
 	}
-	in := writeFile(t, dir, "in.ndjson", []byte(b.String()))
 	dls := []string{filepath.Join(dir, "dl-a"), filepath.Join(dir, "dl-b")}
 	var waits []func() (int, string)
 	for _, dl := range dls {
-		_, wait := startIn(t, env, append([]string{"import", in, "--shard-size", fmt.Sprint(len(b.String())/8 + 1), "--dead-letter", dl,
+		_, wait := startIn(t, env, append([]string{"import", in, "--shard-size", fmt.Sprint(st.Size()/8 + 1), "--dead-letter", dl,
 			"--lease-connection-string", az.ConnectionString(), "--checkpoint-interval", "2s"},
 			tg.args("e2e", "lost", "--create-container", "--partition-key", "/tenant", "--ru", "2000")...)...)
 		waits = append(waits, wait)

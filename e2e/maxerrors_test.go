@@ -17,19 +17,12 @@ func TestMaxErrorsIsKeptAndItsDeadLettersListed(t *testing.T) {
 	tg := localTarget(t, emulator.Options{DefaultRU: 100000})
 	_, env := freshEnv(t)
 	dir := t.TempDir()
-	var b strings.Builder
-	want := map[string]string{}
-	bad := 0
-	for i := range 3000 {
+	in, want, bad := tenantRecords(t, dir, 3000, func(i int) string {
 		if (i >= 10 && i < 25) || (i >= 2500 && i < 2505) {
-			fmt.Fprintf(&b, "{\"id\":\"r%d\",\"tenant\":\n", i)
-			bad++
-			continue
+			return cutShort(i)
 		}
-		fmt.Fprintf(&b, "{\"id\":\"r%d\",\"tenant\":\"t%d\"}\n", i, i%7)
-		want[fmt.Sprintf("r%d", i)] = fmt.Sprintf("t%d", i%7)
-	}
-	in := writeFile(t, dir, "in.ndjson", []byte(b.String()))
+		return ""
+	})
 	ckpt, dl, rep := filepath.Join(dir, "ckpt.json"), filepath.Join(dir, "dead.ndjson"), filepath.Join(dir, "report.json")
 
 	first := runIn(t, env, append([]string{"import", in, "--max-errors", "10", "--checkpoint", ckpt, "--dead-letter", dl,
@@ -69,6 +62,31 @@ func TestMaxErrorsIsKeptAndItsDeadLettersListed(t *testing.T) {
 	}
 	checkTenants(t, readAll(t, tg, "e2e", "maxerr"), want)
 }
+
+// tenantRecords writes n records with ids r0… over seven tenants into dir,
+// record i replaced by badLine(i) unless that is "", and returns the input,
+// what checkTenants wants and how many records are bad.
+func tenantRecords(t *testing.T, dir string, n int, badLine func(i int) string) (path string, want map[string]string, bad int) {
+	t.Helper()
+	var b strings.Builder
+	want = map[string]string{}
+	for i := range n {
+		if line := badLine(i); line != "" {
+			b.WriteString(line + "\n")
+			bad++
+			continue
+		}
+		fmt.Fprintf(&b, "{\"id\":\"r%d\",\"tenant\":\"t%d\"}\n", i, i%7)
+		want[fmt.Sprintf("r%d", i)] = fmt.Sprintf("t%d", i%7)
+	}
+	return writeFile(t, dir, "in.ndjson", []byte(b.String())), want, bad
+}
+
+// cutShort is record i of tenantRecords cut short: invalid JSON.
+func cutShort(i int) string { return fmt.Sprintf(`{"id":"r%d","tenant":`, i) }
+
+// noBadRecords is tenantRecords' badLine for an input without any.
+func noBadRecords(int) string { return "" }
 
 // checkTenants checks that docs are exactly want's ids, each with its
 // tenant.

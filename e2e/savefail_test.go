@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"errors"
-	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -20,19 +19,12 @@ func TestFailedSaveIsNotCalledSaved(t *testing.T) {
 	tg := localTarget(t, emulator.Options{DefaultRU: 100000})
 	_, env := freshEnv(t)
 	dir := t.TempDir()
-	var b strings.Builder
-	want := map[string]string{}
-	bad := 0
-	for i := range 400 {
+	in, want, bad := tenantRecords(t, dir, 400, func(i int) string {
 		if i%2 == 0 {
-			fmt.Fprintf(&b, "{\"id\":\"f%d\",\"pad\":\"%s\"\n", i, strings.Repeat("x", 3000)) // cut short: a dead letter of 3 KB
-			bad++
-			continue
+			return cutShort(i) + `"` + strings.Repeat("x", 3000) // a dead letter of 3 KB
 		}
-		fmt.Fprintf(&b, "{\"id\":\"f%d\",\"tenant\":\"t%d\"}\n", i, i%5)
-		want[fmt.Sprintf("f%d", i)] = fmt.Sprintf("t%d", i%5)
-	}
-	in := writeFile(t, dir, "in.ndjson", []byte(b.String()))
+		return ""
+	})
 	ckpt, dl := filepath.Join(dir, "ckpt.json"), filepath.Join(dir, "dead.ndjson")
 	args := append([]string{"import", in, "--checkpoint", ckpt, "--dead-letter", dl},
 		tg.args("e2e", "full", "--create-container", "--partition-key", "/tenant")...)

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -21,7 +20,7 @@ func TestSharedLoadChecksItsStorageBeforeLoading(t *testing.T) {
 	az := testenv.Azurite(t)
 	tg := localTarget(t, emulator.Options{DefaultRU: 100000})
 	_, env := freshEnv(t)
-	in, want := tenantRecords(t, 300)
+	in, want, _ := tenantRecords(t, t.TempDir(), 300, noBadRecords)
 	args := func(conn string, extra ...string) []string {
 		return append(append([]string{"import", in, "--lease-connection-string", conn},
 			tg.args("e2e", "storage", "--create-container", "--partition-key", "/tenant")...), extra...)
@@ -86,17 +85,4 @@ func forwardLater(t *testing.T, target string) (addr string, answer func()) {
 			}
 		}()
 	}
-}
-
-// tenantRecords writes n records with ids r0… over seven tenants and
-// returns the input and what checkTenants wants.
-func tenantRecords(t *testing.T, n int) (string, map[string]string) {
-	t.Helper()
-	var b strings.Builder
-	want := map[string]string{}
-	for i := range n {
-		fmt.Fprintf(&b, "{\"id\":\"r%d\",\"tenant\":\"t%d\"}\n", i, i%7)
-		want[fmt.Sprintf("r%d", i)] = fmt.Sprintf("t%d", i%7)
-	}
-	return writeFile(t, t.TempDir(), "in.ndjson", []byte(b.String())), want
 }
