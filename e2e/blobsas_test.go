@@ -16,6 +16,7 @@ import (
 // one), names --source-sas rather than Microsoft Entra ID's complaint
 // about plain http; given, the resume finishes.
 func TestBlobResumeWithoutItsSASNamesTheFlag(t *testing.T) {
+	t.Parallel()
 	az := testenv.Azurite(t)
 	tg := localTarget(t, emulator.Options{DefaultRU: 100000})
 	_, env := freshEnv(t)

@@ -14,6 +14,7 @@ import (
 // with the checksum recomputed, a position past its input's end (which
 // read as "complete") or a negative target is refused.
 func TestNonsenseCheckpointIsRefused(t *testing.T) {
+	t.Parallel()
 	tg := localTarget(t, emulator.Options{DefaultRU: 100000})
 	_, env := freshEnv(t)
 	dir := t.TempDir()

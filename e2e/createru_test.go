@@ -10,6 +10,7 @@ import (
 // --create-container with less throughput than Cosmos DB provisions is a
 // usage error naming the minimum, and creates nothing.
 func TestCreateContainerBelowTheMinimumIsAUsageError(t *testing.T) {
+	t.Parallel()
 	tg := localTarget(t, emulator.Options{DefaultRU: 100000})
 	_, env := freshEnv(t)
 	in := writeFile(t, t.TempDir(), "in.ndjson", []byte(`{"id":"1","tenant":"t"}`+"\n"))

@@ -11,6 +11,7 @@ import (
 // A dead letter whose raw text was cut says so, and how long the record
 // was: a line too long to load (3 MB) and one that is not JSON (100 KB).
 func TestCutRawTextSaysItsLength(t *testing.T) {
+	t.Parallel()
 	tg := localTarget(t, emulator.Options{DefaultRU: 100000})
 	_, env := freshEnv(t)
 	dir := t.TempDir()

@@ -27,6 +27,7 @@ func closedPort(t *testing.T) string {
 // 401 message, a connection error, the JSON stop event, a dry-run, the
 // report or the checkpoint. The loader says where the key goes instead.
 func TestKeyInTheEndpointIsNeverShown(t *testing.T) {
+	t.Parallel()
 	const user, query, sig = "S3CRETuser", "S3CRETquery", "S3CRETsig"
 	tg := localTarget(t, emulator.Options{DefaultRU: 100000})
 	_, env := freshEnv(t)

@@ -14,6 +14,7 @@ import (
 // (counting the earlier runs' dead letters) until a resume raises it.
 // Every good record lands once; every bad one is listed once.
 func TestMaxErrorsIsKeptAndItsDeadLettersListed(t *testing.T) {
+	t.Parallel()
 	tg := localTarget(t, emulator.Options{DefaultRU: 100000})
 	_, env := freshEnv(t)
 	dir := t.TempDir()

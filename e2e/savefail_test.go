@@ -16,6 +16,7 @@ import (
 // saved"; the checkpoint saved before it is intact, and resuming from it
 // once there is room lands every record once.
 func TestFailedSaveIsNotCalledSaved(t *testing.T) {
+	t.Parallel()
 	tg := localTarget(t, emulator.Options{DefaultRU: 100000})
 	_, env := freshEnv(t)
 	dir := t.TempDir()

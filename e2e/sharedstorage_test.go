@@ -3,9 +3,9 @@ package e2e
 import (
 	"io"
 	"net"
+	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/cosmosloader/loader/internal/emulator"
 	"github.com/cosmosloader/loader/internal/testenv"
@@ -17,6 +17,7 @@ import (
 // and is then an error (exit 1), unless --reserved-ru lets the loader
 // start on its own: that one loads once storage answers.
 func TestSharedLoadChecksItsStorageBeforeLoading(t *testing.T) {
+	t.Parallel()
 	az := testenv.Azurite(t)
 	tg := localTarget(t, emulator.Options{DefaultRU: 100000})
 	_, env := freshEnv(t)
@@ -42,11 +43,11 @@ func TestSharedLoadChecksItsStorageBeforeLoading(t *testing.T) {
 	late, answer := forwardLater(t, strings.TrimPrefix(strings.TrimSuffix(az.BlobEndpoint(), "/"+testenv.AzuriteAccount), "http://"))
 	later := strings.Replace(az.ConnectionString(), az.BlobEndpoint(), "http://"+late+"/"+testenv.AzuriteAccount, 1)
 	_, giveUp := startIn(t, env, args(down, "--lease-duration", "15s")...)
-	_, reserved := startIn(t, env, args(later, "--reserved-ru", "2000")...)
-	time.Sleep(2 * time.Second)
+	reserved := startWatched(t, env, args(later, "--reserved-ru", "2000")...)
+	reserved.waitLine(t, regexp.MustCompile(`does not answer.*(going on with --reserved-ru 2000)`))
 	answer()
-	if code, stderr := reserved(); code != 0 {
-		t.Fatalf("storage unreachable at the start, with a reserve: exit %d\n%s", code, stderr)
+	if code := reserved.wait(t); code != 0 {
+		t.Fatalf("storage unreachable at the start, with a reserve: exit %d\n%s", code, reserved.all())
 	}
 	checkTenants(t, readAll(t, tg, "e2e", "storage"), want)
 	code, stderr := giveUp()

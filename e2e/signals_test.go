@@ -17,6 +17,7 @@ import (
 // SIGHUP (a closed terminal) drains and saves like SIGTERM: exit 130 and
 // the resume line.
 func TestSIGHUPDrainsLikeSIGTERM(t *testing.T) {
+	t.Parallel()
 	tg, _, ckpt, want, args := slowLoad(t)
 	_, env := freshEnv(t)
 	args = append(args, "--checkpoint-interval", "100ms")
@@ -44,6 +45,7 @@ func TestSIGHUPDrainsLikeSIGTERM(t *testing.T) {
 // load as SIGTERM does — drained, checkpoint saved, exit 130 — instead of
 // killing it at its next line (SIGPIPE, 141).
 func TestClosedOutputPipeDrainsLikeSIGTERM(t *testing.T) {
+	t.Parallel()
 	tg := localTarget(t, emulator.Options{DefaultRU: 100000})
 	_, env := freshEnv(t)
 	dir := t.TempDir()
