@@ -82,6 +82,13 @@ type result struct {
 
 func runLoader(t *testing.T, stdin []byte, args ...string) result {
 	t.Helper()
+	return runEnv(t, append(os.Environ(), "COSMOS_ENDPOINT=", "COSMOS_KEY=", "COSMOS_CONNECTION_STRING=", "XDG_STATE_HOME="+t.TempDir()), stdin, args...)
+}
+
+// runEnv runs the loader in env (freshEnv's, say) with stdin (nil: none)
+// and returns its exit code, stdout and stderr.
+func runEnv(t *testing.T, env []string, stdin []byte, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, testenv.LoaderBinary(t), args...)
@@ -89,11 +96,10 @@ func runLoader(t *testing.T, stdin []byte, args ...string) result {
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGQUIT) }
 	cmd.WaitDelay = 10 * time.Second
 	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.Stdout, cmd.Stderr, cmd.Env = &out, &errb, env
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
-	cmd.Env = append(os.Environ(), "COSMOS_ENDPOINT=", "COSMOS_KEY=", "COSMOS_CONNECTION_STRING=", "XDG_STATE_HOME="+t.TempDir())
 	err := cmd.Run()
 	if ctx.Err() != nil {
 		t.Fatalf("the loader did not exit within %v; its stderr, goroutines last:\n%s", patience, errb.String())

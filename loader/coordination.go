@@ -21,7 +21,19 @@ type SharedStore interface {
 	Shards(cfg ShardsConfig) (ShardClaimer, error)
 	// URL names the store in messages and the report.
 	URL() string
+	// Check makes one request with the store's credentials: nil when it
+	// answers and takes them (its container need not exist yet); an error
+	// wrapping ErrStorageRefused or ErrStorageUnreachable otherwise.
+	Check(ctx context.Context) error
 }
+
+// What SharedStore.Check finds wrong.
+var (
+	// ErrStorageRefused: the store answered and refused the credentials.
+	ErrStorageRefused = errors.New("lease storage refused the credentials")
+	// ErrStorageUnreachable: the store did not answer.
+	ErrStorageUnreachable = errors.New("lease storage does not answer")
+)
 
 // OpenStore opens the store named by a connection string (a secret) or an
 // account URL, and a container name ("" for the default).

@@ -96,6 +96,15 @@ type Job struct {
 // target exists and neither resume nor --restart was asked for.
 var ErrUnfinished = errors.New("an unfinished load of these inputs into this container exists")
 
+// SaveError is progress that could not be made durable: the checkpoint,
+// or the dead-letter lines it counts on (a full disk, say). The checkpoint
+// saved before it is intact, and a resume from it loses nothing: the
+// records after it are sent again.
+type SaveError struct{ Err error }
+
+func (e *SaveError) Error() string { return e.Err.Error() }
+func (e *SaveError) Unwrap() error { return e.Err }
+
 // UsageError is the user's mistake (bad input path, conflicting flags):
 // nothing was written.
 type UsageError struct{ Err error }
@@ -169,7 +178,7 @@ func Execute(ctx context.Context, j *Job) (*Report, error) {
 	}
 	cost := pacing.NewCostModel(pacing.CostOptions{FixedCost: p.CostPerRecord})
 	if p.Shared != nil {
-		shards, err := p.leasedShards(tgt, inputs, fps, target)
+		shards, err := p.leasedShards(ctx, tgt, inputs, fps, target)
 		if err != nil {
 			return nil, err
 		}
@@ -295,6 +304,9 @@ func (p *plan) wholeInputs(ctx context.Context, tgt *Target, inputs []Input, fps
 		// A copy: the caller's checkpoint state is not written.
 		resumed := *p.Resume
 		state = &resumed
+		// The resume's command may have set another limit: the next
+		// resume keeps it.
+		state.Config.MaxErrors = maxErrorsConfig(p.MaxErrors)
 		w.dlSize = state.DeadLetterSize
 		if len(state.Calibration) > 0 {
 			var cal pacing.Calibration
@@ -428,7 +440,7 @@ func (w *wholeInputs) save(_ *piece, s Snapshot) error {
 		state.Calibration = cal
 	}
 	if err := checkpoint.Save(w.p.CheckpointPath, state); err != nil {
-		return err
+		return &SaveError{err}
 	}
 	if w.p.Checkpointed != nil {
 		w.p.Checkpointed(w.p.CheckpointPath, state.Counters)
@@ -652,6 +664,17 @@ func (j *Job) fingerprint() ([]Input, []checkpoint.Fingerprint, error) {
 				return err
 			}
 			fps[i] = fp
+		}
+		if j.Resume != nil {
+			// Checksummed is not sensible: a position past the input's end
+			// would read nothing there and call the input done.
+			gz, err := source.IsGzip(in)
+			if err != nil {
+				return err
+			}
+			if err := j.Resume.Inputs[i].CheckPositions(gz); err != nil {
+				return fmt.Errorf("refusing to resume: %w", err)
+			}
 		}
 		// Content, not path or mtime, names the records: a re-run of the
 		// same data, wherever it lives, regenerates the same ids.

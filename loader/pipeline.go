@@ -132,8 +132,10 @@ type Options struct {
 	Segments *segmenter
 
 	// MaxErrors stops the run once more records than this are dead-lettered;
-	// negative means no limit.
+	// negative means no limit. Errors, when set, replaces it: the limit a
+	// load's runs share, with what earlier runs listed (newErrorLimit).
 	MaxErrors int64
+	Errors    *errorLimit
 	// MaxTransientAttempts bounds one request's attempts that meet
 	// transient failures (503, timeouts, resets) before the run stops as
 	// fatal. Every request counts its own: a point write, a batch, each
@@ -283,7 +285,7 @@ type run struct {
 	wctx    context.Context // writes; outlives readCtx by DrainTimeout
 	wg      sync.WaitGroup
 
-	read, bytes, bad       atomic.Int64
+	read, bytes            atomic.Int64
 	requests, throttled    atomic.Int64
 	written, skipped, dead atomic.Int64
 	refused                atomic.Int64 // inputs refused whole
@@ -332,7 +334,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	r := &run{o: o, adm: newAdmission(o), dl: dl, start: o.Clock.Now(), charges: o.Charges,
 		policy: retryPolicy{maxTransient: o.MaxTransientAttempts}}
 	r.health.lastOK.Store(r.start.UnixNano())
-	r.tr = newTracker(starts, dl.write)
+	if o.Errors == nil {
+		r.o.Errors = newErrorLimit(o.MaxErrors, 0)
+	}
+	r.tr = newTracker(starts, r.listDead)
 
 	readCtx, stopRd := context.WithCancelCause(context.Background())
 	r.readCtx, r.stopRd = readCtx, stopRd
@@ -807,7 +812,8 @@ func (r *run) refuseInput(i int, in Input, err error) error {
 	return nil
 }
 
-// deadLetter acknowledges a record as dead-lettered and enforces --max-errors.
+// deadLetter acknowledges a record as dead-lettered; its line is written,
+// and --max-errors enforced, as it passes the low-water mark (listDead).
 func (r *run) deadLetter(input int, seq uint64, d *DeadLetter) {
 	r.deadLetterAs(input, seq, resultDeadLettered, d)
 }
@@ -817,9 +823,6 @@ func (r *run) deadLetterAs(input int, seq uint64, result recordResult, d *DeadLe
 	r.dead.Add(1)
 	r.sinceCheckpoint.Add(1)
 	r.tr.ack(input, seq, result, d)
-	if n := r.bad.Add(1); r.o.MaxErrors >= 0 && n > r.o.MaxErrors {
-		r.stop(MaxErrorsExceeded, fmt.Errorf("%w: %d (--max-errors %d)", ErrMaxErrors, n, r.o.MaxErrors))
-	}
 }
 
 // countLines turns a dead letter's line, counted from the start of a piece

@@ -129,7 +129,7 @@ func (p *plan) load(ctx context.Context, tgt *Target, mapper *record.Mapper, tar
 	common := Options{
 		Stdin: p.Stdin, Mapper: mapper, Sink: tgt.Sink(p.Mode), Mode: p.Mode, Strategy: p.Strategy,
 		Batch: p.batch, BatchProbe: p.batchProbeState(), Logf: p.warnf, Pacer: rp.wait, OnGone: w.askRanges, Cost: cost, Limiter: limiter,
-		Partitions: partitions, QueuePerPartition: p.ReadAhead, MaxErrors: p.MaxErrors,
+		Partitions: partitions, QueuePerPartition: p.ReadAhead, MaxErrors: p.MaxErrors, Errors: p.errorLimit(store),
 		CheckpointEvery: p.CheckpointEvery, CheckpointInterval: p.CheckpointInterval,
 		DrainTimeout: p.DrainTimeout, Charges: NewHistogram(), Clock: p.Clock, BatchRU: rp.batchRU,
 		Lines: &source.LineIndexes{},

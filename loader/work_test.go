@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cosmosloader/loader/checkpoint"
+	"github.com/cosmosloader/loader/internal/clock/clocktest"
 	"github.com/cosmosloader/loader/internal/epk"
 	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/source"
@@ -370,9 +372,17 @@ type fakeShared struct {
 	handed  int
 	saved   map[string][]ShardProgress
 	release map[string]int
+	// check answers Check; nil: storage answers.
+	check func() error
 }
 
 func (f *fakeShared) URL() string { return "fake://leases" }
+func (f *fakeShared) Check(context.Context) error {
+	if f.check == nil {
+		return nil
+	}
+	return f.check()
+}
 func (f *fakeShared) Capacity(cfg CapacityConfig) (Capacity, error) {
 	return &fakeCapacity{limit: cfg.TargetRU}, nil
 }
@@ -688,5 +698,51 @@ func TestLoadGoesOnAfterASaveFindsTheLeaseLost(t *testing.T) {
 		if s := store.last[pc]; !s.Complete {
 			t.Errorf("piece %s: last save %+v, want complete", pc.name, s)
 		}
+	}
+}
+
+// Before a shared load reads anything, the store must take the
+// credentials (refused: a usage error, nothing loaded) and answer: it is
+// waited for one lease duration, on the run's clock, unless --reserved-ru
+// gives the loader capacity of its own.
+func TestSharedLoadChecksItsStorageFirst(t *testing.T) {
+	unreachable := fmt.Errorf("%w: dial tcp: connection refused", ErrStorageUnreachable)
+	for _, tt := range []struct {
+		name     string
+		answers  []error // Check's answers, the last repeated
+		reserved float64
+		usage    bool
+		fails    bool
+		waited   time.Duration
+	}{
+		{name: "answers", answers: []error{nil}},
+		{name: "refuses the key", answers: []error{fmt.Errorf("%w (403 AuthorizationFailure)", ErrStorageRefused)}, usage: true, fails: true},
+		{name: "never answers", answers: []error{unreachable}, fails: true, waited: 15 * time.Second},
+		{name: "answers after a while", answers: []error{unreachable, unreachable, unreachable, nil}, waited: 3 * time.Second},
+		{name: "never answers, with a reserve", answers: []error{unreachable}, reserved: 100},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			clk := clocktest.NewAuto(start)
+			n := 0
+			store := &fakeShared{check: func() error {
+				err := tt.answers[min(n, len(tt.answers)-1)]
+				n++
+				return err
+			}}
+			var log bytes.Buffer
+			p := (&Job{Clock: clk, Log: &log, Shared: &SharedOptions{LeaseDuration: 15 * time.Second, ReservedRU: tt.reserved}}).resolve()
+			err := p.checkStorage(context.Background(), store)
+			var ue *UsageError
+			if (err != nil) != tt.fails || errors.As(err, &ue) != tt.usage {
+				t.Fatalf("err %v (usage %v), want failure %v, usage %v", err, errors.As(err, &ue), tt.fails, tt.usage)
+			}
+			if got := clk.Now().Sub(start); got < tt.waited || got > tt.waited+time.Second {
+				t.Errorf("waited %v, want %v", got, tt.waited)
+			}
+			if tt.reserved > 0 && !strings.Contains(log.String(), "--reserved-ru") {
+				t.Errorf("log %q", log.String())
+			}
+		})
 	}
 }

@@ -143,6 +143,11 @@ func createContainer(ctx context.Context, client *azcosmos.Client, db *azcosmos.
 	if len(o.PartitionKey) == 0 {
 		return errors.New("create container: --partition-key is required")
 	}
+	if o.CreateRU > 0 {
+		if err := loader.CheckCreateRU(o.CreateRU); err != nil {
+			return err
+		}
+	}
 	if _, err := client.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: o.Database}, nil); err != nil && !isStatus(err, http.StatusConflict) {
 		return fmt.Errorf("create database %s: %s", o.Database, describe(err))
 	}

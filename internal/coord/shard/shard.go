@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -613,7 +612,4 @@ func (cl *Claim) abandon() {
 
 // transient reports whether storage could not be reached or timed out, as
 // opposed to answering with an error.
-func transient(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.ErrUnexpectedEOF)
-}
+func transient(err error) bool { return coord.Unreachable(err) }
