@@ -184,6 +184,10 @@ type Live struct {
 	// progress and ETA count, since reading runs ahead of writing.
 	BytesDone                      int64
 	Written, Skipped, DeadLettered int64
+	// Carried counts the records among Written and Skipped that an
+	// earlier run finished past its checkpointed position: read again,
+	// not sent (Committed.Ahead).
+	Carried int64
 	// InputsRefused counts inputs refused whole (corrupt gzip, bad CSV
 	// header); each is also one of DeadLettered.
 	InputsRefused       int64
@@ -286,6 +290,7 @@ type run struct {
 	read, bytes, bad       atomic.Int64
 	requests, throttled    atomic.Int64
 	written, skipped, dead atomic.Int64
+	carried                atomic.Int64 // see Live.Carried
 	refused                atomic.Int64 // inputs refused whole
 	inFlight               atomic.Int64
 	ruMilli                atomic.Int64
@@ -314,10 +319,11 @@ type run struct {
 // for at most DrainTimeout, and the final checkpoint is saved.
 func Run(ctx context.Context, o Options) (*Result, error) {
 	o.defaults()
-	// Committed counts are this run's; only the position carries over.
+	// Committed counts are this run's; only the position (and what was
+	// finished past it) carries over.
 	starts := make([]Committed, len(o.Inputs))
 	for i, in := range o.Inputs {
-		starts[i] = Committed{Offset: in.Start.Offset, Line: in.Start.Line, Base: in.Start.Base, Refused: in.Start.Refused}
+		starts[i] = Committed{Offset: in.Start.Offset, Line: in.Start.Line, Base: in.Start.Base, Refused: in.Start.Refused, Ahead: in.Start.Ahead}
 	}
 	dl, err := openDeadLetter(o.DeadLetterPath, o.DeadLetterSize)
 	if err != nil {
@@ -553,7 +559,7 @@ func (r *run) recordSecond(prev *Live, last *int64, final bool) {
 		RU:        cur.RU - prev.RU,
 		Requests:  cur.Requests - prev.Requests,
 		Throttled: cur.Throttled - prev.Throttled,
-		Records:   (cur.Written + cur.Skipped) - (prev.Written + prev.Skipped),
+		Records:   (cur.Written + cur.Skipped - cur.Carried) - (prev.Written + prev.Skipped - prev.Carried),
 	})
 	r.mu.Unlock()
 	*prev, *last = cur, sec
@@ -575,6 +581,7 @@ func (r *run) live() Live {
 		BytesDone:     r.bytesDone(),
 		Written:       r.written.Load(),
 		Skipped:       r.skipped.Load(),
+		Carried:       r.carried.Load(),
 		DeadLettered:  r.dead.Load(),
 		InputsRefused: r.refused.Load(),
 		Requests:      r.requests.Load(),
@@ -739,6 +746,12 @@ func (r *run) readInput(i int, in Input, workers int, queues *lanes) error {
 			r.deadLetter(i, seq, s.dead)
 			return true
 		}
+		// The tracker numbers a piece's records from its start, as the
+		// checkpoint's Ahead counts them from the position saved.
+		if done, existing := in.Start.Ahead.Done(int64(seq)); done {
+			r.carry(i, seq, existing)
+			return true
+		}
 		it := &item{
 			input: i, seq: seq,
 			doc:  Document{ID: s.doc.ID, PK: s.doc.PK, Body: s.doc.Body},
@@ -783,6 +796,20 @@ func (r *run) readInput(i int, in Input, workers int, queues *lanes) error {
 		return nil
 	}
 	return err
+}
+
+// carry acknowledges a record that an earlier run wrote (or found
+// present) past its checkpointed position, as it was then, without
+// sending it again.
+func (r *run) carry(input int, seq uint64, existing bool) {
+	result, count := resultWritten, &r.written
+	if existing {
+		result, count = resultSkipped, &r.skipped
+	}
+	count.Add(1)
+	r.carried.Add(1)
+	r.sinceCheckpoint.Add(1)
+	r.tr.ack(input, seq, result, nil)
 }
 
 // refuseInput turns an input-level failure (source.InputError) into one
