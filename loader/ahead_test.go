@@ -136,6 +136,41 @@ func TestRunResumeSendsOnlyWhatWasNotDonePastTheMark(t *testing.T) {
 	}
 }
 
+// A shard's progress carries what its last owner finished past its
+// position: the next owner reads those records without sending them, and
+// its saves count them once.
+func TestExecuteSharedReadsWhatTheLastOwnerFinishedWithoutSendingIt(t *testing.T) {
+	dir := t.TempDir()
+	a := writeInput(t, dir, "a", 8)
+	size := int64(len(mustRead(t, a.Path)))
+	finished := &checkpoint.Ahead{}
+	finished.Set(1, false) // a1
+	finished.Set(4, true)  // a4, found present
+	store := &fakeShared{saved: map[string][]ShardProgress{}, release: map[string]int{},
+		shards: []*ShardClaim{{Shard: Shard{ID: "a-0", Input: 0, End: size}, From: ShardProgress{Ahead: finished}}}}
+	sink := &fakeSink{}
+	job := &Job{
+		Args: []string{a.Path}, Inputs: []source.Input{a.Input}, RU: 1e6, MaxErrors: -1,
+		DeadLetterPath: filepath.Join(dir, "dl"),
+		Connect:        func(context.Context, TargetOptions) (*Target, error) { return fakeTarget(sink), nil },
+		Shared:         &SharedOptions{Open: func(string, string, string) (SharedStore, error) { return store, nil }},
+	}
+	rep, err := Execute(context.Background(), job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, sent1 := sink.written["a1"]; len(sink.written) != 6 || sent1 || sink.written["a4"] != "" {
+		t.Errorf("sent %d documents (a1 among them: %v), want the 6 not finished before", len(sink.written), sent1)
+	}
+	saves := store.saved["a-0"]
+	if last := saves[len(saves)-1]; !last.Done || last.Written != 8 || last.Offset != size || last.Ahead != nil {
+		t.Errorf("last save %+v, want done at %d with 8 written or present and nothing past it", last, size)
+	}
+	if rep.RecordsWritten+rep.RecordsSkippedExisting != 8 || rep.RecordsSkippedExisting != 1 {
+		t.Errorf("report: %d written, %d present; want 7 and 1", rep.RecordsWritten, rep.RecordsSkippedExisting)
+	}
+}
+
 // Each segment keeps what was finished past its own mark, and a resume
 // starts each segment's cursor with it; a file read whole keeps its own.
 func TestSegmentsKeepWhatWasFinishedPastTheirMarks(t *testing.T) {
