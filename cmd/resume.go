@@ -92,7 +92,7 @@ Blob inputs need their credentials again (--source-sas,
 	fl.StringVar(&opts.ReportHTML, "report-html", "", "write the run's report as a self-contained HTML page with charts")
 	fl.Int64Var(&opts.MaxErrors, "max-errors", -1, "stop (exit 4) once more than N records are dead-lettered; -1 = no limit")
 	fl.Int64Var(&opts.CkptEvery, "checkpoint-every", 10000, "save the checkpoint every N committed records")
-	fl.DurationVar(&opts.CkptInterval, "checkpoint-interval", 5*time.Second, "… and at least this often")
+	fl.DurationVar(&opts.CkptInterval, "checkpoint-interval", loader.DefaultCheckpointInterval, "… and at least this often")
 	fl.BoolVarP(&opts.Quiet, "quiet", "q", false, "no progress and no summary")
 	opts.Observe.addFlags(cmd)
 	fl.DurationVar(&opts.DrainTimeout, "drain-timeout", 30*time.Second, "on interrupt, how long in-flight writes may finish")

@@ -426,7 +426,7 @@ func (o *Options) defaults() {
 		o.CheckpointEvery = 10000
 	}
 	if o.CheckpointInterval <= 0 {
-		o.CheckpointInterval = 5 * time.Second
+		o.CheckpointInterval = DefaultCheckpointInterval
 	}
 	if o.DrainTimeout <= 0 {
 		o.DrainTimeout = 30 * time.Second
@@ -448,6 +448,12 @@ func (o *Options) defaults() {
 		o.Strategy = StrategyPaced
 	}
 }
+
+// DefaultCheckpointInterval is how often a run saves its checkpoint at
+// least. A kill costs the records acknowledged since the last save (those
+// acknowledged past a low-water mark are listed in it) and those in
+// flight: saved every second, a kill costs about a second of writes.
+const DefaultCheckpointInterval = time.Second
 
 // DefaultReadAhead is how many records are read ahead per physical
 // partition. While one partition's queue is full — a hot partition key —
