@@ -149,13 +149,7 @@ func TestExecuteSharedReadsWhatTheLastOwnerFinishedWithoutSendingIt(t *testing.T
 	store := &fakeShared{saved: map[string][]ShardProgress{}, release: map[string]int{},
 		shards: []*ShardClaim{{Shard: Shard{ID: "a-0", Input: 0, End: size}, From: ShardProgress{Ahead: finished}}}}
 	sink := &fakeSink{}
-	job := &Job{
-		Args: []string{a.Path}, Inputs: []source.Input{a.Input}, RU: 1e6, MaxErrors: -1,
-		DeadLetterPath: filepath.Join(dir, "dl"),
-		Connect:        func(context.Context, TargetOptions) (*Target, error) { return fakeTarget(sink), nil },
-		Shared:         &SharedOptions{Open: func(string, string, string) (SharedStore, error) { return store, nil }},
-	}
-	rep, err := Execute(context.Background(), job)
+	rep, err := Execute(context.Background(), sharedJob(dir, store, sink, a))
 	if err != nil {
 		t.Fatal(err)
 	}
