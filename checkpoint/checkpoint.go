@@ -41,6 +41,9 @@ type Position struct {
 	// the start of an NDJSON segment placed without counting the lines
 	// before it (see source.Position).
 	Base int64 `json:"base,omitempty"`
+	// Ahead is what was finished past the mark (see Ahead); nil: nothing,
+	// or a checkpoint from before it was kept.
+	Ahead *Ahead `json:"ahead,omitempty"`
 }
 
 // Input is one input file's progress.
@@ -485,6 +488,9 @@ func (s *State) validate() error {
 		case in.Records < 0 || in.Size < 0:
 			return fmt.Errorf("input %d (%s) has a negative count", i, name)
 		}
+	}
+	if err := s.checkAhead(); err != nil {
+		return err
 	}
 	if s.DeadLetterSize < 0 {
 		return errors.New("negative dead-letter size")

@@ -180,7 +180,7 @@ the embedded local Cosmos DB target is used and announced on stderr.
 	fl.IntVar(&opts.ReadAhead, "read-ahead", 0, "records read ahead per physical partition (default 16,384 ÷ partitions, 256-4,096): deeper keeps other partitions busy behind a hot partition key, at the cost of memory")
 	fl.StringVar(&opts.Checkpoint, "checkpoint", "", "checkpoint file (default: derived from the inputs and target, printed at start)")
 	fl.Int64Var(&opts.CkptEvery, "checkpoint-every", 10000, "save the checkpoint every N committed records")
-	fl.DurationVar(&opts.CkptInterval, "checkpoint-interval", 5*time.Second, "… and at least this often")
+	fl.DurationVar(&opts.CkptInterval, "checkpoint-interval", loader.DefaultCheckpointInterval, "… and at least this often")
 	fl.StringVar(&opts.DeadLetter, "dead-letter", "", "dead-letter NDJSON file for refused records (default: beside the checkpoint; with shared capacity, a directory of one file per shard)")
 	fl.StringVar(&opts.Report, "report", "", "write the run's report as JSON to this file")
 	fl.StringVar(&opts.ReportHTML, "report-html", "", "write the run's report as a self-contained HTML page with charts")

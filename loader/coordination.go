@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/internal/clock"
 	"github.com/cosmosloader/loader/loader/source"
 )
@@ -113,6 +114,8 @@ type ShardProgress struct {
 	Written        int64 `json:"written"`
 	DeadLettered   int64 `json:"dead_lettered"`
 	DeadLetterSize int64 `json:"dead_letter_size,omitempty"`
+	// Ahead: see checkpoint.Ahead.
+	Ahead *checkpoint.Ahead `json:"ahead,omitempty"`
 }
 
 // ShardClaimer hands out unfinished shards; (nil, nil) means every shard is

@@ -316,7 +316,7 @@ func (p *plan) wholeInputs(ctx context.Context, tgt *Target, inputs []Input, fps
 		}
 		for i := range inputs {
 			c := state.Inputs[i]
-			inputs[i].Start = Committed{Offset: c.Committed.Offset, Line: c.Committed.Line, Base: c.Committed.Base, Records: c.Records, Refused: c.Refused}
+			inputs[i].Start = committedAt(c.Committed, c.Records, c.Refused)
 			startRecords[i] = c.Records
 		}
 		prev = state.Inputs
@@ -324,7 +324,7 @@ func (p *plan) wholeInputs(ctx context.Context, tgt *Target, inputs []Input, fps
 	state.Inputs = make([]checkpoint.Input, len(inputs))
 	for i, in := range inputs {
 		state.Inputs[i] = checkpoint.Input{Fingerprint: fps[i], Stdin: in.Stdin,
-			Committed: checkpoint.Position{Offset: in.Start.Offset, Line: in.Start.Line, Base: in.Start.Base}, Records: startRecords[i]}
+			Committed: in.Start.position(), Records: startRecords[i]}
 		if prev != nil {
 			state.Inputs[i].Segments = slices.Clone(prev[i].Segments)
 		}
@@ -611,8 +611,24 @@ func resumePositions(inputs []Input, progress []checkpoint.Input, so source.Opti
 			out = append(out, fmt.Sprintf("%s: from line %s (byte %s); %s records already committed",
 				in.Path, human.Count(in.Start.Line+1), human.Bytes(float64(in.Start.Offset)), human.Count(in.Start.Records)))
 		}
+		if n := finishedAhead(p); n > 0 {
+			out[len(out)-1] += fmt.Sprintf("; %s more past that were finished are read, not sent again", human.Count(n))
+		}
 	}
 	return out
+}
+
+// finishedAhead counts the records an input's checkpoint lists as finished
+// past its marks.
+func finishedAhead(p checkpoint.Input) int64 {
+	if len(p.Segments) == 0 {
+		return p.Committed.Ahead.Records()
+	}
+	var n int64
+	for _, s := range p.Segments {
+		n += s.Committed.Ahead.Records()
+	}
+	return n
 }
 
 func isParquet(in source.Input, so source.Options) bool {

@@ -186,6 +186,10 @@ type Live struct {
 	// progress and ETA count, since reading runs ahead of writing.
 	BytesDone                      int64
 	Written, Skipped, DeadLettered int64
+	// Carried counts the records among Written and Skipped that an
+	// earlier run finished past its checkpointed position: read again,
+	// not sent (Committed.Ahead).
+	Carried int64
 	// InputsRefused counts inputs refused whole (corrupt gzip, bad CSV
 	// header); each is also one of DeadLettered.
 	InputsRefused       int64
@@ -288,6 +292,7 @@ type run struct {
 	read, bytes            atomic.Int64
 	requests, throttled    atomic.Int64
 	written, skipped, dead atomic.Int64
+	carried                atomic.Int64 // see Live.Carried
 	refused                atomic.Int64 // inputs refused whole
 	inFlight               atomic.Int64
 	ruMilli                atomic.Int64
@@ -316,10 +321,11 @@ type run struct {
 // for at most DrainTimeout, and the final checkpoint is saved.
 func Run(ctx context.Context, o Options) (*Result, error) {
 	o.defaults()
-	// Committed counts are this run's; only the position carries over.
+	// Committed counts are this run's; only the position (and what was
+	// finished past it) carries over.
 	starts := make([]Committed, len(o.Inputs))
 	for i, in := range o.Inputs {
-		starts[i] = Committed{Offset: in.Start.Offset, Line: in.Start.Line, Base: in.Start.Base, Refused: in.Start.Refused}
+		starts[i] = Committed{Offset: in.Start.Offset, Line: in.Start.Line, Base: in.Start.Base, Refused: in.Start.Refused, Ahead: in.Start.Ahead}
 	}
 	dl, err := openDeadLetter(o.DeadLetterPath, o.DeadLetterSize)
 	if err != nil {
@@ -425,7 +431,7 @@ func (o *Options) defaults() {
 		o.CheckpointEvery = 10000
 	}
 	if o.CheckpointInterval <= 0 {
-		o.CheckpointInterval = 5 * time.Second
+		o.CheckpointInterval = DefaultCheckpointInterval
 	}
 	if o.DrainTimeout <= 0 {
 		o.DrainTimeout = 30 * time.Second
@@ -447,6 +453,12 @@ func (o *Options) defaults() {
 		o.Strategy = StrategyPaced
 	}
 }
+
+// DefaultCheckpointInterval is how often a run saves its checkpoint at
+// least. A kill costs the records acknowledged since the last save (those
+// acknowledged past a low-water mark are listed in it) and those in
+// flight: saved every second, a kill costs about a second of writes.
+const DefaultCheckpointInterval = time.Second
 
 // DefaultReadAhead is how many records are read ahead per physical
 // partition. While one partition's queue is full — a hot partition key —
@@ -558,7 +570,7 @@ func (r *run) recordSecond(prev *Live, last *int64, final bool) {
 		RU:        cur.RU - prev.RU,
 		Requests:  cur.Requests - prev.Requests,
 		Throttled: cur.Throttled - prev.Throttled,
-		Records:   (cur.Written + cur.Skipped) - (prev.Written + prev.Skipped),
+		Records:   (cur.Written + cur.Skipped - cur.Carried) - (prev.Written + prev.Skipped - prev.Carried),
 	})
 	r.mu.Unlock()
 	*prev, *last = cur, sec
@@ -580,6 +592,7 @@ func (r *run) live() Live {
 		BytesDone:     r.bytesDone(),
 		Written:       r.written.Load(),
 		Skipped:       r.skipped.Load(),
+		Carried:       r.carried.Load(),
 		DeadLettered:  r.dead.Load(),
 		InputsRefused: r.refused.Load(),
 		Requests:      r.requests.Load(),
@@ -744,6 +757,12 @@ func (r *run) readInput(i int, in Input, workers int, queues *lanes) error {
 			r.deadLetter(i, seq, s.dead)
 			return true
 		}
+		// The tracker numbers a piece's records from its start, as the
+		// checkpoint's Ahead counts them from the position saved.
+		if done, existing := in.Start.Ahead.Done(int64(seq)); done {
+			r.carry(i, seq, existing)
+			return true
+		}
 		it := &item{
 			input: i, seq: seq,
 			doc:  Document{ID: s.doc.ID, PK: s.doc.PK, Body: s.doc.Body},
@@ -788,6 +807,20 @@ func (r *run) readInput(i int, in Input, workers int, queues *lanes) error {
 		return nil
 	}
 	return err
+}
+
+// carry acknowledges a record that an earlier run wrote (or found
+// present) past its checkpointed position, as it was then, without
+// sending it again.
+func (r *run) carry(input int, seq uint64, existing bool) {
+	result, count := resultWritten, &r.written
+	if existing {
+		result, count = resultSkipped, &r.skipped
+	}
+	count.Add(1)
+	r.carried.Add(1)
+	r.sinceCheckpoint.Add(1)
+	r.tr.ack(input, seq, result, nil)
 }
 
 // refuseInput turns an input-level failure (source.InputError) into one

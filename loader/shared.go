@@ -393,7 +393,7 @@ func (l *leasedShards) next(ctx context.Context) (*piece, error) {
 		l.mu.Unlock()
 		l.active.Add(1)
 		in := l.inputs[claim.Shard.Input]
-		in.Start = Committed{Offset: claim.From.Offset, Line: claim.From.Line, Base: claim.From.Base}
+		in.Start = Committed{Offset: claim.From.Offset, Line: claim.From.Line, Base: claim.From.Base, Ahead: claim.From.Ahead}
 		in.End = claim.Shard.End
 		if claim.Shard.Start == 0 && claim.Shard.End >= l.fps[claim.Shard.Input].Size {
 			in.End = 0 // the whole input: no bound
@@ -435,6 +435,7 @@ func (l *leasedShards) save(pc *piece, snap Snapshot) error {
 		Written:        from.Written + c.Written + c.Skipped,
 		DeadLettered:   from.DeadLettered + c.DeadLettered,
 		DeadLetterSize: snap.DeadLetterSize,
+		Ahead:          c.Ahead,
 	})
 	if errors.Is(err, ErrLeaseLost) {
 		return err

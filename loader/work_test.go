@@ -429,6 +429,19 @@ func (c *fakeCapacity) SetTarget(float64)               {}
 func (c *fakeCapacity) History() []LeaseSample          { return []LeaseSample{{Held: 1, LimitRU: c.limit}} }
 func (c *fakeCapacity) Run(ctx context.Context) error   { <-ctx.Done(); return nil }
 
+// sharedJob is a shared load of inputs into sink, coordinated by store.
+func sharedJob(dir string, store SharedStore, sink *fakeSink, inputs ...Input) *Job {
+	j := &Job{
+		RU: 1e6, MaxErrors: -1, DeadLetterPath: filepath.Join(dir, "dl"),
+		Connect: func(context.Context, TargetOptions) (*Target, error) { return fakeTarget(sink), nil },
+		Shared:  &SharedOptions{Open: func(string, string, string) (SharedStore, error) { return store, nil }},
+	}
+	for _, in := range inputs {
+		j.Args, j.Inputs = append(j.Args, in.Path), append(j.Inputs, in.Input)
+	}
+	return j
+}
+
 // A shared load through Execute: each shard's progress goes to its own
 // lease, a shard found already read to its end is marked done and not
 // read again, and the report names the shards and the store.
@@ -442,12 +455,7 @@ func TestExecuteSharedSavesEachShardInItsBlob(t *testing.T) {
 			{Shard: Shard{ID: "b-0", Input: 1, End: sizeB}, From: ShardProgress{Offset: sizeB, Line: 3, Written: 3}},
 		}}
 	sink := &fakeSink{}
-	job := &Job{
-		Args: []string{a.Path, b.Path}, Inputs: []source.Input{a.Input, b.Input}, RU: 1e6, MaxErrors: -1,
-		DeadLetterPath: filepath.Join(dir, "dl"),
-		Connect:        func(context.Context, TargetOptions) (*Target, error) { return fakeTarget(sink), nil },
-		Shared:         &SharedOptions{Open: func(string, string, string) (SharedStore, error) { return store, nil }},
-	}
+	job := sharedJob(dir, store, sink, a, b)
 	rep, err := Execute(context.Background(), job)
 	if err != nil {
 		t.Fatal(err)
