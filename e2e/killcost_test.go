@@ -54,7 +54,7 @@ func TestKillResendsOnlyWhatTheCheckpointMissed(t *testing.T) {
 	// Each run is killed once the container has grown by a fifth of the
 	// input, wherever the run is between its checkpoints.
 	for kill := int64(1); kill <= 3; kill++ {
-		killAt(t, tg, kill*records/5, args...)
+		killAtDocuments(t, tg, kill*records/5, args...)
 		st, err := checkpoint.Load(ckpt)
 		if err != nil {
 			t.Fatalf("after kill %d: %v", kill, err)
@@ -108,7 +108,7 @@ func covered(st *checkpoint.State) (done, ahead int64) {
 
 // killAt runs the loader and SIGKILLs it once the local target holds n
 // documents.
-func killAt(t *testing.T, tg target, n int64, args ...string) {
+func killAtDocuments(t *testing.T, tg target, n int64, args ...string) {
 	t.Helper()
 	cmd, wait := startLoader(t, args...)
 	exited := make(chan struct{})
