@@ -106,7 +106,7 @@ func covered(st *checkpoint.State) (done, ahead int64) {
 	return done, ahead
 }
 
-// killAt runs the loader and SIGKILLs it once the local target holds n
+// killAtDocuments runs the loader and SIGKILLs it once the local target holds n
 // documents.
 func killAtDocuments(t *testing.T, tg target, n int64, args ...string) {
 	t.Helper()
