@@ -8,11 +8,12 @@ import (
 
 	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/loader"
+	"github.com/cosmosloader/loader/loader/report"
 )
 
 // writeSummary prints the human summary that ends every run, in the one
 // number and duration format (internal/human).
-func writeSummary(w io.Writer, r *loader.Report) {
+func writeSummary(w io.Writer, r *report.Report) {
 	var b strings.Builder
 	n := human.Count
 	fmt.Fprintf(&b, "\n%s: %s records read\n", strings.ToUpper(r.Status[:1])+r.Status[1:], n(r.RecordsRead))
@@ -87,7 +88,7 @@ const maxReasons = 5
 
 // writeReasons lists the dead letters by reason, most frequent first,
 // each with where its first record is, then what likely fixes the load.
-func writeReasons(b *strings.Builder, rs []loader.ReasonCount, hint string) {
+func writeReasons(b *strings.Builder, rs []report.ReasonCount, hint string) {
 	for i, rc := range rs {
 		if i == maxReasons {
 			more := "reasons"

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/loader/source"
 )
 
@@ -65,7 +66,7 @@ type deadLetterFile struct {
 	n    int64
 	// tally counts the file's lines by reason, those of earlier runs
 	// included, for the report.
-	tally reasonTally
+	tally report.Reasons
 }
 
 // openDeadLetter opens path for appending after truncating it to size
@@ -129,7 +130,7 @@ func (d *deadLetterFile) write(dl *DeadLetter) error {
 	}
 	d.size += int64(len(b))
 	d.n++
-	d.tally.add(dl)
+	tallyReason(&d.tally, dl)
 	return nil
 }
 
@@ -142,7 +143,7 @@ func (d *deadLetterFile) tallyExisting() error {
 		line, err := br.ReadBytes('\n')
 		var dl DeadLetter
 		if len(line) > 0 && json.Unmarshal(line, &dl) == nil {
-			d.tally.add(&dl)
+			tallyReason(&d.tally, &dl)
 		}
 		if err == io.EOF {
 			return nil
@@ -154,10 +155,10 @@ func (d *deadLetterFile) tallyExisting() error {
 }
 
 // reasons returns a copy of the tally so far.
-func (d *deadLetterFile) reasons() *reasonTally {
+func (d *deadLetterFile) reasons() *report.Reasons {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.tally.clone()
+	return d.tally.Clone()
 }
 
 // written returns the size of the lines written so far, durable or not.
@@ -196,4 +197,9 @@ func (d *deadLetterFile) close() error {
 	err := d.f.Close()
 	d.f = nil
 	return err
+}
+
+// tallyReason adds d to the tally of dead letters by reason.
+func tallyReason(t *report.Reasons, d *DeadLetter) {
+	t.Add(d.Reason, d.Source, d.Line, d.Error, d.Raw)
 }

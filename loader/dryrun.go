@@ -14,6 +14,7 @@ import (
 
 	"github.com/cosmosloader/loader/internal/epk"
 	"github.com/cosmosloader/loader/loader/record"
+	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/loader/source"
 	"github.com/cosmosloader/loader/pacing"
 )
@@ -90,12 +91,12 @@ type Plan struct {
 	BadSamples []BadLine `json:"bad_samples,omitempty"`
 	// BadMore is how many bad records BadSamples leaves out; BadByReason
 	// counts all of them; Hint says what likely fixes most of them.
-	BadMore     int64         `json:"bad_more,omitempty"`
-	BadByReason []ReasonCount `json:"bad_by_reason,omitempty"`
-	Hint        string        `json:"hint,omitempty"`
-	EstimatedRU float64       `json:"estimated_ru"`
-	RUPerRecord Spread        `json:"ru_per_record"`
-	Largest     []Item        `json:"largest_items"`
+	BadMore     int64                `json:"bad_more,omitempty"`
+	BadByReason []report.ReasonCount `json:"bad_by_reason,omitempty"`
+	Hint        string               `json:"hint,omitempty"`
+	EstimatedRU float64              `json:"estimated_ru"`
+	RUPerRecord report.Spread        `json:"ru_per_record"`
+	Largest     []Item               `json:"largest_items"`
 
 	TargetRUPerSec float64   `json:"target_ru_per_sec"`
 	Partitions     int       `json:"partitions"`
@@ -130,8 +131,8 @@ type Plan struct {
 	Requests          int64   `json:"requests"`
 	RecordsPerRequest float64 `json:"records_per_request"`
 
-	Naive NaiveFigures `json:"naive"`
-	Paced PacedFigures `json:"paced"`
+	Naive report.NaiveFigures `json:"naive"`
+	Paced report.PacedFigures `json:"paced"`
 }
 
 // BadLine names one bad record.
@@ -217,7 +218,7 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 	largest := &itemHeap{}
 	keys := newHeavyHitters(1024)
 	model := pacing.NewModel(j.TargetRU, parts)
-	var bad reasonTally
+	var bad report.Reasons
 	// Sequences past 256 Ki runs (3 MB) are coarsened; see pacing.Sequence.
 	// seq follows the import's segments; alt, more of them, for advice.
 	// At 4 Mi runs each, a shuffled 1 GB file over 4 partitions took
@@ -296,7 +297,7 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 			last = s.rec.Next.Offset
 			if s.dead != nil {
 				p.BadRecords++
-				bad.add(s.dead)
+				bad.Add(s.dead.Reason, s.dead.Source, s.dead.Line, s.dead.Error, s.dead.Raw)
 				if len(p.BadSamples) < 10 {
 					p.BadSamples = append(p.BadSamples, BadLine{Source: s.dead.Source, Line: s.dead.Line, Reason: s.dead.Reason, Error: s.dead.Error})
 				} else {
@@ -387,11 +388,11 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 		p.RecordsPerRequest = round2(float64(written) / float64(p.Requests))
 	}
 	if n := hist.Count(); n > 0 {
-		p.RUPerRecord = Spread{Mean: round2(p.EstimatedRU / float64(n)), P50: round2(hist.Quantile(0.5)), P95: round2(hist.Quantile(0.95)), Max: round2(hist.Max())}
+		p.RUPerRecord = report.Spread{Mean: round2(p.EstimatedRU / float64(n)), P50: round2(hist.Quantile(0.5)), P95: round2(hist.Quantile(0.95)), Max: round2(hist.Max())}
 	}
 	p.EstimatedRU = round2(p.EstimatedRU)
-	p.BadByReason = bad.counts()
-	p.Hint = bad.hint(p.Records, m.PartitionKeyPaths(), m.IDField())
+	p.BadByReason = bad.Counts()
+	p.Hint = bad.Hint(p.Records, m.PartitionKeyPaths(), m.IDField())
 	p.Largest = largest.sorted()
 	p.TopKeys = keys.top(10, p.EstimatedRU)
 	seq.Close()
@@ -708,7 +709,7 @@ func (p *Plan) WriteText(w io.Writer) {
 		b.WriteString("    first bad records\n")
 	}
 	for _, s := range p.BadSamples {
-		fmt.Fprintf(&b, "      %s  %s\n", where(s.Source, s.Line), s.Error)
+		fmt.Fprintf(&b, "      %s  %s\n", report.Where(s.Source, s.Line), s.Error)
 	}
 	if p.BadMore > 0 {
 		fmt.Fprintf(&b, "      … and %s more\n", count(p.BadMore))

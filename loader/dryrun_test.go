@@ -24,6 +24,7 @@ import (
 
 	"github.com/cosmosloader/loader/internal/epk"
 	"github.com/cosmosloader/loader/loader/record"
+	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/loader/source"
 )
 
@@ -56,7 +57,7 @@ func TestDryRunSummarisesBadRecordsByReason(t *testing.T) {
 	if p.BadRecords != 52 || len(p.BadSamples) != 10 || p.BadMore != 42 {
 		t.Fatalf("bad %d, samples %d, more %d; want 52, 10, 42", p.BadRecords, len(p.BadSamples), p.BadMore)
 	}
-	want := []ReasonCount{
+	want := []report.ReasonCount{
 		{Reason: record.ReasonMissingPartitionKey, Count: 50},
 		{Reason: record.ReasonBadID, Count: 1},
 		{Reason: record.ReasonInvalidJSON, Count: 1},
@@ -651,5 +652,16 @@ func TestHeavyHittersSameStringsCountAsCopies(t *testing.T) {
 		if got, want := same.top(20, 1), copies.top(20, 1); !reflect.DeepEqual(got, want) {
 			t.Errorf("capacity %d:\nsame strings %+v\ncopies       %+v", capacity, got, want)
 		}
+	}
+}
+
+// A dry-run's first bad records are named as the reasons' first records
+// are (report.Where): by file and line, or by file alone.
+func TestDryRunNamesBadRecordsByFileAndLine(t *testing.T) {
+	var out strings.Builder
+	p := &Plan{BadRecords: 2, BadSamples: []BadLine{{Source: "trunc.ndjson.gz", Error: "gzip data truncated"}, {Source: "a.ndjson", Line: 6, Error: "truncated JSON"}}}
+	p.WriteText(&out)
+	if !strings.Contains(out.String(), "      trunc.ndjson.gz  gzip data truncated\n      a.ndjson:6  truncated JSON\n") {
+		t.Errorf("dry-run's bad records:\n%s", out.String())
 	}
 }

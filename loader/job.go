@@ -19,6 +19,7 @@ import (
 	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/internal/parallel"
 	"github.com/cosmosloader/loader/loader/record"
+	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/loader/source"
 	"github.com/cosmosloader/loader/pacing"
 )
@@ -107,7 +108,7 @@ func (e *UsageError) Unwrap() error { return e.Err }
 // report. The Report is returned whenever loading started, with err set
 // when the run did not finish. j is only read: what Execute resolves (the
 // checkpoint's default path, the shared job's name) is in the Report.
-func Execute(ctx context.Context, j *Job) (*Report, error) {
+func Execute(ctx context.Context, j *Job) (*report.Report, error) {
 	p := j.resolve()
 	inputs, fps, err := p.fingerprint()
 	if err != nil {
@@ -410,7 +411,7 @@ func (w *wholeInputs) pace(r *runPacing) {
 	}
 }
 
-func (w *wholeInputs) finish(*Report) {}
+func (w *wholeInputs) finish(*report.Report) {}
 
 // atOnce: a plain load is one piece.
 func (w *wholeInputs) atOnce() int { return 1 }

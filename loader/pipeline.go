@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/cosmosloader/loader/internal/clock"
-	"github.com/cosmosloader/loader/loader/htmlreport"
 	"github.com/cosmosloader/loader/loader/record"
+	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/loader/source"
 	"github.com/cosmosloader/loader/pacing"
 )
@@ -186,7 +186,7 @@ type Live struct {
 	RU                  float64
 	InFlight            int64
 	// Retries are this run's resent attempts by cause.
-	Retries Retries
+	Retries report.Retries
 	// NoWriteFor is how long no write has succeeded while attempts kept
 	// failing (0 once one succeeds), LastFailure what the last one was
 	// ("503 service unavailable"): a display warns past about 10 s.
@@ -214,7 +214,7 @@ type Result struct {
 	Started  time.Time
 	Snapshot Snapshot
 	Live     Live
-	Series   []htmlreport.Second
+	Series   []report.Second
 	Charges  *Histogram
 	// BatchesRefused: the server answered batches with 500 and the run
 	// fell back to point writes.
@@ -223,7 +223,7 @@ type Result struct {
 	CheckpointSaves int64
 	CheckpointTime  time.Duration
 	// reasons counts the dead-letter file's lines by reason, earlier runs' too.
-	reasons *reasonTally
+	reasons *report.Reasons
 }
 
 // ErrMaxErrors is the cause of a run stopped by --max-errors.
@@ -297,7 +297,7 @@ type run struct {
 	mu      sync.Mutex
 	fatal   error
 	cause   StopCause
-	series  []htmlreport.Second
+	series  []report.Second
 	charges *Histogram
 }
 
@@ -384,7 +384,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	res.BatchesRefused = r.batchOff.Load()
 	r.mu.Lock()
 	res.CheckpointSaves, res.CheckpointTime = r.saves, r.saveTime
-	res.Series = append([]htmlreport.Second(nil), r.series...)
+	res.Series = append([]report.Second(nil), r.series...)
 	r.mu.Unlock()
 	if cerr := dl.close(); cerr != nil && serr == nil {
 		serr = cerr
@@ -541,7 +541,7 @@ func (r *run) recordSecond(prev *Live, last *int64, final bool) {
 	}
 	cur := r.live()
 	r.mu.Lock()
-	r.series = append(r.series, htmlreport.Second{
+	r.series = append(r.series, report.Second{
 		T:         *last,
 		RU:        cur.RU - prev.RU,
 		Requests:  cur.Requests - prev.Requests,

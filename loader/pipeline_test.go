@@ -18,6 +18,7 @@ import (
 	"github.com/cosmosloader/loader/internal/clock"
 	"github.com/cosmosloader/loader/internal/clock/clocktest"
 	"github.com/cosmosloader/loader/loader/record"
+	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/loader/source"
 )
 
@@ -333,7 +334,7 @@ func TestRunCountsRetriesByClass(t *testing.T) {
 		return Outcome{Status: 201, Charge: 5}
 	}}
 	res, _ := runFake(t, docs(8), sink, nil)
-	want := Retries{Throttled: 1, Timeout: 1, Unavailable: 2, Connection: 1, Other: 1}
+	want := report.Retries{Throttled: 1, Timeout: 1, Unavailable: 2, Connection: 1, Other: 1}
 	if res.Live.Retries != want {
 		t.Errorf("retries %+v, want %+v", res.Live.Retries, want)
 	}

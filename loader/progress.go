@@ -169,5 +169,5 @@ func addLive(sum *Live, l Live) {
 	sum.Requests += l.Requests
 	sum.Throttled += l.Throttled
 	sum.RU += l.RU
-	sum.Retries.add(l.Retries)
+	sum.Retries.Add(l.Retries)
 }

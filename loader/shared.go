@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cosmosloader/loader/checkpoint"
+	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/loader/source"
 )
 
@@ -356,7 +357,7 @@ func (l *leasedShards) next(ctx context.Context) (*piece, error) {
 	}
 }
 
-func (l *leasedShards) finish(rep *Report) {
+func (l *leasedShards) finish(rep *report.Report) {
 	rep.Leases = l.capa.History()
 	l.mu.Lock()
 	rep.Shards = l.claimed

@@ -9,8 +9,8 @@ import (
 
 	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/internal/clock"
-	"github.com/cosmosloader/loader/loader/htmlreport"
 	"github.com/cosmosloader/loader/loader/record"
+	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/loader/source"
 	"github.com/cosmosloader/loader/pacing"
 )
@@ -29,7 +29,7 @@ type workSource interface {
 	// may use, and says what the pipeline waits on.
 	pace(r *runPacing)
 	// finish adds the source's part to the report.
-	finish(rep *Report)
+	finish(rep *report.Report)
 	// atOnce is how many pieces may run at once; next and finish are
 	// then called from as many goroutines.
 	atOnce() int
@@ -105,7 +105,7 @@ func limiterConfig(target float64, clk clock.Clock, logf func(string, ...any)) p
 // load runs every piece src hands out through the pipeline, pacing to
 // target, and reports. The Report is returned whenever a run started.
 func (p *plan) load(ctx context.Context, tgt *Target, mapper *record.Mapper, target float64, cost *pacing.CostModel,
-	src workSource, store progressStore) (*Report, error) {
+	src workSource, store progressStore) (*report.Report, error) {
 	partitions := len(tgt.Bounds) - 1
 	limiter := pacing.NewConcurrency(limiterConfig(target, p.Clock, p.logf))
 	pacer, err := pacing.NewPacer(pacing.PacerConfig{TargetRU: target, Bounds: tgt.Bounds, Clock: p.Clock, PathLatency: limiter.PathLatency, Aim: pacing.LoadAim})
@@ -271,7 +271,7 @@ const minSharedReadAhead = 32
 
 // mergeSeconds sums the seconds of runs that overlapped (pieces run at
 // once, or one ending in the second the next began), in time order.
-func mergeSeconds(series []htmlreport.Second) []htmlreport.Second {
+func mergeSeconds(series []report.Second) []report.Second {
 	sort.SliceStable(series, func(i, j int) bool { return series[i].T < series[j].T })
 	out := series[:0]
 	for _, s := range series {
@@ -333,16 +333,16 @@ func accumulate(total *Result, ran *checkpoint.Counters, r *Result, began time.T
 	total.Snapshot.Requests += r.Snapshot.Requests
 	total.Snapshot.Throttled += r.Snapshot.Throttled
 	total.Snapshot.RU += r.Snapshot.RU
-	total.Live.Retries.add(r.Live.Retries)
+	total.Live.Retries.Add(r.Live.Retries)
 	total.Live.InputsRefused += r.Live.InputsRefused
 	total.CheckpointSaves += r.CheckpointSaves
 	total.CheckpointTime += r.CheckpointTime
 	total.BatchesRefused = total.BatchesRefused || r.BatchesRefused
 	if r.reasons != nil {
 		if total.reasons == nil {
-			total.reasons = &reasonTally{}
+			total.reasons = &report.Reasons{}
 		}
-		total.reasons.merge(r.reasons)
+		total.reasons.Merge(r.reasons)
 	}
 	for _, sec := range r.Series {
 		sec.T += shift

@@ -13,29 +13,21 @@ import (
 	"html/template"
 	"io"
 	"math"
+	"os"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/loader/chart"
+	"github.com/cosmosloader/loader/loader/report"
 )
-
-// Second is one second of a run: what the pipeline samples, the JSON
-// report lists and the charts draw. T counts seconds since the start.
-type Second struct {
-	T         int64   `json:"t"`
-	RU        float64 `json:"ru"`
-	Requests  int64   `json:"requests"`
-	Throttled int64   `json:"throttled"`
-	Records   int64   `json:"records"`
-}
 
 // Run is another run drawn beside this one, such as the benchmark's naive
 // and SDK-default loads. Color is a CSS colour; empty picks one.
 type Run struct {
 	Name   string
-	Series []Second
+	Series []report.Second
 	Color  string
 }
 
@@ -113,7 +105,7 @@ type Data struct {
 	DeadLetterReasons []Reason
 	DeadLetterHint    string
 
-	Series  []Second
+	Series  []report.Second
 	Compare []Run
 	// TargetSteps, when the target changed during the run, are the target
 	// from each moment on (seconds since start); the chart draws them as a
@@ -194,7 +186,7 @@ type reasonRow struct {
 
 type namedSeries struct {
 	name, color string
-	secs        []Second
+	secs        []report.Second
 }
 
 func build(d *Data) view {
@@ -384,11 +376,11 @@ const maxFill = 7 * 24 * 3600
 // dense sorts a series by time, sums duplicates, and fills seconds with no
 // entry as zeros: a second nobody reported is a second nothing happened,
 // and the chart must show that as a dip, not a straight line across it.
-func dense(in []Second) []Second {
+func dense(in []report.Second) []report.Second {
 	if len(in) == 0 {
 		return nil
 	}
-	s := append([]Second(nil), in...)
+	s := append([]report.Second(nil), in...)
 	sort.SliceStable(s, func(i, j int) bool { return s[i].T < s[j].T })
 	merged := s[:1]
 	for _, x := range s[1:] {
@@ -406,11 +398,11 @@ func dense(in []Second) []Second {
 	if span+1 == int64(len(merged)) || span > maxFill {
 		return merged
 	}
-	out := make([]Second, 0, span+1)
+	out := make([]report.Second, 0, span+1)
 	for i, x := range merged {
 		if i > 0 {
 			for t := merged[i-1].T + 1; t < x.T; t++ {
-				out = append(out, Second{T: t})
+				out = append(out, report.Second{T: t})
 			}
 		}
 		out = append(out, x)
@@ -479,8 +471,8 @@ func ruChart(d *Data, runs []namedSeries) (template.HTML, string) {
 // throttleMarkers puts one marker on each second with throttles, or, when
 // there are more such seconds than maxMarkers, on each group of
 // neighbouring ones, at the group's highest RU/s.
-func throttleMarkers(secs []Second, color, prefix string) []chart.Marker {
-	var hot []Second
+func throttleMarkers(secs []report.Second, color, prefix string) []chart.Marker {
+	var hot []report.Second
 	for _, s := range secs {
 		if s.Throttled > 0 {
 			hot = append(hot, s)
@@ -732,3 +724,44 @@ How to read this: a well-paced load runs its RU/s line just under the dashed tar
 </body>
 </html>
 `
+
+// WriteFile writes the report as one self-contained HTML page with its
+// charts (RU/s against the target with 429s marked, records per second).
+func WriteFile(path string, r *report.Report) error {
+	d := &Data{
+		Title:  "loader import: " + r.Database + "/" + r.Container,
+		Status: r.Status, ExitCode: r.ExitCode, Error: r.Error,
+		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
+		Database: r.Database, Container: r.Container, Strategy: r.Strategy, Mode: r.Mode,
+		Partitions: r.Partitions, Embedded: r.Embedded,
+		RecordsRead: r.RecordsRead, RecordsWritten: r.RecordsWritten,
+		RecordsSkippedExisting: r.RecordsSkippedExisting, RecordsDeadLettered: r.RecordsDeadLettered,
+		RequestsSent: r.RequestsSent, ThrottledResponses: r.ThrottledResponses,
+		RUConsumed: r.RUConsumed, DurationSeconds: r.DurationSeconds, TargetRUPerSec: r.TargetRUPerSec,
+		AchievedRUPerSec: r.AchievedRUPerSec, Utilization: r.Utilization, ThrottledPercent: r.ThrottledPercent,
+		RUPerRecordP50: r.RUPerRecord.P50, RUPerRecordP95: r.RUPerRecord.P95, RUPerRecordMax: r.RUPerRecord.Max,
+		DeadLetterPath: r.DeadLetterPath, CheckpointPath: r.CheckpointPath,
+		RecordsPerRequest: r.RecordsPerRequest, Batch: r.Batch,
+		InputsRefused: r.InputsRefused, Retries: Retries(r.Retries),
+		Naive: NaiveFigures(r.Naive), Paced: PacedFigures(r.Paced),
+	}
+	if r.Resumed {
+		d.Resumed, d.ThisRun = true, RunFigures(r.ThisRun)
+	}
+	for _, rc := range r.DeadLettersByReason {
+		d.DeadLetterReasons = append(d.DeadLetterReasons, Reason(rc))
+	}
+	d.DeadLetterHint = r.DeadLetterHint
+	d.Series = append(d.Series, r.Series...)
+	for _, c := range r.TargetChanges {
+		d.TargetSteps = append(d.TargetSteps, chart.Point{X: c.AtSeconds, Y: c.RU})
+	}
+	var b bytes.Buffer
+	if err := Write(&b, d); err != nil {
+		return fmt.Errorf("render HTML report: %w", err)
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("write HTML report: %w", err)
+	}
+	return nil
+}

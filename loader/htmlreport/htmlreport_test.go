@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cosmosloader/loader/loader/chart"
+	"github.com/cosmosloader/loader/loader/report"
 )
 
 var (
@@ -40,7 +41,7 @@ func smallRun() *Data {
 	}
 	for t := int64(0); t < 20; t++ {
 		ru := math.Min(float64(t+1)*250, 990) - float64(t%3)*8
-		s := Second{T: t, RU: ru, Requests: int64(ru / 7), Records: int64(ru / 7)}
+		s := report.Second{T: t, RU: ru, Requests: int64(ru / 7), Records: int64(ru / 7)}
 		switch t {
 		case 4:
 			s.Throttled, s.RU = 3, 1040
@@ -291,8 +292,8 @@ func TestEmptyData(t *testing.T) {
 }
 
 func TestDense(t *testing.T) {
-	got := dense([]Second{{T: 3, RU: 5}, {T: 0, RU: 1}, {T: 3, RU: 2, Throttled: 1}})
-	want := []Second{{T: 0, RU: 1}, {T: 1}, {T: 2}, {T: 3, RU: 7, Throttled: 1}}
+	got := dense([]report.Second{{T: 3, RU: 5}, {T: 0, RU: 1}, {T: 3, RU: 2, Throttled: 1}})
+	want := []report.Second{{T: 0, RU: 1}, {T: 1}, {T: 2}, {T: 3, RU: 7, Throttled: 1}}
 	if len(got) != len(want) {
 		t.Fatalf("dense = %v, want %v", got, want)
 	}
@@ -321,14 +322,14 @@ func TestMeasuredAndModelledLabelled(t *testing.T) {
 func compareRun() *Data {
 	d := smallRun()
 	d.Title = "Benchmark: 20,000 records into 1,000 RU/s"
-	var naive, sdk []Second
+	var naive, sdk []report.Second
 	for t := int64(0); t < 30; t++ {
-		n := Second{T: t, RU: 1000 + float64((t*397)%600), Records: 100 + (t*37)%60}
+		n := report.Second{T: t, RU: 1000 + float64((t*397)%600), Records: 100 + (t*37)%60}
 		if t%3 != 2 {
 			n.Throttled = 5 + t%7
 		}
 		naive = append(naive, n)
-		sdk = append(sdk, Second{T: t, RU: 700 + float64((t*131)%250), Records: 90 + t%20, Throttled: t % 5 / 4})
+		sdk = append(sdk, report.Second{T: t, RU: 700 + float64((t*131)%250), Records: 90 + t%20, Throttled: t % 5 / 4})
 	}
 	d.Compare = []Run{{Name: "naive", Series: naive}, {Name: "SDK default retries", Series: sdk}}
 	return d
@@ -340,7 +341,7 @@ func sixHourRun() *Data {
 	d := smallRun()
 	d.Series = nil
 	for t := int64(0); t < 6*3600; t++ {
-		s := Second{T: t, RU: 950 + float64((t*7919)%60), Records: 135 + (t*31)%10}
+		s := report.Second{T: t, RU: 950 + float64((t*7919)%60), Records: 135 + (t*31)%10}
 		if t%20 == 0 {
 			s.Throttled = 1 + t%3
 		}
