@@ -14,8 +14,8 @@ import (
 	"github.com/cosmosloader/loader/internal/cosmos"
 	"github.com/cosmosloader/loader/internal/emulator"
 	"github.com/cosmosloader/loader/loader"
-	"github.com/cosmosloader/loader/loader/htmlreport"
 	"github.com/cosmosloader/loader/loader/report"
+	"github.com/cosmosloader/loader/loader/report/html"
 	"github.com/cosmosloader/loader/loader/source"
 )
 
@@ -455,7 +455,7 @@ func finishJob(ctx context.Context, io *IOStreams, job *loader.Job, quiet bool, 
 	}
 	htmlErr := error(nil)
 	if job.ReportHTMLPath != "" {
-		htmlErr = htmlreport.WriteFile(job.ReportHTMLPath, rep)
+		htmlErr = html.WriteFile(job.ReportHTMLPath, rep)
 		if htmlErr != nil {
 			fmt.Fprintf(io.ErrOut, "loader: %v\n", htmlErr)
 		}

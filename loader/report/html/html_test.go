@@ -1,4 +1,4 @@
-package htmlreport
+package html
 
 import (
 	"bytes"
@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cosmosloader/loader/loader/chart"
 	"github.com/cosmosloader/loader/loader/report"
+	"github.com/cosmosloader/loader/loader/report/svg"
 )
 
 var (
@@ -80,7 +80,7 @@ func TestGolden(t *testing.T) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("read golden (run go test ./loader/htmlreport -update): %v", err)
+		t.Fatalf("read golden (run go test ./loader/report/html -update): %v", err)
 	}
 	if got != string(want) {
 		t.Errorf("report differs from %s; rerun with -update and review the diff", path)
@@ -362,7 +362,7 @@ func TestLongRunStaysSmall(t *testing.T) {
 }
 
 // TestWriteExamples writes reports to look at in a browser:
-// go test ./loader/htmlreport -run Examples -example /tmp
+// go test ./loader/report/html -run Examples -example /tmp
 func TestWriteExamples(t *testing.T) {
 	if *example == "" {
 		t.Skip("no -example directory")
@@ -398,7 +398,7 @@ func TestSelfContainedCatches(t *testing.T) {
 	}
 }
 
-// go test ./loader/htmlreport -run '^$' -bench .
+// go test ./loader/report/html -run '^$' -bench .
 func BenchmarkWriteSixHours(b *testing.B) {
 	d := sixHourRun()
 	var buf bytes.Buffer
@@ -473,7 +473,7 @@ func TestThisRunAndDeadLetterReasons(t *testing.T) {
 // one horizontal line at the (mean) target.
 func TestTargetChangesDrawnAsSteps(t *testing.T) {
 	d := smallRun()
-	d.TargetSteps = []chart.Point{{X: 0, Y: 1000}, {X: 10, Y: 2000}}
+	d.TargetSteps = []svg.Point{{X: 0, Y: 1000}, {X: 10, Y: 2000}}
 	out := render(t, d)
 	if !strings.Contains(out, "target RU/s (changed during the load)") {
 		t.Error("no target step line")

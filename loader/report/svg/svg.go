@@ -1,4 +1,4 @@
-// Package chart draws time-series line charts as standalone SVG.
+// Package svg draws time-series line charts as standalone SVG.
 //
 // It is written here rather than borrowed because the report it feeds must
 // be a single file that works offline: no JavaScript, no web fonts, no
@@ -7,7 +7,7 @@
 //
 // Text and axes are drawn in currentColor, so a page embedding the SVG
 // inline decides whether they are dark on light or light on dark.
-package chart
+package svg
 
 import (
 	"bytes"

@@ -1,11 +1,11 @@
-// Package htmlreport renders one load as a single self-contained HTML
+// Package html renders one load as a single self-contained HTML
 // page: key figures, RU/s and records per second over time with every
 // throttled second marked, and the naive-versus-paced comparison.
 //
 // The page has inline CSS and inline SVG only — no scripts, fonts, images
 // or links to anything outside the file — so it can be mailed, attached to
 // a ticket or opened offline years later and look the same.
-package htmlreport
+package html
 
 import (
 	"bytes"
@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/cosmosloader/loader/internal/human"
-	"github.com/cosmosloader/loader/loader/chart"
 	"github.com/cosmosloader/loader/loader/report"
+	"github.com/cosmosloader/loader/loader/report/svg"
 )
 
 // Run is another run drawn beside this one, such as the benchmark's naive
@@ -110,7 +110,7 @@ type Data struct {
 	// TargetSteps, when the target changed during the run, are the target
 	// from each moment on (seconds since start); the chart draws them as a
 	// step line instead of one horizontal target line.
-	TargetSteps []chart.Point
+	TargetSteps []svg.Point
 }
 
 // Retries counts resent write attempts by cause.
@@ -242,7 +242,7 @@ func build(d *Data) view {
 	}
 	if d.RUPerRecordMax > 0 {
 		v.Spread = fmt.Sprintf("RU per record: median %s, 95th percentile %s, max %s.",
-			chart.FormatNumber(d.RUPerRecordP50, 2), chart.FormatNumber(d.RUPerRecordP95, 2), chart.FormatNumber(d.RUPerRecordMax, 2))
+			svg.FormatNumber(d.RUPerRecordP50, 2), svg.FormatNumber(d.RUPerRecordP95, 2), svg.FormatNumber(d.RUPerRecordMax, 2))
 	}
 	if d.Resumed {
 		t := d.ThisRun
@@ -250,9 +250,9 @@ func build(d *Data) view {
 			{"Records committed", count(t.Records), count(d.RecordsRead)},
 			{"Records written", count(t.RecordsWritten), count(d.RecordsWritten)},
 			{"Dead-lettered", count(t.RecordsDeadLettered), count(d.RecordsDeadLettered)},
-			{"RU consumed", chart.FormatNumber(t.RUConsumed, 0), chart.FormatNumber(d.RUConsumed, 0)},
+			{"RU consumed", svg.FormatNumber(t.RUConsumed, 0), svg.FormatNumber(d.RUConsumed, 0)},
 			{"Duration", duration(t.DurationSeconds), duration(d.DurationSeconds)},
-			{"Achieved RU/s", chart.FormatNumber(t.AchievedRUPerSec, 0), chart.FormatNumber(d.AchievedRUPerSec, 0)},
+			{"Achieved RU/s", svg.FormatNumber(t.AchievedRUPerSec, 0), svg.FormatNumber(d.AchievedRUPerSec, 0)},
 			{"Requests sent", count(t.RequestsSent), count(d.RequestsSent)},
 			{"Throttled (429) responses", count(t.ThrottledResponses), count(d.ThrottledResponses)},
 		}
@@ -306,18 +306,18 @@ func figures(d *Data) []figure {
 		{Label: "Records written", Value: count(d.RecordsWritten), Note: "of " + count(d.RecordsRead) + " read"},
 		{Label: "Skipped (already there)", Value: count(d.RecordsSkippedExisting)},
 		{Label: "Dead-lettered", Value: count(d.RecordsDeadLettered), Class: warnIf(d.RecordsDeadLettered > 0)},
-		{Label: "RU consumed", Value: chart.FormatNumber(d.RUConsumed, 0)},
+		{Label: "RU consumed", Value: svg.FormatNumber(d.RUConsumed, 0)},
 		{Label: "Duration", Value: duration(d.DurationSeconds)},
-		{Label: "Achieved RU/s", Value: chart.FormatNumber(d.AchievedRUPerSec, 0), Note: "target " + chart.FormatNumber(d.TargetRUPerSec, 0)},
-		{Label: "Utilisation", Value: chart.FormatNumber(d.Utilization*100, 0) + " %", Note: "of the target RU/s"},
-		{Label: "Throttled", Value: chart.FormatNumber(d.ThrottledPercent, 2) + " %", Note: count(d.ThrottledResponses) + " of " + count(d.RequestsSent) + " requests", Class: warnIf(d.ThrottledResponses > 0)},
+		{Label: "Achieved RU/s", Value: svg.FormatNumber(d.AchievedRUPerSec, 0), Note: "target " + svg.FormatNumber(d.TargetRUPerSec, 0)},
+		{Label: "Utilisation", Value: svg.FormatNumber(d.Utilization*100, 0) + " %", Note: "of the target RU/s"},
+		{Label: "Throttled", Value: svg.FormatNumber(d.ThrottledPercent, 2) + " %", Note: count(d.ThrottledResponses) + " of " + count(d.RequestsSent) + " requests", Class: warnIf(d.ThrottledResponses > 0)},
 	}
 	if d.RequestsSent > 0 {
 		note := "point writes"
 		if d.Batch != "" {
 			note = "--batch " + d.Batch
 		}
-		fs = append(fs, figure{Label: "Records per request", Value: chart.FormatNumber(d.RecordsPerRequest, 2), Note: note})
+		fs = append(fs, figure{Label: "Records per request", Value: svg.FormatNumber(d.RecordsPerRequest, 2), Note: note})
 	}
 	r := d.Retries
 	fs = append(fs, figure{
@@ -411,7 +411,7 @@ func dense(in []report.Second) []report.Second {
 }
 
 func ruChart(d *Data, runs []namedSeries) (template.HTML, string) {
-	c := chart.Chart{
+	c := svg.Chart{
 		Title:      "RU/s per second",
 		XLabel:     "elapsed time (m:ss)",
 		YLabel:     "RU/s",
@@ -422,25 +422,25 @@ func ruChart(d *Data, runs []namedSeries) (template.HTML, string) {
 	}
 	switch {
 	case len(d.TargetSteps) > 1:
-		pts := append([]chart.Point(nil), d.TargetSteps...)
+		pts := append([]svg.Point(nil), d.TargetSteps...)
 		if end := d.DurationSeconds; end > pts[len(pts)-1].X {
-			pts = append(pts, chart.Point{X: end, Y: pts[len(pts)-1].Y})
+			pts = append(pts, svg.Point{X: end, Y: pts[len(pts)-1].Y})
 		}
-		c.Series = append(c.Series, chart.Series{Name: "target RU/s (changed during the load)", Color: targetColor, Dashed: true, Step: true, Points: pts})
+		c.Series = append(c.Series, svg.Series{Name: "target RU/s (changed during the load)", Color: targetColor, Dashed: true, Step: true, Points: pts})
 	case d.TargetRUPerSec > 0:
-		c.HLines = []chart.HLine{{Y: d.TargetRUPerSec, Label: "target " + chart.FormatNumber(d.TargetRUPerSec, 0) + " RU/s", Color: targetColor}}
+		c.HLines = []svg.HLine{{Y: d.TargetRUPerSec, Label: "target " + svg.FormatNumber(d.TargetRUPerSec, 0) + " RU/s", Color: targetColor}}
 	}
 	var throttledSeconds, throttled int64
 	for _, r := range runs {
-		pts := make([]chart.Point, len(r.secs))
+		pts := make([]svg.Point, len(r.secs))
 		for j, s := range r.secs {
-			pts[j] = chart.Point{X: float64(s.T), Y: s.RU}
+			pts[j] = svg.Point{X: float64(s.T), Y: s.RU}
 			if s.Throttled > 0 {
 				throttledSeconds++
 				throttled += s.Throttled
 			}
 		}
-		c.Series = append(c.Series, chart.Series{Name: r.name, Color: r.color, Points: pts})
+		c.Series = append(c.Series, svg.Series{Name: r.name, Color: r.color, Points: pts})
 		mc := throttleColor
 		if len(runs) > 1 {
 			mc = r.color
@@ -471,7 +471,7 @@ func ruChart(d *Data, runs []namedSeries) (template.HTML, string) {
 // throttleMarkers puts one marker on each second with throttles, or, when
 // there are more such seconds than maxMarkers, on each group of
 // neighbouring ones, at the group's highest RU/s.
-func throttleMarkers(secs []report.Second, color, prefix string) []chart.Marker {
+func throttleMarkers(secs []report.Second, color, prefix string) []svg.Marker {
 	var hot []report.Second
 	for _, s := range secs {
 		if s.Throttled > 0 {
@@ -479,7 +479,7 @@ func throttleMarkers(secs []report.Second, color, prefix string) []chart.Marker 
 		}
 	}
 	per := (len(hot) + maxMarkers - 1) / maxMarkers
-	var ms []chart.Marker
+	var ms []svg.Marker
 	for i := 0; i < len(hot); i += max(per, 1) {
 		g := hot[i:min(i+max(per, 1), len(hot))]
 		top, n := g[0], int64(0)
@@ -493,13 +493,13 @@ func throttleMarkers(secs []report.Second, color, prefix string) []chart.Marker 
 		if len(g) > 1 {
 			label = fmt.Sprintf("%s%s–%s: %s in %s", prefix, clock(g[0].T), clock(g[len(g)-1].T), plural(n, "throttled (429) response"), plural(int64(len(g)), "throttled second"))
 		}
-		ms = append(ms, chart.Marker{X: float64(top.T), Y: top.RU, Label: label, Color: color})
+		ms = append(ms, svg.Marker{X: float64(top.T), Y: top.RU, Label: label, Color: color})
 	}
 	return ms
 }
 
 func recordsChart(runs []namedSeries) (template.HTML, string) {
-	c := chart.Chart{
+	c := svg.Chart{
 		Title:      "Records per second",
 		XLabel:     "elapsed time (m:ss)",
 		YLabel:     "records/s",
@@ -513,11 +513,11 @@ func recordsChart(runs []namedSeries) (template.HTML, string) {
 	}
 	var total, seconds int64
 	for _, r := range runs {
-		pts := make([]chart.Point, len(r.secs))
+		pts := make([]svg.Point, len(r.secs))
 		for j, s := range r.secs {
-			pts[j] = chart.Point{X: float64(s.T), Y: float64(s.Records)}
+			pts[j] = svg.Point{X: float64(s.T), Y: float64(s.Records)}
 		}
-		c.Series = append(c.Series, chart.Series{Name: r.name, Color: r.color, Points: pts})
+		c.Series = append(c.Series, svg.Series{Name: r.name, Color: r.color, Points: pts})
 	}
 	if len(runs) > 0 {
 		for _, s := range runs[0].secs {
@@ -528,7 +528,7 @@ func recordsChart(runs []namedSeries) (template.HTML, string) {
 	caption := ""
 	if seconds > 0 {
 		caption = fmt.Sprintf("Records acknowledged by the database each second; %s over %s, %s/s on average.",
-			count(total), plural(seconds, "second"), chart.FormatNumber(float64(total)/float64(seconds), 0))
+			count(total), plural(seconds, "second"), svg.FormatNumber(float64(total)/float64(seconds), 0))
 	}
 	return template.HTML(c.SVG()), caption
 }
@@ -561,12 +561,12 @@ func summarise(r namedSeries, target float64) compareRow {
 		thr += s.Throttled
 	}
 	row := compareRow{Color: r.color, Name: r.name, Duration: duration(float64(len(r.secs))),
-		RU: chart.FormatNumber(ru, 0), Requests: count(req), Throttled: count(thr), Peak: chart.FormatNumber(peak, 0), Mean: "—", Utilization: "—"}
+		RU: svg.FormatNumber(ru, 0), Requests: count(req), Throttled: count(thr), Peak: svg.FormatNumber(peak, 0), Mean: "—", Utilization: "—"}
 	if n := len(r.secs); n > 0 {
 		mean := ru / float64(n)
-		row.Mean = chart.FormatNumber(mean, 0)
+		row.Mean = svg.FormatNumber(mean, 0)
 		if target > 0 {
-			row.Utilization = chart.FormatNumber(100*mean/target, 0) + " %"
+			row.Utilization = svg.FormatNumber(100*mean/target, 0) + " %"
 		}
 	}
 	return row
@@ -754,7 +754,7 @@ func WriteFile(path string, r *report.Report) error {
 	d.DeadLetterHint = r.DeadLetterHint
 	d.Series = append(d.Series, r.Series...)
 	for _, c := range r.TargetChanges {
-		d.TargetSteps = append(d.TargetSteps, chart.Point{X: c.AtSeconds, Y: c.RU})
+		d.TargetSteps = append(d.TargetSteps, svg.Point{X: c.AtSeconds, Y: c.RU})
 	}
 	var b bytes.Buffer
 	if err := Write(&b, d); err != nil {
