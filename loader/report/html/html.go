@@ -16,7 +16,6 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/loader/report"
@@ -31,91 +30,12 @@ type Run struct {
 	Color  string
 }
 
-// NaiveFigures are the send-everything-and-resend approach's numbers;
-// Measured is false when they are modelled from this run's charges.
-type NaiveFigures struct {
-	Requests, Throttled int64
-	Passes              int
-	Seconds             float64
-	Measured            bool
-}
-
-// PacedFigures are the paced approach's numbers.
-type PacedFigures struct {
-	Requests, Throttled int64
-	Seconds             float64
-	Measured            bool
-}
-
-// RunFigures are what one process did, apart from the runs it resumed.
-type RunFigures struct {
-	Records, RecordsWritten, RecordsDeadLettered, RequestsSent, ThrottledResponses int64
-	RUConsumed, DurationSeconds, AchievedRUPerSec                                  float64
-}
-
-// Reason is how many records were dead-lettered for one reason; First is
-// the first of them as file:line, Example its message.
-type Reason struct {
-	Reason         string
-	Count          int64
-	First, Example string
-}
-
-// Data is everything the report shows. Utilization is a fraction (0.93),
-// ThrottledPercent a percentage (1.5).
-type Data struct {
-	Title    string
-	Status   string
-	ExitCode int
-	Error    string
-
-	StartedAt, FinishedAt time.Time
-
-	Database, Container, Strategy, Mode string
-	Partitions                          int
-	Embedded                            bool
-
-	RecordsRead, RecordsWritten, RecordsSkippedExisting, RecordsDeadLettered, RequestsSent, ThrottledResponses int64
-
-	RUConsumed, DurationSeconds, TargetRUPerSec, AchievedRUPerSec, Utilization, ThrottledPercent float64
-	RUPerRecordP50, RUPerRecordP95, RUPerRecordMax                                               float64
-
-	DeadLetterPath, CheckpointPath string
-	// RecordsPerRequest is the records written or found existing per
-	// request sent: above 1 with transactional batches. Batch is --batch as
-	// the run used it (auto, off, N, or off with the reason).
-	RecordsPerRequest float64
-	Batch             string
-	// InputsRefused counts inputs refused whole (corrupt gzip, bad CSV
-	// header); each is one of RecordsDeadLettered.
-	InputsRefused int64
-	// Retries are the resent write attempts by cause.
-	Retries Retries
-
-	Naive NaiveFigures
-	Paced PacedFigures
-
-	// Resumed marks a run that continued an earlier one's checkpoint: the
-	// figures above are then the whole load's and ThisRun this process's.
-	Resumed bool
-	ThisRun RunFigures
-
-	// DeadLetterReasons counts the dead letters by reason, most frequent
-	// first; DeadLetterHint says what likely fixes the load.
-	DeadLetterReasons []Reason
-	DeadLetterHint    string
-
-	Series  []report.Second
+// Page is what one page shows: a load's report and, drawn beside it,
+// other runs. Title heads the page; "" names the container.
+type Page struct {
+	report.Report
+	Title   string
 	Compare []Run
-	// TargetSteps, when the target changed during the run, are the target
-	// from each moment on (seconds since start); the chart draws them as a
-	// step line instead of one horizontal target line.
-	TargetSteps []svg.Point
-}
-
-// Retries counts resent write attempts by cause.
-type Retries struct {
-	Throttled, Timeout, Unavailable, Connection, Other int64
 }
 
 // leftMargin lines the two charts' plots up for RU/s up to 100,000.
@@ -134,7 +54,7 @@ var (
 )
 
 // Write renders d as HTML to w.
-func Write(w io.Writer, d *Data) error {
+func Write(w io.Writer, d *Page) error {
 	if d == nil {
 		return fmt.Errorf("write html report: no data")
 	}
@@ -189,7 +109,7 @@ type namedSeries struct {
 	secs        []report.Second
 }
 
-func build(d *Data) view {
+func build(d *Page) view {
 	v := view{
 		Title:          d.Title,
 		Status:         d.Status,
@@ -240,9 +160,9 @@ func build(d *Data) view {
 		{"Passes over the data", passes, "1"},
 		{"Time", duration(d.Naive.Seconds), duration(d.Paced.Seconds)},
 	}
-	if d.RUPerRecordMax > 0 {
+	if rr := d.RUPerRecord; rr.Max > 0 {
 		v.Spread = fmt.Sprintf("RU per record: median %s, 95th percentile %s, max %s.",
-			svg.FormatNumber(d.RUPerRecordP50, 2), svg.FormatNumber(d.RUPerRecordP95, 2), svg.FormatNumber(d.RUPerRecordMax, 2))
+			svg.FormatNumber(rr.P50, 2), svg.FormatNumber(rr.P95, 2), svg.FormatNumber(rr.Max, 2))
 	}
 	if d.Resumed {
 		t := d.ThisRun
@@ -257,7 +177,7 @@ func build(d *Data) view {
 			{"Throttled (429) responses", count(t.ThrottledResponses), count(d.ThrottledResponses)},
 		}
 	}
-	for _, r := range d.DeadLetterReasons {
+	for _, r := range d.DeadLettersByReason {
 		v.Reasons = append(v.Reasons, reasonRow{Reason: r.Reason, Count: count(r.Count), First: r.First, Example: r.Example})
 	}
 	v.Hint = d.DeadLetterHint
@@ -270,7 +190,7 @@ func build(d *Data) view {
 	return v
 }
 
-func subtitle(d *Data) string {
+func subtitle(d *Page) string {
 	var parts []string
 	if d.Database != "" || d.Container != "" {
 		parts = append(parts, strings.Trim(d.Database+" / "+d.Container, " /"))
@@ -290,7 +210,7 @@ func subtitle(d *Data) string {
 	return strings.Join(parts, " · ")
 }
 
-func when(d *Data) string {
+func when(d *Page) string {
 	const layout = "2006-01-02 15:04:05 MST"
 	switch {
 	case !d.StartedAt.IsZero() && !d.FinishedAt.IsZero():
@@ -301,7 +221,7 @@ func when(d *Data) string {
 	return ""
 }
 
-func figures(d *Data) []figure {
+func figures(d *Page) []figure {
 	fs := []figure{
 		{Label: "Records written", Value: count(d.RecordsWritten), Note: "of " + count(d.RecordsRead) + " read"},
 		{Label: "Skipped (already there)", Value: count(d.RecordsSkippedExisting)},
@@ -322,7 +242,7 @@ func figures(d *Data) []figure {
 	r := d.Retries
 	fs = append(fs, figure{
 		Label: "Retries",
-		Value: count(r.Throttled + r.Timeout + r.Unavailable + r.Connection + r.Other),
+		Value: count(r.Total()),
 		Note: fmt.Sprintf("429 throttled %s · 408 timeout %s · 503/449 unavailable %s · connection %s · other %s",
 			count(r.Throttled), count(r.Timeout), count(r.Unavailable), count(r.Connection), count(r.Other)),
 		Class: warnIf(r.Timeout+r.Unavailable+r.Connection+r.Other > 0),
@@ -350,7 +270,7 @@ func source(measured bool) string {
 
 // runsOf is this run followed by the runs to compare, each as a dense
 // per-second series.
-func runsOf(d *Data) []namedSeries {
+func runsOf(d *Page) []namedSeries {
 	var runs []namedSeries
 	if len(d.Series) > 0 || len(d.Compare) == 0 {
 		name := "this run"
@@ -410,7 +330,7 @@ func dense(in []report.Second) []report.Second {
 	return out
 }
 
-func ruChart(d *Data, runs []namedSeries) (template.HTML, string) {
+func ruChart(d *Page, runs []namedSeries) (template.HTML, string) {
 	c := svg.Chart{
 		Title:      "RU/s per second",
 		XLabel:     "elapsed time (m:ss)",
@@ -421,8 +341,11 @@ func ruChart(d *Data, runs []namedSeries) (template.HTML, string) {
 		LeftMargin: leftMargin,
 	}
 	switch {
-	case len(d.TargetSteps) > 1:
-		pts := append([]svg.Point(nil), d.TargetSteps...)
+	case len(d.TargetChanges) > 1:
+		pts := make([]svg.Point, len(d.TargetChanges))
+		for i, c := range d.TargetChanges {
+			pts[i] = svg.Point{X: c.AtSeconds, Y: c.RU}
+		}
 		if end := d.DurationSeconds; end > pts[len(pts)-1].X {
 			pts = append(pts, svg.Point{X: end, Y: pts[len(pts)-1].Y})
 		}
@@ -725,39 +648,11 @@ How to read this: a well-paced load runs its RU/s line just under the dashed tar
 </html>
 `
 
-// WriteFile writes the report as one self-contained HTML page with its
-// charts (RU/s against the target with 429s marked, records per second).
+// WriteFile writes r as one self-contained HTML page with its charts
+// (RU/s against the target with 429s marked, records per second).
 func WriteFile(path string, r *report.Report) error {
-	d := &Data{
-		Title:  "loader import: " + r.Database + "/" + r.Container,
-		Status: r.Status, ExitCode: r.ExitCode, Error: r.Error,
-		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
-		Database: r.Database, Container: r.Container, Strategy: r.Strategy, Mode: r.Mode,
-		Partitions: r.Partitions, Embedded: r.Embedded,
-		RecordsRead: r.RecordsRead, RecordsWritten: r.RecordsWritten,
-		RecordsSkippedExisting: r.RecordsSkippedExisting, RecordsDeadLettered: r.RecordsDeadLettered,
-		RequestsSent: r.RequestsSent, ThrottledResponses: r.ThrottledResponses,
-		RUConsumed: r.RUConsumed, DurationSeconds: r.DurationSeconds, TargetRUPerSec: r.TargetRUPerSec,
-		AchievedRUPerSec: r.AchievedRUPerSec, Utilization: r.Utilization, ThrottledPercent: r.ThrottledPercent,
-		RUPerRecordP50: r.RUPerRecord.P50, RUPerRecordP95: r.RUPerRecord.P95, RUPerRecordMax: r.RUPerRecord.Max,
-		DeadLetterPath: r.DeadLetterPath, CheckpointPath: r.CheckpointPath,
-		RecordsPerRequest: r.RecordsPerRequest, Batch: r.Batch,
-		InputsRefused: r.InputsRefused, Retries: Retries(r.Retries),
-		Naive: NaiveFigures(r.Naive), Paced: PacedFigures(r.Paced),
-	}
-	if r.Resumed {
-		d.Resumed, d.ThisRun = true, RunFigures(r.ThisRun)
-	}
-	for _, rc := range r.DeadLettersByReason {
-		d.DeadLetterReasons = append(d.DeadLetterReasons, Reason(rc))
-	}
-	d.DeadLetterHint = r.DeadLetterHint
-	d.Series = append(d.Series, r.Series...)
-	for _, c := range r.TargetChanges {
-		d.TargetSteps = append(d.TargetSteps, svg.Point{X: c.AtSeconds, Y: c.RU})
-	}
 	var b bytes.Buffer
-	if err := Write(&b, d); err != nil {
+	if err := Write(&b, &Page{Report: *r, Title: "loader import: " + r.Database + "/" + r.Container}); err != nil {
 		return fmt.Errorf("render HTML report: %w", err)
 	}
 	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
