@@ -461,7 +461,7 @@ func finishJob(ctx context.Context, io *IOStreams, job *loader.Job, quiet bool, 
 		}
 	}
 	if !quiet && !ob.json() {
-		writeSummary(io.ErrOut, rep)
+		rep.WriteText(io.ErrOut)
 		if job.ReportHTMLPath != "" && htmlErr == nil {
 			fmt.Fprintf(io.ErrOut, "\nReport: %s (open it in a browser)\n", job.ReportHTMLPath)
 		}

@@ -1,4 +1,4 @@
-package cmd
+package report
 
 import (
 	"fmt"
@@ -7,18 +7,16 @@ import (
 	"strings"
 
 	"github.com/cosmosloader/loader/internal/human"
-	"github.com/cosmosloader/loader/loader"
-	"github.com/cosmosloader/loader/loader/report"
 )
 
-// writeSummary prints the human summary that ends every run, in the one
+// WriteText prints the human summary that ends every import, in the one
 // number and duration format (internal/human).
-func writeSummary(w io.Writer, r *report.Report) {
+func (r *Report) WriteText(w io.Writer) {
 	var b strings.Builder
 	n := human.Count
 	fmt.Fprintf(&b, "\n%s: %s records read\n", strings.ToUpper(r.Status[:1])+r.Status[1:], n(r.RecordsRead))
 	fmt.Fprintf(&b, "  written               %s\n", n(r.RecordsWritten))
-	if r.RecordsSkippedExisting > 0 || r.Mode == string(loader.ModeCreate) {
+	if r.RecordsSkippedExisting > 0 || r.Mode == "create" {
 		fmt.Fprintf(&b, "  skipped (existing)    %s\n", n(r.RecordsSkippedExisting))
 	}
 	fmt.Fprintf(&b, "  dead-lettered         %s", n(r.RecordsDeadLettered))
@@ -88,7 +86,7 @@ const maxReasons = 5
 
 // writeReasons lists the dead letters by reason, most frequent first,
 // each with where its first record is, then what likely fixes the load.
-func writeReasons(b *strings.Builder, rs []report.ReasonCount, hint string) {
+func writeReasons(b *strings.Builder, rs []ReasonCount, hint string) {
 	for i, rc := range rs {
 		if i == maxReasons {
 			more := "reasons"
