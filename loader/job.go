@@ -624,10 +624,10 @@ func (j *Job) fingerprint() ([]Input, []checkpoint.Fingerprint, error) {
 	if j.Resume != nil && len(j.Resume.Inputs) != len(j.Inputs) {
 		return nil, nil, fmt.Errorf("the checkpoint lists %d inputs, the command %d", len(j.Resume.Inputs), len(j.Inputs))
 	}
-	// A blob's fingerprint costs a round trip: take InputsAtOnce at a
+	// A blob's fingerprint costs a round trip: take parallel.InputsAtOnce at a
 	// time, or a prefix of thousands of blobs far away waits minutes
 	// before its first write.
-	err := parallel.Each(len(j.Inputs), InputsAtOnce, func(i int) error {
+	err := parallel.Each(len(j.Inputs), parallel.InputsAtOnce, func(i int) error {
 		in := j.Inputs[i]
 		inputs[i] = Input{Input: in, IDSeed: "stdin"}
 		if in.Stdin {
@@ -672,10 +672,6 @@ func (j *Job) fingerprint() ([]Input, []checkpoint.Fingerprint, error) {
 	}
 	return inputs, fps, nil
 }
-
-// InputsAtOnce is how many inputs are fingerprinted, or blob inputs
-// reopened for a resume, at once.
-const InputsAtOnce = 16
 
 // remoteFingerprint takes a remote input's fingerprint from its identity
 // and first bytes or, on resume, checks that the object is still the one

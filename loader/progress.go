@@ -60,7 +60,7 @@ func (j *Job) progressFunc(totalBytes int64, target float64, fill func(*Progress
 
 // parquetRowsLeft is TotalRows: the rows left to load when every input is
 // Parquet, else 0; a segment's are those up to its end. Each input's
-// footer is a round trip for a blob: InputsAtOnce are read at once.
+// footer is a round trip for a blob: parallel.InputsAtOnce are read at once.
 func parquetRowsLeft(ins []Input, opts source.Options) int64 {
 	for _, in := range ins {
 		if f, err := source.ResolveFormat(in.Input, opts); err != nil || f != source.FormatParquet || in.Stdin {
@@ -69,7 +69,7 @@ func parquetRowsLeft(ins []Input, opts source.Options) int64 {
 	}
 	left := make([]int64, len(ins))
 	notParquet := errors.New("not Parquet")
-	err := parallel.Each(len(ins), InputsAtOnce, func(i int) error {
+	err := parallel.Each(len(ins), parallel.InputsAtOnce, func(i int) error {
 		rows, ok := source.ParquetRows(ins[i].Input, opts, ins[i].End)
 		if !ok {
 			return notParquet

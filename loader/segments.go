@@ -80,14 +80,14 @@ type segmentPlan struct {
 // logf says when cutting a CSV will read it first (noteFollowingCSV).
 func splitInputs(files []Input, state *checkpoint.State, so source.Options, partitions, want int, logf func(string, ...any)) ([]string, error) {
 	// Splitting a Parquet blob reads its footer, a round trip or two:
-	// InputsAtOnce files are split at once.
+	// parallel.InputsAtOnce files are split at once.
 	type split struct {
 		n      int
 		ranges []source.Range
 		why    string
 	}
 	splits := make([]split, len(files))
-	err := parallel.Each(len(files), InputsAtOnce, func(i int) error {
+	err := parallel.Each(len(files), parallel.InputsAtOnce, func(i int) error {
 		if files[i].Stdin {
 			return nil
 		}
@@ -224,7 +224,7 @@ func readCursors(files []Input, pieces, segs int, so source.Options, partitions,
 func readersAtOnce(files []Input, so source.Options) int {
 	sample := files[:min(len(files), readersSampled)]
 	most := make([]int, len(sample))
-	parallel.Each(len(sample), InputsAtOnce, func(i int) error {
+	parallel.Each(len(sample), parallel.InputsAtOnce, func(i int) error {
 		most[i] = source.ReadersAtOnce(sample[i].Input, so)
 		return nil
 	})
