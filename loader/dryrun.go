@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cosmosloader/loader/internal/epk"
+	"github.com/cosmosloader/loader/loader/readplan"
 	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/loader/source"
@@ -226,7 +227,7 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 	// the same plan. At 512 Ki runs each, 1 GB of the bench's orders took
 	// 147–154 MB, against 125 at 256 Ki, with the same plan; a 1 GB
 	// key-sorted DuckDB export's estimate moved by 1 s in 42 minutes.
-	seq, alt := pacing.NewSequence(1, 256<<10), pacing.NewSequence(1, 256<<10)
+	seq, alt := readplan.NewSequence(1, 256<<10), readplan.NewSequence(1, 256<<10)
 	var cursors, altCursors, seqBase, altBase, altSegments int
 	var counts, altCounts []int // each file's segments
 	// adaptive: the import would split segments while loading (see
@@ -377,12 +378,8 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 	}
 	charges.flush()
 	// The import reads several files at once, as it would.
-	files := make([]Input, len(j.Inputs))
-	for i, in := range j.Inputs {
-		files[i] = Input{Input: in}
-	}
-	cursors = readCursors(files, seqBase, cursors, j.Source, parts, j.Segments)
-	altCursors = readCursors(files, altBase, altCursors, j.Source, parts, j.Segments)
+	cursors = readplan.ReadCursors(j.Inputs, seqBase, cursors, j.Source, parts, j.Segments)
+	altCursors = readplan.ReadCursors(j.Inputs, altBase, altCursors, j.Source, parts, j.Segments)
 	planner.flush()
 	if p.Requests > 0 {
 		p.RecordsPerRequest = round2(float64(written) / float64(p.Requests))
@@ -409,13 +406,13 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 	// batch more when the read-ahead is small).
 	q, w := batchSplit(readAhead, j.Batch)
 	queue := q + w
-	orderCfg := pacing.OrderConfig{Partitions: parts, BudgetPerPartition: paced / float64(parts), Queue: queue, Cursors: cursors,
-		Order: interleave(counts)}
+	orderCfg := readplan.OrderConfig{Partitions: parts, BudgetPerPartition: paced / float64(parts), Queue: queue, Cursors: cursors,
+		Order: readplan.Interleave(counts)}
 	if adaptive && p.Records > 0 && p.Bytes > 0 {
-		orderCfg.Split = pacing.NewSplitPolicy(maxCursors(parts))
-		orderCfg.MinSplit = minSplitBytes * p.Records / p.Bytes
+		orderCfg.Split = readplan.NewSplitPolicy(readplan.MaxCursors(parts))
+		orderCfg.MinSplit = readplan.MinSplitBytes * p.Records / p.Bytes
 	}
-	sim := pacing.SimulateOrder(seq, orderCfg)
+	sim := readplan.SimulateOrder(seq, orderCfg)
 	// The simulation steps in 10 ms; never report less than the bound.
 	estimate := max(sim.Seconds, bound)
 	p.BoundSeconds, p.EstimatedSeconds = round2(bound), round2(estimate)
@@ -430,8 +427,8 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 		advice := fmt.Sprintf("a shuffled copy would take %s", fmtSeconds(bound))
 		if altSegments > cursors {
 			altCfg := orderCfg
-			altCfg.Cursors, altCfg.Split, altCfg.Order = altCursors, nil, interleave(altCounts)
-			if a := max(pacing.SimulateOrder(alt, altCfg).Seconds, bound); a < estimate*0.95 {
+			altCfg.Cursors, altCfg.Split, altCfg.Order = altCursors, nil, readplan.Interleave(altCounts)
+			if a := max(readplan.SimulateOrder(alt, altCfg).Seconds, bound); a < estimate*0.95 {
 				advice = fmt.Sprintf("--segments %d would take %s", altSegments, fmtSeconds(a))
 			}
 		}
@@ -595,8 +592,8 @@ func dryRunSegments(in source.Input, j *DryRunJob, parts int, warnings *[]string
 	if err != nil {
 		return nil, nil, err
 	}
-	n := SegmentCount(size, parts, j.Segments)
-	altN := min(maxSegments, max(4*n, 4*parts))
+	n := readplan.SegmentCount(size, parts, j.Segments)
+	altN := min(readplan.MaxSegments, max(4*n, 4*parts))
 	alt, why, err := source.Split(in, j.Source, altN)
 	if err != nil {
 		return nil, nil, err

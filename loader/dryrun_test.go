@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +22,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/cosmosloader/loader/internal/epk"
+	"github.com/cosmosloader/loader/loader/readplan"
 	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/loader/source"
@@ -306,37 +306,6 @@ func TestDryRunModelsFilesReadAtOnce(t *testing.T) {
 	}
 }
 
-func TestReadCursors(t *testing.T) {
-	files := func(paths ...string) []Input {
-		var ins []Input
-		for _, p := range paths {
-			ins = append(ins, Input{Input: source.Input{Path: p}})
-		}
-		return ins
-	}
-	many := files("a.ndjson", "b.ndjson", "c.ndjson", "d.ndjson", "e.ndjson", "f.ndjson", "g.ndjson", "h.ndjson", "i.ndjson", "j.ndjson")
-	for _, tc := range []struct {
-		name                           string
-		files                          []Input
-		pieces, segs, partitions, want int
-		cursors                        int
-	}{
-		{"one partition: one file at a time", many, 10, 1, 1, 0, 1},
-		{"--segments 1: one file at a time", many, 10, 1, 4, 1, 1},
-		{"several files, several partitions", many, 10, 1, 4, 0, maxFilesAtOnce},
-		{"fewer files than that", many[:3], 3, 1, 4, 0, 3},
-		{"a file's segments count", many[:2], 14, 12, 4, 0, 12},
-		{"a split file's segments and other files", many, 12, 3, 4, 0, maxFilesAtOnce},
-		{"Parquet readers within the split memory", files(slices.Repeat([]string{"../testdata/parquet/rows.parquet"}, 9)...), 9, 1, 8, 0, 8},
-		{"a Parquet file without a footer is guessed", files("../testdata/parquet/truncated.parquet", "a.ndjson", "b.ndjson"), 3, 1, 8, 0, 3},
-		{"one file", many[:1], 1, 1, 4, 0, 1},
-	} {
-		if got := readCursors(tc.files, tc.pieces, tc.segs, source.Options{}, tc.partitions, tc.want); got != tc.cursors {
-			t.Errorf("%s: %d cursors, want %d", tc.name, got, tc.cursors)
-		}
-	}
-}
-
 func TestShardsAtOnce(t *testing.T) {
 	sorted := []Input{{Input: source.Input{Path: "sorted.ndjson"}}}
 	pq := []Input{{Input: source.Input{Path: "../testdata/parquet/rows.parquet"}}}
@@ -348,11 +317,11 @@ func TestShardsAtOnce(t *testing.T) {
 	}{
 		{"one partition: one shard at a time", sorted, 100, 1, 0, 1},
 		{"--segments 1: one shard at a time", sorted, 100, 8, 1, 1},
-		{"as many as an import's segments", sorted, 100, 8, 0, maxCursors(8)},
-		{"at most the segments' bound", sorted, 1000, 40, 0, maxSegments},
+		{"as many as an import's segments", sorted, 100, 8, 0, readplan.MaxCursors(8)},
+		{"at most the segments' bound", sorted, 1000, 40, 0, readplan.MaxSegments},
 		{"fewer shards than that", sorted, 5, 8, 0, 5},
 		{"--segments 6: at most 6", sorted, 100, 8, 6, 6},
-		{"Parquet readers within the split memory", pq, 100, 40, 0, min(maxCursors(40), source.ReadersAtOnce(pq[0].Input, source.Options{}))},
+		{"Parquet readers within the split memory", pq, 100, 40, 0, min(readplan.MaxCursors(40), source.ReadersAtOnce(pq[0].Input, source.Options{}))},
 	} {
 		if got := shardsAtOnce(tc.files, tc.shards, source.Options{}, tc.partitions, tc.want); got != tc.atOnce {
 			t.Errorf("%s: %d shards at once, want %d", tc.name, got, tc.atOnce)

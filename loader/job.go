@@ -18,6 +18,7 @@ import (
 	"github.com/cosmosloader/loader/internal/clock"
 	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/internal/parallel"
+	"github.com/cosmosloader/loader/loader/readplan"
 	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/loader/source"
@@ -334,13 +335,13 @@ func (p *plan) wholeInputs(ctx context.Context, tgt *Target, inputs []Input, fps
 		p.logf("note: %s", n)
 	}
 	w.segments = planSegments(inputs, state)
-	w.segments.cursors = readCursors(inputs, len(w.segments.inputs), w.segments.cursors, p.Source, lanes, p.Segments)
+	w.segments.cursors = readplan.ReadCursors(sourcesOf(inputs), len(w.segments.inputs), w.segments.cursors, p.Source, lanes, p.Segments)
 	w.state, w.base = state, state.Counters
 	w.cursors = w.segments.cursors
 	if lanes > 1 && p.Segments == 0 {
 		// Cursors may be added while loading: read blocks sized for the most.
 		w.seg = newSegmenter(w.segments, state, p.Source, lanes, p.logf)
-		w.cursors = max(w.cursors, maxCursors(lanes))
+		w.cursors = max(w.cursors, readplan.MaxCursors(lanes))
 	}
 
 	if p.ScaleRU > 0 {

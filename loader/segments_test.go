@@ -12,6 +12,7 @@ import (
 
 	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/internal/epk"
+	"github.com/cosmosloader/loader/loader/readplan"
 	"github.com/cosmosloader/loader/loader/source"
 	"github.com/cosmosloader/loader/pacing"
 )
@@ -228,7 +229,7 @@ func TestReadOrderInterleavesFiles(t *testing.T) {
 	if got, want := plan.readOrder(), []int{0, 3, 4, 1, 5, 2}; !slices.Equal(got, want) {
 		t.Errorf("read order %v, want %v", got, want)
 	}
-	if got := interleave([]int{1, 1, 1}); !slices.Equal(got, []int{0, 1, 2}) {
+	if got := readplan.Interleave([]int{1, 1, 1}); !slices.Equal(got, []int{0, 1, 2}) {
 		t.Errorf("whole files: %v, want their order", got)
 	}
 }

@@ -1,0 +1,39 @@
+package readplan
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/cosmosloader/loader/loader/source"
+)
+
+func TestReadCursors(t *testing.T) {
+	files := func(paths ...string) []source.Input {
+		var ins []source.Input
+		for _, p := range paths {
+			ins = append(ins, source.Input{Path: p})
+		}
+		return ins
+	}
+	many := files("a.ndjson", "b.ndjson", "c.ndjson", "d.ndjson", "e.ndjson", "f.ndjson", "g.ndjson", "h.ndjson", "i.ndjson", "j.ndjson")
+	for _, tc := range []struct {
+		name                           string
+		files                          []source.Input
+		pieces, segs, partitions, want int
+		cursors                        int
+	}{
+		{"one partition: one file at a time", many, 10, 1, 1, 0, 1},
+		{"--segments 1: one file at a time", many, 10, 1, 4, 1, 1},
+		{"several files, several partitions", many, 10, 1, 4, 0, maxFilesAtOnce},
+		{"fewer files than that", many[:3], 3, 1, 4, 0, 3},
+		{"a file's segments count", many[:2], 14, 12, 4, 0, 12},
+		{"a split file's segments and other files", many, 12, 3, 4, 0, maxFilesAtOnce},
+		{"Parquet readers within the split memory", files(slices.Repeat([]string{"../../testdata/parquet/rows.parquet"}, 9)...), 9, 1, 8, 0, 8},
+		{"a Parquet file without a footer is guessed", files("../../testdata/parquet/truncated.parquet", "a.ndjson", "b.ndjson"), 3, 1, 8, 0, 3},
+		{"one file", many[:1], 1, 1, 4, 0, 1},
+	} {
+		if got := ReadCursors(tc.files, tc.pieces, tc.segs, source.Options{}, tc.partitions, tc.want); got != tc.cursors {
+			t.Errorf("%s: %d cursors, want %d", tc.name, got, tc.cursors)
+		}
+	}
+}
