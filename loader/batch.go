@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cosmosloader/loader/loader/readplan"
 )
 
 // batchesOK says whether batches may be sent now: the server has not
@@ -217,7 +219,7 @@ func (g *batchGrouper) group(window []*item, maxOps, maxBytes int, maxRU float64
 // more when some key already has two or more records waiting, and sends
 // each key's records as batches, lone records as point writes.
 func (r *run) dispatchBatched(lane int, q <-chan *item, admit func(part int, ru float64) bool, start func(func()), away *rehomer) {
-	_, maxWindow := batchSplit(r.o.QueuePerPartition, r.o.Batch)
+	_, maxWindow := readplan.QueueAndWindow(r.o.QueuePerPartition, r.o.Batch)
 	window := make([]*item, 0, maxWindow)
 	counts := make(map[batchKey]int)
 	for {
@@ -524,19 +526,6 @@ func (r *run) splitRefused(g []*item, out BatchOutcome) (rest [][]*item, ok bool
 	return rest, true
 }
 
-// batchSplit divides a partition's read-ahead between its queue and the
-// window of records its dispatcher groups at once (half each, the window at
-// most 1,024 and at least a full batch), so batching holds no more records
-// in memory than the read-ahead says. Without batches the queue is all of
-// it.
-func batchSplit(readAhead, maxOps int) (queue, window int) {
-	if maxOps < 2 {
-		return readAhead, 0
-	}
-	window = max(maxOps, min(readAhead/2, 1024))
-	return max(readAhead-window, 1), window
-}
-
 // requestPlanner groups records into requests as the import's dispatchers
 // do when their queues are full (the paced steady state): per physical
 // partition, windows of queued records grouped by key. dry-run and the
@@ -550,7 +539,7 @@ type requestPlanner struct {
 }
 
 func newRequestPlanner(parts, maxOps, queue int, send func(part, records int, ru float64)) *requestPlanner {
-	_, window := batchSplit(queue, maxOps)
+	_, window := readplan.QueueAndWindow(queue, maxOps)
 	parts = max(parts, 1)
 	return &requestPlanner{maxOps: maxOps, maxBytes: DefaultBatchBytes, window: max(window, 1),
 		send: send, wins: make([][]*item, parts), slab: make([][]item, parts)}

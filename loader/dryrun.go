@@ -228,14 +228,14 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 	// 147–154 MB, against 125 at 256 Ki, with the same plan; a 1 GB
 	// key-sorted DuckDB export's estimate moved by 1 s in 42 minutes.
 	seq, alt := readplan.NewSequence(1, 256<<10), readplan.NewSequence(1, 256<<10)
-	var cursors, altCursors, seqBase, altBase, altSegments int
+	var seqBase, altBase, altSegments int
 	var counts, altCounts []int // each file's segments
 	// adaptive: the import would split segments while loading (see
 	// segmenter); only when every input can be split.
 	adaptive := j.Segments == 0 && parts > 1
 	planQueue := j.ReadAhead
 	if planQueue <= 0 {
-		planQueue = DefaultReadAhead(parts)
+		planQueue = readplan.DefaultReadAhead(parts)
 	}
 	var written int64
 	planner := newRequestPlanner(parts, j.Batch, planQueue, func(part, records int, ru float64) {
@@ -270,7 +270,6 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 		if ok, _ := source.Splittable(in, j.Source); !ok {
 			adaptive = false
 		}
-		cursors, altCursors = max(cursors, len(ranges)), max(altCursors, len(altRanges))
 		altSegments = max(altSegments, len(altRanges))
 		var seg, altSeg int
 		var last int64
@@ -377,9 +376,12 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 		return nil, ctx.Err()
 	}
 	charges.flush()
-	// The import reads several files at once, as it would.
-	cursors = readplan.ReadCursors(j.Inputs, seqBase, cursors, j.Source, parts, j.Segments)
-	altCursors = readplan.ReadCursors(j.Inputs, altBase, altCursors, j.Source, parts, j.Segments)
+	// The import's read plan: several files at once, as it would.
+	reads := readplan.Config{Partitions: parts, Segments: j.Segments, ReadAhead: j.ReadAhead, Batch: j.Batch}
+	plan := readplan.New(j.Inputs, counts, j.Source, reads)
+	plan.Splits = plan.Splits && adaptive
+	altPlan := readplan.New(j.Inputs, altCounts, j.Source, reads)
+	altPlan.Splits = false
 	planner.flush()
 	if p.Requests > 0 {
 		p.RecordsPerRequest = round2(float64(written) / float64(p.Requests))
@@ -397,22 +399,8 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 	// does the model of it.
 	paced := j.TargetRU * pacing.LoadAim
 	bound := pacedSeconds(p.PartitionRU, paced)
-	readAhead := j.ReadAhead
-	if readAhead <= 0 {
-		readAhead = DefaultReadAhead(parts)
-	}
-	// With batches each partition's dispatcher holds a window of records
-	// taken from its queue; together they are the read-ahead (at least a
-	// batch more when the read-ahead is small).
-	q, w := batchSplit(readAhead, j.Batch)
-	queue := q + w
-	orderCfg := readplan.OrderConfig{Partitions: parts, BudgetPerPartition: paced / float64(parts), Queue: queue, Cursors: cursors,
-		Order: readplan.Interleave(counts)}
-	if adaptive && p.Records > 0 && p.Bytes > 0 {
-		orderCfg.Split = readplan.NewSplitPolicy(readplan.MaxCursors(parts))
-		orderCfg.MinSplit = readplan.MinSplitBytes * p.Records / p.Bytes
-	}
-	sim := readplan.SimulateOrder(seq, orderCfg)
+	load := readplan.Load{Partitions: parts, BudgetPerPartition: paced / float64(parts), Records: p.Records, Bytes: p.Bytes}
+	sim := plan.Simulate(seq, load)
 	// The simulation steps in 10 ms; never report less than the bound.
 	estimate := max(sim.Seconds, bound)
 	p.BoundSeconds, p.EstimatedSeconds = round2(bound), round2(estimate)
@@ -425,10 +413,8 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 	}
 	if bound > 0 && estimate > bound*1.05 {
 		advice := fmt.Sprintf("a shuffled copy would take %s", fmtSeconds(bound))
-		if altSegments > cursors {
-			altCfg := orderCfg
-			altCfg.Cursors, altCfg.Split, altCfg.Order = altCursors, nil, readplan.Interleave(altCounts)
-			if a := max(readplan.SimulateOrder(alt, altCfg).Seconds, bound); a < estimate*0.95 {
+		if altSegments > plan.Cursors {
+			if a := max(altPlan.Simulate(alt, load).Seconds, bound); a < estimate*0.95 {
 				advice = fmt.Sprintf("--segments %d would take %s", altSegments, fmtSeconds(a))
 			}
 		}
@@ -592,8 +578,8 @@ func dryRunSegments(in source.Input, j *DryRunJob, parts int, warnings *[]string
 	if err != nil {
 		return nil, nil, err
 	}
-	n := readplan.SegmentCount(size, parts, j.Segments)
-	altN := min(readplan.MaxSegments, max(4*n, 4*parts))
+	reads := readplan.Config{Partitions: parts, Segments: j.Segments}
+	n, altN := reads.SegmentsOf(size), reads.AdviceSegmentsOf(size)
 	alt, why, err := source.Split(in, j.Source, altN)
 	if err != nil {
 		return nil, nil, err

@@ -120,25 +120,6 @@ func TestDryRunNotesReplaceCostInUpsertMode(t *testing.T) {
 	}
 }
 
-// With batches on, a partition's queue and its dispatcher's window share
-// the read-ahead, so batching holds no more records than --read-ahead says,
-// and dry-run's order simulation reads exactly as far.
-func TestBatchSplitHoldsTheReadAhead(t *testing.T) {
-	for _, tc := range []struct{ readAhead, maxOps, queue, window int }{
-		{4096, 100, 3072, 1024},
-		{1024, 100, 512, 512},
-		{256, 100, 128, 128},
-		{150, 100, 50, 100}, // a full batch at least
-		{64, 100, 1, 100},
-		{1024, 0, 1024, 0}, // --batch off
-	} {
-		q, w := batchSplit(tc.readAhead, tc.maxOps)
-		if q != tc.queue || w != tc.window {
-			t.Errorf("batchSplit(%d, %d) = %d, %d; want %d, %d", tc.readAhead, tc.maxOps, q, w, tc.queue, tc.window)
-		}
-	}
-}
-
 // pkString's shortcut for plain strings writes what encoding/json writes.
 func TestPKStringMatchesMarshal(t *testing.T) {
 	for _, pk := range [][]any{
@@ -318,7 +299,7 @@ func TestShardsAtOnce(t *testing.T) {
 		{"one partition: one shard at a time", sorted, 100, 1, 0, 1},
 		{"--segments 1: one shard at a time", sorted, 100, 8, 1, 1},
 		{"as many as an import's segments", sorted, 100, 8, 0, readplan.MaxCursors(8)},
-		{"at most the segments' bound", sorted, 1000, 40, 0, readplan.MaxSegments},
+		{"at most the segments' bound", sorted, 1000, 40, 0, readplan.MaxCursors(40)},
 		{"fewer shards than that", sorted, 5, 8, 0, 5},
 		{"--segments 6: at most 6", sorted, 100, 8, 6, 6},
 		{"Parquet readers within the split memory", pq, 100, 40, 0, min(readplan.MaxCursors(40), source.ReadersAtOnce(pq[0].Input, source.Options{}))},

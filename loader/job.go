@@ -261,6 +261,9 @@ func (p *plan) logf(format string, a ...any) {
 type wholeInputs struct {
 	p        *plan
 	segments *segmentPlan
+	// reads is how the pieces are read: the cursors, their order, the
+	// read-ahead, whether cursors are added while loading.
+	reads readplan.Plan
 	// seg splits segments while loading (nil: --segments given, or
 	// nothing to keep busy); cursors is what read blocks are sized for.
 	seg        *segmenter
@@ -321,9 +324,9 @@ func (p *plan) wholeInputs(ctx context.Context, tgt *Target, inputs []Input, fps
 	}
 	// The work is read for the lanes records are routed to: a naive load
 	// has one, so only --segments splits its files.
-	lanes := p.strategy.lanes(partitions)
+	reads := readplan.Config{Partitions: partitions, Lanes: p.strategy.lanes(partitions), Segments: p.Segments, ReadAhead: p.ReadAhead, Batch: p.batch}
 	if p.Resume == nil {
-		notes, err := splitInputs(inputs, state, p.Source, lanes, p.Segments, p.logf)
+		notes, err := splitInputs(inputs, state, p.Source, reads, p.logf)
 		if err != nil {
 			return nil, err
 		}
@@ -335,13 +338,13 @@ func (p *plan) wholeInputs(ctx context.Context, tgt *Target, inputs []Input, fps
 		p.logf("note: %s", n)
 	}
 	w.segments = planSegments(inputs, state)
-	w.segments.cursors = readplan.ReadCursors(sourcesOf(inputs), len(w.segments.inputs), w.segments.cursors, p.Source, lanes, p.Segments)
+	w.reads = readplan.New(sourcesOf(inputs), w.segments.pieces(), p.Source, reads)
 	w.state, w.base = state, state.Counters
-	w.cursors = w.segments.cursors
-	if lanes > 1 && p.Segments == 0 {
+	w.cursors = w.reads.Cursors
+	if w.reads.Splits {
 		// Cursors may be added while loading: read blocks sized for the most.
-		w.seg = newSegmenter(w.segments, state, p.Source, lanes, p.logf)
-		w.cursors = max(w.cursors, readplan.MaxCursors(lanes))
+		w.seg = newSegmenter(w.segments, state, p.Source, w.reads.MaxCursors, p.logf)
+		w.cursors = max(w.cursors, w.reads.MaxCursors)
 	}
 
 	if p.ScaleRU > 0 {
@@ -396,7 +399,7 @@ func (w *wholeInputs) next(context.Context) (*piece, error) {
 	}
 	w.handed = true
 	return &piece{
-		inputs: w.segments.inputs, cursors: w.segments.cursors, order: w.segments.readOrder(), segments: w.seg,
+		inputs: w.segments.inputs, reads: &w.reads, segments: w.seg,
 		source:     segmentedSource(w.p.Source, w.cursors),
 		totalBytes: w.totalBytes, totalRows: w.totalRows, deadLetterPath: w.p.DeadLetterPath, deadLetterSize: w.dlSize,
 	}, nil

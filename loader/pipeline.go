@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cosmosloader/loader/internal/clock"
+	"github.com/cosmosloader/loader/loader/readplan"
 	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/loader/source"
@@ -105,7 +106,7 @@ type Options struct {
 	// NaiveConcurrency is the fixed number of writers of StrategyNaive.
 	NaiveConcurrency int
 	// QueuePerPartition bounds records read ahead per physical partition;
-	// 0 means DefaultReadAhead(Partitions).
+	// 0 means readplan.DefaultReadAhead(Partitions).
 	QueuePerPartition int
 	Partitions        int
 	// Cursors is how many inputs are read at once (the segments of one
@@ -351,7 +352,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 	parts := r.adm.lanes(o.Partitions)
 	var dispatchers sync.WaitGroup
-	laneSize, _ := batchSplit(o.QueuePerPartition, o.Batch)
+	laneSize, _ := readplan.QueueAndWindow(o.QueuePerPartition, o.Batch)
 	queues := &lanes{size: laneSize, current: r.adm.current, start: func(lane int, q chan *item, busy *atomic.Int64) {
 		dispatchers.Add(1)
 		go func() {
@@ -401,7 +402,7 @@ func (o *Options) defaults() {
 		o.Clock = clock.System{}
 	}
 	if o.QueuePerPartition <= 0 {
-		o.QueuePerPartition = DefaultReadAhead(o.Partitions)
+		o.QueuePerPartition = readplan.DefaultReadAhead(o.Partitions)
 	}
 	if o.NaiveConcurrency <= 0 {
 		o.NaiveConcurrency = 64
@@ -434,16 +435,6 @@ func (o *Options) defaults() {
 	if o.Strategy == "" {
 		o.Strategy = StrategyPaced
 	}
-}
-
-// DefaultReadAhead is how many records are read ahead per physical
-// partition. While one partition's queue is full — a hot partition key —
-// reading waits, and the other partitions can only work through what is
-// already queued for them: the deeper the queues, the longer they keep
-// their rate on a skewed file. About 16,384 records in all (≈10 MB of
-// 600-byte documents) keeps memory flat; 256 to 4,096 per partition.
-func DefaultReadAhead(partitions int) int {
-	return min(4096, max(256, 16384/max(partitions, 1)))
 }
 
 // lanes are the queues of records read ahead, one per pacer partition

@@ -46,17 +46,13 @@ type segmentPlan struct {
 	inputs []Input
 	file   []int // pipeline input → index in state.Inputs
 	seg    []int // pipeline input → index in that input's Segments, or -1
-	// cursors is how many pipeline inputs are read at once: the most
-	// segments any one file has.
-	cursors int
-	// notes say which files could not be split, and why.
-	notes []string
 }
 
-// splitInputs decides, for a fresh load, each file's segments and records
-// them in state.Inputs (whose Fingerprints are set). want is --segments.
-// logf says when cutting a CSV will read it first (noteFollowingCSV).
-func splitInputs(files []Input, state *checkpoint.State, so source.Options, partitions, want int, logf func(string, ...any)) ([]string, error) {
+// splitInputs decides, for a fresh load, each file's segments (as many as
+// the read plan's c.SegmentsOf its size) and records them in state.Inputs
+// (whose Fingerprints are set). logf says when cutting a CSV will read it
+// first (noteFollowingCSV).
+func splitInputs(files []Input, state *checkpoint.State, so source.Options, c readplan.Config, logf func(string, ...any)) ([]string, error) {
 	// Splitting a Parquet blob reads its footer, a round trip or two:
 	// parallel.InputsAtOnce files are split at once.
 	type split struct {
@@ -70,7 +66,7 @@ func splitInputs(files []Input, state *checkpoint.State, so source.Options, part
 			return nil
 		}
 		sp := &splits[i]
-		sp.n = readplan.SegmentCount(state.Inputs[i].Size, partitions, want)
+		sp.n = c.SegmentsOf(state.Inputs[i].Size)
 		if sp.n <= 1 {
 			return nil
 		}
@@ -85,7 +81,7 @@ func splitInputs(files []Input, state *checkpoint.State, so source.Options, part
 	var notes []string
 	for i, in := range files {
 		if in.Stdin {
-			if partitions > 1 && want != 1 {
+			if c.Lanes > 1 && c.Segments != 1 {
 				notes = append(notes, "standard input is read with one cursor: if it is sorted by partition key, partitions wait on each other (loader dry-run on a copy shows how much)")
 			}
 			continue
@@ -114,7 +110,7 @@ func splitInputs(files []Input, state *checkpoint.State, so source.Options, part
 // planSegments builds the pipeline's inputs from the files and their
 // checkpointed progress (state.Inputs, one per file).
 func planSegments(files []Input, state *checkpoint.State) *segmentPlan {
-	p := &segmentPlan{cursors: 1}
+	p := &segmentPlan{}
 	for i, f := range files {
 		ci := state.Inputs[i]
 		if len(ci.Segments) == 0 {
@@ -123,7 +119,6 @@ func planSegments(files []Input, state *checkpoint.State) *segmentPlan {
 			p.add(in, i, -1)
 			continue
 		}
-		p.cursors = max(p.cursors, len(ci.Segments))
 		// A checkpoint that says which segment was refused; an older one
 		// only that the input was.
 		perSegment := slices.ContainsFunc(ci.Segments, func(s checkpoint.Segment) bool { return s.Refused })
@@ -192,8 +187,8 @@ func shardsAtOnce(files []Input, shards int, so source.Options, partitions, want
 	return max(n, 1)
 }
 
-// readOrder is the order the cursors take the plan's inputs in.
-func (p *segmentPlan) readOrder() []int {
+// pieces is, per file, how many pipeline inputs read it.
+func (p *segmentPlan) pieces() []int {
 	var counts []int
 	for k, f := range p.file {
 		if k == 0 || f != p.file[k-1] {
@@ -201,7 +196,7 @@ func (p *segmentPlan) readOrder() []int {
 		}
 		counts[len(counts)-1]++
 	}
-	return readplan.Interleave(counts)
+	return counts
 }
 
 // segmentedSource sizes the NDJSON read blocks (and the Parquet reader's
@@ -252,8 +247,8 @@ type segCursor struct {
 
 // newSegmenter watches the plan's cursors; split segments are recorded in
 // state under plan.mu, which the checkpoint's save holds too.
-func newSegmenter(plan *segmentPlan, state *checkpoint.State, so source.Options, partitions int, logf func(string, ...any)) *segmenter {
-	s := &segmenter{plan: plan, state: state, so: so, policy: readplan.NewSplitPolicy(readplan.MaxCursors(partitions)),
+func newSegmenter(plan *segmentPlan, state *checkpoint.State, so source.Options, maxCursors int, logf func(string, ...any)) *segmenter {
+	s := &segmenter{plan: plan, state: state, so: so, policy: readplan.NewSplitPolicy(maxCursors),
 		refused: map[int]bool{}, logf: logf}
 	for k, in := range plan.inputs {
 		s.curs = append(s.curs, s.newCursor(in, plan.file[k]))
@@ -435,7 +430,6 @@ func (s *segmenter) split(tr *tracker, spawn func(int, Input)) error {
 	next.Start = Committed{Offset: b.Offset, Line: b.Line, Base: b.Base}
 	next.End = ci.Segments[len(ci.Segments)-1].End
 	s.plan.add(next, file, len(ci.Segments)-1)
-	s.plan.cursors++
 	i := tr.open(next.Start)
 	if i != len(s.plan.inputs)-1 {
 		panic("segments: tracker and plan disagree on the inputs")

@@ -78,7 +78,7 @@ func TestSegmenterSplitsTheLargestUnreadRange(t *testing.T) {
 		t.Errorf("first segment committed at %d, want %d", got, first)
 	}
 	resumed := planSegments(files, state)
-	if len(resumed.inputs) != 2 || resumed.inputs[0].End != at || resumed.inputs[1].Start.Offset != at || resumed.inputs[1].End != 0 || resumed.cursors != 2 {
+	if len(resumed.inputs) != 2 || resumed.inputs[0].End != at || resumed.inputs[1].Start.Offset != at || resumed.inputs[1].End != 0 || !slices.Equal(resumed.pieces(), []int{2}) {
 		t.Errorf("resume plan %+v", resumed.inputs)
 	}
 
@@ -226,7 +226,7 @@ func TestReadOrderInterleavesFiles(t *testing.T) {
 		{Segments: []checkpoint.Segment{seg(0, 10), seg(10, 0)}},
 	}}
 	plan := planSegments(files, state) // pieces a0 a1 a2 b c0 c1
-	if got, want := plan.readOrder(), []int{0, 3, 4, 1, 5, 2}; !slices.Equal(got, want) {
+	if got, want := readplan.Interleave(plan.pieces()), []int{0, 3, 4, 1, 5, 2}; !slices.Equal(got, want) {
 		t.Errorf("read order %v, want %v", got, want)
 	}
 	if got := readplan.Interleave([]int{1, 1, 1}); !slices.Equal(got, []int{0, 1, 2}) {

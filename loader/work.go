@@ -9,6 +9,7 @@ import (
 
 	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/internal/clock"
+	"github.com/cosmosloader/loader/loader/readplan"
 	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/loader/source"
@@ -46,10 +47,10 @@ type progressStore interface {
 
 // piece is what one pipeline run reads.
 type piece struct {
-	name    string // the shard's ID; "" for a plain load's inputs
-	inputs  []Input
-	cursors int
-	order   []int // the order the cursors take inputs in; nil: as listed
+	name   string // the shard's ID; "" for a plain load's inputs
+	inputs []Input
+	// reads is how the inputs are read; nil: one at a time, as listed.
+	reads *readplan.Plan
 	// segments splits the inputs' segments while loading; nil: never.
 	segments *segmenter
 	source   source.Options
@@ -154,7 +155,7 @@ func (p *plan) load(ctx context.Context, tgt *Target, mapper *record.Mapper, tar
 	if workers > 1 {
 		ahead := p.ReadAhead
 		if ahead <= 0 {
-			ahead = DefaultReadAhead(partitions)
+			ahead = readplan.DefaultReadAhead(partitions)
 		}
 		common.QueuePerPartition = min(ahead, max(ahead/workers, minSharedReadAhead))
 		common.Turns = &turns{}
@@ -194,7 +195,10 @@ func (p *plan) load(ctx context.Context, tgt *Target, mapper *record.Mapper, tar
 			}
 			mu.Unlock()
 			o := common
-			o.Inputs, o.Cursors, o.Order, o.Source, o.Segments = pc.inputs, pc.cursors, pc.order, pc.source, pc.segments
+			o.Inputs, o.Source, o.Segments = pc.inputs, pc.source, pc.segments
+			if r := pc.reads; r != nil {
+				o.Cursors, o.Order, o.QueuePerPartition = r.Cursors, r.Order, r.ReadAhead
+			}
 			o.DeadLetterPath, o.DeadLetterSize = pc.deadLetterPath, pc.deadLetterSize
 			o.Checkpoint = func(s Snapshot) error { return store.save(pc, s) }
 			show := p.progressFunc(pc.totalBytes, target, func(ev *ProgressEvent) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/internal/epk"
+	"github.com/cosmosloader/loader/loader/readplan"
 	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/loader/source"
@@ -122,7 +123,7 @@ func testLoad(t *testing.T, src workSource, store progressStore, sink Sink) (*re
 // over a checkpoint that already counted 100 records.
 func TestLoadRunsOnePieceAndReportsItsStore(t *testing.T) {
 	dir := t.TempDir()
-	pc := &piece{inputs: []Input{writeInput(t, dir, "a", 7), writeInput(t, dir, "b", 5)}, cursors: 2,
+	pc := &piece{inputs: []Input{writeInput(t, dir, "a", 7), writeInput(t, dir, "b", 5)}, reads: &readplan.Plan{Cursors: 2},
 		deadLetterPath: filepath.Join(dir, "dl.ndjson")}
 	src := &fakeSource{pieces: []*piece{pc}}
 	store := &fakeStore{base: checkpoint.Counters{RecordsRead: 100, RecordsWritten: 100, RequestsSent: 100, RUConsumed: 500}}

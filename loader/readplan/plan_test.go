@@ -32,8 +32,27 @@ func TestReadCursors(t *testing.T) {
 		{"a Parquet file without a footer is guessed", files("../../testdata/parquet/truncated.parquet", "a.ndjson", "b.ndjson"), 3, 1, 8, 0, 3},
 		{"one file", many[:1], 1, 1, 4, 0, 1},
 	} {
-		if got := ReadCursors(tc.files, tc.pieces, tc.segs, source.Options{}, tc.partitions, tc.want); got != tc.cursors {
+		if got := readCursors(tc.files, tc.pieces, tc.segs, source.Options{}, tc.partitions, tc.want); got != tc.cursors {
 			t.Errorf("%s: %d cursors, want %d", tc.name, got, tc.cursors)
+		}
+	}
+}
+
+// With batches on, a partition's queue and its dispatcher's window share
+// the read-ahead, so batching holds no more records than --read-ahead says,
+// and dry-run's order simulation reads exactly as far.
+func TestQueueAndWindowHoldTheReadAhead(t *testing.T) {
+	for _, tc := range []struct{ readAhead, maxOps, queue, window int }{
+		{4096, 100, 3072, 1024},
+		{1024, 100, 512, 512},
+		{256, 100, 128, 128},
+		{150, 100, 50, 100}, // a full batch at least
+		{64, 100, 1, 100},
+		{1024, 0, 1024, 0}, // --batch off
+	} {
+		q, w := QueueAndWindow(tc.readAhead, tc.maxOps)
+		if q != tc.queue || w != tc.window {
+			t.Errorf("QueueAndWindow(%d, %d) = %d, %d; want %d, %d", tc.readAhead, tc.maxOps, q, w, tc.queue, tc.window)
 		}
 	}
 }
