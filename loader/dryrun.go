@@ -238,7 +238,7 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 		planQueue = readplan.DefaultReadAhead(parts)
 	}
 	var written int64
-	planner := newRequestPlanner(parts, j.Batch, planQueue, func(part, records int, ru float64) {
+	planner := NewRequestPlanner(parts, j.Batch, planQueue, func(part, records int, ru float64) {
 		p.Requests++
 		written += int64(records)
 		model.Add(part, ru)
@@ -246,12 +246,12 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 	// The per-record work that depends on the record alone runs on the
 	// mapping workers; the cost model is never updated in a dry-run.
 	charge := cost.Estimator()
-	prep := prep{
-		key: func(pk []any, keys *keyCache, out *prepared) {
-			out.epk, out.key = keys.of(pk, true)
-			out.part = epk.Locate(bounds, out.epk)
+	prep := Prep{
+		Key: func(pk []any, keys *KeyCache, out *Prepared) {
+			out.EPK, out.Key = keys.Of(pk, true)
+			out.Part = epk.Locate(bounds, out.EPK)
 		},
-		doc: func(size, terms int, out *prepared) { out.ru = charge(size, terms) },
+		Doc: func(size, terms int, out *Prepared) { out.RU = charge(size, terms) },
 	}
 	upcoming := &readyQueue{j: j, parts: parts, ahead: map[int]*readied{}}
 	defer upcoming.close()
@@ -275,57 +275,57 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 		var last int64
 		// account adds a document of size bytes, in segment seg (altSeg of
 		// the advice's), to the plan.
-		account := func(d *prepared, pk []any, size int) {
-			ru, part := d.ru, d.part
+		account := func(d *Prepared, pk []any, size int) {
+			ru, part := d.RU, d.Part
 			charges.add(ru)
 			p.EstimatedRU += ru
 			p.PartitionRU[part] += ru
-			planner.add(part, d.key, size, ru)
+			planner.Add(part, d.Key, size, ru)
 			seq.Add(seqBase+seg, part, ru)
 			alt.Add(altBase+altSeg, part, ru)
-			keys.add(d.key, pk, part, ru, int64(size))
+			keys.add(d.Key, pk, part, ru, int64(size))
 		}
-		consume := func(s *scanned) bool {
+		consume := func(s *Scanned) bool {
 			// What is kept below is copied (ids, keys, dead letters): the
 			// reader may reuse the record's JSON.
-			defer s.rec.ReleaseData()
+			defer s.Rec.ReleaseData()
 			if ctx.Err() != nil {
 				return false
 			}
 			p.Records++
-			p.Bytes += s.rec.Next.Offset - last
-			last = s.rec.Next.Offset
-			if s.dead != nil {
+			p.Bytes += s.Rec.Next.Offset - last
+			last = s.Rec.Next.Offset
+			if s.Dead != nil {
 				p.BadRecords++
-				bad.Add(s.dead.Reason, s.dead.Source, s.dead.Line, s.dead.Error, s.dead.Raw)
+				bad.Add(s.Dead.Reason, s.Dead.Source, s.Dead.Line, s.Dead.Error, s.Dead.Raw)
 				if len(p.BadSamples) < 10 {
-					p.BadSamples = append(p.BadSamples, BadLine{Source: s.dead.Source, Line: s.dead.Line, Reason: s.dead.Reason, Error: s.dead.Error})
+					p.BadSamples = append(p.BadSamples, BadLine{Source: s.Dead.Source, Line: s.Dead.Line, Reason: s.Dead.Reason, Error: s.Dead.Error})
 				} else {
 					p.BadMore++
 				}
 				return true
 			}
-			seg = segmentOf(ranges, seg, s.rec.At())
-			altSeg = segmentOf(altRanges, altSeg, s.rec.At())
-			account(&s.prepared, s.doc.PK, len(s.doc.Body))
-			if largest.takes(len(s.doc.Body), 5) {
-				largest.offer(Item{ID: s.doc.ID, Source: s.rec.Path, Line: s.rec.Line, Bytes: len(s.doc.Body), RU: s.ru}, 5)
+			seg = segmentOf(ranges, seg, s.Rec.At())
+			altSeg = segmentOf(altRanges, altSeg, s.Rec.At())
+			account(&s.Prepared, s.Doc.PK, len(s.Doc.Body))
+			if largest.takes(len(s.Doc.Body), 5) {
+				largest.offer(Item{ID: s.Doc.ID, Source: s.Rec.Path, Line: s.Rec.Line, Bytes: len(s.Doc.Body), RU: s.RU}, 5)
 			}
 			return true
 		}
 		// consumeFacts takes a batch of summed rows (see scanFacts): as
 		// consume takes records, but for the positions, worked out where
 		// a segment ends rather than for every row.
-		consumeFacts := func(fr *factRows) bool {
+		consumeFacts := func(fr *FactRows) bool {
 			if ctx.Err() != nil {
 				return false
 			}
-			f := fr.f
+			f := fr.F
 			segEnd, altEnd := 0, 0 // the rows where seg and altSeg may change
-			for i := range fr.rows {
-				row := &fr.rows[i]
-				if row.slow > 0 {
-					if !consume(&fr.slow[row.slow-1]) {
+			for i := range fr.Rows {
+				row := &fr.Rows[i]
+				if row.Slow > 0 {
+					if !consume(&fr.Slow[row.Slow-1]) {
 						return false
 					}
 					continue
@@ -339,9 +339,9 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 					altSeg = segmentOf(altRanges, altSeg, f.Offset(i))
 					altEnd = nextSegment(f, i, altRanges, altSeg)
 				}
-				account(&row.prepared, row.pk, int(row.size))
-				if largest.takes(int(row.size), 5) {
-					largest.offer(Item{ID: fr.id(i), Source: f.Path, Line: f.Line(i), Bytes: int(row.size), RU: row.ru}, 5)
+				account(&row.Prepared, row.PK, int(row.Size))
+				if largest.takes(int(row.Size), 5) {
+					largest.offer(Item{ID: fr.ID(i), Source: f.Path, Line: f.Line(i), Bytes: int(row.Size), RU: row.RU}, 5)
 				}
 			}
 			end := f.Offset(f.Len())
@@ -351,11 +351,11 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 		}
 		switch {
 		case rd != nil:
-			err = scanReader(scanWorkers(), input, rd, j.Source, m, prep, consume, consumeFacts)
+			err = ScanReader(ScanWorkers(), input, rd, j.Source, m, prep, consume, consumeFacts)
 		case r.openErr != nil:
 			err = r.openErr
 		default:
-			err = scanInput(scanWorkers(), input, j.Stdin, j.Source, m, prep, consume, consumeFacts)
+			err = ScanInput(ScanWorkers(), input, j.Stdin, j.Source, m, prep, consume, consumeFacts)
 		}
 		var ie *source.InputError
 		if errors.As(err, &ie) { // a refused input is a bad record, as in an import
@@ -382,7 +382,7 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 	plan.Splits = plan.Splits && adaptive
 	altPlan := readplan.New(j.Inputs, altCounts, j.Source, reads)
 	altPlan.Splits = false
-	planner.flush()
+	planner.Flush()
 	if p.Requests > 0 {
 		p.RecordsPerRequest = round2(float64(written) / float64(p.Requests))
 	}
@@ -515,7 +515,7 @@ type readied struct {
 	warnings    []string
 	err         error         // cutting it: ends the dry-run
 	rd          source.Reader // nil: not opened ahead, or opening it failed
-	openErr     error         // opening it: as scanInput's
+	openErr     error         // opening it: as ScanInput's
 }
 
 // readyQueue readies the small blobs after the input being read.

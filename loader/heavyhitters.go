@@ -36,7 +36,7 @@ type heavyHitters struct {
 	index  keyIndex
 	// seen remembers, by the address of its text, where a key string was
 	// last found: the mapping workers hand out one string per key (their
-	// memos, keyCache), so most records' keys are a string met before,
+	// memos, KeyCache), so most records' keys are a string met before,
 	// found here without hashing it. A key turned out invalidates them all
 	// (gen): its slot is reused for another key. 4,096 places, not 1,024:
 	// two workers' 500 tenants each (1 GB of the bench's orders) missed
@@ -46,13 +46,13 @@ type heavyHitters struct {
 }
 
 type seenKey struct {
-	s   batchKey // held, so its address names no other string while here
+	s   BatchKey // held, so its address names no other string while here
 	k   int32
 	gen uint64
 }
 
 // seenAt is where h.seen remembers key.
-func seenAt(key batchKey) int {
+func seenAt(key BatchKey) int {
 	p := uintptr(unsafe.Pointer(unsafe.StringData(string(key))))
 	return int((p>>4 ^ p>>16) & 4095)
 }
@@ -62,7 +62,7 @@ func seenAt(key batchKey) int {
 // record over unique ids).
 type trackedKey struct {
 	KeyLoad
-	key  batchKey
+	key  BatchKey
 	pk   []any
 	hash uint64
 }
@@ -79,7 +79,7 @@ func newHeavyHitters(capacity int) *heavyHitters {
 }
 
 // add counts a record of key (keyOf(pk)).
-func (h *heavyHitters) add(key batchKey, pk []any, part int, ru float64, bytes int64) {
+func (h *heavyHitters) add(key BatchKey, pk []any, part int, ru float64, bytes int64) {
 	c := &h.seen[seenAt(key)]
 	k := int32(-1)
 	if c.gen == h.gen && len(c.s) == len(key) && len(key) > 0 && unsafe.StringData(string(c.s)) == unsafe.StringData(string(key)) {
@@ -216,10 +216,10 @@ func newKeyIndex(capacity int) keyIndex {
 	return keyIndex{seed: maphash.MakeSeed(), entries: make([]indexEntry, n), mask: n - 1}
 }
 
-func (x *keyIndex) hash(key batchKey) uint64 { return maphash.String(x.seed, string(key)) }
+func (x *keyIndex) hash(key BatchKey) uint64 { return maphash.String(x.seed, string(key)) }
 
 // find returns the slot of key (of hash hash) in keys, or -1.
-func (x *keyIndex) find(keys []trackedKey, key batchKey, hash uint64) int32 {
+func (x *keyIndex) find(keys []trackedKey, key BatchKey, hash uint64) int32 {
 	for i := int(hash) & x.mask; ; i = (i + 1) & x.mask {
 		e := x.entries[i]
 		if e.slot == 0 {

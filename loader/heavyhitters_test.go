@@ -64,7 +64,7 @@ func TestHeavyHittersAreSpaceSaving(t *testing.T) {
 // BenchmarkHeavyHittersUniqueKeys is the sketch over a table keyed by its
 // ids: every record a new key, which turns out the lightest.
 func BenchmarkHeavyHittersUniqueKeys(b *testing.B) {
-	keys := make([]batchKey, 1<<16)
+	keys := make([]BatchKey, 1<<16)
 	pks := make([][]any, len(keys))
 	for i := range keys {
 		pks[i] = []any{fmt.Sprintf("ord-%010d", i)}

@@ -245,14 +245,14 @@ type item struct {
 	off   int64
 	raw   []byte
 	// key is keyOf(doc.PK) once keyed is set: see batchKey.
-	key   batchKey
+	key   BatchKey
 	keyed bool
 }
 
 // batchKey is the record's key for grouping into batches, worked out on
 // first use: a window asks for it more than once, and a dry-run's planner
 // hands it over already known.
-func (it *item) batchKey() batchKey {
+func (it *item) batchKey() BatchKey {
 	if !it.keyed {
 		it.key, it.keyed = keyOf(it.doc.PK), true
 	}
@@ -613,7 +613,7 @@ func (r *run) checkpoint(final bool) (Snapshot, error) {
 func (r *run) readAll(queues *lanes) error {
 	cursors := min(max(r.o.Cursors, 1), len(r.o.Inputs))
 	if cursors <= 1 && r.o.Segments == nil {
-		workers := scanWorkers()
+		workers := ScanWorkers()
 		if r.o.Turns != nil { // runs beside this one map on their own goroutines
 			workers = 1
 		}
@@ -705,28 +705,28 @@ func (r *run) readInput(i int, in Input, workers int, queues *lanes) error {
 	anyRecord := false
 	// Paced admission routes by the partition key's hash: hash it on the
 	// mapping workers (route keeps a hash it is given).
-	var prep prep
+	var prep Prep
 	if _, paced := r.adm.(*pacedAdmission); paced {
-		prep.key = func(pk []any, keys *keyCache, out *prepared) { out.epk, _ = keys.of(pk, false) }
+		prep.Key = func(pk []any, keys *KeyCache, out *Prepared) { out.EPK, _ = keys.Of(pk, false) }
 	}
-	err := scanInput(workers, in, r.o.Stdin, r.o.Source, r.o.Mapper, prep, func(s *scanned) bool {
-		if r.stopped() || !cur.take(s.rec.At(), s.rec.Next) {
+	err := ScanInput(workers, in, r.o.Stdin, r.o.Source, r.o.Mapper, prep, func(s *Scanned) bool {
+		if r.stopped() || !cur.take(s.Rec.At(), s.Rec.Next) {
 			return false
 		}
 		anyRecord = true
-		rec := s.rec
+		rec := s.Rec
 		r.read.Add(1)
 		r.bytes.Add(rec.Next.Offset - lastOffset)
 		lastOffset, lastLine = rec.Next.Offset, rec.Next.Line
 		seq := r.tr.add(i, rec.Next.Offset, rec.Next.Line)
-		if s.dead != nil {
-			r.deadLetter(i, seq, s.dead)
+		if s.Dead != nil {
+			r.deadLetter(i, seq, s.Dead)
 			return true
 		}
 		it := &item{
 			input: i, seq: seq,
-			doc:  Document{ID: s.doc.ID, PK: s.doc.PK, Body: s.doc.Body},
-			size: len(s.doc.Body), terms: s.doc.Terms, epk: s.epk,
+			doc:  Document{ID: s.Doc.ID, PK: s.Doc.PK, Body: s.Doc.Body},
+			size: len(s.Doc.Body), terms: s.Doc.Terms, epk: s.EPK,
 			path: rec.Path, line: rec.Line, base: rec.Base, off: rec.Offset,
 		}
 		if r.o.Cost != nil {
