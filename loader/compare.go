@@ -31,11 +31,5 @@ func compare(h *Histogram, target float64, parts int, perRequest float64) (repor
 			}
 		}
 	}
-	return figures(m)
-}
-
-func figures(m *pacing.Model) (report.NaiveFigures, report.PacedFigures) {
-	n, p := m.Naive(), m.Paced()
-	return report.NaiveFigures{Requests: n.Requests, Throttled: n.Throttled, Passes: n.Passes, Seconds: round2(n.Seconds)},
-		report.PacedFigures{Requests: p.Requests, Throttled: p.Throttled, Seconds: round2(p.Seconds)}
+	return report.Modelled(m)
 }

@@ -9,7 +9,6 @@ import (
 	"io"
 	"math"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/cosmosloader/loader/internal/epk"
@@ -83,104 +82,12 @@ func (j *DryRunJob) connected(ctx context.Context) (*DryRunJob, error) {
 	return &c, nil
 }
 
-// Plan is what a dry run predicts.
-type Plan struct {
-	Inputs     []string  `json:"inputs"`
-	Records    int64     `json:"records"`
-	Bytes      int64     `json:"bytes"`
-	BadRecords int64     `json:"bad_records"`
-	BadSamples []BadLine `json:"bad_samples,omitempty"`
-	// BadMore is how many bad records BadSamples leaves out; BadByReason
-	// counts all of them; Hint says what likely fixes most of them.
-	BadMore     int64                `json:"bad_more,omitempty"`
-	BadByReason []report.ReasonCount `json:"bad_by_reason,omitempty"`
-	Hint        string               `json:"hint,omitempty"`
-	EstimatedRU float64              `json:"estimated_ru"`
-	RUPerRecord report.Spread        `json:"ru_per_record"`
-	Largest     []Item               `json:"largest_items"`
-
-	TargetRUPerSec float64   `json:"target_ru_per_sec"`
-	Partitions     int       `json:"partitions"`
-	PartitionRU    []float64 `json:"partition_ru"`
-	// TopKeys lists the heaviest partition keys, only when one is hot or
-	// the keys are too few to spread evenly.
-	TopKeys  []KeyLoad `json:"top_partition_keys,omitempty"`
-	Warnings []string  `json:"warnings,omitempty"`
-	// Notes are costs the estimate leaves out, such as replacing items
-	// that already exist.
-	Notes []string `json:"notes,omitempty"`
-
-	// EstimatedSeconds is the paced duration in the input's order: the
-	// import's reading replayed over the records' partitions (OrderSim).
-	// BoundSeconds is what no order can beat: the busiest physical
-	// partition's RU over its share of the target. PartitionBusy is each
-	// partition's seconds of writing (its RU over its share of the
-	// target), to set against EstimatedSeconds; LongestRun the most consecutive
-	// records bound for one partition.
-	EstimatedSeconds float64   `json:"estimated_seconds"`
-	BoundSeconds     float64   `json:"bound_seconds"`
-	PartitionBusy    []float64 `json:"partition_busy_seconds"`
-	LongestRun       int64     `json:"longest_partition_run"`
-	// OrderUtilisation is BoundSeconds ÷ EstimatedSeconds: what the
-	// input's order leaves of the target.
-	OrderUtilisation float64   `json:"order_utilisation"`
-	FinishAt         time.Time `json:"finish_at"`
-	AtOtherRates     []RateRow `json:"at_other_rates"`
-
-	// Requests is how many requests the load takes unthrottled, batches
-	// of records that share a partition key counting once.
-	Requests          int64   `json:"requests"`
-	RecordsPerRequest float64 `json:"records_per_request"`
-
-	Naive report.NaiveFigures `json:"naive"`
-	Paced report.PacedFigures `json:"paced"`
-}
-
-// BadLine names one bad record.
-type BadLine struct {
-	Source string `json:"source"`
-	Line   int64  `json:"line"`
-	Reason string `json:"reason"`
-	Error  string `json:"error"`
-}
-
-// Item is one of the largest documents.
-type Item struct {
-	ID     string  `json:"id"`
-	Source string  `json:"source"`
-	Line   int64   `json:"line"`
-	Bytes  int     `json:"bytes"`
-	RU     float64 `json:"ru"`
-}
-
-// KeyLoad is one logical partition's share of the load.
-type KeyLoad struct {
-	// Key is the partition key as JSON text (for people); Value the same
-	// key as a plain JSON value (for machines).
-	Key       string          `json:"-"`
-	Value     json.RawMessage `json:"key"`
-	Records   int64           `json:"records"`
-	RU        float64         `json:"ru"`
-	Bytes     int64           `json:"bytes"`
-	Share     float64         `json:"share"` // of all RU
-	Partition int             `json:"partition"`
-	// Approximate marks counts from the bounded heavy-hitter sketch, which
-	// may overestimate a key by at most the smallest tracked count.
-	Approximate bool `json:"approximate,omitempty"`
-}
-
-// RateRow is the duration at another throughput.
-type RateRow struct {
-	RUPerSec float64 `json:"ru_per_sec"`
-	Seconds  float64 `json:"seconds"`
-}
-
 // dryRunFacts is false only in tests, which compare the plans made of
 // Parquet rows summed by columns (source.FactReader) and of records.
 var dryRunFacts = true
 
 // DryRun reads and costs every record without writing anything.
-func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
+func DryRun(ctx context.Context, j *DryRunJob) (*report.DryRun, error) {
 	if j.Connect != nil {
 		c, err := j.connected(ctx)
 		if err != nil {
@@ -213,7 +120,7 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 	}
 	parts := len(bounds) - 1
 	cost := pacing.NewCostModel(pacing.CostOptions{FixedCost: j.CostPerRecord})
-	p := &Plan{TargetRUPerSec: j.TargetRU, Partitions: parts, PartitionRU: make([]float64, parts)}
+	p := &report.DryRun{TargetRUPerSec: j.TargetRU, Partitions: parts, PartitionRU: make([]float64, parts)}
 	hist := NewHistogram()
 	charges := &runs{hist: hist} // most records cost what the one before did
 	largest := &itemHeap{}
@@ -299,7 +206,7 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 				p.BadRecords++
 				bad.Add(s.Dead.Reason, s.Dead.Source, s.Dead.Line, s.Dead.Error, s.Dead.Raw)
 				if len(p.BadSamples) < 10 {
-					p.BadSamples = append(p.BadSamples, BadLine{Source: s.Dead.Source, Line: s.Dead.Line, Reason: s.Dead.Reason, Error: s.Dead.Error})
+					p.BadSamples = append(p.BadSamples, report.BadLine{Source: s.Dead.Source, Line: s.Dead.Line, Reason: s.Dead.Reason, Error: s.Dead.Error})
 				} else {
 					p.BadMore++
 				}
@@ -309,7 +216,7 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 			altSeg = segmentOf(altRanges, altSeg, s.Rec.At())
 			account(&s.Prepared, s.Doc.PK, len(s.Doc.Body))
 			if largest.takes(len(s.Doc.Body), 5) {
-				largest.offer(Item{ID: s.Doc.ID, Source: s.Rec.Path, Line: s.Rec.Line, Bytes: len(s.Doc.Body), RU: s.RU}, 5)
+				largest.offer(report.Item{ID: s.Doc.ID, Source: s.Rec.Path, Line: s.Rec.Line, Bytes: len(s.Doc.Body), RU: s.RU}, 5)
 			}
 			return true
 		}
@@ -341,7 +248,7 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 				}
 				account(&row.Prepared, row.PK, int(row.Size))
 				if largest.takes(int(row.Size), 5) {
-					largest.offer(Item{ID: fr.ID(i), Source: f.Path, Line: f.Line(i), Bytes: int(row.Size), RU: row.RU}, 5)
+					largest.offer(report.Item{ID: fr.ID(i), Source: f.Path, Line: f.Line(i), Bytes: int(row.Size), RU: row.RU}, 5)
 				}
 			}
 			end := f.Offset(f.Len())
@@ -361,7 +268,7 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 		if errors.As(err, &ie) { // a refused input is a bad record, as in an import
 			p.BadRecords++
 			if len(p.BadSamples) < 10 {
-				p.BadSamples = append(p.BadSamples, BadLine{Source: input.Path, Line: ie.Line, Reason: ie.Reason(), Error: ie.Error()})
+				p.BadSamples = append(p.BadSamples, report.BadLine{Source: input.Path, Line: ie.Line, Reason: ie.Reason(), Error: ie.Error()})
 			}
 			err = nil
 		}
@@ -427,7 +334,7 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 		if ru >= 400 {
 			// Every budget and drain scales with the rate, the queue
 			// depths do not matter to the ratio: time scales as 1/f.
-			p.AtOtherRates = append(p.AtOtherRates, RateRow{RUPerSec: ru, Seconds: round2(estimate * j.TargetRU / ru)})
+			p.AtOtherRates = append(p.AtOtherRates, report.RateRow{RUPerSec: ru, Seconds: round2(estimate * j.TargetRU / ru)})
 		}
 	}
 	share := j.TargetRU / float64(parts)
@@ -466,7 +373,7 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 		p.Notes = append(p.Notes, fmt.Sprintf("upsert replaces items that already exist at about twice the RU: if the container already holds these ids (a repeated load), expect up to %s RU and %s",
 			count(int64(math.Round(2*p.EstimatedRU))), fmtSeconds(2*p.EstimatedSeconds)))
 	}
-	p.Naive, p.Paced = figures(model)
+	p.Naive, p.Paced = report.Modelled(model)
 	p.Paced.Seconds = p.EstimatedSeconds
 	return p, nil
 }
@@ -475,7 +382,7 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 // a key is hot (twice its fair share of RU, or named in a warning), or the
 // load has so few keys that hashing cannot spread them evenly. A table of
 // unique ids, each holding one record, says nothing.
-func keysWorthShowing(top []KeyLoad, keys *heavyHitters, partitions int, warned bool) bool {
+func keysWorthShowing(top []report.KeyLoad, keys *heavyHitters, partitions int, warned bool) bool {
 	if len(top) == 0 || top[0].Records < 2 {
 		return false
 	}
@@ -679,94 +586,13 @@ func plainJSONString(s string) bool {
 	return true
 }
 
-// WriteText prints the plan for a person.
-func (p *Plan) WriteText(w io.Writer) {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Dry run: nothing was written.\n\n")
-	fmt.Fprintf(&b, "  records            %s (%s)\n", count(p.Records), byteSize(float64(p.Bytes)))
-	fmt.Fprintf(&b, "  bad records        %s\n", count(p.BadRecords))
-	for _, r := range p.BadByReason {
-		fmt.Fprintf(&b, "    %-22s %8s  first %s: %s\n", r.Reason, count(r.Count), r.First, r.Example)
-	}
-	if len(p.BadSamples) > 0 {
-		b.WriteString("    first bad records\n")
-	}
-	for _, s := range p.BadSamples {
-		fmt.Fprintf(&b, "      %s  %s\n", report.Where(s.Source, s.Line), s.Error)
-	}
-	if p.BadMore > 0 {
-		fmt.Fprintf(&b, "      … and %s more\n", count(p.BadMore))
-	}
-	if p.Hint != "" {
-		fmt.Fprintf(&b, "  hint: %s\n", p.Hint)
-	}
-	fmt.Fprintf(&b, "  estimated RU       %.0f\n", p.EstimatedRU)
-	fmt.Fprintf(&b, "  RU per record      p50 %.2f  p95 %.2f  max %.2f\n", p.RUPerRecord.P50, p.RUPerRecord.P95, p.RUPerRecord.Max)
-	if p.Requests > 0 {
-		fmt.Fprintf(&b, "  requests           %s (%.2f records per request)\n", count(p.Requests), p.RecordsPerRequest)
-	}
-	if len(p.Largest) > 0 {
-		b.WriteString("  largest items\n")
-		for _, it := range p.Largest {
-			fmt.Fprintf(&b, "    %-36s %8s  %7.2f RU  %s:%d\n", trimTo(it.ID, 36), byteSize(float64(it.Bytes)), it.RU, it.Source, it.Line)
-		}
-	}
-	fmt.Fprintf(&b, "\n  target             %.0f RU/s over %d physical partition(s)\n", p.TargetRUPerSec, p.Partitions)
-	if p.Partitions > 1 && p.EstimatedSeconds > 0 {
-		b.WriteString("  partition busy    ")
-		for i, s := range p.PartitionBusy {
-			fmt.Fprintf(&b, "  %d: %s (%.0f%%)", i, fmtSeconds(s), 100*s/p.EstimatedSeconds)
-		}
-		b.WriteString("\n")
-	}
-	if len(p.TopKeys) > 0 {
-		b.WriteString("  top partition keys (share of RU)\n")
-		for _, k := range p.TopKeys[:min(5, len(p.TopKeys))] {
-			approx := " "
-			if k.Approximate {
-				approx = "≤"
-			}
-			fmt.Fprintf(&b, "    %-36s %s%5.1f%%  %s records  partition %d\n", trimTo(k.Key, 36), approx, k.Share*100, count(k.Records), k.Partition)
-		}
-		if p.TopKeys[0].Approximate {
-			b.WriteString("    (≤: more distinct keys than tracked; shares are upper bounds)\n")
-		}
-	}
-	for _, warn := range p.Warnings {
-		fmt.Fprintf(&b, "  WARNING: %s\n", warn)
-	}
-	for _, note := range p.Notes {
-		fmt.Fprintf(&b, "  note: %s\n", note)
-	}
-	fmt.Fprintf(&b, "\n  estimated duration %s at %.0f RU/s (finishes about %s)\n",
-		fmtSeconds(p.EstimatedSeconds), p.TargetRUPerSec, p.FinishAt.Format("15:04:05 MST"))
-	if len(p.AtOtherRates) > 0 {
-		b.WriteString("  at other rates   ")
-		for _, r := range p.AtOtherRates {
-			fmt.Fprintf(&b, "  %.0f RU/s: %s", r.RUPerSec, fmtSeconds(r.Seconds))
-		}
-		b.WriteString("\n")
-	}
-	b.WriteString("\n  Naive vs paced      requests   throttled  passes   duration\n")
-	fmt.Fprintf(&b, "    naive          %10d  %10d  %6d   %s\n", p.Naive.Requests, p.Naive.Throttled, p.Naive.Passes, fmtSeconds(p.Naive.Seconds))
-	fmt.Fprintf(&b, "    paced          %10d  %10d  %6s   %s\n", p.Paced.Requests, p.Paced.Throttled, "-", fmtSeconds(p.Paced.Seconds))
-	io.WriteString(w, b.String())
-}
-
-func trimTo(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-1] + "…"
-}
-
 // itemHeap keeps the largest items (a min-heap by size).
-type itemHeap []Item
+type itemHeap []report.Item
 
 func (h itemHeap) Len() int           { return len(h) }
 func (h itemHeap) Less(i, j int) bool { return h[i].Bytes < h[j].Bytes }
 func (h itemHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *itemHeap) Push(x any)        { *h = append(*h, x.(Item)) }
+func (h *itemHeap) Push(x any)        { *h = append(*h, x.(report.Item)) }
 func (h *itemHeap) Pop() any {
 	old := *h
 	x := old[len(old)-1]
@@ -779,7 +605,7 @@ func (h itemHeap) takes(size, keep int) bool {
 	return len(h) < keep || size > h[0].Bytes
 }
 
-func (h *itemHeap) offer(it Item, keep int) {
+func (h *itemHeap) offer(it report.Item, keep int) {
 	if h.Len() < keep {
 		heap.Push(h, it)
 	} else if it.Bytes > (*h)[0].Bytes {
@@ -788,8 +614,8 @@ func (h *itemHeap) offer(it Item, keep int) {
 	}
 }
 
-func (h *itemHeap) sorted() []Item {
-	out := append([]Item(nil), *h...)
+func (h *itemHeap) sorted() []report.Item {
+	out := append([]report.Item(nil), *h...)
 	sort.Slice(out, func(i, j int) bool { return out[i].Bytes > out[j].Bytes })
 	return out
 }

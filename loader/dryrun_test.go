@@ -28,7 +28,7 @@ import (
 	"github.com/cosmosloader/loader/loader/source"
 )
 
-func dryRunLines(t *testing.T, lines []string, pk string, partitions int) *Plan {
+func dryRunLines(t *testing.T, lines []string, pk string, partitions int) *report.DryRun {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "in.ndjson")
 	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
@@ -144,7 +144,7 @@ func TestDryRunKeepsKeyColumns(t *testing.T) {
 	if err := os.WriteFile(path, []byte("id,pk,name,note\nr1,k,n,"+strings.Repeat("x", 500)+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	plan := func(cols []string) *Plan {
+	plan := func(cols []string) *report.DryRun {
 		p, err := DryRun(context.Background(), &DryRunJob{
 			Inputs: []source.Input{{Path: path}}, Source: source.Options{Columns: cols},
 			Mapper: record.Config{PartitionKeyPaths: []string{"/pk"}}, TargetRU: 4000, Bounds: epk.SplitEven(1),
@@ -199,7 +199,7 @@ func TestDryRunParquetMatchesItsJSON(t *testing.T) {
 	if err := os.WriteFile(nd, lines, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	plan := func(path string) *Plan {
+	plan := func(path string) *report.DryRun {
 		p, err := DryRun(context.Background(), &DryRunJob{
 			Inputs: []source.Input{{Path: path}}, Mapper: record.Config{PartitionKeyPaths: []string{"/tenant"}},
 			TargetRU: 40000, Bounds: epk.SplitEven(4), Segments: 1,
@@ -263,7 +263,7 @@ func TestDryRunModelsFilesReadAtOnce(t *testing.T) {
 		}
 		inputs = append(inputs, source.Input{Path: path})
 	}
-	plan := func(segments int) *Plan {
+	plan := func(segments int) *report.DryRun {
 		p, err := DryRun(context.Background(), &DryRunJob{
 			Inputs:   inputs,
 			Mapper:   record.Config{IDField: "id", PartitionKeyPaths: []string{"/pk"}},
@@ -366,7 +366,7 @@ func TestDryRunOpensSmallBlobsAhead(t *testing.T) {
 		}
 		ins = append(ins, source.Input{Path: name, Remote: &meetingRemote{name: name, data: data, m: m}})
 	}
-	done := make(chan *Plan, 1)
+	done := make(chan *report.DryRun, 1)
 	go func() {
 		p, err := DryRun(context.Background(), &DryRunJob{Inputs: ins, Mapper: record.Config{PartitionKeyPaths: []string{"/pk"}},
 			TargetRU: 4000, Bounds: epk.SplitEven(4)})
@@ -548,7 +548,7 @@ func TestDryRunFactsGiveTheRecordsPlan(t *testing.T) {
 	for _, c := range cases {
 		for _, batch := range []int{0, 100} {
 			for _, parts := range []int{1, 4} {
-				plan := func(facts bool) *Plan {
+				plan := func(facts bool) *report.DryRun {
 					dryRunFacts = facts
 					defer func() { dryRunFacts = true }()
 					p, err := DryRun(context.Background(), &DryRunJob{
@@ -602,16 +602,5 @@ func TestHeavyHittersSameStringsCountAsCopies(t *testing.T) {
 		if got, want := same.top(20, 1), copies.top(20, 1); !reflect.DeepEqual(got, want) {
 			t.Errorf("capacity %d:\nsame strings %+v\ncopies       %+v", capacity, got, want)
 		}
-	}
-}
-
-// A dry-run's first bad records are named as the reasons' first records
-// are (report.Where): by file and line, or by file alone.
-func TestDryRunNamesBadRecordsByFileAndLine(t *testing.T) {
-	var out strings.Builder
-	p := &Plan{BadRecords: 2, BadSamples: []BadLine{{Source: "trunc.ndjson.gz", Error: "gzip data truncated"}, {Source: "a.ndjson", Line: 6, Error: "truncated JSON"}}}
-	p.WriteText(&out)
-	if !strings.Contains(out.String(), "      trunc.ndjson.gz  gzip data truncated\n      a.ndjson:6  truncated JSON\n") {
-		t.Errorf("dry-run's bad records:\n%s", out.String())
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"hash/maphash"
 	"sort"
 	"unsafe"
+
+	"github.com/cosmosloader/loader/loader/report"
 )
 
 // heavyHitters finds the partition keys with the most RU in bounded memory
@@ -61,7 +63,7 @@ func seenAt(key BatchKey) int {
 // is written for the keys top returns only (pkString was a string a
 // record over unique ids).
 type trackedKey struct {
-	KeyLoad
+	report.KeyLoad
 	key  BatchKey
 	pk   []any
 	hash uint64
@@ -105,7 +107,7 @@ func (h *heavyHitters) add(key BatchKey, pk []any, part int, ru float64, bytes i
 	}
 	if len(h.keys) < h.cap {
 		k = int32(len(h.keys))
-		h.keys = append(h.keys, trackedKey{KeyLoad: KeyLoad{Records: 1, RU: ru, Bytes: bytes, Partition: part}, key: key, pk: pk, hash: hash})
+		h.keys = append(h.keys, trackedKey{KeyLoad: report.KeyLoad{Records: 1, RU: ru, Bytes: bytes, Partition: part}, key: key, pk: pk, hash: hash})
 		h.at = append(h.at, int32(len(h.heap)))
 		h.heap = append(h.heap, heapSlot{ru, k})
 		h.index.insert(k, hash)
@@ -123,7 +125,7 @@ func (h *heavyHitters) add(key BatchKey, pk []any, part int, ru float64, bytes i
 	k = h.heap[0].k
 	t := &h.keys[k]
 	h.index.remove(k, t.hash)
-	t.KeyLoad = KeyLoad{Records: t.Records + 1, RU: t.RU + ru, Bytes: t.Bytes + bytes, Partition: part, Approximate: true}
+	t.KeyLoad = report.KeyLoad{Records: t.Records + 1, RU: t.RU + ru, Bytes: t.Bytes + bytes, Partition: part, Approximate: true}
 	t.key, t.pk, t.hash = key, pk, hash
 	h.index.insert(k, hash)
 	h.heap[0].ru = t.RU
@@ -171,13 +173,13 @@ func (h *heavyHitters) down(i int) {
 // holds fewer than its capacity.
 func (h *heavyHitters) distinct() int { return len(h.keys) }
 
-func (h *heavyHitters) top(n int, totalRU float64) []KeyLoad {
+func (h *heavyHitters) top(n int, totalRU float64) []report.KeyLoad {
 	keys := make([]*trackedKey, len(h.heap))
 	for i, s := range h.heap {
 		keys[i] = &h.keys[s.k]
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i].RU > keys[j].RU })
-	var out []KeyLoad
+	var out []report.KeyLoad
 	for _, k := range keys[:min(n, len(keys))] {
 		out = append(out, k.KeyLoad)
 	}

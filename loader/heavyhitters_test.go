@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"sort"
 	"testing"
+
+	"github.com/cosmosloader/loader/loader/report"
 )
 
 // The sketch's slab, index and heap count exactly what Space-Saving counts
@@ -17,7 +19,7 @@ func TestHeavyHittersAreSpaceSaving(t *testing.T) {
 	for _, capacity := range []int{1, 4, 64, 512} {
 		rng := rand.New(rand.NewSource(int64(capacity)))
 		h := newHeavyHitters(capacity)
-		ref := map[string]*KeyLoad{}
+		ref := map[string]*report.KeyLoad{}
 		for range 50000 {
 			key := fmt.Sprint("k", int(rng.ExpFloat64()*float64(capacity)))
 			ru := 1 + rng.Float64()
@@ -29,7 +31,7 @@ func TestHeavyHittersAreSpaceSaving(t *testing.T) {
 				continue
 			}
 			if len(ref) < capacity {
-				ref[key] = &KeyLoad{Records: 1, RU: ru, Bytes: 1}
+				ref[key] = &report.KeyLoad{Records: 1, RU: ru, Bytes: 1}
 				continue
 			}
 			var light string
@@ -40,7 +42,7 @@ func TestHeavyHittersAreSpaceSaving(t *testing.T) {
 			}
 			l := ref[light]
 			delete(ref, light)
-			ref[key] = &KeyLoad{Records: l.Records + 1, RU: l.RU + ru, Bytes: l.Bytes + 1, Approximate: true}
+			ref[key] = &report.KeyLoad{Records: l.Records + 1, RU: l.RU + ru, Bytes: l.Bytes + 1, Approximate: true}
 		}
 		var want []string
 		for k, l := range ref {

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/cosmosloader/loader/internal/emulator"
-	"github.com/cosmosloader/loader/loader"
 	"github.com/cosmosloader/loader/loader/report"
 )
 
@@ -194,7 +193,7 @@ func (r *runner) scenarioD(ctx context.Context, t *target) error {
 	if err != nil {
 		return err
 	}
-	var plan loader.Plan
+	var plan report.DryRun
 	if err := json.Unmarshal(p.Stdout, &plan); err != nil {
 		return fmt.Errorf("parse dry-run output: %w", err)
 	}

@@ -8,9 +8,12 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/cosmosloader/loader/pacing"
 )
 
 // Report is the account of one import run. Its JSON field names are part
@@ -212,4 +215,14 @@ func (r *Report) WriteJSON(path string) error {
 		return fmt.Errorf("write report: %w", err)
 	}
 	return nil
+}
+
+// Round2 rounds v to two decimals, as the report's figures are.
+func Round2(v float64) float64 { return math.Round(v*100) / 100 }
+
+// Modelled is what m says the naive approach and the paced one would do.
+func Modelled(m *pacing.Model) (NaiveFigures, PacedFigures) {
+	n, p := m.Naive(), m.Paced()
+	return NaiveFigures{Requests: n.Requests, Throttled: n.Throttled, Passes: n.Passes, Seconds: Round2(n.Seconds)},
+		PacedFigures{Requests: p.Requests, Throttled: p.Throttled, Seconds: Round2(p.Seconds)}
 }
