@@ -255,3 +255,26 @@ func TestResumePositionsNameParquetRows(t *testing.T) {
 		t.Errorf("--format parquet: %q", got[0])
 	}
 }
+
+func TestShardsAtOnce(t *testing.T) {
+	sorted := []Input{{Input: source.Input{Path: "sorted.ndjson"}}}
+	pq := []Input{{Input: source.Input{Path: "../testdata/parquet/rows.parquet"}}}
+	for _, tc := range []struct {
+		name                     string
+		files                    []Input
+		shards, partitions, want int
+		atOnce                   int
+	}{
+		{"one partition: one shard at a time", sorted, 100, 1, 0, 1},
+		{"--segments 1: one shard at a time", sorted, 100, 8, 1, 1},
+		{"as many as an import's segments", sorted, 100, 8, 0, readplan.MaxCursors(8)},
+		{"at most the segments' bound", sorted, 1000, 40, 0, readplan.MaxCursors(40)},
+		{"fewer shards than that", sorted, 5, 8, 0, 5},
+		{"--segments 6: at most 6", sorted, 100, 8, 6, 6},
+		{"Parquet readers within the split memory", pq, 100, 40, 0, min(readplan.MaxCursors(40), source.ReadersAtOnce(pq[0].Input, source.Options{}))},
+	} {
+		if got := shardsAtOnce(tc.files, tc.shards, source.Options{}, tc.partitions, tc.want); got != tc.atOnce {
+			t.Errorf("%s: %d shards at once, want %d", tc.name, got, tc.atOnce)
+		}
+	}
+}

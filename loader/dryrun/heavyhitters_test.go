@@ -1,4 +1,4 @@
-package loader
+package dryrun
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/cosmosloader/loader/loader"
 	"github.com/cosmosloader/loader/loader/report"
 )
 
@@ -66,11 +67,11 @@ func TestHeavyHittersAreSpaceSaving(t *testing.T) {
 // BenchmarkHeavyHittersUniqueKeys is the sketch over a table keyed by its
 // ids: every record a new key, which turns out the lightest.
 func BenchmarkHeavyHittersUniqueKeys(b *testing.B) {
-	keys := make([]BatchKey, 1<<16)
+	keys := make([]loader.BatchKey, 1<<16)
 	pks := make([][]any, len(keys))
 	for i := range keys {
 		pks[i] = []any{fmt.Sprintf("ord-%010d", i)}
-		keys[i] = keyOf(pks[i])
+		keys[i] = loader.BatchKey(pks[i][0].(string)) // a plain string key is its own batch key
 	}
 	rus := make([]float64, 4096)
 	rng := rand.New(rand.NewSource(1))

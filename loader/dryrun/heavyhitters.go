@@ -1,4 +1,4 @@
-package loader
+package dryrun
 
 import (
 	"encoding/json"
@@ -6,6 +6,7 @@ import (
 	"sort"
 	"unsafe"
 
+	"github.com/cosmosloader/loader/loader"
 	"github.com/cosmosloader/loader/loader/report"
 )
 
@@ -38,7 +39,7 @@ type heavyHitters struct {
 	index  keyIndex
 	// seen remembers, by the address of its text, where a key string was
 	// last found: the mapping workers hand out one string per key (their
-	// memos, KeyCache), so most records' keys are a string met before,
+	// memos, loader.KeyCache), so most records' keys are a string met before,
 	// found here without hashing it. A key turned out invalidates them all
 	// (gen): its slot is reused for another key. 4,096 places, not 1,024:
 	// two workers' 500 tenants each (1 GB of the bench's orders) missed
@@ -48,13 +49,13 @@ type heavyHitters struct {
 }
 
 type seenKey struct {
-	s   BatchKey // held, so its address names no other string while here
+	s   loader.BatchKey // held, so its address names no other string while here
 	k   int32
 	gen uint64
 }
 
 // seenAt is where h.seen remembers key.
-func seenAt(key BatchKey) int {
+func seenAt(key loader.BatchKey) int {
 	p := uintptr(unsafe.Pointer(unsafe.StringData(string(key))))
 	return int((p>>4 ^ p>>16) & 4095)
 }
@@ -64,7 +65,7 @@ func seenAt(key BatchKey) int {
 // record over unique ids).
 type trackedKey struct {
 	report.KeyLoad
-	key  BatchKey
+	key  loader.BatchKey
 	pk   []any
 	hash uint64
 }
@@ -81,7 +82,7 @@ func newHeavyHitters(capacity int) *heavyHitters {
 }
 
 // add counts a record of key (keyOf(pk)).
-func (h *heavyHitters) add(key BatchKey, pk []any, part int, ru float64, bytes int64) {
+func (h *heavyHitters) add(key loader.BatchKey, pk []any, part int, ru float64, bytes int64) {
 	c := &h.seen[seenAt(key)]
 	k := int32(-1)
 	if c.gen == h.gen && len(c.s) == len(key) && len(key) > 0 && unsafe.StringData(string(c.s)) == unsafe.StringData(string(key)) {
@@ -187,9 +188,9 @@ func (h *heavyHitters) top(n int, totalRU float64) []report.KeyLoad {
 		out[i].Key = pkString(k.pk)
 		out[i].Value = json.RawMessage(out[i].Key)
 		if totalRU > 0 {
-			out[i].Share = round2(out[i].RU/totalRU*1000) / 1000
+			out[i].Share = report.Round2(out[i].RU/totalRU*1000) / 1000
 		}
-		out[i].RU = round2(out[i].RU)
+		out[i].RU = report.Round2(out[i].RU)
 	}
 	return out
 }
@@ -218,10 +219,10 @@ func newKeyIndex(capacity int) keyIndex {
 	return keyIndex{seed: maphash.MakeSeed(), entries: make([]indexEntry, n), mask: n - 1}
 }
 
-func (x *keyIndex) hash(key BatchKey) uint64 { return maphash.String(x.seed, string(key)) }
+func (x *keyIndex) hash(key loader.BatchKey) uint64 { return maphash.String(x.seed, string(key)) }
 
 // find returns the slot of key (of hash hash) in keys, or -1.
-func (x *keyIndex) find(keys []trackedKey, key BatchKey, hash uint64) int32 {
+func (x *keyIndex) find(keys []trackedKey, key loader.BatchKey, hash uint64) int32 {
 	for i := int(hash) & x.mask; ; i = (i + 1) & x.mask {
 		e := x.entries[i]
 		if e.slot == 0 {

@@ -1,4 +1,4 @@
-package loader
+package dryrun
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/cosmosloader/loader/internal/epk"
-	"github.com/cosmosloader/loader/loader/readplan"
+	"github.com/cosmosloader/loader/loader"
 	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/loader/source"
@@ -107,7 +107,7 @@ func TestDryRunShowsKeysOnlyWhenHot(t *testing.T) {
 		t.Errorf("JSON key is not a plain value: %s", b)
 	}
 	for _, ru := range p.PartitionRU {
-		if ru != round2(ru) {
+		if ru != report.Round2(ru) {
 			t.Errorf("partition RU %v not rounded", ru)
 		}
 	}
@@ -287,29 +287,6 @@ func TestDryRunModelsFilesReadAtOnce(t *testing.T) {
 	}
 }
 
-func TestShardsAtOnce(t *testing.T) {
-	sorted := []Input{{Input: source.Input{Path: "sorted.ndjson"}}}
-	pq := []Input{{Input: source.Input{Path: "../testdata/parquet/rows.parquet"}}}
-	for _, tc := range []struct {
-		name                     string
-		files                    []Input
-		shards, partitions, want int
-		atOnce                   int
-	}{
-		{"one partition: one shard at a time", sorted, 100, 1, 0, 1},
-		{"--segments 1: one shard at a time", sorted, 100, 8, 1, 1},
-		{"as many as an import's segments", sorted, 100, 8, 0, readplan.MaxCursors(8)},
-		{"at most the segments' bound", sorted, 1000, 40, 0, readplan.MaxCursors(40)},
-		{"fewer shards than that", sorted, 5, 8, 0, 5},
-		{"--segments 6: at most 6", sorted, 100, 8, 6, 6},
-		{"Parquet readers within the split memory", pq, 100, 40, 0, min(readplan.MaxCursors(40), source.ReadersAtOnce(pq[0].Input, source.Options{}))},
-	} {
-		if got := shardsAtOnce(tc.files, tc.shards, source.Options{}, tc.partitions, tc.want); got != tc.atOnce {
-			t.Errorf("%s: %d shards at once, want %d", tc.name, got, tc.atOnce)
-		}
-	}
-}
-
 // meetingRemote is a small blob whose reads wait until two reads, of any
 // of the blobs sharing the meeting, wait at once; from then on every read
 // passes. Inputs read strictly one after another never meet.
@@ -478,14 +455,6 @@ func TestCSVWithAnotherDelimiterIsSaid(t *testing.T) {
 	if err != nil || len(p.Warnings) != 1 || p.TopKeys != nil {
 		t.Errorf("3,000 unique keys and a delimiter warning: keys %+v, warnings %q, %v", p.TopKeys, p.Warnings, err)
 	}
-	var log bytes.Buffer
-	j := &Job{Inputs: in, Log: &log}
-	if _, _, err := j.fingerprint(); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(log.String(), "warning: "+path+`: its CSV header is one column, "id;name"`) {
-		t.Errorf("import log %q", log.String())
-	}
 }
 
 // A dry-run sums Parquet rows by columns (source.FactReader) where its
@@ -529,7 +498,7 @@ func TestDryRunFactsGiveTheRecordsPlan(t *testing.T) {
 		b.Field(4).(*array.StringBuilder).Append(body)
 	}
 	writeRowGroupsOf(t, mixed, b, 3000)
-	fixtures := "../testdata/parquet/"
+	fixtures := "../../testdata/parquet/"
 	cases := []struct {
 		path string
 		pk   []string
@@ -576,7 +545,7 @@ func TestDryRunFactsGiveTheRecordsPlan(t *testing.T) {
 // addKey counts a record of the string key k.
 func (h *heavyHitters) addKey(k string, part int, ru float64, bytes int64) {
 	pk := []any{k}
-	h.add(keyOf(pk), pk, part, ru, bytes)
+	h.add(loader.BatchKey(k), pk, part, ru, bytes) // a plain string key is its own batch key
 }
 
 // The sketch finds a key string met before by its address: fed the same

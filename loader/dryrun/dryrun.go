@@ -1,4 +1,4 @@
-package loader
+package dryrun
 
 import (
 	"container/heap"
@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/cosmosloader/loader/internal/epk"
+	"github.com/cosmosloader/loader/internal/human"
+	"github.com/cosmosloader/loader/loader"
 	"github.com/cosmosloader/loader/loader/readplan"
 	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/report"
@@ -43,7 +45,7 @@ type DryRunJob struct {
 	ReadAhead int
 	// Segments is the import's --segments (0 = its default).
 	Segments int
-	Mode     Mode
+	Mode     loader.Mode
 	Now      func() time.Time
 
 	// Batch is the import's --batch as a cap on operations (ParseBatch);
@@ -54,8 +56,8 @@ type DryRunJob struct {
 	// key, indexing policy and partitions from it instead of Mapper's and
 	// Bounds; TargetRU, when 0, becomes its throughput × RUShare (cmd
 	// wires cosmos.Connect, as for an import).
-	Connect Connector
-	Target  TargetOptions
+	Connect loader.Connector
+	Target  loader.TargetOptions
 	RUShare float64
 }
 
@@ -71,7 +73,7 @@ func (j *DryRunJob) connected(ctx context.Context) (*DryRunJob, error) {
 	c.Mapper.Policy = tgt.Indexing
 	if c.TargetRU <= 0 {
 		if tgt.Throughput <= 0 {
-			return nil, &UsageError{errors.New("the container's throughput could not be read: set --ru")}
+			return nil, &loader.UsageError{Err: errors.New("the container's throughput could not be read: set --ru")}
 		}
 		share := c.RUShare
 		if share <= 0 {
@@ -103,7 +105,7 @@ func DryRun(ctx context.Context, j *DryRunJob) (*report.DryRun, error) {
 	mcfg.BorrowBody = true
 	m, err := record.NewMapper(mcfg)
 	if err != nil {
-		return nil, &UsageError{err}
+		return nil, &loader.UsageError{Err: err}
 	}
 	jc := *j
 	j = &jc
@@ -121,7 +123,7 @@ func DryRun(ctx context.Context, j *DryRunJob) (*report.DryRun, error) {
 	parts := len(bounds) - 1
 	cost := pacing.NewCostModel(pacing.CostOptions{FixedCost: j.CostPerRecord})
 	p := &report.DryRun{TargetRUPerSec: j.TargetRU, Partitions: parts, PartitionRU: make([]float64, parts)}
-	hist := NewHistogram()
+	hist := loader.NewHistogram()
 	charges := &runs{hist: hist} // most records cost what the one before did
 	largest := &itemHeap{}
 	keys := newHeavyHitters(1024)
@@ -145,7 +147,7 @@ func DryRun(ctx context.Context, j *DryRunJob) (*report.DryRun, error) {
 		planQueue = readplan.DefaultReadAhead(parts)
 	}
 	var written int64
-	planner := NewRequestPlanner(parts, j.Batch, planQueue, func(part, records int, ru float64) {
+	planner := loader.NewRequestPlanner(parts, j.Batch, planQueue, func(part, records int, ru float64) {
 		p.Requests++
 		written += int64(records)
 		model.Add(part, ru)
@@ -153,18 +155,18 @@ func DryRun(ctx context.Context, j *DryRunJob) (*report.DryRun, error) {
 	// The per-record work that depends on the record alone runs on the
 	// mapping workers; the cost model is never updated in a dry-run.
 	charge := cost.Estimator()
-	prep := Prep{
-		Key: func(pk []any, keys *KeyCache, out *Prepared) {
+	prep := loader.Prep{
+		Key: func(pk []any, keys *loader.KeyCache, out *loader.Prepared) {
 			out.EPK, out.Key = keys.Of(pk, true)
 			out.Part = epk.Locate(bounds, out.EPK)
 		},
-		Doc: func(size, terms int, out *Prepared) { out.RU = charge(size, terms) },
+		Doc: func(size, terms int, out *loader.Prepared) { out.RU = charge(size, terms) },
 	}
 	upcoming := &readyQueue{j: j, parts: parts, ahead: map[int]*readied{}}
 	defer upcoming.close()
 	for i, in := range j.Inputs {
 		p.Inputs = append(p.Inputs, in.Path)
-		input := Input{Input: in, IDSeed: "dry-run"}
+		input := loader.Input{Input: in, IDSeed: "dry-run"}
 		r := upcoming.take(i)
 		ranges, altRanges, rd, err := r.ranges, r.alt, r.rd, r.err
 		p.Warnings = append(p.Warnings, r.warnings...)
@@ -182,7 +184,7 @@ func DryRun(ctx context.Context, j *DryRunJob) (*report.DryRun, error) {
 		var last int64
 		// account adds a document of size bytes, in segment seg (altSeg of
 		// the advice's), to the plan.
-		account := func(d *Prepared, pk []any, size int) {
+		account := func(d *loader.Prepared, pk []any, size int) {
 			ru, part := d.RU, d.Part
 			charges.add(ru)
 			p.EstimatedRU += ru
@@ -192,7 +194,7 @@ func DryRun(ctx context.Context, j *DryRunJob) (*report.DryRun, error) {
 			alt.Add(altBase+altSeg, part, ru)
 			keys.add(d.Key, pk, part, ru, int64(size))
 		}
-		consume := func(s *Scanned) bool {
+		consume := func(s *loader.Scanned) bool {
 			// What is kept below is copied (ids, keys, dead letters): the
 			// reader may reuse the record's JSON.
 			defer s.Rec.ReleaseData()
@@ -223,7 +225,7 @@ func DryRun(ctx context.Context, j *DryRunJob) (*report.DryRun, error) {
 		// consumeFacts takes a batch of summed rows (see scanFacts): as
 		// consume takes records, but for the positions, worked out where
 		// a segment ends rather than for every row.
-		consumeFacts := func(fr *FactRows) bool {
+		consumeFacts := func(fr *loader.FactRows) bool {
 			if ctx.Err() != nil {
 				return false
 			}
@@ -258,11 +260,11 @@ func DryRun(ctx context.Context, j *DryRunJob) (*report.DryRun, error) {
 		}
 		switch {
 		case rd != nil:
-			err = ScanReader(ScanWorkers(), input, rd, j.Source, m, prep, consume, consumeFacts)
+			err = loader.ScanReader(loader.ScanWorkers(), input, rd, j.Source, m, prep, consume, consumeFacts)
 		case r.openErr != nil:
 			err = r.openErr
 		default:
-			err = ScanInput(ScanWorkers(), input, j.Stdin, j.Source, m, prep, consume, consumeFacts)
+			err = loader.ScanInput(loader.ScanWorkers(), input, j.Stdin, j.Source, m, prep, consume, consumeFacts)
 		}
 		var ie *source.InputError
 		if errors.As(err, &ie) { // a refused input is a bad record, as in an import
@@ -291,12 +293,12 @@ func DryRun(ctx context.Context, j *DryRunJob) (*report.DryRun, error) {
 	altPlan.Splits = false
 	planner.Flush()
 	if p.Requests > 0 {
-		p.RecordsPerRequest = round2(float64(written) / float64(p.Requests))
+		p.RecordsPerRequest = report.Round2(float64(written) / float64(p.Requests))
 	}
 	if n := hist.Count(); n > 0 {
-		p.RUPerRecord = report.Spread{Mean: round2(p.EstimatedRU / float64(n)), P50: round2(hist.Quantile(0.5)), P95: round2(hist.Quantile(0.95)), Max: round2(hist.Max())}
+		p.RUPerRecord = report.Spread{Mean: report.Round2(p.EstimatedRU / float64(n)), P50: report.Round2(hist.Quantile(0.5)), P95: report.Round2(hist.Quantile(0.95)), Max: report.Round2(hist.Max())}
 	}
-	p.EstimatedRU = round2(p.EstimatedRU)
+	p.EstimatedRU = report.Round2(p.EstimatedRU)
 	p.BadByReason = bad.Counts()
 	p.Hint = bad.Hint(p.Records, m.PartitionKeyPaths(), m.IDField())
 	p.Largest = largest.sorted()
@@ -310,23 +312,23 @@ func DryRun(ctx context.Context, j *DryRunJob) (*report.DryRun, error) {
 	sim := plan.Simulate(seq, load)
 	// The simulation steps in 10 ms; never report less than the bound.
 	estimate := max(sim.Seconds, bound)
-	p.BoundSeconds, p.EstimatedSeconds = round2(bound), round2(estimate)
+	p.BoundSeconds, p.EstimatedSeconds = report.Round2(bound), report.Round2(estimate)
 	p.LongestRun = seq.LongestRun
 	for _, b := range sim.Busy {
-		p.PartitionBusy = append(p.PartitionBusy, round2(b))
+		p.PartitionBusy = append(p.PartitionBusy, report.Round2(b))
 	}
 	if estimate > 0 {
-		p.OrderUtilisation = round2(bound / estimate)
+		p.OrderUtilisation = report.Round2(bound / estimate)
 	}
 	if bound > 0 && estimate > bound*1.05 {
-		advice := fmt.Sprintf("a shuffled copy would take %s", fmtSeconds(bound))
+		advice := fmt.Sprintf("a shuffled copy would take %s", human.Seconds(bound))
 		if altSegments > plan.Cursors {
 			if a := max(altPlan.Simulate(alt, load).Seconds, bound); a < estimate*0.95 {
-				advice = fmt.Sprintf("--segments %d would take %s", altSegments, fmtSeconds(a))
+				advice = fmt.Sprintf("--segments %d would take %s", altSegments, human.Seconds(a))
 			}
 		}
 		p.Warnings = append(p.Warnings, fmt.Sprintf("input order limits this load to %.0f%% of the target: runs of up to %s records bound for one partition park the readers while other partitions wait; %s",
-			100*bound/estimate, count(seq.LongestRun), advice))
+			100*bound/estimate, human.Count(seq.LongestRun), advice))
 	}
 	p.FinishAt = j.Now().Add(time.Duration(p.EstimatedSeconds * float64(time.Second))).Round(time.Second)
 	for _, f := range []float64{0.25, 0.5, 2, 4, 10} {
@@ -334,7 +336,7 @@ func DryRun(ctx context.Context, j *DryRunJob) (*report.DryRun, error) {
 		if ru >= 400 {
 			// Every budget and drain scales with the rate, the queue
 			// depths do not matter to the ratio: time scales as 1/f.
-			p.AtOtherRates = append(p.AtOtherRates, report.RateRow{RUPerSec: ru, Seconds: round2(estimate * j.TargetRU / ru)})
+			p.AtOtherRates = append(p.AtOtherRates, report.RateRow{RUPerSec: ru, Seconds: report.Round2(estimate * j.TargetRU / ru)})
 		}
 	}
 	share := j.TargetRU / float64(parts)
@@ -363,15 +365,15 @@ func DryRun(ctx context.Context, j *DryRunJob) (*report.DryRun, error) {
 		p.TopKeys = nil
 	}
 	for i := range p.PartitionRU {
-		p.PartitionRU[i] = round2(p.PartitionRU[i])
+		p.PartitionRU[i] = report.Round2(p.PartitionRU[i])
 	}
 	p.Notes = append(p.Notes, source.PartitionFoldersNotes(j.Inputs, j.Source)...)
-	if j.Mode != ModeCreate && p.EstimatedRU > 0 {
+	if j.Mode != loader.ModeCreate && p.EstimatedRU > 0 {
 		// Upserting an id the container already holds is a replace: about
 		// twice a create (COSMOS_FACTS.md). A dry run cannot know which
 		// ids exist, so it gives the bound.
 		p.Notes = append(p.Notes, fmt.Sprintf("upsert replaces items that already exist at about twice the RU: if the container already holds these ids (a repeated load), expect up to %s RU and %s",
-			count(int64(math.Round(2*p.EstimatedRU))), fmtSeconds(2*p.EstimatedSeconds)))
+			human.Count(int64(math.Round(2*p.EstimatedRU))), human.Seconds(2*p.EstimatedSeconds)))
 	}
 	p.Naive, p.Paced = report.Modelled(model)
 	p.Paced.Seconds = p.EstimatedSeconds
@@ -422,7 +424,7 @@ type readied struct {
 	warnings    []string
 	err         error         // cutting it: ends the dry-run
 	rd          source.Reader // nil: not opened ahead, or opening it failed
-	openErr     error         // opening it: as ScanInput's
+	openErr     error         // opening it: as loader.ScanInput's
 }
 
 // readyQueue readies the small blobs after the input being read.
@@ -506,7 +508,7 @@ func dryRunSegments(in source.Input, j *DryRunJob, parts int, warnings *[]string
 
 // runs adds charges to a histogram a run of equal ones at a time.
 type runs struct {
-	hist *Histogram
+	hist *loader.Histogram
 	v    float64
 	n    int64
 }
