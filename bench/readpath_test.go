@@ -68,7 +68,7 @@ func BenchmarkReadMapCost(b *testing.B) {
 	b.SetBytes(size)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		plan, err := dryrun.DryRun(context.Background(), &dryrun.DryRunJob{
+		plan, err := dryrun.Run(context.Background(), &dryrun.Job{
 			Inputs:   []source.Input{{Path: path}},
 			Source:   source.Options{Format: "ndjson"},
 			Mapper:   record.Config{PartitionKeyPaths: []string{"/tenant"}},

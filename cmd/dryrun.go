@@ -109,7 +109,7 @@ func dryRunRun(ctx context.Context, o *DryRunOptions) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
-	j := &dryrun.DryRunJob{Batch: batch, Inputs: inputs, Stdin: o.IO.In, Source: so, CostPerRecord: o.CostPerRecord, Mode: mode, ReadAhead: o.ReadAhead, Segments: o.Segments, Now: o.Now}
+	j := &dryrun.Job{Batch: batch, Inputs: inputs, Stdin: o.IO.In, Source: so, CostPerRecord: o.CostPerRecord, Mode: mode, ReadAhead: o.ReadAhead, Segments: o.Segments, Now: o.Now}
 	j.Mapper = record.Config{IDField: o.IDField, PartitionKeyPaths: o.PartitionKey}
 	if o.embedded() {
 		j.TargetRU = o.RU
@@ -134,7 +134,7 @@ func dryRunRun(ctx context.Context, o *DryRunOptions) error {
 		j.Target, j.Connect = to, cosmos.Connect
 		j.TargetRU, j.RUShare = o.RU, o.RUShare
 	}
-	plan, err := dryrun.DryRun(ctx, j)
+	plan, err := dryrun.Run(ctx, j)
 	if err != nil {
 		return &ExitCodeError{Code: exitCode(err, nil), Err: err}
 	}

@@ -1,36 +1,27 @@
+// Package dryrun reads and costs every record of a load without writing
+// anything, then models the load and says what it will take: read →
+// model → advise. It reads with the import's scan (loader.ScanInput), so
+// it judges and costs records as the import would; it replays them
+// through the import's read plan (readplan.Plan.Simulate), so the order
+// it models is the import's; and it answers a report.DryRun.
 package dryrun
 
 import (
-	"container/heap"
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
-	"math"
-	"sort"
 	"time"
 
 	"github.com/cosmosloader/loader/internal/epk"
-	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/loader"
-	"github.com/cosmosloader/loader/loader/readplan"
 	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/loader/source"
-	"github.com/cosmosloader/loader/pacing"
 )
 
-// Cosmos DB's caps: one logical partition holds at most 20 GB; one
-// physical partition serves at most 10,000 RU/s.
-const (
-	logicalPartitionLimit  = 20 << 30
-	physicalPartitionMaxRU = 10000
-)
-
-// DryRunJob configures a dry run: the same inputs, readers and mapper as an
+// Job configures a dry run: the same inputs, readers and mapper as an
 // import, and the container's shape from the service or from flags.
-type DryRunJob struct {
+type Job struct {
 	Inputs []source.Input
 	Stdin  io.Reader
 	Source source.Options
@@ -48,9 +39,15 @@ type DryRunJob struct {
 	Mode     loader.Mode
 	Now      func() time.Time
 
-	// Batch is the import's --batch as a cap on operations (ParseBatch);
-	// requests are counted as the import would send them.
+	// Batch is the import's --batch as a cap on operations
+	// (loader.ParseBatch); requests are counted as the import would send
+	// them.
 	Batch int
+
+	// RowsAsRecords reads Parquet rows as records, as an import does,
+	// instead of summing them by columns (source.FactReader): slower, and
+	// the same plan.
+	RowsAsRecords bool
 
 	// Connect, when set, opens Target and takes the container's partition
 	// key, indexing policy and partitions from it instead of Mapper's and
@@ -61,563 +58,72 @@ type DryRunJob struct {
 	RUShare float64
 }
 
-// connected is j with the container's shape read through j.Connect.
-func (j *DryRunJob) connected(ctx context.Context) (*DryRunJob, error) {
-	tgt, err := j.Connect(ctx, j.Target)
+// Run reads and costs every record without writing anything, models the
+// load and says what it will take.
+func Run(ctx context.Context, j *Job) (*report.DryRun, error) {
+	j, m, err := j.resolve(ctx)
 	if err != nil {
 		return nil, err
 	}
-	c := *j
-	c.Bounds = tgt.Bounds
-	c.Mapper.PartitionKeyPaths = tgt.PartitionKeyPaths
-	c.Mapper.Policy = tgt.Indexing
-	if c.TargetRU <= 0 {
-		if tgt.Throughput <= 0 {
-			return nil, &loader.UsageError{Err: errors.New("the container's throughput could not be read: set --ru")}
-		}
-		share := c.RUShare
-		if share <= 0 {
-			share = 1
-		}
-		c.TargetRU = tgt.Throughput * share
+	r := newReading(j, m)
+	if err := r.readAll(ctx); err != nil {
+		return nil, err
 	}
-	return &c, nil
+	r.summarise()
+	r.advise(r.model())
+	return r.p, nil
 }
 
-// dryRunFacts is false only in tests, which compare the plans made of
-// Parquet rows summed by columns (source.FactReader) and of records.
-var dryRunFacts = true
-
-// DryRun reads and costs every record without writing anything.
-func DryRun(ctx context.Context, j *DryRunJob) (*report.DryRun, error) {
+// resolve is j as the dry run reads by: connected (when Connect is set),
+// with its defaults, and its readers told what the mapper reads.
+func (j *Job) resolve(ctx context.Context) (*Job, *record.Mapper, error) {
+	c := *j
 	if j.Connect != nil {
-		c, err := j.connected(ctx)
-		if err != nil {
-			return nil, err
+		if err := c.connect(ctx); err != nil {
+			return nil, nil, err
 		}
-		j = c
 	}
-	if j.Now == nil {
-		j.Now = time.Now
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if len(c.Bounds) < 2 {
+		c.Bounds = epk.SplitEven(1)
 	}
 	// Dry-run reads only a body's length: it may be the input itself.
-	mcfg := j.Mapper
+	mcfg := c.Mapper
 	mcfg.BorrowBody = true
 	m, err := record.NewMapper(mcfg)
 	if err != nil {
-		return nil, &loader.UsageError{Err: err}
+		return nil, nil, &loader.UsageError{Err: err}
 	}
-	jc := *j
-	j = &jc
-	j.Source.KeyColumns = m.KeyFields() // --columns keeps them
+	c.Source.KeyColumns = m.KeyFields() // --columns keeps them
 	// Of the other members only their length and terms count; Parquet
 	// rows are summed by columns.
-	j.Source.SizeOnly = func(field string) bool { return !m.ReadsValue(field) }
-	if dryRunFacts {
-		j.Source.Facts = m
+	c.Source.SizeOnly = func(field string) bool { return !m.ReadsValue(field) }
+	if !c.RowsAsRecords {
+		c.Source.Facts = m
 	}
-	bounds := j.Bounds
-	if len(bounds) < 2 {
-		bounds = epk.SplitEven(1)
-	}
-	parts := len(bounds) - 1
-	cost := pacing.NewCostModel(pacing.CostOptions{FixedCost: j.CostPerRecord})
-	p := &report.DryRun{TargetRUPerSec: j.TargetRU, Partitions: parts, PartitionRU: make([]float64, parts)}
-	hist := loader.NewHistogram()
-	charges := &runs{hist: hist} // most records cost what the one before did
-	largest := &itemHeap{}
-	keys := newHeavyHitters(1024)
-	model := pacing.NewModel(j.TargetRU, parts)
-	var bad report.Reasons
-	// Sequences past 256 Ki runs (3 MB) are coarsened; see pacing.Sequence.
-	// seq follows the import's segments; alt, more of them, for advice.
-	// At 4 Mi runs each, a shuffled 1 GB file over 4 partitions took
-	// dry-run to 256 MB of RSS (the heap is twice what is live) and gave
-	// the same plan. At 512 Ki runs each, 1 GB of the bench's orders took
-	// 147–154 MB, against 125 at 256 Ki, with the same plan; a 1 GB
-	// key-sorted DuckDB export's estimate moved by 1 s in 42 minutes.
-	seq, alt := readplan.NewSequence(1, 256<<10), readplan.NewSequence(1, 256<<10)
-	var seqBase, altBase, altSegments int
-	var counts, altCounts []int // each file's segments
-	// adaptive: the import would split segments while loading (see
-	// segmenter); only when every input can be split.
-	adaptive := j.Segments == 0 && parts > 1
-	planQueue := j.ReadAhead
-	if planQueue <= 0 {
-		planQueue = readplan.DefaultReadAhead(parts)
-	}
-	var written int64
-	planner := loader.NewRequestPlanner(parts, j.Batch, planQueue, func(part, records int, ru float64) {
-		p.Requests++
-		written += int64(records)
-		model.Add(part, ru)
-	})
-	// The per-record work that depends on the record alone runs on the
-	// mapping workers; the cost model is never updated in a dry-run.
-	charge := cost.Estimator()
-	prep := loader.Prep{
-		Key: func(pk []any, keys *loader.KeyCache, out *loader.Prepared) {
-			out.EPK, out.Key = keys.Of(pk, true)
-			out.Part = epk.Locate(bounds, out.EPK)
-		},
-		Doc: func(size, terms int, out *loader.Prepared) { out.RU = charge(size, terms) },
-	}
-	upcoming := &readyQueue{j: j, parts: parts, ahead: map[int]*readied{}}
-	defer upcoming.close()
-	for i, in := range j.Inputs {
-		p.Inputs = append(p.Inputs, in.Path)
-		input := loader.Input{Input: in, IDSeed: "dry-run"}
-		r := upcoming.take(i)
-		ranges, altRanges, rd, err := r.ranges, r.alt, r.rd, r.err
-		p.Warnings = append(p.Warnings, r.warnings...)
-		if err != nil {
-			if rd != nil {
-				rd.Close()
-			}
-			return nil, err
-		}
-		if ok, _ := source.Splittable(in, j.Source); !ok {
-			adaptive = false
-		}
-		altSegments = max(altSegments, len(altRanges))
-		var seg, altSeg int
-		var last int64
-		// account adds a document of size bytes, in segment seg (altSeg of
-		// the advice's), to the plan.
-		account := func(d *loader.Prepared, pk []any, size int) {
-			ru, part := d.RU, d.Part
-			charges.add(ru)
-			p.EstimatedRU += ru
-			p.PartitionRU[part] += ru
-			planner.Add(part, d.Key, size, ru)
-			seq.Add(seqBase+seg, part, ru)
-			alt.Add(altBase+altSeg, part, ru)
-			keys.add(d.Key, pk, part, ru, int64(size))
-		}
-		consume := func(s *loader.Scanned) bool {
-			// What is kept below is copied (ids, keys, dead letters): the
-			// reader may reuse the record's JSON.
-			defer s.Rec.ReleaseData()
-			if ctx.Err() != nil {
-				return false
-			}
-			p.Records++
-			p.Bytes += s.Rec.Next.Offset - last
-			last = s.Rec.Next.Offset
-			if s.Dead != nil {
-				p.BadRecords++
-				bad.Add(s.Dead.Reason, s.Dead.Source, s.Dead.Line, s.Dead.Error, s.Dead.Raw)
-				if len(p.BadSamples) < 10 {
-					p.BadSamples = append(p.BadSamples, report.BadLine{Source: s.Dead.Source, Line: s.Dead.Line, Reason: s.Dead.Reason, Error: s.Dead.Error})
-				} else {
-					p.BadMore++
-				}
-				return true
-			}
-			seg = segmentOf(ranges, seg, s.Rec.At())
-			altSeg = segmentOf(altRanges, altSeg, s.Rec.At())
-			account(&s.Prepared, s.Doc.PK, len(s.Doc.Body))
-			if largest.takes(len(s.Doc.Body), 5) {
-				largest.offer(report.Item{ID: s.Doc.ID, Source: s.Rec.Path, Line: s.Rec.Line, Bytes: len(s.Doc.Body), RU: s.RU}, 5)
-			}
-			return true
-		}
-		// consumeFacts takes a batch of summed rows (see scanFacts): as
-		// consume takes records, but for the positions, worked out where
-		// a segment ends rather than for every row.
-		consumeFacts := func(fr *loader.FactRows) bool {
-			if ctx.Err() != nil {
-				return false
-			}
-			f := fr.F
-			segEnd, altEnd := 0, 0 // the rows where seg and altSeg may change
-			for i := range fr.Rows {
-				row := &fr.Rows[i]
-				if row.Slow > 0 {
-					if !consume(&fr.Slow[row.Slow-1]) {
-						return false
-					}
-					continue
-				}
-				p.Records++
-				if i >= segEnd {
-					seg = segmentOf(ranges, seg, f.Offset(i))
-					segEnd = nextSegment(f, i, ranges, seg)
-				}
-				if i >= altEnd {
-					altSeg = segmentOf(altRanges, altSeg, f.Offset(i))
-					altEnd = nextSegment(f, i, altRanges, altSeg)
-				}
-				account(&row.Prepared, row.PK, int(row.Size))
-				if largest.takes(int(row.Size), 5) {
-					largest.offer(report.Item{ID: fr.ID(i), Source: f.Path, Line: f.Line(i), Bytes: int(row.Size), RU: row.RU}, 5)
-				}
-			}
-			end := f.Offset(f.Len())
-			p.Bytes += end - last
-			last = end
-			return true
-		}
-		switch {
-		case rd != nil:
-			err = loader.ScanReader(loader.ScanWorkers(), input, rd, j.Source, m, prep, consume, consumeFacts)
-		case r.openErr != nil:
-			err = r.openErr
-		default:
-			err = loader.ScanInput(loader.ScanWorkers(), input, j.Stdin, j.Source, m, prep, consume, consumeFacts)
-		}
-		var ie *source.InputError
-		if errors.As(err, &ie) { // a refused input is a bad record, as in an import
-			p.BadRecords++
-			if len(p.BadSamples) < 10 {
-				p.BadSamples = append(p.BadSamples, report.BadLine{Source: input.Path, Line: ie.Line, Reason: ie.Reason(), Error: ie.Error()})
-			}
-			err = nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		seqBase += len(ranges)
-		altBase += len(altRanges)
-		counts, altCounts = append(counts, len(ranges)), append(altCounts, len(altRanges))
-	}
-	if ctx.Err() != nil {
-		return nil, ctx.Err()
-	}
-	charges.flush()
-	// The import's read plan: several files at once, as it would.
-	reads := readplan.Config{Partitions: parts, Segments: j.Segments, ReadAhead: j.ReadAhead, Batch: j.Batch}
-	plan := readplan.New(j.Inputs, counts, j.Source, reads)
-	plan.Splits = plan.Splits && adaptive
-	altPlan := readplan.New(j.Inputs, altCounts, j.Source, reads)
-	altPlan.Splits = false
-	planner.Flush()
-	if p.Requests > 0 {
-		p.RecordsPerRequest = report.Round2(float64(written) / float64(p.Requests))
-	}
-	if n := hist.Count(); n > 0 {
-		p.RUPerRecord = report.Spread{Mean: report.Round2(p.EstimatedRU / float64(n)), P50: report.Round2(hist.Quantile(0.5)), P95: report.Round2(hist.Quantile(0.95)), Max: report.Round2(hist.Max())}
-	}
-	p.EstimatedRU = report.Round2(p.EstimatedRU)
-	p.BadByReason = bad.Counts()
-	p.Hint = bad.Hint(p.Records, m.PartitionKeyPaths(), m.IDField())
-	p.Largest = largest.sorted()
-	p.TopKeys = keys.top(10, p.EstimatedRU)
-	seq.Close()
-	// The import's buckets spend pacing.LoadAim of the target, and so
-	// does the model of it.
-	paced := j.TargetRU * pacing.LoadAim
-	bound := pacedSeconds(p.PartitionRU, paced)
-	load := readplan.Load{Partitions: parts, BudgetPerPartition: paced / float64(parts), Records: p.Records, Bytes: p.Bytes}
-	sim := plan.Simulate(seq, load)
-	// The simulation steps in 10 ms; never report less than the bound.
-	estimate := max(sim.Seconds, bound)
-	p.BoundSeconds, p.EstimatedSeconds = report.Round2(bound), report.Round2(estimate)
-	p.LongestRun = seq.LongestRun
-	for _, b := range sim.Busy {
-		p.PartitionBusy = append(p.PartitionBusy, report.Round2(b))
-	}
-	if estimate > 0 {
-		p.OrderUtilisation = report.Round2(bound / estimate)
-	}
-	if bound > 0 && estimate > bound*1.05 {
-		advice := fmt.Sprintf("a shuffled copy would take %s", human.Seconds(bound))
-		if altSegments > plan.Cursors {
-			if a := max(altPlan.Simulate(alt, load).Seconds, bound); a < estimate*0.95 {
-				advice = fmt.Sprintf("--segments %d would take %s", altSegments, human.Seconds(a))
-			}
-		}
-		p.Warnings = append(p.Warnings, fmt.Sprintf("input order limits this load to %.0f%% of the target: runs of up to %s records bound for one partition park the readers while other partitions wait; %s",
-			100*bound/estimate, human.Count(seq.LongestRun), advice))
-	}
-	p.FinishAt = j.Now().Add(time.Duration(p.EstimatedSeconds * float64(time.Second))).Round(time.Second)
-	for _, f := range []float64{0.25, 0.5, 2, 4, 10} {
-		ru := math.Round(j.TargetRU * f)
-		if ru >= 400 {
-			// Every budget and drain scales with the rate, the queue
-			// depths do not matter to the ratio: time scales as 1/f.
-			p.AtOtherRates = append(p.AtOtherRates, report.RateRow{RUPerSec: ru, Seconds: report.Round2(estimate * j.TargetRU / ru)})
-		}
-	}
-	share := j.TargetRU / float64(parts)
-	before := len(p.Warnings) // the warnings below name a key
-	for _, k := range p.TopKeys {
-		if k.Approximate {
-			continue // an upper bound only: no warning on a guess
-		}
-		// No physical partition serves more than 10,000 RU/s, whatever the
-		// container's total: a key above that cannot be loaded at target.
-		if keyRU := k.Share * j.TargetRU; keyRU > physicalPartitionMaxRU && k.Share*p.EstimatedSeconds > 0 {
-			p.Warnings = append(p.Warnings, fmt.Sprintf("partition key %s needs %.0f RU/s at this target, more than one physical partition serves (10,000 RU/s)", k.Key, keyRU))
-		}
-		// A logical partition cannot be spread over physical ones: if one
-		// key needs more than its partition's share for longer than the
-		// rest of the load takes, it sets the pace of the whole load.
-		if k.RU/share > p.EstimatedRU/j.TargetRU*1.05 && k.Share > 1/float64(parts) {
-			p.Warnings = append(p.Warnings, fmt.Sprintf("partition key %s holds %.0f%% of the load's RU; its physical partition (%.0f RU/s) needs %.0f s for it alone: that partition key sets the pace",
-				k.Key, k.Share*100, share, k.RU/share))
-		}
-		if k.Bytes > logicalPartitionLimit {
-			p.Warnings = append(p.Warnings, fmt.Sprintf("partition key %s would hold %.1f GB: over Cosmos DB's 20 GB logical partition limit", k.Key, float64(k.Bytes)/(1<<30)))
-		}
-	}
-	if !keysWorthShowing(p.TopKeys, keys, parts, len(p.Warnings) > before) {
-		p.TopKeys = nil
-	}
-	for i := range p.PartitionRU {
-		p.PartitionRU[i] = report.Round2(p.PartitionRU[i])
-	}
-	p.Notes = append(p.Notes, source.PartitionFoldersNotes(j.Inputs, j.Source)...)
-	if j.Mode != loader.ModeCreate && p.EstimatedRU > 0 {
-		// Upserting an id the container already holds is a replace: about
-		// twice a create (COSMOS_FACTS.md). A dry run cannot know which
-		// ids exist, so it gives the bound.
-		p.Notes = append(p.Notes, fmt.Sprintf("upsert replaces items that already exist at about twice the RU: if the container already holds these ids (a repeated load), expect up to %s RU and %s",
-			human.Count(int64(math.Round(2*p.EstimatedRU))), human.Seconds(2*p.EstimatedSeconds)))
-	}
-	p.Naive, p.Paced = report.Modelled(model)
-	p.Paced.Seconds = p.EstimatedSeconds
-	return p, nil
+	return &c, m, nil
 }
 
-// keysWorthShowing reports whether the partition-key section says anything:
-// a key is hot (twice its fair share of RU, or named in a warning), or the
-// load has so few keys that hashing cannot spread them evenly. A table of
-// unique ids, each holding one record, says nothing.
-func keysWorthShowing(top []report.KeyLoad, keys *heavyHitters, partitions int, warned bool) bool {
-	if len(top) == 0 || top[0].Records < 2 {
-		return false
-	}
-	if warned {
-		return true
-	}
-	if top[0].Approximate {
-		// More distinct keys than tracked: only a key far above the
-		// sketch's error bound is hot.
-		return top[0].Share >= 0.05
-	}
-	distinct := keys.distinct()
-	return distinct <= 4*partitions || top[0].Share >= 2/float64(distinct)
-}
-
-// A dry-run reads its inputs one after another: its model takes their
-// records in order. A small blob far away costs more in round trips (its
-// head, its first ranged read, its cuts) than in reading, so the next
-// readyInputs blobs of at most readySize are opened and cut while the
-// inputs before them are read: a prefix of thousands of small blobs is
-// not a round trip or two each, one after another. What waits is at most
-// readyInputs × readySize.
-const (
-	readyInputs = 8
-	readySize   = 4 << 20
-)
-
-func smallBlob(in source.Input) bool {
-	return in.Remote != nil && in.Remote.Identity().Size <= readySize
-}
-
-// readied is an input cut (dryRunSegments) and, when readied ahead of its
-// turn, opened.
-type readied struct {
-	done        chan struct{}
-	ranges, alt []source.Range
-	warnings    []string
-	err         error         // cutting it: ends the dry-run
-	rd          source.Reader // nil: not opened ahead, or opening it failed
-	openErr     error         // opening it: as loader.ScanInput's
-}
-
-// readyQueue readies the small blobs after the input being read.
-type readyQueue struct {
-	j     *DryRunJob
-	parts int
-	ahead map[int]*readied
-}
-
-// take readies the small blobs among the readyInputs inputs after input i
-// and returns input i: readied ahead, or cut now (to be opened by the
-// scan).
-func (q *readyQueue) take(i int) *readied {
-	ins := q.j.Inputs
-	for k := i + 1; k < len(ins) && k <= i+readyInputs; k++ {
-		if q.ahead[k] == nil && smallBlob(ins[k]) {
-			r := &readied{done: make(chan struct{})}
-			q.ahead[k] = r
-			go func(in source.Input) {
-				defer close(r.done)
-				r.ranges, r.alt, r.err = dryRunSegments(in, q.j, q.parts, &r.warnings)
-				if r.err == nil {
-					r.rd, r.openErr = source.Open(in, nil, q.j.Source, source.Position{})
-				}
-			}(ins[k])
-		}
-	}
-	if r := q.ahead[i]; r != nil {
-		delete(q.ahead, i)
-		<-r.done
-		return r
-	}
-	r := &readied{}
-	r.ranges, r.alt, r.err = dryRunSegments(ins[i], q.j, q.parts, &r.warnings)
-	return r
-}
-
-// close drops the inputs readied but not read (the dry-run ended first).
-func (q *readyQueue) close() {
-	for _, r := range q.ahead {
-		<-r.done
-		if r.rd != nil {
-			r.rd.Close()
-		}
-	}
-}
-
-// dryRunSegments splits in as the import would (--segments, or the
-// default for its size) and, for advice, into four times as many; a file
-// that cannot be split is one range, with a warning when it matters.
-func dryRunSegments(in source.Input, j *DryRunJob, parts int, warnings *[]string) (ranges, alt []source.Range, err error) {
-	if hint := source.DelimiterHint(in, j.Source); hint != "" {
-		*warnings = append(*warnings, hint)
-	}
-	whole := []source.Range{{}}
-	if in.Stdin || parts <= 1 {
-		return whole, whole, nil
-	}
-	size, err := source.RawSize(in)
+// connect takes the container's shape through j.Connect.
+func (j *Job) connect(ctx context.Context) error {
+	tgt, err := j.Connect(ctx, j.Target)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
-	reads := readplan.Config{Partitions: parts, Segments: j.Segments}
-	n, altN := reads.SegmentsOf(size), reads.AdviceSegmentsOf(size)
-	alt, why, err := source.Split(in, j.Source, altN)
-	if err != nil {
-		return nil, nil, err
-	}
-	if why != "" {
-		if n > 1 {
-			*warnings = append(*warnings, fmt.Sprintf("%s is read with one cursor because %s", in.Path, why))
+	j.Bounds = tgt.Bounds
+	j.Mapper.PartitionKeyPaths = tgt.PartitionKeyPaths
+	j.Mapper.Policy = tgt.Indexing
+	if j.TargetRU <= 0 {
+		if tgt.Throughput <= 0 {
+			return &loader.UsageError{Err: errors.New("the container's throughput could not be read: set --ru")}
 		}
-		return whole, whole, nil
-	}
-	if n <= 1 {
-		return whole, alt, nil
-	}
-	ranges, _, err = source.Split(in, j.Source, n)
-	return ranges, alt, err
-}
-
-// runs adds charges to a histogram a run of equal ones at a time.
-type runs struct {
-	hist *loader.Histogram
-	v    float64
-	n    int64
-}
-
-func (r *runs) add(v float64) {
-	if v != r.v || r.n == 0 {
-		r.flush()
-		r.v = v
-	}
-	r.n++
-}
-
-func (r *runs) flush() {
-	if r.n > 0 {
-		r.hist.AddN(r.v, r.n)
-		r.n = 0
-	}
-}
-
-// nextSegment is the first of f's rows from i on that starts past range
-// seg of ranges: where the row's segment changes next (f.Len() if not in
-// f).
-func nextSegment(f *source.Facts, i int, ranges []source.Range, seg int) int {
-	if seg+1 >= len(ranges) {
-		return f.Len()
-	}
-	return f.FirstAt(i, ranges[seg+1].Start.Offset)
-}
-
-// segmentOf returns the index of the range holding offset, searching on
-// from the previous record's (offsets only grow within a file).
-func segmentOf(ranges []source.Range, from int, offset int64) int {
-	for from < len(ranges)-1 && offset >= ranges[from+1].Start.Offset {
-		from++
-	}
-	return from
-}
-
-// pacedSeconds is how long a paced load takes when each physical partition
-// gets target/partitions RU/s: the slowest partition decides.
-func pacedSeconds(partitionRU []float64, target float64) float64 {
-	if target <= 0 {
-		return 0
-	}
-	share := target / float64(len(partitionRU))
-	var worst float64
-	for _, ru := range partitionRU {
-		worst = max(worst, ru/share)
-	}
-	return worst
-}
-
-// pkString is the partition key as JSON text, as encoding/json writes it.
-func pkString(pk []any) string {
-	if len(pk) == 1 {
-		// Most keys are plain strings, which need no escaping: quoting them
-		// here is one allocation, where Marshal took ~4 % of dry-run's CPU.
-		if s, ok := pk[0].(string); ok && plainJSONString(s) {
-			return `"` + s + `"`
+		share := j.RUShare
+		if share <= 0 {
+			share = 1
 		}
-		b, _ := json.Marshal(pk[0])
-		return string(b)
+		j.TargetRU = tgt.Throughput * share
 	}
-	b, _ := json.Marshal(pk)
-	return string(b)
-}
-
-// plainJSONString reports whether encoding/json writes s as it is, between
-// quotes: printable ASCII without the characters it escapes.
-func plainJSONString(s string) bool {
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c < 0x20 || c >= 0x7f, c == '"', c == '\\', c == '<', c == '>', c == '&':
-			return false
-		}
-	}
-	return true
-}
-
-// itemHeap keeps the largest items (a min-heap by size).
-type itemHeap []report.Item
-
-func (h itemHeap) Len() int           { return len(h) }
-func (h itemHeap) Less(i, j int) bool { return h[i].Bytes < h[j].Bytes }
-func (h itemHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *itemHeap) Push(x any)        { *h = append(*h, x.(report.Item)) }
-func (h *itemHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
-
-// takes reports whether an item of size bytes joins the keep largest.
-func (h itemHeap) takes(size, keep int) bool {
-	return len(h) < keep || size > h[0].Bytes
-}
-
-func (h *itemHeap) offer(it report.Item, keep int) {
-	if h.Len() < keep {
-		heap.Push(h, it)
-	} else if it.Bytes > (*h)[0].Bytes {
-		(*h)[0] = it
-		heap.Fix(h, 0)
-	}
-}
-
-func (h *itemHeap) sorted() []report.Item {
-	out := append([]report.Item(nil), *h...)
-	sort.Slice(out, func(i, j int) bool { return out[i].Bytes > out[j].Bytes })
-	return out
+	return nil
 }

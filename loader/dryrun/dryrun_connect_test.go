@@ -16,16 +16,16 @@ import (
 
 // With Connect set, dry-run takes the container's shape from the target
 // and its throughput × RUShare as the target, as an import does.
-func TestDryRunConnectsThroughItsConnector(t *testing.T) {
+func TestRunConnectsThroughItsConnector(t *testing.T) {
 	in := writeRecords(t, 30)
 	var asked loader.TargetOptions
 	connect := func(_ context.Context, o loader.TargetOptions) (*loader.Target, error) {
 		asked = o
 		return &loader.Target{PartitionKeyPaths: []string{"/k"}, Throughput: 8000, Bounds: epk.SplitEven(4)}, nil
 	}
-	j := &DryRunJob{Inputs: []source.Input{in}, Connect: connect, RUShare: 0.5,
+	j := &Job{Inputs: []source.Input{in}, Connect: connect, RUShare: 0.5,
 		Target: loader.TargetOptions{Endpoint: "https://acct.documents.azure.com:443/", Database: "db", Container: "c"}}
-	p, err := DryRun(context.Background(), j)
+	p, err := Run(context.Background(), j)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,11 +33,11 @@ func TestDryRunConnectsThroughItsConnector(t *testing.T) {
 		t.Errorf("asked %+v; plan target %.0f over %d partitions, %d records; want 4000 over 4, 30", asked, p.TargetRUPerSec, p.Partitions, p.Records)
 	}
 	if j.Bounds != nil || j.TargetRU != 0 {
-		t.Errorf("DryRun wrote the container's shape into its job: %+v", j)
+		t.Errorf("Run wrote the container's shape into its job: %+v", j)
 	}
 
 	j.TargetRU = 1234
-	if p, err := DryRun(context.Background(), j); err != nil || p.TargetRUPerSec != 1234 {
+	if p, err := Run(context.Background(), j); err != nil || p.TargetRUPerSec != 1234 {
 		t.Errorf("--ru with a container: target %v, %v; want 1234", p, err)
 	}
 
@@ -46,7 +46,7 @@ func TestDryRunConnectsThroughItsConnector(t *testing.T) {
 		return &loader.Target{PartitionKeyPaths: []string{"/k"}, Bounds: epk.SplitEven(1)}, nil
 	}
 	var ue *loader.UsageError
-	if _, err := DryRun(context.Background(), j); !errors.As(err, &ue) {
+	if _, err := Run(context.Background(), j); !errors.As(err, &ue) {
 		t.Errorf("no throughput and no --ru: %v, want a usage error", err)
 	}
 }

@@ -34,7 +34,7 @@ func dryRunLines(t *testing.T, lines []string, pk string, partitions int) *repor
 	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p, err := DryRun(context.Background(), &DryRunJob{
+	p, err := Run(context.Background(), &Job{
 		Inputs:   []source.Input{{Path: path}},
 		Mapper:   record.Config{IDField: "id", PartitionKeyPaths: []string{pk}},
 		TargetRU: 4000,
@@ -145,7 +145,7 @@ func TestDryRunKeepsKeyColumns(t *testing.T) {
 		t.Fatal(err)
 	}
 	plan := func(cols []string) *report.DryRun {
-		p, err := DryRun(context.Background(), &DryRunJob{
+		p, err := Run(context.Background(), &Job{
 			Inputs: []source.Input{{Path: path}}, Source: source.Options{Columns: cols},
 			Mapper: record.Config{PartitionKeyPaths: []string{"/pk"}}, TargetRU: 4000, Bounds: epk.SplitEven(1),
 		})
@@ -200,7 +200,7 @@ func TestDryRunParquetMatchesItsJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	plan := func(path string) *report.DryRun {
-		p, err := DryRun(context.Background(), &DryRunJob{
+		p, err := Run(context.Background(), &Job{
 			Inputs: []source.Input{{Path: path}}, Mapper: record.Config{PartitionKeyPaths: []string{"/tenant"}},
 			TargetRU: 40000, Bounds: epk.SplitEven(4), Segments: 1,
 		})
@@ -264,7 +264,7 @@ func TestDryRunModelsFilesReadAtOnce(t *testing.T) {
 		inputs = append(inputs, source.Input{Path: path})
 	}
 	plan := func(segments int) *report.DryRun {
-		p, err := DryRun(context.Background(), &DryRunJob{
+		p, err := Run(context.Background(), &Job{
 			Inputs:   inputs,
 			Mapper:   record.Config{IDField: "id", PartitionKeyPaths: []string{"/pk"}},
 			TargetRU: 40000, Bounds: epk.SplitEven(4), Segments: segments, ReadAhead: 256,
@@ -345,7 +345,7 @@ func TestDryRunOpensSmallBlobsAhead(t *testing.T) {
 	}
 	done := make(chan *report.DryRun, 1)
 	go func() {
-		p, err := DryRun(context.Background(), &DryRunJob{Inputs: ins, Mapper: record.Config{PartitionKeyPaths: []string{"/pk"}},
+		p, err := Run(context.Background(), &Job{Inputs: ins, Mapper: record.Config{PartitionKeyPaths: []string{"/pk"}},
 			TargetRU: 4000, Bounds: epk.SplitEven(4)})
 		if err != nil {
 			t.Error(err)
@@ -431,7 +431,7 @@ func TestCSVWithAnotherDelimiterIsSaid(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := []source.Input{{Path: path}}
-	p, err := DryRun(context.Background(), &DryRunJob{Inputs: in, Mapper: record.Config{IDField: "id", PartitionKeyPaths: []string{"/id"}},
+	p, err := Run(context.Background(), &Job{Inputs: in, Mapper: record.Config{IDField: "id", PartitionKeyPaths: []string{"/id"}},
 		TargetRU: 4000, Bounds: epk.SplitEven(1)})
 	if err != nil {
 		t.Fatal(err)
@@ -450,7 +450,7 @@ func TestCSVWithAnotherDelimiterIsSaid(t *testing.T) {
 	if err := os.WriteFile(path, []byte(rows.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p, err = DryRun(context.Background(), &DryRunJob{Inputs: in, Mapper: record.Config{IDField: "id", PartitionKeyPaths: []string{"/id"}},
+	p, err = Run(context.Background(), &Job{Inputs: in, Mapper: record.Config{IDField: "id", PartitionKeyPaths: []string{"/id"}},
 		TargetRU: 4000, Bounds: epk.SplitEven(1)})
 	if err != nil || len(p.Warnings) != 1 || p.TopKeys != nil {
 		t.Errorf("3,000 unique keys and a delimiter warning: keys %+v, warnings %q, %v", p.TopKeys, p.Warnings, err)
@@ -518,12 +518,10 @@ func TestDryRunFactsGiveTheRecordsPlan(t *testing.T) {
 		for _, batch := range []int{0, 100} {
 			for _, parts := range []int{1, 4} {
 				plan := func(facts bool) *report.DryRun {
-					dryRunFacts = facts
-					defer func() { dryRunFacts = true }()
-					p, err := DryRun(context.Background(), &DryRunJob{
+					p, err := Run(context.Background(), &Job{
 						Inputs: []source.Input{{Path: c.path}}, Source: source.Options{CSVEmptyNull: c.keep},
 						Mapper: record.Config{PartitionKeyPaths: c.pk}, TargetRU: 40000, Bounds: epk.SplitEven(parts),
-						Batch: batch, Segments: 3,
+						Batch: batch, Segments: 3, RowsAsRecords: !facts,
 					})
 					if err != nil {
 						t.Fatal(err)

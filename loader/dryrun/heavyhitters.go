@@ -260,3 +260,30 @@ func (x *keyIndex) remove(k int32, hash uint64) {
 	}
 	x.entries[i] = indexEntry{}
 }
+
+// pkString is the partition key as JSON text, as encoding/json writes it.
+func pkString(pk []any) string {
+	if len(pk) == 1 {
+		// Most keys are plain strings, which need no escaping: quoting them
+		// here is one allocation, where Marshal took ~4 % of dry-run's CPU.
+		if s, ok := pk[0].(string); ok && plainJSONString(s) {
+			return `"` + s + `"`
+		}
+		b, _ := json.Marshal(pk[0])
+		return string(b)
+	}
+	b, _ := json.Marshal(pk)
+	return string(b)
+}
+
+// plainJSONString reports whether encoding/json writes s as it is, between
+// quotes: printable ASCII without the characters it escapes.
+func plainJSONString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c >= 0x7f, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
+}
