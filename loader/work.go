@@ -108,46 +108,30 @@ func limiterConfig(target float64, clk clock.Clock, logf func(string, ...any)) p
 func (p *plan) load(ctx context.Context, tgt *Target, mapper *record.Mapper, target float64, cost *pacing.CostModel,
 	src workSource, store progressStore) (*report.Report, error) {
 	partitions := len(tgt.Bounds) - 1
-	limiter := pacing.NewConcurrency(limiterConfig(target, p.Clock, p.logf))
-	pacer, err := pacing.NewPacer(pacing.PacerConfig{TargetRU: target, Bounds: tgt.Bounds, Clock: p.Clock, PathLatency: limiter.PathLatency, Aim: pacing.LoadAim})
+	rp, err := p.pacing(tgt, target, partitions)
 	if err != nil {
 		return nil, err
 	}
-	w := newWatcher(tgt.Live, p.Watch, p.Clock, target, p.RU, p.RUShare, tgt.Throughput, partitions)
-	w.logf = p.logf
-	w.routing = pacer
-	rp := &runPacing{pacer: pacer, limiter: limiter, watcher: w, wait: pacer}
 	src.pace(rp)
 	if rp.watch && tgt.Live != nil {
 		wctx, stopWatch := context.WithCancel(ctx)
 		watched := make(chan struct{})
 		go func() {
 			defer close(watched)
-			w.run(wctx, tgt.Throughput > 0)
+			rp.watcher.run(wctx, tgt.Throughput > 0)
 		}()
 		defer func() { stopWatch(); <-watched }()
 	}
-	common := Options{
+	l := &loading{p: p, src: src, store: store, target: target, rp: rp, began: p.Clock.Now()}
+	l.common = Options{
 		Stdin: p.Stdin, Mapper: mapper, Sink: tgt.Sink(p.Mode), Mode: p.Mode, Strategy: p.Strategy,
-		Batch: p.batch, BatchProbe: p.batchProbeState(), Logf: p.warnf, Pacer: rp.wait, OnGone: w.askRanges, Cost: cost, Limiter: limiter,
+		Batch: p.batch, BatchProbe: p.batchProbeState(), Logf: p.warnf, Pacer: rp.wait, OnGone: rp.watcher.askRanges, Cost: cost, Limiter: rp.limiter,
 		Partitions: partitions, QueuePerPartition: p.ReadAhead, MaxErrors: p.MaxErrors,
 		CheckpointEvery: p.CheckpointEvery, CheckpointInterval: p.CheckpointInterval,
 		DrainTimeout: p.DrainTimeout, Charges: NewHistogram(), Clock: p.Clock, BatchRU: rp.batchRU,
 		Lines: &source.LineIndexes{},
 	}
-
-	began := p.Clock.Now()
-	total := &Result{Cause: Finished, Charges: common.Charges, BatchesRefused: p.batchesRefused}
-	var (
-		mu      sync.Mutex // guards the figures below and total
-		ran     checkpoint.Counters
-		lastErr error
-		started bool // a run returned
-		// startFailed: a run could not start before any had returned.
-		startFailed bool
-		stopped     bool // a run's cause is the load's: no more pieces
-		exhausted   bool
-	)
+	l.total = &Result{Cause: Finished, Charges: l.common.Charges, BatchesRefused: p.batchesRefused}
 	// Several pieces run at once (see workSource.atOnce), each with its
 	// own queues (together they read ahead what one would) and mapping on
 	// its own goroutine, waiting for a partition's budget in turn.
@@ -157,103 +141,162 @@ func (p *plan) load(ctx context.Context, tgt *Target, mapper *record.Mapper, tar
 		if ahead <= 0 {
 			ahead = readplan.DefaultReadAhead(partitions)
 		}
-		common.QueuePerPartition = min(ahead, max(ahead/workers, minSharedReadAhead))
-		common.Turns = &turns{}
+		l.common.QueuePerPartition = min(ahead, max(ahead/workers, minSharedReadAhead))
+		l.common.Turns = &turns{}
 	}
-	prog := &loadProgress{began: began, runs: make([]pieceLive, workers)}
-	pieceCtx, stopPieces := context.WithCancel(ctx)
-	defer stopPieces()
-	stop := func(cause StopCause, err error) {
-		if !stopped {
-			stopped = true
-			total.Cause, total.Err = cause, err
-			stopPieces()
-		}
-	}
-	work := func(slot int) {
-		for {
-			mu.Lock()
-			done := stopped
-			mu.Unlock()
-			if done {
-				return
-			}
-			pc, err := src.next(pieceCtx)
-			mu.Lock()
-			if err != nil || pc == nil || stopped {
-				if err != nil && pieceCtx.Err() == nil {
-					lastErr = err
-					stop(FatalError, err)
-				} else if err == nil && pc == nil {
-					exhausted = true
-				}
-				mu.Unlock()
-				if pc != nil && pc.release != nil {
-					pc.release()
-				}
-				return
-			}
-			mu.Unlock()
-			o := common
-			o.Inputs, o.Source, o.Segments = pc.inputs, pc.source, pc.segments
-			if r := pc.reads; r != nil {
-				o.Cursors, o.Order, o.QueuePerPartition = r.Cursors, r.Order, r.ReadAhead
-			}
-			o.DeadLetterPath, o.DeadLetterSize = pc.deadLetterPath, pc.deadLetterSize
-			o.Checkpoint = func(s Snapshot) error { return store.save(pc, s) }
-			show := p.progressFunc(pc.totalBytes, target, func(ev *ProgressEvent) {
-				ev.TargetRU, ev.TotalRows = w.current(), pc.totalRows
-				if rp.fill != nil {
-					rp.fill(ev)
-				}
-			})
-			if show != nil {
-				prog.start(slot, p.Clock.Now())
-				o.Progress = func(l Live) { show(prog.sum(slot, l)) }
-			}
-			res, err := runPiece(pieceCtx, pc, o)
-			mu.Lock()
-			if res == nil { // the run could not start
-				startFailed = !started
-				lastErr = err
-				stop(FatalError, err)
-				mu.Unlock()
-				return
-			}
-			started = true
-			prog.finish(slot, res.Live)
-			accumulate(total, &ran, res, began)
-			if err != nil {
-				lastErr = err
-			}
-			lost := res.Cause != Finished && errors.Is(res.Err, ErrLeaseLost)
-			if lost {
-				p.logf("warning: lost the lease on shard %s; another loader continues it", pc.name)
-			} else if res.Cause != Finished {
-				stop(res.Cause, res.Err)
-			}
-			mu.Unlock()
-		}
-	}
+	l.prog = &loadProgress{began: l.began, runs: make([]pieceLive, workers)}
+	l.ctx, l.stopPieces = context.WithCancel(ctx)
+	defer l.stopPieces()
 	var running sync.WaitGroup
 	for slot := range workers {
-		running.Go(func() { work(slot) })
+		running.Go(func() { l.work(slot) })
 	}
 	running.Wait()
-	if startFailed && !started {
-		return nil, lastErr // nothing ran: no report
+	if l.startFailed && !l.started {
+		return nil, l.lastErr // nothing ran: no report
 	}
+	return l.report(ctx, partitions), l.lastErr
+}
+
+// pacing is a load's pacer, writer pool and watcher, paced to target.
+func (p *plan) pacing(tgt *Target, target float64, partitions int) (*runPacing, error) {
+	limiter := pacing.NewConcurrency(limiterConfig(target, p.Clock, p.logf))
+	pacer, err := pacing.NewPacer(pacing.PacerConfig{TargetRU: target, Bounds: tgt.Bounds, Clock: p.Clock, PathLatency: limiter.PathLatency, Aim: pacing.LoadAim})
+	if err != nil {
+		return nil, err
+	}
+	w := newWatcher(tgt.Live, p.Watch, p.Clock, target, p.RU, p.RUShare, tgt.Throughput, partitions)
+	w.logf = p.logf
+	w.routing = pacer
+	return &runPacing{pacer: pacer, limiter: limiter, watcher: w, wait: pacer}, nil
+}
+
+// loading is one load's pieces run by its workers: the options the runs
+// share and the totals they add to.
+type loading struct {
+	p      *plan
+	src    workSource
+	store  progressStore
+	target float64
+	rp     *runPacing
+	common Options
+	began  time.Time
+	prog   *loadProgress
+	// ctx is the pieces'; stopPieces ends every run.
+	ctx        context.Context
+	stopPieces context.CancelFunc
+
+	mu      sync.Mutex // guards the figures below and total
+	total   *Result
+	ran     checkpoint.Counters
+	lastErr error
+	started bool // a run returned
+	// startFailed: a run could not start before any had returned.
+	startFailed bool
+	stopped     bool // a run's cause is the load's: no more pieces
+	exhausted   bool
+}
+
+// stop ends the load for cause, once; l.mu is held.
+func (l *loading) stop(cause StopCause, err error) {
+	if !l.stopped {
+		l.stopped = true
+		l.total.Cause, l.total.Err = cause, err
+		l.stopPieces()
+	}
+}
+
+// work runs the pieces src hands out, one after another, until none is
+// left or the load stops.
+func (l *loading) work(slot int) {
+	for {
+		l.mu.Lock()
+		done := l.stopped
+		l.mu.Unlock()
+		if done {
+			return
+		}
+		pc, err := l.src.next(l.ctx)
+		l.mu.Lock()
+		if err != nil || pc == nil || l.stopped {
+			if err != nil && l.ctx.Err() == nil {
+				l.lastErr = err
+				l.stop(FatalError, err)
+			} else if err == nil && pc == nil {
+				l.exhausted = true
+			}
+			l.mu.Unlock()
+			if pc != nil && pc.release != nil {
+				pc.release()
+			}
+			return
+		}
+		l.mu.Unlock()
+		if !l.run(slot, pc) {
+			return
+		}
+	}
+}
+
+// run runs one piece through the pipeline and adds it to the totals; it
+// says whether the worker goes on.
+func (l *loading) run(slot int, pc *piece) bool {
+	p := l.p
+	o := l.common
+	o.Inputs, o.Source, o.Segments = pc.inputs, pc.source, pc.segments
+	if r := pc.reads; r != nil {
+		o.Cursors, o.Order, o.QueuePerPartition = r.Cursors, r.Order, r.ReadAhead
+	}
+	o.DeadLetterPath, o.DeadLetterSize = pc.deadLetterPath, pc.deadLetterSize
+	o.Checkpoint = func(s Snapshot) error { return l.store.save(pc, s) }
+	show := p.progressFunc(pc.totalBytes, l.target, func(ev *ProgressEvent) {
+		ev.TargetRU, ev.TotalRows = l.rp.watcher.current(), pc.totalRows
+		if l.rp.fill != nil {
+			l.rp.fill(ev)
+		}
+	})
+	if show != nil {
+		l.prog.start(slot, p.Clock.Now())
+		o.Progress = func(live Live) { show(l.prog.sum(slot, live)) }
+	}
+	res, err := runPiece(l.ctx, pc, o)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if res == nil { // the run could not start
+		l.startFailed = !l.started
+		l.lastErr = err
+		l.stop(FatalError, err)
+		return false
+	}
+	l.started = true
+	l.prog.finish(slot, res.Live)
+	accumulate(l.total, &l.ran, res, l.began)
+	if err != nil {
+		l.lastErr = err
+	}
+	lost := res.Cause != Finished && errors.Is(res.Err, ErrLeaseLost)
+	if lost {
+		p.logf("warning: lost the lease on shard %s; another loader continues it", pc.name)
+	} else if res.Cause != Finished {
+		l.stop(res.Cause, res.Err)
+	}
+	return true
+}
+
+// report is the load's report once every worker is done.
+func (l *loading) report(ctx context.Context, partitions int) *report.Report {
+	p, total := l.p, l.total
 	total.Series = mergeSeconds(total.Series)
-	if ctx.Err() != nil && total.Cause == Finished && !exhausted {
+	if ctx.Err() != nil && total.Cause == Finished && !l.exhausted {
 		total.Cause = Interrupted
 	}
 	total.Snapshot.Complete = total.Cause == Finished
-	total.Snapshot.Elapsed = p.Clock.Now().Sub(began)
+	total.Snapshot.Elapsed = p.Clock.Now().Sub(l.began)
 	if p.probe != nil && p.probe.refused() {
 		total.BatchesRefused = true
 	}
-	st, base := store.totals(ran)
-	changes, parts := w.history()
+	st, base := l.store.totals(l.ran)
+	changes, parts := l.rp.watcher.history()
 	rep := buildReport(&p.Job, total, meanTarget(changes, total.Snapshot.Elapsed.Seconds()), partitions, base, st)
 	if len(changes) > 1 {
 		rep.TargetChanges = changes
@@ -261,8 +304,8 @@ func (p *plan) load(ctx context.Context, tgt *Target, mapper *record.Mapper, tar
 	if len(parts) > 1 {
 		rep.PartitionChanges = parts
 	}
-	src.finish(rep)
-	return rep, lastErr
+	l.src.finish(rep)
+	return rep
 }
 
 // minSharedReadAhead is the least read-ahead per partition of a piece run
