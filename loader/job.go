@@ -94,9 +94,9 @@ type Job struct {
 	Checkpointed func(path string, c checkpoint.Counters)
 }
 
-// ErrUnfinished means an unfinished checkpoint for the same inputs and
+// errUnfinished means an unfinished checkpoint for the same inputs and
 // target exists and neither resume nor --restart was asked for.
-var ErrUnfinished = errors.New("an unfinished load of these inputs into this container exists")
+var errUnfinished = errors.New("an unfinished load of these inputs into this container exists")
 
 // UsageError is the user's mistake (bad input path, conflicting flags):
 // nothing was written.
@@ -420,7 +420,7 @@ func (w *wholeInputs) finish(*report.Report) {}
 // atOnce: a plain load is one piece.
 func (w *wholeInputs) atOnce() int { return 1 }
 
-func (w *wholeInputs) save(_ *piece, s Snapshot) error {
+func (w *wholeInputs) save(_ *piece, s runSnapshot) error {
 	state := w.state
 	w.segments.mu.Lock() // a split while loading changes state.Inputs
 	defer w.segments.mu.Unlock()
@@ -554,7 +554,7 @@ func (j *Job) prepareState() (*checkpoint.Lock, error) {
 		case err == nil && !old.Complete:
 			lock.Release()
 			return nil, &UsageError{fmt.Errorf("%w (checkpoint %s).\n  Continue it:   loader resume %s\n  Start over:    add --restart (records already written are rewritten: upsert replaces them, create skips them)",
-				ErrUnfinished, j.CheckpointPath, j.CheckpointPath)}
+				errUnfinished, j.CheckpointPath, j.CheckpointPath)}
 		case err == nil && old.Complete && !j.Quiet && j.Log != nil:
 			// Running the same command again is easy to do by mistake, and
 			// costs the whole load's RU again.
@@ -716,7 +716,7 @@ func absPaths(args []string) []string {
 	return out
 }
 
-func addCounters(base checkpoint.Counters, s Snapshot) checkpoint.Counters {
+func addCounters(base checkpoint.Counters, s runSnapshot) checkpoint.Counters {
 	c := checkpoint.Counters{
 		RequestsSent:       base.RequestsSent + s.Requests,
 		ThrottledResponses: base.ThrottledResponses + s.Throttled,

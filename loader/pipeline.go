@@ -42,8 +42,9 @@ type Pacer interface {
 	Succeeded(part int)
 }
 
-// CostModel estimates a write's RU charge and learns from actual charges.
-type CostModel interface {
+// costModel is what a run needs of a cost model (pacing.CostModel): a
+// write's estimated RU charge, and learning from actual charges.
+type costModel interface {
 	Estimate(size, terms int) float64
 	Observe(size, terms int, charge float64)
 }
@@ -82,7 +83,7 @@ type Options struct {
 	Strategy Strategy
 
 	Pacer   Pacer // required for StrategyPaced
-	Cost    CostModel
+	Cost    costModel
 	Limiter Limiter // in-flight bound for StrategyPaced
 	// Batch caps the operations of a transactional batch of records that
 	// share a partition key (see ParseBatch); 0 or 1 sends point writes
@@ -141,7 +142,7 @@ type Options struct {
 
 	// Checkpoint is called with a snapshot every CheckpointEvery records or
 	// CheckpointInterval, and once at the end.
-	Checkpoint         func(Snapshot) error
+	Checkpoint         func(runSnapshot) error
 	CheckpointEvery    int64
 	CheckpointInterval time.Duration
 	// Progress is called about once a second with live figures.
@@ -161,8 +162,8 @@ type Options struct {
 	Charges *Histogram
 }
 
-// Snapshot is the durable state of a run at one moment.
-type Snapshot struct {
+// runSnapshot is the durable state of a run at one moment.
+type runSnapshot struct {
 	Committed      []Committed
 	DeadLetterSize int64
 	Requests       int64
@@ -213,7 +214,7 @@ type Result struct {
 	Cause    StopCause
 	Err      error // the fatal error or the reason for stopping
 	Started  time.Time
-	Snapshot Snapshot
+	Snapshot runSnapshot
 	Live     Live
 	Series   []report.Second
 	Charges  *Histogram
@@ -575,14 +576,14 @@ func (r *run) bytesDone() int64 { return r.tr.bytesDone() }
 // Checkpoint callback: the positions and the file's size are taken
 // together (lines written later belong to records above the positions),
 // and saved only once those lines are flushed and fsynced.
-func (r *run) checkpoint(final bool) (Snapshot, error) {
+func (r *run) checkpoint(final bool) (runSnapshot, error) {
 	r.sinceCheckpoint.Store(0)
 	var size int64
 	committed := r.tr.committedWith(func() { size = r.dl.written() })
 	if _, err := r.dl.sync(); err != nil {
-		return Snapshot{}, err
+		return runSnapshot{}, err
 	}
-	s := Snapshot{
+	s := runSnapshot{
 		Committed:      committed,
 		DeadLetterSize: size,
 		Requests:       r.requests.Load(),

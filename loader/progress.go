@@ -87,15 +87,15 @@ func parquetRowsLeft(ins []Input, opts source.Options) int64 {
 	return n
 }
 
-// StallWarning is how long no write may succeed, while attempts keep
+// stallWarning is how long no write may succeed, while attempts keep
 // failing, before a progress display says so.
-const StallWarning = 10 * time.Second
+const stallWarning = 10 * time.Second
 
 // StallText is the warning for a run whose writes have all been failing
-// for StallWarning or longer, or "" when there is nothing to warn about:
+// for stallWarning or longer, or "" when there is nothing to warn about:
 // "no write has succeeded for 12 s: 503 service unavailable; retrying".
 func StallText(l Live) string {
-	if l.NoWriteFor < StallWarning || l.LastFailure == "" {
+	if l.NoWriteFor < stallWarning || l.LastFailure == "" {
 		return ""
 	}
 	return fmt.Sprintf("no write has succeeded for %d s: %s; retrying", int64(l.NoWriteFor/time.Second), l.LastFailure)

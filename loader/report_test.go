@@ -15,7 +15,7 @@ import (
 func TestSubSecondRunIsRatedOverOneSecond(t *testing.T) {
 	j := &Job{Clock: clocktest.New(time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC))}
 	report := func(elapsed time.Duration) *report.Report {
-		res := &Result{Cause: Finished, Snapshot: Snapshot{Elapsed: elapsed, RU: 724.5, Requests: 100}, Charges: NewHistogram()}
+		res := &Result{Cause: Finished, Snapshot: runSnapshot{Elapsed: elapsed, RU: 724.5, Requests: 100}, Charges: NewHistogram()}
 		st := &checkpoint.State{Counters: checkpoint.Counters{RUConsumed: 724.5, RequestsSent: 100, ElapsedSeconds: elapsed.Seconds()}}
 		return buildReport(j, res, 1000, 1, checkpoint.Counters{}, st)
 	}

@@ -365,7 +365,7 @@ func (l *leasedShards) finish(rep *report.Report) {
 }
 
 // save keeps a shard's progress in its blob while its lease is held.
-func (l *leasedShards) save(pc *piece, snap Snapshot) error {
+func (l *leasedShards) save(pc *piece, snap runSnapshot) error {
 	from, c := pc.shard.From, snap.Committed[0]
 	err := pc.shard.Save(context.Background(), ShardProgress{
 		Offset: c.Offset, Line: c.Line, Base: c.Base, Done: snap.Complete,

@@ -39,7 +39,7 @@ type workSource interface {
 // progressStore keeps the committed progress of pieces.
 type progressStore interface {
 	// save records a snapshot of p's run; an error stops the run.
-	save(p *piece, s Snapshot) error
+	save(p *piece, s runSnapshot) error
 	// totals is the load's state for the report and the counters earlier
 	// processes had reached; ran is what this process's runs committed.
 	totals(ran checkpoint.Counters) (st *checkpoint.State, base checkpoint.Counters)
@@ -83,7 +83,7 @@ type runPacing struct {
 	batchRU func() float64
 }
 
-// StartRequestsInFlight caps the writer pool while the answer rate is
+// startRequestsInFlight caps the writer pool while the answer rate is
 // still rising (pacing.ConcurrencyConfig.StartMax). Each request in flight
 // holds a connection, its goroutines, its records and its body: a cold
 // start's first answers wait behind its first burst, and unthrottled into
@@ -94,12 +94,12 @@ type runPacing struct {
 // file-descriptor limit caps the pool: a 500,000 RU/s target over a 50 ms
 // path needs ~3,300 in flight; probes (pacing.Concurrency.probeLocked)
 // bring down a pool that only queues in this process.
-const StartRequestsInFlight = 512
+const startRequestsInFlight = 512
 
 // limiterConfig is the writer pool's configuration for a load paced to
 // target RU/s.
 func limiterConfig(target float64, clk clock.Clock, logf func(string, ...any)) pacing.ConcurrencyConfig {
-	return pacing.ConcurrencyConfig{TargetRU: target, StartMax: StartRequestsInFlight, Clock: clk,
+	return pacing.ConcurrencyConfig{TargetRU: target, StartMax: startRequestsInFlight, Clock: clk,
 		Notice: func(m string) { logf("warning: %s", m) }}
 }
 
@@ -248,7 +248,7 @@ func (l *loading) run(slot int, pc *piece) bool {
 		o.Cursors, o.Order, o.QueuePerPartition = r.Cursors, r.Order, r.ReadAhead
 	}
 	o.DeadLetterPath, o.DeadLetterSize = pc.deadLetterPath, pc.deadLetterSize
-	o.Checkpoint = func(s Snapshot) error { return l.store.save(pc, s) }
+	o.Checkpoint = func(s runSnapshot) error { return l.store.save(pc, s) }
 	show := p.progressFunc(pc.totalBytes, l.target, func(ev *ProgressEvent) {
 		ev.TargetRU, ev.TotalRows = l.rp.watcher.current(), pc.totalRows
 		if l.rp.fill != nil {

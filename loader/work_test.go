@@ -71,15 +71,15 @@ func (s *fakeSource) finish(rep *report.Report) {
 type fakeStore struct {
 	mu    sync.Mutex
 	base  checkpoint.Counters
-	last  map[*piece]Snapshot
+	last  map[*piece]runSnapshot
 	saves int
 }
 
-func (s *fakeStore) save(p *piece, snap Snapshot) error {
+func (s *fakeStore) save(p *piece, snap runSnapshot) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.last == nil {
-		s.last = map[*piece]Snapshot{}
+		s.last = map[*piece]runSnapshot{}
 	}
 	s.last[p] = snap
 	s.saves++
