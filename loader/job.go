@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -736,5 +735,3 @@ func addCounters(base checkpoint.Counters, s runSnapshot) checkpoint.Counters {
 	}
 	return c
 }
-
-func round2(v float64) float64 { return math.Round(v*100) / 100 }

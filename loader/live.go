@@ -153,7 +153,7 @@ func (w *watcher) applyThroughput(now time.Time, tp Throughput) {
 		return
 	}
 	w.target = want
-	w.changes = append(w.changes, report.TargetChange{AtSeconds: round2(now.Sub(w.start).Seconds()), RU: want})
+	w.changes = append(w.changes, report.TargetChange{AtSeconds: report.Round2(now.Sub(w.start).Seconds()), RU: want})
 	capped := w.fixedRU > 0 && want < w.fixedRU
 	warn := capped && !w.capped
 	w.capped = capped
@@ -212,7 +212,7 @@ func (w *watcher) pollRanges(ctx context.Context) time.Duration {
 	n := len(b) - 1
 	w.mu.Lock()
 	prev := w.partitions[len(w.partitions)-1].Partitions
-	w.partitions = append(w.partitions, report.PartitionChange{AtSeconds: round2(w.clock.Now().Sub(w.start).Seconds()), Partitions: n})
+	w.partitions = append(w.partitions, report.PartitionChange{AtSeconds: report.Round2(w.clock.Now().Sub(w.start).Seconds()), Partitions: n})
 	w.mu.Unlock()
 	w.logf("partition key ranges changed: %d → %d physical partition(s); routing and per-partition budgets rebuilt", prev, n)
 	return next

@@ -4,7 +4,6 @@ import (
 	"math"
 
 	"github.com/cosmosloader/loader/checkpoint"
-	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/loader/report"
 )
 
@@ -18,8 +17,8 @@ func buildReport(j *Job, res *Result, target float64, partitions int, base check
 		RecordsDeadLettered:    c.RecordsDeadLettered,
 		RequestsSent:           c.RequestsSent,
 		ThrottledResponses:     c.ThrottledResponses,
-		RUConsumed:             round2(c.RUConsumed),
-		DurationSeconds:        round2(dur),
+		RUConsumed:             report.Round2(c.RUConsumed),
+		DurationSeconds:        report.Round2(dur),
 		TargetRUPerSec:         target,
 		DeadLetterPath:         j.DeadLetterPath,
 		CheckpointPath:         j.CheckpointPath,
@@ -53,8 +52,8 @@ func buildReport(j *Job, res *Result, target float64, partitions int, base check
 		r.DeadLetterHint = res.reasons.Hint(c.RecordsRead, st.Config.PartitionKey, j.IDField)
 	}
 	if c.RequestsSent > 0 {
-		r.ThrottledPercent = round2(100 * float64(c.ThrottledResponses) / float64(c.RequestsSent))
-		r.RecordsPerRequest = round2(float64(c.RecordsWritten+c.RecordsSkippedExisting) / float64(c.RequestsSent))
+		r.ThrottledPercent = report.Round2(100 * float64(c.ThrottledResponses) / float64(c.RequestsSent))
+		r.RecordsPerRequest = report.Round2(float64(c.RecordsWritten+c.RecordsSkippedExisting) / float64(c.RequestsSent))
 	}
 	r.Batch = j.Batch
 	if r.Batch == "" {
@@ -70,14 +69,14 @@ func buildReport(j *Job, res *Result, target float64, partitions int, base check
 		RecordsDeadLettered: c.RecordsDeadLettered - base.RecordsDeadLettered,
 		RequestsSent:        res.Snapshot.Requests,
 		ThrottledResponses:  res.Snapshot.Throttled,
-		RUConsumed:          round2(res.Snapshot.RU),
-		DurationSeconds:     round2(dur),
+		RUConsumed:          report.Round2(res.Snapshot.RU),
+		DurationSeconds:     report.Round2(dur),
 	}
 	if dur > 0 {
 		// The budget is per second: a run shorter than one second could
 		// spend at most one second's worth, so its rate is over that
 		// second, not a burst extrapolated to "3,959 RU/s of 1,000".
-		r.ThisRun.AchievedRUPerSec = round2(res.Snapshot.RU / max(dur, 1))
+		r.ThisRun.AchievedRUPerSec = report.Round2(res.Snapshot.RU / max(dur, 1))
 	}
 	// The whole load's time is its runs' times added up (the gaps between
 	// them are not loading); without earlier runs it is this run's.
@@ -85,18 +84,18 @@ func buildReport(j *Job, res *Result, target float64, partitions int, base check
 	if c.ElapsedSeconds > dur {
 		whole = c.ElapsedSeconds
 	}
-	r.DurationSeconds = round2(whole)
+	r.DurationSeconds = report.Round2(whole)
 	if whole > 0 {
-		r.AchievedRUPerSec = round2(c.RUConsumed / max(whole, 1))
+		r.AchievedRUPerSec = report.Round2(c.RUConsumed / max(whole, 1))
 	}
 	if target > 0 {
-		r.Utilization = round2(r.AchievedRUPerSec/target*100) / 100
+		r.Utilization = report.Round2(r.AchievedRUPerSec/target*100) / 100
 	}
 	h := res.Charges
 	if n := h.Count(); n > 0 {
-		r.RUPerRecord = report.Spread{Mean: round2(h.Sum() / float64(n)), P50: round2(h.Quantile(0.5)), P95: round2(h.Quantile(0.95)), Max: round2(h.Max())}
+		r.RUPerRecord = report.Spread{Mean: report.Round2(h.Sum() / float64(n)), P50: report.Round2(h.Quantile(0.5)), P95: report.Round2(h.Quantile(0.95)), Max: report.Round2(h.Max())}
 	}
-	measured := report.PacedFigures{Requests: res.Snapshot.Requests, Throttled: res.Snapshot.Throttled, Seconds: round2(dur), Measured: true}
+	measured := report.PacedFigures{Requests: res.Snapshot.Requests, Throttled: res.Snapshot.Throttled, Seconds: report.Round2(dur), Measured: true}
 	naive, paced := compare(h, target, partitions, max(r.RecordsPerRequest, 1))
 	if j.Strategy == StrategyNaive {
 		naive = report.NaiveFigures{Requests: measured.Requests, Throttled: measured.Throttled, Seconds: measured.Seconds, Measured: true}
@@ -117,11 +116,3 @@ func buildReport(j *Job, res *Result, target float64, partitions int, base check
 	}
 	return r
 }
-
-// count, byteSize and fmtSeconds are the one human format
-// (internal/human), for dry-run's text.
-var (
-	count      = human.Count
-	byteSize   = human.Bytes
-	fmtSeconds = human.Seconds
-)
