@@ -3,7 +3,6 @@ package loader
 import (
 	"context"
 	"errors"
-	"sort"
 	"sync"
 	"time"
 
@@ -286,7 +285,7 @@ func (l *loading) run(slot int, pc *piece) bool {
 // report is the load's report once every worker is done.
 func (l *loading) report(ctx context.Context, partitions int) *report.Report {
 	p, total := l.p, l.total
-	total.Series = mergeSeconds(total.Series)
+	total.Series = report.MergeSeconds(total.Series)
 	if ctx.Err() != nil && total.Cause == Finished && !l.exhausted {
 		total.Cause = Interrupted
 	}
@@ -315,24 +314,6 @@ func (l *loading) report(ctx context.Context, partitions int) *report.Report {
 // 32), as many RU, more requests. Four times the queues sent bigger
 // batches, and 0.9 % of them were throttled.
 const minSharedReadAhead = 32
-
-// mergeSeconds sums the seconds of runs that overlapped (pieces run at
-// once, or one ending in the second the next began), in time order.
-func mergeSeconds(series []report.Second) []report.Second {
-	sort.SliceStable(series, func(i, j int) bool { return series[i].T < series[j].T })
-	out := series[:0]
-	for _, s := range series {
-		if n := len(out); n > 0 && out[n-1].T == s.T {
-			out[n-1].RU += s.RU
-			out[n-1].Requests += s.Requests
-			out[n-1].Throttled += s.Throttled
-			out[n-1].Records += s.Records
-			continue
-		}
-		out = append(out, s)
-	}
-	return out
-}
 
 // runPiece runs the pipeline over one piece. A lost piece stops its run:
 // the new owner continues from the last save.

@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"time"
 
 	"github.com/cosmosloader/loader/pacing"
@@ -152,6 +153,25 @@ type Second struct {
 	Requests  int64   `json:"requests"`
 	Throttled int64   `json:"throttled"`
 	Records   int64   `json:"records"`
+}
+
+// MergeSeconds sorts a series by time and sums the entries of one second
+// (runs that overlapped: pieces run at once, or one ending in the second
+// the next began), in place.
+func MergeSeconds(series []Second) []Second {
+	sort.SliceStable(series, func(i, j int) bool { return series[i].T < series[j].T })
+	out := series[:0]
+	for _, s := range series {
+		if n := len(out); n > 0 && out[n-1].T == s.T {
+			out[n-1].RU += s.RU
+			out[n-1].Requests += s.Requests
+			out[n-1].Throttled += s.Throttled
+			out[n-1].Records += s.Records
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 // Retries counts write attempts that failed and were sent again, by cause.

@@ -73,8 +73,8 @@ func (r *Report) WriteText(w io.Writer) {
 		fmt.Fprintf(&b, "    requests            %s, throttled %s\n", n(t.RequestsSent), n(t.ThrottledResponses))
 	}
 	b.WriteString("\n  Naive vs paced      requests throttled passes      time\n")
-	fmt.Fprintf(&b, "  naive (%s) %10s %9s %6s %9s\n", label(r.Naive.Measured), n(r.Naive.Requests), n(r.Naive.Throttled), n(int64(r.Naive.Passes)), human.Seconds(r.Naive.Seconds))
-	fmt.Fprintf(&b, "  paced (%s) %10s %9s %6s %9s\n", label(r.Paced.Measured), n(r.Paced.Requests), n(r.Paced.Throttled), "-", human.Seconds(r.Paced.Seconds))
+	fmt.Fprintf(&b, "  naive (%s) %10s %9s %6s %9s\n", Basis(r.Naive.Measured), n(r.Naive.Requests), n(r.Naive.Throttled), n(int64(r.Naive.Passes)), human.Seconds(r.Naive.Seconds))
+	fmt.Fprintf(&b, "  paced (%s) %10s %9s %6s %9s\n", Basis(r.Paced.Measured), n(r.Paced.Requests), n(r.Paced.Throttled), "-", human.Seconds(r.Paced.Seconds))
 	if r.Error != "" {
 		fmt.Fprintf(&b, "\n  %s\n", r.Error)
 	}
@@ -103,7 +103,8 @@ func writeReasons(b *strings.Builder, rs []ReasonCount, hint string) {
 	}
 }
 
-func label(measured bool) string {
+// Basis says how a figure is known: "measured" or "modelled".
+func Basis(measured bool) string {
 	if measured {
 		return "measured"
 	}

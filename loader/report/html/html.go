@@ -14,7 +14,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"sort"
 	"strings"
 
 	"github.com/cosmosloader/loader/internal/human"
@@ -149,7 +148,7 @@ func build(d *Page) view {
 	}
 
 	v.ShowComparison = d.Naive.Requests > 0 || d.Paced.Requests > 0
-	v.NaiveSource, v.PacedSource = source(d.Naive.Measured), source(d.Paced.Measured)
+	v.NaiveSource, v.PacedSource = report.Basis(d.Naive.Measured), report.Basis(d.Paced.Measured)
 	passes := "—"
 	if d.Naive.Passes > 0 {
 		passes = count(int64(d.Naive.Passes))
@@ -261,13 +260,6 @@ func warnIf(b bool) string {
 	return ""
 }
 
-func source(measured bool) string {
-	if measured {
-		return "measured"
-	}
-	return "modelled"
-}
-
 // runsOf is this run followed by the runs to compare, each as a dense
 // per-second series.
 func runsOf(d *Page) []namedSeries {
@@ -293,27 +285,15 @@ func runsOf(d *Page) []namedSeries {
 // week of seconds the input is not a real run and is drawn as given.
 const maxFill = 7 * 24 * 3600
 
-// dense sorts a series by time, sums duplicates, and fills seconds with no
-// entry as zeros: a second nobody reported is a second nothing happened,
-// and the chart must show that as a dip, not a straight line across it.
+// dense sorts a series by time, sums duplicates (report.MergeSeconds),
+// and fills seconds with no entry as zeros: a second nobody reported is a
+// second nothing happened, and the chart must show that as a dip, not a
+// straight line across it.
 func dense(in []report.Second) []report.Second {
 	if len(in) == 0 {
 		return nil
 	}
-	s := append([]report.Second(nil), in...)
-	sort.SliceStable(s, func(i, j int) bool { return s[i].T < s[j].T })
-	merged := s[:1]
-	for _, x := range s[1:] {
-		last := &merged[len(merged)-1]
-		if x.T == last.T {
-			last.RU += x.RU
-			last.Requests += x.Requests
-			last.Throttled += x.Throttled
-			last.Records += x.Records
-			continue
-		}
-		merged = append(merged, x)
-	}
+	merged := report.MergeSeconds(append([]report.Second(nil), in...))
 	span := merged[len(merged)-1].T - merged[0].T
 	if span+1 == int64(len(merged)) || span > maxFill {
 		return merged
