@@ -213,9 +213,9 @@ func TestRefusedSegmentAloneIsSkippedOnResume(t *testing.T) {
 	}
 }
 
-// The cursors take every file's first segment, then every file's second:
-// segments of one key-sorted file read together would feed few partitions.
-func TestReadOrderInterleavesFiles(t *testing.T) {
+// A checkpoint's segments are its files' pieces, laid out file by file,
+// as the read plan numbers them.
+func TestSegmentPlanCountsEachFilesPieces(t *testing.T) {
 	seg := func(start, end int64) checkpoint.Segment {
 		return checkpoint.Segment{Start: checkpoint.Position{Offset: start}, End: end, Committed: checkpoint.Position{Offset: start}}
 	}
@@ -226,11 +226,8 @@ func TestReadOrderInterleavesFiles(t *testing.T) {
 		{Segments: []checkpoint.Segment{seg(0, 10), seg(10, 0)}},
 	}}
 	plan := planSegments(files, state) // pieces a0 a1 a2 b c0 c1
-	if got, want := readplan.Interleave(plan.pieces()), []int{0, 3, 4, 1, 5, 2}; !slices.Equal(got, want) {
-		t.Errorf("read order %v, want %v", got, want)
-	}
-	if got := readplan.Interleave([]int{1, 1, 1}); !slices.Equal(got, []int{0, 1, 2}) {
-		t.Errorf("whole files: %v, want their order", got)
+	if got, want := plan.pieces(), []int{3, 1, 2}; !slices.Equal(got, want) {
+		t.Errorf("pieces %v, want %v", got, want)
 	}
 }
 

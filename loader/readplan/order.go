@@ -77,14 +77,14 @@ type orderConfig struct {
 // cursor reads runs, its current block, then the blocks in rest; the
 // blocks are never empty, so i < len(runs) while it reads.
 type cursor struct {
-	runs []Run
-	rest [][]Run
+	runs []run
+	rest [][]run
 	i    int
 	left int32   // records left in runs[i]
 	ru   float64 // RU per record of runs[i]
 }
 
-func newCursor(runs []Run, rest [][]Run) *cursor {
+func newCursor(runs []run, rest [][]run) *cursor {
 	return &cursor{runs: runs, rest: rest, left: runs[0].N, ru: float64(runs[0].RU) / float64(runs[0].N)}
 }
 
@@ -126,7 +126,7 @@ func (c *cursor) took(n int32) {
 // sec (renewed as min(left, 0) + budget), so a partition that starts a
 // second with a full bucket spends no more than the budget in it.
 type partition struct {
-	q      []Run
+	q      []run
 	n      int
 	credit float64
 	sec    int64
@@ -221,7 +221,7 @@ func (s *simulation) refill() {
 					break // parked on a full queue
 				}
 				take := min(room, c.left)
-				p.q = append(p.q, Run{Part: r.Part, N: take, RU: float32(c.ru)})
+				p.q = append(p.q, run{Part: r.Part, N: take, RU: float32(c.ru)})
 				p.n += int(take)
 				c.took(take)
 				progress = true
@@ -291,7 +291,7 @@ func (s *simulation) split() {
 	// What is left, from the current run's unread records on, cut in the
 	// middle: the old cursor keeps the head, a new one the tail.
 	cur := big.runs[big.i]
-	rem := append([]Run{{Part: cur.Part, N: big.left, RU: float32(big.ru) * float32(big.left)}}, big.runs[big.i+1:]...)
+	rem := append([]run{{Part: cur.Part, N: big.left, RU: float32(big.ru) * float32(big.left)}}, big.runs[big.i+1:]...)
 	for _, b := range big.rest {
 		rem = append(rem, b...)
 	}
@@ -360,20 +360,20 @@ func (p *partition) spend() (used float64) {
 }
 
 // cutRuns splits runs after n records (0 < n < their total).
-func cutRuns(runs []Run, n int64) (head, tail []Run) {
+func cutRuns(runs []run, n int64) (head, tail []run) {
 	for i, r := range runs {
 		if n >= int64(r.N) {
 			n -= int64(r.N)
 			if n == 0 {
-				return append([]Run(nil), runs[:i+1]...), append([]Run(nil), runs[i+1:]...)
+				return append([]run(nil), runs[:i+1]...), append([]run(nil), runs[i+1:]...)
 			}
 			continue
 		}
 		per := r.RU / float32(r.N)
 		k := int32(n)
-		head = append(append([]Run(nil), runs[:i]...), Run{Part: r.Part, N: k, RU: per * float32(k)})
-		tail = append([]Run{{Part: r.Part, N: r.N - k, RU: per * float32(r.N-k)}}, runs[i+1:]...)
+		head = append(append([]run(nil), runs[:i]...), run{Part: r.Part, N: k, RU: per * float32(k)})
+		tail = append([]run{{Part: r.Part, N: r.N - k, RU: per * float32(r.N-k)}}, runs[i+1:]...)
 		return head, tail
 	}
-	return append([]Run(nil), runs...), nil
+	return append([]run(nil), runs...), nil
 }

@@ -140,7 +140,7 @@ func TestSplitPolicyWaitsThenBacksOff(t *testing.T) {
 }
 
 func TestCutRuns(t *testing.T) {
-	runs := []Run{{Part: 0, N: 4, RU: 40}, {Part: 1, N: 6, RU: 60}}
+	runs := []run{{Part: 0, N: 4, RU: 40}, {Part: 1, N: 6, RU: 60}}
 	head, tail := cutRuns(runs, 7)
 	if len(head) != 2 || head[1].N != 3 || head[1].RU != 30 || len(tail) != 1 || tail[0].N != 3 || tail[0].Part != 1 {
 		t.Errorf("cut after 7: %v | %v", head, tail)

@@ -62,7 +62,7 @@ func (c Config) lanes() int {
 
 // New is the plan for reading files, each cut into pieces[i] pieces.
 func New(files []source.Input, pieces []int, so source.Options, c Config) Plan {
-	p := Plan{Pieces: pieces, Order: Interleave(pieces), ReadAhead: c.ReadAhead, MaxCursors: MaxCursors(c.lanes())}
+	p := Plan{Pieces: pieces, Order: interleave(pieces), ReadAhead: c.ReadAhead, MaxCursors: MaxCursors(c.lanes())}
 	total, most := 0, 0
 	for _, n := range pieces {
 		total, most = total+n, max(most, n)
@@ -146,11 +146,11 @@ func ReadersAtOnce(files []source.Input, so source.Options) int {
 // readersSampled is how many files ReadersAtOnce reads the footers of.
 const readersSampled = 16
 
-// Interleave is the order to read pieces laid out file by file, counts[f]
+// interleave is the order to read pieces laid out file by file, counts[f]
 // of them for file f, in: each file's first piece, then each file's second,
 // and so on. Segments of one key-sorted file, read together, would feed
 // few partitions; the first segments of several files feed more.
-func Interleave(counts []int) []int {
+func interleave(counts []int) []int {
 	var order []int
 	for s := 0; ; s++ {
 		more, base := false, 0

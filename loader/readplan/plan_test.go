@@ -56,3 +56,14 @@ func TestQueueAndWindowHoldTheReadAhead(t *testing.T) {
 		}
 	}
 }
+
+// The cursors take every file's first piece, then every file's second:
+// segments of one key-sorted file read together would feed few partitions.
+func TestInterleaveTakesEachFilesPieceInTurn(t *testing.T) {
+	if got, want := interleave([]int{3, 1, 2}), []int{0, 3, 4, 1, 5, 2}; !slices.Equal(got, want) { // a0 a1 a2 b c0 c1
+		t.Errorf("read order %v, want %v", got, want)
+	}
+	if got := interleave([]int{1, 1, 1}); !slices.Equal(got, []int{0, 1, 2}) {
+		t.Errorf("whole files: %v, want their order", got)
+	}
+}

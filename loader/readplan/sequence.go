@@ -5,9 +5,9 @@ import (
 	"math"
 )
 
-// Run is a stretch of consecutive records that go to one physical
+// run is a stretch of consecutive records that go to one physical
 // partition, with their summed estimated RU.
-type Run struct {
+type run struct {
 	Part int32
 	N    int32
 	RU   float32
@@ -36,7 +36,7 @@ type Sequence struct {
 
 type block struct {
 	n    int
-	runs []Run
+	runs []run
 }
 
 // runBlock is the runs in one block of a runList (24 KB).
@@ -48,12 +48,12 @@ const runBlock = 2048
 // bookkeeping. Only the first block grows by append, from small, so the
 // many short cursors of a split file stay small.
 type runList struct {
-	blocks [][]Run
+	blocks [][]run
 }
 
 // add appends r, merging it into the last run when of the same partition.
 // The caller counts runs before merging; coarsen recounts exactly.
-func (l *runList) add(r Run) {
+func (l *runList) add(r run) {
 	nb := len(l.blocks)
 	if nb > 0 {
 		last := l.blocks[nb-1]
@@ -67,16 +67,16 @@ func (l *runList) add(r Run) {
 			return
 		}
 	}
-	b := make([]Run, 0, runBlock)
+	b := make([]run, 0, runBlock)
 	if nb == 0 {
-		b = make([]Run, 0, 16)
+		b = make([]run, 0, 16)
 	}
 	l.blocks = append(l.blocks, append(b, r))
 }
 
 // all iterates over the runs in order.
-func (l *runList) all() iter.Seq[Run] {
-	return func(yield func(Run) bool) {
+func (l *runList) all() iter.Seq[run] {
+	return func(yield func(run) bool) {
 		for _, b := range l.blocks {
 			for _, r := range b {
 				if !yield(r) {
@@ -90,8 +90,8 @@ func (l *runList) all() iter.Seq[Run] {
 // drain iterates over the runs in order, letting each block go once it
 // has been read, so that coarsening, which builds the new list as it reads
 // the old, holds both only a block at a time. The list is empty after.
-func (l *runList) drain() iter.Seq[Run] {
-	return func(yield func(Run) bool) {
+func (l *runList) drain() iter.Seq[run] {
+	return func(yield func(run) bool) {
 		defer func() { l.blocks = nil }()
 		for i, b := range l.blocks {
 			l.blocks[i] = nil
@@ -152,7 +152,7 @@ func (s *Sequence) Add(c, part int, ru float64) {
 		}
 	}
 	if !found {
-		b.runs = append(b.runs, Run{Part: int32(part), N: 1, RU: float32(ru)})
+		b.runs = append(b.runs, run{Part: int32(part), N: 1, RU: float32(ru)})
 	}
 	if b.n >= s.gran {
 		s.flush(c)

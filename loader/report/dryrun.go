@@ -117,7 +117,7 @@ func (p *DryRun) WriteText(w io.Writer) {
 		b.WriteString("    first bad records\n")
 	}
 	for _, s := range p.BadSamples {
-		fmt.Fprintf(&b, "      %s  %s\n", Where(s.Source, s.Line), s.Error)
+		fmt.Fprintf(&b, "      %s  %s\n", where(s.Source, s.Line), s.Error)
 	}
 	if p.BadMore > 0 {
 		fmt.Fprintf(&b, "      … and %s more\n", human.Count(p.BadMore))

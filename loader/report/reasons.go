@@ -32,9 +32,9 @@ type Reasons struct {
 	fields   []string
 }
 
-// Where names a refused record as "file:line", or the file alone for an
+// where names a refused record as "file:line", or the file alone for an
 // input refused whole or a record whose line is not known (line 0).
-func Where(source string, line int64) string {
+func where(source string, line int64) string {
 	if line > 0 {
 		return fmt.Sprintf("%s:%d", source, line)
 	}
@@ -50,7 +50,7 @@ func (t *Reasons) Add(reason, source string, line int64, message, raw string) {
 	t.total++
 	rc := t.byReason[reason]
 	if rc == nil {
-		rc = &ReasonCount{Reason: reason, First: Where(source, line), Example: message}
+		rc = &ReasonCount{Reason: reason, First: where(source, line), Example: message}
 		t.byReason[reason] = rc
 	}
 	rc.Count++
