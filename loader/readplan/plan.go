@@ -27,7 +27,7 @@ type Plan struct {
 	Pieces []int
 	// Cursors is how many pieces are read at once; Order the order the
 	// cursors take them in (each file's first piece, then each file's
-	// second, …: Interleave).
+	// second, …: interleave).
 	Cursors int
 	Order   []int
 	// ReadAhead is the records read ahead per partition: Queue of them

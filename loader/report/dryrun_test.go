@@ -6,7 +6,7 @@ import (
 )
 
 // A dry-run's first bad records are named as the reasons' first records
-// are (Where): by file and line, or by file alone.
+// are (where): by file and line, or by file alone.
 func TestDryRunNamesBadRecordsByFileAndLine(t *testing.T) {
 	var out strings.Builder
 	p := &DryRun{BadRecords: 2, BadSamples: []BadLine{{Source: "trunc.ndjson.gz", Error: "gzip data truncated"}, {Source: "a.ndjson", Line: 6, Error: "truncated JSON"}}}
