@@ -61,7 +61,8 @@ type Job struct {
 	MaxErrors int64
 	ReadAhead int // records queued per physical partition; 0 = default
 	// Segments is how many places of each plain file are read at once;
-	// 0 = chosen from the file's size and the partitions (SegmentCount).
+	// 0 = chosen from the file's size and the partitions
+	// (readplan.Config.SegmentsOf).
 	Segments           int
 	CheckpointPath     string
 	CheckpointEvery    int64

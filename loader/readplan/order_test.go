@@ -32,7 +32,7 @@ func simulateSeq(parts []int, maxRuns int, cfg orderConfig, ru float64) Result {
 	return simulate(seq, cfg)
 }
 
-func TestSimulateOrderSortedVersusShuffled(t *testing.T) {
+func TestSimulateSortedVersusShuffled(t *testing.T) {
 	// The input-order issue's first case: 8 customers × 10,000 records on
 	// 4 partitions × 2,000 RU/s, keys spread 3/1/2/2, against a 95 s
 	// physical bound.
@@ -60,7 +60,7 @@ func TestSimulateOrderSortedVersusShuffled(t *testing.T) {
 	}
 }
 
-func TestSimulateOrderCoarsenedStaysClose(t *testing.T) {
+func TestSimulateCoarsenedStaysClose(t *testing.T) {
 	place := func(k int) int { return k % 4 }
 	cfg := orderConfig{Partitions: 4, BudgetPerPartition: 2000, Queue: 1024}
 	for _, shuffled := range []bool{false, true} {
@@ -78,7 +78,7 @@ func TestSimulateOrderCoarsenedStaysClose(t *testing.T) {
 // few records at a time, and counting the steps in which they had records
 // gave 225 s for a partition with 280 s of writing (and 143–275 s as the
 // coarsening changed).
-func TestSimulateOrderBusyIsTheWritingTime(t *testing.T) {
+func TestSimulateBusyIsTheWritingTime(t *testing.T) {
 	spread := []int{0, 0, 1, 2, 2, 2, 3, 3}
 	cfg := orderConfig{Partitions: 4, BudgetPerPartition: 2000, Queue: 1024}
 	parts := keyed(64, 5000, func(k int) int { return spread[k%8] }, true)
@@ -93,7 +93,7 @@ func TestSimulateOrderBusyIsTheWritingTime(t *testing.T) {
 	}
 }
 
-func TestSimulateOrderCursorsRecoverSortedInput(t *testing.T) {
+func TestSimulateCursorsRecoverSortedInput(t *testing.T) {
 	spread := []int{0, 0, 0, 1, 2, 2, 3, 3}
 	parts := keyed(8, 10000, func(k int) int { return spread[k] }, false)
 	cfg := orderConfig{Partitions: 4, BudgetPerPartition: 2000, Queue: 1024}
@@ -151,7 +151,7 @@ func TestCutRuns(t *testing.T) {
 	}
 }
 
-func TestSimulateOrderSplitsStarvedCursors(t *testing.T) {
+func TestSimulateSplitsStarvedCursors(t *testing.T) {
 	// One cursor over a key-sorted input parks on each key's partition in
 	// turn; splitting while starved brings the load near the bound.
 	spread := []int{0, 0, 0, 1, 2, 2, 3, 3}
@@ -178,7 +178,7 @@ func TestSimulateOrderSplitsStarvedCursors(t *testing.T) {
 
 // A cursor's runs are stored in blocks; where the blocks end must not
 // change the simulation, splits included (they cut across blocks).
-func TestSimulateOrderBlocksDoNotMatter(t *testing.T) {
+func TestSimulateBlocksDoNotMatter(t *testing.T) {
 	spread := []int{0, 0, 0, 1, 2, 2, 3, 3}
 	sorted := keyed(8, 3000, func(k int) int { return spread[k] }, false)
 	mixed := keyed(40, 200, func(k int) int { return k % 4 }, true)
