@@ -1,4 +1,4 @@
-// Package bench holds the benchmarks whose figures the README quotes.
+// Package bench holds the benchmarks whose figures bench/README.md quotes.
 // Go benchmarks here measure components; bench/run drives the built binary
 // against the local target for the end-to-end numbers.
 package bench

@@ -54,6 +54,8 @@ With an endpoint (flags or environment) it reads the container's throughput,
 partitions and indexing policy; without one it takes them from --ru,
 --partitions, --partition-key and --indexing.
 
+` + inputsHelp + `
+
 Exit codes:
 ` + exitHelpDryRun,
 		Example: `  loader dry-run testdata/sample/people.ndjson --ru 4000

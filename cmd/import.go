@@ -131,15 +131,16 @@ func NewCmdImport(f *Factory, runF func(context.Context, *ImportOptions) error) 
 	opts := &ImportOptions{IO: f.IO, Clock: f.Clock}
 	cmd := &cobra.Command{
 		Use:   "import FILE...",
-		Short: "Load NDJSON or CSV files into a container",
-		Long: `Import streams NDJSON (one object per line, or one JSON array) and CSV/TSV
-files (gzip recognised) into a Cosmos DB container. Each record's RU cost is
+		Short: "Load NDJSON, JSON, CSV/TSV or Parquet files into a container",
+		Long: `Import streams files into a Cosmos DB container. Each record's RU cost is
 estimated and writes are paced to the target RU/s, per physical partition,
 adapting to throttling. Progress is checkpointed: after a crash or Ctrl-C,
 'loader resume CHECKPOINT' continues where it stopped.
 
-FILE may be a file, a glob, a directory (read recursively) or - for stdin.
-Gzip files are verified whole (CRC, length) before loading; stdin cannot be.
+` + inputsHelp + `
+The format follows the extension (.csv, .tsv, .parquet; anything else is
+NDJSON) unless --format says otherwise. Gzip files are verified whole (CRC,
+length) before loading; stdin cannot be.
 With no endpoint configured (flags or COSMOS_ENDPOINT / COSMOS_CONNECTION_STRING)
 the embedded local Cosmos DB target is used and announced on stderr.
 
@@ -173,7 +174,7 @@ the embedded local Cosmos DB target is used and announced on stderr.
 	fl.BoolVar(&opts.AllowSplit, "allow-split", false, "let --scale-ru go beyond physical partitions × 10,000 RU/s, which makes Cosmos DB split partitions (hours)")
 	fl.DurationVar(&opts.Watch, "throughput-interval", 5*time.Second, "how often to re-read the container's throughput during the load, to follow changes")
 	fl.Int64Var(&opts.MaxErrors, "max-errors", -1, "stop (exit 4) once more than N records are dead-lettered; -1 = no limit")
-	fl.IntVar(&opts.Segments, "segments", 0, "places each plain NDJSON/CSV file is read at once, so a file sorted by partition key keeps every partition busy (default: one per MiB, up to 4 per physical partition, 8-64; 1 = front to back); when sharing, the shards each loader reads at once")
+	fl.IntVar(&opts.Segments, "segments", 0, "places each plain NDJSON/CSV file (or Parquet file, between row groups) is read at once, so a file sorted by partition key keeps every partition busy (default: one per MiB, up to 4 per physical partition, 8-64; 1 = front to back); when sharing, the shards each loader reads at once")
 	fl.IntVar(&opts.ReadAhead, "read-ahead", 0, "records read ahead per physical partition (default 16,384 ÷ partitions, 256-4,096): deeper keeps other partitions busy behind a hot partition key, at the cost of memory")
 	fl.StringVar(&opts.Checkpoint, "checkpoint", "", "checkpoint file (default: derived from the inputs and target, printed at start)")
 	fl.Int64Var(&opts.CkptEvery, "checkpoint-every", 10000, "save the checkpoint every N committed records")

@@ -58,6 +58,11 @@ checkpoint fingerprinted, and when the checkpoint is corrupt, truncated or of
 an unknown version. The account key is never stored: give it again through
 --key or COSMOS_KEY (or rely on Microsoft Entra ID).
 
+It reads the inputs the import named, as the import read them.
+` + inputsHelp + `
+Blob inputs need their credentials again (--source-sas,
+--source-connection-string or Microsoft Entra ID).
+
 ` + exitCodesHelp,
 		Example: `  # The line an interrupted import printed, with the key it used
   COSMOS_KEY=... loader resume ~/.local/state/loader/checkpoints/orders-3f2a.json

@@ -75,12 +75,14 @@ func NewFactory() *Factory {
 func NewRootCmd(f *Factory) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "loader",
-		Short: "Bulk-load NDJSON and CSV into Azure Cosmos DB, paced to its provisioned throughput",
-		Long: `loader streams NDJSON and CSV files into an Azure Cosmos DB container. It
-estimates each record's RU cost, paces writes to the container's throughput,
-checkpoints progress to disk, and reports what it did.
+		Short: "Bulk-load files into Azure Cosmos DB, paced to its provisioned throughput",
+		Long: `loader streams NDJSON, JSON, CSV/TSV and Parquet files into an Azure Cosmos DB
+container. It estimates each record's RU cost, paces writes to the
+container's throughput, checkpoints progress to disk, and reports what it did.
 
 With no endpoint configured it writes to an embedded local Cosmos DB target.
+
+` + inputsHelp + `
 
 ` + exitCodesHelp,
 		Example: `  loader import testdata/sample/people.ndjson

@@ -211,6 +211,61 @@ func TestRunGivesUpOnEndlessTransientFailures(t *testing.T) {
 	}
 }
 
+// ledgerPacer admits everything at once and keeps the net RU its
+// reservations and settlements took.
+type ledgerPacer struct {
+	noPacer
+	mu    sync.Mutex
+	debit float64
+}
+
+func (p *ledgerPacer) Wait(ctx context.Context, _ int, ru float64) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.debit += ru
+	return ctx.Err()
+}
+
+func (p *ledgerPacer) Settle(_ int, estimated, actual float64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.debit += actual - estimated
+}
+
+// Every attempt is paid for, a resend after a transient fault as much as
+// one after a split: the bucket is charged what the requests cost, so a
+// fault's refund never pays for its resend.
+func TestRunPaysForEveryAttempt(t *testing.T) {
+	p := &ledgerPacer{}
+	sink := &fakeSink{respond: func(id string, attempt int) Outcome {
+		if attempt == 1 {
+			return Outcome{Status: 503, Charge: 1}
+		}
+		return Outcome{Status: 201, Charge: 5}
+	}}
+	res, _ := runFake(t, docs(20), sink, func(o *Options) { o.Pacer, o.Cost = p, fixedCost(5) })
+	if res.Cause != Finished || res.Live.Written != 20 || res.Live.Requests != 40 {
+		t.Fatalf("cause %v live %+v", res.Cause, res.Live)
+	}
+	if p.debit != res.Snapshot.RU {
+		t.Errorf("the pacer was charged %.1f RU, the requests cost %.1f", p.debit, res.Snapshot.RU)
+	}
+}
+
+// A batch meeting only transient faults gives up after its own attempts,
+// as a point write does.
+func TestRunGivesUpOnABatchsEndlessTransientFailures(t *testing.T) {
+	s := newFakeBatchSink(false, nil)
+	s.whole = func(int) int { return 503 }
+	res, _ := runFake(t, keyedDocs(10, 1), s.fakeSink, func(o *Options) { o.Sink, o.Batch, o.MaxTransientAttempts = s, 100, 4 })
+	if res.Cause != FatalError || !strings.Contains(res.Err.Error(), "write a batch of 10") || !strings.Contains(res.Err.Error(), "gave up after 4 attempts") {
+		t.Fatalf("cause %v err %v", res.Cause, res.Err)
+	}
+	if len(s.batches) != 4 {
+		t.Errorf("%d batches sent, want 4", len(s.batches))
+	}
+}
+
 func TestRunCreateModeConflictIsSkipped(t *testing.T) {
 	sink := &fakeSink{respond: func(id string, _ int) Outcome {
 		if id == "d1" {

@@ -270,10 +270,12 @@ func (l *loading) run(slot int, pc *piece) bool {
 	l.started = true
 	l.prog.finish(slot, res.Live)
 	accumulate(l.total, &l.ran, res, l.began)
-	if err != nil {
+	// A lost shard lease is not the load's failure: the shard's new owner
+	// continues from its saved progress.
+	lost := res.Cause != Finished && errors.Is(res.Err, ErrLeaseLost)
+	if err != nil && !lost {
 		l.lastErr = err
 	}
-	lost := res.Cause != Finished && errors.Is(res.Err, ErrLeaseLost)
 	if lost {
 		p.logf("warning: lost the lease on shard %s; another loader continues it", pc.name)
 	} else if res.Cause != Finished {
@@ -338,7 +340,9 @@ func runPiece(ctx context.Context, pc *piece, o Options) (*Result, error) {
 		}
 	}
 	res, err := Run(runCtx, o)
-	if res != nil && context.Cause(runCtx) == ErrLeaseLost {
+	// The lease may be found lost by the run's context or by a save of
+	// its progress that the shard's blob refused.
+	if res != nil && (context.Cause(runCtx) == ErrLeaseLost || errors.Is(err, ErrLeaseLost)) {
 		res.Cause, res.Err = FatalError, ErrLeaseLost
 	}
 	return res, err

@@ -655,3 +655,42 @@ func (r *readCounter) ReadAt(p []byte, off int64) (int, error) {
 	return strings.NewReader(string(r.data)).ReadAt(p, off)
 }
 func (r *readCounter) OpenRandom() (source.RandomReader, error) { return nil, errors.ErrUnsupported }
+
+// leaseLostStore refuses every save of one piece as a lost shard lease, as
+// the shard's blob does once another loader has taken the shard over.
+type leaseLostStore struct {
+	fakeStore
+	lose *piece
+}
+
+func (s *leaseLostStore) save(p *piece, snap runSnapshot) error {
+	if p == s.lose {
+		return fmt.Errorf("save shard %s: %w", p.name, ErrLeaseLost)
+	}
+	return s.fakeStore.save(p, snap)
+}
+
+// A shard whose lease is lost while saving is another loader's to finish:
+// the load goes on with the other shards and does not fail for it.
+func TestLoadGoesOnAfterASaveFindsTheLeaseLost(t *testing.T) {
+	dir := t.TempDir()
+	mk := func(name string, n int) *piece {
+		return &piece{name: name, inputs: []Input{writeInput(t, dir, name, n)},
+			deadLetterPath: filepath.Join(dir, "dl-"+name+".ndjson")}
+	}
+	pieces := []*piece{mk("s1", 4), mk("s2", 20), mk("s3", 6)}
+	store := &leaseLostStore{lose: pieces[1]}
+
+	rep, err := testLoad(t, &fakeSource{pieces: pieces}, store, &fakeSink{})
+	if err != nil {
+		t.Fatalf("load failed for a lease another loader took: %v", err)
+	}
+	if rep.Status != "finished" {
+		t.Errorf("status %s, want finished", rep.Status)
+	}
+	for _, pc := range []*piece{pieces[0], pieces[2]} {
+		if s := store.last[pc]; !s.Complete {
+			t.Errorf("piece %s: last save %+v, want complete", pc.name, s)
+		}
+	}
+}

@@ -158,7 +158,7 @@ func (r *runner) scenarioK(ctx context.Context, _ *target) error {
 	return nil
 }
 
-// sortedRows are scenario K's lines of the README table.
+// sortedRows are scenario K's lines of the results table.
 func (k *scenarioK) rows() [][2]string {
 	var rows [][2]string
 	for _, s := range k.Runs {
