@@ -8,6 +8,7 @@ import (
 
 	"github.com/cosmosloader/loader/internal/blobsource"
 	"github.com/cosmosloader/loader/loader"
+	"github.com/cosmosloader/loader/loader/report"
 )
 
 // Exit codes. They are part of the command contract (ARCHITECTURE.md) and are
@@ -70,7 +71,7 @@ var errInterrupted = errors.New("interrupted")
 // exitCode is the one mapping from a command's outcome to its exit code.
 // rep is the run's report, non-nil once loading started; before that no
 // checkpoint can be "valid", so 4 is never returned without one.
-func exitCode(err error, rep *loader.Report) int {
+func exitCode(err error, rep *report.Report) int {
 	if rep != nil {
 		switch {
 		case rep.Status == "interrupted":

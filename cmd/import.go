@@ -15,6 +15,8 @@ import (
 	"github.com/cosmosloader/loader/internal/cosmos"
 	"github.com/cosmosloader/loader/internal/emulator"
 	"github.com/cosmosloader/loader/loader"
+	"github.com/cosmosloader/loader/loader/report"
+	"github.com/cosmosloader/loader/loader/report/html"
 	"github.com/cosmosloader/loader/loader/source"
 )
 
@@ -465,13 +467,13 @@ func finishJob(ctx context.Context, io *IOStreams, job *loader.Job, quiet bool, 
 	}
 	htmlErr := error(nil)
 	if job.ReportHTMLPath != "" {
-		htmlErr = rep.WriteHTML(job.ReportHTMLPath)
+		htmlErr = html.WriteFile(job.ReportHTMLPath, rep)
 		if htmlErr != nil {
 			fmt.Fprintf(io.ErrOut, "loader: %v\n", htmlErr)
 		}
 	}
 	if !quiet && !ob.json() {
-		writeSummary(io.ErrOut, rep)
+		rep.WriteText(io.ErrOut)
 		if job.ReportHTMLPath != "" && htmlErr == nil {
 			fmt.Fprintf(io.ErrOut, "\nReport: %s (open it in a browser)\n", job.ReportHTMLPath)
 		}
@@ -515,7 +517,7 @@ func finishJob(ctx context.Context, io *IOStreams, job *loader.Job, quiet bool, 
 
 // quietReason is the one line that says why a run ended with code, for
 // when the summary saying it is not printed.
-func quietReason(rep *loader.Report, code int) error {
+func quietReason(rep *report.Report, code int) error {
 	switch {
 	case code == ExitDeadLettered:
 		return fmt.Errorf("%d record(s) dead-lettered → %s", rep.RecordsDeadLettered, rep.DeadLetterPath)

@@ -135,7 +135,7 @@ func resumeRun(ctx context.Context, o *ResumeOptions) error {
 	}
 	// Blob inputs are opened again with the command's credentials (a SAS
 	// is never stored), a round trip each: several at a time.
-	err = parallel.Each(len(st.Inputs), loader.InputsAtOnce, func(i int) error {
+	err = parallel.Each(len(st.Inputs), parallel.InputsAtOnce, func(i int) error {
 		if !st.Inputs[i].Fingerprint.IsRemote() {
 			return nil
 		}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/internal/emulator"
-	"github.com/cosmosloader/loader/loader"
+	"github.com/cosmosloader/loader/loader/readplan"
 )
 
 // startLoader runs the loader in the background with no account in the
@@ -80,7 +80,7 @@ func TestSIGINTDrainsSavesAndResumes(t *testing.T) {
 	// low-water mark (a resume replays them harmlessly), but never fewer
 	// than the checkpoint committed, nor more than one read-ahead beyond.
 	landed := readAll(t, tg, "e2e", "sig")
-	if n := int64(len(landed)); n < st.Counters.RecordsWritten || n > st.Counters.RecordsWritten+int64(loader.DefaultReadAhead(1)) {
+	if n := int64(len(landed)); n < st.Counters.RecordsWritten || n > st.Counters.RecordsWritten+int64(readplan.DefaultReadAhead(1)) {
 		t.Errorf("after a clean interrupt the container holds %d documents but the checkpoint committed %d", n, st.Counters.RecordsWritten)
 	}
 

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cosmosloader/loader/loader/readplan"
 )
 
 // batchesOK says whether batches may be sent now: the server has not
@@ -114,7 +116,7 @@ func ParseBatch(s string) (int, error) {
 	return n, nil
 }
 
-// batchKey is a record's full (hierarchical) logical partition key as a
+// BatchKey is a record's full (hierarchical) logical partition key as a
 // map key: two records batch together only when every component matches,
 // type included ("1" and 1 are different keys). The common single string
 // key is the string itself, not a copy; a string key that starts with a
@@ -122,15 +124,15 @@ func ParseBatch(s string) (int, error) {
 // its components after NUL, 1, so no two keys meet. A string, not a
 // struct, so that maps of keys take Go's fast path for string keys: the
 // struct's hash was two thirds of a dry-run's request planning.
-type batchKey string
+type BatchKey string
 
-func keyOf(pk []any) batchKey {
+func keyOf(pk []any) BatchKey {
 	if len(pk) == 1 {
 		if s, ok := pk[0].(string); ok {
 			if s != "" && s[0] == 0 {
-				return batchKey("\x00\x00" + s)
+				return BatchKey("\x00\x00" + s)
 			}
-			return batchKey(s)
+			return BatchKey(s)
 		}
 	}
 	var b strings.Builder
@@ -156,7 +158,7 @@ func keyOf(pk []any) batchKey {
 		}
 		b.WriteByte(0)
 	}
-	return batchKey(b.String())
+	return BatchKey(b.String())
 }
 
 // groupBatches splits a window of queued records into requests: records
@@ -173,7 +175,7 @@ func groupBatches(window []*item, maxOps, maxBytes int, maxRU float64) [][]*item
 // (dry-run's planner, a window per 1,024 records); the import's dispatchers
 // hand their requests to writers, so they take fresh ones (groupBatches).
 type batchGrouper struct {
-	chunks map[batchKey]int // a key's chunk being filled: its index in out
+	chunks map[BatchKey]int // a key's chunk being filled: its index in out
 	bytes  []int            // the bytes of each chunk in out
 	rus    []float64        // the estimated RU of each chunk in out
 	out    [][]*item
@@ -183,7 +185,7 @@ type batchGrouper struct {
 // of documents, and of at most maxRU estimated (0: no bound).
 func (g *batchGrouper) group(window []*item, maxOps, maxBytes int, maxRU float64) [][]*item {
 	if g.chunks == nil {
-		g.chunks = make(map[batchKey]int, len(window))
+		g.chunks = make(map[BatchKey]int, len(window))
 	}
 	clear(g.chunks)
 	out, bytes, rus := g.out[:0], g.bytes[:0], g.rus[:0]
@@ -216,9 +218,9 @@ func (g *batchGrouper) group(window []*item, maxOps, maxBytes int, maxRU float64
 // more when some key already has two or more records waiting, and sends
 // each key's records as batches, lone records as point writes.
 func (r *run) dispatchBatched(lane int, q <-chan *item, admit func(part int, ru float64) bool, start func(func()), away *rehomer) {
-	_, maxWindow := batchSplit(r.o.QueuePerPartition, r.o.Batch)
+	_, maxWindow := readplan.QueueAndWindow(r.o.QueuePerPartition, r.o.Batch)
 	window := make([]*item, 0, maxWindow)
-	counts := make(map[batchKey]int)
+	counts := make(map[BatchKey]int)
 	for {
 		it, ok := <-q
 		if !ok {
@@ -403,24 +405,11 @@ func (r *run) splitRefused(g []*item, out BatchOutcome) (rest []request, ok bool
 	return rest, true
 }
 
-// batchSplit divides a partition's read-ahead between its queue and the
-// window of records its dispatcher groups at once (half each, the window at
-// most 1,024 and at least a full batch), so batching holds no more records
-// in memory than the read-ahead says. Without batches the queue is all of
-// it.
-func batchSplit(readAhead, maxOps int) (queue, window int) {
-	if maxOps < 2 {
-		return readAhead, 0
-	}
-	window = max(maxOps, min(readAhead/2, 1024))
-	return max(readAhead-window, 1), window
-}
-
-// requestPlanner groups records into requests as the import's dispatchers
+// RequestPlanner groups records into requests as the import's dispatchers
 // do when their queues are full (the paced steady state): per physical
 // partition, windows of queued records grouped by key. dry-run and the
 // naive-versus-paced model count requests with it.
-type requestPlanner struct {
+type RequestPlanner struct {
 	maxOps, maxBytes, window int
 	send                     func(part int, records int, ru float64)
 	wins                     [][]*item // per partition: the window, pointing into slab
@@ -428,15 +417,15 @@ type requestPlanner struct {
 	grouper                  batchGrouper
 }
 
-func newRequestPlanner(parts, maxOps, queue int, send func(part, records int, ru float64)) *requestPlanner {
-	_, window := batchSplit(queue, maxOps)
+func NewRequestPlanner(parts, maxOps, queue int, send func(part, records int, ru float64)) *RequestPlanner {
+	_, window := readplan.QueueAndWindow(queue, maxOps)
 	parts = max(parts, 1)
-	return &requestPlanner{maxOps: maxOps, maxBytes: DefaultBatchBytes, window: max(window, 1),
+	return &RequestPlanner{maxOps: maxOps, maxBytes: DefaultBatchBytes, window: max(window, 1),
 		send: send, wins: make([][]*item, parts), slab: make([][]item, parts)}
 }
 
-// add queues a record of partition part, its key's keyOf key.
-func (p *requestPlanner) add(part int, key batchKey, size int, ru float64) {
+// Add queues a record of partition part, its key's keyOf key.
+func (p *RequestPlanner) Add(part int, key BatchKey, size int, ru float64) {
 	if p.maxOps < 2 {
 		p.send(part, 1, ru)
 		return
@@ -458,7 +447,7 @@ func (p *requestPlanner) add(part int, key batchKey, size int, ru float64) {
 	}
 }
 
-func (p *requestPlanner) flushPart(part int) {
+func (p *RequestPlanner) flushPart(part int) {
 	for _, g := range p.grouper.group(p.wins[part], p.maxOps, p.maxBytes, 0) {
 		p.send(part, len(g), estimateOf(g))
 	}
@@ -468,7 +457,7 @@ func (p *requestPlanner) flushPart(part int) {
 	p.wins[part] = p.wins[part][:0]
 }
 
-func (p *requestPlanner) flush() {
+func (p *RequestPlanner) Flush() {
 	for part := range p.wins {
 		p.flushPart(part)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/internal/clock"
+	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/loader/source"
 )
 
@@ -61,17 +62,9 @@ type Capacity interface {
 	// SetTarget changes the RU/s shared: the container's throughput
 	// changed, and the capacity partitions' size follows.
 	SetTarget(ru float64)
-	History() []LeaseSample
+	History() []report.LeaseSample
 	// Run keeps the leases until ctx ends, then releases them.
 	Run(ctx context.Context) error
-}
-
-// LeaseSample is one change of the capacity a process holds, for the report.
-type LeaseSample struct {
-	Time      time.Time `json:"time"`
-	Held      int       `json:"held"`
-	LimitRU   float64   `json:"limit_ru"`
-	StorageOK bool      `json:"storage_ok"`
 }
 
 // ShardsConfig configures the shards of one shared load.

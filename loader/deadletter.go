@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"unicode/utf8"
 
+	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/loader/source"
 )
 
@@ -80,7 +81,7 @@ type deadLetterFile struct {
 	n    int64
 	// tally counts the file's lines by reason, those of earlier runs
 	// included, for the report.
-	tally reasonTally
+	tally report.Reasons
 }
 
 // openDeadLetter opens path for appending after truncating it to size
@@ -144,7 +145,7 @@ func (d *deadLetterFile) write(dl *DeadLetter) error {
 	}
 	d.size += int64(len(b))
 	d.n++
-	d.tally.add(dl)
+	tallyReason(&d.tally, dl)
 	return nil
 }
 
@@ -157,7 +158,7 @@ func (d *deadLetterFile) tallyExisting() error {
 		line, err := br.ReadBytes('\n')
 		var dl DeadLetter
 		if len(line) > 0 && json.Unmarshal(line, &dl) == nil {
-			d.tally.add(&dl)
+			tallyReason(&d.tally, &dl)
 		}
 		if err == io.EOF {
 			return nil
@@ -169,10 +170,10 @@ func (d *deadLetterFile) tallyExisting() error {
 }
 
 // reasons returns a copy of the tally so far.
-func (d *deadLetterFile) reasons() *reasonTally {
+func (d *deadLetterFile) reasons() *report.Reasons {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.tally.clone()
+	return d.tally.Clone()
 }
 
 // written returns the size of the lines written so far, durable or not.
@@ -253,4 +254,9 @@ func (l *errorLimit) add() error {
 		return fmt.Errorf("%w: more than --max-errors %d", ErrMaxErrors, l.max)
 	}
 	return nil
+}
+
+// tallyReason adds d to the tally of dead letters by reason.
+func tallyReason(t *report.Reasons, d *DeadLetter) {
+	t.Add(d.Reason, d.Source, d.Line, d.Error, d.Raw)
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/loader/source"
 )
 
@@ -45,15 +46,15 @@ func TestDeadLetterFileTalliesReasonsAcrossRuns(t *testing.T) {
 	if err := d2.close(); err != nil {
 		t.Fatal(err)
 	}
-	got := d2.reasons().counts()
-	want := []ReasonCount{
+	got := d2.reasons().Counts()
+	want := []report.ReasonCount{
 		{Reason: "missing_partition_key", Count: 3, First: "in.ndjson:1", Example: "msg"},
 		{Reason: "invalid_json", Count: 1, First: "in.ndjson:2", Example: "msg"},
 	}
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
 		t.Fatalf("reasons %+v, want %+v", got, want)
 	}
-	if h := d2.reasons().hint(4, []string{"/pk"}, "id"); h != "3 records have no /pk: wrong --partition-key? The file's records have: id, name" {
+	if h := d2.reasons().Hint(4, []string{"/pk"}, "id"); h != "3 records have no /pk: wrong --partition-key? The file's records have: id, name" {
 		t.Errorf("hint %q", h)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,7 +17,9 @@ import (
 	"github.com/cosmosloader/loader/internal/clock"
 	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/internal/parallel"
+	"github.com/cosmosloader/loader/loader/readplan"
 	"github.com/cosmosloader/loader/loader/record"
+	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/loader/source"
 	"github.com/cosmosloader/loader/pacing"
 )
@@ -60,7 +61,8 @@ type Job struct {
 	MaxErrors int64
 	ReadAhead int // records queued per physical partition; 0 = default
 	// Segments is how many places of each plain file are read at once;
-	// 0 = chosen from the file's size and the partitions (SegmentCount).
+	// 0 = chosen from the file's size and the partitions
+	// (readplan.Config.SegmentsOf).
 	Segments           int
 	CheckpointPath     string
 	CheckpointEvery    int64
@@ -92,9 +94,9 @@ type Job struct {
 	Checkpointed func(path string, c checkpoint.Counters)
 }
 
-// ErrUnfinished means an unfinished checkpoint for the same inputs and
+// errUnfinished means an unfinished checkpoint for the same inputs and
 // target exists and neither resume nor --restart was asked for.
-var ErrUnfinished = errors.New("an unfinished load of these inputs into this container exists")
+var errUnfinished = errors.New("an unfinished load of these inputs into this container exists")
 
 // SaveError is progress that could not be made durable: the checkpoint,
 // or the dead-letter lines it counts on (a full disk, say). The checkpoint
@@ -116,7 +118,7 @@ func (e *UsageError) Unwrap() error { return e.Err }
 // report. The Report is returned whenever loading started, with err set
 // when the run did not finish. j is only read: what Execute resolves (the
 // checkpoint's default path, the shared job's name) is in the Report.
-func Execute(ctx context.Context, j *Job) (*Report, error) {
+func Execute(ctx context.Context, j *Job) (*report.Report, error) {
 	p := j.resolve()
 	inputs, fps, err := p.fingerprint()
 	if err != nil {
@@ -268,6 +270,9 @@ func (p *plan) logf(format string, a ...any) {
 type wholeInputs struct {
 	p        *plan
 	segments *segmentPlan
+	// reads is how the pieces are read: the cursors, their order, the
+	// read-ahead, whether cursors are added while loading.
+	reads readplan.Plan
 	// seg splits segments while loading (nil: --segments given, or
 	// nothing to keep busy); cursors is what read blocks are sized for.
 	seg        *segmenter
@@ -331,9 +336,9 @@ func (p *plan) wholeInputs(ctx context.Context, tgt *Target, inputs []Input, fps
 	}
 	// The work is read for the lanes records are routed to: a naive load
 	// has one, so only --segments splits its files.
-	lanes := p.strategy.lanes(partitions)
+	reads := readplan.Config{Partitions: partitions, Lanes: p.strategy.lanes(partitions), Segments: p.Segments, ReadAhead: p.ReadAhead, Batch: p.batch}
 	if p.Resume == nil {
-		notes, err := splitInputs(inputs, state, p.Source, lanes, p.Segments, p.logf)
+		notes, err := splitInputs(inputs, state, p.Source, reads, p.logf)
 		if err != nil {
 			return nil, err
 		}
@@ -345,13 +350,13 @@ func (p *plan) wholeInputs(ctx context.Context, tgt *Target, inputs []Input, fps
 		p.logf("note: %s", n)
 	}
 	w.segments = planSegments(inputs, state)
-	w.segments.cursors = readCursors(inputs, len(w.segments.inputs), w.segments.cursors, p.Source, lanes, p.Segments)
+	w.reads = readplan.New(sourcesOf(inputs), w.segments.pieces(), p.Source, reads)
 	w.state, w.base = state, state.Counters
-	w.cursors = w.segments.cursors
-	if lanes > 1 && p.Segments == 0 {
+	w.cursors = w.reads.Cursors
+	if w.reads.Splits {
 		// Cursors may be added while loading: read blocks sized for the most.
-		w.seg = newSegmenter(w.segments, state, p.Source, lanes, p.logf)
-		w.cursors = max(w.cursors, maxCursors(lanes))
+		w.seg = newSegmenter(w.segments, state, p.Source, w.reads.MaxCursors, p.logf)
+		w.cursors = max(w.cursors, w.reads.MaxCursors)
 	}
 
 	if p.ScaleRU > 0 {
@@ -406,7 +411,7 @@ func (w *wholeInputs) next(context.Context) (*piece, error) {
 	}
 	w.handed = true
 	return &piece{
-		inputs: w.segments.inputs, cursors: w.segments.cursors, order: w.segments.readOrder(), segments: w.seg,
+		inputs: w.segments.inputs, reads: &w.reads, segments: w.seg,
 		source:     segmentedSource(w.p.Source, w.cursors),
 		totalBytes: w.totalBytes, totalRows: w.totalRows, deadLetterPath: w.p.DeadLetterPath, deadLetterSize: w.dlSize,
 	}, nil
@@ -422,12 +427,12 @@ func (w *wholeInputs) pace(r *runPacing) {
 	}
 }
 
-func (w *wholeInputs) finish(*Report) {}
+func (w *wholeInputs) finish(*report.Report) {}
 
 // atOnce: a plain load is one piece.
 func (w *wholeInputs) atOnce() int { return 1 }
 
-func (w *wholeInputs) save(_ *piece, s Snapshot) error {
+func (w *wholeInputs) save(_ *piece, s runSnapshot) error {
 	state := w.state
 	w.segments.mu.Lock() // a split while loading changes state.Inputs
 	defer w.segments.mu.Unlock()
@@ -561,7 +566,7 @@ func (j *Job) prepareState() (*checkpoint.Lock, error) {
 		case err == nil && !old.Complete:
 			lock.Release()
 			return nil, &UsageError{fmt.Errorf("%w (checkpoint %s).\n  Continue it:   loader resume %s\n  Start over:    add --restart (records already written are rewritten: upsert replaces them, create skips them)",
-				ErrUnfinished, j.CheckpointPath, j.CheckpointPath)}
+				errUnfinished, j.CheckpointPath, j.CheckpointPath)}
 		case err == nil && old.Complete && !j.Quiet && j.Log != nil:
 			// Running the same command again is easy to do by mistake, and
 			// costs the whole load's RU again.
@@ -651,10 +656,10 @@ func (j *Job) fingerprint() ([]Input, []checkpoint.Fingerprint, error) {
 	if j.Resume != nil && len(j.Resume.Inputs) != len(j.Inputs) {
 		return nil, nil, fmt.Errorf("the checkpoint lists %d inputs, the command %d", len(j.Resume.Inputs), len(j.Inputs))
 	}
-	// A blob's fingerprint costs a round trip: take InputsAtOnce at a
+	// A blob's fingerprint costs a round trip: take parallel.InputsAtOnce at a
 	// time, or a prefix of thousands of blobs far away waits minutes
 	// before its first write.
-	err := parallel.Each(len(j.Inputs), InputsAtOnce, func(i int) error {
+	err := parallel.Each(len(j.Inputs), parallel.InputsAtOnce, func(i int) error {
 		in := j.Inputs[i]
 		inputs[i] = Input{Input: in, IDSeed: "stdin"}
 		if in.Stdin {
@@ -711,10 +716,6 @@ func (j *Job) fingerprint() ([]Input, []checkpoint.Fingerprint, error) {
 	return inputs, fps, nil
 }
 
-// InputsAtOnce is how many inputs are fingerprinted, or blob inputs
-// reopened for a resume, at once.
-const InputsAtOnce = 16
-
 // remoteFingerprint takes a remote input's fingerprint from its identity
 // and first bytes or, on resume, checks that the object is still the one
 // the checkpoint's offsets point into.
@@ -754,7 +755,7 @@ func absPaths(args []string) []string {
 	return out
 }
 
-func addCounters(base checkpoint.Counters, s Snapshot) checkpoint.Counters {
+func addCounters(base checkpoint.Counters, s runSnapshot) checkpoint.Counters {
 	c := checkpoint.Counters{
 		RequestsSent:       base.RequestsSent + s.Requests,
 		ThrottledResponses: base.ThrottledResponses + s.Throttled,
@@ -774,5 +775,3 @@ func addCounters(base checkpoint.Counters, s Snapshot) checkpoint.Counters {
 	}
 	return c
 }
-
-func round2(v float64) float64 { return math.Round(v*100) / 100 }

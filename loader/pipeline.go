@@ -13,8 +13,9 @@ import (
 	"time"
 
 	"github.com/cosmosloader/loader/internal/clock"
-	"github.com/cosmosloader/loader/loader/htmlreport"
+	"github.com/cosmosloader/loader/loader/readplan"
 	"github.com/cosmosloader/loader/loader/record"
+	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/loader/source"
 	"github.com/cosmosloader/loader/pacing"
 )
@@ -44,8 +45,9 @@ type Pacer interface {
 	Succeeded(part int)
 }
 
-// CostModel estimates a write's RU charge and learns from actual charges.
-type CostModel interface {
+// costModel is what a run needs of a cost model (pacing.CostModel): a
+// write's estimated RU charge, and learning from actual charges.
+type costModel interface {
 	Estimate(size, terms int) float64
 	Observe(size, terms int, charge float64)
 }
@@ -84,7 +86,7 @@ type Options struct {
 	Strategy Strategy
 
 	Pacer   Pacer // required for StrategyPaced
-	Cost    CostModel
+	Cost    costModel
 	Limiter Limiter // in-flight bound for StrategyPaced
 	// Batch caps the operations of a transactional batch of records that
 	// share a partition key (see ParseBatch); 0 or 1 sends point writes
@@ -108,7 +110,7 @@ type Options struct {
 	// NaiveConcurrency is the fixed number of writers of StrategyNaive.
 	NaiveConcurrency int
 	// QueuePerPartition bounds records read ahead per physical partition;
-	// 0 means DefaultReadAhead(Partitions).
+	// 0 means readplan.DefaultReadAhead(Partitions).
 	QueuePerPartition int
 	Partitions        int
 	// Cursors is how many inputs are read at once (the segments of one
@@ -147,7 +149,7 @@ type Options struct {
 
 	// Checkpoint is called with a snapshot every CheckpointEvery records or
 	// CheckpointInterval, and once at the end.
-	Checkpoint         func(Snapshot) error
+	Checkpoint         func(runSnapshot) error
 	CheckpointEvery    int64
 	CheckpointInterval time.Duration
 	// Progress is called about once a second with live figures.
@@ -167,8 +169,8 @@ type Options struct {
 	Charges *Histogram
 }
 
-// Snapshot is the durable state of a run at one moment.
-type Snapshot struct {
+// runSnapshot is the durable state of a run at one moment.
+type runSnapshot struct {
 	Committed      []Committed
 	DeadLetterSize int64
 	Requests       int64
@@ -197,7 +199,7 @@ type Live struct {
 	RU                  float64
 	InFlight            int64
 	// Retries are this run's resent attempts by cause.
-	Retries Retries
+	Retries report.Retries
 	// NoWriteFor is how long no write has succeeded while attempts kept
 	// failing (0 once one succeeds), LastFailure what the last one was
 	// ("503 service unavailable"): a display warns past about 10 s.
@@ -223,9 +225,9 @@ type Result struct {
 	Cause    StopCause
 	Err      error // the fatal error or the reason for stopping
 	Started  time.Time
-	Snapshot Snapshot
+	Snapshot runSnapshot
 	Live     Live
-	Series   []htmlreport.Second
+	Series   []report.Second
 	Charges  *Histogram
 	// BatchesRefused: the server answered batches with 500 and the run
 	// fell back to point writes.
@@ -234,7 +236,7 @@ type Result struct {
 	CheckpointSaves int64
 	CheckpointTime  time.Duration
 	// reasons counts the dead-letter file's lines by reason, earlier runs' too.
-	reasons *reasonTally
+	reasons *report.Reasons
 }
 
 // ErrMaxErrors is the cause of a run stopped by --max-errors.
@@ -255,14 +257,14 @@ type item struct {
 	off   int64
 	raw   []byte
 	// key is keyOf(doc.PK) once keyed is set: see batchKey.
-	key   batchKey
+	key   BatchKey
 	keyed bool
 }
 
 // batchKey is the record's key for grouping into batches, worked out on
 // first use: a window asks for it more than once, and a dry-run's planner
 // hands it over already known.
-func (it *item) batchKey() batchKey {
+func (it *item) batchKey() BatchKey {
 	if !it.keyed {
 		it.key, it.keyed = keyOf(it.doc.PK), true
 	}
@@ -310,7 +312,7 @@ type run struct {
 	mu      sync.Mutex
 	fatal   error
 	cause   StopCause
-	series  []htmlreport.Second
+	series  []report.Second
 	charges *Histogram
 }
 
@@ -369,7 +371,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 	parts := r.adm.lanes(o.Partitions)
 	var dispatchers sync.WaitGroup
-	laneSize, _ := batchSplit(o.QueuePerPartition, o.Batch)
+	laneSize, _ := readplan.QueueAndWindow(o.QueuePerPartition, o.Batch)
 	queues := &lanes{size: laneSize, current: r.adm.current, start: func(lane int, q chan *item, busy *atomic.Int64) {
 		dispatchers.Add(1)
 		go func() {
@@ -402,7 +404,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	res.BatchesRefused = r.batchOff.Load()
 	r.mu.Lock()
 	res.CheckpointSaves, res.CheckpointTime = r.saves, r.saveTime
-	res.Series = append([]htmlreport.Second(nil), r.series...)
+	res.Series = append([]report.Second(nil), r.series...)
 	r.mu.Unlock()
 	if cerr := dl.close(); cerr != nil && serr == nil {
 		serr = cerr
@@ -419,7 +421,7 @@ func (o *Options) defaults() {
 		o.Clock = clock.System{}
 	}
 	if o.QueuePerPartition <= 0 {
-		o.QueuePerPartition = DefaultReadAhead(o.Partitions)
+		o.QueuePerPartition = readplan.DefaultReadAhead(o.Partitions)
 	}
 	if o.NaiveConcurrency <= 0 {
 		o.NaiveConcurrency = 64
@@ -459,16 +461,6 @@ func (o *Options) defaults() {
 // acknowledged past a low-water mark are listed in it) and those in
 // flight: saved every second, a kill costs about a second of writes.
 const DefaultCheckpointInterval = time.Second
-
-// DefaultReadAhead is how many records are read ahead per physical
-// partition. While one partition's queue is full — a hot partition key —
-// reading waits, and the other partitions can only work through what is
-// already queued for them: the deeper the queues, the longer they keep
-// their rate on a skewed file. About 16,384 records in all (≈10 MB of
-// 600-byte documents) keeps memory flat; 256 to 4,096 per partition.
-func DefaultReadAhead(partitions int) int {
-	return min(4096, max(256, 16384/max(partitions, 1)))
-}
 
 // lanes are the queues of records read ahead, one per pacer partition
 // index. A split adds partitions, hence lanes; a split-away partition's
@@ -565,7 +557,7 @@ func (r *run) recordSecond(prev *Live, last *int64, final bool) {
 	}
 	cur := r.live()
 	r.mu.Lock()
-	r.series = append(r.series, htmlreport.Second{
+	r.series = append(r.series, report.Second{
 		T:         *last,
 		RU:        cur.RU - prev.RU,
 		Requests:  cur.Requests - prev.Requests,
@@ -609,14 +601,14 @@ func (r *run) bytesDone() int64 { return r.tr.bytesDone() }
 // Checkpoint callback: the positions and the file's size are taken
 // together (lines written later belong to records above the positions),
 // and saved only once those lines are flushed and fsynced.
-func (r *run) checkpoint(final bool) (Snapshot, error) {
+func (r *run) checkpoint(final bool) (runSnapshot, error) {
 	r.sinceCheckpoint.Store(0)
 	var size int64
 	committed := r.tr.committedWith(func() { size = r.dl.written() })
 	if _, err := r.dl.sync(); err != nil {
-		return Snapshot{}, err
+		return runSnapshot{}, err
 	}
-	s := Snapshot{
+	s := runSnapshot{
 		Committed:      committed,
 		DeadLetterSize: size,
 		Requests:       r.requests.Load(),
@@ -647,7 +639,7 @@ func (r *run) checkpoint(final bool) (Snapshot, error) {
 func (r *run) readAll(queues *lanes) error {
 	cursors := min(max(r.o.Cursors, 1), len(r.o.Inputs))
 	if cursors <= 1 && r.o.Segments == nil {
-		workers := scanWorkers()
+		workers := ScanWorkers()
 		if r.o.Turns != nil { // runs beside this one map on their own goroutines
 			workers = 1
 		}
@@ -739,22 +731,22 @@ func (r *run) readInput(i int, in Input, workers int, queues *lanes) error {
 	anyRecord := false
 	// Paced admission routes by the partition key's hash: hash it on the
 	// mapping workers (route keeps a hash it is given).
-	var prep prep
+	var prep Prep
 	if _, paced := r.adm.(*pacedAdmission); paced {
-		prep.key = func(pk []any, keys *keyCache, out *prepared) { out.epk, _ = keys.of(pk, false) }
+		prep.Key = func(pk []any, keys *KeyCache, out *Prepared) { out.EPK, _ = keys.Of(pk, false) }
 	}
-	err := scanInput(workers, in, r.o.Stdin, r.o.Source, r.o.Mapper, prep, func(s *scanned) bool {
-		if r.stopped() || !cur.take(s.rec.At(), s.rec.Next) {
+	err := ScanInput(workers, in, r.o.Stdin, r.o.Source, r.o.Mapper, prep, func(s *Scanned) bool {
+		if r.stopped() || !cur.take(s.Rec.At(), s.Rec.Next) {
 			return false
 		}
 		anyRecord = true
-		rec := s.rec
+		rec := s.Rec
 		r.read.Add(1)
 		r.bytes.Add(rec.Next.Offset - lastOffset)
 		lastOffset, lastLine = rec.Next.Offset, rec.Next.Line
 		seq := r.tr.add(i, rec.Next.Offset, rec.Next.Line)
-		if s.dead != nil {
-			r.deadLetter(i, seq, s.dead)
+		if s.Dead != nil {
+			r.deadLetter(i, seq, s.Dead)
 			return true
 		}
 		// The tracker numbers a piece's records from its start, as the
@@ -765,8 +757,8 @@ func (r *run) readInput(i int, in Input, workers int, queues *lanes) error {
 		}
 		it := &item{
 			input: i, seq: seq,
-			doc:  Document{ID: s.doc.ID, PK: s.doc.PK, Body: s.doc.Body},
-			size: len(s.doc.Body), terms: s.doc.Terms, epk: s.epk,
+			doc:  Document{ID: s.Doc.ID, PK: s.Doc.PK, Body: s.Doc.Body},
+			size: len(s.Doc.Body), terms: s.Doc.Terms, epk: s.EPK,
 			path: rec.Path, line: rec.Line, base: rec.Base, off: rec.Offset,
 		}
 		if r.o.Cost != nil {

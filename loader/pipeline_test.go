@@ -18,6 +18,7 @@ import (
 	"github.com/cosmosloader/loader/internal/clock"
 	"github.com/cosmosloader/loader/internal/clock/clocktest"
 	"github.com/cosmosloader/loader/loader/record"
+	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/loader/source"
 )
 
@@ -422,10 +423,10 @@ func TestRunLeavesNoGoroutines(t *testing.T) {
 func TestRunNeverCheckpointsPastADeadLetterItCouldNotWrite(t *testing.T) {
 	lines := append(docs(3), "not json")
 	lines = append(lines, docs(3)...)
-	var saved []Snapshot
+	var saved []runSnapshot
 	res, _ := runFake(t, lines, &fakeSink{}, func(o *Options) {
 		o.DeadLetterPath = filepath.Join(t.TempDir(), "missing", "dl.ndjson")
-		o.Checkpoint = func(s Snapshot) error { saved = append(saved, s); return nil }
+		o.Checkpoint = func(s runSnapshot) error { saved = append(saved, s); return nil }
 	})
 	if res.Cause != FatalError {
 		t.Fatalf("cause %v, want a fatal error", res.Cause)
@@ -457,7 +458,7 @@ func TestRunCountsRetriesByClass(t *testing.T) {
 		return Outcome{Status: 201, Charge: 5}
 	}}
 	res, _ := runFake(t, docs(8), sink, nil)
-	want := Retries{Throttled: 1, Timeout: 1, Unavailable: 2, Connection: 1, Other: 1}
+	want := report.Retries{Throttled: 1, Timeout: 1, Unavailable: 2, Connection: 1, Other: 1}
 	if res.Live.Retries != want {
 		t.Errorf("retries %+v, want %+v", res.Live.Retries, want)
 	}
@@ -514,7 +515,7 @@ func TestRunReportsHowLongNoWriteSucceeded(t *testing.T) {
 	res, _ := runFake(t, docs(1), sink, func(o *Options) {
 		o.Clock = noSleep{clock}
 		o.Progress = func(l Live) {
-			if l.NoWriteFor >= StallWarning {
+			if l.NoWriteFor >= stallWarning {
 				select {
 				case seen <- l:
 				default:
@@ -577,10 +578,10 @@ func TestRunRefusesCorruptInputsWhole(t *testing.T) {
 		write("good2.ndjson.gz", gz(ndjson("gz", 10))),
 	}
 	sink := &fakeSink{}
-	var last Snapshot
+	var last runSnapshot
 	res, dl := runFake(t, nil, sink, func(o *Options) {
 		o.Inputs = inputs
-		o.Checkpoint = func(s Snapshot) error { last = s; return nil }
+		o.Checkpoint = func(s runSnapshot) error { last = s; return nil }
 	})
 	if len(sink.written) != 30 {
 		t.Errorf("%d documents written, want the 30 good ones", len(sink.written))
@@ -696,13 +697,13 @@ func TestRunCheckpointsOnItsClock(t *testing.T) {
 		}
 		return Outcome{Status: 201, Charge: 5}
 	})
-	saved := make(chan Snapshot, 10)
+	saved := make(chan runSnapshot, 10)
 	done := make(chan *Result, 1)
 	go func() {
 		res, _ := runFake(t, docs(2), nil, func(o *Options) {
 			o.Sink, o.Clock, o.Limiter = sink, noSleep{clock}, make(sem, 1)
 			o.CheckpointInterval, o.CheckpointEvery = 5*time.Second, 1<<40
-			o.Checkpoint = func(s Snapshot) error { saved <- s; return nil }
+			o.Checkpoint = func(s runSnapshot) error { saved <- s; return nil }
 		})
 		done <- res
 	}()
@@ -725,7 +726,7 @@ func TestRunCheckpointsOnItsClock(t *testing.T) {
 	default:
 	}
 	clock.Advance(time.Second)
-	var s Snapshot
+	var s runSnapshot
 	select {
 	case s = <-saved:
 	case <-guard(t).Done():

@@ -60,7 +60,7 @@ func (j *Job) progressFunc(totalBytes int64, target float64, fill func(*Progress
 
 // parquetRowsLeft is TotalRows: the rows left to load when every input is
 // Parquet, else 0; a segment's are those up to its end. Each input's
-// footer is a round trip for a blob: InputsAtOnce are read at once.
+// footer is a round trip for a blob: parallel.InputsAtOnce are read at once.
 func parquetRowsLeft(ins []Input, opts source.Options) int64 {
 	for _, in := range ins {
 		if f, err := source.ResolveFormat(in.Input, opts); err != nil || f != source.FormatParquet || in.Stdin {
@@ -69,7 +69,7 @@ func parquetRowsLeft(ins []Input, opts source.Options) int64 {
 	}
 	left := make([]int64, len(ins))
 	notParquet := errors.New("not Parquet")
-	err := parallel.Each(len(ins), InputsAtOnce, func(i int) error {
+	err := parallel.Each(len(ins), parallel.InputsAtOnce, func(i int) error {
 		rows, ok := source.ParquetRows(ins[i].Input, opts, ins[i].End)
 		if !ok {
 			return notParquet
@@ -87,15 +87,15 @@ func parquetRowsLeft(ins []Input, opts source.Options) int64 {
 	return n
 }
 
-// StallWarning is how long no write may succeed, while attempts keep
+// stallWarning is how long no write may succeed, while attempts keep
 // failing, before a progress display says so.
-const StallWarning = 10 * time.Second
+const stallWarning = 10 * time.Second
 
 // StallText is the warning for a run whose writes have all been failing
-// for StallWarning or longer, or "" when there is nothing to warn about:
+// for stallWarning or longer, or "" when there is nothing to warn about:
 // "no write has succeeded for 12 s: 503 service unavailable; retrying".
 func StallText(l Live) string {
-	if l.NoWriteFor < StallWarning || l.LastFailure == "" {
+	if l.NoWriteFor < stallWarning || l.LastFailure == "" {
 		return ""
 	}
 	return fmt.Sprintf("no write has succeeded for %d s: %s; retrying", int64(l.NoWriteFor/time.Second), l.LastFailure)
@@ -171,5 +171,5 @@ func addLive(sum *Live, l Live) {
 	sum.Requests += l.Requests
 	sum.Throttled += l.Throttled
 	sum.RU += l.RU
-	sum.Retries.add(l.Retries)
+	sum.Retries.Add(l.Retries)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/internal/flock"
+	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/loader/source"
 )
 
@@ -420,7 +421,7 @@ func (l *leasedShards) next(ctx context.Context) (*piece, error) {
 	}
 }
 
-func (l *leasedShards) finish(rep *Report) {
+func (l *leasedShards) finish(rep *report.Report) {
 	rep.Leases = l.capa.History()
 	l.mu.Lock()
 	rep.Shards = l.claimed
@@ -428,7 +429,7 @@ func (l *leasedShards) finish(rep *Report) {
 }
 
 // save keeps a shard's progress in its blob while its lease is held.
-func (l *leasedShards) save(pc *piece, snap Snapshot) error {
+func (l *leasedShards) save(pc *piece, snap runSnapshot) error {
 	from, c := pc.shard.From, snap.Committed[0]
 	err := pc.shard.Save(context.Background(), ShardProgress{
 		Offset: c.Offset, Line: c.Line, Base: c.Base, Done: snap.Complete,

@@ -19,7 +19,9 @@ import (
 	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/internal/clock/clocktest"
 	"github.com/cosmosloader/loader/internal/epk"
+	"github.com/cosmosloader/loader/loader/readplan"
 	"github.com/cosmosloader/loader/loader/record"
+	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/loader/source"
 	"github.com/cosmosloader/loader/pacing"
 )
@@ -61,7 +63,7 @@ func (s *fakeSource) atOnce() int { return s.workers }
 func (s *fakeSource) pace(r *runPacing) {
 	s.paced = r.pacer != nil && r.limiter != nil && r.watcher != nil
 }
-func (s *fakeSource) finish(rep *Report) {
+func (s *fakeSource) finish(rep *report.Report) {
 	s.finished = true
 	rep.Shards = append(rep.Shards, "finished")
 }
@@ -71,15 +73,15 @@ func (s *fakeSource) finish(rep *Report) {
 type fakeStore struct {
 	mu    sync.Mutex
 	base  checkpoint.Counters
-	last  map[*piece]Snapshot
+	last  map[*piece]runSnapshot
 	saves int
 }
 
-func (s *fakeStore) save(p *piece, snap Snapshot) error {
+func (s *fakeStore) save(p *piece, snap runSnapshot) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.last == nil {
-		s.last = map[*piece]Snapshot{}
+		s.last = map[*piece]runSnapshot{}
 	}
 	s.last[p] = snap
 	s.saves++
@@ -108,7 +110,7 @@ func writeInput(t *testing.T, dir, prefix string, n int) Input {
 	return Input{Input: source.Input{Path: path}, IDSeed: prefix}
 }
 
-func testLoad(t *testing.T, src workSource, store progressStore, sink Sink) (*Report, error) {
+func testLoad(t *testing.T, src workSource, store progressStore, sink Sink) (*report.Report, error) {
 	t.Helper()
 	p := (&Job{RU: 1e6, MaxErrors: -1}).resolve()
 	tgt := &Target{PartitionKeyPaths: []string{"/k"}, Throughput: 1e6, Bounds: epk.SplitEven(1), Writer: anySink{sink}}
@@ -123,7 +125,7 @@ func testLoad(t *testing.T, src workSource, store progressStore, sink Sink) (*Re
 // over a checkpoint that already counted 100 records.
 func TestLoadRunsOnePieceAndReportsItsStore(t *testing.T) {
 	dir := t.TempDir()
-	pc := &piece{inputs: []Input{writeInput(t, dir, "a", 7), writeInput(t, dir, "b", 5)}, cursors: 2,
+	pc := &piece{inputs: []Input{writeInput(t, dir, "a", 7), writeInput(t, dir, "b", 5)}, reads: &readplan.Plan{Cursors: 2},
 		deadLetterPath: filepath.Join(dir, "dl.ndjson")}
 	src := &fakeSource{pieces: []*piece{pc}}
 	store := &fakeStore{base: checkpoint.Counters{RecordsRead: 100, RecordsWritten: 100, RequestsSent: 100, RUConsumed: 500}}
@@ -281,7 +283,7 @@ func TestLoadProgressSumsPieces(t *testing.T) {
 	lp := &loadProgress{began: t0, runs: make([]pieceLive, 2)}
 	lp.start(0, t0)
 	lp.start(1, t0.Add(2*time.Second))
-	got := lp.sum(0, Live{Elapsed: 3 * time.Second, Written: 10, RU: 50, InFlight: 4, Retries: Retries{Throttled: 1}})
+	got := lp.sum(0, Live{Elapsed: 3 * time.Second, Written: 10, RU: 50, InFlight: 4, Retries: report.Retries{Throttled: 1}})
 	if got.Written != 10 || got.Elapsed != 3*time.Second || got.InFlight != 4 {
 		t.Errorf("one piece: %+v", got)
 	}
@@ -293,7 +295,7 @@ func TestLoadProgressSumsPieces(t *testing.T) {
 	if got.NoWriteFor != 11*time.Second || got.LastFailure != "429" {
 		t.Errorf("both stalled: %+v", got)
 	}
-	lp.finish(0, Live{Written: 12, RU: 60, Retries: Retries{Throttled: 2}})
+	lp.finish(0, Live{Written: 12, RU: 60, Retries: report.Retries{Throttled: 2}})
 	lp.start(0, t0.Add(4*time.Second))
 	got = lp.sum(0, Live{Elapsed: time.Second, Written: 1, RU: 5})
 	if got.Written != 18 || got.RU != 25+60+5 || got.InFlight != 2 || got.Elapsed != 5*time.Second || got.Retries.Throttled != 2 {
@@ -426,8 +428,10 @@ func (c *fakeCapacity) Limit() float64                  { return c.limit }
 func (c *fakeCapacity) Held() int                       { return 1 }
 func (c *fakeCapacity) Subscribe(f func(limit float64)) { f(c.limit) }
 func (c *fakeCapacity) SetTarget(float64)               {}
-func (c *fakeCapacity) History() []LeaseSample          { return []LeaseSample{{Held: 1, LimitRU: c.limit}} }
-func (c *fakeCapacity) Run(ctx context.Context) error   { <-ctx.Done(); return nil }
+func (c *fakeCapacity) History() []report.LeaseSample {
+	return []report.LeaseSample{{Held: 1, LimitRU: c.limit}}
+}
+func (c *fakeCapacity) Run(ctx context.Context) error { <-ctx.Done(); return nil }
 
 // sharedJob is a shared load of inputs into sink, coordinated by store.
 func sharedJob(dir string, store SharedStore, sink *fakeSink, inputs ...Input) *Job {
@@ -677,7 +681,7 @@ type leaseLostStore struct {
 	lose *piece
 }
 
-func (s *leaseLostStore) save(p *piece, snap Snapshot) error {
+func (s *leaseLostStore) save(p *piece, snap runSnapshot) error {
 	if p == s.lose {
 		return fmt.Errorf("save shard %s: %w", p.name, ErrLeaseLost)
 	}

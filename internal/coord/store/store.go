@@ -22,6 +22,7 @@ import (
 	"github.com/cosmosloader/loader/internal/coord/shard"
 	"github.com/cosmosloader/loader/internal/entra"
 	"github.com/cosmosloader/loader/loader"
+	"github.com/cosmosloader/loader/loader/report"
 )
 
 // Store is one blob container holding lease and shard blobs.
@@ -111,11 +112,11 @@ func (s *Store) Capacity(cfg loader.CapacityConfig) (loader.Capacity, error) {
 
 type capacity struct{ *lease.Capacity }
 
-func (c capacity) History() []loader.LeaseSample {
+func (c capacity) History() []report.LeaseSample {
 	h := c.Capacity.History()
-	out := make([]loader.LeaseSample, len(h))
+	out := make([]report.LeaseSample, len(h))
 	for i, s := range h {
-		out[i] = loader.LeaseSample(s)
+		out[i] = report.LeaseSample(s)
 	}
 	return out
 }

@@ -1,4 +1,4 @@
-package pacing
+package readplan
 
 import (
 	"math/rand/v2"

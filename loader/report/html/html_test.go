@@ -1,4 +1,4 @@
-package htmlreport
+package html
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cosmosloader/loader/loader/chart"
+	"github.com/cosmosloader/loader/loader/report"
 )
 
 var (
@@ -23,24 +23,24 @@ var (
 
 // smallRun is a fixed 20-second paced load into a 1,000 RU/s container
 // with throttles in three seconds.
-func smallRun() *Data {
+func smallRun() *Page {
 	start := time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)
-	d := &Data{
-		Title: "Load of people.ndjson", Status: "finished", ExitCode: 0,
+	d := &Page{Title: "Load of people.ndjson", Report: report.Report{
+		Status: "finished", ExitCode: 0,
 		StartedAt: start, FinishedAt: start.Add(20 * time.Second),
 		Database: "shop", Container: "people", Strategy: "paced", Mode: "upsert", Partitions: 2, Embedded: true,
 		RecordsRead: 2800, RecordsWritten: 2790, RecordsSkippedExisting: 0, RecordsDeadLettered: 10,
 		RequestsSent: 2805, ThrottledResponses: 7,
 		RUConsumed: 19530, DurationSeconds: 20, TargetRUPerSec: 1000, AchievedRUPerSec: 976.5, Utilization: 0.98, ThrottledPercent: 0.25,
-		RUPerRecordP50: 6.9, RUPerRecordP95: 7.4, RUPerRecordMax: 12.1,
+		RUPerRecord:    report.Spread{P50: 6.9, P95: 7.4, Max: 12.1},
 		DeadLetterPath: "/data/people.dead.ndjson", CheckpointPath: "/data/people.ckpt",
 		RecordsPerRequest: 0.99, Batch: "off",
-		Naive: NaiveFigures{Requests: 8400, Throttled: 5600, Passes: 4, Seconds: 23.5},
-		Paced: PacedFigures{Requests: 2805, Throttled: 7, Seconds: 20, Measured: true},
-	}
+		Naive: report.NaiveFigures{Requests: 8400, Throttled: 5600, Passes: 4, Seconds: 23.5},
+		Paced: report.PacedFigures{Requests: 2805, Throttled: 7, Seconds: 20, Measured: true},
+	}}
 	for t := int64(0); t < 20; t++ {
 		ru := math.Min(float64(t+1)*250, 990) - float64(t%3)*8
-		s := Second{T: t, RU: ru, Requests: int64(ru / 7), Records: int64(ru / 7)}
+		s := report.Second{T: t, RU: ru, Requests: int64(ru / 7), Records: int64(ru / 7)}
 		switch t {
 		case 4:
 			s.Throttled, s.RU = 3, 1040
@@ -54,7 +54,7 @@ func smallRun() *Data {
 	return d
 }
 
-func render(t *testing.T, d *Data) string {
+func render(t *testing.T, d *Page) string {
 	t.Helper()
 	var b bytes.Buffer
 	if err := Write(&b, d); err != nil {
@@ -79,7 +79,7 @@ func TestGolden(t *testing.T) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("read golden (run go test ./loader/htmlreport -update): %v", err)
+		t.Fatalf("read golden (run go test ./loader/report/html -update): %v", err)
 	}
 	if got != string(want) {
 		t.Errorf("report differs from %s; rerun with -update and review the diff", path)
@@ -141,7 +141,7 @@ func selfContained(t *testing.T, html string) {
 }
 
 func TestSelfContained(t *testing.T) {
-	for name, d := range map[string]*Data{"small": smallRun(), "compare": compareRun(), "empty": {}} {
+	for name, d := range map[string]*Page{"small": smallRun(), "compare": compareRun(), "empty": {}} {
 		t.Run(name, func(t *testing.T) { selfContained(t, render(t, d)) })
 	}
 }
@@ -195,7 +195,7 @@ func charts(t *testing.T, html string) (ru, records string) {
 func TestChartsDrawnFromData(t *testing.T) {
 	tests := []struct {
 		name string
-		data *Data
+		data *Page
 	}{
 		{"small", smallRun()},
 		{"compare", compareRun()},
@@ -278,7 +278,7 @@ func TestEscapesMaliciousNames(t *testing.T) {
 }
 
 func TestEmptyData(t *testing.T) {
-	html := render(t, &Data{})
+	html := render(t, &Page{})
 	ru, rec := charts(t, html)
 	for _, svg := range []string{ru, rec} {
 		if !strings.Contains(svg, "No data") {
@@ -291,8 +291,8 @@ func TestEmptyData(t *testing.T) {
 }
 
 func TestDense(t *testing.T) {
-	got := dense([]Second{{T: 3, RU: 5}, {T: 0, RU: 1}, {T: 3, RU: 2, Throttled: 1}})
-	want := []Second{{T: 0, RU: 1}, {T: 1}, {T: 2}, {T: 3, RU: 7, Throttled: 1}}
+	got := dense([]report.Second{{T: 3, RU: 5}, {T: 0, RU: 1}, {T: 3, RU: 2, Throttled: 1}})
+	want := []report.Second{{T: 0, RU: 1}, {T: 1}, {T: 2}, {T: 3, RU: 7, Throttled: 1}}
 	if len(got) != len(want) {
 		t.Fatalf("dense = %v, want %v", got, want)
 	}
@@ -318,17 +318,17 @@ func TestMeasuredAndModelledLabelled(t *testing.T) {
 
 // compareRun is the benchmark's shape: this run paced, beside a naive
 // run that overshoots and is throttled, and an SDK-default run.
-func compareRun() *Data {
+func compareRun() *Page {
 	d := smallRun()
 	d.Title = "Benchmark: 20,000 records into 1,000 RU/s"
-	var naive, sdk []Second
+	var naive, sdk []report.Second
 	for t := int64(0); t < 30; t++ {
-		n := Second{T: t, RU: 1000 + float64((t*397)%600), Records: 100 + (t*37)%60}
+		n := report.Second{T: t, RU: 1000 + float64((t*397)%600), Records: 100 + (t*37)%60}
 		if t%3 != 2 {
 			n.Throttled = 5 + t%7
 		}
 		naive = append(naive, n)
-		sdk = append(sdk, Second{T: t, RU: 700 + float64((t*131)%250), Records: 90 + t%20, Throttled: t % 5 / 4})
+		sdk = append(sdk, report.Second{T: t, RU: 700 + float64((t*131)%250), Records: 90 + t%20, Throttled: t % 5 / 4})
 	}
 	d.Compare = []Run{{Name: "naive", Series: naive}, {Name: "SDK default retries", Series: sdk}}
 	return d
@@ -336,11 +336,11 @@ func compareRun() *Data {
 
 // sixHourRun is six hours at one sample per second with throttles in many
 // seconds: the charts must downsample and the markers must be grouped.
-func sixHourRun() *Data {
+func sixHourRun() *Page {
 	d := smallRun()
 	d.Series = nil
 	for t := int64(0); t < 6*3600; t++ {
-		s := Second{T: t, RU: 950 + float64((t*7919)%60), Records: 135 + (t*31)%10}
+		s := report.Second{T: t, RU: 950 + float64((t*7919)%60), Records: 135 + (t*31)%10}
 		if t%20 == 0 {
 			s.Throttled = 1 + t%3
 		}
@@ -361,12 +361,12 @@ func TestLongRunStaysSmall(t *testing.T) {
 }
 
 // TestWriteExamples writes reports to look at in a browser:
-// go test ./loader/htmlreport -run Examples -example /tmp
+// go test ./loader/report/html -run Examples -example /tmp
 func TestWriteExamples(t *testing.T) {
 	if *example == "" {
 		t.Skip("no -example directory")
 	}
-	for name, d := range map[string]*Data{"report.html": smallRun(), "compare.html": compareRun(), "long.html": sixHourRun()} {
+	for name, d := range map[string]*Page{"report.html": smallRun(), "compare.html": compareRun(), "long.html": sixHourRun()} {
 		var b bytes.Buffer
 		if err := Write(&b, d); err != nil {
 			t.Fatal(err)
@@ -397,7 +397,7 @@ func TestSelfContainedCatches(t *testing.T) {
 	}
 }
 
-// go test ./loader/htmlreport -run '^$' -bench .
+// go test ./loader/report/html -run '^$' -bench .
 func BenchmarkWriteSixHours(b *testing.B) {
 	d := sixHourRun()
 	var buf bytes.Buffer
@@ -413,7 +413,7 @@ func BenchmarkWriteSixHours(b *testing.B) {
 // Retries by class and inputs refused whole are on the page.
 func TestRetriesAndRefusedInputs(t *testing.T) {
 	d := smallRun()
-	d.Retries = Retries{Throttled: 7, Timeout: 2, Unavailable: 3, Connection: 1}
+	d.Retries = report.Retries{Throttled: 7, Timeout: 2, Unavailable: 3, Connection: 1}
 	d.InputsRefused = 2
 	var b bytes.Buffer
 	if err := Write(&b, d); err != nil {
@@ -439,9 +439,9 @@ func TestThisRunAndDeadLetterReasons(t *testing.T) {
 	}
 	d := smallRun()
 	d.Resumed = true
-	d.ThisRun = RunFigures{Records: 1200, RecordsWritten: 1195, RecordsDeadLettered: 5, RequestsSent: 1201,
+	d.ThisRun = report.RunFigures{Records: 1200, RecordsWritten: 1195, RecordsDeadLettered: 5, RequestsSent: 1201,
 		ThrottledResponses: 3, RUConsumed: 8400, DurationSeconds: 9, AchievedRUPerSec: 933.3}
-	d.DeadLetterReasons = []Reason{{Reason: "missing_partition_key", Count: 9, First: "people.ndjson:17", Example: "missing partition key /pk"},
+	d.DeadLettersByReason = []report.ReasonCount{{Reason: "missing_partition_key", Count: 9, First: "people.ndjson:17", Example: "missing partition key /pk"},
 		{Reason: "invalid_json", Count: 1, First: "people.ndjson:<40>", Example: "bad"}}
 	d.DeadLetterHint = "9 records have no /pk: wrong --partition-key?"
 	html := render(t, d)
@@ -472,7 +472,7 @@ func TestThisRunAndDeadLetterReasons(t *testing.T) {
 // one horizontal line at the (mean) target.
 func TestTargetChangesDrawnAsSteps(t *testing.T) {
 	d := smallRun()
-	d.TargetSteps = []chart.Point{{X: 0, Y: 1000}, {X: 10, Y: 2000}}
+	d.TargetChanges = []report.TargetChange{{AtSeconds: 0, RU: 1000}, {AtSeconds: 10, RU: 2000}}
 	out := render(t, d)
 	if !strings.Contains(out, "target RU/s (changed during the load)") {
 		t.Error("no target step line")

@@ -1,4 +1,4 @@
-package pacing
+package readplan
 
 import (
 	"math"
@@ -23,22 +23,22 @@ func keyed(nKeys, perKey int, place func(k int) int, shuffled bool) []int {
 	return parts
 }
 
-func simulateSeq(parts []int, maxRuns int, cfg OrderConfig, ru float64) OrderResult {
+func simulateSeq(parts []int, maxRuns int, cfg orderConfig, ru float64) Result {
 	seq := NewSequence(1, maxRuns)
 	for _, p := range parts {
 		seq.Add(0, p, ru)
 	}
 	seq.Close()
-	return SimulateOrder(seq, cfg)
+	return simulate(seq, cfg)
 }
 
-func TestSimulateOrderSortedVersusShuffled(t *testing.T) {
+func TestSimulateSortedVersusShuffled(t *testing.T) {
 	// The input-order issue's first case: 8 customers × 10,000 records on
 	// 4 partitions × 2,000 RU/s, keys spread 3/1/2/2, against a 95 s
 	// physical bound.
 	spread := []int{0, 0, 0, 1, 2, 2, 3, 3}
 	place := func(k int) int { return spread[k] }
-	cfg := OrderConfig{Partitions: 4, BudgetPerPartition: 2000, Queue: 4096}
+	cfg := orderConfig{Partitions: 4, BudgetPerPartition: 2000, Queue: 4096}
 	const ru = 6.33
 	bound := 30000 * ru / 2000
 
@@ -60,9 +60,9 @@ func TestSimulateOrderSortedVersusShuffled(t *testing.T) {
 	}
 }
 
-func TestSimulateOrderCoarsenedStaysClose(t *testing.T) {
+func TestSimulateCoarsenedStaysClose(t *testing.T) {
 	place := func(k int) int { return k % 4 }
-	cfg := OrderConfig{Partitions: 4, BudgetPerPartition: 2000, Queue: 1024}
+	cfg := orderConfig{Partitions: 4, BudgetPerPartition: 2000, Queue: 1024}
 	for _, shuffled := range []bool{false, true} {
 		parts := keyed(12, 5000, place, shuffled)
 		exact := simulateSeq(parts, 1<<22, cfg, 7)
@@ -78,9 +78,9 @@ func TestSimulateOrderCoarsenedStaysClose(t *testing.T) {
 // few records at a time, and counting the steps in which they had records
 // gave 225 s for a partition with 280 s of writing (and 143–275 s as the
 // coarsening changed).
-func TestSimulateOrderBusyIsTheWritingTime(t *testing.T) {
+func TestSimulateBusyIsTheWritingTime(t *testing.T) {
 	spread := []int{0, 0, 1, 2, 2, 2, 3, 3}
-	cfg := OrderConfig{Partitions: 4, BudgetPerPartition: 2000, Queue: 1024}
+	cfg := orderConfig{Partitions: 4, BudgetPerPartition: 2000, Queue: 1024}
 	parts := keyed(64, 5000, func(k int) int { return spread[k%8] }, true)
 	want := []float64{280, 140, 420, 280} // 2, 1, 3, 2 eighths of 320,000 × 7 RU at 2,000 RU/s
 	for _, maxRuns := range []int{1 << 22, 1 << 17, 1 << 14, 1024} {
@@ -93,17 +93,17 @@ func TestSimulateOrderBusyIsTheWritingTime(t *testing.T) {
 	}
 }
 
-func TestSimulateOrderCursorsRecoverSortedInput(t *testing.T) {
+func TestSimulateCursorsRecoverSortedInput(t *testing.T) {
 	spread := []int{0, 0, 0, 1, 2, 2, 3, 3}
 	parts := keyed(8, 10000, func(k int) int { return spread[k] }, false)
-	cfg := OrderConfig{Partitions: 4, BudgetPerPartition: 2000, Queue: 1024}
+	cfg := orderConfig{Partitions: 4, BudgetPerPartition: 2000, Queue: 1024}
 	// Eight cursors, one at the start of each key's stretch.
 	seq := NewSequence(8, 1<<20)
 	for i, p := range parts {
 		seq.Add(i/10000, p, 6.33)
 	}
 	seq.Close()
-	res := SimulateOrder(seq, cfg)
+	res := simulate(seq, cfg)
 	bound := 30000 * 6.33 / 2000
 	if res.Seconds > bound*1.03 {
 		t.Errorf("8 cursors: %.1f s, bound %.1f s", res.Seconds, bound)
@@ -140,7 +140,7 @@ func TestSplitPolicyWaitsThenBacksOff(t *testing.T) {
 }
 
 func TestCutRuns(t *testing.T) {
-	runs := []Run{{Part: 0, N: 4, RU: 40}, {Part: 1, N: 6, RU: 60}}
+	runs := []run{{Part: 0, N: 4, RU: 40}, {Part: 1, N: 6, RU: 60}}
 	head, tail := cutRuns(runs, 7)
 	if len(head) != 2 || head[1].N != 3 || head[1].RU != 30 || len(tail) != 1 || tail[0].N != 3 || tail[0].Part != 1 {
 		t.Errorf("cut after 7: %v | %v", head, tail)
@@ -151,12 +151,12 @@ func TestCutRuns(t *testing.T) {
 	}
 }
 
-func TestSimulateOrderSplitsStarvedCursors(t *testing.T) {
+func TestSimulateSplitsStarvedCursors(t *testing.T) {
 	// One cursor over a key-sorted input parks on each key's partition in
 	// turn; splitting while starved brings the load near the bound.
 	spread := []int{0, 0, 0, 1, 2, 2, 3, 3}
 	parts := keyed(8, 5000, func(k int) int { return spread[k] }, false)
-	cfg := OrderConfig{Partitions: 4, BudgetPerPartition: 2000, Queue: 1024}
+	cfg := orderConfig{Partitions: 4, BudgetPerPartition: 2000, Queue: 1024}
 	bound := 15000 * 6.33 / 2000
 	fixed := simulateSeq(parts, 1<<20, cfg, 6.33)
 	cfg.Split = NewSplitPolicy(16)
@@ -178,7 +178,7 @@ func TestSimulateOrderSplitsStarvedCursors(t *testing.T) {
 
 // A cursor's runs are stored in blocks; where the blocks end must not
 // change the simulation, splits included (they cut across blocks).
-func TestSimulateOrderBlocksDoNotMatter(t *testing.T) {
+func TestSimulateBlocksDoNotMatter(t *testing.T) {
 	spread := []int{0, 0, 0, 1, 2, 2, 3, 3}
 	sorted := keyed(8, 3000, func(k int) int { return spread[k] }, false)
 	mixed := keyed(40, 200, func(k int) int { return k % 4 }, true)
@@ -206,16 +206,16 @@ func TestSimulateOrderBlocksDoNotMatter(t *testing.T) {
 		return &out
 	}
 	for _, split := range []bool{false, true} {
-		cfg := func() OrderConfig {
-			c := OrderConfig{Partitions: 4, BudgetPerPartition: 2000, Queue: 256}
+		cfg := func() orderConfig {
+			c := orderConfig{Partitions: 4, BudgetPerPartition: 2000, Queue: 256}
 			if split {
 				c.Split, c.MinSplit = NewSplitPolicy(8), 100
 			}
 			return c
 		}
-		want := SimulateOrder(seq, cfg())
+		want := simulate(seq, cfg())
 		for _, size := range []int{1, 3, 1 << 30} {
-			if got := SimulateOrder(reblocked(size), cfg()); !reflect.DeepEqual(got, want) {
+			if got := simulate(reblocked(size), cfg()); !reflect.DeepEqual(got, want) {
 				t.Errorf("split %v, blocks of %d: %+v, want %+v", split, size, got, want)
 			}
 		}

@@ -1,10 +1,13 @@
-package loader
+package dryrun
 
 import (
 	"encoding/json"
 	"hash/maphash"
 	"sort"
 	"unsafe"
+
+	"github.com/cosmosloader/loader/loader"
+	"github.com/cosmosloader/loader/loader/report"
 )
 
 // heavyHitters finds the partition keys with the most RU in bounded memory
@@ -36,7 +39,7 @@ type heavyHitters struct {
 	index  keyIndex
 	// seen remembers, by the address of its text, where a key string was
 	// last found: the mapping workers hand out one string per key (their
-	// memos, keyCache), so most records' keys are a string met before,
+	// memos, loader.KeyCache), so most records' keys are a string met before,
 	// found here without hashing it. A key turned out invalidates them all
 	// (gen): its slot is reused for another key. 4,096 places, not 1,024:
 	// two workers' 500 tenants each (1 GB of the bench's orders) missed
@@ -46,13 +49,13 @@ type heavyHitters struct {
 }
 
 type seenKey struct {
-	s   batchKey // held, so its address names no other string while here
+	s   loader.BatchKey // held, so its address names no other string while here
 	k   int32
 	gen uint64
 }
 
 // seenAt is where h.seen remembers key.
-func seenAt(key batchKey) int {
+func seenAt(key loader.BatchKey) int {
 	p := uintptr(unsafe.Pointer(unsafe.StringData(string(key))))
 	return int((p>>4 ^ p>>16) & 4095)
 }
@@ -61,8 +64,8 @@ func seenAt(key batchKey) int {
 // is written for the keys top returns only (pkString was a string a
 // record over unique ids).
 type trackedKey struct {
-	KeyLoad
-	key  batchKey
+	report.KeyLoad
+	key  loader.BatchKey
 	pk   []any
 	hash uint64
 }
@@ -79,7 +82,7 @@ func newHeavyHitters(capacity int) *heavyHitters {
 }
 
 // add counts a record of key (keyOf(pk)).
-func (h *heavyHitters) add(key batchKey, pk []any, part int, ru float64, bytes int64) {
+func (h *heavyHitters) add(key loader.BatchKey, pk []any, part int, ru float64, bytes int64) {
 	c := &h.seen[seenAt(key)]
 	k := int32(-1)
 	if c.gen == h.gen && len(c.s) == len(key) && len(key) > 0 && unsafe.StringData(string(c.s)) == unsafe.StringData(string(key)) {
@@ -105,7 +108,7 @@ func (h *heavyHitters) add(key batchKey, pk []any, part int, ru float64, bytes i
 	}
 	if len(h.keys) < h.cap {
 		k = int32(len(h.keys))
-		h.keys = append(h.keys, trackedKey{KeyLoad: KeyLoad{Records: 1, RU: ru, Bytes: bytes, Partition: part}, key: key, pk: pk, hash: hash})
+		h.keys = append(h.keys, trackedKey{KeyLoad: report.KeyLoad{Records: 1, RU: ru, Bytes: bytes, Partition: part}, key: key, pk: pk, hash: hash})
 		h.at = append(h.at, int32(len(h.heap)))
 		h.heap = append(h.heap, heapSlot{ru, k})
 		h.index.insert(k, hash)
@@ -123,7 +126,7 @@ func (h *heavyHitters) add(key batchKey, pk []any, part int, ru float64, bytes i
 	k = h.heap[0].k
 	t := &h.keys[k]
 	h.index.remove(k, t.hash)
-	t.KeyLoad = KeyLoad{Records: t.Records + 1, RU: t.RU + ru, Bytes: t.Bytes + bytes, Partition: part, Approximate: true}
+	t.KeyLoad = report.KeyLoad{Records: t.Records + 1, RU: t.RU + ru, Bytes: t.Bytes + bytes, Partition: part, Approximate: true}
 	t.key, t.pk, t.hash = key, pk, hash
 	h.index.insert(k, hash)
 	h.heap[0].ru = t.RU
@@ -171,13 +174,13 @@ func (h *heavyHitters) down(i int) {
 // holds fewer than its capacity.
 func (h *heavyHitters) distinct() int { return len(h.keys) }
 
-func (h *heavyHitters) top(n int, totalRU float64) []KeyLoad {
+func (h *heavyHitters) top(n int, totalRU float64) []report.KeyLoad {
 	keys := make([]*trackedKey, len(h.heap))
 	for i, s := range h.heap {
 		keys[i] = &h.keys[s.k]
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i].RU > keys[j].RU })
-	var out []KeyLoad
+	var out []report.KeyLoad
 	for _, k := range keys[:min(n, len(keys))] {
 		out = append(out, k.KeyLoad)
 	}
@@ -185,9 +188,9 @@ func (h *heavyHitters) top(n int, totalRU float64) []KeyLoad {
 		out[i].Key = pkString(k.pk)
 		out[i].Value = json.RawMessage(out[i].Key)
 		if totalRU > 0 {
-			out[i].Share = round2(out[i].RU/totalRU*1000) / 1000
+			out[i].Share = report.Round2(out[i].RU/totalRU*1000) / 1000
 		}
-		out[i].RU = round2(out[i].RU)
+		out[i].RU = report.Round2(out[i].RU)
 	}
 	return out
 }
@@ -216,10 +219,10 @@ func newKeyIndex(capacity int) keyIndex {
 	return keyIndex{seed: maphash.MakeSeed(), entries: make([]indexEntry, n), mask: n - 1}
 }
 
-func (x *keyIndex) hash(key batchKey) uint64 { return maphash.String(x.seed, string(key)) }
+func (x *keyIndex) hash(key loader.BatchKey) uint64 { return maphash.String(x.seed, string(key)) }
 
 // find returns the slot of key (of hash hash) in keys, or -1.
-func (x *keyIndex) find(keys []trackedKey, key batchKey, hash uint64) int32 {
+func (x *keyIndex) find(keys []trackedKey, key loader.BatchKey, hash uint64) int32 {
 	for i := int(hash) & x.mask; ; i = (i + 1) & x.mask {
 		e := x.entries[i]
 		if e.slot == 0 {
@@ -256,4 +259,31 @@ func (x *keyIndex) remove(k int32, hash uint64) {
 		}
 	}
 	x.entries[i] = indexEntry{}
+}
+
+// pkString is the partition key as JSON text, as encoding/json writes it.
+func pkString(pk []any) string {
+	if len(pk) == 1 {
+		// Most keys are plain strings, which need no escaping: quoting them
+		// here is one allocation, where Marshal took ~4 % of dry-run's CPU.
+		if s, ok := pk[0].(string); ok && plainJSONString(s) {
+			return `"` + s + `"`
+		}
+		b, _ := json.Marshal(pk[0])
+		return string(b)
+	}
+	b, _ := json.Marshal(pk)
+	return string(b)
+}
+
+// plainJSONString reports whether encoding/json writes s as it is, between
+// quotes: printable ASCII without the characters it escapes.
+func plainJSONString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c >= 0x7f, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
 }

@@ -1,4 +1,4 @@
-package chart
+package svg
 
 import (
 	"bytes"
@@ -29,7 +29,7 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("read golden (run go test ./loader/chart -update): %v", err)
+		t.Fatalf("read golden (run go test ./loader/report/svg -update): %v", err)
 	}
 	if !bytes.Equal(got, want) {
 		t.Errorf("%s differs from golden; rerun with -update and review the diff", name)

@@ -1,4 +1,4 @@
-package loader
+package report
 
 import (
 	"encoding/json"
@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/loader/record"
 )
 
@@ -20,11 +21,12 @@ type ReasonCount struct {
 	Example string `json:"example"`
 }
 
-// reasonTally counts dead letters by reason in input order, and remembers
-// the top-level fields of the first refused record that is a JSON object:
-// when every record fails the same way, those fields are usually the clue
-// (a partition key path that names no field the file has).
-type reasonTally struct {
+// Reasons counts refused records (dead letters, a dry run's bad records)
+// by reason in input order, and remembers the top-level fields of the
+// first refused record that is a JSON object: when every record fails the
+// same way, those fields are usually the clue (a partition key path that
+// names no field the file has).
+type Reasons struct {
 	byReason map[string]*ReasonCount
 	total    int64
 	fields   []string
@@ -39,32 +41,34 @@ func where(source string, line int64) string {
 	return source
 }
 
-func (t *reasonTally) add(d *DeadLetter) {
+// Add counts a record of source at line refused for reason; message says
+// why and raw is its text ("" when not kept).
+func (t *Reasons) Add(reason, source string, line int64, message, raw string) {
 	if t.byReason == nil {
 		t.byReason = make(map[string]*ReasonCount)
 	}
 	t.total++
-	rc := t.byReason[d.Reason]
+	rc := t.byReason[reason]
 	if rc == nil {
-		rc = &ReasonCount{Reason: d.Reason, First: where(d.Source, d.Line), Example: d.Error}
-		t.byReason[d.Reason] = rc
+		rc = &ReasonCount{Reason: reason, First: where(source, line), Example: message}
+		t.byReason[reason] = rc
 	}
 	rc.Count++
-	if t.fields == nil && d.Raw != "" {
-		t.fields = topLevelFields([]byte(d.Raw))
+	if t.fields == nil && raw != "" {
+		t.fields = topLevelFields([]byte(raw))
 	}
 }
 
-// clone returns an independent copy of t.
-func (t *reasonTally) clone() *reasonTally {
-	c := &reasonTally{}
-	c.merge(t)
+// Clone returns an independent copy of t.
+func (t *Reasons) Clone() *Reasons {
+	c := &Reasons{}
+	c.Merge(t)
 	return c
 }
 
-// merge adds o's counts to t; t's first examples win, since they come
+// Merge adds o's counts to t; t's first examples win, since they come
 // first in input order when t and o are one load's successive parts.
-func (t *reasonTally) merge(o *reasonTally) {
+func (t *Reasons) Merge(o *Reasons) {
 	if o == nil {
 		return
 	}
@@ -85,8 +89,8 @@ func (t *reasonTally) merge(o *reasonTally) {
 	}
 }
 
-// counts lists the reasons, the most frequent first.
-func (t *reasonTally) counts() []ReasonCount {
+// Counts lists the reasons, the most frequent first.
+func (t *Reasons) Counts() []ReasonCount {
 	out := make([]ReasonCount, 0, len(t.byReason))
 	for _, rc := range t.byReason {
 		out = append(out, *rc)
@@ -100,10 +104,10 @@ func (t *reasonTally) counts() []ReasonCount {
 	return out
 }
 
-// hint says what most likely fixes the load when one reason refuses most
+// Hint says what most likely fixes the load when one reason refuses most
 // of its records; "" when nothing stands out.
-func (t *reasonTally) hint(records int64, pkPaths []string, idField string) string {
-	cs := t.counts()
+func (t *Reasons) Hint(records int64, pkPaths []string, idField string) string {
+	cs := t.Counts()
 	if len(cs) == 0 || records == 0 || float64(cs[0].Count) < 0.5*float64(records) {
 		return ""
 	}
@@ -112,7 +116,7 @@ func (t *reasonTally) hint(records int64, pkPaths []string, idField string) stri
 	if len(t.fields) > 0 {
 		have = " The file's records have: " + strings.Join(t.fields, ", ")
 	}
-	n := count(top.Count)
+	n := human.Count(top.Count)
 	switch top.Reason {
 	case record.ReasonMissingPartitionKey:
 		return fmt.Sprintf("%s records have no %s: wrong --partition-key?%s", n, strings.Join(pkPaths, ","), have)

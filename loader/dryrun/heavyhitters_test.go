@@ -1,4 +1,4 @@
-package loader
+package dryrun
 
 import (
 	"fmt"
@@ -6,6 +6,9 @@ import (
 	"reflect"
 	"sort"
 	"testing"
+
+	"github.com/cosmosloader/loader/loader"
+	"github.com/cosmosloader/loader/loader/report"
 )
 
 // The sketch's slab, index and heap count exactly what Space-Saving counts
@@ -17,7 +20,7 @@ func TestHeavyHittersAreSpaceSaving(t *testing.T) {
 	for _, capacity := range []int{1, 4, 64, 512} {
 		rng := rand.New(rand.NewSource(int64(capacity)))
 		h := newHeavyHitters(capacity)
-		ref := map[string]*KeyLoad{}
+		ref := map[string]*report.KeyLoad{}
 		for range 50000 {
 			key := fmt.Sprint("k", int(rng.ExpFloat64()*float64(capacity)))
 			ru := 1 + rng.Float64()
@@ -29,7 +32,7 @@ func TestHeavyHittersAreSpaceSaving(t *testing.T) {
 				continue
 			}
 			if len(ref) < capacity {
-				ref[key] = &KeyLoad{Records: 1, RU: ru, Bytes: 1}
+				ref[key] = &report.KeyLoad{Records: 1, RU: ru, Bytes: 1}
 				continue
 			}
 			var light string
@@ -40,7 +43,7 @@ func TestHeavyHittersAreSpaceSaving(t *testing.T) {
 			}
 			l := ref[light]
 			delete(ref, light)
-			ref[key] = &KeyLoad{Records: l.Records + 1, RU: l.RU + ru, Bytes: l.Bytes + 1, Approximate: true}
+			ref[key] = &report.KeyLoad{Records: l.Records + 1, RU: l.RU + ru, Bytes: l.Bytes + 1, Approximate: true}
 		}
 		var want []string
 		for k, l := range ref {
@@ -64,11 +67,11 @@ func TestHeavyHittersAreSpaceSaving(t *testing.T) {
 // BenchmarkHeavyHittersUniqueKeys is the sketch over a table keyed by its
 // ids: every record a new key, which turns out the lightest.
 func BenchmarkHeavyHittersUniqueKeys(b *testing.B) {
-	keys := make([]batchKey, 1<<16)
+	keys := make([]loader.BatchKey, 1<<16)
 	pks := make([][]any, len(keys))
 	for i := range keys {
 		pks[i] = []any{fmt.Sprintf("ord-%010d", i)}
-		keys[i] = keyOf(pks[i])
+		keys[i] = loader.BatchKey(pks[i][0].(string)) // a plain string key is its own batch key
 	}
 	rus := make([]float64, 4096)
 	rng := rand.New(rand.NewSource(1))

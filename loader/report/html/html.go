@@ -1,11 +1,11 @@
-// Package htmlreport renders one load as a single self-contained HTML
+// Package html renders one load as a single self-contained HTML
 // page: key figures, RU/s and records per second over time with every
 // throttled second marked, and the naive-versus-paced comparison.
 //
 // The page has inline CSS and inline SVG only — no scripts, fonts, images
 // or links to anything outside the file — so it can be mailed, attached to
 // a ticket or opened offline years later and look the same.
-package htmlreport
+package html
 
 import (
 	"bytes"
@@ -13,117 +13,28 @@ import (
 	"html/template"
 	"io"
 	"math"
-	"sort"
+	"os"
 	"strings"
-	"time"
 
 	"github.com/cosmosloader/loader/internal/human"
-	"github.com/cosmosloader/loader/loader/chart"
+	"github.com/cosmosloader/loader/loader/report"
+	"github.com/cosmosloader/loader/loader/report/svg"
 )
-
-// Second is one second of a run: what the pipeline samples, the JSON
-// report lists and the charts draw. T counts seconds since the start.
-type Second struct {
-	T         int64   `json:"t"`
-	RU        float64 `json:"ru"`
-	Requests  int64   `json:"requests"`
-	Throttled int64   `json:"throttled"`
-	Records   int64   `json:"records"`
-}
 
 // Run is another run drawn beside this one, such as the benchmark's naive
 // and SDK-default loads. Color is a CSS colour; empty picks one.
 type Run struct {
 	Name   string
-	Series []Second
+	Series []report.Second
 	Color  string
 }
 
-// NaiveFigures are the send-everything-and-resend approach's numbers;
-// Measured is false when they are modelled from this run's charges.
-type NaiveFigures struct {
-	Requests, Throttled int64
-	Passes              int
-	Seconds             float64
-	Measured            bool
-}
-
-// PacedFigures are the paced approach's numbers.
-type PacedFigures struct {
-	Requests, Throttled int64
-	Seconds             float64
-	Measured            bool
-}
-
-// RunFigures are what one process did, apart from the runs it resumed.
-type RunFigures struct {
-	Records, RecordsWritten, RecordsDeadLettered, RequestsSent, ThrottledResponses int64
-	RUConsumed, DurationSeconds, AchievedRUPerSec                                  float64
-}
-
-// Reason is how many records were dead-lettered for one reason; First is
-// the first of them as file:line, Example its message.
-type Reason struct {
-	Reason         string
-	Count          int64
-	First, Example string
-}
-
-// Data is everything the report shows. Utilization is a fraction (0.93),
-// ThrottledPercent a percentage (1.5).
-type Data struct {
-	Title    string
-	Status   string
-	ExitCode int
-	Error    string
-
-	StartedAt, FinishedAt time.Time
-
-	Database, Container, Strategy, Mode string
-	Partitions                          int
-	Embedded                            bool
-
-	RecordsRead, RecordsWritten, RecordsSkippedExisting, RecordsDeadLettered, RequestsSent, ThrottledResponses int64
-
-	RUConsumed, DurationSeconds, TargetRUPerSec, AchievedRUPerSec, Utilization, ThrottledPercent float64
-	RUPerRecordP50, RUPerRecordP95, RUPerRecordMax                                               float64
-
-	DeadLetterPath, CheckpointPath string
-	// RecordsPerRequest is the records written or found existing per
-	// request sent: above 1 with transactional batches. Batch is --batch as
-	// the run used it (auto, off, N, or off with the reason).
-	RecordsPerRequest float64
-	Batch             string
-	// InputsRefused counts inputs refused whole (corrupt gzip, bad CSV
-	// header); each is one of RecordsDeadLettered.
-	InputsRefused int64
-	// Retries are the resent write attempts by cause.
-	Retries Retries
-
-	Naive NaiveFigures
-	Paced PacedFigures
-
-	// Resumed marks a run that continued an earlier one's checkpoint: the
-	// figures above are then the whole load's and ThisRun this process's.
-	Resumed bool
-	ThisRun RunFigures
-
-	// DeadLetterReasons counts the dead letters by reason, most frequent
-	// first; DeadLetterHint says what likely fixes the load.
-	DeadLetterReasons []Reason
-	DeadLetterHint    string
-
-	Series  []Second
+// Page is what one page shows: a load's report and, drawn beside it,
+// other runs. Title heads the page; "" names the container.
+type Page struct {
+	report.Report
+	Title   string
 	Compare []Run
-	// TargetSteps, when the target changed during the run, are the target
-	// from each moment on (seconds since start); the chart draws them as a
-	// step line instead of one horizontal target line.
-	TargetSteps []chart.Point
-}
-
-// Retries counts resent write attempts by cause.
-type Retries struct {
-	Throttled, Timeout, Unavailable, Connection, Other int64
 }
 
 // leftMargin lines the two charts' plots up for RU/s up to 100,000.
@@ -142,7 +53,7 @@ var (
 )
 
 // Write renders d as HTML to w.
-func Write(w io.Writer, d *Data) error {
+func Write(w io.Writer, d *Page) error {
 	if d == nil {
 		return fmt.Errorf("write html report: no data")
 	}
@@ -194,10 +105,10 @@ type reasonRow struct {
 
 type namedSeries struct {
 	name, color string
-	secs        []Second
+	secs        []report.Second
 }
 
-func build(d *Data) view {
+func build(d *Page) view {
 	v := view{
 		Title:          d.Title,
 		Status:         d.Status,
@@ -237,7 +148,7 @@ func build(d *Data) view {
 	}
 
 	v.ShowComparison = d.Naive.Requests > 0 || d.Paced.Requests > 0
-	v.NaiveSource, v.PacedSource = source(d.Naive.Measured), source(d.Paced.Measured)
+	v.NaiveSource, v.PacedSource = report.Basis(d.Naive.Measured), report.Basis(d.Paced.Measured)
 	passes := "—"
 	if d.Naive.Passes > 0 {
 		passes = count(int64(d.Naive.Passes))
@@ -248,9 +159,9 @@ func build(d *Data) view {
 		{"Passes over the data", passes, "1"},
 		{"Time", duration(d.Naive.Seconds), duration(d.Paced.Seconds)},
 	}
-	if d.RUPerRecordMax > 0 {
+	if rr := d.RUPerRecord; rr.Max > 0 {
 		v.Spread = fmt.Sprintf("RU per record: median %s, 95th percentile %s, max %s.",
-			chart.FormatNumber(d.RUPerRecordP50, 2), chart.FormatNumber(d.RUPerRecordP95, 2), chart.FormatNumber(d.RUPerRecordMax, 2))
+			svg.FormatNumber(rr.P50, 2), svg.FormatNumber(rr.P95, 2), svg.FormatNumber(rr.Max, 2))
 	}
 	if d.Resumed {
 		t := d.ThisRun
@@ -258,14 +169,14 @@ func build(d *Data) view {
 			{"Records committed", count(t.Records), count(d.RecordsRead)},
 			{"Records written", count(t.RecordsWritten), count(d.RecordsWritten)},
 			{"Dead-lettered", count(t.RecordsDeadLettered), count(d.RecordsDeadLettered)},
-			{"RU consumed", chart.FormatNumber(t.RUConsumed, 0), chart.FormatNumber(d.RUConsumed, 0)},
+			{"RU consumed", svg.FormatNumber(t.RUConsumed, 0), svg.FormatNumber(d.RUConsumed, 0)},
 			{"Duration", duration(t.DurationSeconds), duration(d.DurationSeconds)},
-			{"Achieved RU/s", chart.FormatNumber(t.AchievedRUPerSec, 0), chart.FormatNumber(d.AchievedRUPerSec, 0)},
+			{"Achieved RU/s", svg.FormatNumber(t.AchievedRUPerSec, 0), svg.FormatNumber(d.AchievedRUPerSec, 0)},
 			{"Requests sent", count(t.RequestsSent), count(d.RequestsSent)},
 			{"Throttled (429) responses", count(t.ThrottledResponses), count(d.ThrottledResponses)},
 		}
 	}
-	for _, r := range d.DeadLetterReasons {
+	for _, r := range d.DeadLettersByReason {
 		v.Reasons = append(v.Reasons, reasonRow{Reason: r.Reason, Count: count(r.Count), First: r.First, Example: r.Example})
 	}
 	v.Hint = d.DeadLetterHint
@@ -278,7 +189,7 @@ func build(d *Data) view {
 	return v
 }
 
-func subtitle(d *Data) string {
+func subtitle(d *Page) string {
 	var parts []string
 	if d.Database != "" || d.Container != "" {
 		parts = append(parts, strings.Trim(d.Database+" / "+d.Container, " /"))
@@ -298,7 +209,7 @@ func subtitle(d *Data) string {
 	return strings.Join(parts, " · ")
 }
 
-func when(d *Data) string {
+func when(d *Page) string {
 	const layout = "2006-01-02 15:04:05 MST"
 	switch {
 	case !d.StartedAt.IsZero() && !d.FinishedAt.IsZero():
@@ -309,28 +220,28 @@ func when(d *Data) string {
 	return ""
 }
 
-func figures(d *Data) []figure {
+func figures(d *Page) []figure {
 	fs := []figure{
 		{Label: "Records written", Value: count(d.RecordsWritten), Note: "of " + count(d.RecordsRead) + " read"},
 		{Label: "Skipped (already there)", Value: count(d.RecordsSkippedExisting)},
 		{Label: "Dead-lettered", Value: count(d.RecordsDeadLettered), Class: warnIf(d.RecordsDeadLettered > 0)},
-		{Label: "RU consumed", Value: chart.FormatNumber(d.RUConsumed, 0)},
+		{Label: "RU consumed", Value: svg.FormatNumber(d.RUConsumed, 0)},
 		{Label: "Duration", Value: duration(d.DurationSeconds)},
-		{Label: "Achieved RU/s", Value: chart.FormatNumber(d.AchievedRUPerSec, 0), Note: "target " + chart.FormatNumber(d.TargetRUPerSec, 0)},
-		{Label: "Utilisation", Value: chart.FormatNumber(d.Utilization*100, 0) + " %", Note: "of the target RU/s"},
-		{Label: "Throttled", Value: chart.FormatNumber(d.ThrottledPercent, 2) + " %", Note: count(d.ThrottledResponses) + " of " + count(d.RequestsSent) + " requests", Class: warnIf(d.ThrottledResponses > 0)},
+		{Label: "Achieved RU/s", Value: svg.FormatNumber(d.AchievedRUPerSec, 0), Note: "target " + svg.FormatNumber(d.TargetRUPerSec, 0)},
+		{Label: "Utilisation", Value: svg.FormatNumber(d.Utilization*100, 0) + " %", Note: "of the target RU/s"},
+		{Label: "Throttled", Value: svg.FormatNumber(d.ThrottledPercent, 2) + " %", Note: count(d.ThrottledResponses) + " of " + count(d.RequestsSent) + " requests", Class: warnIf(d.ThrottledResponses > 0)},
 	}
 	if d.RequestsSent > 0 {
 		note := "point writes"
 		if d.Batch != "" {
 			note = "--batch " + d.Batch
 		}
-		fs = append(fs, figure{Label: "Records per request", Value: chart.FormatNumber(d.RecordsPerRequest, 2), Note: note})
+		fs = append(fs, figure{Label: "Records per request", Value: svg.FormatNumber(d.RecordsPerRequest, 2), Note: note})
 	}
 	r := d.Retries
 	fs = append(fs, figure{
 		Label: "Retries",
-		Value: count(r.Throttled + r.Timeout + r.Unavailable + r.Connection + r.Other),
+		Value: count(r.Total()),
 		Note: fmt.Sprintf("429 throttled %s · 408 timeout %s · 503/449 unavailable %s · connection %s · other %s",
 			count(r.Throttled), count(r.Timeout), count(r.Unavailable), count(r.Connection), count(r.Other)),
 		Class: warnIf(r.Timeout+r.Unavailable+r.Connection+r.Other > 0),
@@ -349,16 +260,9 @@ func warnIf(b bool) string {
 	return ""
 }
 
-func source(measured bool) string {
-	if measured {
-		return "measured"
-	}
-	return "modelled"
-}
-
 // runsOf is this run followed by the runs to compare, each as a dense
 // per-second series.
-func runsOf(d *Data) []namedSeries {
+func runsOf(d *Page) []namedSeries {
 	var runs []namedSeries
 	if len(d.Series) > 0 || len(d.Compare) == 0 {
 		name := "this run"
@@ -381,36 +285,24 @@ func runsOf(d *Data) []namedSeries {
 // week of seconds the input is not a real run and is drawn as given.
 const maxFill = 7 * 24 * 3600
 
-// dense sorts a series by time, sums duplicates, and fills seconds with no
-// entry as zeros: a second nobody reported is a second nothing happened,
-// and the chart must show that as a dip, not a straight line across it.
-func dense(in []Second) []Second {
+// dense sorts a series by time, sums duplicates (report.MergeSeconds),
+// and fills seconds with no entry as zeros: a second nobody reported is a
+// second nothing happened, and the chart must show that as a dip, not a
+// straight line across it.
+func dense(in []report.Second) []report.Second {
 	if len(in) == 0 {
 		return nil
 	}
-	s := append([]Second(nil), in...)
-	sort.SliceStable(s, func(i, j int) bool { return s[i].T < s[j].T })
-	merged := s[:1]
-	for _, x := range s[1:] {
-		last := &merged[len(merged)-1]
-		if x.T == last.T {
-			last.RU += x.RU
-			last.Requests += x.Requests
-			last.Throttled += x.Throttled
-			last.Records += x.Records
-			continue
-		}
-		merged = append(merged, x)
-	}
+	merged := report.MergeSeconds(append([]report.Second(nil), in...))
 	span := merged[len(merged)-1].T - merged[0].T
 	if span+1 == int64(len(merged)) || span > maxFill {
 		return merged
 	}
-	out := make([]Second, 0, span+1)
+	out := make([]report.Second, 0, span+1)
 	for i, x := range merged {
 		if i > 0 {
 			for t := merged[i-1].T + 1; t < x.T; t++ {
-				out = append(out, Second{T: t})
+				out = append(out, report.Second{T: t})
 			}
 		}
 		out = append(out, x)
@@ -418,8 +310,8 @@ func dense(in []Second) []Second {
 	return out
 }
 
-func ruChart(d *Data, runs []namedSeries) (template.HTML, string) {
-	c := chart.Chart{
+func ruChart(d *Page, runs []namedSeries) (template.HTML, string) {
+	c := svg.Chart{
 		Title:      "RU/s per second",
 		XLabel:     "elapsed time (m:ss)",
 		YLabel:     "RU/s",
@@ -429,26 +321,29 @@ func ruChart(d *Data, runs []namedSeries) (template.HTML, string) {
 		LeftMargin: leftMargin,
 	}
 	switch {
-	case len(d.TargetSteps) > 1:
-		pts := append([]chart.Point(nil), d.TargetSteps...)
-		if end := d.DurationSeconds; end > pts[len(pts)-1].X {
-			pts = append(pts, chart.Point{X: end, Y: pts[len(pts)-1].Y})
+	case len(d.TargetChanges) > 1:
+		pts := make([]svg.Point, len(d.TargetChanges))
+		for i, c := range d.TargetChanges {
+			pts[i] = svg.Point{X: c.AtSeconds, Y: c.RU}
 		}
-		c.Series = append(c.Series, chart.Series{Name: "target RU/s (changed during the load)", Color: targetColor, Dashed: true, Step: true, Points: pts})
+		if end := d.DurationSeconds; end > pts[len(pts)-1].X {
+			pts = append(pts, svg.Point{X: end, Y: pts[len(pts)-1].Y})
+		}
+		c.Series = append(c.Series, svg.Series{Name: "target RU/s (changed during the load)", Color: targetColor, Dashed: true, Step: true, Points: pts})
 	case d.TargetRUPerSec > 0:
-		c.HLines = []chart.HLine{{Y: d.TargetRUPerSec, Label: "target " + chart.FormatNumber(d.TargetRUPerSec, 0) + " RU/s", Color: targetColor}}
+		c.HLines = []svg.HLine{{Y: d.TargetRUPerSec, Label: "target " + svg.FormatNumber(d.TargetRUPerSec, 0) + " RU/s", Color: targetColor}}
 	}
 	var throttledSeconds, throttled int64
 	for _, r := range runs {
-		pts := make([]chart.Point, len(r.secs))
+		pts := make([]svg.Point, len(r.secs))
 		for j, s := range r.secs {
-			pts[j] = chart.Point{X: float64(s.T), Y: s.RU}
+			pts[j] = svg.Point{X: float64(s.T), Y: s.RU}
 			if s.Throttled > 0 {
 				throttledSeconds++
 				throttled += s.Throttled
 			}
 		}
-		c.Series = append(c.Series, chart.Series{Name: r.name, Color: r.color, Points: pts})
+		c.Series = append(c.Series, svg.Series{Name: r.name, Color: r.color, Points: pts})
 		mc := throttleColor
 		if len(runs) > 1 {
 			mc = r.color
@@ -479,15 +374,15 @@ func ruChart(d *Data, runs []namedSeries) (template.HTML, string) {
 // throttleMarkers puts one marker on each second with throttles, or, when
 // there are more such seconds than maxMarkers, on each group of
 // neighbouring ones, at the group's highest RU/s.
-func throttleMarkers(secs []Second, color, prefix string) []chart.Marker {
-	var hot []Second
+func throttleMarkers(secs []report.Second, color, prefix string) []svg.Marker {
+	var hot []report.Second
 	for _, s := range secs {
 		if s.Throttled > 0 {
 			hot = append(hot, s)
 		}
 	}
 	per := (len(hot) + maxMarkers - 1) / maxMarkers
-	var ms []chart.Marker
+	var ms []svg.Marker
 	for i := 0; i < len(hot); i += max(per, 1) {
 		g := hot[i:min(i+max(per, 1), len(hot))]
 		top, n := g[0], int64(0)
@@ -501,13 +396,13 @@ func throttleMarkers(secs []Second, color, prefix string) []chart.Marker {
 		if len(g) > 1 {
 			label = fmt.Sprintf("%s%s–%s: %s in %s", prefix, clock(g[0].T), clock(g[len(g)-1].T), plural(n, "throttled (429) response"), plural(int64(len(g)), "throttled second"))
 		}
-		ms = append(ms, chart.Marker{X: float64(top.T), Y: top.RU, Label: label, Color: color})
+		ms = append(ms, svg.Marker{X: float64(top.T), Y: top.RU, Label: label, Color: color})
 	}
 	return ms
 }
 
 func recordsChart(runs []namedSeries) (template.HTML, string) {
-	c := chart.Chart{
+	c := svg.Chart{
 		Title:      "Records per second",
 		XLabel:     "elapsed time (m:ss)",
 		YLabel:     "records/s",
@@ -521,11 +416,11 @@ func recordsChart(runs []namedSeries) (template.HTML, string) {
 	}
 	var total, seconds int64
 	for _, r := range runs {
-		pts := make([]chart.Point, len(r.secs))
+		pts := make([]svg.Point, len(r.secs))
 		for j, s := range r.secs {
-			pts[j] = chart.Point{X: float64(s.T), Y: float64(s.Records)}
+			pts[j] = svg.Point{X: float64(s.T), Y: float64(s.Records)}
 		}
-		c.Series = append(c.Series, chart.Series{Name: r.name, Color: r.color, Points: pts})
+		c.Series = append(c.Series, svg.Series{Name: r.name, Color: r.color, Points: pts})
 	}
 	if len(runs) > 0 {
 		for _, s := range runs[0].secs {
@@ -536,7 +431,7 @@ func recordsChart(runs []namedSeries) (template.HTML, string) {
 	caption := ""
 	if seconds > 0 {
 		caption = fmt.Sprintf("Records acknowledged by the database each second; %s over %s, %s/s on average.",
-			count(total), plural(seconds, "second"), chart.FormatNumber(float64(total)/float64(seconds), 0))
+			count(total), plural(seconds, "second"), svg.FormatNumber(float64(total)/float64(seconds), 0))
 	}
 	return template.HTML(c.SVG()), caption
 }
@@ -569,12 +464,12 @@ func summarise(r namedSeries, target float64) compareRow {
 		thr += s.Throttled
 	}
 	row := compareRow{Color: r.color, Name: r.name, Duration: duration(float64(len(r.secs))),
-		RU: chart.FormatNumber(ru, 0), Requests: count(req), Throttled: count(thr), Peak: chart.FormatNumber(peak, 0), Mean: "—", Utilization: "—"}
+		RU: svg.FormatNumber(ru, 0), Requests: count(req), Throttled: count(thr), Peak: svg.FormatNumber(peak, 0), Mean: "—", Utilization: "—"}
 	if n := len(r.secs); n > 0 {
 		mean := ru / float64(n)
-		row.Mean = chart.FormatNumber(mean, 0)
+		row.Mean = svg.FormatNumber(mean, 0)
 		if target > 0 {
-			row.Utilization = chart.FormatNumber(100*mean/target, 0) + " %"
+			row.Utilization = svg.FormatNumber(100*mean/target, 0) + " %"
 		}
 	}
 	return row
@@ -732,3 +627,16 @@ How to read this: a well-paced load runs its RU/s line just under the dashed tar
 </body>
 </html>
 `
+
+// WriteFile writes r as one self-contained HTML page with its charts
+// (RU/s against the target with 429s marked, records per second).
+func WriteFile(path string, r *report.Report) error {
+	var b bytes.Buffer
+	if err := Write(&b, &Page{Report: *r, Title: "loader import: " + r.Database + "/" + r.Container}); err != nil {
+		return fmt.Errorf("render HTML report: %w", err)
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("write HTML report: %w", err)
+	}
+	return nil
+}

@@ -1,4 +1,4 @@
-// Package chart draws time-series line charts as standalone SVG.
+// Package svg draws time-series line charts as standalone SVG.
 //
 // It is written here rather than borrowed because the report it feeds must
 // be a single file that works offline: no JavaScript, no web fonts, no
@@ -7,7 +7,7 @@
 //
 // Text and axes are drawn in currentColor, so a page embedding the SVG
 // inline decides whether they are dark on light or light on dark.
-package chart
+package svg
 
 import (
 	"bytes"
@@ -390,63 +390,139 @@ func (c Chart) legend() []legendItem {
 
 func textWidth(s string) float64 { return float64(len([]rune(s))) * charWidth }
 
+// frame is where a chart's parts go: the plot's box, the ranges that map
+// data into it, the ticks on both axes and the legend's places.
+type frame struct {
+	w, h              int
+	left, top, plotW  float64
+	plotH, plotBottom float64
+	legendTop         float64
+	x0, x1, y0, y1    float64
+	hasData           bool
+	yTicks            []float64
+	yLabels           []string
+	xTicks            []float64
+	xStep             float64
+	legend            []placedItem
+}
+
+// placedItem is a legend item at x in its row.
+type placedItem struct {
+	item legendItem
+	x    float64
+	row  int
+}
+
+func (f *frame) px(x float64) float64 { return f.left + (x-f.x0)/(f.x1-f.x0)*f.plotW }
+
+func (f *frame) py(y float64) float64 {
+	v := f.plotBottom - (y-f.y0)/(f.y1-f.y0)*f.plotH
+	return math.Max(f.top, math.Min(f.plotBottom, v)) // clamp: a fixed range must not draw outside
+}
+
 func (c Chart) render(b *bytes.Buffer) {
-	w, h := c.Width, c.Height
-	if w <= 0 {
-		w = DefaultWidth
-	}
-	if h <= 0 {
-		h = DefaultHeight
-	}
 	series := make([][]sample, len(c.Series))
 	for i, s := range c.Series {
 		series[i] = downsample(clean(s.Points), MaxPoints)
 	}
-	x0, x1, hasData := c.xRange(series)
-	y0, y1 := c.yRange(series)
-
-	// Vertical ticks decide the left margin, which decides the plot width,
-	// which decides the horizontal ticks.
-	yStep := niceStep((y1 - y0) / 5)
-	yTicks := ticks(y0, y1, yStep)
-	yDec := decimalsFor(yStep)
-	yLabels := make([]string, len(yTicks))
-	maxLabel := 0.0
-	for i, v := range yTicks {
-		yLabels[i] = FormatNumber(v, yDec)
-		maxLabel = math.Max(maxLabel, textWidth(yLabels[i]))
+	f := c.frame(series)
+	label := c.Title
+	if label == "" {
+		label = "chart"
 	}
-	legend := c.legend()
-
-	top := 16.0
+	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg"%s class="chart" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s" font-family="system-ui, sans-serif" font-size="%d">`+"\n",
+		c.placement, f.w, f.h, f.w, f.h, esc(label), fontSize)
+	fmt.Fprintf(b, "<title>%s</title>\n", esc(label))
+	fmt.Fprintf(b, "<desc>%s</desc>\n", esc(c.describe(series)))
 	if c.Title != "" {
-		top = 40
+		fmt.Fprintf(b, `<text class="title" x="%s" y="22" font-size="15" font-weight="600" fill="currentColor">%s</text>`+"\n", num(f.left), esc(c.Title))
 	}
-	left := maxLabel + 16
-	if c.YLabel != "" {
-		left += 22
+	c.drawAxes(b, f)
+	// Reference lines under the data, so a series riding the target shows.
+	c.drawHLines(b, f)
+	c.drawSeries(b, f, series)
+	// Markers on top.
+	c.drawMarkers(b, f)
+	drawLegend(b, f)
+	b.WriteString("</svg>\n")
+}
+
+// frame lays the chart out: vertical ticks decide the left margin, which
+// decides the plot's width, which decides the horizontal ticks; the legend
+// rows under the plot decide its height.
+func (c Chart) frame(series [][]sample) *frame {
+	f := &frame{w: c.Width, h: c.Height}
+	if f.w <= 0 {
+		f.w = DefaultWidth
 	}
-	left = math.Max(left, float64(c.LeftMargin))
-	right := 24.0
-	plotW := float64(w) - left - right
-	if plotW < 50 {
-		plotW = 50
+	if f.h <= 0 {
+		f.h = DefaultHeight
+	}
+	f.x0, f.x1, f.hasData = c.xRange(series)
+	f.y0, f.y1 = c.yRange(series)
+
+	yStep := niceStep((f.y1 - f.y0) / 5)
+	f.yTicks = ticks(f.y0, f.y1, yStep)
+	yDec := decimalsFor(yStep)
+	f.yLabels = make([]string, len(f.yTicks))
+	maxLabel := 0.0
+	for i, v := range f.yTicks {
+		f.yLabels[i] = FormatNumber(v, yDec)
+		maxLabel = math.Max(maxLabel, textWidth(f.yLabels[i]))
 	}
 
-	// Lay the legend out in rows under the axis label.
-	type placed struct {
-		item legendItem
-		x    float64
-		row  int
+	f.top = 16.0
+	if c.Title != "" {
+		f.top = 40
 	}
-	var legendPlaced []placed
-	lx, row := 0.0, 0
-	for _, it := range legend {
+	f.left = maxLabel + 16
+	if c.YLabel != "" {
+		f.left += 22
+	}
+	f.left = math.Max(f.left, float64(c.LeftMargin))
+	right := 24.0
+	f.plotW = float64(f.w) - f.left - right
+	if f.plotW < 50 {
+		f.plotW = 50
+	}
+
+	rows := c.placeLegend(f)
+	// Below the plot: tick labels, the axis label, then legend rows.
+	legendOffset := 36.0
+	if c.XLabel != "" {
+		legendOffset = 58
+	}
+	bottom := legendOffset - 10
+	if len(f.legend) > 0 {
+		bottom = legendOffset + float64(rows)*20 + 14
+	}
+	f.plotH = float64(f.h) - f.top - bottom
+	if f.plotH < 40 {
+		f.plotH = 40
+	}
+	f.plotBottom = f.top + f.plotH
+	f.legendTop = f.plotBottom + legendOffset
+
+	target := math.Max(2, math.Floor(f.plotW/90))
+	if c.XDuration {
+		f.xStep = durationStep((f.x1 - f.x0) / target)
+	} else {
+		f.xStep = niceStep((f.x1 - f.x0) / target)
+	}
+	f.xTicks = ticks(f.x0, f.x1, f.xStep)
+	return f
+}
+
+// placeLegend lays the legend out in rows of the plot's width, under the
+// axis label, and returns the last row's number.
+func (c Chart) placeLegend(f *frame) (row int) {
+	lx := 0.0
+	for _, it := range c.legend() {
 		iw := 28 + textWidth(it.name) + 18
-		if lx > 0 && lx+iw > plotW {
+		if lx > 0 && lx+iw > f.plotW {
 			lx, row = 0, row+1
 		}
-		legendPlaced = append(legendPlaced, placed{it, lx, row})
+		f.legend = append(f.legend, placedItem{it, lx, row})
 		lx += iw
 	}
 	if hasMarkers(c.Markers) {
@@ -455,108 +531,76 @@ func (c Chart) render(b *bytes.Buffer) {
 			name = markerLegend(c.Markers)
 		}
 		iw := 20 + textWidth(name) + 18
-		if lx > 0 && lx+iw > plotW {
+		if lx > 0 && lx+iw > f.plotW {
 			lx, row = 0, row+1
 		}
-		legendPlaced = append(legendPlaced, placed{legendItem{name: name, color: markerColor(c.Markers), marker: true}, lx, row})
+		f.legend = append(f.legend, placedItem{legendItem{name: name, color: markerColor(c.Markers), marker: true}, lx, row})
 	}
-	// Below the plot: tick labels, the axis label, then legend rows.
-	legendOffset := 36.0
-	if c.XLabel != "" {
-		legendOffset = 58
-	}
-	bottom := legendOffset - 10
-	if len(legendPlaced) > 0 {
-		bottom = legendOffset + float64(row)*20 + 14
-	}
-	plotH := float64(h) - top - bottom
-	if plotH < 40 {
-		plotH = 40
-	}
-	plotBottom := top + plotH
-	legendTop := plotBottom + legendOffset
+	return row
+}
 
-	px := func(x float64) float64 { return left + (x-x0)/(x1-x0)*plotW }
-	py := func(y float64) float64 {
-		v := plotBottom - (y-y0)/(y1-y0)*plotH
-		return math.Max(top, math.Min(plotBottom, v)) // clamp: a fixed range must not draw outside
-	}
-
-	var xStep float64
-	target := math.Max(2, math.Floor(plotW/90))
+// xLabel is a horizontal tick's label.
+func (c Chart) xLabel(f *frame, v float64) string {
 	if c.XDuration {
-		xStep = durationStep((x1 - x0) / target)
-	} else {
-		xStep = niceStep((x1 - x0) / target)
+		long := math.Max(math.Abs(f.x0), math.Abs(f.x1)) >= 3600
+		return formatDuration(v, long, long && math.Mod(f.xStep, 60) != 0)
 	}
-	xTicks := ticks(x0, x1, xStep)
-	xLabel := func(v float64) string {
-		if c.XDuration {
-			long := math.Max(math.Abs(x0), math.Abs(x1)) >= 3600
-			return formatDuration(v, long, long && math.Mod(xStep, 60) != 0)
-		}
-		return FormatNumber(v, decimalsFor(xStep))
-	}
+	return FormatNumber(v, decimalsFor(f.xStep))
+}
 
-	label := c.Title
-	if label == "" {
-		label = "chart"
-	}
-	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg"%s class="chart" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s" font-family="system-ui, sans-serif" font-size="%d">`+"\n",
-		c.placement, w, h, w, h, esc(label), fontSize)
-	fmt.Fprintf(b, "<title>%s</title>\n", esc(label))
-	fmt.Fprintf(b, "<desc>%s</desc>\n", esc(c.describe(series)))
-	if c.Title != "" {
-		fmt.Fprintf(b, `<text class="title" x="%s" y="22" font-size="15" font-weight="600" fill="currentColor">%s</text>`+"\n", num(left), esc(c.Title))
-	}
-
-	// Grid and vertical axis.
+// drawAxes draws the grid with the vertical axis, the horizontal axis,
+// their labels, and "No data" on an empty chart.
+func (c Chart) drawAxes(b *bytes.Buffer, f *frame) {
 	b.WriteString(`<g class="y-axis" fill="currentColor">` + "\n")
-	for i, v := range yTicks {
-		y := py(v)
+	for i, v := range f.yTicks {
+		y := f.py(v)
 		fmt.Fprintf(b, `<g class="tick" data-value="%s"><line x1="%s" y1="%s" x2="%s" y2="%s" stroke="currentColor" stroke-opacity="%s"/><text x="%s" y="%s" text-anchor="end" dominant-baseline="middle" fill-opacity="0.75">%s</text></g>`+"\n",
-			strconv.FormatFloat(v, 'g', -1, 64), num(left), num(y), num(left+plotW), num(y), gridOpacity(v), num(left-8), num(y), yLabels[i])
+			strconv.FormatFloat(v, 'g', -1, 64), num(f.left), num(y), num(f.left+f.plotW), num(y), gridOpacity(v), num(f.left-8), num(y), f.yLabels[i])
 	}
 	b.WriteString("</g>\n")
 	if c.YLabel != "" {
-		cy := top + plotH/2
+		cy := f.top + f.plotH/2
 		fmt.Fprintf(b, `<text class="y-label" x="14" y="%s" transform="rotate(-90 14 %s)" text-anchor="middle" dominant-baseline="middle" fill="currentColor" fill-opacity="0.85">%s</text>`+"\n", num(cy), num(cy), esc(c.YLabel))
 	}
 
-	// Horizontal axis.
 	b.WriteString(`<g class="x-axis" fill="currentColor">` + "\n")
-	fmt.Fprintf(b, `<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="currentColor" stroke-opacity="0.5"/>`+"\n", num(left), num(plotBottom), num(left+plotW), num(plotBottom))
-	if hasData {
-		for _, v := range xTicks {
-			x := px(v)
+	fmt.Fprintf(b, `<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="currentColor" stroke-opacity="0.5"/>`+"\n", num(f.left), num(f.plotBottom), num(f.left+f.plotW), num(f.plotBottom))
+	if f.hasData {
+		for _, v := range f.xTicks {
+			x := f.px(v)
 			fmt.Fprintf(b, `<g class="tick"><line x1="%s" y1="%s" x2="%s" y2="%s" stroke="currentColor" stroke-opacity="0.5"/><text x="%s" y="%s" text-anchor="middle" fill-opacity="0.75">%s</text></g>`+"\n",
-				num(x), num(plotBottom), num(x), num(plotBottom+5), num(x), num(plotBottom+18), xLabel(v))
+				num(x), num(f.plotBottom), num(x), num(f.plotBottom+5), num(x), num(f.plotBottom+18), c.xLabel(f, v))
 		}
 	}
 	b.WriteString("</g>\n")
 	if c.XLabel != "" {
-		fmt.Fprintf(b, `<text class="x-label" x="%s" y="%s" text-anchor="middle" fill="currentColor" fill-opacity="0.85">%s</text>`+"\n", num(left+plotW/2), num(plotBottom+38), esc(c.XLabel))
+		fmt.Fprintf(b, `<text class="x-label" x="%s" y="%s" text-anchor="middle" fill="currentColor" fill-opacity="0.85">%s</text>`+"\n", num(f.left+f.plotW/2), num(f.plotBottom+38), esc(c.XLabel))
 	}
-
-	if !hasData {
-		fmt.Fprintf(b, `<text class="empty" x="%s" y="%s" text-anchor="middle" dominant-baseline="middle" fill="currentColor" fill-opacity="0.6">No data</text>`+"\n", num(left+plotW/2), num(top+plotH/2))
+	if !f.hasData {
+		fmt.Fprintf(b, `<text class="empty" x="%s" y="%s" text-anchor="middle" dominant-baseline="middle" fill="currentColor" fill-opacity="0.6">No data</text>`+"\n", num(f.left+f.plotW/2), num(f.top+f.plotH/2))
 	}
+}
 
-	// Reference lines under the data, so a series riding the target shows.
+// drawHLines draws the reference lines within the vertical range.
+func (c Chart) drawHLines(b *bytes.Buffer, f *frame) {
 	for _, hl := range c.HLines {
-		if !finite(hl.Y) || hl.Y < y0 || hl.Y > y1 {
+		if !finite(hl.Y) || hl.Y < f.y0 || hl.Y > f.y1 {
 			continue
 		}
 		col := safeColor(hl.Color, defaultHLineColor)
-		y := py(hl.Y)
-		fmt.Fprintf(b, `<g class="hline"><line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="1.5" stroke-dasharray="6 4"/>`, num(left), num(y), num(left+plotW), num(y), col)
+		y := f.py(hl.Y)
+		fmt.Fprintf(b, `<g class="hline"><line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="1.5" stroke-dasharray="6 4"/>`, num(f.left), num(y), num(f.left+f.plotW), num(y), col)
 		if hl.Label != "" {
 			// The halo keeps the label legible where a series crosses it.
-			fmt.Fprintf(b, `<text x="%s" y="%s" text-anchor="end" fill="%s" font-size="11" stroke-width="3" stroke-linejoin="round" paint-order="stroke" style="stroke: var(--chart-bg, #fff)">%s</text>`, num(left+plotW-4), num(y-5), col, esc(hl.Label))
+			fmt.Fprintf(b, `<text x="%s" y="%s" text-anchor="end" fill="%s" font-size="11" stroke-width="3" stroke-linejoin="round" paint-order="stroke" style="stroke: var(--chart-bg, #fff)">%s</text>`, num(f.left+f.plotW-4), num(y-5), col, esc(hl.Label))
 		}
 		b.WriteString("</g>\n")
 	}
+}
 
+// drawSeries draws each series as a path, and each of its segments of one
+// point, which has no length to stroke, as a dot.
+func (c Chart) drawSeries(b *bytes.Buffer, f *frame, series [][]sample) {
 	for i, s := range series {
 		if len(s) == 0 {
 			continue
@@ -568,58 +612,63 @@ func (c Chart) render(b *bytes.Buffer) {
 			dash = ` stroke-dasharray="5 4"`
 		}
 		fmt.Fprintf(b, `<path class="series" data-name="%s" fill="none" stroke="%s" stroke-width="1.75" stroke-linejoin="round" stroke-linecap="round"%s d="`, esc(spec.Name), col, dash)
-		b.WriteString(seriesPath(s, spec.Step, px, py))
+		b.WriteString(seriesPath(s, spec.Step, f.px, f.py))
 		b.WriteString(`">`)
 		if spec.Name != "" {
 			fmt.Fprintf(b, "<title>%s</title>", esc(spec.Name))
 		}
 		b.WriteString("</path>\n")
-		// A segment of one point has no length to stroke; draw it as a dot.
 		for j, p := range s {
 			if (j == 0 || p.gap) && (j == len(s)-1 || s[j+1].gap) {
-				fmt.Fprintf(b, `<circle class="dot" cx="%s" cy="%s" r="3" fill="%s"/>`+"\n", num(px(p.x)), num(py(p.y)), col)
+				fmt.Fprintf(b, `<circle class="dot" cx="%s" cy="%s" r="3" fill="%s"/>`+"\n", num(f.px(p.x)), num(f.py(p.y)), col)
 			}
 		}
 	}
+}
 
-	// Markers on top.
-	if hasMarkers(c.Markers) {
-		b.WriteString(`<g class="markers">` + "\n")
-		for _, m := range c.Markers {
-			if !finite(m.X) || !finite(m.Y) {
-				continue
-			}
-			x, y := px(m.X), py(m.Y)
-			tip := m.Label
-			if tip == "" {
-				tip = FormatNumber(m.X, 0) + ": " + FormatNumber(m.Y, 0)
-			}
-			fmt.Fprintf(b, `<g class="marker"><title>%s</title><path d="M%s %sl-4.5 -8h9z" fill="%s" stroke-width="0.75" style="stroke: var(--chart-bg, #fff)"/></g>`+"\n",
-				esc(tip), num(x), num(y), safeColor(m.Color, defaultMarkerColor))
-		}
-		b.WriteString("</g>\n")
+// drawMarkers draws the markers, each with its label as a tooltip.
+func (c Chart) drawMarkers(b *bytes.Buffer, f *frame) {
+	if !hasMarkers(c.Markers) {
+		return
 	}
+	b.WriteString(`<g class="markers">` + "\n")
+	for _, m := range c.Markers {
+		if !finite(m.X) || !finite(m.Y) {
+			continue
+		}
+		x, y := f.px(m.X), f.py(m.Y)
+		tip := m.Label
+		if tip == "" {
+			tip = FormatNumber(m.X, 0) + ": " + FormatNumber(m.Y, 0)
+		}
+		fmt.Fprintf(b, `<g class="marker"><title>%s</title><path d="M%s %sl-4.5 -8h9z" fill="%s" stroke-width="0.75" style="stroke: var(--chart-bg, #fff)"/></g>`+"\n",
+			esc(tip), num(x), num(y), safeColor(m.Color, defaultMarkerColor))
+	}
+	b.WriteString("</g>\n")
+}
 
-	if len(legendPlaced) > 0 {
-		b.WriteString(`<g class="legend" fill="currentColor">` + "\n")
-		for _, p := range legendPlaced {
-			x := left + p.x
-			y := legendTop + float64(p.row)*20
-			if p.item.marker {
-				fmt.Fprintf(b, `<g><path d="M%s %sl-4.5 -8h9z" fill="%s"/><text x="%s" y="%s" dominant-baseline="middle">%s</text></g>`+"\n",
-					num(x+6), num(y+4), p.item.color, num(x+16), num(y), esc(p.item.name))
-				continue
-			}
-			dash := ""
-			if p.item.dashed {
-				dash = ` stroke-dasharray="5 3"`
-			}
-			fmt.Fprintf(b, `<g><line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="2.5"%s/><text x="%s" y="%s" dominant-baseline="middle">%s</text></g>`+"\n",
-				num(x), num(y), num(x+22), num(y), p.item.color, dash, num(x+28), num(y), esc(p.item.name))
-		}
-		b.WriteString("</g>\n")
+// drawLegend draws the legend where frame placed it.
+func drawLegend(b *bytes.Buffer, f *frame) {
+	if len(f.legend) == 0 {
+		return
 	}
-	b.WriteString("</svg>\n")
+	b.WriteString(`<g class="legend" fill="currentColor">` + "\n")
+	for _, p := range f.legend {
+		x := f.left + p.x
+		y := f.legendTop + float64(p.row)*20
+		if p.item.marker {
+			fmt.Fprintf(b, `<g><path d="M%s %sl-4.5 -8h9z" fill="%s"/><text x="%s" y="%s" dominant-baseline="middle">%s</text></g>`+"\n",
+				num(x+6), num(y+4), p.item.color, num(x+16), num(y), esc(p.item.name))
+			continue
+		}
+		dash := ""
+		if p.item.dashed {
+			dash = ` stroke-dasharray="5 3"`
+		}
+		fmt.Fprintf(b, `<g><line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="2.5"%s/><text x="%s" y="%s" dominant-baseline="middle">%s</text></g>`+"\n",
+			num(x), num(y), num(x+22), num(y), p.item.color, dash, num(x+28), num(y), esc(p.item.name))
+	}
+	b.WriteString("</g>\n")
 }
 
 func gridOpacity(v float64) string {

@@ -1,4 +1,4 @@
-package loader
+package dryrun
 
 import (
 	"bytes"
@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -23,17 +22,19 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/cosmosloader/loader/internal/epk"
+	"github.com/cosmosloader/loader/loader"
 	"github.com/cosmosloader/loader/loader/record"
+	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/loader/source"
 )
 
-func dryRunLines(t *testing.T, lines []string, pk string, partitions int) *Plan {
+func dryRunLines(t *testing.T, lines []string, pk string, partitions int) *report.DryRun {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "in.ndjson")
 	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p, err := DryRun(context.Background(), &DryRunJob{
+	p, err := Run(context.Background(), &Job{
 		Inputs:   []source.Input{{Path: path}},
 		Mapper:   record.Config{IDField: "id", PartitionKeyPaths: []string{pk}},
 		TargetRU: 4000,
@@ -56,7 +57,7 @@ func TestDryRunSummarisesBadRecordsByReason(t *testing.T) {
 	if p.BadRecords != 52 || len(p.BadSamples) != 10 || p.BadMore != 42 {
 		t.Fatalf("bad %d, samples %d, more %d; want 52, 10, 42", p.BadRecords, len(p.BadSamples), p.BadMore)
 	}
-	want := []ReasonCount{
+	want := []report.ReasonCount{
 		{Reason: record.ReasonMissingPartitionKey, Count: 50},
 		{Reason: record.ReasonBadID, Count: 1},
 		{Reason: record.ReasonInvalidJSON, Count: 1},
@@ -106,7 +107,7 @@ func TestDryRunShowsKeysOnlyWhenHot(t *testing.T) {
 		t.Errorf("JSON key is not a plain value: %s", b)
 	}
 	for _, ru := range p.PartitionRU {
-		if ru != round2(ru) {
+		if ru != report.Round2(ru) {
 			t.Errorf("partition RU %v not rounded", ru)
 		}
 	}
@@ -116,25 +117,6 @@ func TestDryRunNotesReplaceCostInUpsertMode(t *testing.T) {
 	lines := []string{`{"id":"a"}`, `{"id":"b"}`}
 	if p := dryRunLines(t, lines, "/id", 1); len(p.Notes) != 1 || !strings.Contains(p.Notes[0], "twice") {
 		t.Errorf("upsert notes = %q", p.Notes)
-	}
-}
-
-// With batches on, a partition's queue and its dispatcher's window share
-// the read-ahead, so batching holds no more records than --read-ahead says,
-// and dry-run's order simulation reads exactly as far.
-func TestBatchSplitHoldsTheReadAhead(t *testing.T) {
-	for _, tc := range []struct{ readAhead, maxOps, queue, window int }{
-		{4096, 100, 3072, 1024},
-		{1024, 100, 512, 512},
-		{256, 100, 128, 128},
-		{150, 100, 50, 100}, // a full batch at least
-		{64, 100, 1, 100},
-		{1024, 0, 1024, 0}, // --batch off
-	} {
-		q, w := batchSplit(tc.readAhead, tc.maxOps)
-		if q != tc.queue || w != tc.window {
-			t.Errorf("batchSplit(%d, %d) = %d, %d; want %d, %d", tc.readAhead, tc.maxOps, q, w, tc.queue, tc.window)
-		}
 	}
 }
 
@@ -162,8 +144,8 @@ func TestDryRunKeepsKeyColumns(t *testing.T) {
 	if err := os.WriteFile(path, []byte("id,pk,name,note\nr1,k,n,"+strings.Repeat("x", 500)+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	plan := func(cols []string) *Plan {
-		p, err := DryRun(context.Background(), &DryRunJob{
+	plan := func(cols []string) *report.DryRun {
+		p, err := Run(context.Background(), &Job{
 			Inputs: []source.Input{{Path: path}}, Source: source.Options{Columns: cols},
 			Mapper: record.Config{PartitionKeyPaths: []string{"/pk"}}, TargetRU: 4000, Bounds: epk.SplitEven(1),
 		})
@@ -217,8 +199,8 @@ func TestDryRunParquetMatchesItsJSON(t *testing.T) {
 	if err := os.WriteFile(nd, lines, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	plan := func(path string) *Plan {
-		p, err := DryRun(context.Background(), &DryRunJob{
+	plan := func(path string) *report.DryRun {
+		p, err := Run(context.Background(), &Job{
 			Inputs: []source.Input{{Path: path}}, Mapper: record.Config{PartitionKeyPaths: []string{"/tenant"}},
 			TargetRU: 40000, Bounds: epk.SplitEven(4), Segments: 1,
 		})
@@ -281,8 +263,8 @@ func TestDryRunModelsFilesReadAtOnce(t *testing.T) {
 		}
 		inputs = append(inputs, source.Input{Path: path})
 	}
-	plan := func(segments int) *Plan {
-		p, err := DryRun(context.Background(), &DryRunJob{
+	plan := func(segments int) *report.DryRun {
+		p, err := Run(context.Background(), &Job{
 			Inputs:   inputs,
 			Mapper:   record.Config{IDField: "id", PartitionKeyPaths: []string{"/pk"}},
 			TargetRU: 40000, Bounds: epk.SplitEven(4), Segments: segments, ReadAhead: 256,
@@ -302,60 +284,6 @@ func TestDryRunModelsFilesReadAtOnce(t *testing.T) {
 	if atOnce.OrderUtilisation < 0.8 || oneByOne.OrderUtilisation > 0.5 {
 		t.Errorf("order utilisation %.2f reading files at once, %.2f one by one; want ≥ 0.8 and ≤ 0.5",
 			atOnce.OrderUtilisation, oneByOne.OrderUtilisation)
-	}
-}
-
-func TestReadCursors(t *testing.T) {
-	files := func(paths ...string) []Input {
-		var ins []Input
-		for _, p := range paths {
-			ins = append(ins, Input{Input: source.Input{Path: p}})
-		}
-		return ins
-	}
-	many := files("a.ndjson", "b.ndjson", "c.ndjson", "d.ndjson", "e.ndjson", "f.ndjson", "g.ndjson", "h.ndjson", "i.ndjson", "j.ndjson")
-	for _, tc := range []struct {
-		name                           string
-		files                          []Input
-		pieces, segs, partitions, want int
-		cursors                        int
-	}{
-		{"one partition: one file at a time", many, 10, 1, 1, 0, 1},
-		{"--segments 1: one file at a time", many, 10, 1, 4, 1, 1},
-		{"several files, several partitions", many, 10, 1, 4, 0, maxFilesAtOnce},
-		{"fewer files than that", many[:3], 3, 1, 4, 0, 3},
-		{"a file's segments count", many[:2], 14, 12, 4, 0, 12},
-		{"a split file's segments and other files", many, 12, 3, 4, 0, maxFilesAtOnce},
-		{"Parquet readers within the split memory", files(slices.Repeat([]string{"../testdata/parquet/rows.parquet"}, 9)...), 9, 1, 8, 0, 8},
-		{"a Parquet file without a footer is guessed", files("../testdata/parquet/truncated.parquet", "a.ndjson", "b.ndjson"), 3, 1, 8, 0, 3},
-		{"one file", many[:1], 1, 1, 4, 0, 1},
-	} {
-		if got := readCursors(tc.files, tc.pieces, tc.segs, source.Options{}, tc.partitions, tc.want); got != tc.cursors {
-			t.Errorf("%s: %d cursors, want %d", tc.name, got, tc.cursors)
-		}
-	}
-}
-
-func TestShardsAtOnce(t *testing.T) {
-	sorted := []Input{{Input: source.Input{Path: "sorted.ndjson"}}}
-	pq := []Input{{Input: source.Input{Path: "../testdata/parquet/rows.parquet"}}}
-	for _, tc := range []struct {
-		name                     string
-		files                    []Input
-		shards, partitions, want int
-		atOnce                   int
-	}{
-		{"one partition: one shard at a time", sorted, 100, 1, 0, 1},
-		{"--segments 1: one shard at a time", sorted, 100, 8, 1, 1},
-		{"as many as an import's segments", sorted, 100, 8, 0, maxCursors(8)},
-		{"at most the segments' bound", sorted, 1000, 40, 0, maxSegments},
-		{"fewer shards than that", sorted, 5, 8, 0, 5},
-		{"--segments 6: at most 6", sorted, 100, 8, 6, 6},
-		{"Parquet readers within the split memory", pq, 100, 40, 0, min(maxCursors(40), source.ReadersAtOnce(pq[0].Input, source.Options{}))},
-	} {
-		if got := shardsAtOnce(tc.files, tc.shards, source.Options{}, tc.partitions, tc.want); got != tc.atOnce {
-			t.Errorf("%s: %d shards at once, want %d", tc.name, got, tc.atOnce)
-		}
 	}
 }
 
@@ -415,9 +343,9 @@ func TestDryRunOpensSmallBlobsAhead(t *testing.T) {
 		}
 		ins = append(ins, source.Input{Path: name, Remote: &meetingRemote{name: name, data: data, m: m}})
 	}
-	done := make(chan *Plan, 1)
+	done := make(chan *report.DryRun, 1)
 	go func() {
-		p, err := DryRun(context.Background(), &DryRunJob{Inputs: ins, Mapper: record.Config{PartitionKeyPaths: []string{"/pk"}},
+		p, err := Run(context.Background(), &Job{Inputs: ins, Mapper: record.Config{PartitionKeyPaths: []string{"/pk"}},
 			TargetRU: 4000, Bounds: epk.SplitEven(4)})
 		if err != nil {
 			t.Error(err)
@@ -503,7 +431,7 @@ func TestCSVWithAnotherDelimiterIsSaid(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := []source.Input{{Path: path}}
-	p, err := DryRun(context.Background(), &DryRunJob{Inputs: in, Mapper: record.Config{IDField: "id", PartitionKeyPaths: []string{"/id"}},
+	p, err := Run(context.Background(), &Job{Inputs: in, Mapper: record.Config{IDField: "id", PartitionKeyPaths: []string{"/id"}},
 		TargetRU: 4000, Bounds: epk.SplitEven(1)})
 	if err != nil {
 		t.Fatal(err)
@@ -522,18 +450,10 @@ func TestCSVWithAnotherDelimiterIsSaid(t *testing.T) {
 	if err := os.WriteFile(path, []byte(rows.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p, err = DryRun(context.Background(), &DryRunJob{Inputs: in, Mapper: record.Config{IDField: "id", PartitionKeyPaths: []string{"/id"}},
+	p, err = Run(context.Background(), &Job{Inputs: in, Mapper: record.Config{IDField: "id", PartitionKeyPaths: []string{"/id"}},
 		TargetRU: 4000, Bounds: epk.SplitEven(1)})
 	if err != nil || len(p.Warnings) != 1 || p.TopKeys != nil {
 		t.Errorf("3,000 unique keys and a delimiter warning: keys %+v, warnings %q, %v", p.TopKeys, p.Warnings, err)
-	}
-	var log bytes.Buffer
-	j := &Job{Inputs: in, Log: &log}
-	if _, _, err := j.fingerprint(); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(log.String(), "warning: "+path+`: its CSV header is one column, "id;name"`) {
-		t.Errorf("import log %q", log.String())
 	}
 }
 
@@ -578,7 +498,7 @@ func TestDryRunFactsGiveTheRecordsPlan(t *testing.T) {
 		b.Field(4).(*array.StringBuilder).Append(body)
 	}
 	writeRowGroupsOf(t, mixed, b, 3000)
-	fixtures := "../testdata/parquet/"
+	fixtures := "../../testdata/parquet/"
 	cases := []struct {
 		path string
 		pk   []string
@@ -597,13 +517,11 @@ func TestDryRunFactsGiveTheRecordsPlan(t *testing.T) {
 	for _, c := range cases {
 		for _, batch := range []int{0, 100} {
 			for _, parts := range []int{1, 4} {
-				plan := func(facts bool) *Plan {
-					dryRunFacts = facts
-					defer func() { dryRunFacts = true }()
-					p, err := DryRun(context.Background(), &DryRunJob{
+				plan := func(facts bool) *report.DryRun {
+					p, err := Run(context.Background(), &Job{
 						Inputs: []source.Input{{Path: c.path}}, Source: source.Options{CSVEmptyNull: c.keep},
 						Mapper: record.Config{PartitionKeyPaths: c.pk}, TargetRU: 40000, Bounds: epk.SplitEven(parts),
-						Batch: batch, Segments: 3,
+						Batch: batch, Segments: 3, RowsAsRecords: !facts,
 					})
 					if err != nil {
 						t.Fatal(err)
@@ -625,7 +543,7 @@ func TestDryRunFactsGiveTheRecordsPlan(t *testing.T) {
 // addKey counts a record of the string key k.
 func (h *heavyHitters) addKey(k string, part int, ru float64, bytes int64) {
 	pk := []any{k}
-	h.add(keyOf(pk), pk, part, ru, bytes)
+	h.add(loader.BatchKey(k), pk, part, ru, bytes) // a plain string key is its own batch key
 }
 
 // The sketch finds a key string met before by its address: fed the same

@@ -1,4 +1,4 @@
-package cmd
+package report
 
 import (
 	"fmt"
@@ -7,17 +7,16 @@ import (
 	"strings"
 
 	"github.com/cosmosloader/loader/internal/human"
-	"github.com/cosmosloader/loader/loader"
 )
 
-// writeSummary prints the human summary that ends every run, in the one
+// WriteText prints the human summary that ends every import, in the one
 // number and duration format (internal/human).
-func writeSummary(w io.Writer, r *loader.Report) {
+func (r *Report) WriteText(w io.Writer) {
 	var b strings.Builder
 	n := human.Count
 	fmt.Fprintf(&b, "\n%s: %s records read\n", strings.ToUpper(r.Status[:1])+r.Status[1:], n(r.RecordsRead))
 	fmt.Fprintf(&b, "  written               %s\n", n(r.RecordsWritten))
-	if r.RecordsSkippedExisting > 0 || r.Mode == string(loader.ModeCreate) {
+	if r.RecordsSkippedExisting > 0 || r.Mode == "create" {
 		fmt.Fprintf(&b, "  skipped (existing)    %s\n", n(r.RecordsSkippedExisting))
 	}
 	fmt.Fprintf(&b, "  dead-lettered         %s", n(r.RecordsDeadLettered))
@@ -74,8 +73,8 @@ func writeSummary(w io.Writer, r *loader.Report) {
 		fmt.Fprintf(&b, "    requests            %s, throttled %s\n", n(t.RequestsSent), n(t.ThrottledResponses))
 	}
 	b.WriteString("\n  Naive vs paced      requests throttled passes      time\n")
-	fmt.Fprintf(&b, "  naive (%s) %10s %9s %6s %9s\n", label(r.Naive.Measured), n(r.Naive.Requests), n(r.Naive.Throttled), n(int64(r.Naive.Passes)), human.Seconds(r.Naive.Seconds))
-	fmt.Fprintf(&b, "  paced (%s) %10s %9s %6s %9s\n", label(r.Paced.Measured), n(r.Paced.Requests), n(r.Paced.Throttled), "-", human.Seconds(r.Paced.Seconds))
+	fmt.Fprintf(&b, "  naive (%s) %10s %9s %6s %9s\n", Basis(r.Naive.Measured), n(r.Naive.Requests), n(r.Naive.Throttled), n(int64(r.Naive.Passes)), human.Seconds(r.Naive.Seconds))
+	fmt.Fprintf(&b, "  paced (%s) %10s %9s %6s %9s\n", Basis(r.Paced.Measured), n(r.Paced.Requests), n(r.Paced.Throttled), "-", human.Seconds(r.Paced.Seconds))
 	if r.Error != "" {
 		fmt.Fprintf(&b, "\n  %s\n", r.Error)
 	}
@@ -87,7 +86,7 @@ const maxReasons = 5
 
 // writeReasons lists the dead letters by reason, most frequent first,
 // each with where its first record is, then what likely fixes the load.
-func writeReasons(b *strings.Builder, rs []loader.ReasonCount, hint string) {
+func writeReasons(b *strings.Builder, rs []ReasonCount, hint string) {
 	for i, rc := range rs {
 		if i == maxReasons {
 			more := "reasons"
@@ -104,7 +103,8 @@ func writeReasons(b *strings.Builder, rs []loader.ReasonCount, hint string) {
 	}
 }
 
-func label(measured bool) string {
+// Basis says how a figure is known: "measured" or "modelled".
+func Basis(measured bool) string {
 	if measured {
 		return "measured"
 	}
