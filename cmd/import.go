@@ -285,9 +285,9 @@ func (t *Target) connect(ctx context.Context, io *IOStreams, ru float64, quiet b
 	if to.Container == "" {
 		to.Container = "items"
 	}
-	if len(to.PartitionKey) == 0 {
-		to.PartitionKey = []string{"/id"}
-	}
+	// An existing container's partition key is read from it, as on Azure;
+	// one created here without --partition-key is keyed on the id.
+	to.DefaultPartitionKey = []string{"/id"}
 	if to.CreateRU <= 0 {
 		to.CreateRU = defaultEmbeddedRU
 	}
