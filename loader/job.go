@@ -136,9 +136,18 @@ func Execute(ctx context.Context, j *Job) (*Report, error) {
 	if p.Connect == nil {
 		return nil, errors.New("loader: Job.Connect is not set")
 	}
+	keys := &keyCheck{p: p, inputs: inputs}
+	if p.Resume == nil {
+		p.Target.BeforeCreate = keys.beforeCreate
+	}
 	tgt, err := p.Connect(ctx, p.Target)
 	if err != nil {
 		return nil, err
+	}
+	if p.Resume == nil {
+		if err := keys.existing(tgt.PartitionKeyPaths); err != nil {
+			return nil, err
+		}
 	}
 	if p.batch > 1 {
 		if prober, ok := tgt.Writer.(BatchProber); !ok {

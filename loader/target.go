@@ -49,6 +49,11 @@ type TargetOptions struct {
 	PartitionKey        []string
 	DefaultPartitionKey []string
 	CreateRU            float64
+	// BeforeCreate, when set, is called with the partition key paths a
+	// missing container is about to be created with; its error stops the
+	// connect with nothing created. The engine checks the first records
+	// against them.
+	BeforeCreate func(paths []string) error
 
 	Priority         string // "", "high" or "low": Cosmos priority-based execution
 	ThroughputBucket int    // 0 = none; 1–5

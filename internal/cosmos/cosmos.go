@@ -147,6 +147,11 @@ func createContainer(ctx context.Context, client *azcosmos.Client, db *azcosmos.
 	if len(paths) == 0 {
 		return errors.New("create container: --partition-key is required")
 	}
+	if o.BeforeCreate != nil {
+		if err := o.BeforeCreate(paths); err != nil {
+			return err
+		}
+	}
 	if _, err := client.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: o.Database}, nil); err != nil && !isStatus(err, http.StatusConflict) {
 		return fmt.Errorf("create database %s: %s", o.Database, describe(err))
 	}
