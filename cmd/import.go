@@ -253,7 +253,7 @@ func (t *Target) connect(ctx context.Context, io *IOStreams, ru float64, quiet b
 			// would only fail there, after a dozen lines of SDK text.
 			to.Key = emulator.WellKnownKey
 			if !quiet {
-				fmt.Fprintf(io.ErrOut, "No key given for the loopback endpoint %s: using the well-known emulator key\n", to.Endpoint)
+				io.printErr("No key given for the loopback endpoint %s: using the well-known emulator key\n", to.Endpoint)
 			}
 		}
 		return to, func() {}, nil
@@ -293,8 +293,8 @@ func (t *Target) connect(ctx context.Context, io *IOStreams, ru float64, quiet b
 	}
 	to.Endpoint, to.Key, to.CreateContainer = srv.URL(), srv.Key(), true
 	if !quiet {
-		fmt.Fprintf(io.ErrOut, "No endpoint configured: using the embedded local Cosmos DB target at %s\n  its data lives in %s (container %s/%s)\n",
-			srv.URL(), dir, to.Database, to.Container)
+		io.printErr("No endpoint configured: using the embedded local Cosmos DB target at %s, container %s/%s\n"+
+			"  its data lives in %s\n", srv.URL(), to.Database, to.Container, dir)
 	}
 	return to, func() { srv.Close() }, nil
 }

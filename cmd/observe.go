@@ -69,6 +69,7 @@ func (f *ObserveFlags) start(ios *IOStreams) (*observer, error) {
 		cp := *ios
 		cp.ErrOut = &lineLogger{log: ob.log}
 		cp.ErrIsTerminal = func() bool { return false }
+		cp.TerminalWidth = nil // one JSON line per message, never cut
 		ob.io = &cp
 	default:
 		return nil, usageError("--log-format must be text or json, not %q", f.LogFormat)

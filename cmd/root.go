@@ -18,6 +18,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/cosmosloader/loader/internal/clock"
+	"github.com/cosmosloader/loader/internal/human"
 )
 
 // IOStreams are the command's standard streams, replaceable in tests.
@@ -28,9 +29,35 @@ type IOStreams struct {
 	// ErrIsTerminal reports whether ErrOut is an interactive terminal
 	// (progress bars are drawn only then).
 	ErrIsTerminal func() bool
-	// TerminalWidth is ErrOut's width in columns, asked at every redraw so
-	// a resized window is followed.
+	// TerminalWidth is ErrOut's width in columns (80 when it is not a
+	// terminal), asked at every redraw so a resized window is followed.
+	// Text lines on ErrOut are fitted to it; nil: they are left alone
+	// (JSON logs).
 	TerminalWidth func() int
+	// OutWidth is Out's width in columns, 80 when it is not a terminal:
+	// --help is fitted to it. Nil: 80.
+	OutWidth func() int
+}
+
+// errWidth is the width text lines on ErrOut are fitted to; 0: none.
+func (ios *IOStreams) errWidth() int {
+	if ios.TerminalWidth == nil {
+		return 0
+	}
+	return ios.TerminalWidth()
+}
+
+// outWidth is the width --help is fitted to.
+func (ios *IOStreams) outWidth() int {
+	if ios.OutWidth == nil {
+		return 80
+	}
+	return ios.OutWidth()
+}
+
+// printErr writes text lines on ErrOut, each fitted to its width.
+func (ios *IOStreams) printErr(format string, a ...any) {
+	io.WriteString(ios.ErrOut, human.Fit(fmt.Sprintf(format, a...), ios.errWidth()))
 }
 
 // Factory holds the dependencies every command shares.
@@ -65,6 +92,7 @@ func NewFactory() *Factory {
 			In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr,
 			ErrIsTerminal: func() bool { return term.IsTerminal(int(os.Stderr.Fd())) },
 			TerminalWidth: stderrWidth,
+			OutWidth:      func() int { return terminalWidth(os.Getenv, int(os.Stdout.Fd())) },
 		},
 		Clock:  clock.System{},
 		Getenv: os.Getenv,
@@ -96,6 +124,7 @@ With no endpoint configured it writes to an embedded local Cosmos DB target.
 	root.SetVersionTemplate("loader {{.Version}}\n")
 	root.SetUsageTemplate(usageTemplate)
 	root.SetFlagErrorFunc(flagError)
+	root.SetHelpFunc(fittedHelp(root.HelpFunc(), f.IO.outWidth))
 	root.PersistentFlags().Bool("verbose", false, "show the full text of errors from the Azure SDKs (e.g. every Entra ID credential tried)")
 	root.SetIn(f.IO.In)
 	root.SetOut(f.IO.Out)
@@ -180,7 +209,7 @@ func run(ctx context.Context, f *Factory, args []string) int {
 	if err != nil {
 		verbose, _ := root.PersistentFlags().GetBool("verbose")
 		if msg := errorText(err, verbose); msg != "" {
-			fmt.Fprintln(f.IO.ErrOut, msg)
+			f.IO.printErr("%s\n", msg)
 		}
 	}
 	return code
