@@ -193,8 +193,8 @@ func TestProgressWarnsWhenNoWriteSucceeds(t *testing.T) {
 			}
 		}
 		want := []string{
-			"warning: no write has succeeded for 10 s: 503 service unavailable; retrying",
-			"warning: no write has succeeded for 15 s: 503 service unavailable; retrying",
+			"warning: no write has succeeded for 10s: 503 service unavailable; retrying",
+			"warning: no write has succeeded for 15s: 503 service unavailable; retrying",
 		}
 		if strings.Join(warns, "\n") != strings.Join(want, "\n") {
 			t.Errorf("tty %v: warnings %q, want %q", tty, warns, want)

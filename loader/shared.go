@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cosmosloader/loader/checkpoint"
+	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/loader/source"
 )
 
@@ -276,8 +277,9 @@ func (l *leasedShards) pace(r *runPacing) {
 		defer close(l.capDone)
 		_ = l.capa.Run(capCtx)
 	}()
-	l.p.logf("sharing %s/%s: %.0f RU/s in %d capacity partitions of %.0f RU/s (reserved %.0f), job %s, leases in container %q",
-		l.p.Target.Database, l.p.Target.Container, l.target, so.Partitions, l.target/float64(so.Partitions), so.ReservedRU, so.JobID, l.store.URL())
+	l.p.logf("sharing %s/%s: %s RU/s in %d capacity partitions of %s RU/s (reserved %s), job %s, leases in container %q",
+		l.p.Target.Database, l.p.Target.Container, human.Number(l.target, 0), so.Partitions, human.Number(l.target/float64(so.Partitions), 0),
+		human.Number(so.ReservedRU, 0), so.JobID, l.store.URL())
 	l.capa.SetDemand(l.target)
 }
 
