@@ -13,7 +13,9 @@ import (
 	"github.com/cosmosloader/loader/internal/coord/store"
 	"github.com/cosmosloader/loader/internal/cosmos"
 	"github.com/cosmosloader/loader/internal/emulator"
+	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/loader"
+	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/source"
 )
 
@@ -465,7 +467,10 @@ func finishJob(ctx context.Context, io *IOStreams, job *loader.Job, quiet bool, 
 			fmt.Fprintf(io.ErrOut, "\nReport: %s (open it in a browser)\n", job.ReportHTMLPath)
 		}
 	}
-	if (code == ExitInterrupted || code == ExitStopped) && !ob.json() {
+	if fix := oneFixableReason(rep, err); code == ExitStopped && fix != "" && !ob.json() {
+		// Resuming would refuse the rest of the records the same way.
+		io.printErr("\n%s\n", fix)
+	} else if (code == ExitInterrupted || code == ExitStopped) && !ob.json() {
 		// Even with --quiet: without this line the user cannot continue.
 		if job.Shared != nil {
 			fmt.Fprintf(io.ErrOut, "\nShard progress is saved in blob storage (%s).\nRun the same command again to continue.\n", rep.CheckpointPath)
@@ -488,6 +493,39 @@ func finishJob(ctx context.Context, io *IOStreams, job *loader.Job, quiet bool, 
 		msg = quietReason(rep, code)
 	}
 	return &ExitCodeError{Code: code, Err: msg}
+}
+
+// oneFixableReason is what to do about a run stopped by --max-errors
+// whose dead letters were all refused for one reason that the input or
+// the flags decide (a key no record has, an id field, the format):
+// resuming would refuse the rest the same way. "" otherwise.
+func oneFixableReason(rep *loader.Report, err error) string {
+	if !errors.Is(err, loader.ErrMaxErrors) && !strings.HasPrefix(rep.Error, loader.ErrMaxErrors.Error()) {
+		return ""
+	}
+	if len(rep.DeadLettersByReason) != 1 {
+		return ""
+	}
+	rc := rep.DeadLettersByReason[0]
+	var flag string
+	switch rc.Reason {
+	case record.ReasonMissingPartitionKey, record.ReasonBadPartitionKey:
+		flag = "--partition-key (or the container)"
+	case record.ReasonBadID:
+		flag = "--id-field"
+	case record.ReasonInvalidJSON, record.ReasonNotObject:
+		flag = "--format"
+	default:
+		return ""
+	}
+	hint := rep.DeadLetterHint
+	if hint == "" {
+		hint = fmt.Sprintf("%s records were refused as %s (%s)", human.Count(rc.Count), rc.Reason, rc.Example)
+	}
+	return fmt.Sprintf("Every record dead-lettered was refused for one reason, which resuming would not change:\n"+
+		"  %s\n"+
+		"Check %s, then run the import again with --restart (it starts over; the\n"+
+		"records already written are written again, harmlessly).", hint, flag)
 }
 
 // quietReason is the one line that says why a run ended with code, for
