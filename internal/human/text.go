@@ -45,7 +45,7 @@ func FitLine(line string, width int) []string {
 			cont = hang
 		} else {
 			// Too little room beside the head: the text goes below it.
-			out = append(out, head)
+			out = append(out, wrapWords(head, indent, indent+2, width)...)
 			line, indent, cont = strings.Repeat(" ", indent+4)+text, indent+4, indent+4
 		}
 	}
