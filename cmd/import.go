@@ -77,7 +77,8 @@ func (s *SharedFlags) addFlags(cmd *cobra.Command) {
 	fl.IntVar(&s.Partitions, "capacity-partitions", 10, "split the target RU/s into this many leasable capacity partitions")
 	fl.Float64Var(&s.ReservedRU, "reserved-ru", 0, "RU/s this loader may use without a lease (and all it uses while storage is unreachable); part of the target, carved out before it is split into capacity partitions")
 	fl.DurationVar(&s.LeaseDuration, "lease-duration", 15*time.Second, "lease duration (15s-60s): a dead loader's capacity and shards return to the others after this")
-	fl.Int64Var(&s.ShardSize, "shard-size", 256<<20, "bytes per input shard (plain NDJSON, CSV and Parquet are split; gzip and JSON arrays are one shard each, and so is a CSV whose quoting is ambiguous)")
+	s.ShardSize = 256 << 20
+	fl.Var(sizeFlag{&s.ShardSize}, "shard-size", "size of an input shard, e.g. 256MiB or 1GiB (plain NDJSON, CSV and Parquet are split; gzip and JSON arrays are one shard each, and so is a CSV whose quoting is ambiguous)")
 	fl.StringVar(&s.Job, "job", "", "name of the shared load (default: derived from the inputs' content and the target)")
 	group(fl, groupSharing, "lease-connection-string", "lease-account-url", "lease-container", "capacity-partitions",
 		"reserved-ru", "lease-duration", "shard-size", "job")

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -8,6 +9,33 @@ import (
 	"github.com/cosmosloader/loader/loader"
 	"github.com/cosmosloader/loader/loader/record"
 )
+
+// --shard-size takes sizes as people write them and shows its default
+// as one.
+func TestShardSizeTakesUnits(t *testing.T) {
+	for _, c := range []struct {
+		arg  string
+		want int64
+	}{{"", 256 << 20}, {"256MiB", 256 << 20}, {"1GiB", 1 << 30}, {"64m", 64 << 20}, {"268435456", 268435456}, {"1.5 GB", 3 << 29}} {
+		f, _, _ := testFactory(nil)
+		var got *ImportOptions
+		cmd := NewCmdImport(f, func(_ context.Context, o *ImportOptions) error { got = o; return nil })
+		args := []string{"a.ndjson"}
+		if c.arg != "" {
+			args = append(args, "--shard-size", c.arg)
+		}
+		cmd.SetArgs(args)
+		if err := cmd.Execute(); err != nil {
+			t.Fatalf("%q: %v", c.arg, err)
+		}
+		if got.Shared.ShardSize != c.want {
+			t.Errorf("--shard-size %q = %d, want %d", c.arg, got.Shared.ShardSize, c.want)
+		}
+		if def := cmd.Flags().Lookup("shard-size").DefValue; def != "256MiB" {
+			t.Errorf("default shown as %q", def)
+		}
+	}
+}
 
 // A run stopped by --max-errors whose dead letters all have one reason
 // the flags or the input decide says what to fix, not to resume.

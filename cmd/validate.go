@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cosmosloader/loader/internal/coord"
+	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/loader"
 )
 
@@ -297,3 +298,25 @@ func (o *DryRunOptions) validate(c *cobra.Command) error {
 	}
 	return nil
 }
+
+// sizeFlag is a flag holding a byte size, given as people write one
+// (256MiB, 1GiB, or bytes) and shown as one in --help.
+type sizeFlag struct{ n *int64 }
+
+func (s sizeFlag) String() string {
+	if s.n == nil {
+		return "0"
+	}
+	return human.IECBytes(*s.n)
+}
+
+func (s sizeFlag) Set(v string) error {
+	n, err := human.ParseBytes(v)
+	if err != nil {
+		return err
+	}
+	*s.n = n
+	return nil
+}
+
+func (s sizeFlag) Type() string { return "size" }
