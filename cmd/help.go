@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"runtime/debug"
@@ -231,6 +232,10 @@ func version() string {
 // flag, suggests the nearest one the command has.
 func flagError(c *cobra.Command, err error) error {
 	msg := err.Error()
+	var bad *pflag.InvalidValueError
+	if errors.As(err, &bad) {
+		msg = valueHint(bad.GetFlag(), bad.GetValue(), bad.Unwrap())
+	}
 	if name, ok := strings.CutPrefix(msg, "unknown flag: --"); ok {
 		if s := nearestFlag(c, name); s != "" {
 			msg += fmt.Sprintf("\n\nDid you mean --%s?", s)
@@ -286,12 +291,37 @@ func enum(c *cobra.Command, name string, values ...string) {
 	}
 }
 
-// usageArgs marks cobra's argument-count errors as usage errors.
+// usageArgs marks cobra's argument-count errors as usage errors, in the
+// loader's words: what the command takes, and an example.
 func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(c *cobra.Command, args []string) error {
-		if err := v(c, args); err != nil {
-			return &ExitCodeError{Code: ExitUsage, Err: err}
+		err := v(c, args)
+		if err == nil {
+			return nil
 		}
-		return nil
+		msg := err.Error()
+		_, takes, _ := strings.Cut(c.Use, " ")
+		switch {
+		case len(args) == 0 && strings.HasPrefix(takes, "FILE"):
+			msg = c.Name() + " needs at least one input: a file, directory or glob, a blob URL, or - for stdin"
+		case takes == "":
+			msg = fmt.Sprintf("%s takes no arguments, not %q", c.Name(), strings.Join(args, " "))
+		case strings.HasPrefix(takes, "["):
+			msg = fmt.Sprintf("%s takes at most one %s, not %d arguments", c.Name(), strings.Trim(takes, "[]"), len(args))
+		}
+		if ex := firstExample(c.Example); ex != "" {
+			msg += "\n  e.g. " + ex
+		}
+		return &ExitCodeError{Code: ExitUsage, Err: fmt.Errorf("%s\nRun '%s --help' for more.", msg, c.CommandPath())}
 	}
+}
+
+// firstExample is the first command line of an Example.
+func firstExample(example string) string {
+	for _, l := range strings.Split(example, "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			return strings.TrimSuffix(l, " \\")
+		}
+	}
+	return ""
 }

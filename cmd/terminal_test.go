@@ -1,14 +1,52 @@
 package cmd
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"strings"
 	"testing"
 
+	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/loader"
 	"github.com/cosmosloader/loader/loader/record"
 )
+
+// Mistakes on the command line are answered in the loader's words, with
+// the next step; never with cobra's or strconv's.
+func TestMessagesInTheLoadersWords(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"import"}, []string{"import needs at least one input: a file, directory or glob", "e.g. loader import ", "Run 'loader import --help'"}},
+		{[]string{"dry-run"}, []string{"dry-run needs at least one input", "e.g. loader dry-run "}},
+		{[]string{"emulator", "now"}, []string{`emulator takes no arguments, not "now"`}},
+		{[]string{"resume", "a.json", "b.json"}, []string{"resume takes at most one CHECKPOINT, not 2 arguments"}},
+		{[]string{"import", "x.ndjson", "--ru", "abc"}, []string{`--ru takes a number, e.g. --ru 5000, not "abc"`}},
+		{[]string{"import", "x.ndjson", "--max-errors", "ten"}, []string{`--max-errors takes a whole number, not "ten"`}},
+		{[]string{"import", "x.ndjson", "--drain-timeout", "30"}, []string{`--drain-timeout takes a duration such as 30s`}},
+		{[]string{"import", "x.ndjson", "--shard-size", "lots"}, []string{`--shard-size: "lots" is not a size`, "256MiB"}},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			f, _, errOut := testFactory(nil)
+			if code := run(context.Background(), f, c.args); code != ExitUsage {
+				t.Errorf("exit %d, want %d", code, ExitUsage)
+			}
+			got := errOut.String()
+			for _, w := range c.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, got)
+				}
+			}
+			for _, not := range []string{"arg(s)", "strconv", "invalid syntax", "invalid argument", "unknown command"} {
+				if strings.Contains(got, not) {
+					t.Errorf("stderr has someone else's words %q:\n%s", not, got)
+				}
+			}
+		})
+	}
+}
 
 // --shard-size takes sizes as people write them and shows its default
 // as one.
@@ -62,6 +100,45 @@ func TestMaxErrorsStopWithOneFixableReason(t *testing.T) {
 	} {
 		if got := oneFixableReason(rep, errors.New(rep.Error)); got != "" {
 			t.Errorf("%s: %q, want resume suggested as before", name, got)
+		}
+	}
+}
+
+// What cmd prints on stderr (errors here) is fitted to the terminal's
+// width, or 80 columns off a terminal.
+func TestErrorsFitTheTerminal(t *testing.T) {
+	for _, width := range []int{40, 80, 120} {
+		f, _, errOut := testFactory(nil)
+		f.IO.TerminalWidth = func() int { return width }
+		run(context.Background(), f, []string{"import", "x.ndjson", "--endpoint", "https://acct.documents.azure.com:443/",
+			"--key", testKey, "--database", "d", "--container", "c", "--create-container"})
+		run(context.Background(), f, []string{"import"})
+		for _, l := range strings.Split(errOut.String(), "\n") {
+			if human.Width(l) > width {
+				t.Errorf("at %d columns: %q", width, l)
+			}
+		}
+	}
+}
+
+// --help of every command fits every width from 40 to 200 columns but
+// for single words (a URL, an environment variable).
+func TestHelpFitsEveryWidth(t *testing.T) {
+	for width := 40; width <= 200; width += 7 {
+		for _, args := range [][]string{{"--help"}, {"import", "--help"}, {"dry-run", "--help"}, {"resume", "--help"}, {"emulator", "--help"}} {
+			f, out, _ := testFactory(nil)
+			f.IO.OutWidth = func() int { return width }
+			if code := run(context.Background(), f, args); code != 0 {
+				t.Fatalf("%v: exit %d", args, code)
+			}
+			for _, l := range strings.Split(out.String(), "\n") {
+				if human.Width(l) > width && strings.Contains(strings.TrimSuffix(strings.TrimSpace(l), ` \`), " ") {
+					t.Errorf("%v at %d columns: %q", args, width, l)
+				}
+			}
+			if !bytes.Contains(out.Bytes(), []byte("Usage:")) {
+				t.Fatalf("%v: no help:\n%s", args, out)
+			}
 		}
 	}
 }
