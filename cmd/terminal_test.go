@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"testing"
 
@@ -12,8 +13,6 @@ import (
 	"github.com/cosmosloader/loader/loader/record"
 )
 
-// Mistakes on the command line are answered in the loader's words, with
-// the next step; never with cobra's or strconv's.
 func TestMessagesInTheLoadersWords(t *testing.T) {
 	for _, c := range []struct {
 		args []string
@@ -48,8 +47,6 @@ func TestMessagesInTheLoadersWords(t *testing.T) {
 	}
 }
 
-// --shard-size takes sizes as people write them and shows its default
-// as one.
 func TestShardSizeTakesUnits(t *testing.T) {
 	for _, c := range []struct {
 		arg  string
@@ -75,8 +72,6 @@ func TestShardSizeTakesUnits(t *testing.T) {
 	}
 }
 
-// A run stopped by --max-errors whose dead letters all have one reason
-// the flags or the input decide says what to fix, not to resume.
 func TestMaxErrorsStopWithOneFixableReason(t *testing.T) {
 	stopped := func(reasons ...string) *loader.Report {
 		rep := &loader.Report{Status: "stopped", Error: loader.ErrMaxErrors.Error() + ": 11 (--max-errors 10)",
@@ -104,8 +99,6 @@ func TestMaxErrorsStopWithOneFixableReason(t *testing.T) {
 	}
 }
 
-// What cmd prints on stderr (errors here) is fitted to the terminal's
-// width, or 80 columns off a terminal.
 func TestErrorsFitTheTerminal(t *testing.T) {
 	for _, width := range []int{40, 80, 120} {
 		f, _, errOut := testFactory(nil)
@@ -121,8 +114,6 @@ func TestErrorsFitTheTerminal(t *testing.T) {
 	}
 }
 
-// --help of every command fits every width from 40 to 200 columns but
-// for single words (a URL, an environment variable).
 func TestHelpFitsEveryWidth(t *testing.T) {
 	for width := 40; width <= 200; width += 7 {
 		for _, args := range [][]string{{"--help"}, {"import", "--help"}, {"dry-run", "--help"}, {"resume", "--help"}, {"emulator", "--help"}} {
@@ -140,5 +131,22 @@ func TestHelpFitsEveryWidth(t *testing.T) {
 				t.Fatalf("%v: no help:\n%s", args, out)
 			}
 		}
+	}
+}
+
+func TestEmulatorOnATakenAddress(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	f, _, errOut := testFactory(nil)
+	if code := run(context.Background(), f, []string{"emulator", "--addr", ln.Addr().String()}); code != ExitError {
+		t.Errorf("exit %d, want %d", code, ExitError)
+	}
+	got := errOut.String()
+	if !strings.Contains(got, ln.Addr().String()+" is taken") || !strings.Contains(got, "--addr 127.0.0.1:8082 (port 0 picks a free one)") ||
+		strings.Count(got, ln.Addr().String()) != 1 || strings.Contains(got, "bind:") {
+		t.Errorf("stderr:\n%s", got)
 	}
 }
