@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/internal/clock"
 	"github.com/cosmosloader/loader/internal/coord/store"
 	"github.com/cosmosloader/loader/internal/cosmos"
@@ -445,7 +446,7 @@ func finishJob(ctx context.Context, io *IOStreams, job *loader.Job, quiet bool, 
 	if rep == nil {
 		// Loading never started: no checkpoint to speak of.
 		ob.stop(nil, exitCode(err, nil), err)
-		return &ExitCodeError{Code: exitCode(err, nil), Err: err}
+		return &ExitCodeError{Code: exitCode(err, nil), Err: withNextStep(err)}
 	}
 	code := exitCode(err, rep)
 	rep.ExitCode = code
@@ -494,6 +495,18 @@ func finishJob(ctx context.Context, io *IOStreams, job *loader.Job, quiet bool, 
 		msg = quietReason(rep, code)
 	}
 	return &ExitCodeError{Code: code, Err: msg}
+}
+
+// withNextStep adds what to do to the errors that leave the user
+// without a way on: an input changed under its checkpoint.
+func withNextStep(err error) error {
+	var changed *checkpoint.ChangedError
+	if errors.As(err, &changed) {
+		return fmt.Errorf("%w\n  the checkpoint's positions no longer fit it: put the input back as it was and resume,\n"+
+			"  or load it as it is now: run the same import again with --restart (it starts over;\n"+
+			"  records already written are written again, harmlessly)", err)
+	}
+	return err
 }
 
 // oneFixableReason is what to do about a run stopped by --max-errors

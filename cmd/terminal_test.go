@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
 
+	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/loader"
 	"github.com/cosmosloader/loader/loader/record"
@@ -148,5 +150,18 @@ func TestEmulatorOnATakenAddress(t *testing.T) {
 	if !strings.Contains(got, ln.Addr().String()+" is taken") || !strings.Contains(got, "--addr 127.0.0.1:8082 (port 0 picks a free one)") ||
 		strings.Count(got, ln.Addr().String()) != 1 || strings.Contains(got, "bind:") {
 		t.Errorf("stderr:\n%s", got)
+	}
+}
+
+func TestInputChangedSaysWhatNext(t *testing.T) {
+	err := withNextStep(&loader.UsageError{Err: fmt.Errorf("refusing to resume: %w",
+		&checkpoint.ChangedError{Path: "/data/a.ndjson", Changes: []string{"size 1200 → 1300 bytes"}})})
+	if got := err.Error(); !strings.Contains(got, "changed since the checkpoint") || !strings.Contains(got, "with --restart") ||
+		!strings.Contains(got, "put the input back as it was and resume") {
+		t.Errorf("%q", got)
+	}
+	var ue *loader.UsageError
+	if !errors.As(err, &ue) {
+		t.Error("no longer a usage error")
 	}
 }
