@@ -237,7 +237,12 @@ func flagError(c *cobra.Command, err error) error {
 		msg = valueHint(bad.GetFlag(), bad.GetValue(), bad.Unwrap())
 	}
 	if name, ok := strings.CutPrefix(msg, "unknown flag: --"); ok {
-		if s := nearestFlag(c, name); s != "" {
+		switch s := nearestFlag(c, name); {
+		case c.Name() == "import" && (name == "dry-run" || name == "dryrun" || name == "plan"):
+			// What other loaders spell as a flag is a command here.
+			msg = fmt.Sprintf("import has no --%s: 'loader dry-run' reads and costs the same inputs and writes nothing\n"+
+				"  e.g. loader dry-run FILE... (with the same connection and input flags)", name)
+		case s != "":
 			msg += fmt.Sprintf("\n\nDid you mean --%s?", s)
 		}
 	}

@@ -125,11 +125,20 @@ With no endpoint configured it writes to an embedded local Cosmos DB target.
 	root.SetUsageTemplate(usageTemplate)
 	root.SetFlagErrorFunc(flagError)
 	root.SetHelpFunc(fittedHelp(root.HelpFunc(), f.IO.outWidth))
-	root.PersistentFlags().Bool("verbose", false, "show the full text of errors from the Azure SDKs (e.g. every Entra ID credential tried)")
+	// -v is verbosity, as in rclone, kubectl and mongoimport; --version
+	// stays long, and 'loader version' says the same.
+	root.PersistentFlags().BoolP("verbose", "v", false, "show the full text of errors from the Azure SDKs (e.g. every Entra ID credential tried)")
+	root.Flags().Bool("version", false, "print the loader's version")
 	root.SetIn(f.IO.In)
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
 	root.AddCommand(subcommands(f)...)
+	root.AddCommand(&cobra.Command{
+		Use:   "version",
+		Short: "Print the loader's version (as --version does)",
+		Args:  usageArgs(cobra.NoArgs),
+		Run:   func(c *cobra.Command, _ []string) { fmt.Fprintf(c.OutOrStdout(), "loader %s\n", root.Version) },
+	})
 	for _, c := range root.Commands() {
 		c.Flags().SortFlags = false // --help in definition order: the common flags first
 	}

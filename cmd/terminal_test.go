@@ -153,6 +153,38 @@ func TestEmulatorOnATakenAddress(t *testing.T) {
 	}
 }
 
+func TestVersionAndVerboseConventions(t *testing.T) {
+	f, _, _ := testFactory(nil)
+	root := NewRootCmd(f)
+	if fl := root.PersistentFlags().ShorthandLookup("v"); fl == nil || fl.Name != "verbose" {
+		t.Errorf("-v is %v, want --verbose", fl)
+	}
+	if fl := root.Flags().Lookup("version"); fl == nil || fl.Shorthand != "" {
+		t.Errorf("--version: %+v, want a long flag only", fl)
+	}
+	var versions []string
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		f, out, _ := testFactory(nil)
+		if code := run(context.Background(), f, args); code != 0 || !strings.HasPrefix(out.String(), "loader ") {
+			t.Fatalf("%v: exit %d, %q", args, code, out)
+		}
+		versions = append(versions, out.String())
+	}
+	if versions[0] != versions[1] {
+		t.Errorf("version %q, --version %q", versions[0], versions[1])
+	}
+	f, out, errOut := testFactory(nil)
+	if code := run(context.Background(), f, []string{"import", "x.ndjson", "-v", "--ru", "abc"}); code != ExitUsage ||
+		strings.Contains(out.String(), "loader (") || !strings.Contains(errOut.String(), "--ru takes a number") {
+		t.Errorf("-v on import: exit %d, %q %q", code, out, errOut)
+	}
+	f, _, errOut = testFactory(nil)
+	if code := run(context.Background(), f, []string{"import", "x.ndjson", "--dry-run"}); code != ExitUsage ||
+		!strings.Contains(errOut.String(), "import has no --dry-run: 'loader dry-run' reads and costs the same inputs and writes nothing") {
+		t.Errorf("import --dry-run: exit %d, %q", code, errOut)
+	}
+}
+
 func TestInputChangedSaysWhatNext(t *testing.T) {
 	err := withNextStep(&loader.UsageError{Err: fmt.Errorf("refusing to resume: %w",
 		&checkpoint.ChangedError{Path: "/data/a.ndjson", Changes: []string{"size 1200 → 1300 bytes"}})})
