@@ -194,6 +194,7 @@ the embedded local Cosmos DB target is used and announced on stderr.
 	group(fl, groupOutput, "max-errors", "dead-letter", "report", "report-html", "quiet")
 	enum(cmd, "mode", "upsert", "create")
 	enum(cmd, "strategy", "paced", "naive")
+	enum(cmd, "batch", "auto", "off") // or a number of operations
 	return cmd
 }
 

@@ -33,6 +33,7 @@ func (f *ObserveFlags) addFlags(cmd *cobra.Command) {
 	fl.StringVar(&f.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on http://HOST:PORT/metrics while loading (port 0: a free one, printed on stderr)")
 	fl.StringVar(&f.LogFormat, "log-format", "text", "stderr format: text, or json (one log/slog JSON line per progress interval and per event)")
 	group(fl, groupOutput, "metrics-addr", "log-format")
+	enum(cmd, "log-format", "text", "json")
 }
 
 // observer feeds the engine's progress events to the metrics and the

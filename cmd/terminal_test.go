@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/internal/human"
@@ -15,6 +17,8 @@ import (
 	"github.com/cosmosloader/loader/loader/record"
 )
 
+// Mistakes on the command line are answered in the loader's words, with
+// the next step; never with cobra's or strconv's.
 func TestMessagesInTheLoadersWords(t *testing.T) {
 	for _, c := range []struct {
 		args []string
@@ -49,6 +53,8 @@ func TestMessagesInTheLoadersWords(t *testing.T) {
 	}
 }
 
+// --shard-size takes sizes as people write them and shows its default
+// as one.
 func TestShardSizeTakesUnits(t *testing.T) {
 	for _, c := range []struct {
 		arg  string
@@ -74,6 +80,8 @@ func TestShardSizeTakesUnits(t *testing.T) {
 	}
 }
 
+// A run stopped by --max-errors whose dead letters all have one reason
+// the flags or the input decide says what to fix, not to resume.
 func TestMaxErrorsStopWithOneFixableReason(t *testing.T) {
 	stopped := func(reasons ...string) *loader.Report {
 		rep := &loader.Report{Status: "stopped", Error: loader.ErrMaxErrors.Error() + ": 11 (--max-errors 10)",
@@ -101,6 +109,8 @@ func TestMaxErrorsStopWithOneFixableReason(t *testing.T) {
 	}
 }
 
+// What cmd prints on stderr (errors here) is fitted to the terminal's
+// width, or 80 columns off a terminal.
 func TestErrorsFitTheTerminal(t *testing.T) {
 	for _, width := range []int{40, 80, 120} {
 		f, _, errOut := testFactory(nil)
@@ -116,6 +126,8 @@ func TestErrorsFitTheTerminal(t *testing.T) {
 	}
 }
 
+// --help of every command fits every width from 40 to 200 columns but
+// for single words (a URL, an environment variable).
 func TestHelpFitsEveryWidth(t *testing.T) {
 	for width := 40; width <= 200; width += 7 {
 		for _, args := range [][]string{{"--help"}, {"import", "--help"}, {"dry-run", "--help"}, {"resume", "--help"}, {"emulator", "--help"}} {
@@ -136,6 +148,7 @@ func TestHelpFitsEveryWidth(t *testing.T) {
 	}
 }
 
+// A taken address is said once, with what to do, not as Go's listen error.
 func TestEmulatorOnATakenAddress(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -153,6 +166,8 @@ func TestEmulatorOnATakenAddress(t *testing.T) {
 	}
 }
 
+// -v is --verbose, as in rclone and kubectl; --version is long only, and
+// `loader version` prints what it prints.
 func TestVersionAndVerboseConventions(t *testing.T) {
 	f, _, _ := testFactory(nil)
 	root := NewRootCmd(f)
@@ -185,6 +200,62 @@ func TestVersionAndVerboseConventions(t *testing.T) {
 	}
 }
 
+// Every flag with a fixed set of values completes them; resume completes
+// the checkpoints it would list.
+func TestCompletions(t *testing.T) {
+	complete := func(args ...string) string {
+		t.Helper()
+		f, out, _ := testFactory(nil)
+		if code := run(context.Background(), f, append([]string{"__complete"}, args...)); code != 0 {
+			t.Fatalf("complete %v: exit %d", args, code)
+		}
+		return out.String()
+	}
+	for _, c := range []struct {
+		cmd, flag string
+		values    []string
+	}{
+		{"import", "mode", []string{"upsert", "create"}},
+		{"import", "strategy", []string{"paced", "naive"}},
+		{"import", "batch", []string{"auto", "off"}},
+		{"import", "format", []string{"auto", "ndjson", "csv", "tsv", "parquet"}},
+		{"import", "null", []string{"omit", "keep"}},
+		{"import", "csv-empty", []string{"omit", "null"}},
+		{"import", "priority", []string{"low", "high"}},
+		{"import", "throughput-bucket", []string{"1", "5"}},
+		{"import", "log-format", []string{"text", "json"}},
+		{"resume", "log-format", []string{"text", "json"}},
+		{"resume", "priority", []string{"low", "high"}},
+		{"dry-run", "indexing", []string{"consistent", "none"}},
+		{"dry-run", "mode", []string{"upsert", "create"}},
+		{"dry-run", "batch", []string{"auto", "off"}},
+		{"dry-run", "format", []string{"auto", "parquet"}},
+	} {
+		got := complete(c.cmd, "x.ndjson", "--"+c.flag, "")
+		for _, v := range c.values {
+			if !strings.Contains(got, v+"\n") {
+				t.Errorf("%s --%s completes %q, lacks %s", c.cmd, c.flag, got, v)
+			}
+		}
+	}
+
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	dir, err := checkpoint.Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &checkpoint.State{UpdatedAt: time.Now(), Inputs: []checkpoint.Input{{Fingerprint: checkpoint.Fingerprint{Path: "/data/a.ndjson"}}},
+		Config: checkpoint.Config{Database: "db", Container: "orders"}, Counters: checkpoint.Counters{RecordsWritten: 1234}}
+	path := filepath.Join(dir, "orders-0123456789ab.json")
+	if err := checkpoint.Save(path, st); err != nil {
+		t.Fatal(err)
+	}
+	if got := complete("resume", ""); !strings.Contains(got, path+"\tdb/orders, 1,234 written, saved ") {
+		t.Errorf("resume completes %q, want %s", got, path)
+	}
+}
+
+// An input changed under its checkpoint says what to do next.
 func TestInputChangedSaysWhatNext(t *testing.T) {
 	err := withNextStep(&loader.UsageError{Err: fmt.Errorf("refusing to resume: %w",
 		&checkpoint.ChangedError{Path: "/data/a.ndjson", Changes: []string{"size 1200 → 1300 bytes"}})})
