@@ -259,6 +259,7 @@ func (r *Report) WriteJSON(path string) error {
 	if err != nil {
 		return fmt.Errorf("encode report: %w", err)
 	}
+	b = human.RoundJSON(b) // each figure to what it measures, not 4000.0000000000005
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("write report: %w", err)
