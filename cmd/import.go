@@ -438,6 +438,8 @@ func finishJob(ctx context.Context, io *IOStreams, job *loader.Job, quiet bool, 
 	if !quiet && !ob.json() {
 		prog = newProgress(io)
 		job.Progress, job.Log = prog.update, prog
+	} else if !ob.json() {
+		job.Log = fittedText{io} // --quiet: what the engine still says
 	}
 	ob.attach(job, quiet)
 	rep, err := loader.Execute(ctx, job)

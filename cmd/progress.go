@@ -29,13 +29,12 @@ type progress struct {
 	w     io.Writer
 	tty   bool
 	width func() int
-	// textWidth is what text lines (warnings, the engine's log lines) are
-	// fitted to; 0: left alone.
-	textWidth func() int
-	logEvery  time.Duration
-	window    []loader.Live // the last few samples, for current rates
-	lastLog   time.Duration
-	logged    bool
+	// text takes text lines (warnings, the engine's log lines), fitted.
+	text     io.Writer
+	logEvery time.Duration
+	window   []loader.Live // the last few samples, for current rates
+	lastLog  time.Duration
+	logged   bool
 
 	bar      *progressbar.ProgressBar
 	barOut   *gatedWriter
@@ -53,7 +52,7 @@ type progress struct {
 }
 
 func newProgress(ios *IOStreams) *progress {
-	p := &progress{w: ios.ErrOut, logEvery: 5 * time.Second, width: func() int { return 80 }, textWidth: ios.errWidth}
+	p := &progress{w: ios.ErrOut, logEvery: 5 * time.Second, width: func() int { return 80 }, text: fittedText{ios}}
 	if ios.ErrIsTerminal != nil && ios.ErrIsTerminal() {
 		p.tty = true
 		if ios.TerminalWidth != nil {
@@ -72,7 +71,7 @@ func (p *progress) update(ev loader.ProgressEvent) {
 	if warn := loader.StallText(ev.Live); warn != "" && (!p.warned || ev.Elapsed-p.lastWarn >= p.logEvery) {
 		p.lastWarn, p.warned = ev.Elapsed, true
 		p.clearLine()
-		io.WriteString(p.w, human.Fit("warning: "+warn, p.textWidth())+"\n")
+		io.WriteString(p.text, "warning: "+warn+"\n")
 	}
 	if p.tty {
 		p.draw(ev, r)
@@ -211,10 +210,7 @@ func (p *progress) Write(b []byte) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.clearLine()
-	if _, err := io.WriteString(p.w, human.Fit(string(b), p.textWidth())); err != nil {
-		return 0, err
-	}
-	return len(b), nil
+	return p.text.Write(b)
 }
 
 // rates are the current figures over the sampling window.

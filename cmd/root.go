@@ -55,9 +55,20 @@ func (ios *IOStreams) outWidth() int {
 	return ios.OutWidth()
 }
 
+// fittedText is ErrOut for text written in whole lines, each fitted to
+// its width.
+type fittedText struct{ ios *IOStreams }
+
+func (w fittedText) Write(b []byte) (int, error) {
+	if _, err := io.WriteString(w.ios.ErrOut, human.Fit(string(b), w.ios.errWidth())); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
 // printErr writes text lines on ErrOut, each fitted to its width.
 func (ios *IOStreams) printErr(format string, a ...any) {
-	io.WriteString(ios.ErrOut, human.Fit(fmt.Sprintf(format, a...), ios.errWidth()))
+	fmt.Fprintf(fittedText{ios}, format, a...)
 }
 
 // Factory holds the dependencies every command shares.

@@ -275,6 +275,10 @@ func summaryNotYetFitted(cols int) func(string) bool {
 
 var summaryLine = regexp.MustCompile(`^  (written|skipped|dead-lettered|RU consumed|duration|achieved|target changes|physical partitions|requests|records per request|this run|  records|  RU consumed|  requests|Naive vs paced|naive \(|paced \()`)
 
+// flat is s with every run of white space one space: messages are
+// fitted to the terminal (80 columns off one), and a test reads them whole.
+func flat(s string) string { return strings.Join(strings.Fields(s), " ") }
+
 func withoutEnv(env []string, name string) []string {
 	var out []string
 	for _, kv := range env {
