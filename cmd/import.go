@@ -505,9 +505,9 @@ func finishJob(ctx context.Context, io *IOStreams, job *loader.Job, quiet bool, 
 func withNextStep(err error) error {
 	var changed *checkpoint.ChangedError
 	if errors.As(err, &changed) {
-		return fmt.Errorf("%w\n  the checkpoint's positions no longer fit it: put the input back as it was and resume,\n"+
-			"  or load it as it is now: run the same import again with --restart (it starts over;\n"+
-			"  records already written are written again, harmlessly)", err)
+		return fmt.Errorf("%w\n  the checkpoint's positions no longer fit it: put the input back as it was and resume, "+
+			"or load it as it is now: run the same import again with --restart (it starts over; "+
+			"records already written are written again, harmlessly)", err)
 	}
 	return err
 }
@@ -541,8 +541,8 @@ func oneFixableReason(rep *loader.Report, err error) string {
 	}
 	return fmt.Sprintf("Every record dead-lettered was refused for one reason, which resuming would not change:\n"+
 		"  %s\n"+
-		"Check %s, then run the import again with --restart (it starts over; the\n"+
-		"records already written are written again, harmlessly).", hint, flag)
+		"Check %s, then run the import again with --restart (it starts over; the records already written are written again, harmlessly).",
+		hint, flag)
 }
 
 // quietReason is the one line that says why a run ended with code, for
