@@ -550,7 +550,7 @@ func oneFixableReason(rep *loader.Report, err error) string {
 func quietReason(rep *loader.Report, code int) error {
 	switch {
 	case code == ExitDeadLettered:
-		return fmt.Errorf("%d record(s) dead-lettered → %s", rep.RecordsDeadLettered, rep.DeadLetterPath)
+		return fmt.Errorf("%s record(s) dead-lettered → %s", human.Count(rep.RecordsDeadLettered), rep.DeadLetterPath)
 	case code == ExitInterrupted:
 		return errors.New("interrupted by a signal")
 	case rep.Error != "":

@@ -115,8 +115,8 @@ func resumeRun(ctx context.Context, o *ResumeOptions) error {
 		return usageError("refusing to resume from %s: %v", o.Checkpoint, err)
 	}
 	if st.Complete {
-		fmt.Fprintf(o.IO.ErrOut, "The load in %s is already complete (%d records written, %d dead-lettered); nothing to do.\n",
-			o.Checkpoint, st.Counters.RecordsWritten, st.Counters.RecordsDeadLettered)
+		o.IO.printErr("The load is already complete (%s records written, %s dead-lettered); nothing to do:\n  %s\n",
+			human.Count(st.Counters.RecordsWritten), human.Count(st.Counters.RecordsDeadLettered), o.Checkpoint)
 		return nil
 	}
 	job := loader.ResumeJob(st, o.Checkpoint)
