@@ -453,6 +453,10 @@ func finishJob(ctx context.Context, io *IOStreams, job *loader.Job, quiet bool, 
 	}
 	code := exitCode(err, rep)
 	rep.ExitCode = code
+	fix := oneFixableReason(rep, err)
+	if (code == ExitInterrupted || code == ExitStopped) && job.Shared == nil && fix == "" {
+		rep.ResumeCommand = "loader resume " + shellQuote(rep.CheckpointPath)
+	}
 	ob.stop(rep, code, err)
 	if job.ReportPath != "" {
 		if werr := rep.WriteJSON(job.ReportPath); werr != nil {
@@ -472,19 +476,9 @@ func finishJob(ctx context.Context, io *IOStreams, job *loader.Job, quiet bool, 
 			fmt.Fprintf(io.ErrOut, "\nReport: %s (open it in a browser)\n", job.ReportHTMLPath)
 		}
 	}
-	if fix := oneFixableReason(rep, err); code == ExitStopped && fix != "" && !ob.json() {
-		// Resuming would refuse the rest of the records the same way.
-		io.printErr("\n%s\n", fix)
-	} else if (code == ExitInterrupted || code == ExitStopped) && !ob.json() {
-		// Even with --quiet: without this line the user cannot continue.
-		if job.Shared != nil {
-			fmt.Fprintf(io.ErrOut, "\nShard progress is saved in blob storage (%s).\nRun the same command again to continue.\n", rep.CheckpointPath)
-		} else {
-			fmt.Fprintf(io.ErrOut, "\nCheckpoint saved. Continue with:\n  loader resume %s\n", shellQuote(rep.CheckpointPath))
-			if hint := resumeCredentialHint(job); hint != "" {
-				fmt.Fprintln(io.ErrOut, hint)
-			}
-		}
+	if !ob.json() {
+		// Even with --quiet: without this the user cannot go on.
+		sayNextStep(io, job, rep, code, fix)
 	}
 	if code == ExitOK {
 		return nil
@@ -498,6 +492,24 @@ func finishJob(ctx context.Context, io *IOStreams, job *loader.Job, quiet bool, 
 		msg = quietReason(rep, code)
 	}
 	return &ExitCodeError{Code: code, Err: msg}
+}
+
+// sayNextStep tells how to go on from a run that did not finish: what
+// to fix (fix), or how to continue it.
+func sayNextStep(io *IOStreams, job *loader.Job, rep *loader.Report, code int, fix string) {
+	switch {
+	case code != ExitInterrupted && code != ExitStopped:
+	case fix != "":
+		// Resuming would refuse the rest of the records the same way.
+		io.printErr("\n%s\n", fix)
+	case job.Shared != nil:
+		fmt.Fprintf(io.ErrOut, "\nShard progress is saved in blob storage (%s).\nRun the same command again to continue.\n", rep.CheckpointPath)
+	default:
+		fmt.Fprintf(io.ErrOut, "\nCheckpoint saved. Continue with:\n  %s\n", rep.ResumeCommand)
+		if hint := resumeCredentialHint(job); hint != "" {
+			io.printErr("%s\n", hint)
+		}
+	}
 }
 
 // withNextStep adds what to do to the errors that leave the user

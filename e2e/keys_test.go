@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/cosmosloader/loader/internal/emulator"
@@ -112,5 +113,32 @@ func TestMaxErrorsStopOfOneFixableReason(t *testing.T) {
 	if !strings.Contains(flat(res.stderr), "Every record dead-lettered was refused for one reason, which resuming would not change") ||
 		!strings.Contains(flat(res.stderr), "--restart") || strings.Contains(flat(res.stderr), "loader resume") {
 		t.Errorf("stderr:\n%s", res.stderr)
+	}
+}
+
+// The HTML report of an interrupted load carries the command that
+// continues it, as stderr does; the resumed run's report says of every
+// card whether it is the whole load's or this run's (point 8).
+func TestInterruptedHTMLReportCarriesTheResumeCommand(t *testing.T) {
+	_, env := freshEnv(t)
+	tg, _, ckpt, _, args := slowLoad(t)
+	html := filepath.Join(t.TempDir(), "r.html")
+	cmd, wait := startIn(t, env, append(args, "--report-html", html, "--checkpoint-interval", "100ms")...)
+	waitForCheckpoint(t, ckpt)
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	if code, stderr := wait(); code != 130 || !strings.Contains(stderr, "loader resume "+ckpt) {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	if page := readText(t, html); !strings.Contains(page, "Continue with: <code>loader resume "+ckpt+"</code>") {
+		t.Errorf("the interrupted report has no resume command")
+	}
+	res := runIn(t, env, "resume", ckpt, "--endpoint", tg.endpoint, "--key", tg.key, "--report-html", html, "-q")
+	if res.code != 0 {
+		t.Fatalf("resume: exit %d\n%s", res.code, res.stderr)
+	}
+	page := readText(t, html)
+	cards, whole := strings.Count(page, `<div class="figure`), strings.Count(page, "· whole load</small>")
+	if cards == 0 || whole+1 != cards || strings.Count(page, "· this run</small>") != 1 || strings.Contains(page, "Continue with") {
+		t.Errorf("resumed report: %d cards, %d of the whole load", cards, whole)
 	}
 }

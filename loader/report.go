@@ -79,8 +79,11 @@ type Report struct {
 	Batch string `json:"batch"`
 
 	// Resumed marks a run that continued an earlier one's checkpoint.
-	Resumed bool       `json:"resumed,omitempty"`
-	ThisRun RunFigures `json:"this_run"`
+	Resumed bool `json:"resumed,omitempty"`
+	// ResumeCommand, when the load can be continued, is the command that
+	// continues it (the command line sets it: it knows how to quote).
+	ResumeCommand string     `json:"resume_command,omitempty"`
+	ThisRun       RunFigures `json:"this_run"`
 
 	// Naive is modelled from this run's measured charges; Paced is what
 	// this run measured (the paced strategy) or what pacing would do.
@@ -302,6 +305,7 @@ func (r *Report) WriteHTML(path string) error {
 	if r.Resumed {
 		d.Resumed, d.ThisRun = true, htmlreport.RunFigures(r.ThisRun)
 	}
+	d.ResumeCommand = r.ResumeCommand
 	for _, rc := range r.DeadLettersByReason {
 		d.DeadLetterReasons = append(d.DeadLetterReasons, htmlreport.Reason(rc))
 	}
