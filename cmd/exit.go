@@ -27,7 +27,7 @@ const (
 	exitHelpUsage = "  2    usage error: bad flags, credentials, inputs, or no such container;\n       nothing written\n"
 	exitHelpLoad  = "  3    finished, some records dead-lettered\n" +
 		"  4    loading started, then stopped early (--max-errors exceeded or a fatal\n       server error); checkpoint valid\n" +
-		"  130  interrupted (SIGINT/SIGTERM); checkpoint saved, resume with 'loader resume'"
+		"  130  interrupted (SIGINT, SIGTERM, SIGHUP, or its output pipe closed);\n       checkpoint saved, resume with 'loader resume'"
 )
 
 // exitCodesHelp documents the codes of the commands that load.

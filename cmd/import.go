@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -77,7 +78,7 @@ func (s *SharedFlags) addFlags(cmd *cobra.Command) {
 	fl.StringVar(&s.Container, "lease-container", "loader-leases", "blob container holding the lease and shard blobs")
 	fl.IntVar(&s.Partitions, "capacity-partitions", 10, "split the target RU/s into this many leasable capacity partitions")
 	fl.Float64Var(&s.ReservedRU, "reserved-ru", 0, "RU/s this loader may use without a lease (and all it uses while storage is unreachable); part of the target, carved out before it is split into capacity partitions")
-	fl.DurationVar(&s.LeaseDuration, "lease-duration", 15*time.Second, "lease duration (15s-60s): a dead loader's capacity and shards return to the others after this")
+	fl.DurationVar(&s.LeaseDuration, "lease-duration", 15*time.Second, "lease duration (15s-60s): a dead loader's capacity and shards return to the others after this; without --reserved-ru, also how long a loader waits at start for storage that does not answer")
 	s.ShardSize = 256 << 20
 	fl.Var(sizeFlag{&s.ShardSize}, "shard-size", "size of an input shard, e.g. 256MiB or 1GiB (plain NDJSON, CSV and Parquet are split; gzip and JSON arrays are one shard each, and so is a CSV whose quoting is ambiguous)")
 	fl.StringVar(&s.Job, "job", "", "name of the shared load (default: derived from the inputs' content and the target)")
@@ -112,6 +113,9 @@ type Target struct {
 	Priority           string
 	ThroughputBucket   int
 	EmulatorData       string
+	// endpointRemoved names what validate cut from Endpoint (bareEndpoint),
+	// for connect to say once.
+	endpointRemoved string
 }
 
 const importExample = `  # Load a sample into the embedded local target (no Azure account needed)
@@ -175,12 +179,12 @@ the embedded local Cosmos DB target is used and announced on stderr.
 	fl.Float64Var(&opts.ScaleRU, "scale-ru", 0, "raise the container's throughput (autoscale: its maximum) to N RU/s for the load and restore the original when it ends, or on resume after a crash; needs key authentication")
 	fl.BoolVar(&opts.AllowSplit, "allow-split", false, "let --scale-ru go beyond physical partitions × 10,000 RU/s, which makes Cosmos DB split partitions (hours)")
 	fl.DurationVar(&opts.Watch, "throughput-interval", 5*time.Second, "how often to re-read the container's throughput during the load, to follow changes")
-	fl.Int64Var(&opts.MaxErrors, "max-errors", -1, "stop (exit 4) once more than N records are dead-lettered; -1 = no limit")
+	fl.Int64Var(&opts.MaxErrors, "max-errors", -1, "stop (exit 4) once more than N records are dead-lettered; -1 = no limit (kept in the checkpoint: a resume counts every run's)")
 	fl.IntVar(&opts.Segments, "segments", 0, "places each plain NDJSON/CSV file (or Parquet file, between row groups) is read at once, so a file sorted by partition key keeps every partition busy (default: one per MiB, up to 4 per physical partition, 8-64; 1 = front to back); when sharing, the shards each loader reads at once")
 	fl.IntVar(&opts.ReadAhead, "read-ahead", 0, "records read ahead per physical partition (default 16,384 ÷ partitions, 256-4,096): deeper keeps other partitions busy behind a hot partition key, at the cost of memory")
 	fl.StringVar(&opts.Checkpoint, "checkpoint", "", "checkpoint file (default: derived from the inputs and target, printed at start)")
 	fl.Int64Var(&opts.CkptEvery, "checkpoint-every", 10000, "save the checkpoint every N committed records")
-	fl.DurationVar(&opts.CkptInterval, "checkpoint-interval", 5*time.Second, "… and at least this often")
+	fl.DurationVar(&opts.CkptInterval, "checkpoint-interval", loader.DefaultCheckpointInterval, "… and at least this often")
 	fl.StringVar(&opts.DeadLetter, "dead-letter", "", "dead-letter NDJSON file for refused records (default: beside the checkpoint; with shared capacity, a directory of one file per shard)")
 	fl.StringVar(&opts.Report, "report", "", "write the run's report as JSON to this file")
 	fl.StringVar(&opts.ReportHTML, "report-html", "", "write the run's report as a self-contained HTML page with charts")
@@ -249,6 +253,10 @@ func (t *Target) connect(ctx context.Context, io *IOStreams, ru float64, quiet b
 		PartitionKey: t.PartitionKey, CreateContainer: t.CreateContainer, CreateRU: ru,
 		Priority: t.Priority, ThroughputBucket: t.ThroughputBucket,
 	}
+	if t.endpointRemoved != "" {
+		// Even with --quiet: the user pasted a secret where it is not read.
+		fmt.Fprintf(io.ErrOut, "warning: --endpoint (or COSMOS_ENDPOINT) carried %s, which an account URL never needs: removed, and never shown or stored; give the account key with --key or COSMOS_KEY\n", t.endpointRemoved)
+	}
 	if !t.embedded() {
 		if to.Database == "" || to.Container == "" {
 			return to, nil, usageError("--database and --container are required with an endpoint")
@@ -296,6 +304,9 @@ func (t *Target) connect(ctx context.Context, io *IOStreams, ru float64, quiet b
 	if to.CreateRU <= 0 {
 		to.CreateRU = defaultEmbeddedRU
 	}
+	// The embedded container is the loader's own: one the service would
+	// accept, --ru paces the load within it.
+	to.CreateRU = max(loader.MinManualRU, math.Ceil(to.CreateRU/loader.ManualRUStep)*loader.ManualRUStep)
 	to.Endpoint, to.Key, to.CreateContainer = srv.URL(), srv.Key(), true
 	if !quiet {
 		io.printErr("No endpoint configured: using the embedded local Cosmos DB target at %s, container %s/%s\n"+
@@ -478,7 +489,7 @@ func finishJob(ctx context.Context, io *IOStreams, job *loader.Job, quiet bool, 
 	}
 	if !ob.json() {
 		// Even with --quiet: without this the user cannot go on.
-		sayNextStep(io, job, rep, code, fix)
+		sayNextStep(io, job, rep, code, fix, err)
 	}
 	if code == ExitOK {
 		return nil
@@ -496,19 +507,34 @@ func finishJob(ctx context.Context, io *IOStreams, job *loader.Job, quiet bool, 
 
 // sayNextStep tells how to go on from a run that did not finish: what
 // to fix (fix), or how to continue it.
-func sayNextStep(io *IOStreams, job *loader.Job, rep *loader.Report, code int, fix string) {
+func sayNextStep(io *IOStreams, job *loader.Job, rep *loader.Report, code int, fix string, err error) {
+	var unsaved *loader.SaveError
 	switch {
 	case code != ExitInterrupted && code != ExitStopped:
+		return
 	case fix != "":
 		// Resuming would refuse the rest of the records the same way.
 		io.printErr("\n%s\n", fix)
+		return
 	case job.Shared != nil:
-		fmt.Fprintf(io.ErrOut, "\nShard progress is saved in blob storage (%s).\nRun the same command again to continue.\n", rep.CheckpointPath)
+		// Not "saved": a save may have failed since (storage down); each
+		// shard goes on from whatever was last saved, nothing lost.
+		fmt.Fprintf(io.ErrOut, "\nEach shard continues from the progress last saved in blob storage (%s).\nRun the same command again to continue.\n", rep.CheckpointPath)
+		return
+	case errors.As(err, &unsaved):
+		// The last save failed: the one before it is what resume reads.
+		io.printErr("\nThe checkpoint could not be saved at the end (the error is below); the one saved before is intact.\n" +
+			"Once that is fixed, continue from it (records after it are sent again):\n")
+		fmt.Fprintf(io.ErrOut, "  %s\n", rep.ResumeCommand)
 	default:
 		fmt.Fprintf(io.ErrOut, "\nCheckpoint saved. Continue with:\n  %s\n", rep.ResumeCommand)
-		if hint := resumeCredentialHint(job); hint != "" {
-			io.printErr("%s\n", hint)
-		}
+	}
+	if hint := resumeCredentialHint(job); hint != "" {
+		io.printErr("%s\n", hint)
+	}
+	// The stop's cause reaches here as the report's text.
+	if strings.HasPrefix(rep.Error, loader.ErrMaxErrors.Error()) {
+		io.printErr("  it keeps --max-errors %d: give a higher --max-errors (or -1) to go on past the dead letters of every run so far\n", job.MaxErrors)
 	}
 }
 
@@ -526,13 +552,16 @@ func withNextStep(err error) error {
 
 // oneFixableReason is what to do about a run stopped by --max-errors
 // whose dead letters were all refused for one reason that the input or
-// the flags decide (a key no record has, an id field, the format):
-// resuming would refuse the rest the same way. "" otherwise.
+// the flags decide (a key most records lack, an id field, the format),
+// and refused most of the records read (the report's hint says so):
+// resuming would refuse the rest the same way. "" otherwise: a few bad
+// records among good ones are what --max-errors is for, and a resume
+// with a higher limit goes on past them.
 func oneFixableReason(rep *loader.Report, err error) string {
 	if !errors.Is(err, loader.ErrMaxErrors) && !strings.HasPrefix(rep.Error, loader.ErrMaxErrors.Error()) {
 		return ""
 	}
-	if len(rep.DeadLettersByReason) != 1 {
+	if len(rep.DeadLettersByReason) != 1 || rep.DeadLetterHint == "" {
 		return ""
 	}
 	rc := rep.DeadLettersByReason[0]
@@ -548,9 +577,6 @@ func oneFixableReason(rep *loader.Report, err error) string {
 		return ""
 	}
 	hint := rep.DeadLetterHint
-	if hint == "" {
-		hint = fmt.Sprintf("%s records were refused as %s (%s)", human.Count(rc.Count), rc.Reason, rc.Example)
-	}
 	return fmt.Sprintf("Every record dead-lettered was refused for one reason, which resuming would not change:\n"+
 		"  %s\n"+
 		"Check %s, then run the import again with --restart (it starts over; the records already written are written again, harmlessly).",

@@ -31,9 +31,11 @@ type ResumeOptions struct {
 
 	Checkpoint string
 	Target
-	Report       string
-	ReportHTML   string
+	Report     string
+	ReportHTML string
+	// MaxErrors replaces the checkpoint's limit when MaxErrorsSet.
 	MaxErrors    int64
+	MaxErrorsSet bool
 	CkptEvery    int64
 	CkptInterval time.Duration
 	Quiet        bool
@@ -76,6 +78,7 @@ Blob inputs need their credentials again (--source-sas,
 				return whichCheckpoint(f.Clock.Now())
 			}
 			opts.Checkpoint = args[0]
+			opts.MaxErrorsSet = c.Flags().Changed("max-errors")
 			opts.Target.fromEnv(f.Getenv)
 			opts.Blob.fromEnv(f.Getenv)
 			if err := opts.validate(c); err != nil {
@@ -91,9 +94,11 @@ Blob inputs need their credentials again (--source-sas,
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Report, "report", "", "write the run's report as JSON to this file")
 	fl.StringVar(&opts.ReportHTML, "report-html", "", "write the run's report as a self-contained HTML page with charts")
-	fl.Int64Var(&opts.MaxErrors, "max-errors", -1, "stop (exit 4) once more than N records are dead-lettered; -1 = no limit")
+	fl.Int64Var(&opts.MaxErrors, "max-errors", -1, "stop (exit 4) once more than N records of the whole load are dead-lettered; -1 = no limit")
+	// Not given, the import's limit applies: say so where --help shows -1.
+	fl.Lookup("max-errors").DefValue = "the import's, kept in the checkpoint"
 	fl.Int64Var(&opts.CkptEvery, "checkpoint-every", 10000, "save the checkpoint every N committed records")
-	fl.DurationVar(&opts.CkptInterval, "checkpoint-interval", 5*time.Second, "… and at least this often")
+	fl.DurationVar(&opts.CkptInterval, "checkpoint-interval", loader.DefaultCheckpointInterval, "… and at least this often")
 	fl.BoolVarP(&opts.Quiet, "quiet", "q", false, "no progress and no summary")
 	opts.Observe.addFlags(cmd)
 	fl.DurationVar(&opts.DrainTimeout, "drain-timeout", 30*time.Second, "on interrupt, how long in-flight writes may finish")
@@ -137,6 +142,11 @@ func resumeRun(ctx context.Context, o *ResumeOptions) error {
 		}
 		rin, err := o.Blob.openRemote(ctx, blobs, st.Inputs[i].Path)
 		job.Inputs[i] = rin
+		if err != nil && o.Blob.SourceSAS == "" && o.Blob.SourceConnectionString == "" {
+			// Tried with Microsoft Entra ID, whose failure (over http, one
+			// about TLS) hides the likelier cause: a SAS, never kept.
+			return fmt.Errorf("blob input %s needs the credentials it was read with, which no checkpoint keeps: give its SAS again with --source-sas (or LOADER_SOURCE_SAS), or give --source-connection-string\n  without either, Microsoft Entra ID was tried: %w", st.Inputs[i].Path, err)
+		}
 		return err
 	})
 	if err != nil {
@@ -176,7 +186,9 @@ func resumeRun(ctx context.Context, o *ResumeOptions) error {
 	to.Priority, to.ThroughputBucket = job.Target.Priority, job.Target.ThroughputBucket
 	job.Target = to
 	job.Connect = cosmos.Connect
-	job.MaxErrors = o.MaxErrors
+	if o.MaxErrorsSet {
+		job.MaxErrors = o.MaxErrors
+	}
 	job.CheckpointEvery, job.CheckpointInterval = o.CkptEvery, o.CkptInterval
 	job.ReportPath, job.ReportHTMLPath = o.Report, o.ReportHTML
 	job.DrainTimeout = o.DrainTimeout

@@ -172,12 +172,22 @@ func Main() int {
 	f := NewFactory()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
-	// The first SIGINT/SIGTERM cancels the context: reading stops, in-flight
+	// The first SIGINT, SIGTERM or SIGHUP (a closed terminal), or a write
+	// to a closed output pipe, cancels the context: reading stops, in-flight
 	// writes drain and the checkpoint is saved. A second one exits at once;
 	// the checkpoint on disk is still valid because it is only ever
 	// replaced atomically.
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	// Not signal.Notify(SIGPIPE): a peer closing a network connection
+	// raises it too, and that is a write to retry, not a reason to stop.
+	pipe := &brokenPipe{stop: func() {
+		select {
+		case sigs <- syscall.SIGPIPE:
+		default: // signals are pending already
+		}
+	}}
+	f.IO.Out, f.IO.ErrOut = pipe.writer(os.Stdout), pipe.writer(os.Stderr)
 	go func() {
 		s := <-sigs
 		first, second := f.interruptNote()

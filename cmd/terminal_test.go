@@ -98,7 +98,10 @@ func TestMaxErrorsStopWithOneFixableReason(t *testing.T) {
 	if got := oneFixableReason(stopped(record.ReasonInvalidJSON), nil); !strings.Contains(got, "Check --format") {
 		t.Errorf("invalid JSON: %q", got)
 	}
+	sporadic := stopped(record.ReasonInvalidJSON)
+	sporadic.DeadLetterHint = "" // a few bad lines among many good ones
 	for name, rep := range map[string]*loader.Report{
+		"a few bad records":  sporadic,
 		"two reasons":        stopped(record.ReasonMissingPartitionKey, record.ReasonBadID),
 		"a server's refusal": stopped("server_rejected"),
 		"not --max-errors":   {Status: "stopped", Error: "fatal", DeadLettersByReason: stopped(record.ReasonBadID).DeadLettersByReason},

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
@@ -301,7 +300,7 @@ func (r *run) dispatchBatched(lane int, q <-chan *item, admit func(part int, ru 
 				continue
 			}
 			if admit(r.route(g...), estimateOf(g)) {
-				start(func() { r.writeBatch(g) })
+				start(func() { r.write(g...) })
 			}
 		}
 		clear(window) // let written documents go
@@ -319,148 +318,19 @@ func estimateOf(g []*item) float64 {
 	return s
 }
 
-// writeBatch sends records that share a key as transactional batches until
-// each is written, counted as existing, dead-lettered, or the run stops.
-// The caller has reserved the records' estimate. A batch is atomic, so a
-// refused operation (its own status; 424 for the others) splits it: the
-// operations before the refused one, which ran and were rolled back, are
-// resent as a batch, the refused record is classified as a point write
-// would be, and the ones after it (never run) are resent as another batch.
-func (r *run) writeBatch(items []*item) {
-	bs := r.o.Sink.(BatchSink)
-	part := items[0].part // where the dispatcher reserved
-	pending := [][]*item{items}
-	reserved := true // the dispatcher paid for the first attempt
-	transient := 0
-	for len(pending) > 0 {
-		g := pending[0]
-		pending = pending[1:]
-		if len(g) == 1 || !r.batchesOK() {
-			if reserved && len(g) > 1 {
-				// Paid for as one batch, sent as point writes: the first
-				// keeps its own estimate, the others pay their own.
-				r.adm.settle(part, estimateOf(g), g[0].est)
-			}
-			for _, it := range g {
-				if !reserved {
-					if err := r.adm.repay(r.wctx, r.route(it), it.est); err != nil {
-						return
-					}
-				}
-				reserved = false
-				r.write(it)
-			}
-			continue
-		}
-		est := estimateOf(g)
-		if !reserved {
-			// Each resend is routed again: the partitions may have split.
-			part = r.route(g...)
-			if err := r.adm.repay(r.wctx, part, est); err != nil {
-				return
-			}
-		}
-		reserved = false
-		docs := make([]Document, len(g))
-		for i, it := range g {
-			docs[i] = it.doc
-		}
-		began := r.o.Clock.Now()
-		out := bs.WriteBatch(r.wctx, docs)
-		r.adm.observe(r.o.Clock.Now().Sub(began))
-		if r.wctx.Err() != nil && out.Status == 0 {
-			return // drain deadline passed: left unacknowledged, replayed on resume
-		}
-		r.requests.Add(1)
-		r.ruMilli.Add(int64(out.Charge * 1000))
-		class, wait := Classify(out.Outcome)
-		if class != Throttled {
-			r.adm.settle(part, est, out.Charge)
-		}
-		switch {
-		case class == Done || out.Status == http.StatusMultiStatus:
-			r.health.succeeded(r.o.Clock.Now()) // the service answered the batch
-		case class == Throttled || class == Transient:
-			r.health.failed(r.o.Clock.Now(), out.Outcome)
-		}
-		switch {
-		case out.Status == http.StatusMultiStatus:
-			rest, ok := r.splitRefused(g, out)
-			if !ok {
-				return
-			}
-			pending = append(rest, pending...)
-			continue
-		case class == Done:
-			r.batchWorked.Store(true)
-			r.batchDone(g, out)
-			continue
-		case class == Throttled:
-			r.throttled.Add(1)
-			r.retries[retryThrottled].Add(1) // one resend of the whole batch
-			pending = append([][]*item{g}, pending...)
-			if err := r.adm.throttled(r.wctx, r.route(g...), wait); err != nil {
-				return
-			}
-			reserved = false // re-pays the estimate and honours the pause
-		case out.Status == http.StatusInternalServerError && !r.batchWorked.Load():
-			// A server that has never taken a batch and answers one with
-			// 500 does not support them (@vercel/cosmosdb-server): point
-			// writes for the rest of the run, said once.
-			if r.batchOff.CompareAndSwap(false, true) && r.o.Logf != nil {
-				r.o.Logf("transactional batches are not supported by this server (%s): sending point writes for the rest of the run", outcomeText(out.Outcome))
-			}
-			pending = append([][]*item{g}, pending...)
-		case class == Transient:
-			transient++
-			if transient >= r.o.MaxTransientAttempts {
-				r.stop(FatalError, fmt.Errorf("write a batch of %d (%s): gave up after %d attempts: %s",
-					len(g), g[0].where(), transient, outcomeText(out.Outcome)))
-				return
-			}
-			r.retries[retryClass(out.Outcome)].Add(1)
-			pending = append([][]*item{g}, pending...)
-			if err := r.o.Clock.Sleep(r.wctx, Backoff(transient, 100*time.Millisecond, 5*time.Second, rand.Float64())); err != nil {
-				return
-			}
-		case class == Gone:
-			// A split: the routing is refreshed and the batch resent,
-			// however long the split takes (never dead-lettered).
-			r.retries[retryClass(out.Outcome)].Add(1)
-			if r.o.OnGone != nil {
-				r.o.OnGone()
-			}
-			pending = append([][]*item{g}, pending...)
-			if err := r.o.Clock.Sleep(r.wctx, max(wait, 200*time.Millisecond)); err != nil {
-				return
-			}
-		case class == Fatal:
-			if r.wctx.Err() == nil {
-				r.stop(FatalError, fmt.Errorf("write a batch of %d (%s): %s", len(g), g[0].where(), outcomeText(out.Outcome)))
-			}
-			return
-		default:
-			// The batch as a whole was refused (400, 413): the documents may
-			// each be fine, so each gets the outcome of its own point write.
-			pending = append(singles(g), pending...)
-		}
-		if r.wctx.Err() != nil {
-			return
-		}
-	}
-}
-
-func singles(g []*item) [][]*item {
-	out := make([][]*item, len(g))
+// singles makes each record of g a request of its own: a point write that
+// counts its own attempts.
+func singles(g []*item) []request {
+	out := make([]request, len(g))
 	for i := range g {
-		out[i] = g[i : i+1 : i+1]
+		out[i] = request{items: g[i : i+1 : i+1]}
 	}
 	return out
 }
 
-// batchDone acknowledges a committed batch; its operations' charges
-// calibrate the cost model as point writes' would.
-func (r *run) batchDone(g []*item, out BatchOutcome) {
+// wrote acknowledges a committed request; its operations' charges (a
+// point write's, or each of a batch's) calibrate the cost model.
+func (r *run) wrote(g []*item, out BatchOutcome) {
 	perOp := out.Charge / float64(len(g))
 	for i, it := range g {
 		c := perOp
@@ -478,10 +348,25 @@ func (r *run) batchDone(g []*item, out BatchOutcome) {
 	r.adm.succeeded(g[0].part, out.Charge)
 }
 
-// splitRefused handles a 207: the refused operation's record is
-// acknowledged as a point write with that status would be, and the
-// others are returned to be resent. ok is false when the run must stop.
-func (r *run) splitRefused(g []*item, out BatchOutcome) (rest [][]*item, ok bool) {
+// batchesRefused reports whether a batch's answer says the server does
+// not execute batches: a 500 from a server that has never taken one
+// (@vercel/cosmosdb-server). The rest of the run sends point writes, and
+// says so once.
+func (r *run) batchesRefused(o Outcome) bool {
+	if o.Status != http.StatusInternalServerError || r.batchWorked.Load() {
+		return false
+	}
+	if r.batchOff.CompareAndSwap(false, true) && r.o.Logf != nil {
+		r.o.Logf("transactional batches are not supported by this server (%s): sending point writes for the rest of the run", outcomeText(o))
+	}
+	return true
+}
+
+// splitRefused handles a 207: the refused operation's record is decided
+// as a point write with that status would be, and the others are returned
+// to be resent, each part a new request with attempts of its own. ok is
+// false when the run must stop.
+func (r *run) splitRefused(g []*item, out BatchOutcome) (rest []request, ok bool) {
 	failed := -1
 	for i, op := range out.Ops {
 		if op.Status != http.StatusFailedDependency {
@@ -494,32 +379,26 @@ func (r *run) splitRefused(g []*item, out BatchOutcome) (rest [][]*item, ok bool
 		return singles(g), true
 	}
 	it, op := g[failed], out.Ops[failed]
-	switch class, _ := Classify(op); class {
-	case Exists:
-		r.skipped.Add(1)
-		r.sinceCheckpoint.Add(1)
-		r.tr.ack(it.input, it.seq, resultSkipped, nil)
-	case Permanent:
-		r.deadLetter(it.input, it.seq, &DeadLetter{
-			Source: it.path, Line: it.line, base: it.base, Offset: it.off,
-			Reason: "rejected", Error: outcomeText(op), Status: op.Status, ID: it.doc.ID,
-			Raw: string(it.doc.Body),
-		})
-	case Fatal:
-		if r.wctx.Err() == nil {
-			r.stop(FatalError, fmt.Errorf("write %s (%s): %s", it.doc.ID, it.where(), outcomeText(op)))
-		}
+	class, retryAfter := Classify(op)
+	// The jitter is moot: a record resent from a refused batch waits only
+	// for its own reservation.
+	d, tries := r.policy.decide(class, retryAfter, attempts{}, 0)
+	switch d.verdict {
+	case verdictExists, verdictRefused:
+		r.skipOrDeadLetter(it, d, op)
+	case verdictStop:
+		r.giveUp(g[failed:failed+1], d, op)
 		return nil, false
 	default:
 		// Throttled, transient or (oddly) done inside a failed batch:
 		// nothing was applied, so the record is simply sent again alone.
-		rest = append(rest, g[failed:failed+1:failed+1])
+		rest = append(rest, request{items: g[failed : failed+1 : failed+1], tries: tries})
 	}
 	if failed > 0 {
-		rest = append([][]*item{g[:failed:failed]}, rest...)
+		rest = append([]request{{items: g[:failed:failed]}}, rest...)
 	}
 	if failed+1 < len(g) {
-		rest = append(rest, g[failed+1:])
+		rest = append(rest, request{items: g[failed+1:]})
 	}
 	return rest, true
 }

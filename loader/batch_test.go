@@ -293,6 +293,37 @@ func TestRunBatchCountsExistingInCreateMode(t *testing.T) {
 	checkExact(t, res, s, 300, nil, dl, 300-43, 43)
 }
 
+// Create mode over records already there splits a batch of N about N
+// times, each 207 naming the first existing record. A transient fault
+// along that chain is the faulted request's own: a chain ten times longer
+// than MaxTransientAttempts, meeting a 408 or 503 every fourth request,
+// finishes with every record counted, though the run met far more faults
+// than one request may.
+func TestSplitChainCountsEachPartsOwnAttempts(t *testing.T) {
+	const n = 300
+	s := newFakeBatchSink(true, nil)
+	for i := range n {
+		s.puts[fmt.Sprintf("d%d", i)] = 1 // written by an earlier run
+	}
+	s.whole = func(call int) int {
+		switch call % 8 {
+		case 0:
+			return 408
+		case 4:
+			return 503
+		}
+		return 0
+	}
+	clk := clocktest.NewAuto(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	res, dl := runFake(t, keyedDocs(n, 1), s.fakeSink, func(o *Options) {
+		o.Sink, o.Batch, o.Mode, o.Clock = s, 100, ModeCreate, clk
+	})
+	checkExact(t, res, s, n, nil, dl, 0, n)
+	if r := res.Live.Retries; r.Timeout+r.Unavailable < 3*10 {
+		t.Errorf("retries %+v: the faults never added up to more than one request may meet", r)
+	}
+}
+
 func TestRunBatchThrottledIsRetriedWhole(t *testing.T) {
 	p := &noPacer{}
 	s := newFakeBatchSink(false, nil)

@@ -96,6 +96,15 @@ type Job struct {
 // target exists and neither resume nor --restart was asked for.
 var ErrUnfinished = errors.New("an unfinished load of these inputs into this container exists")
 
+// SaveError is progress that could not be made durable: the checkpoint,
+// or the dead-letter lines it counts on (a full disk, say). The checkpoint
+// saved before it is intact, and a resume from it loses nothing: the
+// records after it are sent again.
+type SaveError struct{ Err error }
+
+func (e *SaveError) Error() string { return e.Err.Error() }
+func (e *SaveError) Unwrap() error { return e.Err }
+
 // UsageError is the user's mistake (bad input path, conflicting flags):
 // nothing was written.
 type UsageError struct{ Err error }
@@ -178,7 +187,7 @@ func Execute(ctx context.Context, j *Job) (*Report, error) {
 	}
 	cost := pacing.NewCostModel(pacing.CostOptions{FixedCost: p.CostPerRecord})
 	if p.Shared != nil {
-		shards, err := p.leasedShards(tgt, inputs, fps, target)
+		shards, err := p.leasedShards(ctx, tgt, inputs, fps, target)
 		if err != nil {
 			return nil, err
 		}
@@ -304,6 +313,9 @@ func (p *plan) wholeInputs(ctx context.Context, tgt *Target, inputs []Input, fps
 		// A copy: the caller's checkpoint state is not written.
 		resumed := *p.Resume
 		state = &resumed
+		// The resume's command may have set another limit: the next
+		// resume keeps it.
+		state.Config.MaxErrors = maxErrorsConfig(p.MaxErrors)
 		w.dlSize = state.DeadLetterSize
 		if len(state.Calibration) > 0 {
 			var cal pacing.Calibration
@@ -313,7 +325,7 @@ func (p *plan) wholeInputs(ctx context.Context, tgt *Target, inputs []Input, fps
 		}
 		for i := range inputs {
 			c := state.Inputs[i]
-			inputs[i].Start = Committed{Offset: c.Committed.Offset, Line: c.Committed.Line, Base: c.Committed.Base, Records: c.Records, Refused: c.Refused}
+			inputs[i].Start = committedAt(c.Committed, c.Records, c.Refused)
 			startRecords[i] = c.Records
 		}
 		prev = state.Inputs
@@ -321,7 +333,7 @@ func (p *plan) wholeInputs(ctx context.Context, tgt *Target, inputs []Input, fps
 	state.Inputs = make([]checkpoint.Input, len(inputs))
 	for i, in := range inputs {
 		state.Inputs[i] = checkpoint.Input{Fingerprint: fps[i], Stdin: in.Stdin,
-			Committed: checkpoint.Position{Offset: in.Start.Offset, Line: in.Start.Line, Base: in.Start.Base}, Records: startRecords[i]}
+			Committed: in.Start.position(), Records: startRecords[i]}
 		if prev != nil {
 			state.Inputs[i].Segments = slices.Clone(prev[i].Segments)
 		}
@@ -437,7 +449,7 @@ func (w *wholeInputs) save(_ *piece, s Snapshot) error {
 		state.Calibration = cal
 	}
 	if err := checkpoint.Save(w.p.CheckpointPath, state); err != nil {
-		return err
+		return &SaveError{err}
 	}
 	if w.p.Checkpointed != nil {
 		w.p.Checkpointed(w.p.CheckpointPath, state.Counters)
@@ -608,8 +620,24 @@ func resumePositions(inputs []Input, progress []checkpoint.Input, so source.Opti
 			out = append(out, fmt.Sprintf("%s: from line %s (byte %s); %s records already committed",
 				in.Path, human.Count(in.Start.Line+1), human.Bytes(float64(in.Start.Offset)), human.Count(in.Start.Records)))
 		}
+		if n := finishedAhead(p); n > 0 {
+			out[len(out)-1] += fmt.Sprintf("; %s more past that were finished are read, not sent again", human.Count(n))
+		}
 	}
 	return out
+}
+
+// finishedAhead counts the records an input's checkpoint lists as finished
+// past its marks.
+func finishedAhead(p checkpoint.Input) int64 {
+	if len(p.Segments) == 0 {
+		return p.Committed.Ahead.Records()
+	}
+	var n int64
+	for _, s := range p.Segments {
+		n += s.Committed.Ahead.Records()
+	}
+	return n
 }
 
 func isParquet(in source.Input, so source.Options) bool {
@@ -661,6 +689,17 @@ func (j *Job) fingerprint() ([]Input, []checkpoint.Fingerprint, error) {
 				return err
 			}
 			fps[i] = fp
+		}
+		if j.Resume != nil {
+			// Checksummed is not sensible: a position past the input's end
+			// would read nothing there and call the input done.
+			gz, err := source.IsGzip(in)
+			if err != nil {
+				return err
+			}
+			if err := j.Resume.Inputs[i].CheckPositions(gz); err != nil {
+				return fmt.Errorf("refusing to resume: %w", err)
+			}
 		}
 		// Content, not path or mtime, names the records: a re-run of the
 		// same data, wherever it lives, regenerates the same ids.

@@ -382,7 +382,8 @@ func (r *run) route(g ...*item) int {
 }
 
 // watchedPacer tells the watcher about 429s, so that 429s concentrating
-// on one partition trigger a ranges read.
+// on one partition trigger a ranges read; the pacer reacts to each as
+// always.
 type watchedPacer struct {
 	*pacing.Pacer
 	w *watcher

@@ -136,6 +136,7 @@ func (lp *loadProgress) sum(slot int, l Live) Live {
 	out.Elapsed = l.Elapsed + lp.runs[slot].start.Sub(lp.began)
 	out.RecordsRead, out.BytesRead, out.BytesDone = lp.done.RecordsRead, lp.done.BytesRead, lp.done.BytesDone
 	out.Written, out.Skipped, out.DeadLettered = lp.done.Written, lp.done.Skipped, lp.done.DeadLettered
+	out.Carried = lp.done.Carried
 	out.InputsRefused, out.Requests, out.Throttled = lp.done.InputsRefused, lp.done.Requests, lp.done.Throttled
 	out.RU, out.Retries, out.InFlight = lp.done.RU, lp.done.Retries, 0
 	for _, r := range lp.runs {
@@ -165,6 +166,7 @@ func addLive(sum *Live, l Live) {
 	sum.BytesDone += l.BytesDone
 	sum.Written += l.Written
 	sum.Skipped += l.Skipped
+	sum.Carried += l.Carried
 	sum.DeadLettered += l.DeadLettered
 	sum.InputsRefused += l.InputsRefused
 	sum.Requests += l.Requests

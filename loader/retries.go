@@ -103,13 +103,17 @@ type writeHealth struct {
 	lastFail atomic.Pointer[failure]
 }
 
-func (h *writeHealth) succeeded(now time.Time) {
-	h.lastOK.Store(now.UnixNano())
-	h.lastFail.Store(nil)
-}
-
-func (h *writeHealth) failed(now time.Time, o Outcome) {
-	h.lastFail.Store(&failure{at: now, text: failureText(o)})
+// answered learns an answer of class c at now: written or found existing
+// is a success, a 429 or a transient fault a failure; anything else says
+// nothing of the writes' health.
+func (h *writeHealth) answered(now time.Time, c Class, o Outcome) {
+	switch c {
+	case Done, Exists:
+		h.lastOK.Store(now.UnixNano())
+		h.lastFail.Store(nil)
+	case Throttled, Transient:
+		h.lastFail.Store(&failure{at: now, text: failureText(o)})
+	}
 }
 
 // stalled returns how long no write has succeeded while writes were

@@ -141,7 +141,7 @@ func planSegments(files []Input, state *checkpoint.State) *segmentPlan {
 		ci := state.Inputs[i]
 		if len(ci.Segments) == 0 {
 			in := f
-			in.Start = Committed{Offset: ci.Committed.Offset, Line: ci.Committed.Line, Base: ci.Committed.Base, Records: ci.Records, Refused: ci.Refused}
+			in.Start = committedAt(ci.Committed, ci.Records, ci.Refused)
 			p.add(in, i, -1)
 			continue
 		}
@@ -152,7 +152,7 @@ func planSegments(files []Input, state *checkpoint.State) *segmentPlan {
 		for k, s := range ci.Segments {
 			in := f
 			refused := s.Refused || (ci.Refused && !perSegment)
-			in.Start = Committed{Offset: s.Committed.Offset, Line: s.Committed.Line, Base: s.Committed.Base, Records: s.Records, Refused: refused}
+			in.Start = committedAt(s.Committed, s.Records, refused)
 			in.End = s.End // 0: to the end of the file
 			p.add(in, i, k)
 		}
@@ -170,7 +170,7 @@ func (p *segmentPlan) add(in Input, file, seg int) {
 func (p *segmentPlan) record(state *checkpoint.State, committed []Committed, complete bool) {
 	for k, c := range committed {
 		ci := &state.Inputs[p.file[k]]
-		pos := checkpoint.Position{Offset: c.Offset, Line: c.Line, Base: c.Base}
+		pos := c.position()
 		records := p.inputs[k].Start.Records + c.Records
 		ci.Refused = ci.Refused || c.Refused
 		if p.seg[k] < 0 {

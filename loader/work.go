@@ -129,7 +129,7 @@ func (p *plan) load(ctx context.Context, tgt *Target, mapper *record.Mapper, tar
 	common := Options{
 		Stdin: p.Stdin, Mapper: mapper, Sink: tgt.Sink(p.Mode), Mode: p.Mode, Strategy: p.Strategy,
 		Batch: p.batch, BatchProbe: p.batchProbeState(), Logf: p.warnf, Pacer: rp.wait, OnGone: w.askRanges, Cost: cost, Limiter: limiter,
-		Partitions: partitions, QueuePerPartition: p.ReadAhead, MaxErrors: p.MaxErrors,
+		Partitions: partitions, QueuePerPartition: p.ReadAhead, MaxErrors: p.MaxErrors, Errors: p.errorLimit(store),
 		CheckpointEvery: p.CheckpointEvery, CheckpointInterval: p.CheckpointInterval,
 		DrainTimeout: p.DrainTimeout, Charges: NewHistogram(), Clock: p.Clock, BatchRU: rp.batchRU,
 		Lines: &source.LineIndexes{},
@@ -219,10 +219,12 @@ func (p *plan) load(ctx context.Context, tgt *Target, mapper *record.Mapper, tar
 			started = true
 			prog.finish(slot, res.Live)
 			accumulate(total, &ran, res, began)
-			if err != nil {
+			// A lost shard lease is not the load's failure: the shard's
+			// new owner continues from its saved progress.
+			lost := res.Cause != Finished && errors.Is(res.Err, ErrLeaseLost)
+			if err != nil && !lost {
 				lastErr = err
 			}
-			lost := res.Cause != Finished && errors.Is(res.Err, ErrLeaseLost)
 			if lost {
 				p.logf("warning: lost the lease on shard %s; another loader continues it", pc.name)
 			} else if res.Cause != Finished {
@@ -310,7 +312,9 @@ func runPiece(ctx context.Context, pc *piece, o Options) (*Result, error) {
 		}
 	}
 	res, err := Run(runCtx, o)
-	if res != nil && context.Cause(runCtx) == ErrLeaseLost {
+	// The lease may be found lost by the run's context or by a save of
+	// its progress that the shard's blob refused.
+	if res != nil && (context.Cause(runCtx) == ErrLeaseLost || errors.Is(err, ErrLeaseLost)) {
 		res.Cause, res.Err = FatalError, ErrLeaseLost
 	}
 	return res, err

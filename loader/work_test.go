@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cosmosloader/loader/checkpoint"
+	"github.com/cosmosloader/loader/internal/clock/clocktest"
 	"github.com/cosmosloader/loader/internal/epk"
 	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/source"
@@ -370,9 +372,17 @@ type fakeShared struct {
 	handed  int
 	saved   map[string][]ShardProgress
 	release map[string]int
+	// check answers Check; nil: storage answers.
+	check func() error
 }
 
 func (f *fakeShared) URL() string { return "fake://leases" }
+func (f *fakeShared) Check(context.Context) error {
+	if f.check == nil {
+		return nil
+	}
+	return f.check()
+}
 func (f *fakeShared) Capacity(cfg CapacityConfig) (Capacity, error) {
 	return &fakeCapacity{limit: cfg.TargetRU}, nil
 }
@@ -419,6 +429,19 @@ func (c *fakeCapacity) SetTarget(float64)               {}
 func (c *fakeCapacity) History() []LeaseSample          { return []LeaseSample{{Held: 1, LimitRU: c.limit}} }
 func (c *fakeCapacity) Run(ctx context.Context) error   { <-ctx.Done(); return nil }
 
+// sharedJob is a shared load of inputs into sink, coordinated by store.
+func sharedJob(dir string, store SharedStore, sink *fakeSink, inputs ...Input) *Job {
+	j := &Job{
+		RU: 1e6, MaxErrors: -1, DeadLetterPath: filepath.Join(dir, "dl"),
+		Connect: func(context.Context, TargetOptions) (*Target, error) { return fakeTarget(sink), nil },
+		Shared:  &SharedOptions{Open: func(string, string, string) (SharedStore, error) { return store, nil }},
+	}
+	for _, in := range inputs {
+		j.Args, j.Inputs = append(j.Args, in.Path), append(j.Inputs, in.Input)
+	}
+	return j
+}
+
 // A shared load through Execute: each shard's progress goes to its own
 // lease, a shard found already read to its end is marked done and not
 // read again, and the report names the shards and the store.
@@ -432,12 +455,7 @@ func TestExecuteSharedSavesEachShardInItsBlob(t *testing.T) {
 			{Shard: Shard{ID: "b-0", Input: 1, End: sizeB}, From: ShardProgress{Offset: sizeB, Line: 3, Written: 3}},
 		}}
 	sink := &fakeSink{}
-	job := &Job{
-		Args: []string{a.Path, b.Path}, Inputs: []source.Input{a.Input, b.Input}, RU: 1e6, MaxErrors: -1,
-		DeadLetterPath: filepath.Join(dir, "dl"),
-		Connect:        func(context.Context, TargetOptions) (*Target, error) { return fakeTarget(sink), nil },
-		Shared:         &SharedOptions{Open: func(string, string, string) (SharedStore, error) { return store, nil }},
-	}
+	job := sharedJob(dir, store, sink, a, b)
 	rep, err := Execute(context.Background(), job)
 	if err != nil {
 		t.Fatal(err)
@@ -651,3 +669,88 @@ func (r *readCounter) ReadAt(p []byte, off int64) (int, error) {
 	return strings.NewReader(string(r.data)).ReadAt(p, off)
 }
 func (r *readCounter) OpenRandom() (source.RandomReader, error) { return nil, errors.ErrUnsupported }
+
+// leaseLostStore refuses every save of one piece as a lost shard lease, as
+// the shard's blob does once another loader has taken the shard over.
+type leaseLostStore struct {
+	fakeStore
+	lose *piece
+}
+
+func (s *leaseLostStore) save(p *piece, snap Snapshot) error {
+	if p == s.lose {
+		return fmt.Errorf("save shard %s: %w", p.name, ErrLeaseLost)
+	}
+	return s.fakeStore.save(p, snap)
+}
+
+// A shard whose lease is lost while saving is another loader's to finish:
+// the load goes on with the other shards and does not fail for it.
+func TestLoadGoesOnAfterASaveFindsTheLeaseLost(t *testing.T) {
+	dir := t.TempDir()
+	mk := func(name string, n int) *piece {
+		return &piece{name: name, inputs: []Input{writeInput(t, dir, name, n)},
+			deadLetterPath: filepath.Join(dir, "dl-"+name+".ndjson")}
+	}
+	pieces := []*piece{mk("s1", 4), mk("s2", 20), mk("s3", 6)}
+	store := &leaseLostStore{lose: pieces[1]}
+
+	rep, err := testLoad(t, &fakeSource{pieces: pieces}, store, &fakeSink{})
+	if err != nil {
+		t.Fatalf("load failed for a lease another loader took: %v", err)
+	}
+	if rep.Status != "finished" {
+		t.Errorf("status %s, want finished", rep.Status)
+	}
+	for _, pc := range []*piece{pieces[0], pieces[2]} {
+		if s := store.last[pc]; !s.Complete {
+			t.Errorf("piece %s: last save %+v, want complete", pc.name, s)
+		}
+	}
+}
+
+// Before a shared load reads anything, the store must take the
+// credentials (refused: a usage error, nothing loaded) and answer: it is
+// waited for one lease duration, on the run's clock, unless --reserved-ru
+// gives the loader capacity of its own.
+func TestSharedLoadChecksItsStorageFirst(t *testing.T) {
+	unreachable := fmt.Errorf("%w: dial tcp: connection refused", ErrStorageUnreachable)
+	for _, tt := range []struct {
+		name     string
+		answers  []error // Check's answers, the last repeated
+		reserved float64
+		usage    bool
+		fails    bool
+		waited   time.Duration
+	}{
+		{name: "answers", answers: []error{nil}},
+		{name: "refuses the key", answers: []error{fmt.Errorf("%w (403 AuthorizationFailure)", ErrStorageRefused)}, usage: true, fails: true},
+		{name: "never answers", answers: []error{unreachable}, fails: true, waited: 15 * time.Second},
+		{name: "answers after a while", answers: []error{unreachable, unreachable, unreachable, nil}, waited: 3 * time.Second},
+		{name: "never answers, with a reserve", answers: []error{unreachable}, reserved: 100},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			clk := clocktest.NewAuto(start)
+			n := 0
+			store := &fakeShared{check: func() error {
+				err := tt.answers[min(n, len(tt.answers)-1)]
+				n++
+				return err
+			}}
+			var log bytes.Buffer
+			p := (&Job{Clock: clk, Log: &log, Shared: &SharedOptions{LeaseDuration: 15 * time.Second, ReservedRU: tt.reserved}}).resolve()
+			err := p.checkStorage(context.Background(), store)
+			var ue *UsageError
+			if (err != nil) != tt.fails || errors.As(err, &ue) != tt.usage {
+				t.Fatalf("err %v (usage %v), want failure %v, usage %v", err, errors.As(err, &ue), tt.fails, tt.usage)
+			}
+			if got := clk.Now().Sub(start); got < tt.waited || got > tt.waited+time.Second {
+				t.Errorf("waited %v, want %v", got, tt.waited)
+			}
+			if tt.reserved > 0 && !strings.Contains(log.String(), "--reserved-ru") {
+				t.Errorf("log %q", log.String())
+			}
+		})
+	}
+}

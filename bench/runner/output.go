@@ -35,6 +35,7 @@ type results struct {
 	N            *scenarioN          `json:"n_live_throughput,omitempty"`
 	S            *scenarioS          `json:"s_splits,omitempty"`
 	P            *scenarioP          `json:"p_fleet,omitempty"`
+	O            *scenarioO          `json:"o_storage_outage,omitempty"`
 }
 
 // check is one pass criterion of issue 4 (or this benchmark's own, where
@@ -136,6 +137,7 @@ func (res *results) markdown() string {
 	}
 	rows = append(rows, res.pathRows()...)
 	rows = append(rows, res.fleetRows()...)
+	rows = append(rows, res.outageRows()...)
 	if len(rows) > 0 {
 		b.WriteString("| measure | result |\n|---|---|\n")
 		for _, r := range rows {
@@ -160,7 +162,7 @@ var scenarioName = map[string]string{
 	"A": "A side by side", "B": "B noisy neighbour", "C": "C skew, 4 partitions",
 	"D": "D dry-run accuracy", "E": "E read path", "F": "F memory", "G": "G checkpoints", "H": "H batches", "K": "K key-sorted export",
 	"L": "L long path", "M": "M busy machine",
-	"N": "N throughput change", "S": "S splits", "P": "P fleet",
+	"N": "N throughput change", "S": "S splits", "P": "P fleet", "O": "O storage outage",
 }
 
 // chartSVG is RU/s per second of the paced and naive runs of scenario A,
