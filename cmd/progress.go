@@ -38,8 +38,9 @@ type progress struct {
 
 	bar      *progressbar.ProgressBar
 	barOut   *gatedWriter
-	barWidth int  // the terminal width bar was sized for
-	drawn    bool // a line is on the terminal, not yet ended
+	barWidth int   // the terminal width bar was sized for
+	barTotal int64 // and the input's size it counts to
+	drawn    bool  // a line is on the terminal, not yet ended
 	line     lineMemory
 	// pacerShown: the pacer's limit once it fell below the target stays
 	// on the line, so the field does not come and go.
@@ -84,8 +85,8 @@ func (p *progress) update(ev loader.ProgressEvent) {
 	io.WriteString(p.w, strings.Join(longest(progressFields(ev, r, p.pacerShown, false)), fieldSep)+"\n")
 }
 
-// Bars narrower than minBarRoom columns leave too little for the fields:
-// below it the line goes without the bar.
+// A line narrower than minBarRoom columns leaves the fields too little
+// room beside the bar: it goes without the bar.
 const minBarRoom = 30
 
 // draw redraws the line in place: the bar and the fields after it, or
@@ -100,7 +101,7 @@ func (p *progress) draw(ev loader.ProgressEvent, r rates) {
 		p.drawn = true
 		return
 	}
-	if p.bar == nil || p.barWidth != width {
+	if p.bar == nil || p.barWidth != width || p.barTotal != ev.TotalBytes {
 		p.newBar(ev, width)
 	}
 	fields := lineFields(ev, r, p.pacerShown, ev.TotalBytes > 0)
@@ -132,14 +133,14 @@ func (p *progress) draw(ev loader.ProgressEvent, r rates) {
 // shards). At 100% it draws its last frame and keeps it; finish clears
 // the line for the summary.
 func (p *progress) newBar(ev loader.ProgressEvent, width int) {
-	max := int64(-1)
+	total := int64(-1) // a spinner
 	if ev.TotalBytes > 0 {
-		max = ev.TotalBytes
+		total = ev.TotalBytes
 	}
 	p.barOut = &gatedWriter{w: p.w}
-	p.barWidth = width
+	p.barWidth, p.barTotal = width, ev.TotalBytes
 	p.line = lineMemory{}
-	p.bar = progressbar.NewOptions64(max,
+	p.bar = progressbar.NewOptions64(total,
 		progressbar.OptionSetWriter(p.barOut),
 		progressbar.OptionSetWidth(barCells(width)),
 		progressbar.OptionSetTheme(progressbar.Theme{Saucer: "=", SaucerHead: ">", SaucerPadding: " ", BarStart: "[", BarEnd: "]"}),
