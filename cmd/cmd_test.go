@@ -303,7 +303,7 @@ func TestResumeRejectsBadFlagValues(t *testing.T) {
 		{[]string{"--checkpoint-interval", "-1s"}, "--checkpoint-interval must be positive"},
 		{[]string{"--drain-timeout", "-1s"}, "--drain-timeout must not be negative"},
 		{[]string{}, "no checkpoint at"},
-		{[]string{"a", "b"}, "accepts at most 1 arg(s), received 3"},
+		{[]string{"a", "b"}, "resume takes at most one CHECKPOINT, not 3 arguments"},
 	} {
 		f, _, errOut := testFactory(nil)
 		if code := run(context.Background(), f, append([]string{"resume", "/does/not/exist.json"}, tt.args...)); code != ExitUsage ||

@@ -91,6 +91,8 @@ Exit codes:
 	group(fl, groupPacing, "ru", "ru-share", "cost-per-record")
 	group(fl, groupOutput, "json")
 	enum(cmd, "indexing", "consistent", "none")
+	enum(cmd, "mode", "upsert", "create")
+	enum(cmd, "batch", "auto", "off")
 	return cmd
 }
 

@@ -71,7 +71,8 @@ Blob inputs need their credentials again (--source-sas,
 
   # With a report this time, stopping if more than 100 records are refused
   loader resume ckpt.json --report run2.json --max-errors 100`,
-		Args: usageArgs(cobra.MaximumNArgs(1)),
+		Args:              usageArgs(cobra.MaximumNArgs(1)),
+		ValidArgsFunction: completeCheckpoints(f.Clock.Now),
 		RunE: func(c *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return whichCheckpoint(f.Clock.Now())
@@ -119,8 +120,8 @@ func resumeRun(ctx context.Context, o *ResumeOptions) error {
 		return usageError("refusing to resume from %s: %v", o.Checkpoint, err)
 	}
 	if st.Complete {
-		fmt.Fprintf(o.IO.ErrOut, "The load in %s is already complete (%d records written, %d dead-lettered); nothing to do.\n",
-			o.Checkpoint, st.Counters.RecordsWritten, st.Counters.RecordsDeadLettered)
+		o.IO.printErr("The load is already complete (%s records written, %s dead-lettered); nothing to do:\n  %s\n",
+			human.Count(st.Counters.RecordsWritten), human.Count(st.Counters.RecordsDeadLettered), o.Checkpoint)
 		return nil
 	}
 	job := loader.ResumeJob(st, o.Checkpoint)
@@ -193,6 +194,33 @@ func resumeRun(ctx context.Context, o *ResumeOptions) error {
 	job.DrainTimeout = o.DrainTimeout
 	job.Quiet, job.Log, job.Clock = o.Quiet, o.IO.ErrOut, o.Clock
 	return finishJob(ctx, o.IO, job, o.Quiet, ob)
+}
+
+// completeCheckpoints completes resume's argument with the checkpoints
+// whichCheckpoint would list: the unfinished loads at the default paths,
+// the latest first, each described by what it loads.
+func completeCheckpoints(now func() time.Time) cobra.CompletionFunc {
+	return func(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		dir, err := checkpoint.Dir()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveDefault
+		}
+		found, err := checkpoint.Unfinished(dir)
+		if err != nil || len(found) == 0 {
+			return nil, cobra.ShellCompDirectiveDefault // a checkpoint given with --checkpoint: any file
+		}
+		var out []cobra.Completion
+		for _, u := range found {
+			st := u.State
+			out = append(out, cobra.CompletionWithDesc(u.Path, fmt.Sprintf("%s/%s, %s written, saved %s ago",
+				st.Config.Database, st.Config.Container, human.Count(st.Counters.RecordsWritten),
+				human.Duration(now().Sub(st.UpdatedAt).Round(time.Second)))))
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
 }
 
 // whichCheckpoint is resume's answer to a command line without a

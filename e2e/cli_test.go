@@ -143,7 +143,7 @@ func TestLoopbackEndpointWithoutKeyUsesTheEmulatorKey(t *testing.T) {
 	if res.code != 0 {
 		t.Fatalf("exit %d\n%s", res.code, res.stderr)
 	}
-	if !strings.Contains(res.stderr, "No key given for the loopback endpoint "+tg.endpoint+": using the well-known emulator key") {
+	if !strings.Contains(flat(res.stderr), "No key given for the loopback endpoint "+tg.endpoint+": using the well-known emulator key") {
 		t.Errorf("no note about the default key:\n%s", res.stderr)
 	}
 	if strings.Contains(res.stderr, "Credential") {
@@ -161,7 +161,10 @@ func TestWrongKeyIsAShortUsageError(t *testing.T) {
 	tg := localTarget(t, emulator.Options{DefaultRU: 100000})
 	in := writeFile(t, t.TempDir(), "in.ndjson", []byte("{\"id\":\"1\",\"k\":1}\n"))
 	wrong := "c" + emulator.WellKnownKey[1:]
-	res := runLoader(t, nil, "import", in, "--endpoint", tg.endpoint, "--key", wrong, "--database", "e2e", "--container", "wrongkey",
+	// Three lines as a wide terminal shows them: at 80 columns they are
+	// fitted, and wrap.
+	_, env := freshEnv(t)
+	res := runIn(t, append(env, "COLUMNS=200"), "import", in, "--endpoint", tg.endpoint, "--key", wrong, "--database", "e2e", "--container", "wrongkey",
 		"--create-container", "--partition-key", "/k", "--quiet")
 	if res.code != 2 {
 		t.Fatalf("exit %d, want 2\n%s", res.code, res.stderr)

@@ -326,7 +326,7 @@ func TestResumeSeparatesThisRunFromTheWholeLoad(t *testing.T) {
 		t.Fatalf("resume: exit %d\n%s", res.code, res.stderr)
 	}
 	wantStart := fmt.Sprintf("%s: from line %d", input, st.Inputs[0].Committed.Line+1)
-	if !strings.Contains(res.stderr, wantStart) || !strings.Contains(res.stderr, "records already committed") {
+	if !strings.Contains(flat(res.stderr), wantStart) || !strings.Contains(flat(res.stderr), "records already committed") {
 		t.Errorf("the start does not say where it continues (%q):\n%s", wantStart, res.stderr)
 	}
 	if !strings.Contains(res.stderr, "this run") {

@@ -21,6 +21,7 @@ func TestSharedLoadChecksItsStorageBeforeLoading(t *testing.T) {
 	az := testenv.Azurite(t)
 	tg := localTarget(t, emulator.Options{DefaultRU: 100000})
 	_, env := freshEnv(t)
+	env = append(env, "COLUMNS=1000") // a message on one line, as waitLine reads it
 	in, want, _ := tenantRecords(t, t.TempDir(), 300, noBadRecords)
 	args := func(conn string, extra ...string) []string {
 		return append(append([]string{"import", in, "--lease-connection-string", conn},
@@ -44,7 +45,7 @@ func TestSharedLoadChecksItsStorageBeforeLoading(t *testing.T) {
 	later := strings.Replace(az.ConnectionString(), az.BlobEndpoint(), "http://"+late+"/"+testenv.AzuriteAccount, 1)
 	_, giveUp := startIn(t, env, args(down, "--lease-duration", "15s")...)
 	reserved := startWatched(t, env, args(later, "--reserved-ru", "2000")...)
-	reserved.waitLine(t, regexp.MustCompile(`does not answer.*(going on with --reserved-ru 2000)`))
+	reserved.waitLine(t, regexp.MustCompile(`does not answer.*(going on with --reserved-ru 2,000)`))
 	answer()
 	if code := reserved.wait(t); code != 0 {
 		t.Fatalf("storage unreachable at the start, with a reserve: exit %d\n%s", code, reserved.all())

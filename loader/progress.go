@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/internal/parallel"
 	"github.com/cosmosloader/loader/loader/source"
 	"github.com/cosmosloader/loader/pacing"
@@ -93,12 +94,12 @@ const stallWarning = 10 * time.Second
 
 // StallText is the warning for a run whose writes have all been failing
 // for stallWarning or longer, or "" when there is nothing to warn about:
-// "no write has succeeded for 12 s: 503 service unavailable; retrying".
+// "no write has succeeded for 12s: 503 service unavailable; retrying".
 func StallText(l Live) string {
 	if l.NoWriteFor < stallWarning || l.LastFailure == "" {
 		return ""
 	}
-	return fmt.Sprintf("no write has succeeded for %d s: %s; retrying", int64(l.NoWriteFor/time.Second), l.LastFailure)
+	return fmt.Sprintf("no write has succeeded for %s: %s; retrying", human.Duration(l.NoWriteFor.Truncate(time.Second)), l.LastFailure)
 }
 
 // loadProgress sums the live figures of the pieces a load runs at once,

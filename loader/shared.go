@@ -15,6 +15,7 @@ import (
 	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/internal/flock"
 	"github.com/cosmosloader/loader/loader/report"
+	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/loader/source"
 )
 
@@ -272,7 +273,7 @@ func (p *plan) checkStorage(ctx context.Context, store SharedStore) error {
 		case !errors.Is(err, ErrStorageUnreachable):
 			return err
 		case so.ReservedRU > 0:
-			p.warnf("%s: %v; going on with --reserved-ru %.0f RU/s, claiming shards once it answers", store.URL(), err, so.ReservedRU)
+			p.warnf("%s: %v; going on with --reserved-ru %s RU/s, claiming shards once it answers", store.URL(), err, human.Number(so.ReservedRU, 0))
 			return nil
 		case !p.Clock.Now().Before(deadline):
 			return fmt.Errorf("%s: %w; gave up after %v (one --lease-duration), nothing was loaded; --reserved-ru lets a loader start without it", store.URL(), err, so.LeaseDuration)
@@ -323,8 +324,9 @@ func (l *leasedShards) pace(r *runPacing) {
 		defer close(l.capDone)
 		_ = l.capa.Run(capCtx)
 	}()
-	l.p.logf("sharing %s/%s: %.0f RU/s in %d capacity partitions of %.0f RU/s (reserved %.0f), job %s, leases in container %q",
-		l.p.Target.Database, l.p.Target.Container, l.target, so.Partitions, l.target/float64(so.Partitions), so.ReservedRU, so.JobID, l.store.URL())
+	l.p.logf("sharing %s/%s: %s RU/s in %d capacity partitions of %s RU/s (reserved %s), job %s, leases in container %q",
+		l.p.Target.Database, l.p.Target.Container, human.Number(l.target, 0), so.Partitions, human.Number(l.target/float64(so.Partitions), 0),
+		human.Number(so.ReservedRU, 0), so.JobID, l.store.URL())
 	l.capa.SetDemand(l.target)
 }
 
