@@ -17,9 +17,9 @@ import (
 	"github.com/cosmosloader/loader/internal/emulator"
 	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/loader"
+	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/loader/report/html"
-	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/source"
 )
 

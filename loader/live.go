@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/cosmosloader/loader/internal/clock"
-	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/internal/human"
+	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/pacing"
 )
 

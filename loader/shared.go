@@ -14,8 +14,8 @@ import (
 
 	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/internal/flock"
-	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/internal/human"
+	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/loader/source"
 )
 
