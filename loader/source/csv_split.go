@@ -16,7 +16,8 @@ import (
 // cut into segments — the stretch is read in blocks at once: each block's
 // effect is worked out from every state it may start in (csvFlow), which
 // needs nothing before it, and the blocks' effects then compose in order.
-// A block is read once per input and delimiter (csvFlows), whoever asks.
+// A block is read once per input and delimiter (csvCuts.flows), whoever
+// asks.
 
 // The states of the scan: the first five follow a well-quoted CSV, as
 // encoding/csv reads it; the last two are quoting that cannot be followed
@@ -109,8 +110,8 @@ func csvWhy(state uint8, line int64) string {
 // Bytes before stop go through the table alone, a chunk at a time, their
 // newlines counted apart; a bad state, which never changes, is looked for
 // once a chunk, and the chunk walked again for the bad quote's place.
-func (d *csvDFA) walk(r io.Reader, state uint8, lines, n, stop int64) (read int64, _ uint8, _ int64, err error) {
-	buf := make([]byte, splitBuf)
+func (d *csvDFA) walk(r io.Reader, state uint8, lines, n, stop int64, bufSize int) (read int64, _ uint8, _ int64, err error) {
+	buf := make([]byte, bufSize)
 	for n < 0 || read < n {
 		want := int64(len(buf))
 		if n >= 0 {
@@ -155,11 +156,11 @@ func (d *csvDFA) walk(r io.Reader, state uint8, lines, n, stop int64) (read int6
 	return read, state, lines, nil
 }
 
-// walkAt is walk over the bytes from pos of in, of size bytes. The
-// stretch it knows it needs (n bytes, or stop and a little after it) is
-// one read — a blob's, one round trip — and only a walk that goes on past
-// it streams the rest.
-func (d *csvDFA) walkAt(in Input, size, pos int64, state uint8, lines, n, stop int64) (int64, uint8, int64, error) {
+// walkAt is walk over the bytes from pos of in, of size bytes, in reads
+// of c.read bytes. The stretch it knows it needs (n bytes, or stop and a
+// little after it) is one read — a blob's, one round trip — and only a
+// walk that goes on past it streams the rest.
+func (c *csvCuts) walkAt(d *csvDFA, in Input, size, pos int64, state uint8, lines, n, stop int64) (int64, uint8, int64, error) {
 	known := n
 	if n < 0 {
 		known = stop + walkSlack
@@ -175,7 +176,7 @@ func (d *csvDFA) walkAt(in Input, size, pos int64, state uint8, lines, n, stop i
 		defer rest.Close()
 		r = io.MultiReader(head, rest)
 	}
-	return d.walk(r, state, lines, n, stop)
+	return d.walk(r, state, lines, n, stop, c.read)
 }
 
 // walkSlack is what a walk to the record start after stop reads past
@@ -256,35 +257,52 @@ func (d *csvDFA) flow(r io.Reader, n int64) (csvFlow, error) {
 	return csvFlow{end: [csvLive]uint8{s0, s1, s2, s3, s4}, lines: lines}, nil
 }
 
-// csvBlock is the size of the blocks read at once (csvBlocksAtOnce at a
-// time); tests shrink it. A boundary's own stretch, up to a block before
-// and after the whole blocks, is walked front to back, so blocks are
-// 1 MiB rather than 16: a cut's walk is then one read of a blob (a 42 MB
-// CSV blob 50 ms away dry-runs in 2.6 s; with 16 MiB blocks, 16.7–17.5 s;
-// a local 1 GB CSV is cut in 128 in ~3.0 s rather than 3.6). An input of more than
-// csvMaxBlocks of them has bigger blocks, so that what csvFlows keeps of
-// it stays within ~4 MB.
-var csvBlock int64 = 1 << 20
+// csvCuts finds where CSV inputs may be cut, and remembers what it read
+// to find out (flows).
+type csvCuts struct {
+	// block is the size of the blocks read at once (csvBlocksAtOnce at a
+	// time): at least, for an input of more than csvMaxBlocks of them
+	// has bigger ones (blockOf). A boundary's own stretch, up to a block
+	// before and after the whole blocks, is walked front to back.
+	block int64
+	// read is the read size of the walks (splitBuf).
+	read int
+	// flows remembers the flows of the blocks of the inputs read: a
+	// load's segments are cut and cut again in the same stretches, and a
+	// blob read twice is downloaded twice. Keyed by the input's identity
+	// (a changed file or blob is read afresh); at most csvFlowsKept
+	// blocks, then it starts over.
+	flows *blockMemo[flowKey, csvFlow]
+}
+
+// loaderCuts are the cuts of every input this process loads: one memory
+// of the blocks read.
+var loaderCuts = &csvCuts{block: csvBlock, read: splitBuf, flows: &blockMemo[flowKey, csvFlow]{keep: csvFlowsKept}}
+
+// csvBlock is the least size of the blocks read at once: a boundary's
+// stretch around the whole blocks is then one read of a blob, not many,
+// and what csvCuts.flows keeps of an input stays small.
+const csvBlock = 1 << 20
 
 const (
 	csvBlocksAtOnce = 16
 	csvMaxBlocks    = 16 << 10
 )
 
-// csvBlockOf is the block size of an input of size bytes.
-func csvBlockOf(size int64) int64 {
-	return max(csvBlock, (size+csvMaxBlocks-1)/csvMaxBlocks)
+// blockOf is the block size of an input of size bytes.
+func (c *csvCuts) blockOf(size int64) int64 {
+	return max(c.block, (size+csvMaxBlocks-1)/csvMaxBlocks)
 }
 
-// csvBoundary returns the first record start at or after target, with its
+// boundary returns the first record start at or after target, with its
 // line number, following the quoting from from, a record start; or why
 // the quoting cannot be followed there.
-func csvBoundary(in Input, d *csvDFA, delim byte, from Position, target int64) (Position, string, error) {
+func (c *csvCuts) boundary(in Input, d *csvDFA, delim byte, from Position, target int64) (Position, string, error) {
 	size, err := RawSize(in)
 	if err != nil {
 		return Position{}, "", err
 	}
-	blk := csvBlockOf(size)
+	blk := c.blockOf(size)
 	pos, state, lines := from.Offset, csvFieldStart, from.Line
 	first := (pos + blk - 1) / blk // the first whole block after from
 	// The block of the byte before target: a newline there ends a record
@@ -292,51 +310,46 @@ func csvBoundary(in Input, d *csvDFA, delim byte, from Position, target int64) (
 	last := (max(target, pos+1) - 1) / blk
 	if last > first {
 		if pos < first*blk {
-			n, st, l, err := d.walkAt(in, size, pos, state, lines, first*blk-pos, -1)
+			n, st, l, err := c.walkAt(d, in, size, pos, state, lines, first*blk-pos, -1)
 			if err != nil || csvRefused(st) {
 				return Position{}, csvWhy(st, l+1), err
 			}
 			pos, state, lines = pos+n, st, l
 		}
-		flows, err := csvFlowsOf(in, delim, d, blk, first, last)
+		flows, err := c.flowsOf(in, delim, d, blk, first, last)
 		if err != nil {
 			return Position{}, "", err
 		}
 		for i, f := range flows {
 			if next := f.end[state]; csvRefused(next) {
 				// Walk the block again for the bad quote's line.
-				_, st, l, err := d.walkAt(in, size, pos, state, lines, blk, -1)
+				_, st, l, err := c.walkAt(d, in, size, pos, state, lines, blk, -1)
 				return Position{}, csvWhy(st, l+1), err
 			}
 			state, lines = f.end[state], lines+f.lines
 			pos = (first + int64(i) + 1) * blk
 		}
 	}
-	n, st, l, err := d.walkAt(in, size, pos, state, lines, -1, max(target-pos, 0))
+	n, st, l, err := c.walkAt(d, in, size, pos, state, lines, -1, max(target-pos, 0))
 	if err != nil || csvRefused(st) {
 		return Position{}, csvWhy(st, l+1), err
 	}
 	return Position{Offset: pos + n, Line: l, Base: from.Base}, "", nil
 }
 
-// csvFlows remembers the flows of the blocks of the inputs read: a load's
-// segments are cut and cut again in the same stretches, and a blob read
-// twice is downloaded twice. Keyed by the input's identity (a changed
-// file or blob is read afresh); at most csvFlowsKept blocks, ~240 bytes
-// each with its key (16 MB), then it starts over.
-var csvFlows = &blockMemo[flowKey, csvFlow]{keep: csvFlowsKept}
-
+// csvFlowsKept is how many blocks' flows csvCuts keep, ~240 bytes each
+// with its key.
 const csvFlowsKept = 1 << 16
 
 type flowKey struct {
 	input       string // the path and its identity
 	delim       byte
-	block, size int64 // the block's index and csvBlock
+	block, size int64 // the block's index and size
 }
 
-// csvFlowsOf returns the flows of blocks [first, last) of in, of blk
+// flowsOf returns the flows of blocks [first, last) of in, of blk
 // bytes, reading those not yet read, csvBlocksAtOnce at a time.
-func csvFlowsOf(in Input, delim byte, d *csvDFA, blk, first, last int64) ([]csvFlow, error) {
+func (c *csvCuts) flowsOf(in Input, delim byte, d *csvDFA, blk, first, last int64) ([]csvFlow, error) {
 	id, err := inputIdentity(in)
 	if err != nil {
 		return nil, err
@@ -345,7 +358,7 @@ func csvFlowsOf(in Input, delim byte, d *csvDFA, blk, first, last int64) ([]csvF
 	for i := range keys {
 		keys[i] = flowKey{input: id, delim: delim, block: first + int64(i), size: blk}
 	}
-	return csvFlows.get(keys, csvBlocksAtOnce, func(i int) (csvFlow, error) {
+	return c.flows.get(keys, csvBlocksAtOnce, func(i int) (csvFlow, error) {
 		at := keys[i].block * blk
 		r, done, err := readRange(in, at, blk)
 		if err != nil {

@@ -84,7 +84,6 @@ func refBoundary(text string, delim byte, from Position, target int64) (Position
 // start or from an earlier record start: the boundary, its line and the
 // reason for a refusal are the definition's, for a file and for a blob.
 func TestCSVBoundaryByBlocksMatchesDefinition(t *testing.T) {
-	defer func(b int64, s int) { csvBlock, splitBuf = b, s }(csvBlock, splitBuf)
 	texts := []string{
 		"id,note\n1,\"two\nlines\"\n2,\"a \"\"quoted\"\" word\"\n3,plain\n\n4,\"\"\n",
 		"id;v\r\n1;\"x;\r\ny\"\r\n2;\"\"\"\"\r\n3;z\r\n",
@@ -118,12 +117,12 @@ func TestCSVBoundaryByBlocksMatchesDefinition(t *testing.T) {
 			}
 		}
 		for _, block := range []int64{1, 2, 3, 5, 8, 64, 1 << 20} {
-			csvBlock, splitBuf = block, int(min(block, 16))
+			c := newCSVCuts(block, int(min(block, 16)))
 			for _, in := range inputs {
 				for _, from := range starts {
 					for target := from.Offset; target <= int64(len(text))+1; target++ {
 						want, wantWhy := refBoundary(text, delim, from, target)
-						got, why, err := csvBoundary(in, d, delim, from, target)
+						got, why, err := c.boundary(in, d, delim, from, target)
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -141,19 +140,18 @@ func TestCSVBoundaryByBlocksMatchesDefinition(t *testing.T) {
 // A blob's blocks are read once, however many boundaries are asked for;
 // a blob that changed (another ETag) is read again.
 func TestCSVFlowsAreReadOnce(t *testing.T) {
-	defer func(b int64, m *blockMemo[flowKey, csvFlow]) { csvBlock, csvFlows = b, m }(csvBlock, csvFlows)
-	csvBlock, csvFlows = 32, &blockMemo[flowKey, csvFlow]{keep: csvFlowsKept} // none remembered from other tests
+	c := newCSVCuts(32, splitBuf) // none remembered from other tests
 	text := "id,v\n" + strings.Repeat("1,\"a\nb\"\n22,cc\n", 200)
 	m := &memRemote{data: []byte(text)}
 	in := Input{Path: "https://acct.blob.core.windows.net/c/once.csv", Remote: m}
 	d := newCSVDFA(',')
-	if _, why, err := csvBoundary(in, d, ',', Position{}, 3000); err != nil || why != "" {
+	if _, why, err := c.boundary(in, d, ',', Position{}, 3000); err != nil || why != "" {
 		t.Fatal(why, err)
 	}
 	reads := func() int { return len(m.opened) + len(m.readAt) }
 	m.opened, m.readAt = nil, nil
 	for _, target := range []int64{1000, 2500, 3000} {
-		if _, why, err := csvBoundary(in, d, ',', Position{}, target); err != nil || why != "" {
+		if _, why, err := c.boundary(in, d, ',', Position{}, target); err != nil || why != "" {
 			t.Fatal(why, err)
 		}
 	}
@@ -162,25 +160,24 @@ func TestCSVFlowsAreReadOnce(t *testing.T) {
 	}
 	m.data = bytes.Replace(m.data, []byte("22,cc"), []byte("22,\"\""), 1)
 	m.opened, m.readAt = nil, nil
-	if _, why, err := csvBoundary(in, d, ',', Position{}, 3000); err != nil || why != "" {
+	if _, why, err := c.boundary(in, d, ',', Position{}, 3000); err != nil || why != "" {
 		t.Fatal(why, err)
 	}
-	if reads() < 3000/int(csvBlock)/2 {
+	if reads() < 3000/int(c.block)/2 {
 		t.Errorf("a changed blob was not read again: %d reads", reads())
 	}
 }
 
-type countingRemote struct{ memRemote }
-
-func (m *countingRemote) Open(off, chunk int64) (io.ReadCloser, error) {
-	return m.memRemote.Open(off, chunk)
+// newCSVCuts are cuts in blocks of block bytes, walked in reads of read
+// bytes, remembering nothing yet.
+func newCSVCuts(block int64, read int) *csvCuts {
+	return &csvCuts{block: block, read: read, flows: &blockMemo[flowKey, csvFlow]{keep: csvFlowsKept}}
 }
 
 // Random texts over the bytes quoting turns on, cut anywhere with blocks
 // of random sizes, against the definition: the property the handwritten
 // cases above sample.
 func TestCSVBoundaryRandomTextsMatchDefinition(t *testing.T) {
-	defer func(b int64, s int) { csvBlock, splitBuf = b, s }(csvBlock, splitBuf)
 	rng := rand.New(rand.NewPCG(5, 8))
 	d := newCSVDFA(',')
 	alphabet := []string{"a", "b", ",", `"`, `""`, "\n", "\r\n", "\r", `,"`, `",`}
@@ -191,15 +188,15 @@ func TestCSVBoundaryRandomTextsMatchDefinition(t *testing.T) {
 		}
 		text := sb.String()
 		in := Input{Path: fmt.Sprintf("https://acct.blob.core.windows.net/c/r%d.csv", n), Remote: &memRemote{data: []byte(text)}}
-		csvBlock, splitBuf = int64(1+rng.IntN(9)), 1+rng.IntN(7)
+		c := newCSVCuts(int64(1+rng.IntN(9)), 1+rng.IntN(7))
 		target := int64(rng.IntN(len(text) + 2))
 		want, wantWhy := refBoundary(text, ',', Position{}, target)
-		got, why, err := csvBoundary(in, d, ',', Position{}, target)
+		got, why, err := c.boundary(in, d, ',', Position{}, target)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if why != wantWhy || (why == "" && got != want) {
-			t.Fatalf("%q, blocks of %d, reads of %d, target %d: %+v %q, want %+v %q", text, csvBlock, splitBuf, target, got, why, want, wantWhy)
+			t.Fatalf("%q, blocks of %d, reads of %d, target %d: %+v %q, want %+v %q", text, c.block, c.read, target, got, why, want, wantWhy)
 		}
 	}
 }
@@ -253,7 +250,7 @@ func csvCutsAreRecordStarts(t *testing.T, delim byte) {
 		checked++
 		in := Input{Path: fmt.Sprintf("https://acct.blob.core.windows.net/c/v%d-%d.csv", delim, n), Remote: &memRemote{data: []byte(text)}}
 		for target := int64(1); target <= int64(len(text)); target++ {
-			b, why, err := csvBoundary(in, d, delim, Position{}, target)
+			b, why, err := loaderCuts.boundary(in, d, delim, Position{}, target)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -282,10 +279,10 @@ func csvCutsAreRecordStarts(t *testing.T, delim byte) {
 }
 
 // Blocks are csvBlock until an input has more than csvMaxBlocks of them:
-// csvFlows keeps a bounded number per input, whatever its size.
+// csvCuts.flows keeps a bounded number per input, whatever its size.
 func TestCSVBlocksPerInputAreBounded(t *testing.T) {
 	for _, size := range []int64{0, 1, csvBlock, csvBlock * csvMaxBlocks, csvBlock*csvMaxBlocks + 1, 200 << 30, 5 << 40} {
-		blk := csvBlockOf(size)
+		blk := loaderCuts.blockOf(size)
 		if blk < csvBlock || (size+blk-1)/blk > csvMaxBlocks {
 			t.Errorf("size %d: blocks of %d, %d of them", size, blk, (size+blk-1)/blk)
 		}

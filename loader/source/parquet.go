@@ -74,9 +74,9 @@ type parquetReader struct {
 		sync.Mutex
 		m map[int]*metadata.FileMetaData
 	}
-	footersParsed atomic.Int64 // row groups' footers (tests count them)
-	props         *parquet.ReaderProperties
-	arrowProps    pqarrow.ArrowReadProperties
+	cfg        parquetConfig
+	props      *parquet.ReaderProperties
+	arrowProps pqarrow.ArrowReadProperties
 	// chunks and chunkErrs are each row group's guardedChunks.
 	chunks    [][]guardedChunk
 	chunkErrs []error
@@ -431,13 +431,33 @@ func openRandom(in Input) (f RandomReader, size int64, err error) {
 	return lf, st.Size(), nil
 }
 
-func openParquet(in Input, opts Options, start Position) (r *parquetReader, err error) {
+// parquetConfig is how a Parquet reader reads: the zero value is the
+// loader's way; tests set the other ways, which read the same rows, to
+// compare them.
+type parquetConfig struct {
+	// plainStrings reads every string column plainly, none as Arrow
+	// dictionaries (see dictionaryColumns).
+	plainStrings bool
+	// wholeFooter reads each row group through the whole footer, as the
+	// reader does a footer it cannot cut (see footerCuts).
+	wholeFooter bool
+	// footerParsed, when set, is told of each row group's footer parsed
+	// (groupFooter).
+	footerParsed func(g int)
+}
+
+func openParquet(in Input, opts Options, start Position) (*parquetReader, error) {
+	return parquetConfig{}.open(in, opts, start)
+}
+
+func (cfg parquetConfig) open(in Input, opts Options, start Position) (r *parquetReader, err error) {
 	if in.Stdin {
 		return nil, errors.New("a Parquet input cannot be read from stdin: it needs random access (give a file)")
 	}
 	if start.Line < 0 {
 		return nil, fmt.Errorf("invalid start position %+v", start)
 	}
+	opts.folders = partitionFolders(in)
 	f, size, err := openRandom(in)
 	if err != nil {
 		return nil, err
@@ -449,7 +469,7 @@ func openParquet(in Input, opts Options, start Position) (r *parquetReader, err 
 			alloc.release()
 		}
 	}()
-	r = &parquetReader{path: in.Path, f: f, opts: opts, size: size, alloc: alloc, arenaSize: parquetArena,
+	r = &parquetReader{path: in.Path, f: f, cfg: cfg, opts: opts, size: size, alloc: alloc, arenaSize: parquetArena,
 		freeArenas: make(chan *reusable[byte], parquetFree), freeSpans: make(chan *reusable[record.Member], parquetFree),
 		freeRecs: make(chan []Record, parquetFree)}
 	refuse := func(err error) error {
@@ -484,8 +504,10 @@ func openParquet(in Input, opts Options, start Position) (r *parquetReader, err 
 		return nil, refuse(err)
 	}
 	arrowProps := pqarrow.ArrowReadProperties{BatchSize: parquetBatchRows}
-	for _, c := range dictionaryColumns(pf.MetaData()) {
-		arrowProps.SetReadDict(c, true)
+	if !cfg.plainStrings {
+		for _, c := range dictionaryColumns(pf.MetaData()) {
+			arrowProps.SetReadDict(c, true)
+		}
 	}
 	fr, err := pqarrow.NewFileReader(pf, arrowProps, alloc)
 	if err != nil {
@@ -550,7 +572,7 @@ func openParquet(in Input, opts Options, start Position) (r *parquetReader, err 
 	// From here on the row groups are read through footers of their own;
 	// pf, fr and the footer they parsed are left to the collector, unless
 	// the footer could not be cut.
-	if cutFooters && plain {
+	if !cfg.wholeFooter && plain {
 		r.cuts, _ = cutFooter(raw, md.NumRowGroups())
 	}
 	if r.cuts == nil {
@@ -598,9 +620,6 @@ func openParquet(in Input, opts Options, start Position) (r *parquetReader, err 
 // plainly), and their dictionaries held its peak RSS at 162–170 MB
 // (149–155).
 func dictionaryColumns(md *metadata.FileMetaData) []int {
-	if !readDictionaries {
-		return nil
-	}
 	var cols []int
 	for c := range md.Schema.NumColumns() {
 		col := md.Schema.Column(c)
@@ -661,10 +680,6 @@ func dictionaryEntries(cc *metadata.ColumnChunkMetaData, levels int) float64 {
 	width := 8*float64(indexes)/float64(n) - float64(levels)
 	return min(math.Exp2(max(width, 0)), float64(n))
 }
-
-// readDictionaries is false only in tests, which compare what a file
-// reads as with and without dictionaries.
-var readDictionaries = true
 
 // dictionaryPage is the Thrift PageType of a dictionary page (arrow-go
 // keeps the enum in an internal package).
@@ -1024,7 +1039,9 @@ func (r *parquetReader) groupFooter(g int) (*metadata.FileMetaData, error) {
 	}
 	var md *metadata.FileMetaData
 	var err error
-	r.footersParsed.Add(1)
+	if r.cfg.footerParsed != nil {
+		r.cfg.footerParsed(g)
+	}
 	if r.cuts != nil {
 		md, err = r.cuts.rowGroupFooter(g, r.size)
 	} else {

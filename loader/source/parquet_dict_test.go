@@ -136,9 +136,7 @@ func TestParquetDictionaryColumns(t *testing.T) {
 				starts = append(starts, Position{Line: 5077}) // in the row group of plain pages
 			}
 			for _, start := range starts {
-				readDictionaries = false
-				want, err := readParquet(t, path, opts, start)
-				readDictionaries = true
+				want, err := readParquetWith(t, parquetConfig{plainStrings: true}, path, opts, start)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -62,13 +62,19 @@ func writeNumericIDs(t *testing.T, path string) {
 // when the reader maps it by records.
 func readFacts(t *testing.T, path string, opts Options) []*Facts {
 	t.Helper()
-	rd, err := Open(Input{Path: path}, nil, opts, Position{})
+	return readFactsWith(t, parquetConfig{}, path, opts)
+}
+
+// readFactsWith reads the file's facts with a reader of cfg.
+func readFactsWith(t *testing.T, cfg parquetConfig, path string, opts Options) []*Facts {
+	t.Helper()
+	rd, err := cfg.open(Input{Path: path}, opts, Position{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rd.Close() })
-	fr, ok := rd.(FactReader)
-	if !ok || !fr.Facts() {
+	var fr FactReader = rd
+	if !fr.Facts() {
 		return nil
 	}
 	var out []*Facts

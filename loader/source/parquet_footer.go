@@ -29,11 +29,6 @@ import (
 // with it. The bytes are the footer's own, so the row group parses as it
 // did in the whole footer.
 
-// cutFooters is false only in tests, which compare the rows read with a
-// footer cut and with the whole footer (the reader's way where it cannot
-// be cut).
-var cutFooters = true
-
 // footerCuts is a Parquet footer's Thrift bytes and where, in them, the
 // list of row groups and each row group are.
 type footerCuts struct {

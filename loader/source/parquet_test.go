@@ -21,6 +21,21 @@ func readParquet(t *testing.T, path string, opts Options, start Position) ([]Rec
 	if err != nil {
 		return nil, err
 	}
+	return readRecords(r)
+}
+
+// readParquetWith reads the file with a reader of cfg.
+func readParquetWith(t *testing.T, cfg parquetConfig, path string, opts Options, start Position) ([]Record, error) {
+	t.Helper()
+	r, err := cfg.open(Input{Path: path}, opts, start)
+	if err != nil {
+		return nil, err
+	}
+	return readRecords(r)
+}
+
+// readRecords reads r to its end, or its first error.
+func readRecords(r Reader) ([]Record, error) {
 	defer r.Close()
 	var recs []Record
 	for {

@@ -146,8 +146,11 @@ func TestRemoteNDJSONIsSegmented(t *testing.T) {
 	if fmt.Sprint(lines) != fmt.Sprint(wantLines) || strings.Join(data, "\n") != strings.Join(wantData, "\n") {
 		t.Errorf("4 ranges of the blob read %d records, want %d in the same order with the same lines", len(data), len(wantData))
 	}
-	defer func(b int64) { csvBlock = b }(csvBlock)
-	csvBlock = 64
+	cuts := newCSVCuts(64, splitBuf)
+	split := func(in Input, n int) ([]Range, string, error) {
+		size := int64(len(in.Remote.(*memRemote).data))
+		return cuts.split(in, Options{}, FormatCSV, size, evenTargets(size, n))
+	}
 	var rows strings.Builder
 	rows.WriteString("id,note\r\n")
 	for i := range 400 {
@@ -159,7 +162,7 @@ func TestRemoteNDJSONIsSegmented(t *testing.T) {
 	}
 	csv := Input{Path: "https://acct.blob.core.windows.net/c/x.csv", Remote: &memRemote{data: []byte(rows.String())}}
 	wantLines, wantData = readInputRanges(t, csv, Options{}, []Range{{}})
-	ranges, why, err = Split(csv, Options{}, 8)
+	ranges, why, err = split(csv, 8)
 	if err != nil || len(ranges) != 8 || why != "" {
 		t.Fatalf("Split of a CSV blob = %v, %q, %v; want 8 ranges", ranges, why, err)
 	}
@@ -168,7 +171,7 @@ func TestRemoteNDJSONIsSegmented(t *testing.T) {
 		t.Errorf("8 ranges of the CSV blob read %d records, want %d in the same order with the same lines", len(data), len(wantData))
 	}
 	bad := Input{Path: "https://acct.blob.core.windows.net/c/bad.csv", Remote: &memRemote{data: []byte(rows.String() + "1,a\"b\r\n" + rows.String()[9:])}}
-	if ranges, why, err := Split(bad, Options{}, 8); err != nil || len(ranges) != 1 || !strings.Contains(why, "quote inside an unquoted field on line 482") {
+	if ranges, why, err := split(bad, 8); err != nil || len(ranges) != 1 || !strings.Contains(why, "quote inside an unquoted field on line 482") {
 		t.Errorf("Split of a CSV blob with a bad quote = %v, %q, %v; want one range and the reason", ranges, why, err)
 	}
 }

@@ -61,7 +61,7 @@ func Splittable(in Input, opts Options) (bool, string) {
 // size is cut at once. CSV ranges start after a newline outside quotes,
 // found by following the quoting from the start of the input, with their
 // line numbers: in blocks read at once, each block read once per load
-// (csvBoundary). A CSV whose quoting cannot be followed safely (a quote inside
+// (csvCuts.boundary). A CSV whose quoting cannot be followed safely (a quote inside
 // an unquoted field, or a stray one after a closing quote) is not split:
 // Split returns one range and the reason. A Parquet file or blob, which
 // Splittable refuses (nothing can cut it while it is read), is split
@@ -82,22 +82,40 @@ func Split(in Input, opts Options, n int) ([]Range, string, error) {
 		return nil, "", fmt.Errorf("split %s: %w", in.Path, err)
 	}
 	format, _ := ResolveFormat(in, opts)
+	if format == FormatCSV || format == FormatTSV {
+		return loaderCuts.split(in, opts, format, size, evenTargets(size, n))
+	}
+	return splitLines(in, size, evenTargets(size, n))
+}
+
+// evenTargets are the n-1 offsets that cut size bytes in n even pieces.
+func evenTargets(size int64, n int) []int64 {
 	targets := make([]int64, 0, n-1)
 	for i := 1; i < n; i++ {
 		targets = append(targets, size*int64(i)/int64(n))
 	}
-	if format != FormatCSV && format != FormatTSV {
-		starts := make([]Position, len(targets))
-		err := parallel.Each(len(targets), linesAtOnce, func(i int) error {
-			var err error
-			starts[i], err = LineStart(in, targets[i])
-			return err
-		})
-		if err != nil {
-			return nil, "", fmt.Errorf("split %s: %w", in.Path, err)
-		}
-		return rangesFrom(starts, size), "", nil
+	return targets
+}
+
+// splitLines cuts a plain NDJSON input of size bytes at the line starts
+// after targets (LineStart), found at once.
+func splitLines(in Input, size int64, targets []int64) ([]Range, string, error) {
+	starts := make([]Position, len(targets))
+	err := parallel.Each(len(targets), linesAtOnce, func(i int) error {
+		var err error
+		starts[i], err = LineStart(in, targets[i])
+		return err
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("split %s: %w", in.Path, err)
 	}
+	return rangesFrom(starts, size), "", nil
+}
+
+// split cuts a splittable CSV or TSV input of size bytes at the record
+// starts after targets.
+func (c *csvCuts) split(in Input, opts Options, format string, size int64, targets []int64) ([]Range, string, error) {
+	whole := []Range{{}}
 	d, delim, why := csvCutter(in, opts, format)
 	if why != "" {
 		return whole, why, nil
@@ -108,15 +126,15 @@ func Split(in Input, opts Options, n int) ([]Range, string, error) {
 	// want. (A record longer than a segment makes two cuts the same.)
 	// The blocks first, csvBlocksAtOnce at a time: cuts asking at once
 	// would each read theirs that many at a time.
-	blk := csvBlockOf(size)
-	if _, err := csvFlowsOf(in, delim, d, blk, 0, (targets[len(targets)-1]-1)/blk); err != nil {
+	blk := c.blockOf(size)
+	if _, err := c.flowsOf(in, delim, d, blk, 0, (targets[len(targets)-1]-1)/blk); err != nil {
 		return whole, "", fmt.Errorf("split %s: %w", in.Path, err)
 	}
 	starts := make([]Position, len(targets))
 	whys := make([]string, len(targets))
-	err = parallel.Each(len(targets), linesAtOnce, func(i int) error {
+	err := parallel.Each(len(targets), linesAtOnce, func(i int) error {
 		var err error
-		starts[i], whys[i], err = csvBoundary(in, d, delim, Position{}, targets[i])
+		starts[i], whys[i], err = c.boundary(in, d, delim, Position{}, targets[i])
 		return err
 	})
 	if err != nil {
@@ -174,7 +192,7 @@ func CSVCuttable(in Input, opts Options) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	_, why, err = csvBoundary(in, d, delim, Position{}, size)
+	_, why, err = loaderCuts.boundary(in, d, delim, Position{}, size)
 	return why, err
 }
 
@@ -222,7 +240,7 @@ func BoundaryAfter(in Input, opts Options, from Position, target int64) (Positio
 	if delim == 0 {
 		return Position{}, "its delimiter is not one byte", nil
 	}
-	p, why, err := csvBoundary(in, newCSVDFA(delim), delim, from, target)
+	p, why, err := loaderCuts.boundary(in, newCSVDFA(delim), delim, from, target)
 	if err != nil {
 		err = fmt.Errorf("find record boundary: %w", err)
 	}
@@ -230,10 +248,9 @@ func BoundaryAfter(in Input, opts Options, from Position, target int64) (Positio
 }
 
 // splitBuf is the read size of the CSV boundary walks (the stretch of a
-// cut around its whole blocks); tests shrink it to cross chunk ends. The
-// walks of many shards placed at once each hold one, and a stream of
-// walkChunk chunks: 32 of them at 1 MiB and 1 MiB chunks held 110 MB.
-var splitBuf = 64 << 10
+// cut around its whole blocks). The walks of many shards placed at once
+// each hold one, and a stream of walkChunk chunks: both are kept small.
+const splitBuf = 64 << 10
 
 const walkChunk = 256 << 10
 
