@@ -16,6 +16,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
+	"github.com/cosmosloader/loader/internal/clock"
 	"github.com/cosmosloader/loader/internal/transport"
 	"github.com/cosmosloader/loader/loader/source"
 )
@@ -40,6 +41,9 @@ type Config struct {
 	// timeouts and connection errors, with exponential backoff honouring
 	// Retry-After). Zero values mean 5 retries from 500 ms up to 30 s.
 	Retry policy.RetryOptions
+	// Clock waits between the fetches of a body that broke off (nil: the
+	// system clock).
+	Clock clock.Clock
 }
 
 // Resolver turns blob URLs into inputs. It implements
@@ -50,6 +54,9 @@ type Resolver struct {
 	http *http.Client // every blob's requests: one pool of connections (see internal/transport)
 	mu   sync.Mutex
 	cred azcore.TokenCredential
+	// pieces holds the planned ranges' pieces of random-access readers
+	// (nil: off the Go heap; see newPiece).
+	pieces pieceMemory
 }
 
 var _ source.RemoteExpander = (*Resolver)(nil)
@@ -70,6 +77,9 @@ func New(ctx context.Context, cfg Config) *Resolver {
 	}
 	if cfg.Retry.TryTimeout == 0 {
 		cfg.Retry.TryTimeout = 2 * time.Minute
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.System{}
 	}
 	return &Resolver{ctx: ctx, cfg: cfg, http: &http.Client{Transport: transport.New(false)}, cred: cfg.Credential}
 }
@@ -248,7 +258,11 @@ func (r *Resolver) input(cc *container.Client, loc location, name string, id sou
 }
 
 func (r *Resolver) blob(cc *container.Client, loc location, name string) *Blob {
-	return &Blob{client: cc.NewBlobClient(name), name: loc.display(name), chunk: r.cfg.ChunkSize,
+	pieces := r.pieces
+	if pieces == nil {
+		pieces = offHeap{}
+	}
+	return &Blob{client: cc.NewBlobClient(name), name: loc.display(name), chunk: r.cfg.ChunkSize, clock: r.cfg.Clock, pieces: pieces,
 		cacheBlockSize: r.cfg.CacheBlockSize, cacheBlocks: r.cfg.CacheBlocks}
 }
 

@@ -12,10 +12,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+
+	"github.com/cosmosloader/loader/internal/clock"
 )
 
 func TestParseURL(t *testing.T) {
@@ -160,12 +163,35 @@ func testResolver(t *testing.T, f *fakeBlob) (*Resolver, string) {
 	t.Helper()
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
-	old := sleep
-	sleep = func(context.Context, time.Duration) error { return nil }
-	t.Cleanup(func() { sleep = old })
-	r := New(context.Background(), Config{ChunkSize: 1000,
+	r := New(context.Background(), Config{ChunkSize: 1000, Clock: noWait{},
 		Retry: policy.RetryOptions{MaxRetries: 3, RetryDelay: time.Millisecond, MaxRetryDelay: time.Millisecond}})
+	r.pieces = &countedPieces{}
 	return r, srv.URL + "/acct/c/"
+}
+
+// noWait is a clock whose waits end at once.
+type noWait struct{ clock.System }
+
+func (noWait) Sleep(ctx context.Context, _ time.Duration) error { return ctx.Err() }
+
+// countedPieces maps pieces as the loader does and counts those mapped
+// and not yet unmapped.
+type countedPieces struct {
+	offHeap
+	mapped atomic.Int64
+}
+
+func (c *countedPieces) Map(n int) []byte {
+	b := c.offHeap.Map(n)
+	if b != nil {
+		c.mapped.Add(1)
+	}
+	return b
+}
+
+func (c *countedPieces) Unmap(b []byte) {
+	c.offHeap.Unmap(b)
+	c.mapped.Add(-1)
 }
 
 func lines(n int) []byte {

@@ -259,7 +259,7 @@ func TestRandomUnderTheParquetReader(t *testing.T) {
 				}
 			}
 			rd.Close()
-			if n := mappedPieces.Load(); n != 0 {
+			if n := r.pieces.(*countedPieces).mapped.Load(); n != 0 {
 				t.Errorf("%d pieces of the plans still mapped after the reader closed", n)
 			}
 			if n != tc.rows {
@@ -342,7 +342,7 @@ func TestRandomPlannedRangesAreFetchedAhead(t *testing.T) {
 	}
 	check(6000, 3*span)
 	ra.Close()
-	if n := mappedPieces.Load(); n != 0 {
+	if n := ra.pieces.(*countedPieces).mapped.Load(); n != 0 {
 		t.Errorf("%d pieces still mapped after Close", n)
 	}
 }
@@ -374,7 +374,7 @@ func TestRandomPlannedPieceFailsThenRetries(t *testing.T) {
 		t.Fatalf("the read after the failure = %d, %v, or wrong bytes", n, err)
 	}
 	ra.Close()
-	if n := mappedPieces.Load(); n != 0 {
+	if n := ra.pieces.(*countedPieces).mapped.Load(); n != 0 {
 		t.Errorf("%d pieces still mapped after Close", n)
 	}
 }
