@@ -173,10 +173,6 @@ type RateRow struct {
 	Seconds  float64 `json:"seconds"`
 }
 
-// dryRunFacts is false only in tests, which compare the plans made of
-// Parquet rows summed by columns (source.FactReader) and of records.
-var dryRunFacts = true
-
 // DryRun reads and costs every record without writing anything.
 func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 	if j.Connect != nil {
@@ -200,11 +196,9 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 	j = &jc
 	j.Source.KeyColumns = m.KeyFields() // --columns keeps them
 	// Of the other members only their length and terms count; Parquet
-	// rows are summed by columns.
+	// rows are summed by columns (unless Source.NoSizer).
 	j.Source.SizeOnly = func(field string) bool { return !m.ReadsValue(field) }
-	if dryRunFacts {
-		j.Source.Facts = m
-	}
+	j.Source.Facts = m
 	bounds := j.Bounds
 	if len(bounds) < 2 {
 		bounds = epk.SplitEven(1)

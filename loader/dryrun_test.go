@@ -598,10 +598,8 @@ func TestDryRunFactsGiveTheRecordsPlan(t *testing.T) {
 		for _, batch := range []int{0, 100} {
 			for _, parts := range []int{1, 4} {
 				plan := func(facts bool) *Plan {
-					dryRunFacts = facts
-					defer func() { dryRunFacts = true }()
 					p, err := DryRun(context.Background(), &DryRunJob{
-						Inputs: []source.Input{{Path: c.path}}, Source: source.Options{CSVEmptyNull: c.keep},
+						Inputs: []source.Input{{Path: c.path}}, Source: source.Options{CSVEmptyNull: c.keep, NoSizer: !facts},
 						Mapper: record.Config{PartitionKeyPaths: c.pk}, TargetRU: 40000, Bounds: epk.SplitEven(parts),
 						Batch: batch, Segments: 3,
 					})

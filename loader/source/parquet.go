@@ -458,6 +458,9 @@ func (cfg parquetConfig) open(in Input, opts Options, start Position) (r *parque
 		return nil, fmt.Errorf("invalid start position %+v", start)
 	}
 	opts.folders = partitionFolders(in)
+	if opts.NoSizer {
+		opts.SizeOnly, opts.Facts = nil, nil
+	}
 	f, size, err := openRandom(in)
 	if err != nil {
 		return nil, err

@@ -110,6 +110,14 @@ type Options struct {
 	// rows over as sums (FactReader), not records. Set SizeOnly with it.
 	Facts *record.Mapper
 
+	// NoSizer turns the dry-run's Parquet sizer off (dry-run
+	// --parquet-sizer=off): a Parquet reader then ignores SizeOnly and
+	// Facts and writes every row's JSON as it does for an import, so a
+	// dry-run maps and costs the very records an import sends. The
+	// sizer's sums equal those records' (its contract test); this checks
+	// it on a file.
+	NoSizer bool
+
 	// folders are the input's partition folders (see hive.go), set by
 	// Open for the Parquet and CSV readers.
 	folders []folder
