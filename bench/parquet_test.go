@@ -251,7 +251,7 @@ func offset(f *os.File) int64 {
 //     list of structs, a timestamp): 82 bytes of Parquet per row;
 //   - wide: flat rows of random numbers and hex strings, ~250 bytes per row.
 //
-// Profile a run with LOADER_CPUPROFILE=FILE set (cmd/root.go).
+// Profile a run with the hidden flag --cpuprofile FILE (cmd/memprofile.go).
 func BenchmarkParquetReadMapCost(b *testing.B) {
 	bin := testenv.LoaderBinary(b)
 	onParquetFixtures(b, func(b *testing.B, path string, rows int64, fi os.FileInfo) {
@@ -270,7 +270,7 @@ func dryRunParquet(b *testing.B, bin, path, key string, rows int64, fi os.FileIn
 	var cpu, rss float64
 	for i := 0; i < b.N; i++ {
 		cmd := exec.Command(bin, "dry-run", path, "--partition-key", key, "--ru", "40000", "--partitions", "4", "--json")
-		cmd.Env = append(os.Environ(), "COSMOS_ENDPOINT=", "COSMOS_KEY=", "COSMOS_CONNECTION_STRING=", "LOADER_CPUPROFILE=")
+		cmd.Env = append(os.Environ(), "COSMOS_ENDPOINT=", "COSMOS_KEY=", "COSMOS_CONNECTION_STRING=")
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		peak, err := runPeakRSS(cmd)
