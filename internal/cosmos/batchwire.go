@@ -111,146 +111,163 @@ func frameBatch(op string, docs []loader.Document) []byte {
 // (a resourceBody, an escape in a string, malformed input), which
 // encoding/json then reads.
 func scanResults(b []byte) []batchResult {
-	i := 0
-	ws := func() {
-		for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-			i++
-		}
-	}
-	// str reads a string without escapes or control characters; ok is
-	// false otherwise.
-	str := func() (s []byte, ok bool) {
-		if i >= len(b) || b[i] != '"' {
-			return nil, false
-		}
-		j := i + 1
-		for j < len(b) && b[j] != '"' {
-			if b[j] == '\\' || b[j] < 0x20 {
-				return nil, false
-			}
-			j++
-		}
-		if j == len(b) {
-			return nil, false
-		}
-		s, i = b[i+1:j], j+1
-		return s, true
-	}
-	digits := func() int {
-		j := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		return i - j
-	}
-	// num reads a number as JSON writes one.
-	num := func() (float64, bool) {
-		j := i
-		if i < len(b) && b[i] == '-' {
-			i++
-		}
-		if i < len(b) && b[i] == '0' {
-			i++
-		} else if digits() == 0 {
-			return 0, false
-		}
-		if i < len(b) && b[i] == '.' {
-			i++
-			if digits() == 0 {
-				return 0, false
-			}
-		}
-		if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-			i++
-			if i < len(b) && (b[i] == '+' || b[i] == '-') {
-				i++
-			}
-			if digits() == 0 {
-				return 0, false
-			}
-		}
-		v, err := strconv.ParseFloat(string(b[j:i]), 64)
-		return v, err == nil
-	}
-	ws()
-	if i >= len(b) || b[i] != '[' {
+	s := &resultScanner{b: b}
+	s.ws()
+	if !s.skip('[') {
 		return nil
 	}
-	i++
 	out := make([]batchResult, 0, 16)
-	for {
-		ws()
-		if i < len(b) && b[i] == ']' && len(out) == 0 {
-			i++
-			break
-		}
-		if i >= len(b) || b[i] != '{' {
-			return nil
-		}
-		i++
-		var r batchResult
-		for first := true; ; first = false {
-			ws()
-			if i < len(b) && b[i] == '}' && first {
-				break
-			}
-			key, ok := str()
+	s.ws()
+	if !s.skip(']') {
+		for {
+			r, ok := s.object()
 			if !ok {
 				return nil
 			}
-			ws()
-			if i >= len(b) || b[i] != ':' {
-				return nil
-			}
-			i++
-			ws()
-			switch {
-			case i < len(b) && b[i] == '"':
-				if _, ok := str(); !ok {
-					return nil
-				}
-			default:
-				at := i
-				v, ok := num()
-				if !ok {
-					return nil
-				}
-				integer := bytes.IndexAny(b[at:i], ".eE") < 0
-				switch {
-				case string(key) == "statusCode" && integer && v == float64(int32(v)):
-					r.StatusCode = int(v)
-				case string(key) == "requestCharge":
-					r.RequestCharge = v
-				case bytes.EqualFold(key, []byte("statusCode")) || bytes.EqualFold(key, []byte("requestCharge")):
-					return nil // encoding/json matches names without case
-				}
-			}
-			ws()
-			if i < len(b) && b[i] == ',' {
-				i++
-				continue
-			}
-			if i < len(b) && b[i] == '}' {
+			out = append(out, r)
+			s.ws()
+			if s.skip(']') {
 				break
 			}
-			return nil
+			if !s.skip(',') {
+				return nil
+			}
+			s.ws()
 		}
-		i++ // '}'
-		out = append(out, r)
-		ws()
-		if i < len(b) && b[i] == ',' {
-			i++
-			continue
-		}
-		if i < len(b) && b[i] == ']' {
-			i++
-			break
-		}
-		return nil
 	}
-	ws()
-	if i != len(b) {
+	s.ws()
+	if s.i != len(b) {
 		return nil
 	}
 	return out
+}
+
+// resultScanner reads a batch response from b[i:] (see scanResults).
+type resultScanner struct {
+	b []byte
+	i int
+}
+
+func (s *resultScanner) ws() {
+	for s.i < len(s.b) && (s.b[s.i] == ' ' || s.b[s.i] == '\t' || s.b[s.i] == '\n' || s.b[s.i] == '\r') {
+		s.i++
+	}
+}
+
+// skip consumes c when it comes next.
+func (s *resultScanner) skip(c byte) bool {
+	if s.i < len(s.b) && s.b[s.i] == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+// object reads one result: an object of members whose values are strings
+// or numbers.
+func (s *resultScanner) object() (r batchResult, ok bool) {
+	if !s.skip('{') {
+		return r, false
+	}
+	s.ws()
+	if s.skip('}') {
+		return r, true
+	}
+	for {
+		if !s.member(&r) {
+			return r, false
+		}
+		s.ws()
+		if s.skip('}') {
+			return r, true
+		}
+		if !s.skip(',') {
+			return r, false
+		}
+		s.ws()
+	}
+}
+
+// member reads one member into r: statusCode and requestCharge are kept,
+// other numbers and strings skipped.
+func (s *resultScanner) member(r *batchResult) bool {
+	key, ok := s.str()
+	if !ok {
+		return false
+	}
+	s.ws()
+	if !s.skip(':') {
+		return false
+	}
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == '"' {
+		_, ok := s.str()
+		return ok
+	}
+	at := s.i
+	v, ok := s.num()
+	if !ok {
+		return false
+	}
+	integer := bytes.IndexAny(s.b[at:s.i], ".eE") < 0
+	switch {
+	case string(key) == "statusCode" && integer && v == float64(int32(v)):
+		r.StatusCode = int(v)
+	case string(key) == "requestCharge":
+		r.RequestCharge = v
+	case bytes.EqualFold(key, []byte("statusCode")) || bytes.EqualFold(key, []byte("requestCharge")):
+		return false // encoding/json matches names without case
+	}
+	return true
+}
+
+// str reads a string without escapes or control characters; ok is false
+// otherwise.
+func (s *resultScanner) str() (v []byte, ok bool) {
+	b, i := s.b, s.i
+	if i >= len(b) || b[i] != '"' {
+		return nil, false
+	}
+	j := i + 1
+	for j < len(b) && b[j] != '"' {
+		if b[j] == '\\' || b[j] < 0x20 {
+			return nil, false
+		}
+		j++
+	}
+	if j == len(b) {
+		return nil, false
+	}
+	s.i = j + 1
+	return b[i+1 : j], true
+}
+
+func (s *resultScanner) digits() int {
+	j := s.i
+	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
+		s.i++
+	}
+	return s.i - j
+}
+
+// num reads a number as JSON writes one.
+func (s *resultScanner) num() (float64, bool) {
+	j := s.i
+	s.skip('-')
+	if !s.skip('0') && s.digits() == 0 {
+		return 0, false
+	}
+	if s.skip('.') && s.digits() == 0 {
+		return 0, false
+	}
+	if s.skip('e') || s.skip('E') {
+		if !s.skip('+') {
+			s.skip('-')
+		}
+		if s.digits() == 0 {
+			return 0, false
+		}
+	}
+	v, err := strconv.ParseFloat(string(s.b[j:s.i]), 64)
+	return v, err == nil
 }

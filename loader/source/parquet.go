@@ -475,6 +475,9 @@ func (cfg parquetConfig) open(in Input, opts Options, start Position) (r *parque
 	r = &parquetReader{path: in.Path, f: f, cfg: cfg, opts: opts, size: size, alloc: alloc, arenaSize: parquetArena,
 		freeArenas: make(chan *reusable[byte], parquetFree), freeSpans: make(chan *reusable[record.Member], parquetFree),
 		freeRecs: make(chan []Record, parquetFree)}
+	if opts.BlockSize > 0 {
+		r.arenaSize = min(parquetArena, opts.BlockSize)
+	}
 	refuse := func(err error) error {
 		return &InputError{Code: ReasonCorruptInput, Line: start.Line + 1, Offset: start.Line,
 			Err: fmt.Errorf("not a readable Parquet file: %w", err)}
@@ -485,96 +488,28 @@ func (cfg parquetConfig) open(in Input, opts Options, start Position) (r *parque
 			err = refuse(fmt.Errorf("%v", p))
 		}
 	}()
-	props := parquet.NewReaderProperties(alloc)
-	// Read pages as they are decoded instead of whole column chunks: a row
-	// group of a few hundred MB must not be held in memory.
-	props.BufferedStreamEnabled = true
-	props.BufferSize = parquetBufferSize
-	r.pages = newPageGuard(f)
-	readOpts := []file.ReadOption{file.WithReadProps(props)}
-	raw, parsed, plain := plainFooter(f, size)
-	if plain {
-		readOpts = append(readOpts, file.WithMetadata(parsed))
-	}
-	pf, err := file.NewParquetReader(r.pages, readOpts...)
+	fr, raw, plain, err := r.openFooter()
 	if err != nil {
 		return nil, refuse(err)
 	}
-	if opts.BlockSize > 0 {
-		r.arenaSize = min(parquetArena, opts.BlockSize)
-	}
-	if err := checkFooter(pf.MetaData()); err != nil {
-		return nil, refuse(err)
-	}
-	arrowProps := pqarrow.ArrowReadProperties{BatchSize: parquetBatchRows}
-	if !cfg.plainStrings {
-		for _, c := range dictionaryColumns(pf.MetaData()) {
-			arrowProps.SetReadDict(c, true)
-		}
-	}
-	fr, err := pqarrow.NewFileReader(pf, arrowProps, alloc)
-	if err != nil {
-		return nil, refuse(err)
-	}
-	r.props, r.arrowProps = props, arrowProps
-	names := make([]string, len(fr.Manifest.Fields))
-	for i, f := range fr.Manifest.Fields {
-		names[i] = f.Field.Name
-	}
-	keep, err := opts.selectColumns(append(names[:len(names):len(names)], folderNames(opts.folders)...))
-	if err != nil {
+	md := fr.ParquetReader().MetaData()
+	if err := r.chooseFields(fr, md); err != nil {
 		return nil, &InputError{Code: ReasonColumns, Line: start.Line + 1, Offset: start.Line, Err: err}
 	}
-	summable := true // the rows may be summed by columns (Options.Facts)
-	for i := range names {
-		if keep != nil && keep[i] {
-			r.cols = appendLeaves(r.cols, &fr.Manifest.Fields[i])
-		}
-		if keep == nil || keep[i] {
-			l := logicalOf(&fr.Manifest.Fields[i], pf.MetaData().Schema, opts.BinaryAsString)
-			r.logicals = append(r.logicals, l)
-			// A JSON column's leaves and depth are known only by a parse.
-			summable = summable && !l.hasJSON() && 1+typeDepth(fr.Manifest.Fields[i].Field.Type) <= record.MaxDepth
-		}
-	}
-	r.parts = opts.partitionFields(names, keep)
-	if summable {
-		r.plan = columnPlan(opts.Facts, names, keep, r.parts)
-	}
-	if r.plan != nil {
-		var read []*pqarrow.SchemaField
-		for i := range names {
-			if keep == nil || keep[i] {
-				read = append(read, &fr.Manifest.Fields[i])
-			}
-		}
-		r.pageFields(read, pf.MetaData())
-	}
-	r.rgRows = make([]int64, pf.NumRowGroups())
-	for g := range r.rgRows {
-		n := pf.MetaData().RowGroups[g].GetNumRows()
-		if n < 0 {
-			return nil, refuse(fmt.Errorf("row group %d has %d rows", g, n))
-		}
-		r.rgRows[g] = n
-		r.total += n
+	if err := r.countRows(md); err != nil {
+		return nil, refuse(err)
 	}
 	if start.Line > r.total {
 		return nil, fmt.Errorf("resume position row %d is past the end of the file (%d rows)", start.Line, r.total)
 	}
-	r.rgFirst = make([]int64, len(r.rgRows))
-	for g := 1; g < len(r.rgRows); g++ {
-		r.rgFirst[g] = r.rgFirst[g-1] + r.rgRows[g-1]
-	}
-	md := pf.MetaData()
 	r.chunks, r.chunkErrs = make([][]guardedChunk, len(r.rgRows)), make([]error, len(r.rgRows))
 	for g := range r.rgRows {
 		r.chunks[g], r.chunkErrs[g] = guardedChunksOf(md, g, r.cols, size)
 	}
 	r.pageBytes = parquetPages(md, r.cols)
 	// From here on the row groups are read through footers of their own;
-	// pf, fr and the footer they parsed are left to the collector, unless
-	// the footer could not be cut.
+	// the file reader and the footer it parsed are left to the collector,
+	// unless the footer could not be cut.
 	if !cfg.wholeFooter && plain {
 		r.cuts, _ = cutFooter(raw, md.NumRowGroups())
 	}
@@ -590,6 +525,98 @@ func (cfg parquetConfig) open(in Input, opts Options, start Position) (r *parque
 	r.startRow = skip
 	r.rg = r.startRG
 	return r, nil
+}
+
+// openFooter reads the file's footer, through the page guard, and opens
+// an Arrow reader of it; raw is the footer's bytes when it is a plain one
+// (see plainFooter).
+func (r *parquetReader) openFooter() (fr *pqarrow.FileReader, raw []byte, plain bool, err error) {
+	props := parquet.NewReaderProperties(r.alloc)
+	// Read pages as they are decoded instead of whole column chunks: a row
+	// group of a few hundred MB must not be held in memory.
+	props.BufferedStreamEnabled = true
+	props.BufferSize = parquetBufferSize
+	r.pages = newPageGuard(r.f)
+	readOpts := []file.ReadOption{file.WithReadProps(props)}
+	raw, parsed, plain := plainFooter(r.f, r.size)
+	if plain {
+		readOpts = append(readOpts, file.WithMetadata(parsed))
+	}
+	pf, err := file.NewParquetReader(r.pages, readOpts...)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if err := checkFooter(pf.MetaData()); err != nil {
+		return nil, nil, false, err
+	}
+	arrowProps := pqarrow.ArrowReadProperties{BatchSize: parquetBatchRows}
+	if !r.cfg.plainStrings {
+		for _, c := range dictionaryColumns(pf.MetaData()) {
+			arrowProps.SetReadDict(c, true)
+		}
+	}
+	fr, err = pqarrow.NewFileReader(pf, arrowProps, r.alloc)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	r.props, r.arrowProps = props, arrowProps
+	return fr, raw, plain, nil
+}
+
+// chooseFields works out the fields read (--columns) and how: their
+// leaf columns, annotations, the partition folders' fields after them,
+// and, in a dry-run, whether the rows are summed by columns and which
+// fields are sized from their pages. The error is a --columns refusal.
+func (r *parquetReader) chooseFields(fr *pqarrow.FileReader, md *metadata.FileMetaData) error {
+	opts := r.opts
+	names := make([]string, len(fr.Manifest.Fields))
+	for i, f := range fr.Manifest.Fields {
+		names[i] = f.Field.Name
+	}
+	keep, err := opts.selectColumns(append(names[:len(names):len(names)], folderNames(opts.folders)...))
+	if err != nil {
+		return err
+	}
+	summable := true // the rows may be summed by columns (Options.Facts)
+	var read []*pqarrow.SchemaField
+	for i := range names {
+		if keep != nil && keep[i] {
+			r.cols = appendLeaves(r.cols, &fr.Manifest.Fields[i])
+		}
+		if keep == nil || keep[i] {
+			l := logicalOf(&fr.Manifest.Fields[i], md.Schema, opts.BinaryAsString)
+			r.logicals = append(r.logicals, l)
+			read = append(read, &fr.Manifest.Fields[i])
+			// A JSON column's leaves and depth are known only by a parse.
+			summable = summable && !l.hasJSON() && 1+typeDepth(fr.Manifest.Fields[i].Field.Type) <= record.MaxDepth
+		}
+	}
+	r.parts = opts.partitionFields(names, keep)
+	if summable {
+		r.plan = columnPlan(opts.Facts, names, keep, r.parts)
+	}
+	if r.plan != nil {
+		r.pageFields(read, md)
+	}
+	return nil
+}
+
+// countRows reads the rows of each row group from the footer.
+func (r *parquetReader) countRows(md *metadata.FileMetaData) error {
+	r.rgRows = make([]int64, md.NumRowGroups())
+	for g := range r.rgRows {
+		n := md.RowGroups[g].GetNumRows()
+		if n < 0 {
+			return fmt.Errorf("row group %d has %d rows", g, n)
+		}
+		r.rgRows[g] = n
+		r.total += n
+	}
+	r.rgFirst = make([]int64, len(r.rgRows))
+	for g := 1; g < len(r.rgRows); g++ {
+		r.rgFirst[g] = r.rgFirst[g-1] + r.rgRows[g-1]
+	}
+	return nil
 }
 
 // dictionaryColumns are the leaf columns of md read as Arrow dictionaries:

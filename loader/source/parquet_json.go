@@ -207,6 +207,22 @@ func binder(arr arrow.Array, keepNulls bool, l *logical) appendFn {
 	if put := logicalBinder(arr, l); put != nil {
 		return put
 	}
+	if put := numberBinder(arr); put != nil {
+		return put
+	}
+	if put := textBinder(arr); put != nil {
+		return put
+	}
+	if put := nestedBinder(arr, keepNulls, l); put != nil {
+		return put
+	}
+	// Anything else (intervals, unions, extension types): its text form.
+	return func(b []byte, i int) []byte { return appendString(b, arr.ValueStr(i)) }
+}
+
+// numberBinder is the encoder of nulls, booleans, integers, floats,
+// durations and decimals; nil for another array.
+func numberBinder(arr arrow.Array) appendFn {
 	switch a := arr.(type) {
 	case *array.Null:
 		return func(b []byte, _ int) []byte { return append(b, "null"...) }
@@ -234,6 +250,24 @@ func binder(arr arrow.Array, keepNulls bool, l *logical) appendFn {
 		return func(b []byte, i int) []byte { return appendFloat(b, float64(a.Value(i)), 32) }
 	case *array.Float64:
 		return func(b []byte, i int) []byte { return appendFloat(b, a.Value(i), 64) }
+	case *array.Duration:
+		return func(b []byte, i int) []byte { return strconv.AppendInt(b, int64(a.Value(i)), 10) }
+	case *array.Decimal32:
+		return decimalBinder(a, decimalSmall(a))
+	case *array.Decimal64:
+		return decimalBinder(a, decimalSmall(a))
+	case *array.Decimal128:
+		return decimalBinder(a, decimalSmall(a))
+	case *array.Decimal256:
+		return func(b []byte, i int) []byte { return appendDecimal(b, a.ValueStr(i)) }
+	}
+	return nil
+}
+
+// textBinder is the encoder of strings, binaries (base64), timestamps,
+// dates and times of day; nil for another array.
+func textBinder(arr arrow.Array) appendFn {
+	switch a := arr.(type) {
 	case *array.String:
 		return stringBinder(a.ValueOffsets(), a.ValueBytes(), a.Value)
 	case *array.LargeString:
@@ -262,16 +296,14 @@ func binder(arr arrow.Array, keepNulls bool, l *logical) appendFn {
 	case *array.Time64:
 		unit := a.DataType().(*arrow.Time64Type).Unit
 		return func(b []byte, i int) []byte { return appendTime(b, a.Value(i).ToTime(unit), "15:04:05.999999999") }
-	case *array.Duration:
-		return func(b []byte, i int) []byte { return strconv.AppendInt(b, int64(a.Value(i)), 10) }
-	case *array.Decimal32:
-		return decimalBinder(a, decimalSmall(a))
-	case *array.Decimal64:
-		return decimalBinder(a, decimalSmall(a))
-	case *array.Decimal128:
-		return decimalBinder(a, decimalSmall(a))
-	case *array.Decimal256:
-		return func(b []byte, i int) []byte { return appendDecimal(b, a.ValueStr(i)) }
+	}
+	return nil
+}
+
+// nestedBinder is the encoder of dictionaries, structs, maps and lists;
+// nil for another array.
+func nestedBinder(arr arrow.Array, keepNulls bool, l *logical) appendFn {
+	switch a := arr.(type) {
 	case *array.Dictionary:
 		dict := binder(a.Dictionary(), keepNulls, l)
 		values := a.Dictionary()
@@ -290,40 +322,8 @@ func binder(arr arrow.Array, keepNulls bool, l *logical) appendFn {
 			fields[k] = objField{key: appendKey(nil, st.Field(k).Name), arr: child, put: binder(child, keepNulls, l.child(k)), nulls: child.NullN() > 0}
 		}
 		return func(b []byte, i int) []byte { return appendObject(b, fields, i, keepNulls, nil) }
-	case *array.Map:
-		keys, items := a.Keys(), a.Items()
-		kv := l.child(0)
-		putKey, putItem := binder(keys, keepNulls, kv.child(0)), binder(items, keepNulls, kv.child(1))
-		var scratch []byte
-		return func(b []byte, i int) []byte {
-			start, end := a.ValueOffsets(i)
-			b = append(b, '{')
-			first := true
-			for j := int(start); j < int(end); j++ {
-				null := items.IsNull(j)
-				if null && !keepNulls {
-					continue
-				}
-				if !first {
-					b = append(b, ',')
-				}
-				first = false
-				if keys.IsNull(j) { // not allowed by Parquet, tolerated
-					b = append(b, `"null"`...)
-				} else if scratch = putKey(scratch[:0], j); len(scratch) > 0 && scratch[0] == '"' {
-					b = append(b, scratch...)
-				} else {
-					b = appendString(b, string(scratch))
-				}
-				b = append(b, ':')
-				if null {
-					b = append(b, "null"...)
-				} else {
-					b = putItem(b, j)
-				}
-			}
-			return append(b, '}')
-		}
+	case *array.Map: // before ListLike, which a map is too
+		return mapBinder(a, keepNulls, l)
 	case array.ListLike:
 		values := a.ListValues()
 		put := binder(values, keepNulls, l.child(0))
@@ -344,8 +344,45 @@ func binder(arr arrow.Array, keepNulls bool, l *logical) appendFn {
 			return append(b, ']')
 		}
 	}
-	// Anything else (intervals, unions, extension types): its text form.
-	return func(b []byte, i int) []byte { return appendString(b, arr.ValueStr(i)) }
+	return nil
+}
+
+// mapBinder encodes a map as an object whose keys are the map's keys as
+// strings, in file order.
+func mapBinder(a *array.Map, keepNulls bool, l *logical) appendFn {
+	keys, items := a.Keys(), a.Items()
+	kv := l.child(0)
+	putKey, putItem := binder(keys, keepNulls, kv.child(0)), binder(items, keepNulls, kv.child(1))
+	var scratch []byte
+	return func(b []byte, i int) []byte {
+		start, end := a.ValueOffsets(i)
+		b = append(b, '{')
+		first := true
+		for j := int(start); j < int(end); j++ {
+			null := items.IsNull(j)
+			if null && !keepNulls {
+				continue
+			}
+			if !first {
+				b = append(b, ',')
+			}
+			first = false
+			if keys.IsNull(j) { // not allowed by Parquet, tolerated
+				b = append(b, `"null"`...)
+			} else if scratch = putKey(scratch[:0], j); len(scratch) > 0 && scratch[0] == '"' {
+				b = append(b, scratch...)
+			} else {
+				b = appendString(b, string(scratch))
+			}
+			b = append(b, ':')
+			if null {
+				b = append(b, "null"...)
+			} else {
+				b = putItem(b, j)
+			}
+		}
+		return append(b, '}')
+	}
 }
 
 // stringBinder encodes a string column from its offsets and bytes. When

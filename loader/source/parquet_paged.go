@@ -849,105 +849,140 @@ func (c *pagedColumn) nextPage() error {
 			return errChunkEnd
 		}
 		pg := c.pages.Page()
-		data := pg.Data()
+		var data []byte
+		var err error
 		switch p := pg.(type) {
 		case *file.DictionaryPage:
-			if e := parquet.Encoding(p.Encoding()); e != parquet.Encodings.Plain && e != parquet.Encodings.PlainDict {
-				return fmt.Errorf("dictionary page in encoding %s", p.Encoding())
-			}
-			n := int(p.NumValues())
-			if n < 0 || n > len(data)*8+1 {
-				return fmt.Errorf("dictionary page of %d values in %d bytes", n, len(data))
-			}
-			c.dict = grow32(c.dict[:0], n)
-			// (A dictionary of booleans the page guard refuses.)
-			var out *textOut
-			if c.text != nil {
-				c.dictText.reset()
-				out = &c.dictText
-			}
-			if _, err := c.plainPrefix(c.dict, data, out); err != nil {
-				return fmt.Errorf("dictionary page: %w", err)
+			if err := c.readDictionary(p); err != nil {
+				return err
 			}
 			continue
 		case *file.DataPageV1:
-			var reps hybrid
-			if c.maxRep > 0 {
-				if len(data) < 4 {
-					return errors.New("data page too short for its levels")
-				}
-				m := int(binary.LittleEndian.Uint32(data))
-				if m < 0 || m > len(data)-4 {
-					return fmt.Errorf("repetition levels of %d bytes in a page of %d", m, len(data))
-				}
-				reps = hybrid{b: data[4 : 4+m], width: bitWidth(c.maxRep)}
-				data = data[4+m:]
-			}
-			c.repLevels = reps
-			if c.maxDef > 0 {
-				if p.DefinitionLevelEncoding() != parquet.Encodings.RLE {
-					return fmt.Errorf("definition levels in encoding %s", p.DefinitionLevelEncoding())
-				}
-				if len(data) < 4 {
-					return errors.New("data page too short for its levels")
-				}
-				m := int(binary.LittleEndian.Uint32(data))
-				if m < 0 || m > len(data)-4 {
-					return fmt.Errorf("definition levels of %d bytes in a page of %d", m, len(data))
-				}
-				c.levels = hybrid{b: data[4 : 4+m], width: bitWidth(c.maxDef)}
-				data = data[4+m:]
-			}
+			data, err = c.levelsV1(p)
 		case *file.DataPageV2:
-			r, d := int(p.RepetitionLevelByteLen()), int(p.DefinitionLevelByteLen())
-			if r < 0 || d < 0 || r > len(data)-d || r > 0 && c.maxRep == 0 {
-				return fmt.Errorf("levels of %d and %d bytes in a page of %d", r, d, len(data))
-			}
-			c.repLevels = hybrid{b: data[:r], width: bitWidth(c.maxRep)}
-			if c.maxDef > 0 {
-				c.levels = hybrid{b: data[r : r+d], width: bitWidth(c.maxDef)}
-			}
-			data = data[r+d:]
+			data, err = c.levelsV2(p)
 		default:
 			continue // an index page
 		}
-		// A damaged count is refused here, not allocated (a list's page
-		// has its levels decoded whole).
-		c.left = int(pg.NumValues())
-		if c.left < 0 || int64(c.left) > c.unread {
-			return fmt.Errorf("page of %d values where the column chunk has %d left", c.left, c.unread)
+		if err != nil {
+			return err
 		}
-		c.unread -= int64(c.left)
-		c.values, c.bit, c.indexed, c.rleBool = data, 0, false, false
-		switch enc := parquet.Encoding(pg.Encoding()); {
-		case enc == parquet.Encodings.Plain:
-		case enc == parquet.Encodings.RLEDict || enc == parquet.Encodings.PlainDict:
-			if c.dict == nil || len(data) < 1 || data[0] > 32 {
-				return errors.New("dictionary-encoded page without a dictionary")
-			}
-			c.indexed, c.indexes = true, hybrid{b: data[1:], width: int(data[0])}
-		case enc == parquet.Encodings.RLE && c.kind.kind == pagedBool:
-			if len(data) < 4 || int(binary.LittleEndian.Uint32(data)) > len(data)-4 {
-				return errors.New("boolean page too short")
-			}
-			c.rleBool, c.bools = true, hybrid{b: data[4 : 4+binary.LittleEndian.Uint32(data)], width: 1}
-		default:
-			return fmt.Errorf("values in encoding %s", enc)
-		}
-		if c.maxRep > 0 { // a list's: its levels whole, to find its rows
-			c.reps, c.defs, c.at = grow32(c.reps, c.left), grow32(c.defs, c.left), 0
-			if c.repLevels.fill(c.reps) != c.left {
-				return errors.New("fewer repetition levels than values")
-			}
-			if c.maxDef == 0 {
-				clear(c.defs)
-			} else if c.levels.fill(c.defs) != c.left {
-				return errors.New("fewer definition levels than values")
-			}
-			c.left = 0
-		}
-		return nil
+		return c.startValues(pg, data)
 	}
+}
+
+// readDictionary reads a dictionary page's entries' lengths (and, for a
+// field whose values are kept, their text).
+func (c *pagedColumn) readDictionary(p *file.DictionaryPage) error {
+	data := p.Data()
+	if e := parquet.Encoding(p.Encoding()); e != parquet.Encodings.Plain && e != parquet.Encodings.PlainDict {
+		return fmt.Errorf("dictionary page in encoding %s", p.Encoding())
+	}
+	n := int(p.NumValues())
+	if n < 0 || n > len(data)*8+1 {
+		return fmt.Errorf("dictionary page of %d values in %d bytes", n, len(data))
+	}
+	c.dict = grow32(c.dict[:0], n)
+	// (A dictionary of booleans the page guard refuses.)
+	var out *textOut
+	if c.text != nil {
+		c.dictText.reset()
+		out = &c.dictText
+	}
+	if _, err := c.plainPrefix(c.dict, data, out); err != nil {
+		return fmt.Errorf("dictionary page: %w", err)
+	}
+	return nil
+}
+
+// levelsV1 finds the levels of a version 1 data page, each run of them
+// after its length, and returns the values after them.
+func (c *pagedColumn) levelsV1(p *file.DataPageV1) ([]byte, error) {
+	data := p.Data()
+	var reps hybrid
+	if c.maxRep > 0 {
+		if len(data) < 4 {
+			return nil, errors.New("data page too short for its levels")
+		}
+		m := int(binary.LittleEndian.Uint32(data))
+		if m < 0 || m > len(data)-4 {
+			return nil, fmt.Errorf("repetition levels of %d bytes in a page of %d", m, len(data))
+		}
+		reps = hybrid{b: data[4 : 4+m], width: bitWidth(c.maxRep)}
+		data = data[4+m:]
+	}
+	c.repLevels = reps
+	if c.maxDef > 0 {
+		if p.DefinitionLevelEncoding() != parquet.Encodings.RLE {
+			return nil, fmt.Errorf("definition levels in encoding %s", p.DefinitionLevelEncoding())
+		}
+		if len(data) < 4 {
+			return nil, errors.New("data page too short for its levels")
+		}
+		m := int(binary.LittleEndian.Uint32(data))
+		if m < 0 || m > len(data)-4 {
+			return nil, fmt.Errorf("definition levels of %d bytes in a page of %d", m, len(data))
+		}
+		c.levels = hybrid{b: data[4 : 4+m], width: bitWidth(c.maxDef)}
+		data = data[4+m:]
+	}
+	return data, nil
+}
+
+// levelsV2 finds the levels of a version 2 data page, whose header says
+// their lengths, and returns the values after them.
+func (c *pagedColumn) levelsV2(p *file.DataPageV2) ([]byte, error) {
+	data := p.Data()
+	r, d := int(p.RepetitionLevelByteLen()), int(p.DefinitionLevelByteLen())
+	if r < 0 || d < 0 || r > len(data)-d || r > 0 && c.maxRep == 0 {
+		return nil, fmt.Errorf("levels of %d and %d bytes in a page of %d", r, d, len(data))
+	}
+	c.repLevels = hybrid{b: data[:r], width: bitWidth(c.maxRep)}
+	if c.maxDef > 0 {
+		c.levels = hybrid{b: data[r : r+d], width: bitWidth(c.maxDef)}
+	}
+	return data[r+d:], nil
+}
+
+// startValues starts reading pg's values, data, by their encoding; a
+// column in a list has its levels decoded whole, to find its rows.
+func (c *pagedColumn) startValues(pg file.Page, data []byte) error {
+	// A damaged count is refused here, not allocated (a list's page
+	// has its levels decoded whole).
+	c.left = int(pg.NumValues())
+	if c.left < 0 || int64(c.left) > c.unread {
+		return fmt.Errorf("page of %d values where the column chunk has %d left", c.left, c.unread)
+	}
+	c.unread -= int64(c.left)
+	c.values, c.bit, c.indexed, c.rleBool = data, 0, false, false
+	switch enc := parquet.Encoding(pg.Encoding()); {
+	case enc == parquet.Encodings.Plain:
+	case enc == parquet.Encodings.RLEDict || enc == parquet.Encodings.PlainDict:
+		if c.dict == nil || len(data) < 1 || data[0] > 32 {
+			return errors.New("dictionary-encoded page without a dictionary")
+		}
+		c.indexed, c.indexes = true, hybrid{b: data[1:], width: int(data[0])}
+	case enc == parquet.Encodings.RLE && c.kind.kind == pagedBool:
+		if len(data) < 4 || int(binary.LittleEndian.Uint32(data)) > len(data)-4 {
+			return errors.New("boolean page too short")
+		}
+		c.rleBool, c.bools = true, hybrid{b: data[4 : 4+binary.LittleEndian.Uint32(data)], width: 1}
+	default:
+		return fmt.Errorf("values in encoding %s", enc)
+	}
+	if c.maxRep > 0 { // a list's: its levels whole, to find its rows
+		c.reps, c.defs, c.at = grow32(c.reps, c.left), grow32(c.defs, c.left), 0
+		if c.repLevels.fill(c.reps) != c.left {
+			return errors.New("fewer repetition levels than values")
+		}
+		if c.maxDef == 0 {
+			clear(c.defs)
+		} else if c.levels.fill(c.defs) != c.left {
+			return errors.New("fewer definition levels than values")
+		}
+		c.left = 0
+	}
+	return nil
 }
 
 // sizeValues sets dst to the lengths of the next len(dst) values.

@@ -67,7 +67,6 @@ func addSizes(arr arrow.Array, dst []int32, l *logical, keepNulls bool, scratch 
 	if logicalBinder(arr, l) != nil {
 		return false
 	}
-	n := len(dst)
 	nulls := arr.NullN() > 0
 	switch a := arr.(type) {
 	case *array.Int8:
@@ -87,149 +86,194 @@ func addSizes(arr arrow.Array, dst []int32, l *logical, keepNulls bool, scratch 
 	case *array.Uint64:
 		addUints(dst, a.Uint64Values(), a, nulls)
 	case *array.Boolean:
-		for i := range n {
-			if nulls && a.IsNull(i) {
-				continue
-			}
-			if a.Value(i) {
-				dst[i] += int32(len("true"))
-			} else {
-				dst[i] += int32(len("false"))
-			}
-		}
+		addBools(dst, a, nulls)
 	case *array.Float32:
-		vs := a.Float32Values()
-		for i := range n {
-			if !nulls || !a.IsNull(i) {
-				dst[i] += int32(floatLen(float64(vs[i]), 32, scratch))
-			}
-		}
+		addFloats(dst, a.Float32Values(), 32, a, nulls, scratch)
 	case *array.Float64:
-		vs := a.Float64Values()
-		for i := range n {
-			if !nulls || !a.IsNull(i) {
-				dst[i] += int32(floatLen(vs[i], 64, scratch))
-			}
-		}
+		addFloats(dst, a.Float64Values(), 64, a, nulls, scratch)
 	case *array.String:
-		offs, data := a.ValueOffsets(), a.ValueBytes()
-		if len(offs) == 0 || !plainASCII(unsafe.String(unsafe.SliceData(data), len(data))) {
-			return false
-		}
-		for i := range n {
-			if !nulls || !a.IsNull(i) {
-				dst[i] += offs[i+1] - offs[i] + int32(len(`""`))
-			}
-		}
+		return addStrings(dst, a, nulls)
 	case *array.Date32:
-		vs := a.Date32Values()
-		for i := range n {
-			if !nulls || !a.IsNull(i) {
-				dst[i] += int32(dateLen(int64(vs[i])))
-			}
-		}
+		addDates(dst, a, nulls)
 	case *array.Timestamp:
-		unit := a.DataType().(*arrow.TimestampType).Unit
-		vs := a.TimestampValues()
-		for i := range n {
-			if !nulls || !a.IsNull(i) {
-				dst[i] += int32(timestampLen(int64(vs[i]), unit))
-			}
-		}
+		addTimestamps(dst, a, nulls)
 	case *array.Decimal32, *array.Decimal64, *array.Decimal128:
-		dt := a.DataType().(arrow.DecimalType)
-		scale, prec := dt.GetScale(), dt.GetPrecision()
-		small := decimalSmall(a)
-		var put appendFn // for the values appendIntDecimal declines
-		for i := range n {
-			if nulls && a.IsNull(i) {
-				continue
-			}
-			if v, ok := small(i); ok {
-				if m, ok := intDecimalLen(v, scale, prec); ok {
-					dst[i] += int32(m)
-					continue
-				}
-			}
-			if put == nil {
-				put = binder(a, keepNulls, l)
-			}
-			*scratch = put((*scratch)[:0], i)
-			dst[i] += int32(len(*scratch))
-		}
+		addDecimals(dst, a, l, keepNulls, nulls, scratch)
 	case *array.Dictionary:
-		values := a.Dictionary()
-		idx, ok := a.Indices().(*array.Int32)
-		if !ok || values.Len() > 2*n {
-			return false // sized entry by entry, as the rows name them
-		}
-		sizes := make([]int32, values.Len())
-		if !addSizes(values, sizes, l, keepNulls, scratch) {
-			return false
-		}
-		for j := range sizes {
-			if values.IsNull(j) {
-				sizes[j] = int32(len("null"))
-			}
-		}
-		for i, j := range idx.Int32Values() {
-			if !nulls || !a.IsNull(i) {
-				dst[i] += sizes[j]
-			}
-		}
+		return addDictionary(dst, a, l, keepNulls, nulls, scratch)
 	case *array.Struct:
-		st := a.DataType().(*arrow.StructType)
-		members := make([]int32, n)
-		sizes := make([]int32, n)
-		for k := range a.NumField() {
-			child := a.Field(k)
-			key := int32(len(appendKey(nil, st.Field(k).Name)))
-			if !addSizes(child, sizes, l.child(k), keepNulls, scratch) {
-				return false
-			}
-			cnulls := child.NullN() > 0
-			for i := range n {
-				null := cnulls && child.IsNull(i)
-				if null && !keepNulls {
-					continue
-				}
-				members[i]++
-				sizes[i] += key
-				if null {
-					sizes[i] += int32(len("null"))
-				}
-			}
-		}
-		for i := range n {
-			if !nulls || !a.IsNull(i) {
-				dst[i] += sizes[i] + int32(len("{}")) + max(members[i]-1, 0)
-			}
-		}
+		return addStruct(dst, a, l, keepNulls, nulls, scratch)
 	case *array.List, *array.LargeList, *array.FixedSizeList:
-		list := a.(array.ListLike)
-		values := list.ListValues()
-		sizes := make([]int32, values.Len())
-		if !addSizes(values, sizes, l.child(0), keepNulls, scratch) {
-			return false
-		}
-		vnulls := values.NullN() > 0
-		for i := range n {
-			if nulls && a.IsNull(i) {
-				continue
-			}
-			start, end := list.ValueOffsets(i)
-			m := int32(len("[]")) + max(int32(end-start)-1, 0)
-			for j := int(start); j < int(end); j++ {
-				if vnulls && values.IsNull(j) {
-					m += int32(len("null"))
-				} else {
-					m += sizes[j]
-				}
-			}
-			dst[i] += m
-		}
+		return addList(dst, a.(array.ListLike), l, keepNulls, nulls, scratch)
 	default:
 		return false
+	}
+	return true
+}
+
+func addBools(dst []int32, a *array.Boolean, nulls bool) {
+	for i := range dst {
+		if nulls && a.IsNull(i) {
+			continue
+		}
+		if a.Value(i) {
+			dst[i] += int32(len("true"))
+		} else {
+			dst[i] += int32(len("false"))
+		}
+	}
+}
+
+func addFloats[T float32 | float64](dst []int32, vs []T, bitSize int, a arrow.Array, nulls bool, scratch *[]byte) {
+	for i := range dst {
+		if !nulls || !a.IsNull(i) {
+			dst[i] += int32(floatLen(float64(vs[i]), bitSize, scratch))
+		}
+	}
+}
+
+// addStrings sizes a column of plain-ASCII strings (false for another).
+func addStrings(dst []int32, a *array.String, nulls bool) bool {
+	offs, data := a.ValueOffsets(), a.ValueBytes()
+	if len(offs) == 0 || !plainASCII(unsafe.String(unsafe.SliceData(data), len(data))) {
+		return false
+	}
+	for i := range dst {
+		if !nulls || !a.IsNull(i) {
+			dst[i] += offs[i+1] - offs[i] + int32(len(`""`))
+		}
+	}
+	return true
+}
+
+func addDates(dst []int32, a *array.Date32, nulls bool) {
+	vs := a.Date32Values()
+	for i := range dst {
+		if !nulls || !a.IsNull(i) {
+			dst[i] += int32(dateLen(int64(vs[i])))
+		}
+	}
+}
+
+func addTimestamps(dst []int32, a *array.Timestamp, nulls bool) {
+	unit := a.DataType().(*arrow.TimestampType).Unit
+	vs := a.TimestampValues()
+	for i := range dst {
+		if !nulls || !a.IsNull(i) {
+			dst[i] += int32(timestampLen(int64(vs[i]), unit))
+		}
+	}
+}
+
+// addDecimals sizes a 32, 64 or 128-bit decimal column: the values
+// appendIntDecimal writes by their digits, the others as binder writes
+// them, into scratch.
+func addDecimals(dst []int32, a arrow.Array, l *logical, keepNulls, nulls bool, scratch *[]byte) {
+	dt := a.DataType().(arrow.DecimalType)
+	scale, prec := dt.GetScale(), dt.GetPrecision()
+	small := decimalSmall(a)
+	var put appendFn // for the values appendIntDecimal declines
+	for i := range dst {
+		if nulls && a.IsNull(i) {
+			continue
+		}
+		if v, ok := small(i); ok {
+			if m, ok := intDecimalLen(v, scale, prec); ok {
+				dst[i] += int32(m)
+				continue
+			}
+		}
+		if put == nil {
+			put = binder(a, keepNulls, l)
+		}
+		*scratch = put((*scratch)[:0], i)
+		dst[i] += int32(len(*scratch))
+	}
+}
+
+// addDictionary sizes each entry once and each row by its entry; false
+// when the entries are not sized whole, or are many more than the rows
+// (then they are sized entry by entry, as the rows name them).
+func addDictionary(dst []int32, a *array.Dictionary, l *logical, keepNulls, nulls bool, scratch *[]byte) bool {
+	values := a.Dictionary()
+	idx, ok := a.Indices().(*array.Int32)
+	if !ok || values.Len() > 2*len(dst) {
+		return false
+	}
+	sizes := make([]int32, values.Len())
+	if !addSizes(values, sizes, l, keepNulls, scratch) {
+		return false
+	}
+	for j := range sizes {
+		if values.IsNull(j) {
+			sizes[j] = int32(len("null"))
+		}
+	}
+	for i, j := range idx.Int32Values() {
+		if !nulls || !a.IsNull(i) {
+			dst[i] += sizes[j]
+		}
+	}
+	return true
+}
+
+// addStruct sizes a struct column from its fields', as appendObject
+// writes it: its members, keys and commas.
+func addStruct(dst []int32, a *array.Struct, l *logical, keepNulls, nulls bool, scratch *[]byte) bool {
+	n := len(dst)
+	st := a.DataType().(*arrow.StructType)
+	members := make([]int32, n)
+	sizes := make([]int32, n)
+	for k := range a.NumField() {
+		child := a.Field(k)
+		key := int32(len(appendKey(nil, st.Field(k).Name)))
+		if !addSizes(child, sizes, l.child(k), keepNulls, scratch) {
+			return false
+		}
+		cnulls := child.NullN() > 0
+		for i := range n {
+			null := cnulls && child.IsNull(i)
+			if null && !keepNulls {
+				continue
+			}
+			members[i]++
+			sizes[i] += key
+			if null {
+				sizes[i] += int32(len("null"))
+			}
+		}
+	}
+	for i := range n {
+		if !nulls || !a.IsNull(i) {
+			dst[i] += sizes[i] + int32(len("{}")) + max(members[i]-1, 0)
+		}
+	}
+	return true
+}
+
+// addList sizes a list column from its values', as binder writes it: a
+// null element is null.
+func addList(dst []int32, list array.ListLike, l *logical, keepNulls, nulls bool, scratch *[]byte) bool {
+	values := list.ListValues()
+	sizes := make([]int32, values.Len())
+	if !addSizes(values, sizes, l.child(0), keepNulls, scratch) {
+		return false
+	}
+	vnulls := values.NullN() > 0
+	for i := range dst {
+		if nulls && list.IsNull(i) {
+			continue
+		}
+		start, end := list.ValueOffsets(i)
+		m := int32(len("[]")) + max(int32(end-start)-1, 0)
+		for j := int(start); j < int(end); j++ {
+			if vnulls && values.IsNull(j) {
+				m += int32(len("null"))
+			} else {
+				m += sizes[j]
+			}
+		}
+		dst[i] += m
 	}
 	return true
 }
