@@ -118,8 +118,8 @@ func (b *Blob) ReadAt(p []byte, off int64) (int, error) {
 // of chunkSize bytes (0: the resolver's ChunkSize), as when it fetched one
 // chunk at a time, two ahead of the reader; it fetches them as pieces of a
 // quarter chunk, several at once (see streamPieces). One GET at a time
-// read a blob 50 ms away at ~30 MB/s with 4 MiB chunks, whatever the
-// bandwidth: a round trip per chunk, one after another.
+// read a blob far away at a chunk per round trip, one after another,
+// whatever the bandwidth.
 func (b *Blob) Open(offset, chunkSize int64) (io.ReadCloser, error) {
 	if chunkSize <= 0 {
 		chunkSize = b.chunk

@@ -245,8 +245,8 @@ var (
 )
 
 // makePow10wide fills pow10wideTab as Go's pow10gen.go writes strconv's: each
-// power of ten scaled by a power of two into [2^127, 2^128), rounded down.
-// It takes a few milliseconds, once, when a dry-run first sizes a float.
+// power of ten scaled by a power of two into [2^127, 2^128), rounded down,
+// once, when a dry-run first sizes a float.
 func makePow10wide() {
 	one, ten := big.NewInt(1), big.NewInt(10)
 	mask := new(big.Int).Sub(new(big.Int).Lsh(one, 64), one)

@@ -33,8 +33,7 @@ const FormatParquet = "parquet"
 
 // parquetBatchRows is the Arrow batch size: big enough to amortise the
 // per-batch work, small enough that a batch of wide rows stays a few MB
-// (4096 cost the bench's dry-run 9 MB more peak RSS with two decoders, for
-// no CPU measurably saved).
+// (bigger batches cost memory and saved no CPU).
 const parquetBatchRows = 2048
 
 // parquetReader streams the rows of a Parquet file as JSON objects, one row
@@ -50,8 +49,7 @@ const parquetBatchRows = 2048
 //     (queued, being filled), in arenas of parquetArena;
 //
 // plus the chunk being consumed and the footer, which arrow-go parses whole
-// at open: a few KB per row group (10 MB for the bench's 1 GB file of 1,604
-// small row groups).
+// at open: a few KB per row group (see footerCuts).
 //
 // Positions: Record.Line is the 1-based row number and Record.Offset the
 // 0-based row index (unique, so generated ids are stable). Next.Line is the
@@ -159,8 +157,8 @@ func parquetWorkers() int {
 // estimate per row group: each column chunk's stored plus decompressed
 // bytes, at most parquetPageGuess (a 1 MB page both ways) when the chunk
 // is bigger, since most writers page at 1 MB. Over parquetPagesMax, one
-// decoder reads the file: two cost a 168 MB DuckDB export 216 MB of peak
-// RSS against 146, for 10–15 % more speed.
+// decoder reads the file: a second would hold as much again for a little
+// more speed.
 const (
 	parquetPageGuess = 2 << 20
 	parquetPagesMax  = 16 << 20
@@ -170,9 +168,8 @@ const (
 // the leaf columns cols (nil: all).
 //
 // The chunks' sizes are read from the footer's Thrift structs as parsed:
-// arrow-go's ColumnChunk builds an object for each chunk, 22,000 for the
-// 1,336 row groups of 1 GB of the bench's orders, twice before a dry-run
-// read a row.
+// arrow-go's ColumnChunk builds an object for each chunk, tens of
+// thousands for a file of a thousand row groups.
 func parquetPages(md *metadata.FileMetaData, cols []int) int64 {
 	var most int64
 	for _, rg := range md.RowGroups {
@@ -269,20 +266,17 @@ func checkFooter(md *metadata.FileMetaData) error {
 
 // parquetBufferSize is arrow-go's read buffer, one per column chunk being
 // read, made anew on the Go heap for each (pages are read past it, into
-// buffers of the reader's allocator). At 256 KiB, the 1 GB DuckDB export
-// in pyarrow's layout (18 columns) dry-ran at 150–152 MB of peak RSS, at
-// 128 KiB 143–144 MB (the export in DuckDB's own layout 122 → 115 MB, the
-// bench's wide rows 102 → 95–97), as fast within the noise; a blob's
-// reads are served from its cache's blocks of 1 MiB either way.
+// buffers of the reader's allocator): a bigger one cost memory, a column
+// at a time, for no speed; a blob's reads are served from its cache's
+// blocks either way.
 const parquetBufferSize = 128 << 10
 
 // parquetSplitMemory bounds the memory that the readers of a split
 // Parquet file hold at once (see splitParquet), and parquetReaderBase is
-// a reader's besides its pages, read buffers and footer: measured, an
-// import of the bench's 64 MiB orders file with 8 partitions peaked at
-// 105 MB read whole and 317 MB in 12 segments, ~19 MB a reader.
-// A blob's reader also has its block cache: blobsource's default, 16
-// blocks of 1 MiB.
+// a reader's besides its pages, read buffers and footer (its batches,
+// chunks and arenas), as an import's peak memory showed it. A blob's
+// reader also has its block cache: blobsource's default, 16 blocks of
+// 1 MiB.
 const (
 	parquetSplitMemory = 128 << 20
 	parquetReaderBase  = 12 << 20
@@ -294,9 +288,10 @@ const (
 // may take (parquetSplitMemory), each counted from in's footer as
 // splitParquet counts them; NDJSON and CSV, local or blobs, without a
 // bound (math.MaxInt), as the caller divides their read blocks, and a
-// blob stream's chunks (Options.streamChunk), among its readers. A Parquet input whose footer cannot
-// be read (its own reader refuses it, or will say why) counts as a reader
-// of a few MiB of pages (parquetPagesGuess).
+// blob stream's chunks (Options.streamChunk), among its readers. A
+// Parquet input whose footer cannot be read (its own reader refuses it,
+// or will say why) counts as a reader of a few MiB of pages
+// (parquetPagesGuess).
 func ReadersAtOnce(in Input, opts Options) int {
 	if f, _ := ResolveFormat(in, opts); f != FormatParquet {
 		return math.MaxInt
@@ -314,7 +309,7 @@ func ReadersAtOnce(in Input, opts Options) int {
 }
 
 // parquetPagesGuess stands for the pages of a reader whose footer cannot
-// be read: a few MiB, as the bench's files and DuckDB's have.
+// be read: a few MiB, as the files of common writers have.
 const parquetPagesGuess = 4 << 20
 
 // readerMemory is what a reader of one row group at a time (see
@@ -329,8 +324,7 @@ func (ff *footerFacts) readerMemory(in Input) int64 {
 }
 
 // parquetFooterParsed is about how many times its size as stored a footer
-// takes once parsed: 6–8 on the bench's 1 GB files (12 MB for the orders
-// file's 1,604 row groups).
+// takes once parsed, at most.
 const parquetFooterParsed = 8
 
 // splitParquet divides a Parquet input into at most n Ranges of whole row
@@ -623,9 +617,9 @@ func (r *parquetReader) countRows(md *metadata.FileMetaData) error {
 // the strings whose column chunks are dictionary-encoded in every row
 // group. Decoded plainly, each row's string is copied out of the
 // dictionary into the batch; as a dictionary, a row is an index, and the
-// encoder works out each dictionary entry's JSON once (see binder). On a
-// DuckDB export (tenants, statuses, cities) that took a fifth off
-// decoding. A chunk whose writer fell back to plain pages would be read
+// encoder works out each dictionary entry's JSON once (see binder), which
+// spares decoding a copy per row. A chunk whose writer fell back to plain
+// pages would be read
 // correctly as a dictionary too, but each of its strings looked up in a
 // hash table, so such columns are read plainly; so are byte arrays of
 // other logical types, whose encoders read the bytes (logicalBinder).
@@ -635,20 +629,14 @@ func (r *parquetReader) countRows(md *metadata.FileMetaData) error {
 // as one into a hash table, and for an id or an e-mail address, a
 // dictionary as long as the row group (writers with small row groups
 // dictionary-encode those too: arrow-go's and pyarrow's, under their 1 MB
-// dictionary limit), that cost more than copying each row's string. 1 GB
-// of the bench's orders (row groups of 8,192 rows; ids, e-mails, SKUs and
-// notes in dictionaries as long as their chunks) spent 22 % of a dry-run's
-// CPU in those tables.
+// dictionary limit), that cost more than copying each row's string.
 //
 // Nor is a column whose row groups' dictionaries are longer than a batch
 // (parquetBatchRows), however often its values repeat: every batch of a
 // row group carries the dictionary of all the entries the row group has
-// shown so far, which arrow-go copies entry by entry into each batch. The
-// zip codes of the 1 GB DuckDB export in pyarrow's layout (row groups of
-// 1 Mi rows, ~100,000 zip codes each, 512 batches) took 26 % of its
-// dry-run's CPU in those copies (10.5–11.3 s against 6.4–6.8 read
-// plainly), and their dictionaries held its peak RSS at 162–170 MB
-// (149–155).
+// shown so far, which arrow-go copies entry by entry into each batch: in
+// a row group of a million rows, zip codes read as a dictionary cost more
+// CPU and memory than read plainly.
 func dictionaryColumns(md *metadata.FileMetaData) []int {
 	var cols []int
 	for c := range md.Schema.NumColumns() {
@@ -693,11 +681,10 @@ const dictionaryRepeats = 4
 // before), where runs of one index compress; high by a bit or two where
 // definition levels vary (nulls, empty lists); and by a few bits either
 // way in a list, whose levels compress as its lengths repeat. The margin
-// of dictionaryRepeats absorbs most of that. On the bench's orders it
-// gave 8,192 for the ids (8,192 entries), 512 for the tenants (500), 1
-// for a constant, 4,240 for the streets (3,229), 17,300 for the SKUs in
-// a list (21,752 of 24,576 values). Without a dictionary page offset
-// before the data (some writers leave it unset), it says 0.
+// of dictionaryRepeats absorbs most of that: on columns of unique ids,
+// of a few hundred tenants, of a constant and of SKUs in a list, the
+// estimate was within a third of the true count. Without a dictionary
+// page offset before the data (some writers leave it unset), it says 0.
 func dictionaryEntries(cc *metadata.ColumnChunkMetaData, levels int) float64 {
 	dict, data, n := cc.DictionaryPageOffset(), cc.DataPageOffset(), cc.NumValues()
 	if dict <= 0 || dict >= data || n <= 0 {
@@ -826,10 +813,7 @@ func (r *parquetReader) start() {
 	// A dry-run sizing paged fields keeps two decoders, each with its
 	// encoder, when the row groups are small: an encoder waits for the
 	// last of its batch's column goroutines (pagedGroup.read), and with
-	// one encoder a core idled through every such wait. 1 GB of the
-	// bench's orders, alternately, four runs each: 5.4–5.7 s with one
-	// decoder, 4.6–4.8 with two (15 MB more peak RSS: 75 → 90); its wide
-	// rows 2.7–2.9 → 2.3–2.5 s.
+	// one encoder a core idles through every such wait.
 	if local && r.plan != nil && r.paged == nil || r.pageBytes > parquetPagesMax || r.opts.Cursors > 1 {
 		w = 1
 	}
@@ -855,34 +839,25 @@ func (r *parquetReader) start() {
 // batches, the other turns them into records, handed over one batch at a
 // time. Decoding a row group costs about what encoding its rows does, so
 // a file read by one decoder (its pages are big) still keeps two cores
-// busy: a DuckDB export read 14 % faster, the bench's orders 9 %, and its
-// wide rows as fast as with one goroutine per decoder.
+// busy.
 //
 // A file read by one decoder on a machine of more cores — a dry-run's
 // local file of no paged fields, or a file whose pages are big
-// (parquetPagesMax) — is paced
-// by that decoder, the longest stage of a dry-run. So that it never waits,
-// up to parquetDecoded decoded batches wait for the encoder: with a bare
-// handoff it waited for an encoder busy or off its core (a runtime trace
-// of the 168 MB DuckDB export: 0.27 s of 1.6 blocked on the send), time
-// the stage that sets the pace never gets back. And arrow-go decodes the
-// batch's columns at once (ArrowReadProperties.Parallel), each on a
-// goroutine of its own, so the decoding itself uses the cores the other
-// stages leave — for a local file only: a blob's cached reader fetches
-// ahead for column chunks read in turns (blobsource), and was not measured
-// with them all read at once; a blob of small row groups keeps two
-// decoders a row group apart.
+// (parquetPagesMax) — is paced by that decoder, the longest stage of a
+// dry-run. So that it never waits, up to parquetDecoded decoded batches
+// wait for the encoder: with a bare handoff it waited for an encoder busy
+// or off its core (a runtime trace showed it), time the stage that sets
+// the pace never gets back. And arrow-go decodes the batch's columns at
+// once (ArrowReadProperties.Parallel), each on a goroutine of its own, so
+// the decoding itself uses the cores the other stages leave — for a local
+// file only: a blob's cached reader fetches ahead for column chunks read
+// in turns (blobsource), not for them all read at once; a blob of small
+// row groups keeps two decoders a row group apart.
 //
-// The 1 GB DuckDB export (one decoder: its pages are big), alternately:
-// 8.7–11.0 s with neither, 8.7–9.5 with the queue, 6.8–7.6 with both, at
-// 122–127 MB of peak RSS. Files of small row groups, which two decoders
-// read before, are dry-run as fast by one decoding its columns at once, in
-// less memory: 1 GB of the bench's orders 15.9–19.0 s against 16.8–17.1
-// (three runs each, alternately), 121–124 MB against 134–136; 1 GB of its
-// wide rows 4.4–5.1 s against 4.0–5.2, 102–106 MB against 120–122. Rows
-// written as JSON (an import; Next) keep two decoders, each with its
-// encoder: writing JSON is not the cheap stage summing is, and the 64 MiB
-// wide file read 96–104 MB/s with one, 128–132 with two.
+// Files of small row groups are dry-run as fast by one decoder decoding
+// its columns at once as by two, in less memory. Rows written as JSON (an
+// import; Next) keep two decoders, each with its encoder: writing JSON is
+// not the cheap stage summing is. The figures are in bench/README.md.
 const parquetDecoded = 2
 
 // arrowBatch is a decoded batch of row group g, or, batch nil, the end of
@@ -1054,9 +1029,9 @@ func (r *parquetReader) rowGroupReader(g int) (*file.Reader, error) {
 // each row group is read twice, by the decoder and by the paged group
 // (decodeRowGroup, openPaged), each through a reader of its own: the
 // first to parse the footer leaves it for the other, which takes it (a
-// parsed footer is only read). That was 0.14 of 13 CPU-s for 1 GB of the
-// bench's orders. A footer left for a reader that never came (a batch
-// read again, readRows; a stop) goes once groupFootersLeft wait.
+// parsed footer is only read), rather than parse it a second time. A
+// footer left for a reader that never came (a batch read again,
+// readRows; a stop) goes once groupFootersLeft wait.
 func (r *parquetReader) groupFooter(g int) (*metadata.FileMetaData, error) {
 	if r.paged != nil {
 		r.leftFooters.Lock()
@@ -1300,9 +1275,9 @@ type rowGroupEncoder struct {
 // counts those holders. A record never released keeps its arena from
 // reuse, and the collector takes it.
 //
-// Record.Members (16 bytes a column a row) are as large an allocation
-// stream as the JSON itself — 1.6 GB for a 1 GB file of 23 flat columns,
-// against 2.8 GB of JSON — and are dead once the row is mapped: the scan
+// Record.Members (16 bytes a column a row) are an allocation stream of the
+// order of the JSON itself on a file of many flat columns, and are dead
+// once the row is mapped: the scan
 // releases them then (Record.ReleaseMembers). The JSON is dead once the
 // record is written, or, in a dry-run, costed; only a dry-run releases it
 // (Record.ReleaseData), and an import's JSON is never reused.
@@ -1440,7 +1415,8 @@ func newMembers(n int) []record.Member { return make([]record.Member, 0, n) }
 
 // newArena returns an empty slice of capacity n whose memory was not
 // zeroed: an arena's bytes are all written before they are read, and
-// clearing 256 KB for every few hundred rows cost 5–10 % of encoding.
+// clearing an arena for every few hundred rows was a visible share of
+// encoding.
 // strings.Builder's Grow is the standard library's one way to such memory;
 // the Builder is dropped here, so the bytes are the arena's alone.
 func newArena(n int) []byte {

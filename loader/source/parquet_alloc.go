@@ -19,12 +19,12 @@ import (
 //
 // Buffers of offHeapMin bytes or more — pages, decompressed pages, a
 // batch's columns — are mapped outside the Go heap (where the system
-// allows: see internal/offheap) and unmapped by release, when the reader closes.
-// On the heap they were most of it: a file written with a page per column
-// chunk (DuckDB) keeps ~30 MB of pages live, the collector's target
-// doubled that, and buffers of many sizes fragmented it; a soft memory
-// limit held the RSS down only by collecting all the time (35 % more CPU
-// on a 1 GB export). Off the heap they are neither scanned, nor counted
+// allows: see internal/offheap) and unmapped by release, when the reader
+// closes. On the heap they were most of it: a file written with a page per
+// column chunk (DuckDB) keeps tens of MB of pages live, the collector's
+// target doubled that, and buffers of many sizes fragmented it; a soft
+// memory limit held the memory down only by collecting all the time. Off
+// the heap they are neither scanned, nor counted
 // toward the collector's target, nor returned to the system and faulted
 // back in. Whatever Arrow never frees is unmapped at release all the same.
 //

@@ -15,11 +15,9 @@ import (
 )
 
 // A Parquet footer describes every row group's column chunks, and arrow-go
-// keeps it as Thrift structs: for 1 GB of the bench's orders (1,336 row
-// groups of 17 columns) ~10 MB of small objects on the Go heap, which the
-// collector marks in every cycle and whose target it doubles. A reader of
-// such a file held 23–25 MB more RSS for it and spent 2–3 % of a
-// dry-run's CPU marking it; a file ten times longer, of the same row
+// keeps it as Thrift structs: for a file of a thousand row groups, MBs of
+// small objects on the Go heap, which the collector marks in every cycle
+// and whose target it doubles; a file ten times longer, of the same row
 // groups, would hold ten times as much.
 //
 // So the reader keeps the footer as the bytes it was read from, cut at
@@ -149,9 +147,9 @@ func (c *footerCuts) rowGroupFooter(g int, size int64) (*metadata.FileMetaData, 
 // footerFacts is what planning needs of a Parquet input's footer: how
 // many rows each row group has, and what a reader of it would hold
 // (readerMemory). Splitting a file, counting its readers at once and its
-// rows each needed the footer parsed, at 50–90 ms for the 1,336 row
-// groups of 1 GB of the bench's orders: four times before a dry-run read
-// a row. The facts are kept for each version of an input (footerFactsOf).
+// rows each needed the footer parsed, four times before a dry-run read a
+// row, and a long footer takes a while to parse. The facts are kept for
+// each version of an input (footerFactsOf).
 type footerFacts struct {
 	size      int64   // the file's
 	rows      int64   // in all

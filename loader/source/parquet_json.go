@@ -580,8 +580,7 @@ func fewDecimals(v float64) (m uint64, k int, ok bool) {
 // trimDecimals drops m's trailing decimal zeros, up to k of them, taking
 // them from k too (m > 0). trimZeros finds them by divisibility checks,
 // in steps of 8, 4, 2 and 1: a price's m of 8 decimals has six zeros,
-// one division at a time a chain of six for each of the 44 M prices in
-// 1 GB of the bench's orders.
+// one division at a time a chain of six for every price.
 func trimDecimals(m uint64, k int) (uint64, int) {
 	x, p := trimZeros(m)
 	if p <= k {
@@ -632,7 +631,7 @@ func appendTime(b []byte, t time.Time, layout string) []byte {
 
 // Timestamps and dates are written as appendTime writes them (RFC 3339 in
 // UTC, fractional zeros trimmed) by integer arithmetic: time's formatting
-// was a twelfth of a DuckDB export's CPU. Days of years outside 0–9999,
+// was a visible share of a dry-run's CPU. Days of years outside 0–9999,
 // which time writes otherwise, go to appendTime.
 var (
 	firstDay = time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC).Unix() / 86400
@@ -758,10 +757,10 @@ func decimalBinder(a interface {
 
 // appendIntDecimal writes v × 10^-scale as appendDecimal writes the
 // column's ValueStr — big.Float's 'g' at the type's precision: the exact
-// digits, no trailing fractional zeros — without big.Float, which cost a
-// sixth of a decimal-heavy file's CPU. ok is false, and nothing written,
-// when ValueStr would round (more digits than the precision) or use an
-// exponent (below 1e-4), or for a negative scale.
+// digits, no trailing fractional zeros — without big.Float, which was a
+// large share of a decimal-heavy file's CPU. ok is false, and nothing
+// written, when ValueStr would round (more digits than the precision) or
+// use an exponent (below 1e-4), or for a negative scale.
 func appendIntDecimal(b []byte, v int64, scale, prec int32) ([]byte, bool) {
 	if scale < 0 || scale > 19 {
 		return b, false

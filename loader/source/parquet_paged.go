@@ -25,9 +25,8 @@ import (
 // parquet_facts.go), and Arrow builds far more than that: it copies every
 // string into a batch, and turns each dictionary-encoded string read
 // plainly into a Go slice of every entry (dictConverter), which the
-// collector then marks. On 1 GB of the bench's orders those two were a
-// fifth of a dry-run's CPU; on the DuckDB export in pyarrow's layout the
-// copies were a tenth.
+// collector then marks: on nested files those two were a large share of a
+// dry-run's CPU.
 //
 // So a field that is neither the id nor a partition key, whose columns
 // are not repeated (a value, or structs of values: no lists or maps) of
@@ -301,9 +300,9 @@ func newPagedGroup(fields []pagedField, keepNulls bool, counts func(field int) b
 // with props' allocator and read buffer. A column's page reader and its
 // read buffer are kept from row group to row group (reset to the next
 // chunk): made anew, each chunk cost a read buffer of up to
-// parquetBufferSize and a page reader's buffers, allocated and zeroed — 1
-// GB of orders in row groups of 8,192 rows (22,700 column chunks) allocated
-// 0.9–1.2 GB of read buffers alone (two heap profiles).
+// parquetBufferSize and a page reader's buffers, allocated and zeroed,
+// which for a file of many small row groups came to about its own size in
+// read buffers alone.
 func (p *pagedGroup) open(pf *file.Reader, src io.ReaderAt, props *parquet.ReaderProperties) error {
 	md := pf.MetaData()
 	for k, f := range p.fields {
@@ -422,15 +421,13 @@ type pagedLeaf struct {
 // once, each on a goroutine of its own: decoding them is most of a
 // dry-run's work once Arrow reads only the id and the key. A goroutine a
 // field left a struct's columns one after the other while the other core
-// waited: 1 GB of orders 7.9–10.8 s against 7.1–8.8 a goroutine a column
-// (six runs each, alternately), its pyarrow layout 6.8–7.7 against
-// 6.2–6.8.
+// waited.
 func (p *pagedGroup) next(n int) error { return p.read(n, true) }
 
 // read reads the next n rows of every paged field, a goroutine a column,
 // and, when sum, sums each field's rows (rows) as soon as its columns are
-// read, on its last column's goroutine: those sums were a quarter of the
-// encoder's work, done after every column had been read.
+// read, on its last column's goroutine, rather than by the encoder after
+// every column had been read: the encoder waits for the batch.
 func (p *pagedGroup) read(n int, sum bool) error {
 	var wg sync.WaitGroup
 	var mu sync.Mutex

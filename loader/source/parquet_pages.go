@@ -18,8 +18,8 @@ import (
 // that reader runs on a goroutine of arrow-go's own — a struct's members,
 // or every column of a batch decoded at once (parquetReader.start) — the
 // panic cannot be recovered and ends the process: one damaged file in a
-// directory, and nothing else is loaded. A randomly damaged file from the
-// test data did that once in 400 (2026-11-29).
+// directory, and nothing else is loaded. Randomly damaged files from the
+// test data did that.
 //
 // pageGuard stands between arrow-go and the input's bytes and reads each
 // page header as its bytes pass on their way to arrow-go, in the column
@@ -187,9 +187,9 @@ func checkPageHeader(b []byte, typ parquet.Type) (int64, error) {
 // block starts in b, a check of the length the block says it decodes to:
 // arrow-go's Snappy decoder (klauspost/compress's s2) allocates that
 // length when it exceeds the page's buffer, up to 4 GiB, before it finds
-// the block damaged. FuzzParquetDamage found a page of DuckDB's fixture
-// whose damage claimed ~1.6 GB. A block longer than the header's
-// uncompressed size is damage.
+// the block damaged (FuzzParquetDamage found a damaged page of a fixture
+// that claimed GBs). A block longer than the header's uncompressed size
+// is damage.
 func checkPage(b []byte, typ parquet.Type, snappy bool) (int64, error) {
 	// Thrift reads from a copy: of the bytes a header usually fits in,
 	// more only when it does not (b is the rest of a read, 256 KiB).

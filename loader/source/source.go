@@ -101,8 +101,8 @@ type Options struct {
 	// key (see record.Mapper.ReadsValue). A reader that builds the JSON
 	// itself (Parquet) may then leave those values' bytes unwritten in
 	// Record.Data — its length and its other members stay exact — in
-	// records that carry Members; writing them was a third of a dry-run's
-	// work on some files. An import must not set it.
+	// records that carry Members; writing them was a large share of a
+	// dry-run's work. An import must not set it.
 	SizeOnly func(field string) bool
 
 	// Facts, when set, is a dry-run's mapper: a Parquet reader whose
@@ -126,10 +126,8 @@ type Options struct {
 // streamChunk is the ranged-read size of a blob stream: the remote's
 // default (4 MiB) for one cursor; for several, as much as keeps the
 // chunks of one load's streams (three each) within segmentStreamsMemory,
-// at least minStreamChunk. A key-sorted NDJSON blob read at 32 places
-// (emulator, 8 partitions, 16,000 RU/s) peaked at 600 MB of RSS with 4 MiB
-// chunks, 160 MB with 512 KiB and 96 MB with 170 KiB (63 MB for the local
-// file), at 87-94 % of the target each: a segment needs little bandwidth.
+// at least minStreamChunk: a blob read at many places with the default
+// chunks held hundreds of MB, and a segment needs little bandwidth.
 func (o Options) streamChunk() int64 {
 	if o.Cursors <= 1 {
 		return 0
@@ -259,8 +257,8 @@ type Position struct {
 // kept record keeps its block alive. That is cheap for the bounded number of
 // records in flight in the pipeline; copy a record you keep indefinitely.
 // This beats a sync.Pool (which would need a release call from the writers)
-// and per-record allocation (measured: one allocation per MiB instead of one
-// per record).
+// and per-record allocation (one allocation per MiB instead of one per
+// record).
 type Record struct {
 	Path   string
 	Line   int64    // 1-based line where the record starts, counted from Base
