@@ -40,7 +40,7 @@ func (b *BlobFlags) resolver(ctx context.Context) *blobsource.Resolver {
 
 // expandInputs resolves local paths and blob URLs, mixed in argument order.
 func (b *BlobFlags) expandInputs(ctx context.Context, args []string) ([]source.Input, error) {
-	return source.ExpandWith(args, b.resolver(ctx))
+	return source.Expand(args, b.resolver(ctx))
 }
 
 // openRemote reopens a blob input of a checkpoint by its URL (stored

@@ -23,7 +23,7 @@ func ndjsonCorpus(n int) []byte {
 	return b.Bytes()
 }
 
-func benchRead(b *testing.B, data []byte, format string, open opener) {
+func benchRead(b *testing.B, data []byte, format string, open Opener) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	b.ResetTimer()

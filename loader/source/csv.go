@@ -46,7 +46,10 @@ type csvReader struct {
 	done       bool
 }
 
-func openCSV(path string, open opener, opts Options, delim rune, start Position) (Reader, error) {
+func openCSV(path string, open Opener, opts Options, delim rune, folders []Folder, start Position) (Reader, error) {
+	if start.Offset < 0 || start.Line < 0 {
+		return nil, fmt.Errorf("invalid start position %+v", start)
+	}
 	if delim == '"' || delim == '\r' || delim == '\n' || delim == utf8.RuneError || !utf8.ValidRune(delim) {
 		return nil, fmt.Errorf("invalid CSV delimiter %q", delim)
 	}
@@ -55,7 +58,7 @@ func openCSV(path string, open opener, opts Options, delim rune, start Position)
 		return nil, err
 	}
 	c := newCSVReader(path, head, opts, delim, Position{})
-	herr := c.readHeader()
+	herr := c.readHeader(folders)
 	if herr != nil && herr != io.EOF {
 		head.Close()
 		return nil, herr
@@ -83,21 +86,21 @@ func openCSV(path string, open opener, opts Options, delim rune, start Position)
 }
 
 func newCSVReader(path string, src io.ReadCloser, opts Options, delim rune, start Position) *csvReader {
-	maxRecord := opts.maxRecord()
-	tee := &teeReader{r: src, start: start.Offset, limit: maxRecord + 2*csvBufferSize}
+	MaxRecord := opts.MaxRecord()
+	tee := &teeReader{r: src, start: start.Offset, limit: MaxRecord + 2*csvBufferSize}
 	br := bufio.NewReaderSize(tee, csvBufferSize)
 	c := &csvReader{
-		path: path, src: src, tee: tee, base: start.Offset, pos: start, lineBase: start.Line, max: maxRecord,
+		path: path, src: src, tee: tee, base: start.Offset, pos: start, lineBase: start.Line, max: MaxRecord,
 		strings: opts.CSVStrings, emptyNull: opts.CSVEmptyNull, opts: opts,
 	}
 	if start.Offset == 0 {
 		// Excel writes a BOM before the header.
-		if b, _ := br.Peek(len(bom)); bytes.Equal(b, bom) {
-			br.Discard(len(bom))
-			tee.head += len(bom)
-			tee.start += int64(len(bom))
-			c.base += int64(len(bom))
-			c.pos.Offset += int64(len(bom))
+		if b, _ := br.Peek(len(UTF8BOM)); string(b) == UTF8BOM {
+			br.Discard(len(UTF8BOM))
+			tee.head += len(UTF8BOM)
+			tee.start += int64(len(UTF8BOM))
+			c.base += int64(len(UTF8BOM))
+			c.pos.Offset += int64(len(UTF8BOM))
 		}
 	}
 	c.cr = csv.NewReader(br)
@@ -119,36 +122,36 @@ func (c *csvReader) Close() error { return c.src.Close() }
 // every column exactly once (unparsable, invalid UTF-8, a repeated or empty
 // name, a runaway quote) is an *InputError: no row of the input can be
 // mapped without guessing, so the whole input is refused.
-func (c *csvReader) readHeader() error {
+func (c *csvReader) readHeader(folders []Folder) error {
 	fields, rec, raw, err := c.readRow()
 	if err != nil {
 		if errors.Is(err, ErrCSVRecordTooLong) {
-			return inputError(ReasonCSVHeader, 0, err)
+			return headerError(ReasonCSVHeader, 0, err)
 		}
 		return err
 	}
 	if rec.Err != nil {
-		return inputError(ReasonCSVHeader, rec.Offset, fmt.Errorf("read CSV header: %w", rec.Err))
+		return headerError(ReasonCSVHeader, rec.Offset, fmt.Errorf("read CSV header: %w", rec.Err))
 	}
 	if !utf8.Valid(raw) {
-		return inputError(ReasonCSVHeader, rec.Offset, fmt.Errorf("read CSV header: %w", invalidUTF8(raw, rec.Offset)))
+		return headerError(ReasonCSVHeader, rec.Offset, fmt.Errorf("read CSV header: %w", InvalidUTF8(raw, rec.Offset)))
 	}
 	c.header = make([]string, len(fields))
 	for i, f := range fields {
 		c.header[i] = strings.TrimSpace(f)
 	}
 	if c.root, err = buildTree(c.header); err != nil {
-		return inputError(ReasonCSVHeader, rec.Offset, err)
+		return headerError(ReasonCSVHeader, rec.Offset, err)
 	}
 	names := make([]string, len(c.root.children))
 	for i, ch := range c.root.children {
 		names[i] = ch.name
 	}
-	keep, err := c.opts.selectColumns(append(names[:len(names):len(names)], folderNames(c.opts.folders)...))
+	keep, err := c.opts.SelectColumns(append(names[:len(names):len(names)], FolderNames(folders)...))
 	if err != nil {
-		return inputError(ReasonColumns, rec.Offset, err)
+		return headerError(ReasonColumns, rec.Offset, err)
 	}
-	parts := c.opts.partitionFields(names, keep)
+	parts := PartitionFields(folders, names, keep, c.opts.CSVEmptyNull)
 	if keep != nil { // the other cells are still read, and counted
 		kept := c.root.children[:0:0]
 		for i, ch := range c.root.children {
@@ -159,9 +162,15 @@ func (c *csvReader) readHeader() error {
 		c.root.children = kept
 	}
 	for _, p := range parts {
-		c.root.children = append(c.root.children, &node{name: p.name, key: appendKey(nil, p.name), col: -1, value: p.json})
+		c.root.children = append(c.root.children, &node{name: p.Name, key: p.Key, col: -1, value: p.JSON})
 	}
 	return nil
+}
+
+// headerError refuses the input for its header (ReasonCSVHeader, or
+// ReasonColumns for --columns), found at stream offset off.
+func headerError(code string, off int64, err error) error {
+	return &InputError{Code: code, Offset: off, Err: err}
 }
 
 // readRow reads one CSV row. rec has its positions set; rec.Err is set for a
@@ -173,7 +182,7 @@ func (c *csvReader) readRow() (fields []string, rec Record, raw []byte, err erro
 	if err != nil && err != io.EOF && !errors.As(err, &perr) {
 		if errors.Is(err, ErrCSVRecordTooLong) {
 			return nil, rec, nil, fmt.Errorf("read %s: CSV record starting at line %d is longer than %s (unclosed quote?): %w",
-				c.path, c.pos.Line+1, sizeString(c.max), ErrCSVRecordTooLong)
+				c.path, c.pos.Line+1, SizeString(c.max), ErrCSVRecordTooLong)
 		}
 		return nil, rec, nil, fmt.Errorf("read %s: %w", c.path, err)
 	}
@@ -204,8 +213,8 @@ func (c *csvReader) readRow() (fields []string, rec Record, raw []byte, err erro
 		return nil, rec, nil, io.EOF
 	}
 	if perr != nil {
-		rec.Raw = capRaw(raw)
-		rec.Err = badRecord(ReasonCSVSyntax, "invalid CSV (line %d, column %d): %w", c.lineBase+int64(perr.Line), perr.Column, perr.Err)
+		rec.Raw = CapRaw(raw)
+		rec.Err = BadRecordf(ReasonCSVSyntax, "invalid CSV (line %d, column %d): %w", c.lineBase+int64(perr.Line), perr.Column, perr.Err)
 		return nil, rec, raw, nil
 	}
 	return fields, rec, raw, nil
@@ -226,13 +235,13 @@ func (c *csvReader) Next() (Record, error) {
 		return rec, nil
 	}
 	if !utf8.Valid(raw) {
-		rec.Raw = capRaw(raw)
-		rec.Err = invalidUTF8(raw, rec.Offset)
+		rec.Raw = CapRaw(raw)
+		rec.Err = InvalidUTF8(raw, rec.Offset)
 		return rec, nil
 	}
 	if len(fields) != len(c.header) {
-		rec.Raw = capRaw(raw)
-		rec.Err = badRecord(ReasonCSVFieldCount, "wrong number of CSV fields: expected %d (the header's), got %d", len(c.header), len(fields))
+		rec.Raw = CapRaw(raw)
+		rec.Err = BadRecordf(ReasonCSVFieldCount, "wrong number of CSV fields: expected %d (the header's), got %d", len(c.header), len(fields))
 		return rec, nil
 	}
 	if cap(c.arena)-len(c.arena) < 2*c.lastRowLen+4096 {
@@ -453,7 +462,7 @@ func DelimiterHint(in Input, opts Options) string {
 	if f, err := ResolveFormat(in, opts); err != nil || f != FormatCSV {
 		return ""
 	}
-	ra, done, err := rawReaderAt(in)
+	ra, done, err := RawReaderAt(in)
 	if err != nil {
 		return ""
 	}
@@ -461,7 +470,7 @@ func DelimiterHint(in Input, opts Options) string {
 	var head [512]byte
 	n, _ := ra.ReadAt(head[:], 0)
 	line, _, found := bytes.Cut(head[:n], []byte{'\n'})
-	if (!found && n == len(head)) || (n >= 2 && bytes.Equal(head[:2], gzipMagic)) {
+	if (!found && n == len(head)) || HasGzipMagic(head[:n]) {
 		return ""
 	}
 	line = bytes.TrimPrefix(bytes.TrimSuffix(line, []byte{'\r'}), []byte("\ufeff"))

@@ -245,7 +245,7 @@ type csvFlow struct {
 func (d *csvDFA) flow(r io.Reader, n int64) (csvFlow, error) {
 	s0, s1, s2, s3, s4 := csvFieldStart, csvUnquoted, csvQuoted, csvQuoteInQuoted, csvQuoteCR
 	var lines int64
-	err := readChunks(r, n, func(b []byte) {
+	err := ReadChunks(r, n, func(b []byte) {
 		for _, c := range b {
 			s0, s1, s2, s3, s4 = d.next[s0][c], d.next[s1][c], d.next[s2][c], d.next[s3][c], d.next[s4][c]
 		}
@@ -272,12 +272,12 @@ type csvCuts struct {
 	// blob read twice is downloaded twice. Keyed by the input's identity
 	// (a changed file or blob is read afresh); at most csvFlowsKept
 	// blocks, then it starts over.
-	flows *blockMemo[flowKey, csvFlow]
+	flows *BlockMemo[flowKey, csvFlow]
 }
 
 // loaderCuts are the cuts of every input this process loads: one memory
 // of the blocks read.
-var loaderCuts = &csvCuts{block: csvBlock, read: splitBuf, flows: &blockMemo[flowKey, csvFlow]{keep: csvFlowsKept}}
+var loaderCuts = &csvCuts{block: csvBlock, read: splitBuf, flows: &BlockMemo[flowKey, csvFlow]{Keep: csvFlowsKept}}
 
 // csvBlock is the least size of the blocks read at once: a boundary's
 // stretch around the whole blocks is then one read of a blob, not many,
@@ -358,7 +358,7 @@ func (c *csvCuts) flowsOf(in Input, delim byte, d *csvDFA, blk, first, last int6
 	for i := range keys {
 		keys[i] = flowKey{input: id, delim: delim, block: first + int64(i), size: blk}
 	}
-	return c.flows.get(keys, csvBlocksAtOnce, func(i int) (csvFlow, error) {
+	return c.flows.Get(keys, csvBlocksAtOnce, func(i int) (csvFlow, error) {
 		at := keys[i].block * blk
 		r, done, err := readRange(in, at, blk)
 		if err != nil {

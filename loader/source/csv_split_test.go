@@ -171,7 +171,7 @@ func TestCSVFlowsAreReadOnce(t *testing.T) {
 // newCSVCuts are cuts in blocks of block bytes, walked in reads of read
 // bytes, remembering nothing yet.
 func newCSVCuts(block int64, read int) *csvCuts {
-	return &csvCuts{block: block, read: read, flows: &blockMemo[flowKey, csvFlow]{keep: csvFlowsKept}}
+	return &csvCuts{block: block, read: read, flows: &BlockMemo[flowKey, csvFlow]{Keep: csvFlowsKept}}
 }
 
 // Random texts over the bytes quoting turns on, cut anywhere with blocks

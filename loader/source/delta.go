@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -84,7 +86,7 @@ func DeltaTable(root string, files map[string]Input) ([]Input, error) {
 	checkpoints := map[int64][]string{} // version → parts, by part number
 	var newest int64 = -1
 	for rel := range files {
-		name, ok := strings.CutPrefix(rel, deltaLog+"/")
+		name, ok := strings.CutPrefix(rel, DeltaLog+"/")
 		if !ok || strings.Contains(name, "/") {
 			continue
 		}
@@ -98,7 +100,7 @@ func DeltaTable(root string, files map[string]Input) ([]Input, error) {
 		}
 	}
 	if newest < 0 {
-		return nil, fail("its log (%s/) holds no commit", deltaLog)
+		return nil, fail("its log (%s/) holds no commit", DeltaLog)
 	}
 	// The newest complete checkpoint at or below the newest commit.
 	from := int64(-1)
@@ -188,7 +190,7 @@ func (rp *deltaReplay) apply(a *deltaAction, where string) error {
 // checkpoint replays one Parquet checkpoint file (rel), read through the
 // Parquet reader as JSON rows, an action each. Its removes are tombstones.
 func (rp *deltaReplay) checkpoint(in Input, rel string) error {
-	r, err := Open(in, nil, Options{Format: FormatParquet}, Position{})
+	r, err := parquetFormat{}.Open(in, nil, Options{}, Position{})
 	if err != nil {
 		return fmt.Errorf("read its checkpoint %s: %v", rel, err)
 	}
@@ -254,16 +256,16 @@ func (rp *deltaReplay) inputs(files map[string]Input) ([]Input, error) {
 			return nil, fmt.Errorf("its log names %s, which is not there", p)
 		}
 		folders := map[string]string{}
-		for _, fo := range partitionFolders(in) {
-			folders[fo.name] = fo.value
+		for _, fo := range Folders(in) {
+			folders[fo.Name] = fo.Value
 		}
 		for _, c := range rp.partitionCols {
 			v, ok := f.partitions[c]
-			want := hiveNull
+			want := HiveNull
 			if ok && v != nil {
 				want = *v
 			}
-			if got, ok := folders[c]; !ok || got != want && !(want == "" && got == hiveNull) {
+			if got, ok := folders[c]; !ok || got != want && !(want == "" && got == HiveNull) {
 				return nil, fmt.Errorf("%s's partition value %s=%q is not in its folders (it would not be loaded)", p, c, want)
 			}
 		}
@@ -278,7 +280,7 @@ func (rp *deltaReplay) inputs(files map[string]Input) ([]Input, error) {
 func completeCheckpoint(parts []string) bool {
 	seen := map[string]bool{}
 	for _, rel := range parts {
-		m := deltaCheckpoint.FindStringSubmatch(strings.TrimPrefix(rel, deltaLog+"/"))
+		m := deltaCheckpoint.FindStringSubmatch(strings.TrimPrefix(rel, DeltaLog+"/"))
 		if m[3] == "" {
 			return len(parts) == 1
 		}
@@ -312,4 +314,27 @@ func readAllRaw(in Input) ([]byte, error) {
 	}
 	defer r.Close()
 	return io.ReadAll(r)
+}
+
+// localDeltaTable returns the current files of the Delta table in dir, a
+// local directory holding its log (see DeltaTable).
+func localDeltaTable(dir string) ([]Input, error) {
+	files := map[string]Input{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return fmt.Errorf("walk %s: %w", p, err)
+		}
+		if d.Type().IsRegular() {
+			rel, err := filepath.Rel(dir, p)
+			if err != nil {
+				return err
+			}
+			files[filepath.ToSlash(rel)] = Input{Path: p}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return DeltaTable(dir, files)
 }

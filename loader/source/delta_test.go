@@ -54,7 +54,7 @@ func deltaRels(t *testing.T, root string, ins []Input) []string {
 
 func writeCommit(t *testing.T, root string, version int, lines ...string) {
 	t.Helper()
-	name := filepath.Join(root, deltaLog, strings.Repeat("0", 19)+string(rune('0'+version))+".json")
+	name := filepath.Join(root, DeltaLog, strings.Repeat("0", 19)+string(rune('0'+version))+".json")
 	if err := os.WriteFile(name, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func writeCommit(t *testing.T, root string, version int, lines ...string) {
 // there is none, or from the checkpoint alone once the commits before it
 // are cleaned up; a file the table removed is not read.
 func TestDeltaTableLoadsItsCurrentVersion(t *testing.T) {
-	ins, err := Expand([]string{deltaDir})
+	ins, err := Expand([]string{deltaDir}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,16 +74,16 @@ func TestDeltaTableLoadsItsCurrentVersion(t *testing.T) {
 	}
 	for name, change := range map[string]func(root string){
 		"no checkpoint": func(root string) {
-			os.Remove(filepath.Join(root, deltaLog, "00000000000000000001.checkpoint.parquet"))
+			os.Remove(filepath.Join(root, DeltaLog, "00000000000000000001.checkpoint.parquet"))
 		},
 		"commits before the checkpoint cleaned up": func(root string) {
-			os.Remove(filepath.Join(root, deltaLog, "00000000000000000000.json"))
-			os.Remove(filepath.Join(root, deltaLog, "00000000000000000001.json"))
+			os.Remove(filepath.Join(root, DeltaLog, "00000000000000000000.json"))
+			os.Remove(filepath.Join(root, DeltaLog, "00000000000000000001.json"))
 		},
 	} {
 		root := copyDelta(t)
 		change(root)
-		ins, err := Expand([]string{root})
+		ins, err := Expand([]string{root}, nil)
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
 			continue
@@ -103,7 +103,7 @@ func TestDeltaTableLoadsItsCurrentVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeCommit(t, root, 3, `{"add":{"path":"region=e%253Au/part-2.parquet","partitionValues":{"region":"e:u"}}}`)
-	if ins, err := Expand([]string{root}); err != nil || len(ins) != 4 || !strings.HasSuffix(ins[0].Path, "region=e%3Au/part-2.parquet") {
+	if ins, err := Expand([]string{root}, nil); err != nil || len(ins) != 4 || !strings.HasSuffix(ins[0].Path, "region=e%3Au/part-2.parquet") {
 		t.Errorf("a file in an escaped folder: %v, %v", ins, err)
 	} else if r, err := Open(ins[0], nil, Options{}, Position{}); err == nil {
 		rec, _ := r.Next()
@@ -137,8 +137,8 @@ func TestDeltaTableRefusesWhatItCannotRead(t *testing.T) {
 		want   string
 	}{
 		{"a gap in the log", func(root string) {
-			os.Remove(filepath.Join(root, deltaLog, "00000000000000000001.checkpoint.parquet"))
-			os.Remove(filepath.Join(root, deltaLog, "00000000000000000001.json"))
+			os.Remove(filepath.Join(root, DeltaLog, "00000000000000000001.checkpoint.parquet"))
+			os.Remove(filepath.Join(root, DeltaLog, "00000000000000000001.json"))
 		}, "has no commit 1"},
 		{"a deletion vector", func(root string) {
 			writeCommit(t, root, 3, `{"add":{"path":"region=us/part-1.parquet","partitionValues":{"region":"us"},"deletionVector":{"storageType":"u","pathOrInlineDv":"ab","sizeInBytes":1,"cardinality":1}}}`)
@@ -161,7 +161,7 @@ func TestDeltaTableRefusesWhatItCannotRead(t *testing.T) {
 	} {
 		root := copyDelta(t)
 		tc.change(root)
-		_, err := Expand([]string{root})
+		_, err := Expand([]string{root}, nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "is a Delta Lake table") {
 			t.Errorf("%s: %v, want an error saying %q", tc.name, err, tc.want)
 		}
@@ -169,14 +169,14 @@ func TestDeltaTableRefusesWhatItCannotRead(t *testing.T) {
 	// Reader features it honours where they matter pass.
 	root := copyDelta(t)
 	writeCommit(t, root, 3, `{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["deletionVectors","timestampNtz"]}}`)
-	if _, err := Expand([]string{root}); err != nil {
+	if _, err := Expand([]string{root}, nil); err != nil {
 		t.Errorf("deletion vectors on, none used: %v", err)
 	}
 }
 
 // A multi-part checkpoint counts only with every part present.
 func TestCompleteCheckpoint(t *testing.T) {
-	p := func(s string) string { return deltaLog + "/00000000000000000010.checkpoint" + s + ".parquet" }
+	p := func(s string) string { return DeltaLog + "/00000000000000000010.checkpoint" + s + ".parquet" }
 	for _, tc := range []struct {
 		parts []string
 		want  bool

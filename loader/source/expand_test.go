@@ -56,7 +56,7 @@ func TestExpand(t *testing.T) {
 		{"directory without inputs", []string{j("empty")}, nil, j("empty")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := Expand(tc.args)
+			got, err := Expand(tc.args, nil)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("Expand(%q) err %v, want containing %q", tc.args, err, tc.err)
@@ -76,7 +76,7 @@ func TestExpand(t *testing.T) {
 			}
 		})
 	}
-	_, err := Expand([]string{j("nope.ndjson")})
+	_, err := Expand([]string{j("nope.ndjson")}, nil)
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing file: err %v does not wrap fs.ErrNotExist", err)
 	}
@@ -97,11 +97,11 @@ func TestExpandRefusesADeltaTableDirectory(t *testing.T) {
 		}
 	}
 	for _, arg := range []string{dir, filepath.Join(dir, "events")} {
-		if _, err := Expand([]string{arg}); err == nil || !strings.Contains(err.Error(), "Delta Lake table") || !strings.Contains(err.Error(), arg) {
+		if _, err := Expand([]string{arg}, nil); err == nil || !strings.Contains(err.Error(), "Delta Lake table") || !strings.Contains(err.Error(), arg) {
 			t.Errorf("Expand(%s): %v, want a Delta Lake refusal naming it", arg, err)
 		}
 	}
-	got, err := Expand([]string{filepath.Join(dir, "events", "*.parquet")})
+	got, err := Expand([]string{filepath.Join(dir, "events", "*.parquet")}, nil)
 	if err != nil || len(got) != 2 {
 		t.Errorf("a glob over the table: %v, %v; want its two files", got, err)
 	}

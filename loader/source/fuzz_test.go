@@ -16,7 +16,7 @@ import (
 	"github.com/cosmosloader/loader/loader/record"
 )
 
-// readMem reads every record of data from start through the in-memory opener
+// readMem reads every record of data from start through the in-memory Opener
 // (which, like a plain file, seeks).
 func readMem(t *testing.T, data []byte, format string, opts Options, start Position) ([]Record, error) {
 	r, err := openWith("fuzz", format, memOpener(data), opts, start)
@@ -75,7 +75,7 @@ func FuzzNDJSON(f *testing.F) {
 			t.Fatalf("fatal error from memory: %v", err)
 		}
 		checkPositions(t, data, recs)
-		h := &ndjsonReader{src: io.NopCloser(bytes.NewReader(data)), max: opts.maxRecord(), blockSize: 16}
+		h := &ndjsonReader{src: io.NopCloser(bytes.NewReader(data)), max: opts.MaxRecord(), blockSize: 16}
 		isArray, _ := h.detect()
 		var prev int64
 		for _, r := range recs {

@@ -80,7 +80,7 @@ func TestParquetGetsItsPartitionFolders(t *testing.T) {
 func TestPartitionFoldersOfABlob(t *testing.T) {
 	in := Input{Path: "https://acct.blob.core.windows.net/lake/sales/region=eu/date=2026-11-01%2010%253A00/part-0.parquet", Remote: &memRemote{}}
 	// The URL escapes the blob's name, which holds Hive's escape of ":".
-	if got, want := partitionFolders(in), []folder{{"region", "eu"}, {"date", "2026-11-01 10:00"}}; !reflect.DeepEqual(got, want) {
+	if got, want := Folders(in), []Folder{{"region", "eu"}, {"date", "2026-11-01 10:00"}}; !reflect.DeepEqual(got, want) {
 		t.Errorf("folders %q, want %q", got, want)
 	}
 	if names := PartitionFolders(Input{Path: "-", Stdin: true}); names != nil {

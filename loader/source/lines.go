@@ -35,7 +35,7 @@ func lineStart(in Input, offset int64, window int) (Position, error) {
 	if offset <= 0 {
 		return Position{}, nil
 	}
-	ra, closeRA, err := rawReaderAt(in)
+	ra, closeRA, err := RawReaderAt(in)
 	if err != nil {
 		return Position{}, fmt.Errorf("find a line start in %s: %w", in.Path, err)
 	}
@@ -68,8 +68,8 @@ func lineStart(in Input, offset int64, window int) (Position, error) {
 	}
 }
 
-// rawReaderAt reads a local file's or a blob's raw bytes at any offset.
-func rawReaderAt(in Input) (io.ReaderAt, func(), error) {
+// RawReaderAt reads a local file's or a blob's raw bytes at any offset.
+func RawReaderAt(in Input) (io.ReaderAt, func(), error) {
 	if in.Stdin {
 		return nil, nil, ErrStdinResume
 	}
@@ -101,7 +101,7 @@ type LineIndex struct {
 	// block is the stretch counted as one (lineBlock).
 	block int64
 	// blocks holds each whole block's newlines, counted or being counted.
-	blocks blockMemo[int64, int64]
+	blocks BlockMemo[int64, int64]
 }
 
 // NewLineIndex counts the lines of in.
@@ -129,7 +129,7 @@ func (x *LineIndex) before(offset int64) (int64, error) {
 	for b := range keys {
 		keys[b] = int64(b)
 	}
-	counts, err := x.blocks.get(keys, linesAtOnce, func(b int) (int64, error) {
+	counts, err := x.blocks.Get(keys, linesAtOnce, func(b int) (int64, error) {
 		return x.count(int64(b)*blk, blk)
 	})
 	if err != nil {
@@ -156,7 +156,7 @@ func (x *LineIndex) count(off, n int64) (int64, error) {
 	}
 	defer r.Close()
 	var lines int64
-	err = readChunks(r, n, func(b []byte) { lines += int64(bytes.Count(b, []byte{'\n'})) })
+	err = ReadChunks(r, n, func(b []byte) { lines += int64(bytes.Count(b, []byte{'\n'})) })
 	if err != nil {
 		return 0, fmt.Errorf("count lines: %w", err)
 	}

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"unicode/utf8"
+
+	"github.com/cosmosloader/loader/internal/parallel"
 )
 
 // defaultBlockSize is the read size of the NDJSON reader. Records are handed
@@ -13,7 +16,7 @@ import (
 // of 600 bytes and no byte is copied between the file and the mapper.
 const defaultBlockSize = 1 << 20
 
-var bom = []byte{0xef, 0xbb, 0xbf}
+var bom = []byte(UTF8BOM)
 
 // Modes of an NDJSON input.
 const (
@@ -57,7 +60,7 @@ type ndjsonReader struct {
 	base int64 // Position.Base of the positions handed out
 	// folders are the fields of the input's partition folders, put
 	// first in each record (addFolders); foldersLen their JSON's length.
-	folders    []partitionField
+	folders    []PartitionField
 	foldersLen int
 	p          int // bytes of buf[r:] already scanned without finding the end of the record
 	eof        bool
@@ -76,10 +79,87 @@ type ndjsonReader struct {
 	raw        []byte // the start of a discarded element, for Record.Raw
 }
 
-func openNDJSON(path string, open opener, opts Options, start Position) (Reader, error) {
-	s := &ndjsonReader{path: path, max: opts.maxRecord(), blockSize: opts.BlockSize, folders: opts.partitionFields(nil, nil)}
+// ndjsonFormat reads NDJSON, and JSON arrays of objects
+// (FormatNDJSON).
+type ndjsonFormat struct{}
+
+// Open opens an NDJSON input at start; --columns refuses it (its records
+// are not columns).
+func (ndjsonFormat) Open(in Input, stdin io.Reader, opts Options, start Position) (Reader, error) {
+	if len(opts.Columns) > 0 {
+		path := in.Path
+		if in.Stdin && path == "" {
+			path = "-"
+		}
+		return nil, &InputError{Code: ReasonColumns, Line: start.Line + 1, Offset: start.Offset,
+			Err: fmt.Errorf("%s is NDJSON: --columns selects the columns of CSV and Parquet inputs", path)}
+	}
+	path, open, err := Streams(in, stdin, opts, start)
+	if err != nil {
+		return nil, err
+	}
+	r, err := openNDJSON(path, open, opts, Folders(in), start)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return r, nil
+}
+
+// Splittable: a plain file or blob, not one JSON array.
+func (ndjsonFormat) Splittable(in Input, _ Options) (bool, string) {
+	head, why := PlainHead(in)
+	if why != "" {
+		return false, why
+	}
+	if t := bytes.TrimLeft(head, " \t\r\n\ufeff"); len(t) > 0 && t[0] == '[' {
+		return false, "it is one JSON array"
+	}
+	return true, ""
+}
+
+// Split cuts a splittable input after a newline near each even target,
+// found by reading a little from each cut (LineStart): the ranges' lines
+// count from their start (Position.Base), so a file or blob of any size
+// is cut at once.
+func (f ndjsonFormat) Split(in Input, opts Options, n int) ([]Range, string, error) {
+	if ok, why := f.Splittable(in, opts); !ok {
+		return []Range{{}}, why, nil
+	}
+	size, err := RawSize(in)
+	if err != nil {
+		return nil, "", fmt.Errorf("split %s: %w", in.Path, err)
+	}
+	targets := EvenTargets(size, n)
+	starts := make([]Position, len(targets))
+	err = parallel.Each(len(targets), linesAtOnce, func(i int) error {
+		var err error
+		starts[i], err = LineStart(in, targets[i])
+		return err
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("split %s: %w", in.Path, err)
+	}
+	return RangesFrom(starts, size), "", nil
+}
+
+// BoundaryAfter is the line start at or after target (LineStart), past
+// from.
+func (ndjsonFormat) BoundaryAfter(in Input, _ Options, from Position, target int64) (Position, string, error) {
+	p, err := LineStart(in, max(target, from.Offset+1))
+	return p, "", err
+}
+
+// ReadersAtOnce: no bound of NDJSON's own.
+func (ndjsonFormat) ReadersAtOnce(Input, Options) int { return math.MaxInt }
+
+func openNDJSON(path string, open Opener, opts Options, folders []Folder, start Position) (Reader, error) {
+	if start.Offset < 0 || start.Line < 0 {
+		return nil, fmt.Errorf("invalid start position %+v", start)
+	}
+	s := &ndjsonReader{path: path, max: opts.MaxRecord(), blockSize: opts.BlockSize,
+		folders: PartitionFields(folders, nil, nil, opts.CSVEmptyNull)}
 	for _, f := range s.folders {
-		s.foldersLen += len(f.name) + len(f.json) + 4 // quotes, colon, comma
+		s.foldersLen += len(f.Key) + len(f.JSON) + 1 // and a comma
 	}
 	if s.blockSize <= 0 {
 		s.blockSize = defaultBlockSize
@@ -139,15 +219,14 @@ func (s *ndjsonReader) addFolders(rec *Record) {
 	out = append(out, data[:i+1]...)
 	added := 0
 	for _, f := range s.folders {
-		if hasMember(data[i:], f.name) {
+		if hasMember(data[i:], f.Name) {
 			continue
 		}
 		if added > 0 {
 			out = append(out, ',')
 		}
-		out = appendString(out, f.name)
-		out = append(out, ':')
-		out = append(out, f.json...)
+		out = append(out, f.Key...)
+		out = append(out, f.JSON...)
 		added++
 	}
 	if added == 0 {
@@ -301,11 +380,11 @@ func (s *ndjsonReader) nextLine() (Record, error) {
 		}
 		switch {
 		case len(data) > s.max:
-			rec.Raw = capRaw(data)
-			rec.Err = badRecord(ReasonTooLong, "line longer than %s", sizeString(s.max))
+			rec.Raw = CapRaw(data)
+			rec.Err = BadRecordf(ReasonTooLong, "line longer than %s", SizeString(s.max))
 		case !validUTF8(data):
-			rec.Raw = capRaw(data)
-			rec.Err = invalidUTF8(data, dataOff)
+			rec.Raw = CapRaw(data)
+			rec.Err = InvalidUTF8(data, dataOff)
 		default:
 			rec.Data = data[:len(data):len(data)]
 			s.addFolders(&rec)
@@ -321,17 +400,17 @@ func (s *ndjsonReader) skipLongLine() (Record, error) {
 		Offset: s.off,
 		Line:   s.line + 1,
 		Base:   s.base,
-		Err:    badRecord(ReasonTooLong, "line longer than %s", sizeString(s.max)),
+		Err:    BadRecordf(ReasonTooLong, "line longer than %s", SizeString(s.max)),
 	}
 	for {
 		if i := bytes.IndexByte(s.buf[s.r:s.w], '\n'); i >= 0 {
-			rec.Raw = appendRaw(rec.Raw, s.buf[s.r:s.r+i])
+			rec.Raw = AppendRaw(rec.Raw, s.buf[s.r:s.r+i])
 			s.r += i + 1
 			s.off += int64(i + 1)
 			s.line++
 			break
 		}
-		rec.Raw = appendRaw(rec.Raw, s.buf[s.r:s.w])
+		rec.Raw = AppendRaw(rec.Raw, s.buf[s.r:s.w])
 		s.off += int64(s.w - s.r)
 		s.r = s.w
 		if s.rerr != nil {
@@ -346,15 +425,6 @@ func (s *ndjsonReader) skipLongLine() (Record, error) {
 	s.p = 0
 	rec.Next = s.pos()
 	return rec, nil
-}
-
-// appendRaw collects the first maxRawBytes of a bad record that arrives in
-// pieces; the result does not depend on where blocks happen to end.
-func appendRaw(raw, b []byte) []byte {
-	if room := maxRawBytes - len(raw); len(b) > room {
-		b = b[:room]
-	}
-	return append(raw, b...)
 }
 
 func isBlank(b []byte) bool {
@@ -374,20 +444,6 @@ func isBlank(b []byte) bool {
 
 // validUTF8 is utf8.Valid; named so the fast path stays in one place.
 func validUTF8(b []byte) bool { return utf8.Valid(b) }
-
-// invalidUTF8 names the stream offset of the first invalid byte of b, which
-// starts at stream offset off.
-func invalidUTF8(b []byte, off int64) error {
-	i := 0
-	for i < len(b) {
-		r, n := utf8.DecodeRune(b[i:])
-		if r == utf8.RuneError && n <= 1 {
-			break
-		}
-		i += n
-	}
-	return badRecord(ReasonInvalidUTF8, "invalid UTF-8 at byte offset %d", off+int64(i))
-}
 
 func (s *ndjsonReader) nextElement() (Record, error) {
 	for {
@@ -434,7 +490,7 @@ func (s *ndjsonReader) nextElement() (Record, error) {
 				s.discarding = true
 			}
 			if s.discarding {
-				s.raw = appendRaw(s.raw, s.buf[s.r:s.r+s.p])
+				s.raw = AppendRaw(s.raw, s.buf[s.r:s.r+s.p])
 				s.consume(s.p)
 			}
 			if s.rerr != nil {
@@ -444,12 +500,12 @@ func (s *ndjsonReader) nextElement() (Record, error) {
 				if !isComposite(s.kind) {
 					return s.emitElement(), nil // a scalar ends at the end of input
 				}
-				raw := appendRaw(s.raw, s.buf[s.r:s.r+s.p])
+				raw := AppendRaw(s.raw, s.buf[s.r:s.r+s.p])
 				s.consume(s.p)
 				s.ast = arrDone
 				return Record{
 					Path: s.path, Line: s.elemLine, Base: s.base, Offset: s.elemOff, Next: s.pos(), Raw: raw,
-					Err:          badRecord(ReasonTruncated, "truncated JSON array element: the input ends inside it"),
+					Err:          BadRecordf(ReasonTruncated, "truncated JSON array element: the input ends inside it"),
 					Unterminated: true,
 				}, nil
 			}
@@ -467,9 +523,9 @@ func (s *ndjsonReader) nextElement() (Record, error) {
 			s.off += int64(i)
 			if i < len(b) {
 				rec := Record{Path: s.path, Line: s.line + 1, Base: s.base, Offset: s.off,
-					Err: badRecord(ReasonTrailingData, "data after the closing ']' of the JSON array")}
+					Err: BadRecordf(ReasonTrailingData, "data after the closing ']' of the JSON array")}
 				for {
-					rec.Raw = appendRaw(rec.Raw, s.buf[s.r:s.w])
+					rec.Raw = AppendRaw(rec.Raw, s.buf[s.r:s.w])
 					s.consume(s.w - s.r)
 					if s.rerr != nil {
 						return Record{}, s.rerr
@@ -518,14 +574,14 @@ func (s *ndjsonReader) emitElement() Record {
 	rec := Record{Path: s.path, Line: s.elemLine, Base: s.base, Offset: s.elemOff, Next: s.pos()}
 	switch {
 	case discarded:
-		rec.Raw = appendRaw(s.raw, elem)
-		rec.Err = badRecord(ReasonTooLong, "array element longer than %s", sizeString(s.max))
+		rec.Raw = AppendRaw(s.raw, elem)
+		rec.Err = BadRecordf(ReasonTooLong, "array element longer than %s", SizeString(s.max))
 	case len(elem) > s.max:
-		rec.Raw = capRaw(elem)
-		rec.Err = badRecord(ReasonTooLong, "array element longer than %s", sizeString(s.max))
+		rec.Raw = CapRaw(elem)
+		rec.Err = BadRecordf(ReasonTooLong, "array element longer than %s", SizeString(s.max))
 	case !validUTF8(elem):
-		rec.Raw = capRaw(elem)
-		rec.Err = invalidUTF8(elem, rec.Offset)
+		rec.Raw = CapRaw(elem)
+		rec.Err = InvalidUTF8(elem, rec.Offset)
 	default:
 		rec.Data = elem[:len(elem):len(elem)]
 		s.addFolders(&rec)

@@ -72,7 +72,7 @@ type parquetReader struct {
 		sync.Mutex
 		m map[int]*metadata.FileMetaData
 	}
-	cfg        parquetConfig
+	cfg        parquetFormat
 	props      *parquet.ReaderProperties
 	arrowProps pqarrow.ArrowReadProperties
 	// chunks and chunkErrs are each row group's guardedChunks.
@@ -85,7 +85,7 @@ type parquetReader struct {
 	logicals []*logical
 	// parts are the fields of the input's partition folders (see hive.go),
 	// which every row gets after its columns.
-	parts []partitionField
+	parts []PartitionField
 	// plan, when set (Options.Facts), is the mapper's columnar plan: the
 	// rows go out as Facts (see parquet_facts.go).
 	plan *record.ColumnPlan
@@ -284,18 +284,12 @@ const (
 )
 
 // ReadersAtOnce is how many readers of inputs like in may be open at once:
-// Parquet readers within the memory the readers of one split Parquet file
+// as many as keep within the memory the readers of one split Parquet file
 // may take (parquetSplitMemory), each counted from in's footer as
-// splitParquet counts them; NDJSON and CSV, local or blobs, without a
-// bound (math.MaxInt), as the caller divides their read blocks, and a
-// blob stream's chunks (Options.streamChunk), among its readers. A
-// Parquet input whose footer cannot be read (its own reader refuses it,
-// or will say why) counts as a reader of a few MiB of pages
-// (parquetPagesGuess).
-func ReadersAtOnce(in Input, opts Options) int {
-	if f, _ := ResolveFormat(in, opts); f != FormatParquet {
-		return math.MaxInt
-	}
+// splitParquet counts them. A Parquet input whose footer cannot be read
+// (its own reader refuses it, or will say why) counts as a reader of a
+// few MiB of pages (parquetPagesGuess).
+func (parquetFormat) ReadersAtOnce(in Input, _ Options) int {
 	var held int64
 	if ff, err := footerFactsOf(in); err == nil {
 		held = ff.readerMemory(in)
@@ -378,7 +372,7 @@ func splitParquet(in Input, n int) (ranges []Range, why string, err error) {
 		}
 		starts = append(starts, Position{Offset: rowsToOffset(first[g], size, total), Line: first[g]})
 	}
-	return rangesFrom(starts, size), "", nil
+	return RangesFrom(starts, size), "", nil
 }
 
 type parquetChunk struct {
@@ -425,10 +419,10 @@ func openRandom(in Input) (f RandomReader, size int64, err error) {
 	return lf, st.Size(), nil
 }
 
-// parquetConfig is how a Parquet reader reads: the zero value is the
-// loader's way; tests set the other ways, which read the same rows, to
+// parquetFormat reads Apache Parquet (FormatParquet). Its zero value reads
+// the loader's way; tests set the other ways, which read the same rows, to
 // compare them.
-type parquetConfig struct {
+type parquetFormat struct {
 	// plainStrings reads every string column plainly, none as Arrow
 	// dictionaries (see dictionaryColumns).
 	plainStrings bool
@@ -440,18 +434,44 @@ type parquetConfig struct {
 	footerParsed func(g int)
 }
 
-func openParquet(in Input, opts Options, start Position) (*parquetReader, error) {
-	return parquetConfig{}.open(in, opts, start)
+// Open opens a Parquet file or blob at the row start.Line.
+func (f parquetFormat) Open(in Input, _ io.Reader, opts Options, start Position) (Reader, error) {
+	r, err := f.open(in, opts, start)
+	if err != nil {
+		var ie *InputError
+		if !errors.As(err, &ie) {
+			err = fmt.Errorf("open %s: %w", in.Path, err)
+		}
+		return nil, err
+	}
+	return r, nil
 }
 
-func (cfg parquetConfig) open(in Input, opts Options, start Position) (r *parquetReader, err error) {
+// Splittable: never while it is read (Split cuts between row groups as
+// the load starts).
+func (parquetFormat) Splittable(Input, Options) (bool, string) {
+	return false, "it is Parquet (split between row groups when the load starts, never while it runs)"
+}
+
+// Split cuts between row groups (splitParquet).
+func (parquetFormat) Split(in Input, _ Options, n int) ([]Range, string, error) {
+	return splitParquet(in, n)
+}
+
+// BoundaryAfter: none, as Splittable says.
+func (f parquetFormat) BoundaryAfter(in Input, opts Options, _ Position, _ int64) (Position, string, error) {
+	_, why := f.Splittable(in, opts)
+	return Position{}, why, nil
+}
+
+func (cfg parquetFormat) open(in Input, opts Options, start Position) (r *parquetReader, err error) {
 	if in.Stdin {
 		return nil, errors.New("a Parquet input cannot be read from stdin: it needs random access (give a file)")
 	}
 	if start.Line < 0 {
 		return nil, fmt.Errorf("invalid start position %+v", start)
 	}
-	opts.folders = partitionFolders(in)
+	folders := Folders(in)
 	if opts.NoSizer {
 		opts.SizeOnly, opts.Facts = nil, nil
 	}
@@ -487,7 +507,7 @@ func (cfg parquetConfig) open(in Input, opts Options, start Position) (r *parque
 		return nil, refuse(err)
 	}
 	md := fr.ParquetReader().MetaData()
-	if err := r.chooseFields(fr, md); err != nil {
+	if err := r.chooseFields(fr, md, folders); err != nil {
 		return nil, &InputError{Code: ReasonColumns, Line: start.Line + 1, Offset: start.Line, Err: err}
 	}
 	if err := r.countRows(md); err != nil {
@@ -561,13 +581,13 @@ func (r *parquetReader) openFooter() (fr *pqarrow.FileReader, raw []byte, plain 
 // leaf columns, annotations, the partition folders' fields after them,
 // and, in a dry-run, whether the rows are summed by columns and which
 // fields are sized from their pages. The error is a --columns refusal.
-func (r *parquetReader) chooseFields(fr *pqarrow.FileReader, md *metadata.FileMetaData) error {
+func (r *parquetReader) chooseFields(fr *pqarrow.FileReader, md *metadata.FileMetaData, folders []Folder) error {
 	opts := r.opts
 	names := make([]string, len(fr.Manifest.Fields))
 	for i, f := range fr.Manifest.Fields {
 		names[i] = f.Field.Name
 	}
-	keep, err := opts.selectColumns(append(names[:len(names):len(names)], folderNames(opts.folders)...))
+	keep, err := opts.SelectColumns(append(names[:len(names):len(names)], FolderNames(folders)...))
 	if err != nil {
 		return err
 	}
@@ -585,7 +605,7 @@ func (r *parquetReader) chooseFields(fr *pqarrow.FileReader, md *metadata.FileMe
 			summable = summable && !l.hasJSON() && 1+typeDepth(fr.Manifest.Fields[i].Field.Type) <= record.MaxDepth
 		}
 	}
-	r.parts = opts.partitionFields(names, keep)
+	r.parts = PartitionFields(folders, names, keep, opts.CSVEmptyNull)
 	if summable {
 		r.plan = columnPlan(opts.Facts, names, keep, r.parts)
 	}
@@ -1287,7 +1307,8 @@ type reusable[T any] struct {
 	free chan *reusable[T] // the reader's released arenas
 }
 
-func (a *reusable[T]) release() {
+// Release lets go of one hold (source.Arena).
+func (a *reusable[T]) Release() {
 	if a.refs.Add(-1) == 0 {
 		a.buf = a.buf[:0]
 		select {
@@ -1350,7 +1371,7 @@ func (e *rowGroupEncoder) emit(i int) Record {
 	// A row has at most a member per column: it fits in the arena.
 	if need := len(e.enc.fields); e.spans == nil || cap(e.spans.buf)-len(e.spans.buf) < need {
 		if e.spans != nil {
-			e.spans.release() // the encoder's hold
+			e.spans.Release() // the encoder's hold
 		}
 		e.spans = takeArena(e.r.freeSpans, max(parquetSpans, need), newMembers)
 	}
@@ -1370,7 +1391,7 @@ func (e *rowGroupEncoder) emit(i int) Record {
 	} else { // data grew into memory of its own
 		data, inArena = data[:n:n], nil
 		e.arena = takeArena(e.r.freeArenas, e.r.arenaSize, newArena)
-		ar.release() // the encoder's hold
+		ar.Release() // the encoder's hold
 	}
 	sp.buf = sp.buf[:mat+len(ms)]
 	ms = ms[:len(ms):len(ms)]
@@ -1396,19 +1417,26 @@ func (e *rowGroupEncoder) emit(i int) Record {
 		start = e.r.offsetAt(row)
 	}
 	e.nextRow, e.nextAt = row+1, e.r.offsetAt(row+1)
-	return Record{
+	rec := Record{
 		Path:    e.r.path,
 		Line:    row + 1,
 		Offset:  row,
 		Next:    Position{Offset: e.nextAt, Line: row + 1},
-		row:     true,
-		at:      start,
 		Data:    data,
 		Members: ms,
 		Schema:  e.enc.schema,
-		members: inSpans,
-		data:    inArena,
 	}
+	rec.SetRowStart(start)
+	rec.SetArenas(arena(inSpans), arena(inArena))
+	return rec
+}
+
+// arena is a as a source.Arena, nil for none.
+func arena[T any](a *reusable[T]) Arena {
+	if a == nil {
+		return nil
+	}
+	return a
 }
 
 func newMembers(n int) []record.Member { return make([]record.Member, 0, n) }

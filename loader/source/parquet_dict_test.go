@@ -136,7 +136,7 @@ func TestParquetDictionaryColumns(t *testing.T) {
 				starts = append(starts, Position{Line: 5077}) // in the row group of plain pages
 			}
 			for _, start := range starts {
-				want, err := readParquetWith(t, parquetConfig{plainStrings: true}, path, opts, start)
+				want, err := readParquetWith(t, parquetFormat{plainStrings: true}, path, opts, start)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -224,13 +224,15 @@ func (f *Facts) fullBatch() arrow.RecordBatch {
 // members when the mapper may trust them), for the mapper to map.
 func (f *Facts) Record(i int) Record {
 	row := f.First + int64(i)
+	rec := Record{Path: f.Path, Line: row + 1, Offset: row, Next: Position{Offset: f.Offset(i + 1), Line: row + 1}}
+	rec.SetRowStart(f.Offset(i))
 	if f.rec == nil {
 		r := f.r
 		b := f.batch
 		if r.paged != nil {
 			if b = f.fullBatch(); b == nil {
-				return Record{Path: f.Path, Line: row + 1, Offset: row, Next: Position{Offset: f.Offset(i + 1), Line: row + 1},
-					row: true, at: f.Offset(i), Err: fmt.Errorf("row %d: reading it whole: %w", row+1, f.fullErr)}
+				rec.Err = fmt.Errorf("row %d: reading it whole: %w", row+1, f.fullErr)
+				return rec
 			}
 		}
 		f.rec = bindRow(b, nil, f.keepNulls, r.logicals, r.parts, r.opts.SizeOnly)
@@ -245,8 +247,8 @@ func (f *Facts) Record(i int) Record {
 	} else if ms == nil {
 		ms = []record.Member{} // an empty object is trusted too
 	}
-	return Record{Path: f.Path, Line: row + 1, Offset: row, Next: Position{Offset: f.Offset(i + 1), Line: row + 1},
-		row: true, at: f.Offset(i), Data: data, Members: ms, Schema: f.rec.schema}
+	rec.Data, rec.Members, rec.Schema = data, ms, f.rec.schema
+	return rec
 }
 
 // Release drops the batch: nothing reads the rows any more.
@@ -296,7 +298,7 @@ func (r *parquetReader) NextFacts() (*Facts, error) {
 // columnPlan is the mapper's columnar plan for the input's fields (the
 // columns read, then the partition folders), or nil: the rows are read as
 // records.
-func columnPlan(m *record.Mapper, names []string, keep []bool, parts []partitionField) *record.ColumnPlan {
+func columnPlan(m *record.Mapper, names []string, keep []bool, parts []PartitionField) *record.ColumnPlan {
 	if m == nil {
 		return nil
 	}
@@ -307,7 +309,7 @@ func columnPlan(m *record.Mapper, names []string, keep []bool, parts []partition
 		}
 	}
 	for _, p := range parts {
-		fields = append(fields, jsonName(p.name))
+		fields = append(fields, jsonName(p.Name))
 	}
 	plan, ok := m.ColumnPlan(&record.Schema{Names: fields})
 	if !ok {
@@ -379,7 +381,7 @@ func (e *rowGroupEncoder) facts(b arrow.RecordBatch) (f *Facts, err error) {
 		f.fields[k] = factField{arr: col, l: l, key: int32(len(appendKey(nil, b.Schema().Field(c).Name))), nulls: col.NullN() > 0}
 	}
 	for j, p := range r.parts {
-		f.fields[nc+j] = factField{key: int32(len(appendKey(nil, p.name))), folder: p.json}
+		f.fields[nc+j] = factField{key: int32(len(p.Key)), folder: p.JSON}
 	}
 	var same rowSums // what every row gets alike, added once at the end
 	for k := range f.fields {
@@ -518,7 +520,7 @@ func (r *parquetReader) batchPlanned(sc *arrow.Schema) bool {
 		}
 	}
 	for j, p := range r.parts {
-		if jsonName(p.name) != names[len(r.fieldCol)+j] {
+		if jsonName(p.Name) != names[len(r.fieldCol)+j] {
 			return false
 		}
 	}

@@ -62,11 +62,11 @@ func writeNumericIDs(t *testing.T, path string) {
 // when the reader maps it by records.
 func readFacts(t *testing.T, path string, opts Options) []*Facts {
 	t.Helper()
-	return readFactsWith(t, parquetConfig{}, path, opts)
+	return readFactsWith(t, parquetFormat{}, path, opts)
 }
 
 // readFactsWith reads the file's facts with a reader of cfg.
-func readFactsWith(t *testing.T, cfg parquetConfig, path string, opts Options) []*Facts {
+func readFactsWith(t *testing.T, cfg parquetFormat, path string, opts Options) []*Facts {
 	t.Helper()
 	rd, err := cfg.open(Input{Path: path}, opts, Position{})
 	if err != nil {

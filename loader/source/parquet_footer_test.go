@@ -106,7 +106,7 @@ func TestParquetRowGroupFooters(t *testing.T) {
 		rd.Close()
 		for _, start := range []Position{{}, {Line: md.NumRows / 2}} {
 			got, gerr := readParquet(t, path, Options{}, start)
-			want, werr := readParquetWith(t, parquetConfig{wholeFooter: true}, path, Options{}, start)
+			want, werr := readParquetWith(t, parquetFormat{wholeFooter: true}, path, Options{}, start)
 			if fmt.Sprint(gerr) != fmt.Sprint(werr) || len(got) != len(want) || len(got) == 0 {
 				t.Fatalf("%s from %d: %d rows (%v) through cut footers, %d (%v) through the whole", name, start.Line, len(got), gerr, len(want), werr)
 			}
@@ -174,7 +174,7 @@ func TestParquetRowGroupFooterParsedOnceForBothReaders(t *testing.T) {
 	}
 	var mu sync.Mutex
 	parsed := map[int]int{}
-	cfg := parquetConfig{footerParsed: func(g int) {
+	cfg := parquetFormat{footerParsed: func(g int) {
 		mu.Lock()
 		parsed[g]++
 		mu.Unlock()

@@ -75,7 +75,7 @@ type rowEncoder struct {
 // logicals are the columns' annotations (see logicalOf), nil for none.
 // sizeOnly is Options.SizeOnly: those columns' values are sized, not
 // written, in trusted rows.
-func bindRow(rb arrow.RecordBatch, prev *rowEncoder, keepNulls bool, logicals []*logical, parts []partitionField, sizeOnly func(string) bool) *rowEncoder {
+func bindRow(rb arrow.RecordBatch, prev *rowEncoder, keepNulls bool, logicals []*logical, parts []PartitionField, sizeOnly func(string) bool) *rowEncoder {
 	e := prev
 	sc := rb.Schema()
 	nc := int(rb.NumCols())
@@ -87,7 +87,7 @@ func bindRow(rb arrow.RecordBatch, prev *rowEncoder, keepNulls bool, logicals []
 			e.sizeOnly[c] = sizeOnly != nil && sizeOnly(e.schema.Names[c])
 		}
 		for j, p := range parts {
-			e.schema.Names[nc+j] = jsonName(p.name)
+			e.schema.Names[nc+j] = jsonName(p.Name)
 		}
 	}
 	e.keepNulls = keepNulls
@@ -112,7 +112,7 @@ func bindRow(rb arrow.RecordBatch, prev *rowEncoder, keepNulls bool, logicals []
 		}
 	}
 	for j, p := range parts {
-		e.fields[nc+j] = objField{key: appendKey(nil, p.name), put: appendConst(p.json)}
+		e.fields[nc+j] = objField{key: p.Key, put: appendConst(p.JSON)}
 	}
 	return e
 }
@@ -124,7 +124,7 @@ func appendConst(v []byte) appendFn {
 // sameNames reports whether sc's fields and then parts are names, in
 // order: the batches of one file keep one record.Schema, and so one mapper
 // plan.
-func sameNames(names []string, sc *arrow.Schema, parts []partitionField) bool {
+func sameNames(names []string, sc *arrow.Schema, parts []PartitionField) bool {
 	if len(names) != sc.NumFields()+len(parts) {
 		return false
 	}
@@ -134,7 +134,7 @@ func sameNames(names []string, sc *arrow.Schema, parts []partitionField) bool {
 		}
 	}
 	for j, p := range parts {
-		if jsonName(p.name) != names[sc.NumFields()+j] {
+		if jsonName(p.Name) != names[sc.NumFields()+j] {
 			return false
 		}
 	}

@@ -25,7 +25,7 @@ func readParquet(t *testing.T, path string, opts Options, start Position) ([]Rec
 }
 
 // readParquetWith reads the file with a reader of cfg.
-func readParquetWith(t *testing.T, cfg parquetConfig, path string, opts Options, start Position) ([]Record, error) {
+func readParquetWith(t *testing.T, cfg parquetFormat, path string, opts Options, start Position) ([]Record, error) {
 	t.Helper()
 	r, err := cfg.open(Input{Path: path}, opts, start)
 	if err != nil {

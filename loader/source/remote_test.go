@@ -113,7 +113,7 @@ func (fakeExpander) Expand(arg string) ([]Input, error) {
 }
 
 func TestExpandWithRemote(t *testing.T) {
-	got, err := ExpandWith([]string{"https://x/c", "-", "https://x/c"}, fakeExpander{})
+	got, err := Expand([]string{"https://x/c", "-", "https://x/c"}, fakeExpander{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestRemoteNDJSONIsSegmented(t *testing.T) {
 	cuts := newCSVCuts(64, splitBuf)
 	split := func(in Input, n int) ([]Range, string, error) {
 		size := int64(len(in.Remote.(*memRemote).data))
-		return cuts.split(in, Options{}, FormatCSV, size, evenTargets(size, n))
+		return cuts.split(in, Options{}, csvFormat{comma: ','}, size, EvenTargets(size, n))
 	}
 	var rows strings.Builder
 	rows.WriteString("id,note\r\n")
@@ -285,11 +285,11 @@ func TestRemoteParquetResumeSkipsRowGroupsUnread(t *testing.T) {
 // One cursor streams a blob in the remote's default chunks; many share a
 // bounded amount of memory, in chunks no smaller than minStreamChunk.
 func TestStreamChunkBoundsTheStreamsOfManyCursors(t *testing.T) {
-	if c := (Options{}).streamChunk(); c != 0 {
+	if c := (Options{}).StreamChunk(); c != 0 {
 		t.Errorf("one cursor: chunk %d, want the remote's default (0)", c)
 	}
 	for _, cursors := range []int{2, 8, 32, 64, 1000} {
-		c := (Options{Cursors: cursors}).streamChunk()
+		c := (Options{Cursors: cursors}).StreamChunk()
 		if c < minStreamChunk || (c > minStreamChunk && 3*c*int64(cursors) > segmentStreamsMemory) {
 			t.Errorf("%d cursors: chunk %d", cursors, c)
 		}

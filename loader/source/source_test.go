@@ -359,7 +359,15 @@ func TestHeaderErrors(t *testing.T) {
 	}
 }
 
-func memOpener(data []byte) opener {
+// openWith opens data of format (NDJSON or CSV) through open.
+func openWith(path, format string, open Opener, opts Options, start Position) (Reader, error) {
+	if format == FormatCSV || format == FormatTSV {
+		return openCSV(path, open, opts, csvFormatOf(format).delimiter(opts), nil, start)
+	}
+	return openNDJSON(path, open, opts, nil, start)
+}
+
+func memOpener(data []byte) Opener {
 	return func(off int64) (io.ReadCloser, error) {
 		if off > int64(len(data)) {
 			return nil, errors.New("offset past end")
