@@ -60,11 +60,11 @@ func shortestLen(v float64) int {
 		return neg + len("0")
 	}
 	digits, e10 := shortest64(mant, exp-1023-52, denorm)
-	nd := uintLen(digits)
+	nd := UintLen(digits)
 	point := nd + e10 // digits before the decimal point
 	if x := point - 1; x < -4 || x >= 6 {
 		// d.ddde±XX, the exponent in two digits at least.
-		n := neg + nd + len("e+") + max(2, uintLen(uint64(max(x, -x))))
+		n := neg + nd + len("e+") + max(2, UintLen(uint64(max(x, -x))))
 		if nd > 1 {
 			n += len(".")
 		}
@@ -91,7 +91,7 @@ func shortest64(mant uint64, exp int, denorm bool) (digits uint64, e10 int) {
 		}
 		q := zi / 10
 		if xi <= q*10 {
-			q, zeros := trimZeros(q)
+			q, zeros := TrimZeros(q)
 			return q, -k0 + 1 + zeros
 		}
 		yru := dboxRoundUp64(φ, β)
@@ -116,7 +116,7 @@ func shortest64(mant uint64, exp int, denorm bool) (digits uint64, e10 int) {
 	δi := dboxDelta64(φ, β)
 	if r < δi {
 		if r != 0 || !exact || mant%2 == 0 {
-			s, zeros := trimZeros(s)
+			s, zeros := TrimZeros(s)
 			return s, -k0 + 1 + zeros
 		}
 		s--
@@ -124,7 +124,7 @@ func shortest64(mant uint64, exp int, denorm bool) (digits uint64, e10 int) {
 	} else if r == δi {
 		parity, exact := dboxParity64(mant*2-1, φ, β)
 		if parity || (exact && mant%2 == 0) {
-			s, zeros := trimZeros(s)
+			s, zeros := TrimZeros(s)
 			return s, -k0 + 1 + zeros
 		}
 	}
@@ -193,39 +193,6 @@ func dboxPow64(k, e int) (φ uint128, β int) {
 func mulLog10_2(x int) int                  { return (x * 78913) >> 18 }
 func mulLog2_10(x int) int                  { return (x * 108853) >> 15 }
 func mulLog10_2MinusLog10_4Over3(e int) int { return (e*631305 - 261663) >> 21 }
-
-// trimZeros returns x without its trailing decimal zeros, and how many
-// there were (x > 0).
-func trimZeros(x uint64) (uint64, int) {
-	const (
-		div1e8m  = 0xc767074b22e90e21 // the inverse of 5^8 mod 2^64
-		div1e8le = math.MaxUint64 / 100000000
-		div1e4m  = 0xd288ce703afb7e91
-		div1e4le = math.MaxUint64 / 10000
-		div1e2m  = 0x8f5c28f5c28f5c29
-		div1e2le = math.MaxUint64 / 100
-		div1e1m  = 0xcccccccccccccccd
-		div1e1le = math.MaxUint64 / 10
-	)
-	p := 0
-	for d := bits.RotateLeft64(x*div1e8m, -8); d <= div1e8le; d = bits.RotateLeft64(x*div1e8m, -8) {
-		x = d
-		p += 8
-	}
-	if d := bits.RotateLeft64(x*div1e4m, -4); d <= div1e4le {
-		x = d
-		p += 4
-	}
-	if d := bits.RotateLeft64(x*div1e2m, -2); d <= div1e2le {
-		x = d
-		p += 2
-	}
-	if d := bits.RotateLeft64(x*div1e1m, -1); d <= div1e1le {
-		x = d
-		p++
-	}
-	return x, p
-}
 
 // pow10 is 10^e as a 128-bit mantissa (its top bit set) and the binary
 // exponent: 10^e = mant/2^128 × 2^exp, the mantissa rounded down.

@@ -131,7 +131,7 @@ func (f ndjsonFormat) Split(in Input, opts Options, n int) ([]Range, string, err
 	}
 	targets := EvenTargets(size, n)
 	starts := make([]Position, len(targets))
-	err = parallel.Each(len(targets), linesAtOnce, func(i int) error {
+	err = parallel.Each(len(targets), startsAtOnce, func(i int) error {
 		var err error
 		starts[i], err = LineStart(in, targets[i])
 		return err
@@ -141,6 +141,10 @@ func (f ndjsonFormat) Split(in Input, opts Options, n int) ([]Range, string, err
 	}
 	return RangesFrom(starts, size), "", nil
 }
+
+// startsAtOnce is how many line starts Split looks for at once: a blob's
+// reads wait on the network.
+const startsAtOnce = 16
 
 // BoundaryAfter is the line start at or after target (LineStart), past
 // from.

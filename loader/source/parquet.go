@@ -18,6 +18,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
@@ -82,21 +83,15 @@ type parquetReader struct {
 	pageBytes int64
 	cols      []int // the leaf columns read (--columns); nil: all
 	// logicals annotate the columns read, in order (see logicalOf).
-	logicals []*logical
-	// parts are the fields of the input's partition folders (see hive.go),
-	// which every row gets after its columns.
-	parts []PartitionField
-	// plan, when set (Options.Facts), is the mapper's columnar plan: the
-	// rows go out as Facts (see parquet_facts.go).
-	plan *record.ColumnPlan
-	// paged are the fields a dry-run sizes from their pages (see
-	// parquet_paged.go), arrowCols the leaf columns Arrow reads then, and
-	// fieldCol each field's column in Arrow's batches (-1: paged).
-	paged     []pagedField
-	arrowCols []int
-	fieldCol  []int
-	alloc     *poolAllocator
-	opts      Options
+	logicals []*Logical
+	// rows is how rows are written: the columns' annotations, the fields
+	// of the input's partition folders after them (see hive.go).
+	rows RowConfig
+	// sizing, when set (a dry-run: Options.Facts), is how the rows are
+	// summed by the sizer: they go out as Facts (see parquet_facts.go).
+	sizing *Plan
+	alloc  *poolAllocator
+	opts   Options
 	// arenaSize is the size of the JSON arenas: parquetArena, or the
 	// smaller Options.BlockSize of a file read at many places at once.
 	arenaSize int
@@ -375,6 +370,38 @@ func splitParquet(in Input, n int) (ranges []Range, why string, err error) {
 	return RangesFrom(starts, size), "", nil
 }
 
+// Facts reports whether the rows come as Facts (see FactReader).
+func (r *parquetReader) Facts() bool { return r.sizing != nil }
+
+// NextFacts returns the next batch of rows as Facts (see FactReader).
+func (r *parquetReader) NextFacts() (*Facts, error) {
+	for {
+		if r.err != nil {
+			return nil, r.err
+		}
+		if r.rg >= len(r.rgRows) {
+			return nil, io.EOF
+		}
+		if r.outs == nil {
+			r.start()
+		}
+		c, ok := <-r.outs[(r.rg-r.startRG)%len(r.outs)]
+		if !ok {
+			r.err = fmt.Errorf("%s: row group %d: internal error: its decoder stopped", r.path, r.rg+1)
+			continue
+		}
+		if c.last {
+			r.rg++
+		}
+		if c.err != nil {
+			r.err = c.err
+		}
+		if c.facts != nil {
+			return c.facts, nil
+		}
+	}
+}
+
 type parquetChunk struct {
 	recs  []Record
 	facts *Facts // instead of recs, in a reader with a plan
@@ -595,22 +622,20 @@ func (r *parquetReader) chooseFields(fr *pqarrow.FileReader, md *metadata.FileMe
 	var read []*pqarrow.SchemaField
 	for i := range names {
 		if keep != nil && keep[i] {
-			r.cols = appendLeaves(r.cols, &fr.Manifest.Fields[i])
+			r.cols = AppendLeaves(r.cols, &fr.Manifest.Fields[i])
 		}
 		if keep == nil || keep[i] {
-			l := logicalOf(&fr.Manifest.Fields[i], md.Schema, opts.BinaryAsString)
+			l := LogicalOf(&fr.Manifest.Fields[i], md.Schema, opts.BinaryAsString)
 			r.logicals = append(r.logicals, l)
 			read = append(read, &fr.Manifest.Fields[i])
 			// A JSON column's leaves and depth are known only by a parse.
-			summable = summable && !l.hasJSON() && 1+typeDepth(fr.Manifest.Fields[i].Field.Type) <= record.MaxDepth
+			summable = summable && !l.HasJSON() && 1+TypeDepth(fr.Manifest.Fields[i].Field.Type) <= record.MaxDepth
 		}
 	}
-	r.parts = PartitionFields(folders, names, keep, opts.CSVEmptyNull)
-	if summable {
-		r.plan = columnPlan(opts.Facts, names, keep, r.parts)
-	}
-	if r.plan != nil {
-		r.pageFields(read, md)
+	r.rows = RowConfig{KeepNulls: opts.CSVEmptyNull, Logicals: r.logicals, Parts: PartitionFields(folders, names, keep, opts.CSVEmptyNull),
+		SizeOnly: opts.SizeOnly, Size: ValueSize}
+	if summable && opts.Facts != nil {
+		r.sizing = NewPlan(PlanConfig{Path: r.path, Mapper: opts.Facts, Names: names, Keep: keep, Read: read, Meta: md, Rows: r.rows})
 	}
 	return nil
 }
@@ -750,17 +775,6 @@ func dictionaryEncoded(cc *metadata.ColumnChunkMetaData) bool {
 	return true
 }
 
-// appendLeaves appends the leaf columns of f, a field of a file's schema.
-func appendLeaves(cols []int, f *pqarrow.SchemaField) []int {
-	if f.IsLeaf() {
-		return append(cols, f.ColIndex)
-	}
-	for i := range f.Children {
-		cols = appendLeaves(cols, &f.Children[i])
-	}
-	return cols
-}
-
 // offsetAt is rows scaled to the file size (see parquetReader).
 func (r *parquetReader) offsetAt(rows int64) int64 { return rowsToOffset(rows, r.size, r.total) }
 
@@ -834,7 +848,7 @@ func (r *parquetReader) start() {
 	// encoder, when the row groups are small: an encoder waits for the
 	// last of its batch's column goroutines (pagedGroup.read), and with
 	// one encoder a core idles through every such wait.
-	if local && r.plan != nil && r.paged == nil || r.pageBytes > parquetPagesMax || r.opts.Cursors > 1 {
+	if local && r.sizing != nil && !r.sizing.Paged() || r.pageBytes > parquetPagesMax || r.opts.Cursors > 1 {
 		w = 1
 	}
 	r.queued = 0
@@ -1007,33 +1021,36 @@ func (r *parquetReader) recordReader(g int, cols []int) (pqarrow.RecordReader, e
 // arrowColumns are the leaf columns Arrow decodes: those read (r.cols),
 // but the paged fields' in a dry-run.
 func (r *parquetReader) arrowColumns() []int {
-	if r.paged != nil {
-		return r.arrowCols
+	if r.sizing.Paged() {
+		return r.sizing.ArrowColumns()
 	}
 	return r.cols
 }
 
-// pageFields works out which of the fields read (read) are paged, and
-// what Arrow reads of the others.
-func (r *parquetReader) pageFields(read []*pqarrow.SchemaField, md *metadata.FileMetaData) {
-	r.paged = pagedFields(read, r.logicals, md, r.plan)
-	if len(r.paged) == 0 {
-		r.paged = nil
-		return
-	}
-	r.fieldCol = make([]int, len(read))
-	r.arrowCols = []int{}
-	k := 0
-	for i, f := range read {
-		if k < len(r.paged) && r.paged[k].field == i {
-			r.fieldCol[i] = -1
-			k++
-			continue
-		}
-		r.fieldCol[i] = i - k
-		r.arrowCols = appendLeaves(r.arrowCols, f)
-	}
+// The reader as the sizer reads it (File).
+
+// RowGroup is a reader of row group g alone (rowGroupReader).
+func (r *parquetReader) RowGroup(g int) (*file.Reader, error) { return r.rowGroupReader(g) }
+
+// Pages reads the file's bytes through the page guard, as the decoders do.
+func (r *parquetReader) Pages() io.ReaderAt { return r.pages }
+
+// Props are the decoders' read properties: allocator, read buffer.
+func (r *parquetReader) Props() *parquet.ReaderProperties { return r.props }
+
+// ReadRows reads n rows of row group g after its first skip (readRows).
+func (r *parquetReader) ReadRows(g int, skip int64, n int) (arrow.RecordBatch, error) {
+	return r.readRows(g, skip, n)
 }
+
+// FirstRow is row group g's first row in the file.
+func (r *parquetReader) FirstRow(g int) int64 { return r.rgFirst[g] }
+
+// Offset is row scaled to the file's size (see Record.At).
+func (r *parquetReader) Offset(row int64) int64 { return r.offsetAt(row) }
+
+// Allocator is the reader's Arrow allocator.
+func (r *parquetReader) Allocator() memory.Allocator { return r.alloc }
 
 // rowGroupReader is a reader of row group g alone, through a footer of
 // its own (see footerCuts).
@@ -1053,7 +1070,7 @@ func (r *parquetReader) rowGroupReader(g int) (*file.Reader, error) {
 // footer left for a reader that never came (a batch read again,
 // readRows; a stop) goes once groupFootersLeft wait.
 func (r *parquetReader) groupFooter(g int) (*metadata.FileMetaData, error) {
-	if r.paged != nil {
+	if r.sizing.Paged() {
 		r.leftFooters.Lock()
 		md := r.leftFooters.m[g]
 		delete(r.leftFooters.m, g)
@@ -1072,7 +1089,7 @@ func (r *parquetReader) groupFooter(g int) (*metadata.FileMetaData, error) {
 	} else {
 		md, err = r.md.Subset([]int{g})
 	}
-	if err == nil && r.paged != nil {
+	if err == nil && r.sizing.Paged() {
 		r.leftFooters.Lock()
 		if r.leftFooters.m == nil || len(r.leftFooters.m) >= groupFootersLeft {
 			r.leftFooters.m = make(map[int]*metadata.FileMetaData)
@@ -1226,20 +1243,22 @@ func (r *parquetReader) encode(batches <-chan arrowBatch, quit chan<- struct{}, 
 		}
 	}
 	e := &rowGroupEncoder{r: r, g: -1}
-	defer func() { e.paged.close() }()
+	if r.sizing != nil {
+		e.sum = r.sizing.NewSummer(r)
+		defer e.sum.Close()
+	}
 	var recs []Record
 	for b := range batches {
 		if b.g != e.g {
-			// The paged columns move to the next row group as it opens.
-			e.g, e.read, e.pagedOpen = b.g, 0, false
+			e.g, e.read = b.g, 0
 			if b.g == r.startRG {
 				e.read = r.startRow
 			}
 		}
 		err := b.err
-		if b.batch != nil && r.plan != nil {
+		if b.batch != nil && e.sum != nil {
 			var f *Facts
-			f, err = e.facts(b.batch)
+			f, err = e.sum.Sum(b.batch, e.g, e.read)
 			b.batch.Release()
 			if err == nil {
 				e.read += int64(f.Len())
@@ -1278,14 +1297,13 @@ var errStopped = errors.New("stopped")
 // rowGroupEncoder is an encoder's state: the batch's encoder and the
 // arenas the records' Data and Members are cut from (see reusable).
 type rowGroupEncoder struct {
-	r         *parquetReader
-	enc       *rowEncoder              // bound to the current batch
-	arena     *reusable[byte]          // of Record.Data
-	spans     *reusable[record.Member] // of Record.Members
-	g         int                      // row group
-	read      int64                    // rows of g encoded or skipped
-	paged     *pagedGroup              // the paged fields' columns, reused
-	pagedOpen bool                     // open in g
+	r     *parquetReader
+	enc   *RowEncoder              // bound to the current batch
+	arena *reusable[byte]          // of Record.Data
+	spans *reusable[record.Member] // of Record.Members
+	g     int                      // row group
+	read  int64                    // rows of g encoded or skipped
+	sum   *Summer                  // a dry-run's sizer of its batches
 	// The last row's Next: the next row's start, when it follows.
 	nextRow, nextAt int64
 }
@@ -1341,7 +1359,7 @@ func (e *rowGroupEncoder) batch(b arrow.RecordBatch, recs *[]Record, send func(p
 			err = fmt.Errorf("%v", p)
 		}
 	}()
-	e.enc = bindRow(b, e.enc, e.r.opts.CSVEmptyNull, e.r.logicals, e.r.parts, e.r.opts.SizeOnly)
+	e.enc = Bind(b, e.enc, e.r.rows)
 	for i, n := 0, int(b.NumRows()); i < n; i++ {
 		if *recs == nil {
 			select {
@@ -1369,7 +1387,7 @@ func (e *rowGroupEncoder) batch(b arrow.RecordBatch, recs *[]Record, send func(p
 // column.
 func (e *rowGroupEncoder) emit(i int) Record {
 	// A row has at most a member per column: it fits in the arena.
-	if need := len(e.enc.fields); e.spans == nil || cap(e.spans.buf)-len(e.spans.buf) < need {
+	if need := e.enc.NumFields(); e.spans == nil || cap(e.spans.buf)-len(e.spans.buf) < need {
 		if e.spans != nil {
 			e.spans.Release() // the encoder's hold
 		}
@@ -1383,7 +1401,7 @@ func (e *rowGroupEncoder) emit(i int) Record {
 	room := cap(ar.buf) - at
 	ms := sp.buf[mat:mat]
 	data := ar.buf[at:at]
-	data = e.enc.appendRow(data, i, &ms)
+	data = e.enc.AppendRow(data, i, &ms)
 	inArena := ar // the arena data lies in
 	if n := len(data); n <= room {
 		ar.buf = ar.buf[:at+n]
@@ -1396,9 +1414,9 @@ func (e *rowGroupEncoder) emit(i int) Record {
 	sp.buf = sp.buf[:mat+len(ms)]
 	ms = ms[:len(ms):len(ms)]
 	inSpans := sp // the arena ms lies in
-	if !e.enc.trusted || len(data) > math.MaxInt32 {
-		if e.enc.trusted { // too long for Members: the mapper will read it all
-			data = e.enc.appendRow(nil, i, nil)
+	if !e.enc.Trusted || len(data) > math.MaxInt32 {
+		if e.enc.Trusted { // too long for Members: the mapper will read it all
+			data = e.enc.AppendRow(nil, i, nil)
 		}
 		ms, inSpans = nil, nil
 	} else if len(ms) == 0 {
@@ -1424,7 +1442,7 @@ func (e *rowGroupEncoder) emit(i int) Record {
 		Next:    Position{Offset: e.nextAt, Line: row + 1},
 		Data:    data,
 		Members: ms,
-		Schema:  e.enc.schema,
+		Schema:  e.enc.Schema,
 	}
 	rec.SetRowStart(start)
 	rec.SetArenas(arena(inSpans), arena(inArena))

@@ -46,7 +46,7 @@ func TestParquetStringFastPathMatchesValidating(t *testing.T) {
 	}
 	for _, s := range cases {
 		want := record.AppendJSONString([]byte("prefix"), strings.ToValidUTF8(s, "\ufffd"))
-		if got := appendString([]byte("prefix"), s); string(got) != string(want) {
+		if got := AppendString([]byte("prefix"), s); string(got) != string(want) {
 			t.Fatalf("appendString(%q) = %s, want %s", s, got, want)
 		}
 	}
@@ -61,9 +61,9 @@ func TestParquetStringColumnMatchesAppendString(t *testing.T) {
 		whole := bld.NewStringArray()
 		for lo := range len(vals) {
 			arr := array.NewSlice(whole, int64(lo), int64(len(vals))).(*array.String)
-			put := binder(arr, false, nil)
+			put := Binder(arr, false, nil)
 			for i := range arr.Len() {
-				if got, want := put(nil, i), appendString(nil, arr.Value(i)); string(got) != string(want) {
+				if got, want := put(nil, i), AppendString(nil, arr.Value(i)); string(got) != string(want) {
 					t.Fatalf("slice from %d, value %d: %s, want %s", lo, i, got, want)
 				}
 			}
@@ -126,7 +126,7 @@ func TestParquetTimeFastPathMatchesTime(t *testing.T) {
 	a32, a64 := d32.NewDate32Array(), d64.NewDate64Array()
 	defer a32.Release()
 	defer a64.Release()
-	put32, put64 := binder(a32, true, nil), binder(a64, true, nil)
+	put32, put64 := Binder(a32, true, nil), Binder(a64, true, nil)
 	for i := range a32.Len() {
 		want := appendTime([]byte("x"), a32.Value(i).ToTime(), time.DateOnly)
 		if got := put32([]byte("x"), i); string(got) != string(want) {
@@ -202,7 +202,7 @@ func FuzzParquetString(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		want := record.AppendJSONString(nil, strings.ToValidUTF8(s, "\ufffd"))
-		if got := appendString(nil, s); string(got) != string(want) {
+		if got := AppendString(nil, s); string(got) != string(want) {
 			t.Fatalf("appendString(%q) = %s, want %s", s, got, want)
 		}
 	})
@@ -480,7 +480,7 @@ func TestParquetMapKeysAsStrings(t *testing.T) {
 	ml.ItemBuilder().(*array.Int32Builder).Append(5)
 	rec := b.NewRecordBatch()
 	defer rec.Release()
-	got := bindRow(rec, nil, false, nil, nil, nil).appendRow(nil, 0, nil)
+	got := Bind(rec, nil, RowConfig{}).AppendRow(nil, 0, nil)
 	want := `{"i":{"7":1,"-3":2},"t":{"2023-11-14T22:13:20Z":true},"l":{"[\"a\",\"q\\\"\"]":5}}`
 	if string(got) != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
@@ -607,7 +607,7 @@ func TestParquetDecimalFastPathMatchesValueStr(t *testing.T) {
 					}
 				}
 				arr := bld.NewArray()
-				put := binder(arr, false, nil)
+				put := Binder(arr, false, nil)
 				s := arr.(interface{ ValueStr(int) string })
 				sizes := make([]int32, arr.Len())
 				var scratch []byte
@@ -740,8 +740,8 @@ func TestParquetDecodersFollowPageMemory(t *testing.T) {
 			}
 		}
 		pr := rd.(*parquetReader)
-		if c.facts && (pr.paged == nil) != c.delta {
-			t.Errorf("%s: paged fields %v", c.name, pr.paged != nil)
+		if c.facts && !pr.sizing.Paged() != c.delta {
+			t.Errorf("%s: paged fields %v", c.name, pr.sizing.Paged())
 		}
 		if got := len(pr.outs); got != c.wantDecoders || n != c.rows {
 			t.Errorf("%s: %d decoders, %d rows; want %d decoders, %d rows", c.name, got, n, c.wantDecoders, c.rows)

@@ -8,6 +8,11 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/cosmosloader/loader/loader/record"
 )
@@ -60,8 +65,9 @@ type Facts struct {
 	// be mapped from its Record.
 	Slow bool
 
-	r     *parquetReader
-	batch arrow.RecordBatch
+	file   File
+	sizing *Plan
+	batch  arrow.RecordBatch
 	// full is the batch read again with every column, when a paged
 	// field's values are wanted after all (see parquet_paged.go).
 	full      arrow.RecordBatch
@@ -69,7 +75,7 @@ type Facts struct {
 	pg        *pagedGroup // while the batch is summed
 	fields    []factField
 	keepNulls bool
-	rec       *rowEncoder // bound on the first Record
+	rec       *RowEncoder // bound on the first Record
 	scratch   []byte
 }
 
@@ -77,12 +83,12 @@ type Facts struct {
 // (arr nil, the same value in every row).
 type factField struct {
 	arr    arrow.Array
-	l      *logical
+	l      *Logical
 	key    int32 // len(`"name":`)
 	nulls  bool
 	folder []byte   // a partition folder's value
-	put    appendFn // bound on the first Value
-	entry  appendFn // of a dictionary's values, bound on the first Entry
+	put    AppendFn // bound on the first Value
+	entry  AppendFn // of a dictionary's values, bound on the first Entry
 	// paged is, for a field sized from its pages, 1 + its index in
 	// pagedGroup.fields (arr is nil then, as for a folder's).
 	paged int
@@ -101,7 +107,7 @@ func (f *Facts) Len() int { return len(f.Size) }
 // Offset is where row i starts in the offsets positions and ranges count
 // (Record.At): rows scaled to the file's size; Offset(Len()) is where the
 // last row ends (its Record.Next.Offset).
-func (f *Facts) Offset(i int) int64 { return f.r.offsetAt(f.First + int64(i)) }
+func (f *Facts) Offset(i int) int64 { return f.file.Offset(f.First + int64(i)) }
 
 // Line is row i's 1-based row number in the file (Record.Line).
 func (f *Facts) Line(i int) int64 { return f.First + int64(i) + 1 }
@@ -142,7 +148,7 @@ func (f *Facts) Value(k, i int) []byte {
 		return f.scratch
 	}
 	if fd.put == nil {
-		fd.put = binder(fd.arr, f.keepNulls, fd.l)
+		fd.put = Binder(fd.arr, f.keepNulls, fd.l)
 	}
 	f.scratch = fd.put(f.scratch[:0], i)
 	return f.scratch
@@ -177,7 +183,7 @@ func (f *Facts) Entry(k, j int) []byte {
 		return f.scratch
 	}
 	if fd.entry == nil {
-		fd.entry = binder(values, f.keepNulls, fd.l)
+		fd.entry = Binder(values, f.keepNulls, fd.l)
 	}
 	f.scratch = fd.entry(f.scratch[:0], j)
 	return f.scratch
@@ -205,7 +211,7 @@ func (f *Facts) field(k int) *factField {
 	if full := f.fullBatch(); full != nil {
 		fd.arr = full.Column(fd.col)
 	} else {
-		fd.arr = array.MakeArrayOfNull(f.r.alloc, arrow.Null, f.Len())
+		fd.arr = array.MakeArrayOfNull(f.file.Allocator(), arrow.Null, f.Len())
 	}
 	fd.nulls = fd.arr.NullN() > 0
 	return fd
@@ -215,7 +221,7 @@ func (f *Facts) field(k int) *factField {
 // set, when they could not be).
 func (f *Facts) fullBatch() arrow.RecordBatch {
 	if f.full == nil && f.fullErr == nil {
-		f.full, f.fullErr = f.r.readRows(f.RowGroup, f.First-f.r.rgFirst[f.RowGroup], f.Len())
+		f.full, f.fullErr = f.file.ReadRows(f.RowGroup, f.First-f.file.FirstRow(f.RowGroup), f.Len())
 	}
 	return f.full
 }
@@ -227,27 +233,26 @@ func (f *Facts) Record(i int) Record {
 	rec := Record{Path: f.Path, Line: row + 1, Offset: row, Next: Position{Offset: f.Offset(i + 1), Line: row + 1}}
 	rec.SetRowStart(f.Offset(i))
 	if f.rec == nil {
-		r := f.r
 		b := f.batch
-		if r.paged != nil {
+		if f.sizing.Paged() {
 			if b = f.fullBatch(); b == nil {
 				rec.Err = fmt.Errorf("row %d: reading it whole: %w", row+1, f.fullErr)
 				return rec
 			}
 		}
-		f.rec = bindRow(b, nil, f.keepNulls, r.logicals, r.parts, r.opts.SizeOnly)
+		f.rec = Bind(b, nil, f.sizing.rows)
 	}
 	var ms []record.Member
-	data := f.rec.appendRow(nil, i, &ms)
-	if !f.rec.trusted || len(data) > math.MaxInt32 {
-		if f.rec.trusted { // too long for Members: the mapper reads it all
-			data = f.rec.appendRow(nil, i, nil)
+	data := f.rec.AppendRow(nil, i, &ms)
+	if !f.rec.Trusted || len(data) > math.MaxInt32 {
+		if f.rec.Trusted { // too long for Members: the mapper reads it all
+			data = f.rec.AppendRow(nil, i, nil)
 		}
 		ms = nil
 	} else if ms == nil {
 		ms = []record.Member{} // an empty object is trusted too
 	}
-	rec.Data, rec.Members, rec.Schema = data, ms, f.rec.schema
+	rec.Data, rec.Members, rec.Schema = data, ms, f.rec.Schema
 	return rec
 }
 
@@ -263,35 +268,115 @@ func (f *Facts) Release() {
 	}
 }
 
-// Facts reports whether the rows come as Facts (see FactReader).
-func (r *parquetReader) Facts() bool { return r.plan != nil }
+// File is a Parquet file as the sizer reads it (the Parquet reader): its
+// row groups, each through a footer of its own, and its rows read again
+// whole when a row's sums cannot settle it.
+type File interface {
+	// RowGroup is a reader of row group g alone (its row group 0).
+	RowGroup(g int) (*file.Reader, error)
+	// Pages reads the file's bytes as the reader's decoders do, with
+	// Props' allocator and read buffer.
+	Pages() io.ReaderAt
+	Props() *parquet.ReaderProperties
+	// ReadRows reads n rows of row group g after its first skip, every
+	// field read.
+	ReadRows(g int, skip int64, n int) (arrow.RecordBatch, error)
+	// FirstRow is row group g's first row in the file.
+	FirstRow(g int) int64
+	// Offset is row scaled to the file's size (Record.At).
+	Offset(row int64) int64
+	// Allocator is the reader's Arrow allocator.
+	Allocator() memory.Allocator
+}
 
-// NextFacts returns the next batch of rows as Facts (see FactReader).
-func (r *parquetReader) NextFacts() (*Facts, error) {
-	for {
-		if r.err != nil {
-			return nil, r.err
-		}
-		if r.rg >= len(r.rgRows) {
-			return nil, io.EOF
-		}
-		if r.outs == nil {
-			r.start()
-		}
-		c, ok := <-r.outs[(r.rg-r.startRG)%len(r.outs)]
-		if !ok {
-			r.err = fmt.Errorf("%s: row group %d: internal error: its decoder stopped", r.path, r.rg+1)
+// Plan is how a file's rows are summed: the mapper's columnar plan of its
+// fields, which fields are sized from their pages, and how the rows are
+// written when one must be after all.
+type Plan struct {
+	path string
+	plan *record.ColumnPlan
+	rows RowConfig
+	// paged are the fields sized from their pages (see parquet_paged.go),
+	// arrowCols the leaf columns Arrow reads then, and fieldCol each
+	// field's column in Arrow's batches (-1: paged).
+	paged     []pagedField
+	arrowCols []int
+	fieldCol  []int
+}
+
+// PlanConfig is what NewPlan plans from.
+type PlanConfig struct {
+	Path   string
+	Mapper *record.Mapper
+	// Names are the file's top-level fields; Keep says which are read
+	// (nil: all, see Options.SelectColumns); Read are those read.
+	Names []string
+	Keep  []bool
+	Read  []*pqarrow.SchemaField
+	Meta  *metadata.FileMetaData
+	// Rows is how the reader writes rows: annotations, partition
+	// folders' fields, nulls.
+	Rows RowConfig
+}
+
+// NewPlan plans the sums of a file's rows, or returns nil when the mapper
+// cannot map its fields by columns: its rows are then read as records.
+func NewPlan(c PlanConfig) *Plan {
+	cp := columnPlan(c.Mapper, c.Names, c.Keep, c.Rows.Parts)
+	if cp == nil {
+		return nil
+	}
+	p := &Plan{path: c.Path, plan: cp, rows: c.Rows}
+	p.pageFields(c.Read, c.Meta)
+	return p
+}
+
+// Paged reports whether some fields are sized from their pages (false
+// for a nil Plan).
+func (p *Plan) Paged() bool { return p != nil && p.paged != nil }
+
+// ArrowColumns are the leaf columns Arrow decodes when fields are paged:
+// the others'.
+func (p *Plan) ArrowColumns() []int { return p.arrowCols }
+
+// pageFields works out which of the fields read (read) are paged, and
+// what Arrow reads of the others.
+func (p *Plan) pageFields(read []*pqarrow.SchemaField, md *metadata.FileMetaData) {
+	p.paged = pagedFields(read, p.rows.Logicals, md, p.plan)
+	if len(p.paged) == 0 {
+		p.paged = nil
+		return
+	}
+	p.fieldCol = make([]int, len(read))
+	p.arrowCols = []int{}
+	k := 0
+	for i, f := range read {
+		if k < len(p.paged) && p.paged[k].field == i {
+			p.fieldCol[i] = -1
+			k++
 			continue
 		}
-		if c.last {
-			r.rg++
-		}
-		if c.err != nil {
-			r.err = c.err
-		}
-		if c.facts != nil {
-			return c.facts, nil
-		}
+		p.fieldCol[i] = i - k
+		p.arrowCols = AppendLeaves(p.arrowCols, f)
+	}
+}
+
+// Summer sums one decoder's batches, row group after row group: its paged
+// columns' readers and buffers are kept from one to the next.
+type Summer struct {
+	p     *Plan
+	file  File
+	paged *pagedGroup // the paged fields' columns, reused
+	open  int         // the row group paged is open in (-1: none)
+}
+
+// NewSummer is a decoder's Summer of the batches of f.
+func (p *Plan) NewSummer(f File) *Summer { return &Summer{p: p, file: f, open: -1} }
+
+// Close releases the paged columns' readers.
+func (s *Summer) Close() {
+	if s != nil {
+		s.paged.close()
 	}
 }
 
@@ -305,11 +390,11 @@ func columnPlan(m *record.Mapper, names []string, keep []bool, parts []Partition
 	var fields []string
 	for i, name := range names {
 		if keep == nil || keep[i] {
-			fields = append(fields, jsonName(name))
+			fields = append(fields, JSONName(name))
 		}
 	}
 	for _, p := range parts {
-		fields = append(fields, jsonName(p.Name))
+		fields = append(fields, JSONName(p.Name))
 	}
 	plan, ok := m.ColumnPlan(&record.Schema{Names: fields})
 	if !ok {
@@ -318,21 +403,21 @@ func columnPlan(m *record.Mapper, names []string, keep []bool, parts []Partition
 	return plan
 }
 
-// facts sums batch b, whose first row is the row group's row e.read. The
-// Facts hold b until released.
-func (e *rowGroupEncoder) facts(b arrow.RecordBatch) (f *Facts, err error) {
-	r := e.r
+// Sum sums batch b, whose first row is row group g's row read. The Facts
+// hold b until released.
+func (s *Summer) Sum(b arrow.RecordBatch, g int, read int64) (f *Facts, err error) {
+	p := s.p
 	defer func() {
 		if p := recover(); p != nil { // a damaged value: as in batch
 			err = fmt.Errorf("%v", p)
 		}
 	}()
 	n := int(b.NumRows())
-	f = &Facts{Path: r.path, Plan: r.plan, RowGroup: e.g, First: r.rgFirst[e.g] + e.read, r: r, keepNulls: r.opts.CSVEmptyNull,
-		Size: make([]int32, n), Terms: make([]int32, n), Members: make([]int32, n)}
+	f = &Facts{Path: p.path, Plan: p.plan, RowGroup: g, First: s.file.FirstRow(g) + read, file: s.file, sizing: p,
+		keepNulls: p.rows.KeepNulls, Size: make([]int32, n), Terms: make([]int32, n), Members: make([]int32, n)}
 	b.Retain()
 	f.batch = b
-	if !r.batchPlanned(b.Schema()) {
+	if !p.batchPlanned(b.Schema()) {
 		// Not the layout planned: the mapper reads each row. (A file's
 		// batches all have its layout: the paged fields, unread, never
 		// fall behind a batch that is summed.)
@@ -340,48 +425,48 @@ func (e *rowGroupEncoder) facts(b arrow.RecordBatch) (f *Facts, err error) {
 		return f, nil
 	}
 	nc := int(b.NumCols())
-	if r.paged != nil {
-		nc = len(r.fieldCol)
-		if !e.pagedOpen {
-			if e.paged == nil {
-				e.paged = newPagedGroup(r.paged, f.keepNulls, f.Plan.Counts)
+	if p.paged != nil {
+		nc = len(p.fieldCol)
+		if s.open != g {
+			if s.paged == nil {
+				s.paged = newPagedGroup(p.paged, f.keepNulls, f.Plan.Counts)
 			}
-			if err := r.openPaged(e.paged, e.g, e.read); err != nil {
+			if err := s.openPaged(g, read); err != nil {
 				f.Release()
 				return nil, err
 			}
-			e.pagedOpen = true
+			s.open = g
 		}
-		if err := e.paged.next(n); err != nil {
+		if err := s.paged.next(n); err != nil {
 			f.Release()
 			return nil, err
 		}
-		f.pg = e.paged
+		f.pg = s.paged
 		defer func() { f.pg = nil }()
 	}
-	f.fields = make([]factField, nc+len(r.parts))
+	f.fields = make([]factField, nc+len(p.rows.Parts))
 	paged := 0
 	for k := range nc {
-		var l *logical
-		if k < len(r.logicals) {
-			l = r.logicals[k]
+		var l *Logical
+		if k < len(p.rows.Logicals) {
+			l = p.rows.Logicals[k]
 		}
 		c := k
-		if r.paged != nil {
-			if c = r.fieldCol[k]; c < 0 {
+		if p.paged != nil {
+			if c = p.fieldCol[k]; c < 0 {
 				paged++
-				f.fields[k] = factField{paged: paged, col: k, l: l, key: r.paged[paged-1].key}
-				if r.paged[paged-1].values {
+				f.fields[k] = factField{paged: paged, col: k, l: l, key: p.paged[paged-1].key}
+				if p.paged[paged-1].values {
 					f.keepText(&f.fields[k], n)
 				}
 				continue
 			}
 		}
 		col := b.Column(c)
-		f.fields[k] = factField{arr: col, l: l, key: int32(len(appendKey(nil, b.Schema().Field(c).Name))), nulls: col.NullN() > 0}
+		f.fields[k] = factField{arr: col, l: l, key: int32(len(AppendKey(nil, b.Schema().Field(c).Name))), nulls: col.NullN() > 0}
 	}
-	for j, p := range r.parts {
-		f.fields[nc+j] = factField{key: int32(len(p.Key)), folder: p.JSON}
+	for j, part := range p.rows.Parts {
+		f.fields[nc+j] = factField{key: int32(len(part.Key)), folder: part.JSON}
 	}
 	var same rowSums // what every row gets alike, added once at the end
 	for k := range f.fields {
@@ -439,13 +524,13 @@ func (f *Facts) sum(k int, same *rowSums) {
 		one(fd.key + int32(len(fd.folder)))
 		return
 	}
-	var size sizeFn // when the column is not summed whole
+	var size SizeFn // when the column is not summed whole
 	if !addSizes(fd.arr, f.Size, fd.l, f.keepNulls, &f.scratch) {
 		size = writtenSize(fd.arr, f.keepNulls, fd.l) // sizer would try addSizes again
 	}
-	var leaves leafFn
+	var leaves LeafFn
 	if counts {
-		leaves = leafCounter(fd.arr, f.keepNulls)
+		leaves = LeafCounter(fd.arr, f.keepNulls)
 	}
 	if !fd.nulls && size == nil && leaves == nil {
 		// The usual column: every row has it, one leaf; its values'
@@ -506,39 +591,40 @@ func (f *Facts) sumPaged(fd *factField, counts bool) {
 
 // batchPlanned reports whether an Arrow batch of schema sc has the fields
 // the plan was made for, but those paged.
-func (r *parquetReader) batchPlanned(sc *arrow.Schema) bool {
-	names := r.plan.Schema().Names
-	if r.paged == nil {
-		return sameNames(names, sc, r.parts)
+func (p *Plan) batchPlanned(sc *arrow.Schema) bool {
+	names := p.plan.Schema().Names
+	parts := p.rows.Parts
+	if p.paged == nil {
+		return SameNames(names, sc, parts)
 	}
-	if len(names) != len(r.fieldCol)+len(r.parts) || sc.NumFields() != len(r.fieldCol)-len(r.paged) {
+	if len(names) != len(p.fieldCol)+len(parts) || sc.NumFields() != len(p.fieldCol)-len(p.paged) {
 		return false
 	}
-	for k, c := range r.fieldCol {
-		if c >= 0 && jsonName(sc.Field(c).Name) != names[k] {
+	for k, c := range p.fieldCol {
+		if c >= 0 && JSONName(sc.Field(c).Name) != names[k] {
 			return false
 		}
 	}
-	for j, p := range r.parts {
-		if jsonName(p.Name) != names[len(r.fieldCol)+j] {
+	for j, part := range parts {
+		if JSONName(part.Name) != names[len(p.fieldCol)+j] {
 			return false
 		}
 	}
 	return true
 }
 
-// openPaged opens row group g's paged fields in p, their first skip rows
-// read past.
-func (r *parquetReader) openPaged(p *pagedGroup, g int, skip int64) error {
-	pf, err := r.rowGroupReader(g)
+// openPaged opens row group g's paged fields, their first skip rows read
+// past.
+func (s *Summer) openPaged(g int, skip int64) error {
+	pf, err := s.file.RowGroup(g)
 	if err != nil {
 		return err
 	}
-	if err := p.open(pf, r.pages, r.props); err != nil {
+	if err := s.paged.open(pf, s.file.Pages(), s.file.Props()); err != nil {
 		return err
 	}
-	if err := p.skip(skip); err != nil {
-		p.close()
+	if err := s.paged.skip(skip); err != nil {
+		s.paged.close()
 		return err
 	}
 	return nil

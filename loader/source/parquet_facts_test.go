@@ -129,7 +129,7 @@ func TestParquetFactsMatchTheRecords(t *testing.T) {
 					return fmt.Sprintf("%s keep=%v config %d row %d", filepath.Base(path), keep, ci, row+1)
 				}
 				if len(facts) > 0 {
-					for _, pf := range facts[0].r.paged {
+					for _, pf := range facts[0].sizing.paged {
 						tally["paged"]++
 						if pf.root.leaf < 0 {
 							tally["paged structs"]++

@@ -2,7 +2,9 @@ package source
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -179,11 +181,25 @@ func TestParquetRowGroupFooterParsedOnceForBothReaders(t *testing.T) {
 		parsed[g]++
 		mu.Unlock()
 	}}
-	facts := readFactsWith(t, cfg, path, Options{Facts: m, SizeOnly: func(f string) bool { return !m.ReadsValue(f) }})
-	if len(facts) == 0 || facts[0].r.paged == nil {
+	r, err := cfg.open(Input{Path: path}, Options{Facts: m, SizeOnly: func(f string) bool { return !m.ReadsValue(f) }}, Position{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if !r.sizing.Paged() {
 		t.Fatal("no paged fields read")
 	}
-	groups := len(facts[len(facts)-1].r.rgRows)
+	for {
+		f, err := r.NextFacts()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Release()
+	}
+	groups := len(r.rgRows)
 	if groups < 2 {
 		t.Fatalf("%d row groups: the fixture needs several", groups)
 	}

@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"math"
+	"math/bits"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/cosmosloader/loader/loader/record"
 )
@@ -39,76 +42,94 @@ import (
 //
 // Strings with invalid UTF-8 get U+FFFD, as encoding/json does.
 
-// appendFn appends the JSON of element i of the array it was bound to. It is
+// AppendFn appends the JSON of element i of the array it was bound to. It is
 // only called for non-null elements.
-type appendFn func(b []byte, i int) []byte
+type AppendFn func(b []byte, i int) []byte
 
 type objField struct {
 	key []byte // `"name":`
 	arr arrow.Array
-	put appendFn
+	put AppendFn
 	// size, when set, stands for put at the top level of a trusted row:
 	// the value's bytes are left unwritten, only its length is taken (see
 	// Options.SizeOnly).
-	size   sizeFn
-	leaves leafFn // nil: always one
+	size   SizeFn
+	leaves LeafFn // nil: always one
 	nulls  bool   // arr has nulls: most columns have none in a batch, and IsNull is a bitmap lookup per value
 }
 
-// leafFn counts the index terms of element i of the array it was bound to
+// LeafFn counts the index terms of element i of the array it was bound to
 // (see record.Member.Leaves). It is only called for non-null elements.
-type leafFn func(i int) int32
+type LeafFn func(i int) int32
 
-// rowEncoder encodes the rows of one batch.
-type rowEncoder struct {
+// NumFields is how many fields a row has at most: its columns, then its
+// partition folders'.
+func (e *RowEncoder) NumFields() int { return len(e.fields) }
+
+// RowEncoder encodes the rows of one batch.
+type RowEncoder struct {
 	fields    []objField
-	schema    *record.Schema // the fields' names, for record.Member.Field
+	Schema    *record.Schema // the fields' names, for record.Member.Field
 	sizeOnly  []bool         // by column: only its length is needed (Options.SizeOnly)
 	keepNulls bool
 	// trusted: the rows may go to record.MapTrusted, which does not check
 	// nesting; false when a column's type nests deeper than Map allows.
-	trusted bool
+	Trusted bool
 }
 
-// bindRow binds an encoder to a batch; keys are escaped once per batch.
-// The fields of the input's partition folders (parts) follow the columns.
-// logicals are the columns' annotations (see logicalOf), nil for none.
-// sizeOnly is Options.SizeOnly: those columns' values are sized, not
-// written, in trusted rows.
-func bindRow(rb arrow.RecordBatch, prev *rowEncoder, keepNulls bool, logicals []*logical, parts []PartitionField, sizeOnly func(string) bool) *rowEncoder {
+// RowConfig is how the rows of a file's batches are written.
+type RowConfig struct {
+	KeepNulls bool
+	// logicals are the columns' annotations (see logicalOf), nil for
+	// none; the fields of the input's partition folders (parts) follow
+	// the columns.
+	Logicals []*Logical
+	Parts    []PartitionField
+	// sizeOnly is Options.SizeOnly: in trusted rows, those columns'
+	// values are sized by size, not written (when both are set).
+	SizeOnly func(string) bool
+	Size     func(arr arrow.Array, keepNulls bool, l *Logical) SizeFn
+}
+
+// Bind binds an encoder to a batch; keys are escaped once per batch.
+func Bind(rb arrow.RecordBatch, prev *RowEncoder, cfg RowConfig) *RowEncoder {
+	keepNulls, logicals, parts, sizeOnly := cfg.KeepNulls, cfg.Logicals, cfg.Parts, cfg.SizeOnly
+	if cfg.Size == nil {
+		sizeOnly = nil
+	}
 	e := prev
 	sc := rb.Schema()
 	nc := int(rb.NumCols())
-	if e == nil || !sameNames(e.schema.Names, sc, parts) {
-		e = &rowEncoder{fields: make([]objField, nc+len(parts)), schema: &record.Schema{Names: make([]string, nc+len(parts))},
+	if e == nil || !SameNames(e.Schema.Names, sc, parts) {
+		e = &RowEncoder{fields: make([]objField, nc+len(parts)), Schema: &record.Schema{Names: make([]string, nc+len(parts))},
 			sizeOnly: make([]bool, nc)}
 		for c := range nc {
-			e.schema.Names[c] = jsonName(sc.Field(c).Name)
-			e.sizeOnly[c] = sizeOnly != nil && sizeOnly(e.schema.Names[c])
+			e.Schema.Names[c] = JSONName(sc.Field(c).Name)
+			e.sizeOnly[c] = sizeOnly != nil && sizeOnly(e.Schema.Names[c])
 		}
 		for j, p := range parts {
-			e.schema.Names[nc+j] = jsonName(p.Name)
+			e.Schema.Names[nc+j] = JSONName(p.Name)
 		}
 	}
 	e.keepNulls = keepNulls
-	e.trusted = true
+	e.Trusted = true
 	for c := range nc {
 		col := rb.Column(c)
-		var l *logical
+		var l *Logical
 		if c < len(logicals) {
 			l = logicals[c]
 		}
-		var put appendFn
-		var size sizeFn
+		var put AppendFn
+		var size SizeFn
 		if e.sizeOnly[c] {
-			size, put = sizer(col, keepNulls, l), lazyBinder(col, keepNulls, l)
+			size, put = cfg.Size(col, keepNulls, l), lazyBinder(col, keepNulls, l)
 		} else {
-			put = binder(col, keepNulls, l)
+			put = Binder(col, keepNulls, l)
 		}
-		e.fields[c] = objField{key: appendKey(nil, sc.Field(c).Name), arr: col, put: put, size: size,
-			leaves: leafCounter(col, keepNulls), nulls: col.NullN() > 0}
-		if 1+typeDepth(col.DataType()) > record.MaxDepth || l.hasJSON() {
-			e.trusted = false
+		e.fields[c] = objField{key: AppendKey(nil, sc.Field(c).Name), arr: col, put: put, size: size,
+			leaves: LeafCounter(col, keepNulls), nulls: col.NullN() > 0}
+		if 1+TypeDepth(col.DataType()) > record.MaxDepth || l.HasJSON() {
+			e.Trusted = false
 		}
 	}
 	for j, p := range parts {
@@ -117,51 +138,51 @@ func bindRow(rb arrow.RecordBatch, prev *rowEncoder, keepNulls bool, logicals []
 	return e
 }
 
-func appendConst(v []byte) appendFn {
+func appendConst(v []byte) AppendFn {
 	return func(b []byte, _ int) []byte { return append(b, v...) }
 }
 
-// sameNames reports whether sc's fields and then parts are names, in
+// SameNames reports whether sc's fields and then parts are names, in
 // order: the batches of one file keep one record.Schema, and so one mapper
 // plan.
-func sameNames(names []string, sc *arrow.Schema, parts []PartitionField) bool {
+func SameNames(names []string, sc *arrow.Schema, parts []PartitionField) bool {
 	if len(names) != sc.NumFields()+len(parts) {
 		return false
 	}
 	for c := range sc.NumFields() {
-		if jsonName(sc.Field(c).Name) != names[c] {
+		if JSONName(sc.Field(c).Name) != names[c] {
 			return false
 		}
 	}
 	for j, p := range parts {
-		if jsonName(p.Name) != names[sc.NumFields()+j] {
+		if JSONName(p.Name) != names[sc.NumFields()+j] {
 			return false
 		}
 	}
 	return true
 }
 
-// jsonName is s as a JSON parser reads what appendString (and so
+// JSONName is s as a JSON parser reads what appendString (and so
 // appendKey) writes of it: invalid UTF-8 becomes U+FFFD.
-func jsonName(name string) string {
+func JSONName(name string) string {
 	if !utf8.ValidString(name) {
 		return strings.ToValidUTF8(name, "\ufffd")
 	}
 	return name
 }
 
-// appendRow appends row i as a JSON object. When ms is not nil (and the
+// AppendRow appends row i as a JSON object. When ms is not nil (and the
 // encoder is trusted), the object's members are appended to *ms, their
 // offsets counted from the start of b.
-func (e *rowEncoder) appendRow(b []byte, i int, ms *[]record.Member) []byte {
-	if !e.trusted {
+func (e *RowEncoder) AppendRow(b []byte, i int, ms *[]record.Member) []byte {
+	if !e.Trusted {
 		ms = nil
 	}
 	return appendObject(b, e.fields, i, e.keepNulls, ms)
 }
 
-func appendKey(b []byte, name string) []byte {
-	b = appendString(b, name)
+func AppendKey(b []byte, name string) []byte {
+	b = AppendString(b, name)
 	return append(b, ':')
 }
 
@@ -201,10 +222,10 @@ func appendObject(b []byte, fields []objField, i int, keepNulls bool, ms *[]reco
 	return append(b, '}')
 }
 
-// binder returns the encoder of arr's non-null elements; l is its field's
+// Binder returns the encoder of arr's non-null elements; l is its field's
 // annotation (see logicalOf).
-func binder(arr arrow.Array, keepNulls bool, l *logical) appendFn {
-	if put := logicalBinder(arr, l); put != nil {
+func Binder(arr arrow.Array, keepNulls bool, l *Logical) AppendFn {
+	if put := LogicalBinder(arr, l); put != nil {
 		return put
 	}
 	if put := numberBinder(arr); put != nil {
@@ -217,12 +238,12 @@ func binder(arr arrow.Array, keepNulls bool, l *logical) appendFn {
 		return put
 	}
 	// Anything else (intervals, unions, extension types): its text form.
-	return func(b []byte, i int) []byte { return appendString(b, arr.ValueStr(i)) }
+	return func(b []byte, i int) []byte { return AppendString(b, arr.ValueStr(i)) }
 }
 
 // numberBinder is the encoder of nulls, booleans, integers, floats,
 // durations and decimals; nil for another array.
-func numberBinder(arr arrow.Array) appendFn {
+func numberBinder(arr arrow.Array) AppendFn {
 	switch a := arr.(type) {
 	case *array.Null:
 		return func(b []byte, _ int) []byte { return append(b, "null"...) }
@@ -253,11 +274,11 @@ func numberBinder(arr arrow.Array) appendFn {
 	case *array.Duration:
 		return func(b []byte, i int) []byte { return strconv.AppendInt(b, int64(a.Value(i)), 10) }
 	case *array.Decimal32:
-		return decimalBinder(a, decimalSmall(a))
+		return decimalBinder(a, DecimalSmall(a))
 	case *array.Decimal64:
-		return decimalBinder(a, decimalSmall(a))
+		return decimalBinder(a, DecimalSmall(a))
 	case *array.Decimal128:
-		return decimalBinder(a, decimalSmall(a))
+		return decimalBinder(a, DecimalSmall(a))
 	case *array.Decimal256:
 		return func(b []byte, i int) []byte { return appendDecimal(b, a.ValueStr(i)) }
 	}
@@ -266,14 +287,14 @@ func numberBinder(arr arrow.Array) appendFn {
 
 // textBinder is the encoder of strings, binaries (base64), timestamps,
 // dates and times of day; nil for another array.
-func textBinder(arr arrow.Array) appendFn {
+func textBinder(arr arrow.Array) AppendFn {
 	switch a := arr.(type) {
 	case *array.String:
 		return stringBinder(a.ValueOffsets(), a.ValueBytes(), a.Value)
 	case *array.LargeString:
 		return stringBinder(a.ValueOffsets(), a.ValueBytes(), a.Value)
 	case *array.StringView:
-		return func(b []byte, i int) []byte { return appendString(b, a.Value(i)) }
+		return func(b []byte, i int) []byte { return AppendString(b, a.Value(i)) }
 	case *array.Binary:
 		return func(b []byte, i int) []byte { return appendBase64(b, a.Value(i)) }
 	case *array.LargeBinary:
@@ -302,10 +323,10 @@ func textBinder(arr arrow.Array) appendFn {
 
 // nestedBinder is the encoder of dictionaries, structs, maps and lists;
 // nil for another array.
-func nestedBinder(arr arrow.Array, keepNulls bool, l *logical) appendFn {
+func nestedBinder(arr arrow.Array, keepNulls bool, l *Logical) AppendFn {
 	switch a := arr.(type) {
 	case *array.Dictionary:
-		dict := binder(a.Dictionary(), keepNulls, l)
+		dict := Binder(a.Dictionary(), keepNulls, l)
 		values := a.Dictionary()
 		return func(b []byte, i int) []byte {
 			j := a.GetValueIndex(i)
@@ -319,14 +340,14 @@ func nestedBinder(arr arrow.Array, keepNulls bool, l *logical) appendFn {
 		fields := make([]objField, a.NumField())
 		for k := range fields {
 			child := a.Field(k)
-			fields[k] = objField{key: appendKey(nil, st.Field(k).Name), arr: child, put: binder(child, keepNulls, l.child(k)), nulls: child.NullN() > 0}
+			fields[k] = objField{key: AppendKey(nil, st.Field(k).Name), arr: child, put: Binder(child, keepNulls, l.Child(k)), nulls: child.NullN() > 0}
 		}
 		return func(b []byte, i int) []byte { return appendObject(b, fields, i, keepNulls, nil) }
 	case *array.Map: // before ListLike, which a map is too
 		return mapBinder(a, keepNulls, l)
 	case array.ListLike:
 		values := a.ListValues()
-		put := binder(values, keepNulls, l.child(0))
+		put := Binder(values, keepNulls, l.Child(0))
 		nulls := values.NullN() > 0
 		return func(b []byte, i int) []byte {
 			start, end := a.ValueOffsets(i)
@@ -349,10 +370,10 @@ func nestedBinder(arr arrow.Array, keepNulls bool, l *logical) appendFn {
 
 // mapBinder encodes a map as an object whose keys are the map's keys as
 // strings, in file order.
-func mapBinder(a *array.Map, keepNulls bool, l *logical) appendFn {
+func mapBinder(a *array.Map, keepNulls bool, l *Logical) AppendFn {
 	keys, items := a.Keys(), a.Items()
-	kv := l.child(0)
-	putKey, putItem := binder(keys, keepNulls, kv.child(0)), binder(items, keepNulls, kv.child(1))
+	kv := l.Child(0)
+	putKey, putItem := Binder(keys, keepNulls, kv.Child(0)), Binder(items, keepNulls, kv.Child(1))
 	var scratch []byte
 	return func(b []byte, i int) []byte {
 		start, end := a.ValueOffsets(i)
@@ -372,7 +393,7 @@ func mapBinder(a *array.Map, keepNulls bool, l *logical) appendFn {
 			} else if scratch = putKey(scratch[:0], j); len(scratch) > 0 && scratch[0] == '"' {
 				b = append(b, scratch...)
 			} else {
-				b = appendString(b, string(scratch))
+				b = AppendString(b, string(scratch))
 			}
 			b = append(b, ':')
 			if null {
@@ -388,9 +409,9 @@ func mapBinder(a *array.Map, keepNulls bool, l *logical) appendFn {
 // stringBinder encodes a string column from its offsets and bytes. When
 // all of the column's bytes are plain ASCII — the usual case — every value
 // is copied as it is between quotes, without a pass over each value.
-func stringBinder[O int32 | int64](offs []O, data []byte, value func(int) string) appendFn {
-	if len(offs) == 0 || !plainASCII(unsafe.String(unsafe.SliceData(data), len(data))) {
-		return func(b []byte, i int) []byte { return appendString(b, value(i)) }
+func stringBinder[O int32 | int64](offs []O, data []byte, value func(int) string) AppendFn {
+	if len(offs) == 0 || !PlainASCII(unsafe.String(unsafe.SliceData(data), len(data))) {
+		return func(b []byte, i int) []byte { return AppendString(b, value(i)) }
 	}
 	base := offs[0]
 	return func(b []byte, i int) []byte {
@@ -400,14 +421,14 @@ func stringBinder[O int32 | int64](offs []O, data []byte, value func(int) string
 	}
 }
 
-// leafCounter returns the term counter of arr's non-null elements, as
+// LeafCounter returns the term counter of arr's non-null elements, as
 // binder encodes them: every scalar (null included) and every empty object
 // or array is one term. nil means one whatever the element.
-func leafCounter(arr arrow.Array, keepNulls bool) leafFn {
+func LeafCounter(arr arrow.Array, keepNulls bool) LeafFn {
 	switch a := arr.(type) {
 	case *array.Dictionary:
 		values := a.Dictionary()
-		inner := leafCounter(values, keepNulls)
+		inner := LeafCounter(values, keepNulls)
 		if inner == nil {
 			return nil
 		}
@@ -421,13 +442,13 @@ func leafCounter(arr arrow.Array, keepNulls bool) leafFn {
 	case *array.Struct:
 		type child struct {
 			arr    arrow.Array
-			leaves leafFn
+			leaves LeafFn
 			nulls  bool
 		}
 		kids := make([]child, a.NumField())
 		for k := range kids {
 			c := a.Field(k)
-			kids[k] = child{arr: c, leaves: leafCounter(c, keepNulls), nulls: c.NullN() > 0}
+			kids[k] = child{arr: c, leaves: LeafCounter(c, keepNulls), nulls: c.NullN() > 0}
 		}
 		return func(i int) int32 {
 			var n int32
@@ -452,7 +473,7 @@ func leafCounter(arr arrow.Array, keepNulls bool) leafFn {
 		}
 	case *array.Map:
 		items := a.Items()
-		inner := leafCounter(items, keepNulls)
+		inner := LeafCounter(items, keepNulls)
 		return func(i int) int32 {
 			start, end := a.ValueOffsets(i)
 			var n int32
@@ -476,7 +497,7 @@ func leafCounter(arr arrow.Array, keepNulls bool) leafFn {
 		}
 	case array.ListLike:
 		values := a.ListValues()
-		inner := leafCounter(values, keepNulls)
+		inner := LeafCounter(values, keepNulls)
 		nulls := values.NullN() > 0
 		return func(i int) int32 {
 			start, end := a.ValueOffsets(i)
@@ -500,42 +521,24 @@ func leafCounter(arr arrow.Array, keepNulls bool) leafFn {
 	return nil
 }
 
-// typeDepth is how deep values of dt nest objects and arrays (0 for a
+// TypeDepth is how deep values of dt nest objects and arrays (0 for a
 // scalar), as binder encodes them.
-func typeDepth(dt arrow.DataType) int {
+func TypeDepth(dt arrow.DataType) int {
 	switch t := dt.(type) {
 	case *arrow.DictionaryType:
-		return typeDepth(t.ValueType)
+		return TypeDepth(t.ValueType)
 	case *arrow.StructType:
 		d := 0
 		for _, f := range t.Fields() {
-			d = max(d, typeDepth(f.Type))
+			d = max(d, TypeDepth(f.Type))
 		}
 		return 1 + d
 	case *arrow.MapType:
-		return 1 + typeDepth(t.ItemType())
+		return 1 + TypeDepth(t.ItemType())
 	case arrow.ListLikeType:
-		return 1 + typeDepth(t.Elem())
+		return 1 + TypeDepth(t.Elem())
 	}
 	return 0
-}
-
-// floatLen is len(appendFloat(nil, v, bitSize)), worked out without
-// writing the digits: a float64 by the same shortest-digits search as
-// strconv's, stopped before the digits are written (shortestLen); a
-// float32, rarer, by strconv itself, into scratch.
-func floatLen(v float64, bitSize int, scratch *[]byte) int {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return len("null")
-	}
-	if bitSize == 64 {
-		if m, k, ok := fewDecimals(v); ok {
-			return decimalsLen(v < 0, m, k)
-		}
-		return shortestLen(v)
-	}
-	*scratch = strconv.AppendFloat((*scratch)[:0], v, 'g', -1, bitSize)
-	return len(*scratch)
 }
 
 func appendFloat(b []byte, v float64, bitSize int) []byte {
@@ -543,14 +546,14 @@ func appendFloat(b []byte, v float64, bitSize int) []byte {
 		return append(b, "null"...)
 	}
 	if bitSize == 64 {
-		if m, k, ok := fewDecimals(v); ok {
+		if m, k, ok := FewDecimals(v); ok {
 			return appendDecimals(b, v < 0, m, k)
 		}
 	}
 	return strconv.AppendFloat(b, v, 'g', -1, bitSize)
 }
 
-// fewDecimals reports whether v (a float64) is the nearest float64 to
+// FewDecimals reports whether v (a float64) is the nearest float64 to
 // ±m ÷ 10^k for an integer m and k ≤ 8, with 1e-4 ≤ |v| < 1e6: prices,
 // quantities, measurements, coordinates. Those are what strconv's shortest
 // 'g' form writes as m's digits with a point k from the right (m has at
@@ -559,7 +562,7 @@ func appendFloat(b []byte, v float64, bitSize int) []byte {
 // to an exponent only outside [1e-4, 1e21) or, for the shortest form, at
 // 1e6 and up), at a fraction of strconv's cost. m has no trailing zero
 // after the point (k is the least).
-func fewDecimals(v float64) (m uint64, k int, ok bool) {
+func FewDecimals(v float64) (m uint64, k int, ok bool) {
 	a := math.Abs(v)
 	if !(a >= 1e-4 && a < 1e6) {
 		return 0, 0, false
@@ -582,7 +585,7 @@ func fewDecimals(v float64) (m uint64, k int, ok bool) {
 // in steps of 8, 4, 2 and 1: a price's m of 8 decimals has six zeros,
 // one division at a time a chain of six for every price.
 func trimDecimals(m uint64, k int) (uint64, int) {
-	x, p := trimZeros(m)
+	x, p := TrimZeros(m)
 	if p <= k {
 		return x, k - p
 	}
@@ -610,17 +613,17 @@ func appendDecimals(b []byte, neg bool, m uint64, k int) []byte {
 	return strconv.AppendUint(b, f, 10)
 }
 
-// decimalsLen is len(appendDecimals(nil, neg, m, k)).
-func decimalsLen(neg bool, m uint64, k int) int {
+// DecimalsLen is len(appendDecimals(nil, neg, m, k)).
+func DecimalsLen(neg bool, m uint64, k int) int {
 	n := 0
 	if neg {
 		n = 1
 	}
 	if k == 0 {
-		return n + uintLen(m)
+		return n + UintLen(m)
 	}
 	// The integer part's digits: m's but the k after the point, or "0".
-	return n + max(uintLen(m)-k, 1) + len(".") + k
+	return n + max(UintLen(m)-k, 1) + len(".") + k
 }
 
 func appendTime(b []byte, t time.Time, layout string) []byte {
@@ -686,7 +689,7 @@ func appendTimestamp(b []byte, v int64, unit arrow.TimeUnit) []byte {
 	b = append(b, ':')
 	b = appendTwoDigits(b, sec%60)
 	if frac != 0 { // nanoseconds, 9 digits less the trailing zeros
-		frac, zeros := trimZeros(uint64(frac))
+		frac, zeros := TrimZeros(uint64(frac))
 		n := 9 - zeros
 		b = append(b, '.')
 		at := len(b)
@@ -718,9 +721,9 @@ func appendBase64(b []byte, v []byte) []byte {
 	return append(b, '"')
 }
 
-// decimalSmall returns the values of a 32, 64 or 128-bit decimal column
+// DecimalSmall returns the values of a 32, 64 or 128-bit decimal column
 // as int64s, ok false for one that does not fit; nil for another array.
-func decimalSmall(arr arrow.Array) func(i int) (v int64, ok bool) {
+func DecimalSmall(arr arrow.Array) func(i int) (v int64, ok bool) {
 	switch a := arr.(type) {
 	case *array.Decimal32:
 		return func(i int) (int64, bool) { return int64(a.Value(i)), true }
@@ -742,7 +745,7 @@ func decimalSmall(arr arrow.Array) func(i int) (v int64, ok bool) {
 func decimalBinder(a interface {
 	arrow.Array
 	ValueStr(int) string
-}, small func(i int) (int64, bool)) appendFn {
+}, small func(i int) (int64, bool)) AppendFn {
 	dt := a.DataType().(arrow.DecimalType)
 	scale, prec := dt.GetScale(), dt.GetPrecision()
 	return func(b []byte, i int) []byte {
@@ -773,12 +776,12 @@ func appendIntDecimal(b []byte, v int64, scale, prec int32) ([]byte, bool) {
 	if m == 0 {
 		return append(b, '0'), true
 	}
-	nd := uintLen(m)
+	nd := UintLen(m)
 	if nd > int(prec) || nd-int(scale)-1 < -4 {
 		return b, false
 	}
 	m, k := trimDecimals(m, int(scale))
-	if uintLen(m) <= 15 { // as appendDecimal counts them
+	if UintLen(m) <= 15 { // as appendDecimal counts them
 		return appendDecimals(b, neg, m, k), true
 	}
 	b = append(b, '"')
@@ -786,9 +789,9 @@ func appendIntDecimal(b []byte, v int64, scale, prec int32) ([]byte, bool) {
 	return append(b, '"'), true
 }
 
-// intDecimalLen is the length of what appendIntDecimal writes, and ok
+// IntDecimalLen is the length of what appendIntDecimal writes, and ok
 // as it says.
-func intDecimalLen(v int64, scale, prec int32) (int, bool) {
+func IntDecimalLen(v int64, scale, prec int32) (int, bool) {
 	if scale < 0 || scale > 19 {
 		return 0, false
 	}
@@ -800,13 +803,13 @@ func intDecimalLen(v int64, scale, prec int32) (int, bool) {
 	if m == 0 {
 		return 1, true
 	}
-	nd := uintLen(m)
+	nd := UintLen(m)
 	if nd > int(prec) || nd-int(scale)-1 < -4 {
 		return 0, false
 	}
 	m, k := trimDecimals(m, int(scale))
-	n := decimalsLen(neg, m, k)
-	if uintLen(m) > 15 {
+	n := DecimalsLen(neg, m, k)
+	if UintLen(m) > 15 {
 		n += len(`""`)
 	}
 	return n, true
@@ -830,22 +833,22 @@ func appendDecimal(b []byte, s string) []byte {
 	if digits <= 15 {
 		return append(b, s...)
 	}
-	return appendString(b, s)
+	return AppendString(b, s)
 }
 
-// appendString appends s as a JSON string; invalid UTF-8 (Parquet does
+// AppendString appends s as a JSON string; invalid UTF-8 (Parquet does
 // not enforce it) becomes U+FFFD.
 //
 // Most values are short ASCII with nothing to escape: one pass, eight bytes
 // at a time, finds that and copies them as they are; the others take the
 // validating path (two passes).
-func appendString(b []byte, s string) []byte {
-	if plainASCII(s) {
+func AppendString(b []byte, s string) []byte {
+	if PlainASCII(s) {
 		b = append(b, '"')
 		b = append(b, s...)
 		return append(b, '"')
 	}
-	return record.AppendJSONString(b, jsonName(s))
+	return record.AppendJSONString(b, JSONName(s))
 }
 
 const (
@@ -853,9 +856,9 @@ const (
 	msb = 0x8080808080808080
 )
 
-// plainASCII reports whether s holds only bytes 0x20–0x7F other than '"'
+// PlainASCII reports whether s holds only bytes 0x20–0x7F other than '"'
 // and '\\': a JSON string as it is.
-func plainASCII(s string) bool {
+func PlainASCII(s string) bool {
 	d := unsafe.Slice(unsafe.StringData(s), len(s)) // read only
 	i := 0
 	for ; i+8 <= len(d); i += 8 {
@@ -875,4 +878,88 @@ func plainASCII(s string) bool {
 		}
 	}
 	return true
+}
+
+// SizeFn returns the length of the JSON of element i of the array it was
+// bound to. It is only called for non-null elements.
+type SizeFn func(i int) int
+
+// lazyBinder is binder's encoder, bound on its first use: a column that
+// is only sized is written only in a row the mapper reads whole, and
+// binding checks every string of the batch.
+func lazyBinder(arr arrow.Array, keepNulls bool, l *Logical) AppendFn {
+	var put AppendFn
+	return func(b []byte, i int) []byte {
+		if put == nil {
+			put = Binder(arr, keepNulls, l)
+		}
+		return put(b, i)
+	}
+}
+
+// unwritten extends b by n bytes left as they were: a value only sized.
+func unwritten(b []byte, n int) []byte {
+	return slices.Grow(b, n)[:len(b)+n]
+}
+
+// UintLen is the number of decimal digits of v.
+func UintLen(v uint64) int {
+	// ⌊log10 v⌋ from the bit length, off by at most one (Hacker's Delight
+	// 11-4).
+	d := (bits.Len64(v) * 1233) >> 12
+	if d < len(pow10) && v >= pow10[d] {
+		d++
+	}
+	return max(d, 1)
+}
+
+var pow10 = func() []uint64 {
+	p := make([]uint64, 20)
+	p[0] = 1
+	for k := 1; k < len(p); k++ {
+		p[k] = p[k-1] * 10
+	}
+	return p
+}()
+
+// IntLen is the length of strconv.AppendInt(nil, v, 10).
+func IntLen(v int64) int {
+	if v < 0 {
+		return 1 + UintLen(uint64(-v)) // -MinInt64 wraps to its magnitude
+	}
+	return UintLen(uint64(v))
+}
+
+// DateLen is the length of appendDate's JSON of day d.
+func DateLen(d int64) int {
+	if d < firstDay || d > lastDay {
+		return len(appendDate(nil, d))
+	}
+	return len(`"2006-01-02"`)
+}
+
+// TimestampLen is the length of appendTimestamp's JSON of v.
+func TimestampLen(v int64, unit arrow.TimeUnit) int {
+	perSec := int64(time.Second / unit.Multiplier())
+	d, r := floorDivMod(v, perSec*86400)
+	if d < firstDay || d > lastDay {
+		return len(appendTimestamp(nil, v, unit))
+	}
+	n := len(`"2006-01-02T15:04:05Z"`)
+	if frac := r % perSec * int64(unit.Multiplier()); frac != 0 {
+		_, zeros := TrimZeros(uint64(frac))
+		n += 1 + 9 - zeros
+	}
+	return n
+}
+
+// AppendLeaves appends the leaf columns of f, a field of a file's schema.
+func AppendLeaves(cols []int, f *pqarrow.SchemaField) []int {
+	if f.IsLeaf() {
+		return append(cols, f.ColIndex)
+	}
+	for i := range f.Children {
+		cols = AppendLeaves(cols, &f.Children[i])
+	}
+	return cols
 }

@@ -37,18 +37,18 @@ const (
 	kindText // an unannotated byte array read as a string
 )
 
-// logical mirrors a field of the file's schema where one of its leaves has
+// Logical mirrors a field of the file's schema where one of its leaves has
 // a kind above; nil stands for a field with none, the usual case. kids
 // follow pqarrow.SchemaField.Children: a struct's fields, a list's element,
 // a map's key-value struct.
-type logical struct {
+type Logical struct {
 	kind logicalKind
-	kids []*logical
+	kids []*Logical
 }
 
-// logicalOf is f's annotation; sc is the file's schema; text says that
+// LogicalOf is f's annotation; sc is the file's schema; text says that
 // unannotated byte arrays are strings (Options.BinaryAsString).
-func logicalOf(f *pqarrow.SchemaField, sc *schema.Schema, text bool) *logical {
+func LogicalOf(f *pqarrow.SchemaField, sc *schema.Schema, text bool) *Logical {
 	if f.IsLeaf() {
 		var k logicalKind
 		col := sc.Column(f.ColIndex)
@@ -65,13 +65,13 @@ func logicalOf(f *pqarrow.SchemaField, sc *schema.Schema, text bool) *logical {
 			}
 			k = kindText
 		}
-		return &logical{kind: k}
+		return &Logical{kind: k}
 	}
-	var kids []*logical
+	var kids []*Logical
 	for i := range f.Children {
-		if l := logicalOf(&f.Children[i], sc, text); l != nil {
+		if l := LogicalOf(&f.Children[i], sc, text); l != nil {
 			if kids == nil {
-				kids = make([]*logical, len(f.Children))
+				kids = make([]*Logical, len(f.Children))
 			}
 			kids[i] = l
 		}
@@ -79,20 +79,20 @@ func logicalOf(f *pqarrow.SchemaField, sc *schema.Schema, text bool) *logical {
 	if kids == nil {
 		return nil
 	}
-	return &logical{kids: kids}
+	return &Logical{kids: kids}
 }
 
-// child is the annotation of the i-th child field, nil if there is none.
-func (l *logical) child(i int) *logical {
+// Child is the annotation of the i-th child field, nil if there is none.
+func (l *Logical) Child(i int) *Logical {
 	if l == nil || i >= len(l.kids) {
 		return nil
 	}
 	return l.kids[i]
 }
 
-// hasJSON reports whether a value of l may embed a JSON column, whose
+// HasJSON reports whether a value of l may embed a JSON column, whose
 // nesting and index terms only a parse can tell.
-func (l *logical) hasJSON() bool {
+func (l *Logical) HasJSON() bool {
 	if l == nil {
 		return false
 	}
@@ -100,16 +100,16 @@ func (l *logical) hasJSON() bool {
 		return true
 	}
 	for _, k := range l.kids {
-		if k.hasJSON() {
+		if k.HasJSON() {
 			return true
 		}
 	}
 	return false
 }
 
-// logicalBinder is the encoder of arr, a leaf of kind l, or nil when arr is
+// LogicalBinder is the encoder of arr, a leaf of kind l, or nil when arr is
 // not stored as that kind is (then its bytes are base64, as any binary).
-func logicalBinder(arr arrow.Array, l *logical) appendFn {
+func LogicalBinder(arr arrow.Array, l *Logical) AppendFn {
 	if l == nil {
 		return nil
 	}
@@ -119,11 +119,11 @@ func logicalBinder(arr arrow.Array, l *logical) appendFn {
 		case kindJSON:
 			return func(b []byte, i int) []byte { return appendJSONText(b, a.Value(i)) }
 		case kindEnum:
-			return func(b []byte, i int) []byte { return appendString(b, string(a.Value(i))) }
+			return func(b []byte, i int) []byte { return AppendString(b, string(a.Value(i))) }
 		case kindText:
 			return func(b []byte, i int) []byte {
 				if v := a.Value(i); utf8.Valid(v) {
-					return appendString(b, string(v))
+					return AppendString(b, string(v))
 				}
 				return appendBase64(b, a.Value(i))
 			}
@@ -142,7 +142,7 @@ func appendJSONText(b []byte, v []byte) []byte {
 	if json.Valid(v) && utf8.Valid(v) {
 		return append(b, v...)
 	}
-	return appendString(b, string(v))
+	return AppendString(b, string(v))
 }
 
 // appendInterval writes a Parquet INTERVAL (three little-endian uint32s:

@@ -101,14 +101,14 @@ func TestParquetLogicalOf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := make([]*logical, len(man.Fields))
+	got := make([]*Logical, len(man.Fields))
 	for i := range man.Fields {
-		got[i] = logicalOf(&man.Fields[i], sc, false)
+		got[i] = LogicalOf(&man.Fields[i], sc, false)
 	}
-	if got[0] == nil || got[0].kind != kindEnum || got[0].hasJSON() {
+	if got[0] == nil || got[0].kind != kindEnum || got[0].HasJSON() {
 		t.Errorf("enum: %+v", got[0])
 	}
-	if v := got[1].child(0).child(1); v == nil || v.kind != kindJSON || !got[1].hasJSON() || got[1].child(0).child(0) != nil {
+	if v := got[1].Child(0).Child(1); v == nil || v.kind != kindJSON || !got[1].HasJSON() || got[1].Child(0).Child(0) != nil {
 		t.Errorf("map of JSON: %+v", got[1])
 	}
 	if got[2] == nil || got[2].kind != kindInterval {
@@ -129,7 +129,7 @@ func TestParquetLogicalOf(t *testing.T) {
 		{kindEnum, []string{`"happy"`, `"x` + "\ufffd" + `y"`, `"{\"a\":1}"`, `"{\"a\":"`}},
 		{kindJSON, []string{`"happy"`, `"x` + "\ufffd" + `y"`, `{"a":1}`, `"{\"a\":"`}},
 	} {
-		put := binder(arr, false, &logical{kind: tc.kind})
+		put := Binder(arr, false, &Logical{kind: tc.kind})
 		for i, want := range tc.want {
 			if got := string(put(nil, i)); got != want {
 				t.Errorf("kind %d row %d: got %s want %s", tc.kind, i, got, want)

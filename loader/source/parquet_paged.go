@@ -94,7 +94,7 @@ const (
 // column of its own (its text kept: pagedField.values), none with a
 // logical annotation of the loader's, and only when some other field is
 // left for Arrow to read.
-func pagedFields(fields []*pqarrow.SchemaField, logicals []*logical, md *metadata.FileMetaData, plan *record.ColumnPlan) []pagedField {
+func pagedFields(fields []*pqarrow.SchemaField, logicals []*Logical, md *metadata.FileMetaData, plan *record.ColumnPlan) []pagedField {
 	keys := map[int]bool{}
 	for _, k := range plan.KeyFields() {
 		keys[k] = true
@@ -104,7 +104,7 @@ func pagedFields(fields []*pqarrow.SchemaField, logicals []*logical, md *metadat
 		if keys[k] || k < len(logicals) && logicals[k] != nil {
 			continue
 		}
-		p := pagedField{field: k, key: int32(len(appendKey(nil, f.Field.Name)))}
+		p := pagedField{field: k, key: int32(len(AppendKey(nil, f.Field.Name)))}
 		var ok bool
 		if lt, isList := f.Field.Type.(*arrow.ListType); isList {
 			// A list of values or of structs of values, in a field of its
@@ -138,7 +138,7 @@ func pagedFields(fields []*pqarrow.SchemaField, logicals []*logical, md *metadat
 // pagedNodeOf is f, at repetition level rep (1: in a list), as a paged
 // node, its columns appended to cols, or false when f cannot be paged.
 func pagedNodeOf(f *pqarrow.SchemaField, sc *schema.Schema, cols *[]int, rep int16) (pagedNode, bool) {
-	n := pagedNode{key: int32(len(appendKey(nil, f.Field.Name))), def: f.LevelInfo.DefLevel, first: len(*cols), leaf: -1}
+	n := pagedNode{key: int32(len(AppendKey(nil, f.Field.Name))), def: f.LevelInfo.DefLevel, first: len(*cols), leaf: -1}
 	if f.LevelInfo.RepLevel != rep {
 		return n, false
 	}
@@ -584,10 +584,13 @@ func (p *pagedGroup) rows(k, n int) {
 	s.sizes, s.leaves, s.null = sizes, leaves, null
 }
 
+// skipRows is how many rows skip reads past at a time.
+const skipRows = 2048
+
 // skip reads past n rows.
 func (p *pagedGroup) skip(n int64) error {
 	for n > 0 {
-		m := int(min(n, parquetBatchRows))
+		m := int(min(n, skipRows))
 		if err := p.read(m, false); err != nil {
 			return err
 		}
@@ -1040,15 +1043,15 @@ func (c *pagedColumn) plainPrefix(dst []int32, b []byte, out *textOut) (int, err
 	switch c.kind.kind {
 	case pagedInt32:
 		for i := range dst {
-			dst[i] = int32(intLen(int64(int32(binary.LittleEndian.Uint32(b[4*i:])))))
+			dst[i] = int32(IntLen(int64(int32(binary.LittleEndian.Uint32(b[4*i:])))))
 		}
 	case pagedUint32:
 		for i := range dst {
-			dst[i] = int32(uintLen(uint64(binary.LittleEndian.Uint32(b[4*i:]))))
+			dst[i] = int32(UintLen(uint64(binary.LittleEndian.Uint32(b[4*i:]))))
 		}
 	case pagedDate32:
 		for i := range dst {
-			dst[i] = int32(dateLen(int64(int32(binary.LittleEndian.Uint32(b[4*i:])))))
+			dst[i] = int32(DateLen(int64(int32(binary.LittleEndian.Uint32(b[4*i:])))))
 		}
 	case pagedFloat32:
 		for i := range dst {
@@ -1056,15 +1059,15 @@ func (c *pagedColumn) plainPrefix(dst []int32, b []byte, out *textOut) (int, err
 		}
 	case pagedInt64:
 		for i := range dst {
-			dst[i] = int32(intLen(int64(binary.LittleEndian.Uint64(b[8*i:]))))
+			dst[i] = int32(IntLen(int64(binary.LittleEndian.Uint64(b[8*i:]))))
 		}
 	case pagedUint64:
 		for i := range dst {
-			dst[i] = int32(uintLen(binary.LittleEndian.Uint64(b[8*i:])))
+			dst[i] = int32(UintLen(binary.LittleEndian.Uint64(b[8*i:])))
 		}
 	case pagedTimestamp:
 		for i := range dst {
-			dst[i] = int32(timestampLen(int64(binary.LittleEndian.Uint64(b[8*i:])), c.kind.unit))
+			dst[i] = int32(TimestampLen(int64(binary.LittleEndian.Uint64(b[8*i:])), c.kind.unit))
 		}
 	case pagedFloat64:
 		for i := range dst {
@@ -1085,13 +1088,13 @@ func (c *pagedColumn) plainPrefix(dst []int32, b []byte, out *textOut) (int, err
 			switch {
 			case out != nil:
 				start := len(out.b)
-				out.b = appendString(out.b, s)
+				out.b = AppendString(out.b, s)
 				out.ends = append(out.ends, int32(len(out.b)))
 				dst[i] = int32(len(out.b) - start)
-			case plainASCII(s):
+			case PlainASCII(s):
 				dst[i] = int32(m + len(`""`))
 			default:
-				c.scratch = appendString(c.scratch[:0], s)
+				c.scratch = AppendString(c.scratch[:0], s)
 				dst[i] = int32(len(c.scratch))
 			}
 			at += m

@@ -1,9 +1,8 @@
 package source
 
 import (
-	"math/bits"
-	"slices"
-	"time"
+	"math"
+	"strconv"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -22,13 +21,9 @@ import (
 // TestParquetSizesMatchWhatIsWritten and TestParquetFactsMatchTheRecords
 // hold them to it, value by value and row by row, over every fixture.
 
-// sizeFn returns the length of the JSON of element i of the array it was
-// bound to. It is only called for non-null elements.
-type sizeFn func(i int) int
-
-// sizer returns the sizeFn of arr's non-null elements: knownSize's, or
+// ValueSize returns the sizeFn of arr's non-null elements: knownSize's, or
 // else the length of what binder writes, written into scratch memory.
-func sizer(arr arrow.Array, keepNulls bool, l *logical) sizeFn {
+func ValueSize(arr arrow.Array, keepNulls bool, l *Logical) SizeFn {
 	if size := knownSize(arr, keepNulls, l); size != nil {
 		return size
 	}
@@ -37,8 +32,8 @@ func sizer(arr arrow.Array, keepNulls bool, l *logical) sizeFn {
 
 // writtenSize is the sizeFn that writes each value, into scratch memory:
 // for the types addSizes leaves.
-func writtenSize(arr arrow.Array, keepNulls bool, l *logical) sizeFn {
-	put := binder(arr, keepNulls, l)
+func writtenSize(arr arrow.Array, keepNulls bool, l *Logical) SizeFn {
+	put := Binder(arr, keepNulls, l)
 	var scratch []byte
 	return func(i int) int {
 		scratch = put(scratch[:0], i)
@@ -46,25 +41,12 @@ func writtenSize(arr arrow.Array, keepNulls bool, l *logical) sizeFn {
 	}
 }
 
-// lazyBinder is binder's encoder, bound on its first use: a column that
-// is only sized is written only in a row the mapper reads whole, and
-// binding checks every string of the batch.
-func lazyBinder(arr arrow.Array, keepNulls bool, l *logical) appendFn {
-	var put appendFn
-	return func(b []byte, i int) []byte {
-		if put == nil {
-			put = binder(arr, keepNulls, l)
-		}
-		return put(b, i)
-	}
-}
-
 // addSizes adds to dst[i] the length of the JSON of element i of arr, as
 // binder writes it, for each element that is not null, and reports
 // whether it did: false, and dst as it was, for the types it leaves to
 // sizer: a loop per column, not a call per value.
-func addSizes(arr arrow.Array, dst []int32, l *logical, keepNulls bool, scratch *[]byte) bool {
-	if logicalBinder(arr, l) != nil {
+func addSizes(arr arrow.Array, dst []int32, l *Logical, keepNulls bool, scratch *[]byte) bool {
+	if LogicalBinder(arr, l) != nil {
 		return false
 	}
 	nulls := arr.NullN() > 0
@@ -135,7 +117,7 @@ func addFloats[T float32 | float64](dst []int32, vs []T, bitSize int, a arrow.Ar
 // addStrings sizes a column of plain-ASCII strings (false for another).
 func addStrings(dst []int32, a *array.String, nulls bool) bool {
 	offs, data := a.ValueOffsets(), a.ValueBytes()
-	if len(offs) == 0 || !plainASCII(unsafe.String(unsafe.SliceData(data), len(data))) {
+	if len(offs) == 0 || !PlainASCII(unsafe.String(unsafe.SliceData(data), len(data))) {
 		return false
 	}
 	for i := range dst {
@@ -150,7 +132,7 @@ func addDates(dst []int32, a *array.Date32, nulls bool) {
 	vs := a.Date32Values()
 	for i := range dst {
 		if !nulls || !a.IsNull(i) {
-			dst[i] += int32(dateLen(int64(vs[i])))
+			dst[i] += int32(DateLen(int64(vs[i])))
 		}
 	}
 }
@@ -160,7 +142,7 @@ func addTimestamps(dst []int32, a *array.Timestamp, nulls bool) {
 	vs := a.TimestampValues()
 	for i := range dst {
 		if !nulls || !a.IsNull(i) {
-			dst[i] += int32(timestampLen(int64(vs[i]), unit))
+			dst[i] += int32(TimestampLen(int64(vs[i]), unit))
 		}
 	}
 }
@@ -168,23 +150,23 @@ func addTimestamps(dst []int32, a *array.Timestamp, nulls bool) {
 // addDecimals sizes a 32, 64 or 128-bit decimal column: the values
 // appendIntDecimal writes by their digits, the others as binder writes
 // them, into scratch.
-func addDecimals(dst []int32, a arrow.Array, l *logical, keepNulls, nulls bool, scratch *[]byte) {
+func addDecimals(dst []int32, a arrow.Array, l *Logical, keepNulls, nulls bool, scratch *[]byte) {
 	dt := a.DataType().(arrow.DecimalType)
 	scale, prec := dt.GetScale(), dt.GetPrecision()
-	small := decimalSmall(a)
-	var put appendFn // for the values appendIntDecimal declines
+	small := DecimalSmall(a)
+	var put AppendFn // for the values appendIntDecimal declines
 	for i := range dst {
 		if nulls && a.IsNull(i) {
 			continue
 		}
 		if v, ok := small(i); ok {
-			if m, ok := intDecimalLen(v, scale, prec); ok {
+			if m, ok := IntDecimalLen(v, scale, prec); ok {
 				dst[i] += int32(m)
 				continue
 			}
 		}
 		if put == nil {
-			put = binder(a, keepNulls, l)
+			put = Binder(a, keepNulls, l)
 		}
 		*scratch = put((*scratch)[:0], i)
 		dst[i] += int32(len(*scratch))
@@ -194,7 +176,7 @@ func addDecimals(dst []int32, a arrow.Array, l *logical, keepNulls, nulls bool, 
 // addDictionary sizes each entry once and each row by its entry; false
 // when the entries are not sized whole, or are many more than the rows
 // (then they are sized entry by entry, as the rows name them).
-func addDictionary(dst []int32, a *array.Dictionary, l *logical, keepNulls, nulls bool, scratch *[]byte) bool {
+func addDictionary(dst []int32, a *array.Dictionary, l *Logical, keepNulls, nulls bool, scratch *[]byte) bool {
 	values := a.Dictionary()
 	idx, ok := a.Indices().(*array.Int32)
 	if !ok || values.Len() > 2*len(dst) {
@@ -219,15 +201,15 @@ func addDictionary(dst []int32, a *array.Dictionary, l *logical, keepNulls, null
 
 // addStruct sizes a struct column from its fields', as appendObject
 // writes it: its members, keys and commas.
-func addStruct(dst []int32, a *array.Struct, l *logical, keepNulls, nulls bool, scratch *[]byte) bool {
+func addStruct(dst []int32, a *array.Struct, l *Logical, keepNulls, nulls bool, scratch *[]byte) bool {
 	n := len(dst)
 	st := a.DataType().(*arrow.StructType)
 	members := make([]int32, n)
 	sizes := make([]int32, n)
 	for k := range a.NumField() {
 		child := a.Field(k)
-		key := int32(len(appendKey(nil, st.Field(k).Name)))
-		if !addSizes(child, sizes, l.child(k), keepNulls, scratch) {
+		key := int32(len(AppendKey(nil, st.Field(k).Name)))
+		if !addSizes(child, sizes, l.Child(k), keepNulls, scratch) {
 			return false
 		}
 		cnulls := child.NullN() > 0
@@ -253,10 +235,10 @@ func addStruct(dst []int32, a *array.Struct, l *logical, keepNulls, nulls bool, 
 
 // addList sizes a list column from its values', as binder writes it: a
 // null element is null.
-func addList(dst []int32, list array.ListLike, l *logical, keepNulls, nulls bool, scratch *[]byte) bool {
+func addList(dst []int32, list array.ListLike, l *Logical, keepNulls, nulls bool, scratch *[]byte) bool {
 	values := list.ListValues()
 	sizes := make([]int32, values.Len())
-	if !addSizes(values, sizes, l.child(0), keepNulls, scratch) {
+	if !addSizes(values, sizes, l.Child(0), keepNulls, scratch) {
 		return false
 	}
 	vnulls := values.NullN() > 0
@@ -281,7 +263,7 @@ func addList(dst []int32, list array.ListLike, l *logical, keepNulls, nulls bool
 func addInts[T int8 | int16 | int32 | int64](dst []int32, vs []T, a arrow.Array, nulls bool) {
 	for i := range dst {
 		if !nulls || !a.IsNull(i) {
-			dst[i] += int32(intLen(int64(vs[i])))
+			dst[i] += int32(IntLen(int64(vs[i])))
 		}
 	}
 }
@@ -289,14 +271,14 @@ func addInts[T int8 | int16 | int32 | int64](dst []int32, vs []T, a arrow.Array,
 func addUints[T uint8 | uint16 | uint32 | uint64](dst []int32, vs []T, a arrow.Array, nulls bool) {
 	for i := range dst {
 		if !nulls || !a.IsNull(i) {
-			dst[i] += int32(uintLen(uint64(vs[i])))
+			dst[i] += int32(UintLen(uint64(vs[i])))
 		}
 	}
 }
 
 // knownSize is the sizeFn of the types whose JSON length follows from
 // the value (addSizes, over the whole array at once), or nil.
-func knownSize(arr arrow.Array, keepNulls bool, l *logical) sizeFn {
+func knownSize(arr arrow.Array, keepNulls bool, l *Logical) SizeFn {
 	sizes := make([]int32, arr.Len())
 	var scratch []byte
 	if !addSizes(arr, sizes, l, keepNulls, &scratch) {
@@ -305,58 +287,20 @@ func knownSize(arr arrow.Array, keepNulls bool, l *logical) sizeFn {
 	return func(i int) int { return int(sizes[i]) }
 }
 
-// unwritten extends b by n bytes left as they were: a value only sized.
-func unwritten(b []byte, n int) []byte {
-	return slices.Grow(b, n)[:len(b)+n]
-}
-
-// uintLen is the number of decimal digits of v.
-func uintLen(v uint64) int {
-	// ⌊log10 v⌋ from the bit length, off by at most one (Hacker's Delight
-	// 11-4).
-	d := (bits.Len64(v) * 1233) >> 12
-	if d < len(pow10) && v >= pow10[d] {
-		d++
+// floatLen is len(appendFloat(nil, v, bitSize)), worked out without
+// writing the digits: a float64 by the same shortest-digits search as
+// strconv's, stopped before the digits are written (shortestLen); a
+// float32, rarer, by strconv itself, into scratch.
+func floatLen(v float64, bitSize int, scratch *[]byte) int {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return len("null")
 	}
-	return max(d, 1)
-}
-
-var pow10 = func() []uint64 {
-	p := make([]uint64, 20)
-	p[0] = 1
-	for k := 1; k < len(p); k++ {
-		p[k] = p[k-1] * 10
+	if bitSize == 64 {
+		if m, k, ok := FewDecimals(v); ok {
+			return DecimalsLen(v < 0, m, k)
+		}
+		return shortestLen(v)
 	}
-	return p
-}()
-
-// intLen is the length of strconv.AppendInt(nil, v, 10).
-func intLen(v int64) int {
-	if v < 0 {
-		return 1 + uintLen(uint64(-v)) // -MinInt64 wraps to its magnitude
-	}
-	return uintLen(uint64(v))
-}
-
-// dateLen is the length of appendDate's JSON of day d.
-func dateLen(d int64) int {
-	if d < firstDay || d > lastDay {
-		return len(appendDate(nil, d))
-	}
-	return len(`"2006-01-02"`)
-}
-
-// timestampLen is the length of appendTimestamp's JSON of v.
-func timestampLen(v int64, unit arrow.TimeUnit) int {
-	perSec := int64(time.Second / unit.Multiplier())
-	d, r := floorDivMod(v, perSec*86400)
-	if d < firstDay || d > lastDay {
-		return len(appendTimestamp(nil, v, unit))
-	}
-	n := len(`"2006-01-02T15:04:05Z"`)
-	if frac := r % perSec * int64(unit.Multiplier()); frac != 0 {
-		_, zeros := trimZeros(uint64(frac))
-		n += 1 + 9 - zeros
-	}
-	return n
+	*scratch = strconv.AppendFloat((*scratch)[:0], v, 'g', -1, bitSize)
+	return len(*scratch)
 }

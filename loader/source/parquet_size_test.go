@@ -217,11 +217,11 @@ func writeKnownSizesFixture(t *testing.T, path string) {
 // The digit counts against strconv, around every power of ten and of two.
 func TestIntLenMatchesStrconv(t *testing.T) {
 	check := func(v int64) {
-		if got, want := intLen(v), len(strconv.FormatInt(v, 10)); got != want {
+		if got, want := IntLen(v), len(strconv.FormatInt(v, 10)); got != want {
 			t.Fatalf("intLen(%d) = %d, want %d", v, got, want)
 		}
 		if v >= 0 {
-			if got, want := uintLen(uint64(v)), len(strconv.FormatUint(uint64(v), 10)); got != want {
+			if got, want := UintLen(uint64(v)), len(strconv.FormatUint(uint64(v), 10)); got != want {
 				t.Fatalf("uintLen(%d) = %d, want %d", v, got, want)
 			}
 		}
@@ -237,13 +237,13 @@ func TestIntLenMatchesStrconv(t *testing.T) {
 	for k := range 64 {
 		p := uint64(1) << k
 		for _, u := range []uint64{p - 1, p, p + 1} {
-			if got, want := uintLen(u), len(strconv.FormatUint(u, 10)); got != want {
+			if got, want := UintLen(u), len(strconv.FormatUint(u, 10)); got != want {
 				t.Fatalf("uintLen(%d) = %d, want %d", u, got, want)
 			}
 		}
 	}
 	for _, u := range []uint64{1e19 - 1, 1e19, math.MaxUint64} {
-		if got, want := uintLen(u), len(strconv.FormatUint(u, 10)); got != want {
+		if got, want := UintLen(u), len(strconv.FormatUint(u, 10)); got != want {
 			t.Fatalf("uintLen(%d) = %d, want %d", u, got, want)
 		}
 	}
