@@ -28,6 +28,8 @@ import (
 	"github.com/cosmosloader/loader/internal/testenv"
 	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/loader/source/formats"
+	parquetsource "github.com/cosmosloader/loader/loader/source/parquet"
 )
 
 // orderSchema is readpath_test.go's order document as a Parquet schema:
@@ -326,7 +328,7 @@ func onParquetFixtures(b *testing.B, fn func(b *testing.B, path string, rows int
 			continue
 		}
 		fixtures = append(fixtures, fixture{filepath.Base(path), func(b *testing.B) (string, int64) {
-			rows, ok := source.ParquetRows(source.Input{Path: path}, source.Options{Format: source.FormatParquet}, 0)
+			rows, ok := parquetsource.Rows(source.Input{Path: path}, source.Options{Format: source.FormatParquet}, 0)
 			if !ok {
 				b.Fatalf("%s: not a readable Parquet file", path)
 			}
@@ -677,7 +679,7 @@ func TestParquetTrustedMapOnOrders(t *testing.T) {
 		mappers = append(mappers, m)
 	}
 	for _, keep := range []bool{false, true} {
-		rd, err := source.Open(source.Input{Path: path}, nil, source.Options{Format: "parquet", CSVEmptyNull: keep}, source.Position{})
+		rd, err := formats.Open(source.Input{Path: path}, nil, source.Options{Format: "parquet", CSVEmptyNull: keep}, source.Position{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cosmosloader/loader/internal/blobsource"
 	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/loader/source/formats"
 )
 
 // BlobFlags are the credentials for inputs in Azure Blob Storage. A SAS in
@@ -40,7 +41,7 @@ func (b *BlobFlags) resolver(ctx context.Context) *blobsource.Resolver {
 
 // expandInputs resolves local paths and blob URLs, mixed in argument order.
 func (b *BlobFlags) expandInputs(ctx context.Context, args []string) ([]source.Input, error) {
-	return source.Expand(args, b.resolver(ctx))
+	return formats.Expand(args, b.resolver(ctx))
 }
 
 // openRemote reopens a blob input of a checkpoint by its URL (stored

@@ -15,6 +15,9 @@ import (
 	"github.com/cosmosloader/loader/internal/epk"
 	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/loader/source/csv"
+	"github.com/cosmosloader/loader/loader/source/formats"
+	"github.com/cosmosloader/loader/loader/source/parquet/sizer"
 	"github.com/cosmosloader/loader/pacing"
 )
 
@@ -259,7 +262,7 @@ func DryRun(ctx context.Context, j *DryRunJob) (*Plan, error) {
 			}
 			return nil, err
 		}
-		if ok, _ := source.Splittable(in, j.Source); !ok {
+		if ok, _ := formats.Splittable(in, j.Source); !ok {
 			adaptive = false
 		}
 		cursors, altCursors = max(cursors, len(ranges)), max(altCursors, len(altRanges))
@@ -548,7 +551,7 @@ func (q *readyQueue) take(i int) *readied {
 				defer close(r.done)
 				r.ranges, r.alt, r.err = dryRunSegments(in, q.j, q.parts, &r.warnings)
 				if r.err == nil {
-					r.rd, r.openErr = source.Open(in, nil, q.j.Source, source.Position{})
+					r.rd, r.openErr = formats.Open(in, nil, q.j.Source, source.Position{})
 				}
 			}(ins[k])
 		}
@@ -577,7 +580,7 @@ func (q *readyQueue) close() {
 // default for its size) and, for advice, into four times as many; a file
 // that cannot be split is one range, with a warning when it matters.
 func dryRunSegments(in source.Input, j *DryRunJob, parts int, warnings *[]string) (ranges, alt []source.Range, err error) {
-	if hint := source.DelimiterHint(in, j.Source); hint != "" {
+	if hint := csv.DelimiterHint(in, j.Source); hint != "" {
 		*warnings = append(*warnings, hint)
 	}
 	whole := []source.Range{{}}
@@ -590,7 +593,7 @@ func dryRunSegments(in source.Input, j *DryRunJob, parts int, warnings *[]string
 	}
 	n := SegmentCount(size, parts, j.Segments)
 	altN := min(maxSegments, max(4*n, 4*parts))
-	alt, why, err := source.Split(in, j.Source, altN)
+	alt, why, err := formats.Split(in, j.Source, altN)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -603,7 +606,7 @@ func dryRunSegments(in source.Input, j *DryRunJob, parts int, warnings *[]string
 	if n <= 1 {
 		return whole, alt, nil
 	}
-	ranges, _, err = source.Split(in, j.Source, n)
+	ranges, _, err = formats.Split(in, j.Source, n)
 	return ranges, alt, err
 }
 
@@ -632,7 +635,7 @@ func (r *runs) flush() {
 // nextSegment is the first of f's rows from i on that starts past range
 // seg of ranges: where the row's segment changes next (f.Len() if not in
 // f).
-func nextSegment(f *source.Facts, i int, ranges []source.Range, seg int) int {
+func nextSegment(f *sizer.Facts, i int, ranges []source.Range, seg int) int {
 	if seg+1 >= len(ranges) {
 		return f.Len()
 	}

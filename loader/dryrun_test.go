@@ -25,6 +25,7 @@ import (
 	"github.com/cosmosloader/loader/internal/epk"
 	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/loader/source/formats"
 )
 
 func dryRunLines(t *testing.T, lines []string, pk string, partitions int) *Plan {
@@ -200,7 +201,7 @@ func TestDryRunParquetMatchesItsJSON(t *testing.T) {
 	}
 	writeRowGroupsOf(t, pq, b, 6000)
 	// The same rows as the reader writes them, as NDJSON.
-	r, err := source.Open(source.Input{Path: pq}, nil, source.Options{}, source.Position{})
+	r, err := formats.Open(source.Input{Path: pq}, nil, source.Options{}, source.Position{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,7 +352,7 @@ func TestShardsAtOnce(t *testing.T) {
 		{"at most the segments' bound", sorted, 1000, 40, 0, maxSegments},
 		{"fewer shards than that", sorted, 5, 8, 0, 5},
 		{"--segments 6: at most 6", sorted, 100, 8, 6, 6},
-		{"Parquet readers within the split memory", pq, 100, 40, 0, min(maxCursors(40), source.ReadersAtOnce(pq[0].Input, source.Options{}))},
+		{"Parquet readers within the split memory", pq, 100, 40, 0, min(maxCursors(40), formats.ReadersAtOnce(pq[0].Input, source.Options{}))},
 	} {
 		if got := shardsAtOnce(tc.files, tc.shards, source.Options{}, tc.partitions, tc.want); got != tc.atOnce {
 			t.Errorf("%s: %d shards at once, want %d", tc.name, got, tc.atOnce)
@@ -537,7 +538,7 @@ func TestCSVWithAnotherDelimiterIsSaid(t *testing.T) {
 	}
 }
 
-// A dry-run sums Parquet rows by columns (source.FactReader) where its
+// A dry-run sums Parquet rows by columns (sizer.Reader) where its
 // mapper can: the plan must be the one the rows make as records, to the
 // last figure — sizes, terms, ids, keys, bad rows among good ones (ids
 // Cosmos refuses, missing keys, documents over 2 MB, generated ids),

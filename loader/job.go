@@ -20,6 +20,7 @@ import (
 	"github.com/cosmosloader/loader/internal/parallel"
 	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/loader/source/csv"
 	"github.com/cosmosloader/loader/pacing"
 )
 
@@ -657,7 +658,7 @@ func (j *Job) fingerprint() ([]Input, []checkpoint.Fingerprint, error) {
 		// same data, wherever it lives, regenerates the same ids.
 		inputs[i].IDSeed = fps[i].HeadHash + ":" + strconv.FormatInt(fps[i].Size, 10)
 		if j.Resume == nil {
-			hints[i] = source.DelimiterHint(in, j.Source)
+			hints[i] = csv.DelimiterHint(in, j.Source)
 		}
 		return nil
 	})

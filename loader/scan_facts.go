@@ -3,10 +3,10 @@ package loader
 import (
 	"slices"
 
-	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/loader/source/parquet/sizer"
 )
 
-// A dry-run's Parquet reader hands its rows over as sums (source.Facts):
+// A dry-run's Parquet reader hands its rows over as sums (sizer.Facts):
 // each row's length, members and counted leaves, and its id and partition
 // key values on demand. A mapping worker turns them into documents with
 // the mapper's columnar plan (record.ColumnPlan) and prepares each as it
@@ -15,7 +15,7 @@ import (
 
 // factRows is a batch of facts as one worker mapped it.
 type factRows struct {
-	f    *source.Facts
+	f    *sizer.Facts
 	rows []factRow
 	// slow are the rows mapped as records (factRow.slow).
 	slow []scanned

@@ -13,6 +13,7 @@ import (
 	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/internal/parallel"
 	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/loader/source/formats"
 	"github.com/cosmosloader/loader/pacing"
 )
 
@@ -98,7 +99,7 @@ func splitInputs(files []Input, state *checkpoint.State, so source.Options, part
 		}
 		noteFollowingCSV(files[i].Input, state.Inputs[i].Size, so, logf)
 		var err error
-		sp.ranges, sp.why, err = source.Split(files[i].Input, so, sp.n)
+		sp.ranges, sp.why, err = formats.Split(files[i].Input, so, sp.n)
 		return err
 	})
 	if err != nil {
@@ -208,7 +209,7 @@ const maxFilesAtOnce = 8
 // after another keep one partition busy at a time, and wait on a far
 // blob's round trips one at a time. At most maxFilesAtOnce, and as many
 // readers as fit in what one split Parquet file's may hold
-// (source.ReadersAtOnce, from the footers of the first readersSampled
+// (formats.ReadersAtOnce, from the footers of the first readersSampled
 // files: the files of one export are alike). --segments 1 (want) reads
 // one file at a time, front to back.
 func readCursors(files []Input, pieces, segs int, so source.Options, partitions, want int) int {
@@ -219,13 +220,13 @@ func readCursors(files []Input, pieces, segs int, so source.Options, partitions,
 }
 
 // readersAtOnce is how many readers of files fit in what one split
-// Parquet file's may hold (source.ReadersAtOnce), from the first
+// Parquet file's may hold (formats.ReadersAtOnce), from the first
 // readersSampled files: the files of one export are alike.
 func readersAtOnce(files []Input, so source.Options) int {
 	sample := files[:min(len(files), readersSampled)]
 	most := make([]int, len(sample))
 	parallel.Each(len(sample), InputsAtOnce, func(i int) error {
-		most[i] = source.ReadersAtOnce(sample[i].Input, so)
+		most[i] = formats.ReadersAtOnce(sample[i].Input, so)
 		return nil
 	})
 	n := math.MaxInt
@@ -364,7 +365,7 @@ func (s *segmenter) newCursor(in Input, file int) *segCursor {
 	// An input that cannot be split is never cut, and its offsets need not
 	// be below its size on disk (stdin has none; a gzip file's offsets
 	// count decompressed bytes): its cursor reads to the end.
-	if ok, _ := source.Splittable(in.Input, s.so); !ok {
+	if ok, _ := formats.Splittable(in.Input, s.so); !ok {
 		s.refused[file] = true
 		end = math.MaxInt64
 	}
@@ -490,14 +491,14 @@ func (s *segmenter) split(tr *tracker, spawn func(int, Input)) error {
 	in, file := s.plan.inputs[k], s.plan.file[k]
 	s.plan.mu.Unlock()
 
-	if ok, why := source.Splittable(in.Input, s.so); !ok {
+	if ok, why := formats.Splittable(in.Input, s.so); !ok {
 		s.plan.mu.Lock()
 		s.refused[file] = true
 		s.plan.mu.Unlock()
 		s.logf("note: %s is not split further because %s", in.Path, why)
 		return nil
 	}
-	b, why, err := source.BoundaryAfter(in.Input, s.so, from, from.Offset+(end-from.Offset)/2)
+	b, why, err := formats.BoundaryAfter(in.Input, s.so, from, from.Offset+(end-from.Offset)/2)
 	if err != nil || why != "" {
 		s.plan.mu.Lock()
 		s.refused[file] = true

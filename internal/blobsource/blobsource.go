@@ -19,6 +19,7 @@ import (
 	"github.com/cosmosloader/loader/internal/clock"
 	"github.com/cosmosloader/loader/internal/transport"
 	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/loader/source/delta"
 )
 
 // DefaultChunkSize is the size of one ranged GET. With the chunk being
@@ -158,14 +159,14 @@ func (r *Resolver) Open(rawURL string) (source.Input, error) {
 
 func (r *Resolver) prefix(cc *container.Client, loc location, prefix string) ([]source.Input, error) {
 	var ins []source.Input
-	delta, nested := false, ""       // a table at the prefix, or below it
+	isDelta, nested := false, ""     // a table at the prefix, or below it
 	all := map[string]source.Input{} // every blob, for a Delta table's log
 	err := r.list(cc, loc, prefix, func(name string, id source.RemoteIdentity) {
 		rel := strings.TrimPrefix(name, prefix)
 		all[rel] = r.input(cc, loc, name, id)
 		if source.InDeltaLog(rel) {
 			if dir, _, _ := strings.Cut(rel, "_delta_log/"); dir == "" {
-				delta = true
+				isDelta = true
 			} else if nested == "" {
 				nested = loc.display(prefix + strings.TrimSuffix(dir, "/"))
 			}
@@ -180,8 +181,8 @@ func (r *Resolver) prefix(cc *container.Client, loc location, prefix string) ([]
 	switch {
 	case nested != "":
 		return nil, source.DeltaTableError(loc.display(prefix), nested)
-	case delta:
-		return source.DeltaTable(loc.display(prefix), all)
+	case isDelta:
+		return delta.Table(loc.display(prefix), all)
 	}
 	if len(ins) == 0 {
 		return nil, fmt.Errorf("no input blobs under %s (.ndjson, .jsonl, .json, .csv, .tsv, .tab, optionally .gz, or .parquet)", loc.display(prefix))

@@ -20,6 +20,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/loader/source/formats"
 )
 
 // openRandomTest opens data.ndjson of f for random access with blocks of
@@ -246,7 +247,7 @@ func TestRandomUnderTheParquetReader(t *testing.T) {
 			f.mu.Lock()
 			f.ranges = nil
 			f.mu.Unlock()
-			rd, err := source.Open(in, nil, source.Options{Format: "parquet"}, source.Position{})
+			rd, err := formats.Open(in, nil, source.Options{Format: "parquet"}, source.Position{})
 			if err != nil {
 				t.Fatal(err)
 			}

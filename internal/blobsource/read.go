@@ -39,7 +39,7 @@ type Blob struct {
 }
 
 // headBytes is how much of a blob's start head keeps: magic numbers, and
-// enough to see whether NDJSON is one JSON array (source.Splittable).
+// enough to see whether NDJSON is one JSON array (formats.Splittable).
 const headBytes = 512
 
 var _ source.Remote = (*Blob)(nil)

@@ -42,10 +42,11 @@ const maxRawBytes = 64 << 10
 
 // Formats accepted by Options.Format.
 const (
-	FormatAuto   = "auto"
-	FormatNDJSON = "ndjson"
-	FormatCSV    = "csv"
-	FormatTSV    = "tsv"
+	FormatAuto    = "auto"
+	FormatNDJSON  = "ndjson"
+	FormatCSV     = "csv"
+	FormatTSV     = "tsv"
+	FormatParquet = "parquet" // Apache Parquet
 )
 
 // Options configure how an input is split into records.
@@ -109,7 +110,7 @@ type Options struct {
 
 	// Facts, when set, is a dry-run's mapper: a Parquet reader whose
 	// fields it can map by columns (record.Mapper.ColumnPlan) hands its
-	// rows over as sums (FactReader), not records. Set SizeOnly with it.
+	// rows over as sums (parquet/sizer.Reader), not records. Set SizeOnly with it.
 	Facts *record.Mapper
 
 	// NoSizer turns the dry-run's Parquet sizer off (dry-run

@@ -1,0 +1,102 @@
+package ndjson
+
+import (
+	"bytes"
+	"io"
+	"testing"
+
+	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/loader/source/internal/sourcetest"
+)
+
+// readMem reads every record of data from start through the in-memory Opener
+// (which, like a plain file, seeks).
+func readMem(t *testing.T, data []byte, opts source.Options, start source.Position) ([]source.Record, error) {
+	r, err := openNDJSON("fuzz", sourcetest.MemOpener(data), opts, nil, start)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	var recs []source.Record
+	for {
+		rec, err := r.Next()
+		if err == io.EOF {
+			return recs, nil
+		}
+		if err != nil {
+			return recs, err
+		}
+		recs = append(recs, rec)
+		if len(recs) > len(data)+1 {
+			t.Fatalf("more records (%d) than input bytes (%d)", len(recs), len(data))
+		}
+	}
+}
+
+// checkResume reopens data after each of the first records and expects the
+// rest unchanged.
+func checkResume(t *testing.T, data []byte, opts source.Options, recs []source.Record) {
+	for i, r := range recs {
+		if i == 8 {
+			break
+		}
+		rest, err := readMem(t, data, opts, r.Next)
+		if err != nil {
+			t.Fatalf("resume at %+v: %v", r.Next, err)
+		}
+		if !sourcetest.SameRecords(rest, recs[i+1:]) {
+			t.Fatalf("resume after record %d at %+v:\n%swant\n%s", i, r.Next, sourcetest.Describe(rest), sourcetest.Describe(recs[i+1:]))
+		}
+	}
+}
+
+func FuzzNDJSON(f *testing.F) {
+	for _, s := range []string{
+		"{\"a\":1}\n{\"b\":2}\n",
+		"\xef\xbb\xbf{\"a\":1}\r\n\r\n  \n{\"b\":\"\xff\"}",
+		"[{\"a\":\"]\\\"\"},\n 1, \"x\", [2]]\n",
+		" [ {\"a\":[{}]} ,, {\"b\":1} ] junk",
+		"[{\"a\":1},{\"b\":",
+		"{\"a\":\"" + string(bytes.Repeat([]byte("x"), 300)) + "\"}\n{}\n",
+	} {
+		f.Add([]byte(s), uint8(3), uint16(100))
+	}
+	f.Fuzz(func(t *testing.T, data []byte, block uint8, max uint16) {
+		opts := source.Options{BlockSize: int(block%64) + 1, MaxRecordBytes: int(max%512) + 1}
+		recs, err := readMem(t, data, opts, source.Position{})
+		if err != nil {
+			t.Fatalf("fatal error from memory: %v", err)
+		}
+		sourcetest.CheckPositions(t, data, recs)
+		h := &ndjsonReader{src: io.NopCloser(bytes.NewReader(data)), max: opts.MaxRecord(), blockSize: 16}
+		isArray, _ := h.detect()
+		var prev int64
+		for _, r := range recs {
+			span := data[r.Offset:r.Next.Offset]
+			if isArray {
+				if r.Data != nil && !bytes.Equal(r.Data, span) {
+					t.Fatalf("element %q is not its span %q", r.Data, span)
+				}
+				continue
+			}
+			if !isBlank(bytes.TrimPrefix(data[prev:r.Offset], bom)) {
+				t.Fatalf("skipped non-blank text %q before offset %d", data[prev:r.Offset], r.Offset)
+			}
+			prev = r.Next.Offset
+			if r.Data == nil {
+				continue
+			}
+			line := bytes.TrimSuffix(bytes.TrimSuffix(span, []byte("\n")), []byte("\r"))
+			if r.Offset == 0 {
+				line = bytes.TrimPrefix(line, bom)
+			}
+			if !bytes.Equal(r.Data, line) || bytes.IndexByte(r.Data, '\n') >= 0 {
+				t.Fatalf("record %q is not its line %q", r.Data, span)
+			}
+		}
+		if !isArray && !isBlank(bytes.TrimPrefix(data[prev:], bom)) {
+			t.Fatalf("trailing non-blank text %q dropped", data[prev:])
+		}
+		checkResume(t, data, opts, recs)
+	})
+}
