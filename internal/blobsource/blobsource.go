@@ -31,7 +31,10 @@ const DefaultChunkSize = 4 << 20
 // Entra ID through azidentity's DefaultAzureCredential).
 type Config struct {
 	ConnectionString string // a secret: never shown
-	Credential       azcore.TokenCredential
+	// ResumeSAS is a SAS for the blobs a checkpoint names, which it keeps
+	// without theirs (--source-sas): Open appends it. A secret.
+	ResumeSAS  string
+	Credential azcore.TokenCredential
 	// ChunkSize is the ranged GET size; 0 means DefaultChunkSize.
 	ChunkSize int64
 	// CacheBlockSize and CacheBlocks bound a random-access reader's cache
@@ -47,8 +50,26 @@ type Config struct {
 	Clock clock.Clock
 }
 
-// Resolver turns blob URLs into inputs. It implements
-// source.RemoteExpander.
+// Store is Azure Blob Storage, and Data Lake Storage Gen2 through its
+// Blob endpoint, as a source.Store: the URLs IsURL takes.
+type Store struct{}
+
+var _ source.Store = Store{}
+
+// Match reports whether arg is a blob URL (IsURL).
+func (Store) Match(arg string) bool { return IsURL(arg) }
+
+// Redact is arg without its SAS (Redact).
+func (Store) Redact(arg string) string { return Redact(arg) }
+
+// Connect returns a Resolver under ctx, signing in with creds' connection
+// string, and their resume token as the SAS of the blobs a checkpoint
+// names, where a URL has no SAS of its own.
+func (Store) Connect(ctx context.Context, creds source.Credentials) source.Resolver {
+	return New(ctx, Config{ConnectionString: creds.ConnectionString, ResumeSAS: creds.ResumeToken})
+}
+
+// Resolver turns blob URLs into inputs. It implements source.Resolver.
 type Resolver struct {
 	ctx  context.Context
 	cfg  Config
@@ -60,7 +81,7 @@ type Resolver struct {
 	pieces pieceMemory
 }
 
-var _ source.RemoteExpander = (*Resolver)(nil)
+var _ source.Resolver = (*Resolver)(nil)
 
 // New returns a Resolver whose requests run under ctx.
 func New(ctx context.Context, cfg Config) *Resolver {
@@ -143,9 +164,12 @@ func (r *Resolver) Expand(arg string) ([]source.Input, error) {
 }
 
 // Open resolves one blob by its display URL, for a resume: the checkpoint
-// holds the URL without credentials, which come from the Config (or a SAS
-// the caller appends).
+// holds the URL without credentials, which come from the Config (its
+// ResumeSAS appended, when set).
 func (r *Resolver) Open(rawURL string) (source.Input, error) {
+	if r.cfg.ResumeSAS != "" {
+		rawURL += "?" + strings.TrimPrefix(r.cfg.ResumeSAS, "?")
+	}
 	loc, err := parseURL(rawURL)
 	if err != nil {
 		return source.Input{}, err

@@ -19,6 +19,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 
 	"github.com/cosmosloader/loader/internal/clock"
+	"github.com/cosmosloader/loader/loader/source"
 )
 
 func TestParseURL(t *testing.T) {
@@ -516,5 +517,32 @@ func TestStreamsReuseTheirConnections(t *testing.T) {
 	defer mu.Unlock()
 	if limit := 2*(window-1) + 4; opened > limit {
 		t.Errorf("%d connections opened for %d GETs, want at most %d", opened, gets, limit)
+	}
+}
+
+// A checkpoint names a blob without its SAS: the store, connected with the
+// command's resume token, appends it to every request of the reopened
+// blob, and the input's name stays without it.
+func TestStoreReopensWithTheResumeToken(t *testing.T) {
+	f := &fakeBlob{data: lines(10), etag: `"e1"`}
+	var queries []string
+	f.fail = func(_ int, r *http.Request) int {
+		queries = append(queries, r.URL.RawQuery)
+		return 0
+	}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	res := Store{}.Connect(context.Background(), source.Credentials{ResumeToken: "?sv=1&sig=SECRET"})
+	in, err := res.Open(srv.URL + "/acct/c/data.ndjson")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(in.Path, "SECRET") || len(queries) == 0 {
+		t.Fatalf("input %q after %d requests", in.Path, len(queries))
+	}
+	for _, q := range queries {
+		if !strings.Contains(q, "sig=SECRET") {
+			t.Errorf("a request without the resume token: %q", q)
+		}
 	}
 }

@@ -277,6 +277,15 @@ func (e *TokenError) Error() string {
 
 func (e *TokenError) Unwrap() error { return e.Err }
 
+// Detail is the SDK's text of every credential tried (shown with
+// --verbose; see source.DetailedError).
+func (e *TokenError) Detail() string {
+	if e.Err == nil {
+		return ""
+	}
+	return e.Err.Error()
+}
+
 func isStatus(err error, status int) bool {
 	var se *StatusError
 	return errors.As(err, &se) && se.Status == status
