@@ -208,7 +208,7 @@ func InDeltaLog(rel string) bool {
 // table's folders keep the Parquet files of its earlier versions until a
 // VACUUM, and only its log knows which are current: loading every file
 // would load rows the table no longer has. Named itself, the table loads
-// its current version (DeltaTable).
+// its current version (package delta).
 func DeltaTableError(root, table string) error {
 	return fmt.Errorf("%s holds a Delta Lake table, %s, among its files: its folders keep the Parquet files of earlier versions too, "+
 		"and loading all of them would load rows the table no longer has; name the table's folder (the one holding %s/) "+

@@ -29,7 +29,7 @@ import (
 //   - with --columns, a folder's field is kept when named, as a column is.
 //
 // Parquet and CSV (TSV) rows get them after their columns. An NDJSON
-// record, the input's own JSON, gets them first (ndjsonReader.addFolders),
+// record, the input's own JSON, gets them first (package ndjson),
 // but for those it has a member of, which win as columns do.
 
 // HiveNull is the folder Hive writes the rows of a null partition value to.

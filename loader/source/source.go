@@ -1,12 +1,21 @@
-// Package source splits loader inputs (NDJSON, JSON arrays, CSV and TSV,
-// plain or gzip, files or stdin) into records with exact stream positions.
+// Package source is what every input format shares: an input (a file, a
+// blob of a remote store, stdin) read as records with exact stream
+// positions, and cut into ranges that start on record boundaries.
 //
-// It does not judge the JSON of a record — the mapper does — but it detects
-// what only the reader can see: over-long lines, invalid UTF-8, CSV rows with
-// the wrong number of fields, truncated array elements. Those come back as bad
-// records (Record.Err set) and reading continues.
+// It holds the types (Input, Remote, Record, Reader, Position, Range,
+// Options), the Format interface each format's package implements (ndjson,
+// csv, parquet) and the Formats table that dispatches to them (the
+// loader's is package formats), format detection, globs and directories
+// (Expander), plain and gzip streams of files, blobs and stdin, line
+// starts and line numbers, Hive partition folders, and the remote stores
+// inputs are read from (Store).
 //
-// Readers stream. Memory is bounded by the block size (1 MiB) plus the longest
+// Readers do not judge the JSON of a record — the mapper does — but they
+// detect what only a reader can see: over-long lines, invalid UTF-8, CSV
+// rows with the wrong number of fields, truncated array elements. Those
+// come back as bad records (Record.Err set) and reading continues.
+//
+// Readers stream. Memory is bounded by a read block plus the longest
 // accepted record (Options.MaxRecordBytes), whatever the size of the input.
 //
 // Positions are offsets in the decompressed stream, so a checkpoint taken from
@@ -108,9 +117,9 @@ type Options struct {
 	// dry-run's work. An import must not set it.
 	SizeOnly func(field string) bool
 
-	// Facts, when set, is a dry-run's mapper: a Parquet reader whose
-	// fields it can map by columns (record.Mapper.ColumnPlan) hands its
-	// rows over as sums (parquet/sizer.Reader), not records. Set SizeOnly with it.
+	// Facts, when set, is a dry-run's mapper: a Parquet reader whose fields
+	// it can map by columns (record.Mapper.ColumnPlan) hands its rows over as
+	// sums (parquet/sizer.Reader), not records. Set SizeOnly with it.
 	Facts *record.Mapper
 
 	// NoSizer turns the dry-run's Parquet sizer off (dry-run

@@ -11,7 +11,7 @@ import (
 )
 
 // Format reads CSV and TSV (FormatCSV, FormatTSV): comma separates
-// fields unless Options.Delimiter names another byte.
+// fields unless source.Options.Delimiter names another byte.
 type Format struct {
 	Comma rune
 	// cuts finds where its inputs may be cut (nil: loaderCuts).
@@ -64,7 +64,7 @@ func (f Format) Open(in source.Input, stdin io.Reader, opts source.Options, star
 }
 
 // Splittable: a plain file or blob. Whether its quoting lets it be cut
-// is known when it is (Split, BoundaryAfter, CSVCuttable).
+// is known when it is (Split, BoundaryAfter, Cuttable).
 func (Format) Splittable(in source.Input, _ source.Options) (bool, string) {
 	_, why := source.PlainHead(in)
 	return why == "", why

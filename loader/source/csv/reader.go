@@ -1,3 +1,6 @@
+// Package csv reads CSV and TSV inputs as records, a JSON object a row
+// (dotted headers nest), and finds where they may be cut: after a newline
+// outside quotes, by following their quoting from a known record start.
 package csv
 
 import (
@@ -263,8 +266,8 @@ type node struct {
 	col      int
 	header   string // the header that created the node, for error messages
 	children []*node
-	// value is the JSON of a partition folder's field (see hive.go), the
-	// same in every row.
+	// value is the JSON of a partition folder's field (see
+	// source.PartitionFields), the same in every row.
 	value []byte
 }
 

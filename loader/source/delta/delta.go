@@ -1,3 +1,5 @@
+// Package delta lists the files of the current version of a Delta Lake
+// table, from its transaction log, for them to load as Parquet inputs.
 package delta
 
 import (
@@ -21,7 +23,7 @@ import (
 // A Delta Lake table (Databricks, Synapse and Fabric write them by default)
 // keeps the Parquet files of its earlier versions beside the current ones
 // until a VACUUM: only its transaction log (_delta_log/) says which files
-// make the current version. DeltaTable replays the log — the newest
+// make the current version. Table replays the log — the newest
 // checkpoint, then the JSON commits after it — and returns the current
 // version's files, which then load like any Parquet input (their
 // partition folders, which Delta writes as Hive does, give their partition
@@ -320,7 +322,7 @@ func readAllRaw(in source.Input) ([]byte, error) {
 }
 
 // Local returns the current files of the Delta table in dir, a
-// local directory holding its log (see DeltaTable).
+// local directory holding its log (see Table).
 func Local(dir string) ([]source.Input, error) {
 	files := map[string]source.Input{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {

@@ -1,3 +1,7 @@
+// Package formats is the loader's table of input formats, by name: NDJSON,
+// CSV, TSV and Parquet. The engine and the commands open, split and
+// expand inputs of any format through it; a new format is a package
+// implementing source.Format and a line in the table.
 package formats
 
 import (

@@ -1,3 +1,6 @@
+// Package ndjson reads NDJSON inputs, and inputs that are one JSON array of
+// objects, as records (source.FormatNDJSON), and cuts plain ones at line
+// starts.
 package ndjson
 
 import (
@@ -44,10 +47,10 @@ const (
 // A JSON array ("[" as the first non-space byte of the file) is scanned for
 // element boundaries — string, escape and bracket-depth state only, no
 // parsing — and each element is a record. Separators are lenient: any run of
-// whitespace and commas separates elements. Record.Next of an element is the
-// offset just after it; opening an array file at such an offset resumes
-// element scanning there (the file's head is read first to know it is an
-// array).
+// whitespace and commas separates elements. source.Record.Next of an element
+// is the offset just after it; opening an array file at such an offset
+// resumes element scanning there (the file's head is read first to know it is
+// an array).
 type ndjsonReader struct {
 	path      string
 	src       io.ReadCloser
@@ -58,7 +61,7 @@ type ndjsonReader struct {
 	r, w int
 	off  int64
 	line int64
-	base int64 // Position.Base of the positions handed out
+	base int64 // source.Position.Base of the positions handed out
 	// folders are the fields of the input's partition folders, put
 	// first in each record (addFolders); foldersLen their JSON's length.
 	folders    []source.PartitionField
@@ -77,7 +80,7 @@ type ndjsonReader struct {
 	elemOff    int64
 	elemLine   int64
 	discarding bool   // element longer than max: consumed as scanned
-	raw        []byte // the start of a discarded element, for Record.Raw
+	raw        []byte // the start of a discarded element, for source.Record.Raw
 }
 
 // Format reads NDJSON, and JSON arrays of objects
@@ -120,7 +123,7 @@ func (Format) Splittable(in source.Input, _ source.Options) (bool, string) {
 
 // Split cuts a splittable input after a newline near each even target,
 // found by reading a little from each cut (LineStart): the ranges' lines
-// count from their start (Position.Base), so a file or blob of any size
+// count from their start (source.Position.Base), so a file or blob of any size
 // is cut at once.
 func (f Format) Split(in source.Input, opts source.Options, n int) ([]source.Range, string, error) {
 	if ok, why := f.Splittable(in, opts); !ok {
@@ -197,13 +200,13 @@ func openNDJSON(path string, open source.Opener, opts source.Options, folders []
 
 func (s *ndjsonReader) Close() error { return s.src.Close() }
 
-// addFolders puts the fields of the input's partition folders (hive.go)
-// first in rec's object, but for those the record has a member of: its
-// own value wins, as a column does over a folder. (Cosmos DB stores a
-// document with duplicate names as it is sent, and the Java SDK and the
-// Spark connector then fail to read it.) Raw keeps the input's text, for
-// a dead letter. A record that is not an object is left for the mapper to
-// refuse.
+// addFolders puts the fields of the input's partition folders
+// (source.PartitionFields) first in rec's object, but for those the record
+// has a member of: its own value wins, as a column does over a folder.
+// (Cosmos DB stores a document with duplicate names as it is sent, and the
+// Java SDK and the Spark connector then fail to read it.) Raw keeps the
+// input's text, for a dead letter. A record that is not an object is left for
+// the mapper to refuse.
 func (s *ndjsonReader) addFolders(rec *source.Record) {
 	if len(s.folders) == 0 {
 		return

@@ -1,3 +1,8 @@
+// Package parquet reads Apache Parquet files and blobs as records, a JSON
+// object a row, as an import sends them: through arrow-go's decoders, one
+// row group at a time, each row group through a footer of its own; and
+// splits them between row groups. A dry-run's rows are summed instead by
+// package sizer, which this reader hands its batches to.
 package parquet
 
 import (
@@ -52,11 +57,12 @@ const parquetBatchRows = 2048
 // plus the chunk being consumed and the footer, which arrow-go parses whole
 // at open: a few KB per row group (see footerCuts).
 //
-// Positions: Record.Line is the 1-based row number and Record.Offset the
-// 0-based row index (unique, so generated ids are stable). Next.Line is the
-// number of rows consumed — what a resume goes by — and Next.Offset is that
-// count scaled to the file's size (rows × size ÷ total rows), so byte-based
-// progress, ETA and dry-run totals advance by rows and end at the file size.
+// Positions: source.Record.Line is the 1-based row number and
+// source.Record.Offset the 0-based row index (unique, so generated ids are
+// stable). Next.Line is the number of rows consumed — what a resume goes by —
+// and Next.Offset is that count scaled to the file's size (rows × size ÷
+// total rows), so byte-based progress, ETA and dry-run totals advance by rows
+// and end at the file size.
 type parquetReader struct {
 	path string
 	f    source.RandomReader // a local file, or a remote input's cached reader
@@ -82,18 +88,18 @@ type parquetReader struct {
 	// pageBytes is parquetPages of the columns read.
 	pageBytes int64
 	cols      []int // the leaf columns read (--columns); nil: all
-	// logicals annotate the columns read, in order (see logicalOf).
+	// logicals annotate the columns read, in order (see arrowjson.LogicalOf).
 	logicals []*arrowjson.Logical
 	// rows is how rows are written: the columns' annotations, the fields
-	// of the input's partition folders after them (see hive.go).
+	// of the input's partition folders after them (see source.PartitionFields).
 	rows arrowjson.RowConfig
-	// sizing, when set (a dry-run: Options.Facts), is how the rows are
-	// summed by the sizer: they go out as Facts (see parquet_facts.go).
+	// sizing, when set (a dry-run: source.Options.Facts), is how the rows are
+	// summed by the sizer: they go out as Facts (see package sizer).
 	sizing *sizer.Plan
 	alloc  *poolAllocator
 	opts   source.Options
 	// arenaSize is the size of the JSON arenas: parquetArena, or the
-	// smaller Options.BlockSize of a file read at many places at once.
+	// smaller source.Options.BlockSize of a file read at many places at once.
 	arenaSize int
 	size      int64
 	total     int64   // rows in the file
@@ -112,7 +118,8 @@ type parquetReader struct {
 	// queued is how many decoded batches wait for each encoder (see
 	// parquetDecoded).
 	queued int
-	// Released arenas of Record.Data and Record.Members (see reusable).
+	// Released arenas of source.Record.Data and source.Record.Members (see
+	// reusable).
 	freeArenas chan *reusable[byte]
 	freeSpans  chan *reusable[record.Member]
 	freeRecs   chan []source.Record // chunks whose records were all returned
@@ -185,7 +192,7 @@ func parquetPages(md *metadata.FileMetaData, cols []int) int64 {
 }
 
 // Alignable reports whether a Parquet input can be cut into byte
-// ranges, each read from its first row (ParquetAlign): its footer is
+// ranges, each read from its first row (Align): its footer is
 // readable, and its positions, rows scaled to its size, grow with every
 // row (a byte a row at least; see splitParquet).
 func Alignable(in source.Input) bool {
@@ -194,7 +201,7 @@ func Alignable(in source.Input) bool {
 }
 
 // Align returns the position of the first row of a Parquet input
-// whose scaled offset (Record.At) is at or after offset: where a byte
+// whose scaled offset (source.Record.At) is at or after offset: where a byte
 // range starting at offset begins, the rows before it belonging to the
 // range before (a range ends at the first row whose At reaches its End).
 // The range may start inside a row group, which its reader decodes from
@@ -302,8 +309,9 @@ func (Format) ReadersAtOnce(in source.Input, _ source.Options) int {
 const parquetPagesGuess = 4 << 20
 
 // readerMemory is what a reader of one row group at a time (see
-// Options.Cursors) holds: its pages, a read buffer per column, the footer,
-// its batches, chunks and arenas (parquetReaderBase), and a blob's cache.
+// source.Options.Cursors) holds: its pages, a read buffer per column, the
+// footer, its batches, chunks and arenas (parquetReaderBase), and a blob's
+// cache.
 func (ff *footerFacts) readerMemory(in source.Input) int64 {
 	held := ff.pages + int64(ff.columns)*parquetBufferSize + parquetFooterParsed*int64(ff.footerLen) + parquetReaderBase
 	if in.Remote != nil {
@@ -618,7 +626,7 @@ func (r *parquetReader) chooseFields(fr *pqarrow.FileReader, md *metadata.FileMe
 	if err != nil {
 		return err
 	}
-	summable := true // the rows may be summed by columns (Options.Facts)
+	summable := true // the rows may be summed by columns (source.Options.Facts)
 	var read []*pqarrow.SchemaField
 	for i := range names {
 		if keep != nil && keep[i] {
@@ -659,15 +667,14 @@ func (r *parquetReader) countRows(md *metadata.FileMetaData) error {
 }
 
 // dictionaryColumns are the leaf columns of md read as Arrow dictionaries:
-// the strings whose column chunks are dictionary-encoded in every row
-// group. Decoded plainly, each row's string is copied out of the
-// dictionary into the batch; as a dictionary, a row is an index, and the
-// encoder works out each dictionary entry's JSON once (see binder), which
-// spares decoding a copy per row. A chunk whose writer fell back to plain
-// pages would be read
-// correctly as a dictionary too, but each of its strings looked up in a
-// hash table, so such columns are read plainly; so are byte arrays of
-// other logical types, whose encoders read the bytes (logicalBinder).
+// the strings whose column chunks are dictionary-encoded in every row group.
+// Decoded plainly, each row's string is copied out of the dictionary into the
+// batch; as a dictionary, a row is an index, and the encoder works out each
+// dictionary entry's JSON once (see arrowjson.Binder), which spares decoding
+// a copy per row. A chunk whose writer fell back to plain pages would be read
+// correctly as a dictionary too, but each of its strings looked up in a hash
+// table, so such columns are read plainly; so are byte arrays of other
+// logical types, whose encoders read the bytes (arrowjson.LogicalBinder).
 //
 // So are strings that hardly repeat within a row group (see
 // dictionaryEntries): arrow-go puts every entry of a dictionary it reads
@@ -845,8 +852,8 @@ func (r *parquetReader) start() {
 	_, local := r.f.(*os.File)
 	w := min(parquetWorkers(), len(r.rgRows)-r.startRG)
 	// A dry-run sizing paged fields keeps two decoders, each with its
-	// encoder, when the row groups are small: an encoder waits for the
-	// last of its batch's column goroutines (pagedGroup.read), and with
+	// encoder, when the row groups are small: an encoder waits for the last
+	// of its batch's column goroutines (the sizer's paged columns), and with
 	// one encoder a core idles through every such wait.
 	if local && r.sizing != nil && !r.sizing.Paged() || r.pageBytes > parquetPagesMax || r.opts.Cursors > 1 {
 		w = 1
@@ -1046,7 +1053,7 @@ func (r *parquetReader) ReadRows(g int, skip int64, n int) (arrow.RecordBatch, e
 // FirstRow is row group g's first row in the file.
 func (r *parquetReader) FirstRow(g int) int64 { return r.rgFirst[g] }
 
-// Offset is row scaled to the file's size (see Record.At).
+// Offset is row scaled to the file's size (see source.Record.At).
 func (r *parquetReader) Offset(row int64) int64 { return r.offsetAt(row) }
 
 // Allocator is the reader's Arrow allocator.
@@ -1299,8 +1306,8 @@ var errStopped = errors.New("stopped")
 type rowGroupEncoder struct {
 	r     *parquetReader
 	enc   *arrowjson.RowEncoder    // bound to the current batch
-	arena *reusable[byte]          // of Record.Data
-	spans *reusable[record.Member] // of Record.Members
+	arena *reusable[byte]          // of source.Record.Data
+	spans *reusable[record.Member] // of source.Record.Members
 	g     int                      // row group
 	read  int64                    // rows of g encoded or skipped
 	sum   *sizer.Summer            // a dry-run's sizer of its batches
@@ -1313,12 +1320,12 @@ type rowGroupEncoder struct {
 // counts those holders. A record never released keeps its arena from
 // reuse, and the collector takes it.
 //
-// Record.Members (16 bytes a column a row) are an allocation stream of the
-// order of the JSON itself on a file of many flat columns, and are dead
-// once the row is mapped: the scan
-// releases them then (Record.ReleaseMembers). The JSON is dead once the
-// record is written, or, in a dry-run, costed; only a dry-run releases it
-// (Record.ReleaseData), and an import's JSON is never reused.
+// source.Record.Members (16 bytes a column a row) are an allocation stream of
+// the order of the JSON itself on a file of many flat columns, and are dead
+// once the row is mapped: the scan releases them then
+// (source.Record.ReleaseMembers). The JSON is dead once the record is
+// written, or, in a dry-run, costed; only a dry-run releases it
+// (source.Record.ReleaseData), and an import's JSON is never reused.
 type reusable[T any] struct {
 	buf  []T
 	refs atomic.Int32

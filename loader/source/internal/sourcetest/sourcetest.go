@@ -1,3 +1,6 @@
+// Package sourcetest holds what the tests of the source packages share:
+// fixtures (test data paths, Parquet files written to exercise the
+// readers), an in-memory remote input, and checks of records.
 package sourcetest
 
 import (
@@ -501,29 +504,12 @@ func WriteDictionaryFixture(t *testing.T, path string) {
 }
 
 // WriteKnownSizesFixture writes a column of every type whose length
-// knownSize computes, with edge values: integers at their limits,
+// the sizer computes, with edge values: integers at their limits,
 // timestamps of every unit (fractions with and without trailing zeros,
 // before 1970 and past year 9999), dates out of range, and structs and
 // lists of them with nulls.
 func WriteKnownSizesFixture(t *testing.T, path string) {
-	ts := func(u arrow.TimeUnit) arrow.DataType { return &arrow.TimestampType{Unit: u, TimeZone: "UTC"} }
-	str := arrow.BinaryTypes.String
-	schema := arrow.NewSchema([]arrow.Field{
-		{Name: "b", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
-		{Name: "i8", Type: arrow.PrimitiveTypes.Int8}, {Name: "i16", Type: arrow.PrimitiveTypes.Int16},
-		{Name: "i32", Type: arrow.PrimitiveTypes.Int32}, {Name: "i64", Type: arrow.PrimitiveTypes.Int64},
-		{Name: "u8", Type: arrow.PrimitiveTypes.Uint8}, {Name: "u16", Type: arrow.PrimitiveTypes.Uint16},
-		{Name: "u32", Type: arrow.PrimitiveTypes.Uint32}, {Name: "u64", Type: arrow.PrimitiveTypes.Uint64},
-		{Name: "s", Type: str, Nullable: true}, {Name: "ls", Type: arrow.BinaryTypes.LargeString},
-		{Name: "d32", Type: arrow.FixedWidthTypes.Date32}, {Name: "d64", Type: arrow.FixedWidthTypes.Date64},
-		{Name: "ts_s", Type: ts(arrow.Second)}, {Name: "ts_ms", Type: ts(arrow.Millisecond)},
-		{Name: "ts_us", Type: ts(arrow.Microsecond)}, {Name: "ts_ns", Type: ts(arrow.Nanosecond)},
-		{Name: "st", Type: arrow.StructOf(arrow.Field{Name: "a", Type: str, Nullable: true},
-			arrow.Field{Name: "n", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
-			arrow.Field{Name: "f", Type: arrow.PrimitiveTypes.Float64}), Nullable: true},
-		{Name: "li", Type: arrow.ListOf(arrow.PrimitiveTypes.Int32), Nullable: true},
-		{Name: "lst", Type: arrow.ListOf(arrow.StructOf(arrow.Field{Name: "k", Type: str}, arrow.Field{Name: "on", Type: arrow.FixedWidthTypes.Boolean, Nullable: true}))},
-	}, nil)
+	schema := knownSizesSchema()
 	rng := rand.New(rand.NewSource(7))
 	i64s := []int64{0, 1, -1, 9, 10, -10, 99, 100, 999_999_999, 1_000_000_000, math.MaxInt64, math.MinInt64, math.MaxInt32, math.MinInt32}
 	u64s := []uint64{0, 1, 9, 10, 19, 20, 99, 100, 1e18 - 1, 1e18, 1e19 - 1, 1e19, math.MaxUint64}
@@ -665,36 +651,13 @@ func WriteNumericIDs(t *testing.T, path string) {
 }
 
 // WritePagedFixture writes the columns a dry-run sizes from their pages
-// (see parquet_paged.go) in data pages of version v: every type it
+// (see package sizer) in data pages of version v: every type it
 // sizes, nulls at each level of nested structs, strings that need
 // escaping, dictionaries that fall back to plain pages, pages of a few
 // rows, three row groups.
 func WritePagedFixture(t *testing.T, path string, v parquet.DataPageVersion) {
 	t.Helper()
-	str := arrow.BinaryTypes.String
-	inner := arrow.StructOf(arrow.Field{Name: "x", Type: str, Nullable: true}, arrow.Field{Name: "y", Type: arrow.FixedWidthTypes.Boolean})
-	schema := arrow.NewSchema([]arrow.Field{
-		{Name: "id", Type: str}, {Name: "pk", Type: str, Nullable: true},
-		{Name: "b", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
-		{Name: "i8", Type: arrow.PrimitiveTypes.Int8}, {Name: "u16", Type: arrow.PrimitiveTypes.Uint16},
-		{Name: "u32", Type: arrow.PrimitiveTypes.Uint32, Nullable: true}, {Name: "i64", Type: arrow.PrimitiveTypes.Int64},
-		{Name: "u64", Type: arrow.PrimitiveTypes.Uint64},
-		{Name: "f32", Type: arrow.PrimitiveTypes.Float32}, {Name: "f64", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
-		{Name: "d", Type: arrow.FixedWidthTypes.Date32},
-		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}, Nullable: true},
-		{Name: "tsus", Type: &arrow.TimestampType{Unit: arrow.Microsecond}},
-		{Name: "s", Type: str, Nullable: true}, {Name: "few", Type: str},
-		{Name: "st", Type: arrow.StructOf(
-			arrow.Field{Name: "a", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
-			arrow.Field{Name: "inner", Type: inner, Nullable: true},
-			arrow.Field{Name: "z", Type: str}), Nullable: true},
-		{Name: "req", Type: arrow.StructOf(arrow.Field{Name: "k", Type: arrow.PrimitiveTypes.Int64})},
-		{Name: "tags", Type: arrow.ListOf(str), Nullable: true},
-		{Name: "items", Type: arrow.ListOf(arrow.StructOf(
-			arrow.Field{Name: "sku", Type: str},
-			arrow.Field{Name: "qty", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
-			arrow.Field{Name: "in", Type: arrow.StructOf(arrow.Field{Name: "x", Type: arrow.FixedWidthTypes.Boolean}), Nullable: true}))},
-	}, nil)
+	schema := pagedSchema()
 	// Version 2's pages in Snappy: their levels are not compressed, and the
 	// page guard finds each block's length after them.
 	codec := compress.Codecs.Uncompressed
@@ -864,4 +827,56 @@ func ReadRecords(r source.Reader) ([]source.Record, error) {
 		}
 		recs = append(recs, rec)
 	}
+}
+
+// knownSizesSchema is WriteKnownSizesFixture's: a column of every type the
+// sizer sizes without writing.
+func knownSizesSchema() *arrow.Schema {
+	ts := func(u arrow.TimeUnit) arrow.DataType { return &arrow.TimestampType{Unit: u, TimeZone: "UTC"} }
+	str := arrow.BinaryTypes.String
+	return arrow.NewSchema([]arrow.Field{
+		{Name: "b", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
+		{Name: "i8", Type: arrow.PrimitiveTypes.Int8}, {Name: "i16", Type: arrow.PrimitiveTypes.Int16},
+		{Name: "i32", Type: arrow.PrimitiveTypes.Int32}, {Name: "i64", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "u8", Type: arrow.PrimitiveTypes.Uint8}, {Name: "u16", Type: arrow.PrimitiveTypes.Uint16},
+		{Name: "u32", Type: arrow.PrimitiveTypes.Uint32}, {Name: "u64", Type: arrow.PrimitiveTypes.Uint64},
+		{Name: "s", Type: str, Nullable: true}, {Name: "ls", Type: arrow.BinaryTypes.LargeString},
+		{Name: "d32", Type: arrow.FixedWidthTypes.Date32}, {Name: "d64", Type: arrow.FixedWidthTypes.Date64},
+		{Name: "ts_s", Type: ts(arrow.Second)}, {Name: "ts_ms", Type: ts(arrow.Millisecond)},
+		{Name: "ts_us", Type: ts(arrow.Microsecond)}, {Name: "ts_ns", Type: ts(arrow.Nanosecond)},
+		{Name: "st", Type: arrow.StructOf(arrow.Field{Name: "a", Type: str, Nullable: true},
+			arrow.Field{Name: "n", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+			arrow.Field{Name: "f", Type: arrow.PrimitiveTypes.Float64}), Nullable: true},
+		{Name: "li", Type: arrow.ListOf(arrow.PrimitiveTypes.Int32), Nullable: true},
+		{Name: "lst", Type: arrow.ListOf(arrow.StructOf(arrow.Field{Name: "k", Type: str}, arrow.Field{Name: "on", Type: arrow.FixedWidthTypes.Boolean, Nullable: true}))},
+	}, nil)
+}
+
+// pagedSchema is WritePagedFixture's: the fields the sizer sizes from
+// their pages, of every kind and shape, and the id and key Arrow reads.
+func pagedSchema() *arrow.Schema {
+	str := arrow.BinaryTypes.String
+	inner := arrow.StructOf(arrow.Field{Name: "x", Type: str, Nullable: true}, arrow.Field{Name: "y", Type: arrow.FixedWidthTypes.Boolean})
+	return arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: str}, {Name: "pk", Type: str, Nullable: true},
+		{Name: "b", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
+		{Name: "i8", Type: arrow.PrimitiveTypes.Int8}, {Name: "u16", Type: arrow.PrimitiveTypes.Uint16},
+		{Name: "u32", Type: arrow.PrimitiveTypes.Uint32, Nullable: true}, {Name: "i64", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "u64", Type: arrow.PrimitiveTypes.Uint64},
+		{Name: "f32", Type: arrow.PrimitiveTypes.Float32}, {Name: "f64", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+		{Name: "d", Type: arrow.FixedWidthTypes.Date32},
+		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}, Nullable: true},
+		{Name: "tsus", Type: &arrow.TimestampType{Unit: arrow.Microsecond}},
+		{Name: "s", Type: str, Nullable: true}, {Name: "few", Type: str},
+		{Name: "st", Type: arrow.StructOf(
+			arrow.Field{Name: "a", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+			arrow.Field{Name: "inner", Type: inner, Nullable: true},
+			arrow.Field{Name: "z", Type: str}), Nullable: true},
+		{Name: "req", Type: arrow.StructOf(arrow.Field{Name: "k", Type: arrow.PrimitiveTypes.Int64})},
+		{Name: "tags", Type: arrow.ListOf(str), Nullable: true},
+		{Name: "items", Type: arrow.ListOf(arrow.StructOf(
+			arrow.Field{Name: "sku", Type: str},
+			arrow.Field{Name: "qty", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+			arrow.Field{Name: "in", Type: arrow.StructOf(arrow.Field{Name: "x", Type: arrow.FixedWidthTypes.Boolean}), Nullable: true}))},
+	}, nil)
 }

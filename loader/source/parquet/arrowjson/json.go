@@ -1,3 +1,6 @@
+// Package arrowjson writes Arrow values as the JSON a Cosmos DB document
+// holds, and works out the length of what it writes: the Parquet reader
+// writes rows with it, and the dry-run sizer sums their lengths by it.
 package arrowjson
 
 import (
@@ -34,7 +37,7 @@ import (
 //     and JavaScript clients hold — and exact strings ("12345678901234567.89")
 //     otherwise;
 //   - binary values are standard base64 strings (with padding), but for
-//     the logical types JSON, ENUM and INTERVAL (see parquet_logical.go);
+//     the logical types JSON, ENUM and INTERVAL (see logical.go);
 //   - lists are arrays; structs are objects; maps are objects whose keys are
 //     the map keys as strings (an integer key 7 becomes "7", a timestamp key
 //     its RFC 3339 string), in file order;
@@ -53,7 +56,7 @@ type objField struct {
 	put AppendFn
 	// size, when set, stands for put at the top level of a trusted row:
 	// the value's bytes are left unwritten, only its length is taken (see
-	// Options.SizeOnly).
+	// source.Options.SizeOnly).
 	size   SizeFn
 	leaves LeafFn // nil: always one
 	nulls  bool   // arr has nulls: most columns have none in a batch, and IsNull is a bitmap lookup per value
@@ -71,7 +74,7 @@ func (e *RowEncoder) NumFields() int { return len(e.fields) }
 type RowEncoder struct {
 	fields    []objField
 	Schema    *record.Schema // the fields' names, for record.Member.Field
-	sizeOnly  []bool         // by column: only its length is needed (Options.SizeOnly)
+	sizeOnly  []bool         // by column: only its length is needed (source.Options.SizeOnly)
 	keepNulls bool
 	// trusted: the rows may go to record.MapTrusted, which does not check
 	// nesting; false when a column's type nests deeper than Map allows.
@@ -81,12 +84,12 @@ type RowEncoder struct {
 // RowConfig is how the rows of a file's batches are written.
 type RowConfig struct {
 	KeepNulls bool
-	// logicals are the columns' annotations (see logicalOf), nil for
+	// logicals are the columns' annotations (see LogicalOf), nil for
 	// none; the fields of the input's partition folders (parts) follow
 	// the columns.
 	Logicals []*Logical
 	Parts    []source.PartitionField
-	// sizeOnly is Options.SizeOnly: in trusted rows, those columns'
+	// sizeOnly is source.Options.SizeOnly: in trusted rows, those columns'
 	// values are sized by size, not written (when both are set).
 	SizeOnly func(string) bool
 	Size     func(arr arrow.Array, keepNulls bool, l *Logical) SizeFn
@@ -163,8 +166,8 @@ func SameNames(names []string, sc *arrow.Schema, parts []source.PartitionField) 
 	return true
 }
 
-// JSONName is s as a JSON parser reads what appendString (and so
-// appendKey) writes of it: invalid UTF-8 becomes U+FFFD.
+// JSONName is s as a JSON parser reads what AppendString (and so
+// AppendKey) writes of it: invalid UTF-8 becomes U+FFFD.
 func JSONName(name string) string {
 	if !utf8.ValidString(name) {
 		return strings.ToValidUTF8(name, "\ufffd")
@@ -224,7 +227,7 @@ func appendObject(b []byte, fields []objField, i int, keepNulls bool, ms *[]reco
 }
 
 // Binder returns the encoder of arr's non-null elements; l is its field's
-// annotation (see logicalOf).
+// annotation (see LogicalOf).
 func Binder(arr arrow.Array, keepNulls bool, l *Logical) AppendFn {
 	if put := LogicalBinder(arr, l); put != nil {
 		return put
@@ -423,7 +426,7 @@ func stringBinder[O int32 | int64](offs []O, data []byte, value func(int) string
 }
 
 // LeafCounter returns the term counter of arr's non-null elements, as
-// binder encodes them: every scalar (null included) and every empty object
+// Binder encodes them: every scalar (null included) and every empty object
 // or array is one term. nil means one whatever the element.
 func LeafCounter(arr arrow.Array, keepNulls bool) LeafFn {
 	switch a := arr.(type) {
@@ -523,7 +526,7 @@ func LeafCounter(arr arrow.Array, keepNulls bool) LeafFn {
 }
 
 // TypeDepth is how deep values of dt nest objects and arrays (0 for a
-// scalar), as binder encodes them.
+// scalar), as Binder encodes them.
 func TypeDepth(dt arrow.DataType) int {
 	switch t := dt.(type) {
 	case *arrow.DictionaryType:
@@ -885,7 +888,7 @@ func PlainASCII(s string) bool {
 // bound to. It is only called for non-null elements.
 type SizeFn func(i int) int
 
-// lazyBinder is binder's encoder, bound on its first use: a column that
+// lazyBinder is Binder's encoder, bound on its first use: a column that
 // is only sized is written only in a row the mapper reads whole, and
 // binding checks every string of the batch.
 func lazyBinder(arr arrow.Array, keepNulls bool, l *Logical) AppendFn {

@@ -24,9 +24,9 @@ import (
 //     it) is an ISO 8601 duration string, "P1Y2M3DT4H5M6.789S".
 //
 // BSON, and byte arrays with no logical type, stay base64; with
-// --binary-as-string (Options.BinaryAsString) the latter are strings when
-// they are UTF-8, as Spark's binaryAsString reads the strings Hive, Impala
-// and old Spark wrote without the UTF8 annotation.
+// --binary-as-string (source.Options.BinaryAsString) the latter are strings
+// when they are UTF-8, as Spark's binaryAsString reads the strings Hive,
+// Impala and old Spark wrote without the UTF8 annotation.
 type logicalKind uint8
 
 const (
@@ -47,7 +47,7 @@ type Logical struct {
 }
 
 // LogicalOf is f's annotation; sc is the file's schema; text says that
-// unannotated byte arrays are strings (Options.BinaryAsString).
+// unannotated byte arrays are strings (source.Options.BinaryAsString).
 func LogicalOf(f *pqarrow.SchemaField, sc *schema.Schema, text bool) *Logical {
 	if f.IsLeaf() {
 		var k logicalKind

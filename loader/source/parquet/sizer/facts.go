@@ -1,3 +1,10 @@
+// Package sizer is the dry-run's Parquet sizer: it sums each row's JSON
+// length, members and index terms column by column (Facts), sizing the
+// fields a dry-run does not read from their pages without Arrow, instead
+// of writing every row as an import does. Its sums are exactly those of
+// the import's rows (its contract test); source.Options.NoSizer turns it
+// off. The Parquet reader hands it its batches (Summer) and is seen by it
+// only as a File.
 package sizer
 
 import (
@@ -24,7 +31,7 @@ import (
 // columns: the reader sums each column's lengths and leaves over the
 // batch's rows, column by column, instead of writing every row's JSON and
 // listing its members for the mapper, which then reads it back
-// (Options.Facts). Only the id and the partition key are read row by row
+// (source.Options.Facts). Only the id and the partition key are read row by row
 // (Facts.Value); a row the sums cannot settle — a key that is not a plain
 // value, a document too large — is written as ever (Facts.Record) and
 // mapped by MapTrusted, so every rule and error stays the mapper's.
@@ -33,8 +40,8 @@ import (
 // TestParquetFactsMatchTheRecords holds them to it, row by row, over the
 // fixtures.
 
-// Reader is a Reader that hands its rows over as Facts: a Parquet
-// reader opened with Options.Facts, when the mapper can map its schema by
+// Reader is a Reader that hands its rows over as Facts: a Parquet reader
+// opened with source.Options.Facts, when the mapper can map its schema by
 // columns (record.Mapper.ColumnPlan). Once Facts says so, NextFacts, not
 // Next, returns its rows.
 type Reader interface {
@@ -71,7 +78,7 @@ type Facts struct {
 	sizing *Plan
 	batch  arrow.RecordBatch
 	// full is the batch read again with every column, when a paged
-	// field's values are wanted after all (see parquet_paged.go).
+	// field's values are wanted after all (see paged.go).
 	full      arrow.RecordBatch
 	fullErr   error
 	pg        *pagedGroup // while the batch is summed
@@ -107,11 +114,11 @@ type factField struct {
 func (f *Facts) Len() int { return len(f.Size) }
 
 // Offset is where row i starts in the offsets positions and ranges count
-// (Record.At): rows scaled to the file's size; Offset(Len()) is where the
-// last row ends (its Record.Next.Offset).
+// (source.Record.At): rows scaled to the file's size; Offset(Len()) is where
+// the last row ends (its source.Record.Next.Offset).
 func (f *Facts) Offset(i int) int64 { return f.file.Offset(f.First + int64(i)) }
 
-// Line is row i's 1-based row number in the file (Record.Line).
+// Line is row i's 1-based row number in the file (source.Record.Line).
 func (f *Facts) Line(i int) int64 { return f.First + int64(i) + 1 }
 
 // FirstAt returns the first row at or after from whose Offset reaches
@@ -285,7 +292,7 @@ type File interface {
 	ReadRows(g int, skip int64, n int) (arrow.RecordBatch, error)
 	// FirstRow is row group g's first row in the file.
 	FirstRow(g int) int64
-	// Offset is row scaled to the file's size (Record.At).
+	// Offset is row scaled to the file's size (source.Record.At).
 	Offset(row int64) int64
 	// Allocator is the reader's Arrow allocator.
 	Allocator() memory.Allocator
@@ -298,7 +305,7 @@ type Plan struct {
 	path string
 	plan *record.ColumnPlan
 	rows arrowjson.RowConfig
-	// paged are the fields sized from their pages (see parquet_paged.go),
+	// paged are the fields sized from their pages (see paged.go),
 	// arrowCols the leaf columns Arrow reads then, and fieldCol each
 	// field's column in Arrow's batches (-1: paged).
 	paged     []pagedField
@@ -311,7 +318,7 @@ type PlanConfig struct {
 	Path   string
 	Mapper *record.Mapper
 	// Names are the file's top-level fields; Keep says which are read
-	// (nil: all, see Options.SelectColumns); Read are those read.
+	// (nil: all, see source.Options.SelectColumns); Read are those read.
 	Names []string
 	Keep  []bool
 	Read  []*pqarrow.SchemaField

@@ -23,20 +23,20 @@ import (
 )
 
 // A dry-run needs of most fields only their JSON's length (see
-// parquet_facts.go), and Arrow builds far more than that: it copies every
+// facts.go), and Arrow builds far more than that: it copies every
 // string into a batch, and turns each dictionary-encoded string read
 // plainly into a Go slice of every entry (dictConverter), which the
 // collector then marks: on nested files those two were a large share of a
 // dry-run's CPU.
 //
-// So a field that is neither the id nor a partition key, whose columns
-// are not repeated (a value, or structs of values: no lists or maps) of
-// the usual types, and whose pages are encoded the usual ways (plain and
-// dictionary values, RLE levels) is sized from its pages: arrow-go's page
-// reader reads and decompresses them, and pagedColumn decodes their
-// levels and values into lengths, a dictionary's entries sized once.
-// Arrow reads the other fields. The lengths must be what binder writes,
-// as addSizes' are: TestParquetFactsMatchTheRecords holds them to it.
+// So a field that is neither the id nor a partition key, whose columns are
+// not repeated (a value, or structs of values: no lists or maps) of the usual
+// types, and whose pages are encoded the usual ways (plain and dictionary
+// values, RLE levels) is sized from its pages: arrow-go's page reader reads
+// and decompresses them, and pagedColumn decodes their levels and values into
+// lengths, a dictionary's entries sized once. Arrow reads the other fields.
+// The lengths must be what arrowjson.Binder writes, as addSizes' are:
+// TestParquetFactsMatchTheRecords holds them to it.
 //
 // A row whose Facts.Record (or Value) is asked for after all is read again
 // with every column (Facts.full): a row the sums cannot settle.
@@ -506,7 +506,7 @@ func (p *pagedGroup) nextColumn(k, j, n int) error {
 
 // rows sums field k in each of the batch's n rows into p.summed[k]: its
 // length, whether it is null, and, when counted, its terms (nil: one
-// each), as addSizes and leafCounter make them.
+// each), as addSizes and arrowjson.LeafCounter make them.
 func (p *pagedGroup) rows(k, n int) {
 	f, s := &p.fields[k], &p.summed[k]
 	keepNulls, counts := p.keepNulls, p.counts[k]
@@ -609,7 +609,7 @@ func grow32(b []int32, n int) []int32 {
 
 // add adds to dst[i] the length of node n of field k in row i of the
 // batch, for each row where n is not null, as addSizes does; leaves, when
-// not nil, gets each row's terms as leafCounter counts them.
+// not nil, gets each row's terms as arrowjson.LeafCounter counts them.
 func (p *pagedGroup) add(s *pagedRows, k int, n *pagedNode, dst, leaves []int32, keepNulls bool, depth int) {
 	if n.leaf >= 0 {
 		for i, size := range p.sizes[k][n.leaf][:len(dst)] {

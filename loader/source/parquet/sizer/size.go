@@ -12,19 +12,19 @@ import (
 )
 
 // A dry-run keeps of most columns only the length of their JSON (see
-// Options.SizeOnly and Options.Facts). For the usual types that length
-// follows from the value without writing it: plain-ASCII strings,
+// source.Options.SizeOnly and source.Options.Facts). For the usual types that
+// length follows from the value without writing it: plain-ASCII strings,
 // integers, booleans, dates and timestamps, decimals, floats of a few
 // decimals, dictionaries of those, and structs and lists of them; it is
-// worked out a column at a time (addSizes). Any other value is written,
-// but into scratch memory, so the row's JSON is not.
+// worked out a column at a time (addSizes). Any other value is written, but
+// into scratch memory, so the row's JSON is not.
 //
-// Each length here must be exactly that of what binder writes:
+// Each length here must be exactly that of what arrowjson.Binder writes:
 // TestParquetSizesMatchWhatIsWritten and TestParquetFactsMatchTheRecords
 // hold them to it, value by value and row by row, over every fixture.
 
 // ValueSize returns the sizeFn of arr's non-null elements: knownSize's, or
-// else the length of what binder writes, written into scratch memory.
+// else the length of what arrowjson.Binder writes, written into scratch memory.
 func ValueSize(arr arrow.Array, keepNulls bool, l *arrowjson.Logical) arrowjson.SizeFn {
 	if size := knownSize(arr, keepNulls, l); size != nil {
 		return size
@@ -44,7 +44,7 @@ func writtenSize(arr arrow.Array, keepNulls bool, l *arrowjson.Logical) arrowjso
 }
 
 // addSizes adds to dst[i] the length of the JSON of element i of arr, as
-// binder writes it, for each element that is not null, and reports
+// arrowjson.Binder writes it, for each element that is not null, and reports
 // whether it did: false, and dst as it was, for the types it leaves to
 // sizer: a loop per column, not a call per value.
 func addSizes(arr arrow.Array, dst []int32, l *arrowjson.Logical, keepNulls bool, scratch *[]byte) bool {
@@ -150,8 +150,8 @@ func addTimestamps(dst []int32, a *array.Timestamp, nulls bool) {
 }
 
 // addDecimals sizes a 32, 64 or 128-bit decimal column: the values
-// appendIntDecimal writes by their digits, the others as binder writes
-// them, into scratch.
+// arrowjson.IntDecimalLen sizes by their digits, the others as
+// arrowjson.Binder writes them, into scratch.
 func addDecimals(dst []int32, a arrow.Array, l *arrowjson.Logical, keepNulls, nulls bool, scratch *[]byte) {
 	dt := a.DataType().(arrow.DecimalType)
 	scale, prec := dt.GetScale(), dt.GetPrecision()
@@ -235,8 +235,8 @@ func addStruct(dst []int32, a *array.Struct, l *arrowjson.Logical, keepNulls, nu
 	return true
 }
 
-// addList sizes a list column from its values', as binder writes it: a
-// null element is null.
+// addList sizes a list column from its values', as arrowjson.Binder writes
+// it: a null element is null.
 func addList(dst []int32, list array.ListLike, l *arrowjson.Logical, keepNulls, nulls bool, scratch *[]byte) bool {
 	values := list.ListValues()
 	sizes := make([]int32, values.Len())
