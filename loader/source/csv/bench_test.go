@@ -3,7 +3,6 @@ package csv
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"testing"
 
 	"github.com/cosmosloader/loader/loader/source"
@@ -18,29 +17,7 @@ func BenchmarkCSV(b *testing.B) {
 			i, i%997, i, i, i%9999, i%99999, i%100, i%100, i*7)
 	}
 	data := buf.Bytes()
-	benchCSV(b, data, sourcetest.MemOpener(data))
-}
-
-func benchCSV(b *testing.B, data []byte, open source.Opener) {
-	b.SetBytes(int64(len(data)))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		r, err := openCSV("bench", open, source.Options{}, ',', nil, source.Position{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		n := 0
-		for {
-			rec, err := r.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil || rec.Err != nil {
-				b.Fatal(err, rec.Err)
-			}
-			n++
-		}
-		r.Close()
-	}
+	sourcetest.BenchRead(b, len(data), func() (source.Reader, error) {
+		return openCSV("bench", sourcetest.MemOpener(data), source.Options{}, ',', nil, source.Position{})
+	})
 }

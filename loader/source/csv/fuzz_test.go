@@ -2,53 +2,11 @@ package csv
 
 import (
 	"encoding/json"
-	"io"
 	"testing"
 
 	"github.com/cosmosloader/loader/loader/source"
 	"github.com/cosmosloader/loader/loader/source/internal/sourcetest"
 )
-
-// readCSVMem reads every record of data from start through the in-memory Opener
-// (which, like a plain file, seeks).
-func readCSVMem(t *testing.T, data []byte, format string, opts source.Options, start source.Position) ([]source.Record, error) {
-	r, err := openMem("fuzz", format, data, opts, start)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	var recs []source.Record
-	for {
-		rec, err := r.Next()
-		if err == io.EOF {
-			return recs, nil
-		}
-		if err != nil {
-			return recs, err
-		}
-		recs = append(recs, rec)
-		if len(recs) > len(data)+1 {
-			t.Fatalf("more records (%d) than input bytes (%d)", len(recs), len(data))
-		}
-	}
-}
-
-// checkCSVResume reopens data after each of the first records and expects the
-// rest unchanged.
-func checkCSVResume(t *testing.T, data []byte, format string, opts source.Options, recs []source.Record) {
-	for i, r := range recs {
-		if i == 8 {
-			break
-		}
-		rest, err := readCSVMem(t, data, format, opts, r.Next)
-		if err != nil {
-			t.Fatalf("resume at %+v: %v", r.Next, err)
-		}
-		if !sourcetest.SameRecords(rest, recs[i+1:]) {
-			t.Fatalf("resume after record %d at %+v:\n%swant\n%s", i, r.Next, sourcetest.Describe(rest), sourcetest.Describe(recs[i+1:]))
-		}
-	}
-}
 
 func FuzzCSV(f *testing.F) {
 	for _, s := range []string{
@@ -68,7 +26,8 @@ func FuzzCSV(f *testing.F) {
 		case 2:
 			opts.Delimiter = ';'
 		}
-		recs, err := readCSVMem(t, data, format, opts, source.Position{})
+		open := func(start source.Position) (source.Reader, error) { return openMem("fuzz", format, data, opts, start) }
+		recs, err := sourcetest.ReadFrom(t, open, source.Position{}, len(data)+1)
 		if err != nil {
 			return // a bad header is an error for the whole input
 		}
@@ -82,6 +41,6 @@ func FuzzCSV(f *testing.F) {
 				t.Fatalf("record %q is not a JSON object: %v", r.Data, err)
 			}
 		}
-		checkCSVResume(t, data, format, opts, recs)
+		sourcetest.CheckResume(t, open, recs)
 	})
 }

@@ -9,47 +9,6 @@ import (
 	"github.com/cosmosloader/loader/loader/source/internal/sourcetest"
 )
 
-// readMem reads every record of data from start through the in-memory Opener
-// (which, like a plain file, seeks).
-func readMem(t *testing.T, data []byte, opts source.Options, start source.Position) ([]source.Record, error) {
-	r, err := openNDJSON("fuzz", sourcetest.MemOpener(data), opts, nil, start)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	var recs []source.Record
-	for {
-		rec, err := r.Next()
-		if err == io.EOF {
-			return recs, nil
-		}
-		if err != nil {
-			return recs, err
-		}
-		recs = append(recs, rec)
-		if len(recs) > len(data)+1 {
-			t.Fatalf("more records (%d) than input bytes (%d)", len(recs), len(data))
-		}
-	}
-}
-
-// checkResume reopens data after each of the first records and expects the
-// rest unchanged.
-func checkResume(t *testing.T, data []byte, opts source.Options, recs []source.Record) {
-	for i, r := range recs {
-		if i == 8 {
-			break
-		}
-		rest, err := readMem(t, data, opts, r.Next)
-		if err != nil {
-			t.Fatalf("resume at %+v: %v", r.Next, err)
-		}
-		if !sourcetest.SameRecords(rest, recs[i+1:]) {
-			t.Fatalf("resume after record %d at %+v:\n%swant\n%s", i, r.Next, sourcetest.Describe(rest), sourcetest.Describe(recs[i+1:]))
-		}
-	}
-}
-
 func FuzzNDJSON(f *testing.F) {
 	for _, s := range []string{
 		"{\"a\":1}\n{\"b\":2}\n",
@@ -63,7 +22,10 @@ func FuzzNDJSON(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte, block uint8, max uint16) {
 		opts := source.Options{BlockSize: int(block%64) + 1, MaxRecordBytes: int(max%512) + 1}
-		recs, err := readMem(t, data, opts, source.Position{})
+		open := func(start source.Position) (source.Reader, error) {
+			return openNDJSON("fuzz", sourcetest.MemOpener(data), opts, nil, start)
+		}
+		recs, err := sourcetest.ReadFrom(t, open, source.Position{}, len(data)+1)
 		if err != nil {
 			t.Fatalf("fatal error from memory: %v", err)
 		}
@@ -97,6 +59,6 @@ func FuzzNDJSON(f *testing.F) {
 		if !isArray && !isBlank(bytes.TrimPrefix(data[prev:], bom)) {
 			t.Fatalf("trailing non-blank text %q dropped", data[prev:])
 		}
-		checkResume(t, data, opts, recs)
+		sourcetest.CheckResume(t, open, recs)
 	})
 }

@@ -7,11 +7,8 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/decimal"
-	"github.com/apache/arrow-go/v18/arrow/decimal128"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/cosmosloader/loader/loader/source/internal/sourcetest"
 	"github.com/cosmosloader/loader/loader/source/parquet/arrowjson"
 )
 
@@ -37,25 +34,7 @@ func BenchmarkFloatLen(b *testing.B) {
 }
 
 func TestFloatLenIsWhatIsWritten(t *testing.T) {
-	cases := []float64{0, math.Copysign(0, -1), 1, -1, 0.1, 0.2, 0.1 + 0.2, 1e-4, 1e-4 * (1 - 1e-16), 0.00012, 5e-5,
-		0.00015, 999999, 999999.9999, 1e6, 1e6 - 1e-9, 123456.7891, 0.3, 2.675, 1.005, 1e21, 1e-7, 3.14159265358979,
-		math.MaxFloat64, math.SmallestNonzeroFloat64, float64(1 << 53), 4503599627370495.5,
-		999999.99999999, 0.00010001, 0.00012345678, 59.91273456, -122.41941550, 1.00000001, 1.000000001}
-	rng := rand.New(rand.NewSource(11))
-	for range 200000 {
-		k := rng.Intn(11)
-		m := rng.Int63n([]int64{10, 1000, 1e5, 1e7, 1e10, 1e12, 1e14, 1e15}[rng.Intn(8)])
-		v := float64(m) / math.Pow10(k)
-		switch rng.Intn(4) {
-		case 0:
-			v = -v
-		case 1:
-			v = math.Nextafter(v, math.Inf(1))
-		case 2:
-			v = rng.NormFloat64() * math.Pow10(rng.Intn(12)-4)
-		}
-		cases = append(cases, v)
-	}
+	cases := sourcetest.FloatCases()
 	var scratch []byte
 	for _, v := range cases {
 		want := strconv.AppendFloat([]byte("x"), v, 'g', -1, 64)
@@ -95,65 +74,18 @@ func FuzzFloatLen(f *testing.F) {
 // the edges (zero, ±1, the int64 limits, below 1e-4, more digits than the
 // precision) and random ones.
 func TestDecimalSizesMatchWhatIsWritten(t *testing.T) {
-	rng := rand.New(rand.NewSource(11))
-	edges := []int64{0, 1, -1, 5, -5, 10, 100, 1200, 99999, -100000, 123456789012345, 1234567890123456, -999999999999999999,
-		math.MaxInt64, math.MinInt64, math.MaxInt32, math.MinInt32}
-	for _, typ := range []struct {
-		id       arrow.Type
-		maxPrec  int32
-		fitsWide func(int64) bool
-	}{{arrow.DECIMAL32, 9, func(v int64) bool { return v == int64(int32(v)) }},
-		{arrow.DECIMAL64, 18, func(int64) bool { return true }},
-		{arrow.DECIMAL128, 38, func(int64) bool { return true }}} {
-		for prec := int32(1); prec <= typ.maxPrec; prec++ {
-			for _, scale := range []int32{0, 1, 2, 4, 5, 6, prec / 2, prec} {
-				if scale > prec {
-					continue
-				}
-				dt, err := arrow.NewDecimalType(typ.id, prec, scale)
-				if err != nil {
-					t.Fatal(err)
-				}
-				vals := append([]int64(nil), edges...)
-				for range 200 {
-					v := rng.Int63() >> uint(rng.Intn(63))
-					if rng.Intn(2) == 0 {
-						v = -v
-					}
-					vals = append(vals, v)
-				}
-				bld := array.NewBuilder(memory.DefaultAllocator, dt)
-				var kept []int64
-				for _, v := range vals {
-					if !typ.fitsWide(v) {
-						continue
-					}
-					kept = append(kept, v)
-					switch b := bld.(type) {
-					case *array.Decimal32Builder:
-						b.Append(decimal.Decimal32(v))
-					case *array.Decimal64Builder:
-						b.Append(decimal.Decimal64(v))
-					case *array.Decimal128Builder:
-						b.Append(decimal128.FromI64(v))
-					}
-				}
-				arr := bld.NewArray()
-				put := arrowjson.Binder(arr, false, nil)
-				sizes := make([]int32, arr.Len())
-				var scratch []byte
-				if !addSizes(arr, sizes, nil, false, &scratch) {
-					t.Fatalf("%s: not summed", dt)
-				}
-				for i := range arr.Len() {
-					want := put(nil, i)
-					if int(sizes[i]) != len(want) {
-						t.Fatalf("%s value %d: summed %d bytes, written %s", dt, kept[i], sizes[i], want)
-					}
-				}
-				arr.Release()
-				bld.Release()
+	sourcetest.DecimalColumns(t, func(dt arrow.DataType, arr arrow.Array, kept []int64) {
+		put := arrowjson.Binder(arr, false, nil)
+		sizes := make([]int32, arr.Len())
+		var scratch []byte
+		if !addSizes(arr, sizes, nil, false, &scratch) {
+			t.Fatalf("%s: not summed", dt)
+		}
+		for i := range arr.Len() {
+			want := put(nil, i)
+			if int(sizes[i]) != len(want) {
+				t.Fatalf("%s value %d: summed %d bytes, written %s", dt, kept[i], sizes[i], want)
 			}
 		}
-	}
+	})
 }
