@@ -711,7 +711,7 @@ func TestParquetTrustedMapOnOrders(t *testing.T) {
 
 // TestRewriteParquetAsPyarrow rewrites a Parquet file in the layout
 // pyarrow's write_table and Spark give by default — row groups of 1 Mi
-// rows, pages of 1 MB, Snappy, dictionaries — for the README's figures on
+// rows, pages of 1 MB, Snappy, dictionaries — for the figures on
 // that layout (the same rows as a DuckDB export, which puts a whole column
 // chunk in one page). Skipped unless LOADER_BENCH_REWRITE=IN,OUT:
 //

@@ -66,6 +66,25 @@ func TestImportFlagsToOptions(t *testing.T) {
 			},
 		},
 		{
+			name: "a key pasted into the endpoint is cut before any option holds it",
+			args: []string{"a.ndjson", "--endpoint", "http://u:S3CRET@127.0.0.1:8081/?key=S3CRET2&sig=S3CRET3", "--database", "d", "--container", "c"},
+			check: func(t *testing.T, o *ImportOptions) {
+				if o.Endpoint != "http://127.0.0.1:8081/" || o.endpointRemoved != "user info and a query" {
+					t.Errorf("endpoint %q, removed %q", o.Endpoint, o.endpointRemoved)
+				}
+			},
+		},
+		{
+			name: "… or in COSMOS_ENDPOINT",
+			args: []string{"a.ndjson", "--database", "d", "--container", "c"},
+			env:  map[string]string{"COSMOS_ENDPOINT": "http://u:S3CRET@127.0.0.1:8081/?key=S3CRET2"},
+			check: func(t *testing.T, o *ImportOptions) {
+				if o.Endpoint != "http://127.0.0.1:8081/" || o.endpointRemoved != "user info and a query" {
+					t.Errorf("endpoint %q, removed %q", o.Endpoint, o.endpointRemoved)
+				}
+			},
+		},
+		{
 			name: "flags win over the environment",
 			args: []string{"a.ndjson", "--endpoint", "https://flag/", "--key", "ZmxhZw=="},
 			env:  map[string]string{"COSMOS_ENDPOINT": "https://env/", "COSMOS_KEY": testKey},

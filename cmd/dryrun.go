@@ -10,6 +10,7 @@ import (
 	"github.com/cosmosloader/loader/internal/cosmos"
 	"github.com/cosmosloader/loader/internal/epk"
 	"github.com/cosmosloader/loader/loader"
+	"github.com/cosmosloader/loader/loader/dryrun"
 	"github.com/cosmosloader/loader/loader/record"
 )
 
@@ -56,6 +57,8 @@ naive-versus-paced comparison.
 With an endpoint (flags or environment) it reads the container's throughput,
 partitions and indexing policy; without one it takes them from --ru,
 --partitions, --partition-key and --indexing.
+
+` + inputsHelp + `
 
 Exit codes:
 ` + exitHelpDryRun,
@@ -124,7 +127,7 @@ func dryRunRun(ctx context.Context, o *DryRunOptions) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
-	j := &loader.DryRunJob{Batch: batch, Inputs: inputs, Stdin: o.IO.In, Source: so, CostPerRecord: o.CostPerRecord, Mode: mode, ReadAhead: o.ReadAhead, Segments: o.Segments, Now: o.Now}
+	j := &dryrun.Job{Batch: batch, Inputs: inputs, Stdin: o.IO.In, Source: so, CostPerRecord: o.CostPerRecord, Mode: mode, ReadAhead: o.ReadAhead, Segments: o.Segments, Now: o.Now}
 	j.Mapper = record.Config{IDField: o.IDField, PartitionKeyPaths: o.PartitionKey}
 	if o.embedded() {
 		j.TargetRU = o.RU
@@ -149,7 +152,7 @@ func dryRunRun(ctx context.Context, o *DryRunOptions) error {
 		j.Target, j.Connect = to, cosmos.Connect
 		j.TargetRU, j.RUShare = o.RU, o.RUShare
 	}
-	plan, err := loader.DryRun(ctx, j)
+	plan, err := dryrun.Run(ctx, j)
 	if err != nil {
 		return &ExitCodeError{Code: exitCode(err, nil), Err: err}
 	}

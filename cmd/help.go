@@ -9,6 +9,13 @@ import (
 	"github.com/spf13/pflag"
 )
 
+// inputsHelp names every input the loader reads, for the --help of each
+// command that reads inputs.
+const inputsHelp = `Inputs: NDJSON (one object per line) or one JSON array, CSV/TSV and Parquet;
+gzip-compressed NDJSON and CSV/TSV (.gz, or by content); files, globs,
+directories (read recursively), - for stdin (NDJSON or CSV/TSV), and blobs
+in Azure Storage (https://ACCOUNT.blob.core.windows.net/…, abfss://…).`
+
 // Flag groups, in the order --help shows them.
 const (
 	groupConnection = "Connection"

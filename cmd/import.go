@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -14,6 +15,8 @@ import (
 	"github.com/cosmosloader/loader/internal/cosmos"
 	"github.com/cosmosloader/loader/internal/emulator"
 	"github.com/cosmosloader/loader/loader"
+	"github.com/cosmosloader/loader/loader/report"
+	"github.com/cosmosloader/loader/loader/report/html"
 	"github.com/cosmosloader/loader/loader/source"
 )
 
@@ -74,7 +77,7 @@ func (s *SharedFlags) addFlags(cmd *cobra.Command) {
 	fl.StringVar(&s.Container, "lease-container", "loader-leases", "blob container holding the lease and shard blobs")
 	fl.IntVar(&s.Partitions, "capacity-partitions", 10, "split the target RU/s into this many leasable capacity partitions")
 	fl.Float64Var(&s.ReservedRU, "reserved-ru", 0, "RU/s this loader may use without a lease (and all it uses while storage is unreachable); part of the target, carved out before it is split into capacity partitions")
-	fl.DurationVar(&s.LeaseDuration, "lease-duration", 15*time.Second, "lease duration (15s-60s): a dead loader's capacity and shards return to the others after this")
+	fl.DurationVar(&s.LeaseDuration, "lease-duration", 15*time.Second, "lease duration (15s-60s): a dead loader's capacity and shards return to the others after this; without --reserved-ru, also how long a loader waits at start for storage that does not answer")
 	fl.Int64Var(&s.ShardSize, "shard-size", 256<<20, "bytes per input shard (plain NDJSON, CSV and Parquet are split; gzip and JSON arrays are one shard each, and so is a CSV whose quoting is ambiguous)")
 	fl.StringVar(&s.Job, "job", "", "name of the shared load (default: derived from the inputs' content and the target)")
 	group(fl, groupSharing, "lease-connection-string", "lease-account-url", "lease-container", "capacity-partitions",
@@ -108,6 +111,9 @@ type Target struct {
 	Priority           string
 	ThroughputBucket   int
 	EmulatorData       string
+	// endpointRemoved names what validate cut from Endpoint (bareEndpoint),
+	// for connect to say once.
+	endpointRemoved string
 }
 
 const importExample = `  # Load a sample into the embedded local target (no Azure account needed)
@@ -129,15 +135,16 @@ func NewCmdImport(f *Factory, runF func(context.Context, *ImportOptions) error) 
 	opts := &ImportOptions{IO: f.IO, Clock: f.Clock}
 	cmd := &cobra.Command{
 		Use:   "import FILE...",
-		Short: "Load NDJSON or CSV files into a container",
-		Long: `Import streams NDJSON (one object per line, or one JSON array) and CSV/TSV
-files (gzip recognised) into a Cosmos DB container. Each record's RU cost is
+		Short: "Load NDJSON, JSON, CSV/TSV or Parquet files into a container",
+		Long: `Import streams files into a Cosmos DB container. Each record's RU cost is
 estimated and writes are paced to the target RU/s, per physical partition,
 adapting to throttling. Progress is checkpointed: after a crash or Ctrl-C,
 'loader resume CHECKPOINT' continues where it stopped.
 
-FILE may be a file, a glob, a directory (read recursively) or - for stdin.
-Gzip files are verified whole (CRC, length) before loading; stdin cannot be.
+` + inputsHelp + `
+The format follows the extension (.csv, .tsv, .parquet; anything else is
+NDJSON) unless --format says otherwise. Gzip files are verified whole (CRC,
+length) before loading; stdin cannot be.
 With no endpoint configured (flags or COSMOS_ENDPOINT / COSMOS_CONNECTION_STRING)
 the embedded local Cosmos DB target is used and announced on stderr.
 
@@ -170,12 +177,12 @@ the embedded local Cosmos DB target is used and announced on stderr.
 	fl.Float64Var(&opts.ScaleRU, "scale-ru", 0, "raise the container's throughput (autoscale: its maximum) to N RU/s for the load and restore the original when it ends, or on resume after a crash; needs key authentication")
 	fl.BoolVar(&opts.AllowSplit, "allow-split", false, "let --scale-ru go beyond physical partitions × 10,000 RU/s, which makes Cosmos DB split partitions (hours)")
 	fl.DurationVar(&opts.Watch, "throughput-interval", 5*time.Second, "how often to re-read the container's throughput during the load, to follow changes")
-	fl.Int64Var(&opts.MaxErrors, "max-errors", -1, "stop (exit 4) once more than N records are dead-lettered; -1 = no limit")
-	fl.IntVar(&opts.Segments, "segments", 0, "places each plain NDJSON/CSV file is read at once, so a file sorted by partition key keeps every partition busy (default: one per MiB, up to 4 per physical partition, 8-64; 1 = front to back); when sharing, the shards each loader reads at once")
+	fl.Int64Var(&opts.MaxErrors, "max-errors", -1, "stop (exit 4) once more than N records are dead-lettered; -1 = no limit (kept in the checkpoint: a resume counts every run's)")
+	fl.IntVar(&opts.Segments, "segments", 0, "places each plain NDJSON/CSV file (or Parquet file, between row groups) is read at once, so a file sorted by partition key keeps every partition busy (default: one per MiB, up to 4 per physical partition, 8-64; 1 = front to back); when sharing, the shards each loader reads at once")
 	fl.IntVar(&opts.ReadAhead, "read-ahead", 0, "records read ahead per physical partition (default 16,384 ÷ partitions, 256-4,096): deeper keeps other partitions busy behind a hot partition key, at the cost of memory")
 	fl.StringVar(&opts.Checkpoint, "checkpoint", "", "checkpoint file (default: derived from the inputs and target, printed at start)")
 	fl.Int64Var(&opts.CkptEvery, "checkpoint-every", 10000, "save the checkpoint every N committed records")
-	fl.DurationVar(&opts.CkptInterval, "checkpoint-interval", 5*time.Second, "… and at least this often")
+	fl.DurationVar(&opts.CkptInterval, "checkpoint-interval", loader.DefaultCheckpointInterval, "… and at least this often")
 	fl.StringVar(&opts.DeadLetter, "dead-letter", "", "dead-letter NDJSON file for refused records (default: beside the checkpoint; with shared capacity, a directory of one file per shard)")
 	fl.StringVar(&opts.Report, "report", "", "write the run's report as JSON to this file")
 	fl.StringVar(&opts.ReportHTML, "report-html", "", "write the run's report as a self-contained HTML page with charts")
@@ -243,6 +250,10 @@ func (t *Target) connect(ctx context.Context, io *IOStreams, ru float64, quiet b
 		PartitionKey: t.PartitionKey, CreateContainer: t.CreateContainer, CreateRU: ru,
 		Priority: t.Priority, ThroughputBucket: t.ThroughputBucket,
 	}
+	if t.endpointRemoved != "" {
+		// Even with --quiet: the user pasted a secret where it is not read.
+		fmt.Fprintf(io.ErrOut, "warning: --endpoint (or COSMOS_ENDPOINT) carried %s, which an account URL never needs: removed, and never shown or stored; give the account key with --key or COSMOS_KEY\n", t.endpointRemoved)
+	}
 	if !t.embedded() {
 		if to.Database == "" || to.Container == "" {
 			return to, nil, usageError("--database and --container are required with an endpoint")
@@ -290,6 +301,9 @@ func (t *Target) connect(ctx context.Context, io *IOStreams, ru float64, quiet b
 	if to.CreateRU <= 0 {
 		to.CreateRU = defaultEmbeddedRU
 	}
+	// The embedded container is the loader's own: one the service would
+	// accept, --ru paces the load within it.
+	to.CreateRU = max(loader.MinManualRU, math.Ceil(to.CreateRU/loader.ManualRUStep)*loader.ManualRUStep)
 	to.Endpoint, to.Key, to.CreateContainer = srv.URL(), srv.Key(), true
 	if !quiet {
 		fmt.Fprintf(io.ErrOut, "No endpoint configured: using the embedded local Cosmos DB target at %s\n  its data lives in %s (container %s/%s)\n",
@@ -453,13 +467,13 @@ func finishJob(ctx context.Context, io *IOStreams, job *loader.Job, quiet bool, 
 	}
 	htmlErr := error(nil)
 	if job.ReportHTMLPath != "" {
-		htmlErr = rep.WriteHTML(job.ReportHTMLPath)
+		htmlErr = html.WriteFile(job.ReportHTMLPath, rep)
 		if htmlErr != nil {
 			fmt.Fprintf(io.ErrOut, "loader: %v\n", htmlErr)
 		}
 	}
 	if !quiet && !ob.json() {
-		writeSummary(io.ErrOut, rep)
+		rep.WriteText(io.ErrOut)
 		if job.ReportHTMLPath != "" && htmlErr == nil {
 			fmt.Fprintf(io.ErrOut, "\nReport: %s (open it in a browser)\n", job.ReportHTMLPath)
 		}
@@ -467,11 +481,23 @@ func finishJob(ctx context.Context, io *IOStreams, job *loader.Job, quiet bool, 
 	if (code == ExitInterrupted || code == ExitStopped) && !ob.json() {
 		// Even with --quiet: without this line the user cannot continue.
 		if job.Shared != nil {
-			fmt.Fprintf(io.ErrOut, "\nShard progress is saved in blob storage (%s).\nRun the same command again to continue.\n", rep.CheckpointPath)
+			// Not "saved": a save may have failed since (storage down); each
+			// shard goes on from whatever was last saved, nothing lost.
+			fmt.Fprintf(io.ErrOut, "\nEach shard continues from the progress last saved in blob storage (%s).\nRun the same command again to continue.\n", rep.CheckpointPath)
 		} else {
-			fmt.Fprintf(io.ErrOut, "\nCheckpoint saved. Continue with:\n  loader resume %s\n", shellQuote(rep.CheckpointPath))
+			var unsaved *loader.SaveError
+			if errors.As(err, &unsaved) {
+				// The last save failed: the one before it is what resume reads.
+				fmt.Fprintf(io.ErrOut, "\nThe checkpoint could not be saved at the end (the error is below); the one saved before is intact.\nOnce that is fixed, continue from it (records after it are sent again):\n  loader resume %s\n", shellQuote(rep.CheckpointPath))
+			} else {
+				fmt.Fprintf(io.ErrOut, "\nCheckpoint saved. Continue with:\n  loader resume %s\n", shellQuote(rep.CheckpointPath))
+			}
 			if hint := resumeCredentialHint(job); hint != "" {
 				fmt.Fprintln(io.ErrOut, hint)
+			}
+			// The stop's cause reaches here as the report's text.
+			if strings.HasPrefix(rep.Error, loader.ErrMaxErrors.Error()) {
+				fmt.Fprintf(io.ErrOut, "  it keeps --max-errors %d, counting the dead letters of every run: give a higher --max-errors (or -1) to let it go on past them\n", job.MaxErrors)
 			}
 		}
 	}
@@ -491,7 +517,7 @@ func finishJob(ctx context.Context, io *IOStreams, job *loader.Job, quiet bool, 
 
 // quietReason is the one line that says why a run ended with code, for
 // when the summary saying it is not printed.
-func quietReason(rep *loader.Report, code int) error {
+func quietReason(rep *report.Report, code int) error {
 	switch {
 	case code == ExitDeadLettered:
 		return fmt.Errorf("%d record(s) dead-lettered → %s", rep.RecordsDeadLettered, rep.DeadLetterPath)

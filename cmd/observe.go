@@ -19,6 +19,7 @@ import (
 
 	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/loader"
+	"github.com/cosmosloader/loader/loader/report"
 )
 
 // ObserveFlags are what an operator watching a long run asks for: a
@@ -167,7 +168,7 @@ func (ob *observer) update(ev loader.ProgressEvent, quiet bool) {
 
 // stop logs the run's end with its figures (json mode; the text mode
 // prints the summary instead).
-func (ob *observer) stop(rep *loader.Report, code int, err error) {
+func (ob *observer) stop(rep *report.Report, code int, err error) {
 	if !ob.json() {
 		return
 	}

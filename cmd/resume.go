@@ -30,9 +30,11 @@ type ResumeOptions struct {
 
 	Checkpoint string
 	Target
-	Report       string
-	ReportHTML   string
+	Report     string
+	ReportHTML string
+	// MaxErrors replaces the checkpoint's limit when MaxErrorsSet.
 	MaxErrors    int64
+	MaxErrorsSet bool
 	CkptEvery    int64
 	CkptInterval time.Duration
 	Quiet        bool
@@ -57,6 +59,11 @@ checkpoint fingerprinted, and when the checkpoint is corrupt, truncated or of
 an unknown version. The account key is never stored: give it again through
 --key or COSMOS_KEY (or rely on Microsoft Entra ID).
 
+It reads the inputs the import named, as the import read them.
+` + inputsHelp + `
+Blob inputs need their credentials again (--source-sas,
+--source-connection-string or Microsoft Entra ID).
+
 ` + exitCodesHelp,
 		Example: `  # The line an interrupted import printed, with the key it used
   COSMOS_KEY=... loader resume ~/.local/state/loader/checkpoints/orders-3f2a.json
@@ -69,6 +76,7 @@ an unknown version. The account key is never stored: give it again through
 				return whichCheckpoint(f.Clock.Now())
 			}
 			opts.Checkpoint = args[0]
+			opts.MaxErrorsSet = c.Flags().Changed("max-errors")
 			opts.Target.fromEnv(f.Getenv)
 			opts.Blob.fromEnv(f.Getenv)
 			if err := opts.validate(c); err != nil {
@@ -84,9 +92,11 @@ an unknown version. The account key is never stored: give it again through
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Report, "report", "", "write the run's report as JSON to this file")
 	fl.StringVar(&opts.ReportHTML, "report-html", "", "write the run's report as a self-contained HTML page with charts")
-	fl.Int64Var(&opts.MaxErrors, "max-errors", -1, "stop (exit 4) once more than N records are dead-lettered; -1 = no limit")
+	fl.Int64Var(&opts.MaxErrors, "max-errors", -1, "stop (exit 4) once more than N records of the whole load are dead-lettered; -1 = no limit")
+	// Not given, the import's limit applies: say so where --help shows -1.
+	fl.Lookup("max-errors").DefValue = "the import's, kept in the checkpoint"
 	fl.Int64Var(&opts.CkptEvery, "checkpoint-every", 10000, "save the checkpoint every N committed records")
-	fl.DurationVar(&opts.CkptInterval, "checkpoint-interval", 5*time.Second, "… and at least this often")
+	fl.DurationVar(&opts.CkptInterval, "checkpoint-interval", loader.DefaultCheckpointInterval, "… and at least this often")
 	fl.BoolVarP(&opts.Quiet, "quiet", "q", false, "no progress and no summary")
 	opts.Observe.addFlags(cmd)
 	fl.DurationVar(&opts.DrainTimeout, "drain-timeout", 30*time.Second, "on interrupt, how long in-flight writes may finish")
@@ -121,7 +131,7 @@ func resumeRun(ctx context.Context, o *ResumeOptions) error {
 	remotes := o.Blob.remotes(ctx)
 	// Remote inputs are opened again with the command's credentials (a
 	// token is never stored), a round trip each: several at a time.
-	err = parallel.Each(len(st.Inputs), loader.InputsAtOnce, func(i int) error {
+	err = parallel.Each(len(st.Inputs), parallel.InputsAtOnce, func(i int) error {
 		if !st.Inputs[i].Fingerprint.IsRemote() {
 			return nil
 		}
@@ -166,7 +176,9 @@ func resumeRun(ctx context.Context, o *ResumeOptions) error {
 	to.Priority, to.ThroughputBucket = job.Target.Priority, job.Target.ThroughputBucket
 	job.Target = to
 	job.Connect = cosmos.Connect
-	job.MaxErrors = o.MaxErrors
+	if o.MaxErrorsSet {
+		job.MaxErrors = o.MaxErrors
+	}
 	job.CheckpointEvery, job.CheckpointInterval = o.CkptEvery, o.CkptInterval
 	job.ReportPath, job.ReportHTMLPath = o.Report, o.ReportHTML
 	job.DrainTimeout = o.DrainTimeout

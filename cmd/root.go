@@ -74,12 +74,14 @@ func NewFactory() *Factory {
 func NewRootCmd(f *Factory) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "loader",
-		Short: "Bulk-load NDJSON and CSV into Azure Cosmos DB, paced to its provisioned throughput",
-		Long: `loader streams NDJSON and CSV files into an Azure Cosmos DB container. It
-estimates each record's RU cost, paces writes to the container's throughput,
-checkpoints progress to disk, and reports what it did.
+		Short: "Bulk-load files into Azure Cosmos DB, paced to its provisioned throughput",
+		Long: `loader streams NDJSON, JSON, CSV/TSV and Parquet files into an Azure Cosmos DB
+container. It estimates each record's RU cost, paces writes to the
+container's throughput, checkpoints progress to disk, and reports what it did.
 
 With no endpoint configured it writes to an embedded local Cosmos DB target.
+
+` + inputsHelp + `
 
 ` + exitCodesHelp,
 		Example: `  loader import testdata/sample/people.ndjson
@@ -121,12 +123,22 @@ func Main() int {
 	f := NewFactory()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
-	// The first SIGINT/SIGTERM cancels the context: reading stops, in-flight
+	// The first SIGINT, SIGTERM or SIGHUP (a closed terminal), or a write
+	// to a closed output pipe, cancels the context: reading stops, in-flight
 	// writes drain and the checkpoint is saved. A second one exits at once;
 	// the checkpoint on disk is still valid because it is only ever
 	// replaced atomically.
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	// Not signal.Notify(SIGPIPE): a peer closing a network connection
+	// raises it too, and that is a write to retry, not a reason to stop.
+	pipe := &brokenPipe{stop: func() {
+		select {
+		case sigs <- syscall.SIGPIPE:
+		default: // signals are pending already
+		}
+	}}
+	f.IO.Out, f.IO.ErrOut = pipe.writer(os.Stdout), pipe.writer(os.Stderr)
 	go func() {
 		s := <-sigs
 		first, second := f.interruptNote()

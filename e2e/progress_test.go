@@ -23,6 +23,7 @@ import (
 // redrawn in place and never reaches the last column (so it never
 // wraps), and it carries its labelled fields.
 func TestProgressUnderAPseudoTerminal(t *testing.T) {
+	t.Parallel()
 	tg := localTarget(t, emulator.Options{DefaultRU: 1000})
 	dir := t.TempDir()
 	// ~4 s at 1,000 RU/s: several redraws.

@@ -13,6 +13,7 @@ import (
 // lacks dead-letters every record; the summary and both reports say why,
 // by reason, with the first example, and what likely fixes it.
 func TestDeadLettersByReasonWithAHint(t *testing.T) {
+	t.Parallel()
 	_, env := freshEnv(t)
 	dir := t.TempDir()
 	report, html := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.html")

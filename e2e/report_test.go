@@ -14,6 +14,7 @@ import (
 // --report-html. The page must be self-contained and its RU/s chart drawn
 // from this run's own per-second figures.
 func TestQuickstartHTMLReportIsSelfContainedAndDrawnFromTheRun(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	htmlPath := filepath.Join(dir, "report.html")
 	jsonPath := filepath.Join(dir, "report.json")

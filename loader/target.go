@@ -2,6 +2,8 @@ package loader
 
 import (
 	"context"
+	"fmt"
+	"math"
 
 	"github.com/cosmosloader/loader/loader/record"
 )
@@ -49,6 +51,25 @@ type TargetOptions struct {
 
 	Priority         string // "", "high" or "low": Cosmos priority-based execution
 	ThroughputBucket int    // 0 = none; 1–5
+}
+
+// Cosmos DB's throughput minimums: a container's manual throughput is at
+// least MinManualRU RU/s, in steps of ManualRUStep; an autoscale
+// container's maximum at least MinAutoscaleMaxRU RU/s.
+const (
+	MinManualRU       = 400
+	ManualRUStep      = 100
+	MinAutoscaleMaxRU = 1000
+)
+
+// CheckCreateRU refuses a throughput the service would refuse for a new
+// container (manual, as CreateContainer creates them), naming its rule.
+func CheckCreateRU(ru float64) error {
+	if ru >= MinManualRU && math.Mod(ru, ManualRUStep) == 0 {
+		return nil
+	}
+	return &UsageError{fmt.Errorf("--ru %v for a new container: Cosmos DB provisions manual throughput from %d RU/s in steps of %d; give --ru %.0f or another such figure, or create the container yourself (autoscale: a maximum of at least %d RU/s)",
+		ru, MinManualRU, ManualRUStep, max(MinManualRU, math.Ceil(ru/ManualRUStep)*ManualRUStep), MinAutoscaleMaxRU)}
 }
 
 // Target is a connected container and what the loader learned about it.

@@ -165,8 +165,12 @@ func (r *Resolver) Expand(arg string) ([]source.Input, error) {
 
 // Open resolves one blob by its display URL, for a resume: the checkpoint
 // holds the URL without credentials, which come from the Config (its
-// ResumeSAS appended, when set).
+// ResumeSAS appended, when set). Without a SAS or a connection string,
+// Microsoft Entra ID is tried, and its failure (over http, one about TLS)
+// would hide the likelier cause: a SAS, which no checkpoint keeps; the
+// error says what to give again.
 func (r *Resolver) Open(rawURL string) (source.Input, error) {
+	name := rawURL
 	if r.cfg.ResumeSAS != "" {
 		rawURL += "?" + strings.TrimPrefix(r.cfg.ResumeSAS, "?")
 	}
@@ -174,6 +178,15 @@ func (r *Resolver) Open(rawURL string) (source.Input, error) {
 	if err != nil {
 		return source.Input{}, err
 	}
+	in, err := r.openAt(loc)
+	if err != nil && loc.sas == "" && r.cfg.ConnectionString == "" {
+		return in, fmt.Errorf("blob input %s needs the credentials it was read with, which no checkpoint keeps: give its SAS again with --source-sas (or LOADER_SOURCE_SAS), or give --source-connection-string\n  without either, Microsoft Entra ID was tried: %w", name, err)
+	}
+	return in, err
+}
+
+// openAt resolves the blob at loc.
+func (r *Resolver) openAt(loc location) (source.Input, error) {
 	cc, err := r.client(loc)
 	if err != nil {
 		return source.Input{}, err

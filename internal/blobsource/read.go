@@ -117,9 +117,9 @@ func (b *Blob) ReadAt(p []byte, off int64) (int, error) {
 // Open streams the blob from offset. A stream holds at most three chunks
 // of chunkSize bytes (0: the resolver's ChunkSize), as when it fetched one
 // chunk at a time, two ahead of the reader; it fetches them as pieces of a
-// quarter chunk, several at once (see streamPieces). One GET at a time
-// read a blob far away at a chunk per round trip, one after another,
-// whatever the bandwidth.
+// quarter chunk, several at once (see streamPieces): one GET at a time
+// reads a blob far away at one chunk per round trip, whatever the
+// bandwidth.
 func (b *Blob) Open(offset, chunkSize int64) (io.ReadCloser, error) {
 	if chunkSize <= 0 {
 		chunkSize = b.chunk

@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -30,6 +29,7 @@ import (
 	azlease "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
 	"github.com/google/uuid"
 
+	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/internal/clock"
 	"github.com/cosmosloader/loader/internal/coord"
 	"github.com/cosmosloader/loader/loader/source"
@@ -105,6 +105,10 @@ type Progress struct {
 	// DeadLetterSize is the owner's dead-letter file size at this
 	// position, so the same machine resuming the shard truncates it.
 	DeadLetterSize int64 `json:"dead_letter_size,omitempty"`
+	// Ahead is what the owner finished past Offset, as an import's
+	// checkpoint keeps it: the next owner reads those records without
+	// sending them again.
+	Ahead *checkpoint.Ahead `json:"ahead,omitempty"`
 }
 
 // ShardStatus is what storage says about one shard.
@@ -613,7 +617,4 @@ func (cl *Claim) abandon() {
 
 // transient reports whether storage could not be reached or timed out, as
 // opposed to answering with an error.
-func transient(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.ErrUnexpectedEOF)
-}
+func transient(err error) bool { return coord.Unreachable(err) }
