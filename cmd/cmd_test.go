@@ -142,11 +142,11 @@ func TestDryRunFlagsToOptions(t *testing.T) {
 	f, _, _ := testFactory(nil)
 	var got *DryRunOptions
 	cmd := NewCmdDryRun(f, func(_ context.Context, o *DryRunOptions) error { got = o; return nil })
-	cmd.SetArgs([]string{"x.ndjson", "--ru", "20000", "--cost-per-record", "10", "--json", "--partitions", "2", "--indexing", "none"})
+	cmd.SetArgs([]string{"x.ndjson", "--ru", "20000", "--cost-per-record", "10", "--json", "--partitions", "2", "--indexing", "none", "--parquet-sizer", "off"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	if got.RU != 20000 || got.CostPerRecord != 10 || !got.JSON || got.Partitions != 2 || got.Indexing != "none" {
+	if got.RU != 20000 || got.CostPerRecord != 10 || !got.JSON || got.Partitions != 2 || got.Indexing != "none" || got.ParquetSizer != "off" {
 		t.Errorf("got %+v", got)
 	}
 }

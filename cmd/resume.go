@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cosmosloader/loader/checkpoint"
-	"github.com/cosmosloader/loader/internal/blobsource"
 	"github.com/cosmosloader/loader/internal/clock"
 	"github.com/cosmosloader/loader/internal/cosmos"
 	"github.com/cosmosloader/loader/internal/human"
@@ -125,28 +124,20 @@ func resumeRun(ctx context.Context, o *ResumeOptions) error {
 		return nil
 	}
 	job := loader.ResumeJob(st, o.Checkpoint)
-	var blobs *blobsource.Resolver
 	for _, in := range st.Inputs {
 		if in.Stdin {
 			return usageError("refusing to resume: %v (the checkpoint's load read standard input)", checkpoint.ErrStdin)
 		}
-		if in.Fingerprint.IsRemote() && blobs == nil {
-			blobs = o.Blob.resolver(ctx)
-		}
 	}
-	// Blob inputs are opened again with the command's credentials (a SAS
-	// is never stored), a round trip each: several at a time.
+	remotes := o.Blob.remotes(ctx)
+	// Remote inputs are opened again with the command's credentials (a
+	// token is never stored), a round trip each: several at a time.
 	err = parallel.Each(len(st.Inputs), parallel.InputsAtOnce, func(i int) error {
 		if !st.Inputs[i].Fingerprint.IsRemote() {
 			return nil
 		}
-		rin, err := o.Blob.openRemote(ctx, blobs, st.Inputs[i].Path)
+		rin, err := remotes.Open(st.Inputs[i].Path)
 		job.Inputs[i] = rin
-		if err != nil && o.Blob.SourceSAS == "" && o.Blob.SourceConnectionString == "" {
-			// Tried with Microsoft Entra ID, whose failure (over http, one
-			// about TLS) hides the likelier cause: a SAS, never kept.
-			return fmt.Errorf("blob input %s needs the credentials it was read with, which no checkpoint keeps: give its SAS again with --source-sas (or LOADER_SOURCE_SAS), or give --source-connection-string\n  without either, Microsoft Entra ID was tried: %w", st.Inputs[i].Path, err)
-		}
 		return err
 	})
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime/pprof"
 	"sync/atomic"
 	"syscall"
 
@@ -140,6 +139,7 @@ With no endpoint configured it writes to an embedded local Cosmos DB target.
 	// stays long, and 'loader version' says the same.
 	root.PersistentFlags().BoolP("verbose", "v", false, "show the full text of errors from the Azure SDKs (e.g. every Entra ID credential tried)")
 	root.Flags().Bool("version", false, "print the loader's version")
+	addProfileFlags(root.PersistentFlags())
 	root.SetIn(f.IO.In)
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
@@ -197,20 +197,6 @@ func Main() int {
 		fmt.Fprintln(f.IO.ErrOut, second)
 		os.Exit(ExitInterrupted)
 	}()
-	if path := os.Getenv("LOADER_CPUPROFILE"); path != "" {
-		// For profiling a real run; undocumented in --help on purpose.
-		if pf, err := os.Create(path); err == nil {
-			if err := pprof.StartCPUProfile(pf); err == nil {
-				defer pprof.StopCPUProfile()
-			}
-		}
-	}
-	if path := os.Getenv("LOADER_MEMPROFILE"); path != "" {
-		// The heap at its peak, sampled once a second: where a run's
-		// memory goes. Undocumented in --help, as the CPU profile is.
-		stop := peakHeapProfile(path)
-		defer stop()
-	}
 	return run(ctx, f, os.Args[1:])
 }
 
@@ -220,11 +206,14 @@ func run(ctx context.Context, f *Factory, args []string) int {
 	// Whatever fails before a command's run starts (unknown command or
 	// flag, wrong arguments) is a usage error.
 	started := false
+	stopProfiles := func() {}
 	root.PersistentPreRun = func(c *cobra.Command, _ []string) {
 		started = true
 		f.running.Store(c.Name())
+		stopProfiles = startProfiles(c)
 	}
 	err := root.ExecuteContext(ctx)
+	stopProfiles()
 	if err != nil && !started {
 		var ec *ExitCodeError
 		if !errors.As(err, &ec) {

@@ -21,6 +21,7 @@ import (
 	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/loader/source/csv"
 	"github.com/cosmosloader/loader/pacing"
 )
 
@@ -661,7 +662,7 @@ func (j *Job) warnf(format string, a ...any) {
 func (j *Job) fingerprint() ([]Input, []checkpoint.Fingerprint, error) {
 	inputs := make([]Input, len(j.Inputs))
 	fps := make([]checkpoint.Fingerprint, len(j.Inputs))
-	hints := make([]string, len(j.Inputs)) // source.DelimiterHint, said before the load
+	hints := make([]string, len(j.Inputs)) // csv.DelimiterHint, said before the load
 	if j.Resume != nil && len(j.Resume.Inputs) != len(j.Inputs) {
 		return nil, nil, fmt.Errorf("the checkpoint lists %d inputs, the command %d", len(j.Resume.Inputs), len(j.Inputs))
 	}
@@ -710,7 +711,7 @@ func (j *Job) fingerprint() ([]Input, []checkpoint.Fingerprint, error) {
 		// same data, wherever it lives, regenerates the same ids.
 		inputs[i].IDSeed = fps[i].HeadHash + ":" + strconv.FormatInt(fps[i].Size, 10)
 		if j.Resume == nil {
-			hints[i] = source.DelimiterHint(in, j.Source)
+			hints[i] = csv.DelimiterHint(in, j.Source)
 		}
 		return nil
 	})

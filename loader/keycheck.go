@@ -11,6 +11,7 @@ import (
 	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/loader/source/formats"
 )
 
 // A wrong partition key (or --id-field) is the mistake that costs most
@@ -163,7 +164,7 @@ func (k *keyCheck) sample(keyColumns []string) {
 		if in.Stdin {
 			stdin = io.TeeReader(k.p.Stdin, &seen)
 		}
-		r, err := source.Open(in.Input, stdin, so, source.Position{})
+		r, err := formats.Open(in.Input, stdin, so, source.Position{})
 		if err != nil {
 			continue
 		}

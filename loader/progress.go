@@ -9,6 +9,7 @@ import (
 	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/internal/parallel"
 	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/loader/source/parquet"
 	"github.com/cosmosloader/loader/pacing"
 )
 
@@ -71,7 +72,7 @@ func parquetRowsLeft(ins []Input, opts source.Options) int64 {
 	left := make([]int64, len(ins))
 	notParquet := errors.New("not Parquet")
 	err := parallel.Each(len(ins), parallel.InputsAtOnce, func(i int) error {
-		rows, ok := source.ParquetRows(ins[i].Input, opts, ins[i].End)
+		rows, ok := parquet.Rows(ins[i].Input, opts, ins[i].End)
 		if !ok {
 			return notParquet
 		}

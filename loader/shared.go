@@ -17,6 +17,9 @@ import (
 	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/loader/source/csv"
+	"github.com/cosmosloader/loader/loader/source/formats"
+	"github.com/cosmosloader/loader/loader/source/parquet"
 )
 
 // SharedOptions configure loading alongside other loader processes: the
@@ -107,9 +110,9 @@ func jobID(fps []checkpoint.Fingerprint, db, coll string) string {
 // splittable reports whether in can be cut into byte ranges, and how a
 // range's start is aligned on a record: plain NDJSON at line starts
 // (not gzip or one JSON array; source.LineStart reads only around the
-// cut), CSV at record starts (source.BoundaryAfter, once its quoting was
-// followed to its end: source.CSVCuttable), Parquet at a row (see
-// source.ParquetAlign). Every loader of the fleet decides alike from the
+// cut), CSV at record starts (formats.BoundaryAfter, once its quoting was
+// followed to its end: csv.Cuttable), Parquet at a row (see
+// parquet.Align). Every loader of the fleet decides alike from the
 // same bytes; one that fails to read a CSV's blocks stops (err).
 //
 // A CSV no larger than shardBytes is one shard whatever its quoting, and
@@ -121,16 +124,16 @@ func splittable(in source.Input, size, shardBytes int64, opts source.Options, lo
 	}
 	switch f {
 	case source.FormatParquet:
-		if !source.ParquetAlignable(in) {
+		if !parquet.Alignable(in) {
 			return false, nil, nil
 		}
-		return true, func(offset int64) (source.Position, error) { return source.ParquetAlign(in, offset) }, nil
+		return true, func(offset int64) (source.Position, error) { return parquet.Align(in, offset) }, nil
 	case source.FormatCSV, source.FormatTSV:
 		if shardBytes > 0 && size <= shardBytes {
 			return false, nil, nil
 		}
 		noteFollowingCSV(in, size, opts, logf)
-		why, err := source.CSVCuttable(in, opts)
+		why, err := csv.Cuttable(in, opts)
 		if err != nil {
 			return false, nil, fmt.Errorf("follow the quoting of %s: %w", in.Path, err)
 		}
@@ -138,14 +141,14 @@ func splittable(in source.Input, size, shardBytes int64, opts source.Options, lo
 			return false, nil, nil
 		}
 		return true, func(offset int64) (source.Position, error) {
-			p, why, err := source.BoundaryAfter(in, opts, source.Position{}, offset)
-			if why != "" { // CSVCuttable followed it all
+			p, why, err := formats.BoundaryAfter(in, opts, source.Position{}, offset)
+			if why != "" { // csv.Cuttable followed it all
 				err = errors.New(why)
 			}
 			return p, err
 		}, nil
 	}
-	if ok, _ := source.Splittable(in, opts); !ok {
+	if ok, _ := formats.Splittable(in, opts); !ok {
 		return false, nil, nil
 	}
 	return true, func(offset int64) (source.Position, error) { return source.LineStart(in, offset) }, nil
