@@ -191,7 +191,7 @@ func TestBlobKillResumeAndChangedBlob(t *testing.T) {
 	}
 	putBlob(t, cc, "big.ndjson", []byte(`{"id":"other"}`+"\n"))
 	res = runLoader(t, nil, append([]string{"resume", ckpt, "--quiet", "--key", tg.key}, conn...)...)
-	if res.code == 0 || !strings.Contains(res.stderr, "changed since the checkpoint") || !strings.Contains(res.stderr, "ETag") {
+	if msg := flat(res.stderr); res.code == 0 || !strings.Contains(msg, "changed since the checkpoint") || !strings.Contains(msg, "ETag") {
 		t.Errorf("resume over a changed blob: exit %d\n%s", res.code, res.stderr)
 	}
 }

@@ -117,7 +117,7 @@ func TestEmulatorExportLineIsUsable(t *testing.T) {
 			if res.code != 0 {
 				t.Fatalf("import after pasting %q: exit %d\n%s", export, res.code, res.stderr)
 			}
-			if strings.Contains(res.stderr, "embedded local") || strings.Contains(res.stderr, "well-known emulator key") {
+			if strings.Contains(flat(res.stderr), "embedded local") || strings.Contains(flat(res.stderr), "well-known emulator key") {
 				t.Errorf("the import did not use the exported endpoint and key:\n%s", res.stderr)
 			}
 			endpoint := strings.TrimPrefix(strings.Fields(export)[1], "COSMOS_ENDPOINT=")
@@ -170,7 +170,7 @@ func TestWrongKeyIsAShortUsageError(t *testing.T) {
 		t.Fatalf("exit %d, want 2\n%s", res.code, res.stderr)
 	}
 	lines := strings.Split(strings.TrimSpace(res.stderr), "\n")
-	if len(lines) > 3 || !strings.Contains(res.stderr, "401") || !strings.Contains(res.stderr, "--key or COSMOS_KEY") ||
+	if len(lines) > 3 || !strings.Contains(res.stderr, "401") || !strings.Contains(flat(res.stderr), "--key or COSMOS_KEY") ||
 		strings.Contains(res.stderr, wrong[:20]) {
 		t.Errorf("stderr (%d lines):\n%s", len(lines), res.stderr)
 	}

@@ -30,7 +30,7 @@ func TestSharedLoadChecksItsStorageBeforeLoading(t *testing.T) {
 
 	wrong := strings.Replace(az.ConnectionString(), testenv.AzuriteKey, "d3Jvbmc"+testenv.AzuriteKey[7:], 1)
 	res := runIn(t, env, args(wrong)...)
-	if res.code != 2 || !strings.Contains(res.stderr, "refused the credentials") || !strings.Contains(res.stderr, "--lease-connection-string") ||
+	if res.code != 2 || !strings.Contains(flat(res.stderr), "refused the credentials") || !strings.Contains(res.stderr, "--lease-connection-string") ||
 		strings.Contains(res.stderr, "saved") {
 		t.Errorf("a wrong storage key: exit %d, want 2\n%s", res.code, res.stderr)
 	}
