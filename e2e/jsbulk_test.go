@@ -15,6 +15,7 @@ import (
 // executeBulkOperations, from the committed npm lock) against `loader
 // emulator`: its range batches run, every document reads back as written.
 func TestJavaScriptSDKBulkAgainstLoaderEmulator(t *testing.T) {
+	t.Parallel()
 	testenv.NodePackage(t, "@azure/cosmos")
 	endpoint := startStandalone(t, "--partitions", "4", "--ru", "40000")
 	const count, keys = 400, 97

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cosmosloader/loader/loader/readplan"
 	"github.com/cosmosloader/loader/pacing"
 )
 
@@ -21,7 +22,7 @@ func (o *Options) batchMode() BatchMode {
 	case o.Ranges != nil:
 		return BatchMode{Kind: BatchRange, MaxOps: o.Batch}
 	}
-	return BatchMode{Kind: BatchKey, MaxOps: o.Batch}
+	return BatchMode{Kind: BatchPerKey, MaxOps: o.Batch}
 }
 
 // batchKind is the batches sent now: those asked for, as far as the probe
@@ -39,7 +40,7 @@ func (r *run) batchKind() BatchKind {
 		}
 		kind = min(kind, found)
 	}
-	if _, ok := r.o.Sink.(BatchSink); kind == BatchKey && r.o.Ranges != nil && !ok {
+	if _, ok := r.o.Sink.(BatchSink); kind == BatchPerKey && r.o.Ranges != nil && !ok {
 		return BatchOff // refused range batches, and cannot send the others
 	}
 	return kind
@@ -61,7 +62,7 @@ func (p *plan) startBatchProbe(ctx context.Context, tgt *Target) {
 	case p.batch.Kind == BatchRange && ranged:
 		p.ranges = newRangeRoutes(rb, p.batch.MaxOps)
 	case p.batch.Kind == BatchRange:
-		p.batch.Kind = BatchKey
+		p.batch.Kind = BatchPerKey
 	}
 	p.probe = startBatchProbe(ctx, p.batch.Kind, tgt.Writer, p.ranges, p.warnf)
 }
@@ -81,7 +82,7 @@ func (p *plan) noteProbe(total *Result) {
 	}
 	found := p.probe.found()
 	total.BatchesRefused = total.BatchesRefused || found == BatchOff
-	total.RangeBatchesRefused = p.batch.Kind == BatchRange && found == BatchKey
+	total.RangeBatchesRefused = p.batch.Kind == BatchRange && found == BatchPerKey
 }
 
 // boundRangeBatches bounds a range batch's estimate to a bucket of its
@@ -149,7 +150,7 @@ func probeBatches(ctx context.Context, want BatchKind, w Writer, ranges *rangeRo
 		warn("transactional batches are not supported by this server (%v): sending point writes for the whole run", notKey)
 	}
 	if notKey == nil {
-		return BatchKey
+		return BatchPerKey
 	}
 	return BatchOff
 }
@@ -227,9 +228,9 @@ type BatchKind int
 const (
 	// BatchOff sends a request per record (point writes).
 	BatchOff BatchKind = iota
-	// BatchKey sends transactional batches: records that share their
+	// BatchPerKey sends transactional batches: records that share their
 	// full partition key, written all or nothing.
-	BatchKey
+	BatchPerKey
 	// BatchRange sends range batches: records of any keys in one physical
 	// partition, each operation applied on its own, as the SDKs' bulk
 	// modes send them (docs/bulk-protocol.md).
@@ -251,7 +252,7 @@ func ParseBatch(s string) (BatchMode, error) {
 	case "", "auto":
 		return BatchMode{Kind: BatchRange, MaxOps: MaxBatchOps}, nil
 	case "key":
-		return BatchMode{Kind: BatchKey, MaxOps: MaxBatchOps}, nil
+		return BatchMode{Kind: BatchPerKey, MaxOps: MaxBatchOps}, nil
 	case "off", "none", "0":
 		return BatchMode{}, nil
 	}
@@ -265,7 +266,7 @@ func ParseBatch(s string) (BatchMode, error) {
 	return BatchMode{Kind: BatchRange, MaxOps: n}, nil
 }
 
-// batchKey is a record's full (hierarchical) logical partition key as a
+// BatchKey is a record's full (hierarchical) logical partition key as a
 // map key: two records batch together only when every component matches,
 // type included ("1" and 1 are different keys). The common single string
 // key is the string itself, not a copy; a string key that starts with a
@@ -273,15 +274,15 @@ func ParseBatch(s string) (BatchMode, error) {
 // its components after NUL, 1, so no two keys meet. A string, not a
 // struct, so that maps of keys take Go's fast path for string keys: the
 // struct's hash was two thirds of a dry-run's request planning.
-type batchKey string
+type BatchKey string
 
-func keyOf(pk []any) batchKey {
+func keyOf(pk []any) BatchKey {
 	if len(pk) == 1 {
 		if s, ok := pk[0].(string); ok {
 			if s != "" && s[0] == 0 {
-				return batchKey("\x00\x00" + s)
+				return BatchKey("\x00\x00" + s)
 			}
-			return batchKey(s)
+			return BatchKey(s)
 		}
 	}
 	var b strings.Builder
@@ -307,7 +308,7 @@ func keyOf(pk []any) batchKey {
 		}
 		b.WriteByte(0)
 	}
-	return batchKey(b.String())
+	return BatchKey(b.String())
 }
 
 // groupBatches splits a window of queued records into requests: records
@@ -324,7 +325,7 @@ func groupBatches(window []*item, maxOps, maxBytes int, maxRU float64) [][]*item
 // (dry-run's planner, a window per 1,024 records); the import's dispatchers
 // hand their requests to writers, so they take fresh ones (groupBatches).
 type batchGrouper struct {
-	chunks map[batchKey]int // a key's chunk being filled: its index in out
+	chunks map[BatchKey]int // a key's chunk being filled: its index in out
 	bytes  []int            // the bytes of each chunk in out
 	rus    []float64        // the estimated RU of each chunk in out
 	out    [][]*item
@@ -334,7 +335,7 @@ type batchGrouper struct {
 // of documents, and of at most maxRU estimated (0: no bound).
 func (g *batchGrouper) group(window []*item, maxOps, maxBytes int, maxRU float64) [][]*item {
 	if g.chunks == nil {
-		g.chunks = make(map[batchKey]int, len(window))
+		g.chunks = make(map[BatchKey]int, len(window))
 	}
 	clear(g.chunks)
 	out, bytes, rus := g.out[:0], g.bytes[:0], g.rus[:0]
@@ -368,9 +369,9 @@ func (g *batchGrouper) group(window []*item, maxOps, maxBytes int, maxRU float64
 // transactional batches of records that share a key with lone records as
 // point writes (sendKeys).
 func (r *run) dispatchBatched(lane int, q <-chan *item, admit func(part int, ru float64) bool, start func(func()), away *rehomer) {
-	_, maxWindow := batchSplit(r.o.QueuePerPartition, r.o.batchMode())
+	_, maxWindow := r.o.batchMode().queueAndWindow(r.o.QueuePerPartition)
 	window := make([]*item, 0, maxWindow)
-	counts := make(map[batchKey]int)
+	counts := make(map[BatchKey]int)
 	var carry *item // taken for a range batch it did not fit: the next one's first
 	for {
 		it := carry
@@ -400,7 +401,7 @@ func (r *run) dispatchBatched(lane int, q <-chan *item, admit func(part int, ru 
 // holds up to maxWindow records, waiting at most BatchLinger for more
 // when some key already has two or more records waiting. closed: q was
 // closed.
-func (r *run) fillKeys(window []*item, q <-chan *item, maxWindow int, counts map[batchKey]int) (_ []*item, closed bool) {
+func (r *run) fillKeys(window []*item, q <-chan *item, maxWindow int, counts map[BatchKey]int) (_ []*item, closed bool) {
 	clear(counts)
 	counts[window[0].batchKey()] = 1
 	waiting := false              // some key has 2+ records but less than a full batch
@@ -471,7 +472,7 @@ func (r *run) sendKeys(lane int, window []*item, admit func(part int, ru float64
 			}
 			continue
 		}
-		if len(g) == 1 || r.batchKind() != BatchKey {
+		if len(g) == 1 || r.batchKind() != BatchPerKey {
 			for _, it := range g {
 				if admit(r.route(it), it.est) {
 					start(func() { r.write(it) })
@@ -591,31 +592,33 @@ func (r *run) splitRefused(g []*item, out BatchOutcome) (rest []request, ok bool
 	return rest, true
 }
 
-// batchSplit divides a partition's read-ahead between its queue and the
-// window of records its dispatcher groups at once, so batching holds no
-// more records in memory than the read-ahead says. Transactional batches
-// group a wide window (half the read-ahead, at most 1,024 and at least a
-// full batch) to find records that share a key; a range batch is the
-// window itself, at most MaxOps records of the partition. Without batches
-// the queue is all of it.
-func batchSplit(readAhead int, b BatchMode) (queue, window int) {
-	switch {
-	case b.Kind == BatchOff || b.MaxOps < 2:
-		return readAhead, 0
-	case b.Kind == BatchRange:
-		window = b.MaxOps
-	default:
-		window = max(b.MaxOps, min(readAhead/2, 1024))
+// ops is the most operations in a batch; 0: point writes.
+func (b BatchMode) ops() int {
+	if b.Kind == BatchOff {
+		return 0
 	}
-	return max(readAhead-window, 1), window
+	return b.MaxOps
 }
 
-// requestPlanner groups records into requests as the import's dispatchers
+// ReadConfig is c with b's batches: a plan's queues and windows are cut
+// for them (readplan.QueueAndWindow).
+func (b BatchMode) ReadConfig(c readplan.Config) readplan.Config {
+	c.Batch, c.RangeBatches = b.ops(), b.Kind == BatchRange
+	return c
+}
+
+// queueAndWindow divides a partition's read-ahead between its queue and
+// the window its dispatcher groups at once (readplan.QueueAndWindow).
+func (b BatchMode) queueAndWindow(readAhead int) (queue, window int) {
+	return readplan.QueueAndWindow(readAhead, b.ops(), b.Kind == BatchRange)
+}
+
+// RequestPlanner groups records into requests as the import's dispatchers
 // do when their queues are full (the paced steady state): per physical
 // partition, range batches cut in input order (pacing.RangeRequests), or
 // windows of queued records grouped by key. dry-run and the
 // naive-versus-paced model count requests with it.
-type requestPlanner struct {
+type RequestPlanner struct {
 	maxOps, maxBytes, window int
 	send                     func(part int, records int, ru float64)
 	ranges                   *pacing.RangeRequests // range batches; nil: by key
@@ -624,13 +627,13 @@ type requestPlanner struct {
 	grouper                  batchGrouper
 }
 
-// newRequestPlanner plans the requests of b over parts partitions of a
+// NewRequestPlanner plans the requests of b over parts partitions of a
 // load paced at targetRU (which bounds a range batch's estimate,
 // pacing.RangeBatchRU) with queue records read ahead per partition.
-func newRequestPlanner(parts int, b BatchMode, targetRU float64, queue int, send func(part, records int, ru float64)) *requestPlanner {
-	_, window := batchSplit(queue, b)
+func NewRequestPlanner(parts int, b BatchMode, targetRU float64, queue int, send func(part, records int, ru float64)) *RequestPlanner {
+	_, window := b.queueAndWindow(queue)
 	parts = max(parts, 1)
-	p := &requestPlanner{maxOps: b.MaxOps, maxBytes: DefaultBatchBytes, window: max(window, 1),
+	p := &RequestPlanner{maxOps: b.MaxOps, maxBytes: DefaultBatchBytes, window: max(window, 1),
 		send: send, wins: make([][]*item, parts), slab: make([][]item, parts)}
 	if b.Kind == BatchOff {
 		p.maxOps = 0
@@ -641,8 +644,8 @@ func newRequestPlanner(parts int, b BatchMode, targetRU float64, queue int, send
 	return p
 }
 
-// add queues a record of partition part, its key's keyOf key.
-func (p *requestPlanner) add(part int, key batchKey, size int, ru float64) {
+// Add queues a record of partition part, its key's keyOf key.
+func (p *RequestPlanner) Add(part int, key BatchKey, size int, ru float64) {
 	if p.ranges != nil {
 		p.ranges.Add(part, rangeOpBytes(size, key), ru)
 		return
@@ -668,7 +671,7 @@ func (p *requestPlanner) add(part int, key batchKey, size int, ru float64) {
 	}
 }
 
-func (p *requestPlanner) flushPart(part int) {
+func (p *RequestPlanner) flushPart(part int) {
 	for _, g := range p.grouper.group(p.wins[part], p.maxOps, p.maxBytes, 0) {
 		p.send(part, len(g), estimateOf(g))
 	}
@@ -678,7 +681,7 @@ func (p *requestPlanner) flushPart(part int) {
 	p.wins[part] = p.wins[part][:0]
 }
 
-func (p *requestPlanner) flush() {
+func (p *RequestPlanner) Flush() {
 	if p.ranges != nil {
 		p.ranges.Flush()
 		return

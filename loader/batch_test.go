@@ -368,7 +368,7 @@ func TestRunFallsBackToPointWritesWhenBatchesFail500(t *testing.T) {
 
 func TestParseBatch(t *testing.T) {
 	for in, want := range map[string]BatchMode{
-		"": {BatchRange, 100}, "auto": {BatchRange, 100}, "key": {BatchKey, 100}, "off": {}, "1": {},
+		"": {BatchRange, 100}, "auto": {BatchRange, 100}, "key": {BatchPerKey, 100}, "off": {}, "1": {},
 		"50": {BatchRange, 50}, "100": {BatchRange, 100},
 	} {
 		if got, err := ParseBatch(in); err != nil || got != want {
@@ -409,25 +409,25 @@ func TestBatchGrouperReuseGroupsLikeFresh(t *testing.T) {
 func TestRequestPlannerCountsBatchesAsTheImportSendsThem(t *testing.T) {
 	var requests, records int
 	var ru float64
-	p := newRequestPlanner(2, BatchMode{BatchKey, 100}, 40000, 512, func(part, n int, r float64) { requests++; records += n; ru += r })
+	p := NewRequestPlanner(2, BatchMode{BatchPerKey, 100}, 40000, 512, func(part, n int, r float64) { requests++; records += n; ru += r })
 	for i := range 250 {
-		p.add(0, keyOf([]any{"hot"}), 300, 5)
+		p.Add(0, keyOf([]any{"hot"}), 300, 5)
 		if i%50 == 0 {
-			p.add(1, keyOf([]any{fmt.Sprint("u", i)}), 300, 5) // unique keys: point writes
+			p.Add(1, keyOf([]any{fmt.Sprint("u", i)}), 300, 5) // unique keys: point writes
 		}
 	}
-	p.flush()
+	p.Flush()
 	// 250 records of one key: a window of 256 (half the read-ahead of 512)
 	// holds them all → 100, 100, 50.
 	if requests != 3+5 || records != 255 || ru != 255*5 {
 		t.Errorf("%d requests for %d records, %.0f RU; want 8 for 255, 1275 RU", requests, records, ru)
 	}
 	off := 0
-	p = newRequestPlanner(1, BatchMode{}, 40000, 256, func(int, int, float64) { off++ })
+	p = NewRequestPlanner(1, BatchMode{}, 40000, 256, func(int, int, float64) { off++ })
 	for range 250 {
-		p.add(0, keyOf([]any{"hot"}), 300, 5)
+		p.Add(0, keyOf([]any{"hot"}), 300, 5)
 	}
-	p.flush()
+	p.Flush()
 	if off != 250 {
 		t.Errorf("--batch off: %d requests for 250 records", off)
 	}
@@ -443,14 +443,14 @@ func TestRequestPlannerCountsRangeBatchesPerPartition(t *testing.T) {
 		requests int
 	}{{1e6, 3 + 1}, {1000, 63 + 8}} {
 		var requests, records int
-		p := newRequestPlanner(2, BatchMode{BatchRange, 100}, tc.target, 512, func(part, n int, r float64) { requests++; records += n })
+		p := NewRequestPlanner(2, BatchMode{BatchRange, 100}, tc.target, 512, func(part, n int, r float64) { requests++; records += n })
 		for i := range 250 {
-			p.add(0, keyOf([]any{fmt.Sprint("a", i)}), 300, 2.4)
+			p.Add(0, keyOf([]any{fmt.Sprint("a", i)}), 300, 2.4)
 			if i < 30 {
-				p.add(1, keyOf([]any{fmt.Sprint("b", i)}), 300, 2.4)
+				p.Add(1, keyOf([]any{fmt.Sprint("b", i)}), 300, 2.4)
 			}
 		}
-		p.flush()
+		p.Flush()
 		if requests != tc.requests || records != 280 {
 			t.Errorf("target %.0f: %d requests for %d records, want %d for 280", tc.target, requests, records, tc.requests)
 		}
@@ -475,7 +475,7 @@ func TestRunSendsPointWritesUntilTheProbeAnswers(t *testing.T) {
 				if !ok {
 					return BatchOff, points.Load() >= 50
 				}
-				return BatchKey, points.Load() >= 50
+				return BatchPerKey, points.Load() >= 50
 			}
 			res, dl := runFake(t, keyedDocs(600, 3), s.fakeSink, func(o *Options) { o.Sink = s; o.Batch = 40; o.BatchProbe = probe })
 			checkExact(t, res, s, 600, nil, dl, 600, 0)
@@ -562,7 +562,7 @@ func TestBatchesAreCutToTheBoundWhenSent(t *testing.T) {
 func TestBatchKeysMeetOnlyForTheSameKey(t *testing.T) {
 	pks := [][]any{{"a"}, {"1"}, {1.0}, {true}, {false}, {nil}, {""}, {"a", "b"}, {"ab"}, {"a", 1.0}, {"a", "1"},
 		{"\x00"}, {"\x00\x00"}, {"\x00\x01s1:a\x00"}, {"\x00\x01sa"}, {"\x00\x00a"}, {"\x00a"}, {"", ""}, {"a", nil}}
-	seen := map[batchKey]int{}
+	seen := map[BatchKey]int{}
 	for i, pk := range pks {
 		k := keyOf(pk)
 		if j, ok := seen[k]; ok {

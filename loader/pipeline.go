@@ -13,8 +13,9 @@ import (
 	"time"
 
 	"github.com/cosmosloader/loader/internal/clock"
-	"github.com/cosmosloader/loader/loader/htmlreport"
+	"github.com/cosmosloader/loader/loader/readplan"
 	"github.com/cosmosloader/loader/loader/record"
+	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/loader/source"
 	"github.com/cosmosloader/loader/pacing"
 )
@@ -44,8 +45,9 @@ type Pacer interface {
 	Succeeded(part int)
 }
 
-// CostModel estimates a write's RU charge and learns from actual charges.
-type CostModel interface {
+// costModel is what a run needs of a cost model (pacing.CostModel): a
+// write's estimated RU charge, and learning from actual charges.
+type costModel interface {
 	Estimate(size, terms int) float64
 	Observe(size, terms int, charge float64)
 }
@@ -84,7 +86,7 @@ type Options struct {
 	Strategy Strategy
 
 	Pacer   Pacer // required for StrategyPaced
-	Cost    CostModel
+	Cost    costModel
 	Limiter Limiter // in-flight bound for StrategyPaced
 	// Batch caps the operations of a batch (see ParseBatch); 0 or 1
 	// sends point writes only. Transactional batches of records that
@@ -111,7 +113,7 @@ type Options struct {
 	// NaiveConcurrency is the fixed number of writers of StrategyNaive.
 	NaiveConcurrency int
 	// QueuePerPartition bounds records read ahead per physical partition;
-	// 0 means DefaultReadAhead(Partitions).
+	// 0 means readplan.DefaultReadAhead(Partitions).
 	QueuePerPartition int
 	Partitions        int
 	// Cursors is how many inputs are read at once (the segments of one
@@ -135,8 +137,10 @@ type Options struct {
 	Segments *segmenter
 
 	// MaxErrors stops the run once more records than this are dead-lettered;
-	// negative means no limit.
+	// negative means no limit. Errors, when set, replaces it: the limit a
+	// load's runs share, with what earlier runs listed (newErrorLimit).
 	MaxErrors int64
+	Errors    *errorLimit
 	// MaxTransientAttempts bounds one request's attempts that meet
 	// transient failures (503, timeouts, resets) before the run stops as
 	// fatal. Every request counts its own: a point write, a batch, each
@@ -148,7 +152,7 @@ type Options struct {
 
 	// Checkpoint is called with a snapshot every CheckpointEvery records or
 	// CheckpointInterval, and once at the end.
-	Checkpoint         func(Snapshot) error
+	Checkpoint         func(runSnapshot) error
 	CheckpointEvery    int64
 	CheckpointInterval time.Duration
 	// Progress is called about once a second with live figures.
@@ -168,8 +172,8 @@ type Options struct {
 	Charges *Histogram
 }
 
-// Snapshot is the durable state of a run at one moment.
-type Snapshot struct {
+// runSnapshot is the durable state of a run at one moment.
+type runSnapshot struct {
 	Committed      []Committed
 	DeadLetterSize int64
 	Requests       int64
@@ -187,6 +191,10 @@ type Live struct {
 	// progress and ETA count, since reading runs ahead of writing.
 	BytesDone                      int64
 	Written, Skipped, DeadLettered int64
+	// Carried counts the records among Written and Skipped that an
+	// earlier run finished past its checkpointed position: read again,
+	// not sent (Committed.Ahead).
+	Carried int64
 	// InputsRefused counts inputs refused whole (corrupt gzip, bad CSV
 	// header); each is also one of DeadLettered.
 	InputsRefused       int64
@@ -194,7 +202,7 @@ type Live struct {
 	RU                  float64
 	InFlight            int64
 	// Retries are this run's resent attempts by cause.
-	Retries Retries
+	Retries report.Retries
 	// NoWriteFor is how long no write has succeeded while attempts kept
 	// failing (0 once one succeeds), LastFailure what the last one was
 	// ("503 service unavailable"): a display warns past about 10 s.
@@ -220,9 +228,9 @@ type Result struct {
 	Cause    StopCause
 	Err      error // the fatal error or the reason for stopping
 	Started  time.Time
-	Snapshot Snapshot
+	Snapshot runSnapshot
 	Live     Live
-	Series   []htmlreport.Second
+	Series   []report.Second
 	Charges  *Histogram
 	// BatchesRefused: the server answered batches with 500, or refused
 	// them before the load, and the run fell back to point writes.
@@ -233,7 +241,7 @@ type Result struct {
 	CheckpointSaves int64
 	CheckpointTime  time.Duration
 	// reasons counts the dead-letter file's lines by reason, earlier runs' too.
-	reasons *reasonTally
+	reasons *report.Reasons
 }
 
 // ErrMaxErrors is the cause of a run stopped by --max-errors.
@@ -254,7 +262,7 @@ type item struct {
 	off   int64
 	raw   []byte
 	// key is keyOf(doc.PK) once keyed is set: see batchKey.
-	key   batchKey
+	key   BatchKey
 	keyed bool
 	// tries are the record's own failed attempts in range batches, where
 	// each operation is answered on its own.
@@ -264,7 +272,7 @@ type item struct {
 // batchKey is the record's key for grouping into batches, worked out on
 // first use: a window asks for it more than once, and a dry-run's planner
 // hands it over already known.
-func (it *item) batchKey() batchKey {
+func (it *item) batchKey() BatchKey {
 	if !it.keyed {
 		it.key, it.keyed = keyOf(it.doc.PK), true
 	}
@@ -291,9 +299,10 @@ type run struct {
 	wctx    context.Context // writes; outlives readCtx by DrainTimeout
 	wg      sync.WaitGroup
 
-	read, bytes, bad       atomic.Int64
+	read, bytes            atomic.Int64
 	requests, throttled    atomic.Int64
 	written, skipped, dead atomic.Int64
+	carried                atomic.Int64 // see Live.Carried
 	refused                atomic.Int64 // inputs refused whole
 	inFlight               atomic.Int64
 	ruMilli                atomic.Int64
@@ -311,7 +320,7 @@ type run struct {
 	mu      sync.Mutex
 	fatal   error
 	cause   StopCause
-	series  []htmlreport.Second
+	series  []report.Second
 	charges *Histogram
 }
 
@@ -322,10 +331,11 @@ type run struct {
 // for at most DrainTimeout, and the final checkpoint is saved.
 func Run(ctx context.Context, o Options) (*Result, error) {
 	o.defaults()
-	// Committed counts are this run's; only the position carries over.
+	// Committed counts are this run's; only the position (and what was
+	// finished past it) carries over.
 	starts := make([]Committed, len(o.Inputs))
 	for i, in := range o.Inputs {
-		starts[i] = Committed{Offset: in.Start.Offset, Line: in.Start.Line, Base: in.Start.Base, Refused: in.Start.Refused}
+		starts[i] = Committed{Offset: in.Start.Offset, Line: in.Start.Line, Base: in.Start.Base, Refused: in.Start.Refused, Ahead: in.Start.Ahead}
 	}
 	dl, err := openDeadLetter(o.DeadLetterPath, o.DeadLetterSize)
 	if err != nil {
@@ -340,7 +350,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	r := &run{o: o, adm: newAdmission(o), dl: dl, start: o.Clock.Now(), charges: o.Charges,
 		policy: retryPolicy{maxTransient: o.MaxTransientAttempts}}
 	r.health.lastOK.Store(r.start.UnixNano())
-	r.tr = newTracker(starts, dl.write)
+	if o.Errors == nil {
+		r.o.Errors = newErrorLimit(o.MaxErrors, 0)
+	}
+	r.tr = newTracker(starts, r.listDead)
 
 	readCtx, stopRd := context.WithCancelCause(context.Background())
 	r.readCtx, r.stopRd = readCtx, stopRd
@@ -366,7 +379,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 	parts := r.adm.lanes(o.Partitions)
 	var dispatchers sync.WaitGroup
-	laneSize, _ := batchSplit(o.QueuePerPartition, o.batchMode())
+	laneSize, _ := o.batchMode().queueAndWindow(o.QueuePerPartition)
 	queues := &lanes{size: laneSize, current: r.adm.current, start: func(lane int, q chan *item, busy *atomic.Int64) {
 		dispatchers.Add(1)
 		go func() {
@@ -399,7 +412,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	res.BatchesRefused = r.batchOff.Load()
 	r.mu.Lock()
 	res.CheckpointSaves, res.CheckpointTime = r.saves, r.saveTime
-	res.Series = append([]htmlreport.Second(nil), r.series...)
+	res.Series = append([]report.Second(nil), r.series...)
 	r.mu.Unlock()
 	if cerr := dl.close(); cerr != nil && serr == nil {
 		serr = cerr
@@ -416,7 +429,7 @@ func (o *Options) defaults() {
 		o.Clock = clock.System{}
 	}
 	if o.QueuePerPartition <= 0 {
-		o.QueuePerPartition = DefaultReadAhead(o.Partitions)
+		o.QueuePerPartition = readplan.DefaultReadAhead(o.Partitions)
 	}
 	if o.NaiveConcurrency <= 0 {
 		o.NaiveConcurrency = 64
@@ -428,7 +441,7 @@ func (o *Options) defaults() {
 		o.CheckpointEvery = 10000
 	}
 	if o.CheckpointInterval <= 0 {
-		o.CheckpointInterval = 5 * time.Second
+		o.CheckpointInterval = DefaultCheckpointInterval
 	}
 	if o.DrainTimeout <= 0 {
 		o.DrainTimeout = 30 * time.Second
@@ -454,15 +467,11 @@ func (o *Options) defaults() {
 	}
 }
 
-// DefaultReadAhead is how many records are read ahead per physical
-// partition. While one partition's queue is full — a hot partition key —
-// reading waits, and the other partitions can only work through what is
-// already queued for them: the deeper the queues, the longer they keep
-// their rate on a skewed file. About 16,384 records in all (≈10 MB of
-// 600-byte documents) keeps memory flat; 256 to 4,096 per partition.
-func DefaultReadAhead(partitions int) int {
-	return min(4096, max(256, 16384/max(partitions, 1)))
-}
+// DefaultCheckpointInterval is how often a run saves its checkpoint at
+// least. A kill costs the records acknowledged since the last save (those
+// acknowledged past a low-water mark are listed in it) and those in
+// flight: saved every second, a kill costs about a second of writes.
+const DefaultCheckpointInterval = time.Second
 
 // lanes are the queues of records read ahead, one per pacer partition
 // index. A split adds partitions, hence lanes; a split-away partition's
@@ -559,12 +568,12 @@ func (r *run) recordSecond(prev *Live, last *int64, final bool) {
 	}
 	cur := r.live()
 	r.mu.Lock()
-	r.series = append(r.series, htmlreport.Second{
+	r.series = append(r.series, report.Second{
 		T:         *last,
 		RU:        cur.RU - prev.RU,
 		Requests:  cur.Requests - prev.Requests,
 		Throttled: cur.Throttled - prev.Throttled,
-		Records:   (cur.Written + cur.Skipped) - (prev.Written + prev.Skipped),
+		Records:   (cur.Written + cur.Skipped - cur.Carried) - (prev.Written + prev.Skipped - prev.Carried),
 	})
 	r.mu.Unlock()
 	*prev, *last = cur, sec
@@ -586,6 +595,7 @@ func (r *run) live() Live {
 		BytesDone:     r.bytesDone(),
 		Written:       r.written.Load(),
 		Skipped:       r.skipped.Load(),
+		Carried:       r.carried.Load(),
 		DeadLettered:  r.dead.Load(),
 		InputsRefused: r.refused.Load(),
 		Requests:      r.requests.Load(),
@@ -602,14 +612,14 @@ func (r *run) bytesDone() int64 { return r.tr.bytesDone() }
 // Checkpoint callback: the positions and the file's size are taken
 // together (lines written later belong to records above the positions),
 // and saved only once those lines are flushed and fsynced.
-func (r *run) checkpoint(final bool) (Snapshot, error) {
+func (r *run) checkpoint(final bool) (runSnapshot, error) {
 	r.sinceCheckpoint.Store(0)
 	var size int64
 	committed := r.tr.committedWith(func() { size = r.dl.written() })
 	if _, err := r.dl.sync(); err != nil {
-		return Snapshot{}, err
+		return runSnapshot{}, err
 	}
-	s := Snapshot{
+	s := runSnapshot{
 		Committed:      committed,
 		DeadLetterSize: size,
 		Requests:       r.requests.Load(),
@@ -640,7 +650,7 @@ func (r *run) checkpoint(final bool) (Snapshot, error) {
 func (r *run) readAll(queues *lanes) error {
 	cursors := min(max(r.o.Cursors, 1), len(r.o.Inputs))
 	if cursors <= 1 && r.o.Segments == nil {
-		workers := scanWorkers()
+		workers := ScanWorkers()
 		if r.o.Turns != nil { // runs beside this one map on their own goroutines
 			workers = 1
 		}
@@ -732,28 +742,34 @@ func (r *run) readInput(i int, in Input, workers int, queues *lanes) error {
 	anyRecord := false
 	// Paced admission routes by the partition key's hash: hash it on the
 	// mapping workers (route keeps a hash it is given).
-	var prep prep
+	var prep Prep
 	if _, paced := r.adm.(*pacedAdmission); paced {
-		prep.key = func(pk []any, keys *keyCache, out *prepared) { out.epk, _ = keys.of(pk, false) }
+		prep.Key = func(pk []any, keys *KeyCache, out *Prepared) { out.EPK, _ = keys.Of(pk, false) }
 	}
-	err := scanInput(workers, in, r.o.Stdin, r.o.Source, r.o.Mapper, prep, func(s *scanned) bool {
-		if r.stopped() || !cur.take(s.rec.At(), s.rec.Next) {
+	err := ScanInput(workers, in, r.o.Stdin, r.o.Source, r.o.Mapper, prep, func(s *Scanned) bool {
+		if r.stopped() || !cur.take(s.Rec.At(), s.Rec.Next) {
 			return false
 		}
 		anyRecord = true
-		rec := s.rec
+		rec := s.Rec
 		r.read.Add(1)
 		r.bytes.Add(rec.Next.Offset - lastOffset)
 		lastOffset, lastLine = rec.Next.Offset, rec.Next.Line
 		seq := r.tr.add(i, rec.Next.Offset, rec.Next.Line)
-		if s.dead != nil {
-			r.deadLetter(i, seq, s.dead)
+		if s.Dead != nil {
+			r.deadLetter(i, seq, s.Dead)
+			return true
+		}
+		// The tracker numbers a piece's records from its start, as the
+		// checkpoint's Ahead counts them from the position saved.
+		if done, existing := in.Start.Ahead.Done(int64(seq)); done {
+			r.carry(i, seq, existing)
 			return true
 		}
 		it := &item{
 			input: i, seq: seq,
-			doc:  Document{ID: s.doc.ID, PK: s.doc.PK, Body: s.doc.Body},
-			size: len(s.doc.Body), terms: s.doc.Terms, epk: s.epk,
+			doc:  Document{ID: s.Doc.ID, PK: s.Doc.PK, Body: s.Doc.Body},
+			size: len(s.Doc.Body), terms: s.Doc.Terms, epk: s.EPK,
 			path: rec.Path, line: rec.Line, base: rec.Base, off: rec.Offset,
 		}
 		if r.o.Cost != nil {
@@ -796,6 +812,20 @@ func (r *run) readInput(i int, in Input, workers int, queues *lanes) error {
 	return err
 }
 
+// carry acknowledges a record that an earlier run wrote (or found
+// present) past its checkpointed position, as it was then, without
+// sending it again.
+func (r *run) carry(input int, seq uint64, existing bool) {
+	result, count := resultWritten, &r.written
+	if existing {
+		result, count = resultSkipped, &r.skipped
+	}
+	count.Add(1)
+	r.carried.Add(1)
+	r.sinceCheckpoint.Add(1)
+	r.tr.ack(input, seq, result, nil)
+}
+
 // refuseInput turns an input-level failure (source.InputError) into one
 // dead letter for the whole input, none of whose records is loaded, and
 // lets the other inputs go on. Any other error is returned: it is fatal.
@@ -818,7 +848,8 @@ func (r *run) refuseInput(i int, in Input, err error) error {
 	return nil
 }
 
-// deadLetter acknowledges a record as dead-lettered and enforces --max-errors.
+// deadLetter acknowledges a record as dead-lettered; its line is written,
+// and --max-errors enforced, as it passes the low-water mark (listDead).
 func (r *run) deadLetter(input int, seq uint64, d *DeadLetter) {
 	r.deadLetterAs(input, seq, resultDeadLettered, d)
 }
@@ -828,9 +859,6 @@ func (r *run) deadLetterAs(input int, seq uint64, result recordResult, d *DeadLe
 	r.dead.Add(1)
 	r.sinceCheckpoint.Add(1)
 	r.tr.ack(input, seq, result, d)
-	if n := r.bad.Add(1); r.o.MaxErrors >= 0 && n > r.o.MaxErrors {
-		r.stop(MaxErrorsExceeded, fmt.Errorf("%w: %d (--max-errors %d)", ErrMaxErrors, n, r.o.MaxErrors))
-	}
 }
 
 // countLines turns a dead letter's line, counted from the start of a piece
@@ -1005,7 +1033,7 @@ func (r *run) write(items ...*item) {
 		req := pending[0]
 		pending = pending[1:]
 		g := req.items
-		if len(g) > 1 && r.batchKind() != BatchKey {
+		if len(g) > 1 && r.batchKind() != BatchPerKey {
 			if reserved {
 				// Paid for as one batch, sent as point writes: the first
 				// keeps its own estimate, the others pay their own.

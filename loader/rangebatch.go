@@ -205,7 +205,7 @@ func rangeLimits(maxOps int, targetRU float64, parts int) pacing.BatchLimits {
 // rangeOpBytes bounds what a record of size bytes and key takes in a
 // range batch's body: the document, the operation's framing, and its
 // partition key as JSON text inside a JSON string (escaped).
-func rangeOpBytes(size int, key batchKey) int {
+func rangeOpBytes(size int, key BatchKey) int {
 	return size + batchOpOverhead + 2*len(key)
 }
 

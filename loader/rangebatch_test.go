@@ -380,10 +380,10 @@ func TestProbeFallsBackFromRangeToKeyToPointWrites(t *testing.T) {
 		rangesReadFirst bool
 	}{
 		{BatchRange, nil, nil, BatchRange, "", true},
-		{BatchRange, no, nil, BatchKey, "range batches are not available (no): sending transactional batches", true},
+		{BatchRange, no, nil, BatchPerKey, "range batches are not available (no): sending transactional batches", true},
 		{BatchRange, no, no, BatchOff, "range batches are not available (no), nor transactional batches (no): sending point writes", true},
-		{BatchKey, nil, nil, BatchKey, "", false},
-		{BatchKey, nil, no, BatchOff, "transactional batches are not supported by this server (no): sending point writes", false},
+		{BatchPerKey, nil, nil, BatchPerKey, "", false},
+		{BatchPerKey, nil, no, BatchOff, "transactional batches are not supported by this server (no): sending point writes", false},
 	} {
 		w := probeWriter{fakeRangeSink: newFakeRangeSink(false, nil), keyErr: tt.key, rangeErr: tt.rangeErr}
 		var ranges *rangeRoutes

@@ -6,31 +6,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/cosmosloader/loader/loader/report"
 )
-
-// Retries counts write attempts that failed and were sent again, by cause.
-// A run that "works" while resending most of its writes is not healthy;
-// these say which layer is failing.
-type Retries struct {
-	Throttled   int64 `json:"throttled"`   // 429: the RU/s budget
-	Timeout     int64 `json:"timeout"`     // 408: the service timed the request out
-	Unavailable int64 `json:"unavailable"` // 503 service unavailable, 449 retry with
-	Connection  int64 `json:"connection"`  // no response: reset, refused, dropped, client timeout
-	Other       int64 `json:"other"`       // 410, 500, 502, 504 …
-}
-
-// Total is the number of retries of every class.
-func (r Retries) Total() int64 {
-	return r.Throttled + r.Timeout + r.Unavailable + r.Connection + r.Other
-}
-
-func (r *Retries) add(o Retries) {
-	r.Throttled += o.Throttled
-	r.Timeout += o.Timeout
-	r.Unavailable += o.Unavailable
-	r.Connection += o.Connection
-	r.Other += o.Other
-}
 
 // Retry classes, indexes of retryCounters.
 const (
@@ -80,8 +58,8 @@ func failureText(o Outcome) string {
 
 type retryCounters [retryClasses]atomic.Int64
 
-func (c *retryCounters) snapshot() Retries {
-	return Retries{
+func (c *retryCounters) snapshot() report.Retries {
+	return report.Retries{
 		Throttled:   c[retryThrottled].Load(),
 		Timeout:     c[retryTimeout].Load(),
 		Unavailable: c[retryUnavailable].Load(),

@@ -186,6 +186,12 @@ func (p *process) stop(grace time.Duration) {
 	<-p.done
 }
 
+// readyTimeout bounds a server's start: a guard against a hang, wide
+// enough for a machine whose cores are shared with many other processes,
+// where starting node and its modules takes many times longer than on a
+// quiet one.
+const readyTimeout = 2 * time.Minute
+
 // waitReady polls ready until it succeeds, the process exits or timeout
 // passes.
 func (p *process) waitReady(timeout time.Duration, ready func() error) error {
