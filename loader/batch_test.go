@@ -435,13 +435,14 @@ func TestRequestPlannerCountsBatchesAsTheImportSendsThem(t *testing.T) {
 
 // With range batches, dry-run counts each partition's records cut as the
 // import cuts them, whatever their keys: 250 records of unique keys on one
-// partition are 3 requests, 30 on another 1; paced at a low target, a
-// batch holds what 2 % of a partition's share pays for.
+// partition are 18 requests as its batches grow from 8 to 32, 30 on
+// another 4; paced at a low target, a batch holds what 2 % of a
+// partition's share pays for.
 func TestRequestPlannerCountsRangeBatchesPerPartition(t *testing.T) {
 	for _, tc := range []struct {
 		target   float64
 		requests int
-	}{{1e6, 3 + 1}, {1000, 63 + 8}} {
+	}{{1e6, 18 + 4}, {1000, 63 + 8}} {
 		var requests, records int
 		p := NewRequestPlanner(2, BatchMode{BatchRange, 100}, tc.target, 512, func(part, n int, r float64) { requests++; records += n })
 		for i := range 250 {

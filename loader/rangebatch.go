@@ -57,8 +57,8 @@ type rangeRoutes struct {
 	mu     sync.RWMutex
 	bounds []string
 	ids    []string
-	sizers []*batchSizer // per range, as ids
-	gen    uint64        // counts the reads
+	sizers []*pacing.BatchSizer // per range, as ids
+	gen    uint64               // counts the reads
 }
 
 func newRangeRoutes(src RangeBatcher, maxOps int) *rangeRoutes {
@@ -73,7 +73,7 @@ func (t *rangeRoutes) read(ctx context.Context, seen uint64) error {
 	t.reading.Lock()
 	defer t.reading.Unlock()
 	t.mu.RLock()
-	cur, had := t.gen, make(map[string]*batchSizer, len(t.ids))
+	cur, had := t.gen, make(map[string]*pacing.BatchSizer, len(t.ids))
 	for i, id := range t.ids {
 		had[id] = t.sizers[i]
 	}
@@ -88,10 +88,10 @@ func (t *rangeRoutes) read(ctx context.Context, seen uint64) error {
 	if len(ids) == 0 || len(bounds) != len(ids)+1 {
 		return fmt.Errorf("read the partition key ranges: %d ids for %d bounds", len(ids), len(bounds))
 	}
-	sizers := make([]*batchSizer, len(ids))
+	sizers := make([]*pacing.BatchSizer, len(ids))
 	for i, id := range ids {
 		if sizers[i] = had[id]; sizers[i] == nil {
-			sizers[i] = newBatchSizer(t.maxOps)
+			sizers[i] = pacing.NewBatchSizer(t.maxOps)
 		}
 	}
 	t.mu.Lock()
@@ -103,7 +103,7 @@ func (t *rangeRoutes) read(ctx context.Context, seen uint64) error {
 
 // route finds the range holding it: its id, its sizer, and the generation
 // of the ranges it was found in.
-func (t *rangeRoutes) route(it *item) (id string, s *batchSizer, gen uint64) {
+func (t *rangeRoutes) route(it *item) (id string, s *pacing.BatchSizer, gen uint64) {
 	if it.epk == "" {
 		it.epk = epk.Of(it.doc.PK) // the naive strategy does not hash keys
 	}
@@ -143,55 +143,6 @@ func (t *rangeRoutes) split(g []*item) (groups [][]*item, ids []string, gen uint
 	return groups, ids, gen
 }
 
-// startBatchOps is how many operations a range's first batches carry;
-// growAfter is how many answers in a row without a 429 double them.
-const (
-	startBatchOps = 8
-	growAfter     = 8
-)
-
-// batchSizer is how many operations one partition key range's batches
-// carry. As the Java SDK sizes its bulk batches per range
-// (PartitionScopeThresholds, which weighs the operations retried over a
-// stretch of them), it starts small and grows while the range takes its
-// batches without a 429: it doubles, up to the cap, after growAfter
-// answers in a row without one. An answer with 429s halves the batch that
-// met them, so a throttled partition is sent fewer operations at a time.
-// Pacing decides when a batch goes; the sizer only how much one carries.
-type batchSizer struct {
-	mu    sync.Mutex
-	ops   int
-	clean int // answers without a 429 since the last change
-	max   int
-}
-
-func newBatchSizer(maxOps int) *batchSizer {
-	s := &batchSizer{max: max(maxOps, 1)}
-	s.ops = min(startBatchOps, s.max)
-	return s
-}
-
-// size is how many operations the range's next batch may carry.
-func (s *batchSizer) size() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.ops
-}
-
-// answered learns the answer to a batch of ops operations: throttled
-// when any of them (or the request) met 429.
-func (s *batchSizer) answered(ops int, throttled bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if throttled {
-		s.ops, s.clean = max(min(s.ops, ops)/2, 1), 0
-		return
-	}
-	if s.clean++; s.clean >= growAfter {
-		s.ops, s.clean = min(2*s.ops, s.max), 0
-	}
-}
-
 // rangeLimits bound a range batch of at most maxOps operations in a load
 // paced at targetRU over parts partitions (0: no RU bound).
 func rangeLimits(maxOps int, targetRU float64, parts int) pacing.BatchLimits {
@@ -217,7 +168,7 @@ func rangeOpBytes(size int, key BatchKey) int {
 func (r *run) fillRange(window []*item, q <-chan *item) (_ []*item, carry *item, closed bool) {
 	first := window[0]
 	_, sizer, _ := r.o.Ranges.route(first)
-	limits := pacing.BatchLimits{Ops: sizer.size(), Bytes: pacing.RangeBatchBytes}
+	limits := pacing.BatchLimits{Ops: sizer.Size(), Bytes: pacing.RangeBatchBytes}
 	if r.o.BatchRU != nil {
 		limits.RU = r.o.BatchRU()
 	}
@@ -346,7 +297,7 @@ func (r *run) writeRange(part int, g []*item) {
 type rangeAnswer struct {
 	part  int
 	gen   uint64
-	sizer *batchSizer
+	sizer *pacing.BatchSizer
 }
 
 // opsAnswered says whether out answers each of n operations on its own.
@@ -425,7 +376,7 @@ func (r *run) rangeOps(a rangeAnswer, b []*item, out BatchOutcome) (rest []*item
 		r.giveUp(b[stopAt:stopAt+1], stop, out.Ops[stopAt])
 		return nil, false
 	}
-	a.sizer.answered(len(b), throttled)
+	a.sizer.Answered(len(b), throttled)
 	if throttled {
 		r.throttled.Add(1)
 	} else if written {
@@ -471,7 +422,7 @@ func (r *run) rangeWhole(a rangeAnswer, b []*item, out BatchOutcome) (rest []*it
 	throttled := class == Throttled
 	if throttled {
 		r.throttled.Add(1)
-		a.sizer.answered(len(b), true)
+		a.sizer.Answered(len(b), true)
 		wait = 0 // admission's to wait
 	}
 	return b, r.awaitResend(a, throttled, retryAfter, moved, wait)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cosmosloader/loader/internal/clock/clocktest"
 	"github.com/cosmosloader/loader/internal/epk"
+	"github.com/cosmosloader/loader/pacing"
 )
 
 // fakeRangeSink models a container that takes range batches: each
@@ -141,8 +142,8 @@ func TestRangeBatchesCarryRecordsOfAnyKeys(t *testing.T) {
 	if res.Live.Requests > 1000/4 || len(s.sizes) == 0 {
 		t.Fatalf("%d requests for 1,000 records of 1,000 keys", res.Live.Requests)
 	}
-	if s.sizes[0] > startBatchOps || slices.Max(s.sizes) > 100 || slices.Max(s.sizes) <= startBatchOps {
-		t.Errorf("batches of %v: want the first within %d, some above, none above 100", s.sizes, startBatchOps)
+	if s.sizes[0] > pacing.StartBatchOps || slices.Max(s.sizes) > 100 || slices.Max(s.sizes) <= pacing.StartBatchOps {
+		t.Errorf("batches of %v: want the first within %d, some above, none above 100", s.sizes, pacing.StartBatchOps)
 	}
 }
 
@@ -399,37 +400,6 @@ func TestRangeBatchesFallBackToPointWritesOn500(t *testing.T) {
 	}
 	if len(s.batches) > 4 {
 		t.Errorf("%d range batches sent after the server refused them", len(s.batches))
-	}
-}
-
-// A range's batches start small, double after growAfter answers in a row
-// without a 429, up to the cap, and an answer with 429s halves the batch
-// that met them (not a size above what was sent), never below one.
-func TestBatchSizerGrowsWhileCleanAndHalvesOnThrottling(t *testing.T) {
-	s := newBatchSizer(100)
-	var got []int
-	answer := func(n, ops int, throttled bool) {
-		for range n {
-			s.answered(ops, throttled)
-		}
-		got = append(got, s.size())
-	}
-	got = append(got, s.size())
-	answer(growAfter-1, 8, false)  // not yet
-	answer(1, 8, false)            // 16
-	answer(growAfter, 16, false)   // 32
-	answer(3*growAfter, 32, false) // 64, 100, 100
-	answer(1, 100, true)           // 50
-	answer(1, 3, true)             // a batch of 3 met 429s: 1
-	answer(1, 1, true)             // never below one
-	answer(growAfter-1, 1, false)  // a 429 restarts the count
-	answer(1, 1, false)            // 2
-	want := []int{8, 8, 16, 32, 100, 50, 1, 1, 1, 2}
-	if !slices.Equal(got, want) {
-		t.Errorf("sizes %v, want %v", got, want)
-	}
-	if s := newBatchSizer(5); s.size() != 5 {
-		t.Errorf("a cap of 5 starts at %d", s.size())
 	}
 }
 

@@ -196,12 +196,13 @@ const rangeBatchShare = 0.02
 // RangeRequests cuts the records of a load sent in range batches into
 // requests, as the import's dispatchers send them when their queues are
 // full: each partition's records in input order, a request closed by
-// BatchLimits. A partition's requests are its records over the batch size,
-// rounded up: that is how dry-run and the naive-versus-paced model count
-// requests. It holds one open request per partition.
+// BatchLimits and by the partition's BatchSizer, grown as an unthrottled
+// load's answers grow it. That is how dry-run and the naive-versus-paced
+// model count requests. It holds one open request per partition.
 type RangeRequests struct {
 	limits BatchLimits
 	open   []openRequest
+	sizers []*BatchSizer
 	send   func(part, records int, ru float64)
 }
 
@@ -213,7 +214,12 @@ type openRequest struct {
 // NewRangeRequests cuts the records of partitions (≤ 0 means 1) by limits
 // and hands each request, once closed, to send.
 func NewRangeRequests(partitions int, limits BatchLimits, send func(part, records int, ru float64)) *RangeRequests {
-	return &RangeRequests{limits: limits, open: make([]openRequest, max(partitions, 1)), send: send}
+	c := &RangeRequests{limits: limits, open: make([]openRequest, max(partitions, 1)), send: send}
+	c.sizers = make([]*BatchSizer, len(c.open))
+	for i := range c.sizers {
+		c.sizers[i] = NewBatchSizer(limits.Ops)
+	}
+	return c
 }
 
 // Add adds a record of bytes in a request body and ru estimated to
@@ -221,21 +227,29 @@ func NewRangeRequests(partitions int, limits BatchLimits, send func(part, record
 func (c *RangeRequests) Add(part, bytes int, ru float64) {
 	part = min(max(part, 0), len(c.open)-1)
 	o := &c.open[part]
-	if c.limits.Full(o.ops, o.bytes, o.ru, bytes, ru) {
-		c.send(part, o.ops, o.ru)
-		*o = openRequest{}
+	limits := c.limits
+	limits.Ops = min(limits.Ops, c.sizers[part].Size())
+	if limits.Full(o.ops, o.bytes, o.ru, bytes, ru) {
+		c.close(part)
 	}
 	o.ops++
 	o.bytes += bytes
 	o.ru += ru
 }
 
+// close sends partition part's open request, answered without a 429.
+func (c *RangeRequests) close(part int) {
+	o := c.open[part]
+	c.send(part, o.ops, o.ru)
+	c.sizers[part].Answered(o.ops, false)
+	c.open[part] = openRequest{}
+}
+
 // Flush sends every open request.
 func (c *RangeRequests) Flush() {
 	for part := range c.open {
-		if o := c.open[part]; o.ops > 0 {
-			c.send(part, o.ops, o.ru)
+		if c.open[part].ops > 0 {
+			c.close(part)
 		}
-		c.open[part] = openRequest{}
 	}
 }
