@@ -46,18 +46,10 @@ func TestRangeBatchesKillAndResumeLandExactly(t *testing.T) {
 	}
 	dir := t.TempDir()
 	input, want := uniqueInput(t, dir, crashRecords)
-	endpoint := startStandalone(t, "--ru", "8000", "--partitions", "4", "--data", filepath.Join(dir, "data"))
-	tg := target{name: "standalone", endpoint: endpoint, key: emulator.WellKnownKey, local: true}
-
-	ckpt := filepath.Join(dir, "ckpt.json")
-	common := append([]string{"--endpoint", endpoint, "--key", emulator.WellKnownKey}, crashFlags...)
-	importArgs := append([]string{"import", input, "--database", "crash", "--container", "ranges",
-		"--create-container", "--partition-key", "/tenant", "--ru", "8000", "--checkpoint", ckpt, "--batch", "auto"}, common...)
-	resumeArgs := append([]string{"resume", ckpt}, common...)
-	crashLoop(t, 10, ckpt, importArgs, resumeArgs)
+	tg := crashStandalone(t, dir, input, "ranges", "8000", 10, "--batch", "auto")
 
 	var st emulator.Stats
-	getJSON(t, endpoint+"_emulator/stats", &st)
+	getJSON(t, tg.endpoint+"_emulator/stats", &st)
 	for _, c := range st.Containers {
 		// Paced at 8,000 RU/s over 4 partitions, a batch holds a few
 		// records; point writes would be one request a record at least.

@@ -493,41 +493,54 @@ func TestRunSendsPointWritesUntilTheProbeAnswers(t *testing.T) {
 	}
 }
 
-// Two records of one key wait for more, up to the linger on the run's
-// clock, then go as one batch.
+// Records wait for more, up to the linger on the run's clock, then go as
+// one batch: two records of one key for a transactional batch; two of
+// different keys for a range batch, once the queue runs dry.
 func TestBatchLingerWaitsOnTheRunsClock(t *testing.T) {
-	clk := clocktest.New(time.Unix(0, 0))
-	r := &run{readCtx: t.Context(), adm: &naiveAdmission{}, o: Options{Clock: clk, Batch: 10, BatchBytes: DefaultBatchBytes,
-		BatchLinger: 50 * time.Millisecond, QueuePerPartition: 100}}
-	q := make(chan *item, 10)
-	for _, id := range []string{"a", "b"} {
-		q <- &item{doc: Document{ID: id, PK: []any{"k"}}, size: 10}
+	ranges := newRangeRoutes(newFakeRangeSink(false, nil), 100)
+	if err := ranges.read(t.Context(), 0); err != nil {
+		t.Fatal(err)
 	}
-	started := make(chan struct{}, 10)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		r.dispatchBatched(0, q, func(int, float64) bool { return true }, func(func()) { started <- struct{}{} }, &rehomer{r: r})
-	}()
-	guard, stop := context.WithTimeout(t.Context(), 10*time.Second)
-	defer stop()
-	if err := clk.BlockUntil(guard, 1); err != nil {
-		t.Fatalf("the linger does not wait on the run's clock: %v", err)
-	}
-	clk.Advance(49 * time.Millisecond)
-	if len(started) != 0 {
-		t.Fatal("sent before the linger ended")
-	}
-	clk.Advance(time.Millisecond)
-	select {
-	case <-started:
-	case <-guard.Done():
-		t.Fatal("not sent once the linger ended")
-	}
-	close(q)
-	<-done
-	if n := len(started); n != 0 {
-		t.Errorf("%d more requests, want the two records in one batch", n)
+	for _, tc := range []struct {
+		name   string
+		keys   []string
+		ranges *rangeRoutes
+	}{{"key batches", []string{"k", "k"}, nil}, {"range batches", []string{"a", "b"}, ranges}} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clocktest.New(time.Unix(0, 0))
+			r := &run{readCtx: t.Context(), adm: &naiveAdmission{}, o: Options{Clock: clk, Batch: 10, BatchBytes: DefaultBatchBytes,
+				BatchLinger: 50 * time.Millisecond, QueuePerPartition: 100, Ranges: tc.ranges}}
+			q := make(chan *item, 10)
+			for i, k := range tc.keys {
+				q <- &item{doc: Document{ID: fmt.Sprint(i), PK: []any{k}}, size: 10}
+			}
+			started := make(chan struct{}, 10)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				r.dispatchBatched(0, q, func(int, float64) bool { return true }, func(func()) { started <- struct{}{} }, &rehomer{r: r})
+			}()
+			guard, stop := context.WithTimeout(t.Context(), 10*time.Second)
+			defer stop()
+			if err := clk.BlockUntil(guard, 1); err != nil {
+				t.Fatalf("the linger does not wait on the run's clock: %v", err)
+			}
+			clk.Advance(49 * time.Millisecond)
+			if len(started) != 0 {
+				t.Fatal("sent before the linger ended")
+			}
+			clk.Advance(time.Millisecond)
+			select {
+			case <-started:
+			case <-guard.Done():
+				t.Fatal("not sent once the linger ended")
+			}
+			close(q)
+			<-done
+			if n := len(started); n != 0 {
+				t.Errorf("%d more requests, want the two records in one batch", n)
+			}
+		})
 	}
 }
 

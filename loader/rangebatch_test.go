@@ -178,50 +178,6 @@ func TestRangeBatchesMixAHotKeyWithManyKeys(t *testing.T) {
 	}
 }
 
-// A range batch waits for more records at most the linger, on the run's
-// clock, once the queue runs dry: two records of different keys go
-// together when it ends, not before.
-func TestRangeBatchLingersOnTheRunsClock(t *testing.T) {
-	clk := clocktest.New(time.Unix(0, 0))
-	s := newFakeRangeSink(false, nil)
-	ranges := newRangeRoutes(s, 100)
-	if err := ranges.read(t.Context(), 0); err != nil {
-		t.Fatal(err)
-	}
-	r := &run{readCtx: t.Context(), adm: &naiveAdmission{}, o: Options{Clock: clk, Batch: 100, Ranges: ranges,
-		BatchLinger: 3 * time.Millisecond, QueuePerPartition: 100}}
-	q := make(chan *item, 10)
-	for _, k := range []string{"a", "b"} {
-		q <- &item{doc: Document{ID: k, PK: []any{k}}, size: 10}
-	}
-	started := make(chan struct{}, 10)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		r.dispatchBatched(0, q, func(int, float64) bool { return true }, func(func()) { started <- struct{}{} }, &rehomer{r: r})
-	}()
-	guard, stop := context.WithTimeout(t.Context(), 10*time.Second)
-	defer stop()
-	if err := clk.BlockUntil(guard, 1); err != nil {
-		t.Fatalf("the linger does not wait on the run's clock: %v", err)
-	}
-	clk.Advance(3*time.Millisecond - time.Microsecond)
-	if len(started) != 0 {
-		t.Fatal("sent before the linger ended")
-	}
-	clk.Advance(time.Microsecond)
-	select {
-	case <-started:
-	case <-guard.Done():
-		t.Fatal("not sent once the linger ended")
-	}
-	close(q)
-	<-done
-	if n := len(started); n != 0 {
-		t.Errorf("%d more requests, want the two records in one batch", n)
-	}
-}
-
 // A 429 for some operations of a batch resends those, and only those,
 // after their retry-after; the pacer hears of it once for the batch, with
 // the longest retry-after, and the range's batches get smaller.
