@@ -160,9 +160,10 @@ var fixtureCases = []struct {
 		{2, `{"id":1,"address":{"city":"Paris","zip":75001},"name":"Ada","geo":{"lat":48.85,"lon":2.35}}`, ""},
 		{3, `{"id":2,"address":{"city":null,"zip":null},"name":"Grace","geo":{"lat":null,"lon":null}}`, ""},
 	}},
-	{"empty_cells.csv", source.Options{}, []want{{2, `{"id":1,"count":5}`, ""}, {3, `{"id":2}`, ""}, {4, `{"id":3,"note":"x"}`, ""}}},
+	// A quoted "" is an empty string; an empty cell is left out (or null).
+	{"empty_cells.csv", source.Options{}, []want{{2, `{"id":1,"count":5}`, ""}, {3, `{"id":2,"note":""}`, ""}, {4, `{"id":3,"note":"x"}`, ""}}},
 	{"empty_cells.csv", source.Options{CSVEmptyNull: true}, []want{
-		{2, `{"id":1,"note":null,"count":5}`, ""}, {3, `{"id":2,"note":null,"count":null}`, ""}, {4, `{"id":3,"note":"x","count":null}`, ""},
+		{2, `{"id":1,"note":null,"count":5}`, ""}, {3, `{"id":2,"note":"","count":null}`, ""}, {4, `{"id":3,"note":"x","count":null}`, ""},
 	}},
 	{"wrong_fields.csv", source.Options{}, []want{
 		{2, `{"id":1,"name":"Ada"}`, ""},
@@ -172,7 +173,7 @@ var fixtureCases = []struct {
 	}},
 	{"quoted_newline.csv", source.Options{}, []want{
 		{2, `{"id":1,"text":"line one\nline two","n":1}`, ""},
-		{4, `{"id":2,"text":"say \"hi\"\nand bye","n":2}`, ""},
+		{4, `{"id":2,"text":"say \"hi\"\r\nand bye","n":2}`, ""}, // a CRLF between quotes is kept
 		{6, `{"id":3,"text":"plain","n":3}`, ""},
 	}},
 	{"bom_crlf.csv", source.Options{}, []want{{2, `{"id":1,"name":"Ada"}`, ""}, {4, `{"id":2,"name":"Grace"}`, ""}}},
