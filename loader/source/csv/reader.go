@@ -182,7 +182,7 @@ func (c *csvReader) readRow() (fields []string, rec source.Record, raw []byte, e
 		if b.err != nil {
 			return nil, rec, nil, fmt.Errorf("read %s: %w", c.path, b.err)
 		}
-		if st.seen > int64(c.max) {
+		if st.seen > int64(c.max)+2 { // longer than the limit and a line ending
 			rec, err = c.skipLong(rec, &st)
 			return nil, rec, nil, err
 		}
@@ -205,6 +205,10 @@ func (c *csvReader) readRow() (fields []string, rec source.Record, raw []byte, e
 	case st.open():
 		rec.Raw = source.CapRaw(raw)
 		rec.Err = unclosedQuote(rec, st.seen)
+		return nil, rec, raw, nil
+	case len(raw) > c.max:
+		rec.Raw = source.CapRaw(raw)
+		rec.Err = c.tooLarge(rec, rec.Line+int64(bytes.Count(raw, []byte{'\n'})), st.seen)
 		return nil, rec, raw, nil
 	}
 	return c.split.split(raw), rec, raw, nil
@@ -273,10 +277,16 @@ func (c *csvReader) skipLong(rec source.Record, st *rowState) (source.Record, er
 	if st.open() {
 		rec.Err = unclosedQuote(rec, st.seen)
 	} else {
-		rec.Err = source.BadRecordf(record.ReasonTooLarge, "CSV record on lines %d to %d is %d bytes, longer than the %s limit (a quoted field that long, or a quote opened by mistake): it is not loaded, and reading goes on after it",
-			rec.Line, last, st.seen, source.SizeString(c.max))
+		rec.Err = c.tooLarge(rec, last, st.seen)
 	}
 	return rec, nil
+}
+
+// tooLarge is the error of a record, on lines rec.Line to last, size
+// bytes long, over the record limit.
+func (c *csvReader) tooLarge(rec source.Record, last, size int64) error {
+	return source.BadRecordf(record.ReasonTooLarge, "CSV record on lines %d to %d is %d bytes, longer than the %s limit (a quoted field that long, or a quote opened by mistake): it is not loaded, and reading goes on after it",
+		rec.Line, last, size, source.SizeString(c.max))
 }
 
 // unclosedQuote is the error of a record that the input's end leaves
