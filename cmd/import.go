@@ -339,7 +339,7 @@ func (o *InputFlags) addFlags(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&o.Format, "format", "auto", "input format: auto (by extension), ndjson, csv, tsv or parquet")
 	fl.StringVar(&o.Delimiter, "delimiter", "", "CSV field delimiter (default , for csv, tab for tsv)")
-	fl.BoolVar(&o.CSVStrings, "csv-strings", false, "keep every CSV value a string (no number/boolean typing)")
+	fl.BoolVar(&o.CSVStrings, "csv-strings", false, "keep every CSV value a string. Without it a cell becomes a JSON number only when a reader\ngets the same value back (integers within ±2^53, decimals a double holds as written),\ntrue/false (any case) a boolean, anything else a string")
 	fl.StringVar(&o.Null, "null", "", "missing values (empty CSV cells, Parquet nulls): omit the field or keep it as null (omit|keep; default omit)")
 	fl.StringVar(&o.CSVEmpty, "csv-empty", "omit", "empty CSV cells: omit or null (the same as --null omit|keep)")
 	fl.BoolVar(&o.BinaryAsString, "binary-as-string", false, "read Parquet byte arrays with no logical type as strings, as Spark's binaryAsString does\n(Hive, Impala and old Spark wrote strings so; a value that is not UTF-8 stays base64)")

@@ -421,18 +421,16 @@ func (c *csvReader) appendObject(dst []byte, n *node, fields []string) ([]byte, 
 	return append(dst, '}'), wrote
 }
 
-// appendValue writes a CSV cell as a JSON value: integers that fit in int64,
-// finite floats in JSON spelling and true/false become numbers and booleans
-// unless asStrings; everything else — "007", "1.", "+1", "NaN", 20-digit ids —
-// stays a string so that no value is silently changed.
+// appendValue writes a CSV cell as a JSON value. Unless asStrings, a cell
+// spelled as a JSON number becomes one when a reader gets the same value
+// back (sameAsDouble), and true/false (any case) become booleans;
+// everything else — "007", "1.", "+1", "NaN", ids beyond 2^53, decimals
+// with more digits than a double holds — stays a string, so that typing
+// never changes a value.
 func appendValue(dst []byte, v string, asStrings bool) []byte {
 	if !asStrings {
 		if isInt, ok := jsonNumber(v); ok {
-			if isInt {
-				if _, err := strconv.ParseInt(v, 10, 64); err == nil {
-					return append(dst, v...)
-				}
-			} else if f, err := strconv.ParseFloat(v, 64); err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
+			if sameAsDouble(v, isInt) {
 				return append(dst, v...)
 			}
 		} else if len(v) == 4 && strings.EqualFold(v, "true") {
@@ -442,6 +440,60 @@ func appendValue(dst []byte, v string, asStrings bool) []byte {
 		}
 	}
 	return record.AppendJSONString(dst, v)
+}
+
+// maxExactInt is the largest integer below which every integer is a
+// double: most JSON readers (JavaScript's, Cosmos DB's query engine) hold
+// numbers as IEEE 754 doubles.
+const maxExactInt = 1 << 53
+
+// sameAsDouble reports whether the JSON number v reads back from a double
+// as the value it spells: an integer within ±2^53, or a decimal whose
+// nearest double, written shortest, is the same decimal (0.1, 1.50 and
+// 1e3 are; 0.1234567890123456789 and 1e400 are not).
+func sameAsDouble(v string, isInt bool) bool {
+	if isInt {
+		n, err := strconv.ParseInt(v, 10, 64)
+		return err == nil && n >= -maxExactInt && n <= maxExactInt
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsInf(f, 0) {
+		return false
+	}
+	a, ok := decimalOf(v)
+	b, _ := decimalOf(strconv.FormatFloat(f, 'e', -1, 64))
+	return ok && a == b
+}
+
+// decimal is a number's value as sign, significant digits (no leading or
+// trailing zeros; "" for zero) and the power of ten of the last digit.
+type decimal struct {
+	neg    bool
+	digits string
+	exp    int
+}
+
+// decimalOf is the value of v, spelled as a JSON number; false when its
+// exponent does not fit an int.
+func decimalOf(v string) (decimal, bool) {
+	d := decimal{neg: strings.HasPrefix(v, "-")}
+	v = strings.TrimPrefix(v, "-")
+	if i := strings.IndexAny(v, "eE"); i >= 0 {
+		e, err := strconv.Atoi(v[i+1:])
+		if err != nil {
+			return d, false
+		}
+		d.exp, v = e, v[:i]
+	}
+	whole, frac, _ := strings.Cut(v, ".")
+	digits := strings.TrimLeft(whole+frac, "0")
+	d.exp -= len(frac)
+	d.digits = strings.TrimRight(digits, "0")
+	d.exp += len(digits) - len(d.digits)
+	if d.digits == "" {
+		d.exp = 0
+	}
+	return d, true
 }
 
 // jsonNumber reports whether v is spelled as a JSON number, and whether it is

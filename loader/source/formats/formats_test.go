@@ -142,11 +142,11 @@ var fixtureCases = []struct {
 	{"header_only.csv", source.Options{}, nil},
 	{"typed.csv", source.Options{}, []want{
 		{2, `{"id":1,"age":42,"score":3.5,"active":true,"zip":"007","name":"Ada","big":"123456789012345678901","neg":-7,"exp":1e3}`, ""},
-		{3, `{"id":2,"age":0,"score":-0.25,"active":false,"zip":"00","name":"Smith, J","big":9223372036854775807,"neg":-0,"exp":1.5E-3}`, ""},
+		{3, `{"id":2,"age":0,"score":-0.25,"active":false,"zip":"00","name":"Smith, J","big":"9223372036854775807","neg":-0,"exp":1.5E-3}`, ""},
 	}},
 	{"typed.csv.gz", source.Options{}, []want{
 		{2, `{"id":1,"age":42,"score":3.5,"active":true,"zip":"007","name":"Ada","big":"123456789012345678901","neg":-7,"exp":1e3}`, ""},
-		{3, `{"id":2,"age":0,"score":-0.25,"active":false,"zip":"00","name":"Smith, J","big":9223372036854775807,"neg":-0,"exp":1.5E-3}`, ""},
+		{3, `{"id":2,"age":0,"score":-0.25,"active":false,"zip":"00","name":"Smith, J","big":"9223372036854775807","neg":-0,"exp":1.5E-3}`, ""},
 	}},
 	{"typed.csv", source.Options{CSVStrings: true}, []want{
 		{2, `{"id":"1","age":"42","score":"3.5","active":"true","zip":"007","name":"Ada","big":"123456789012345678901","neg":"-7","exp":"1e3"}`, ""},
