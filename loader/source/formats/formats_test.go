@@ -137,6 +137,10 @@ var fixtureCases = []struct {
 		{1, `{"id":"2"}`, ""},
 		{1, "", "data after the closing ']'"},
 	}},
+	// One JSON array is a first value spanning the whole input; a first
+	// line that is a whole array followed by more lines is NDJSON.
+	{"array_first_line.ndjson", source.Options{}, []want{{1, `[1]`, ""}, {2, `{"id":"a"}`, ""}, {4, `{"id":"b"}`, ""}}},
+	{"array_one_line.json", source.Options{}, []want{{1, `{"id":"1"}`, ""}, {1, `{"id":"2"}`, ""}}},
 	{"empty.ndjson", source.Options{}, nil},
 	{"empty.csv", source.Options{}, nil},
 	{"header_only.csv", source.Options{}, nil},

@@ -110,15 +110,35 @@ func (Format) Open(in source.Input, stdin io.Reader, opts source.Options, start 
 }
 
 // Splittable: a plain file or blob, not one JSON array.
-func (Format) Splittable(in source.Input, _ source.Options) (bool, string) {
+func (Format) Splittable(in source.Input, opts source.Options) (bool, string) {
 	head, why := source.PlainHead(in)
 	if why != "" {
 		return false, why
 	}
 	if t := bytes.TrimLeft(head, " \t\r\n\ufeff"); len(t) > 0 && t[0] == '[' {
-		return false, "it is one JSON array"
+		// NDJSON may start with an array on its first line.
+		if array, err := isArray(in, opts); err != nil {
+			return false, err.Error()
+		} else if array {
+			return false, "it is one JSON array"
+		}
 	}
 	return true, ""
+}
+
+// isArray reports whether in, a file or blob, is one JSON array (detect).
+func isArray(in source.Input, opts source.Options) (bool, error) {
+	_, open, err := source.Streams(in, nil, opts, source.Position{})
+	if err != nil {
+		return false, err
+	}
+	head, err := open(0)
+	if err != nil {
+		return false, err
+	}
+	defer head.Close()
+	h := &ndjsonReader{path: in.Path, src: head, max: opts.MaxRecord(), blockSize: 64 << 10}
+	return h.detect()
 }
 
 // Split cuts a splittable input after a newline near each even target,
@@ -310,6 +330,9 @@ func (s *ndjsonReader) detect() (bool, error) {
 			if b[i] != '[' {
 				return false, nil
 			}
+			if lines, err := s.valuePerLine(i); lines || err != nil {
+				return false, err
+			}
 			s.line += int64(bytes.Count(b[:i], []byte{'\n'}))
 			s.r += i + 1
 			s.off += int64(i + 1)
@@ -322,6 +345,71 @@ func (s *ndjsonReader) detect() (bool, error) {
 			return false, nil
 		}
 		s.fill()
+	}
+}
+
+// valuePerLine reports whether the input, whose first value is the array
+// opening at buf[r+at], is NDJSON all the same: that value closes on its
+// first line, and more lines follow (NDJSON whose first record is an
+// array). One JSON array is a first value that spans the whole input. It
+// reads at most the record limit ahead, and consumes nothing.
+func (s *ndjsonReader) valuePerLine(at int) (bool, error) {
+	const (
+		inValue = iota
+		inString
+		inEscape
+		afterValue // the rest of the first line
+		nextLines  // the lines after it
+	)
+	state, depth := inValue, 0
+	for j := at; ; j++ {
+		for s.r+j >= s.w {
+			if s.rerr != nil {
+				return false, s.rerr
+			}
+			if s.eof || j > s.max {
+				return false, nil
+			}
+			s.fill()
+		}
+		c := s.buf[s.r+j]
+		switch state {
+		case inString:
+			switch c {
+			case '\\':
+				state = inEscape
+			case '"':
+				state = inValue
+			case '\n':
+				return false, nil
+			}
+		case inEscape:
+			state = inString
+		case inValue:
+			switch c {
+			case '"':
+				state = inString
+			case '[', '{':
+				depth++
+			case ']', '}':
+				if depth--; depth == 0 {
+					state = afterValue
+				}
+			case '\n':
+				return false, nil
+			}
+		case afterValue:
+			switch {
+			case c == '\n':
+				state = nextLines
+			case !isSpace(c):
+				return false, nil // data after the array on its line
+			}
+		case nextLines:
+			if !isSpace(c) {
+				return true, nil
+			}
+		}
 	}
 }
 
