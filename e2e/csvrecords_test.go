@@ -2,12 +2,17 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/cosmosloader/loader/internal/emulator"
+	"github.com/cosmosloader/loader/internal/testenv"
 )
 
 // The repro, from an empty HOME on the built-in target: a CSV
@@ -67,5 +72,51 @@ func TestLongCSVRecordsAreDeadLettered(t *testing.T) {
 	ids := sortedKeys(docs)
 	if want := []string{"1", "2", "3", "5", "6", "7"}; !slices.Equal(ids, want) {
 		t.Errorf("landed %v, want %v", ids, want)
+	}
+}
+
+// The CSV corpus (testdata/input/csvcorpus: RFC 4180 edge cases and a
+// file DuckDB wrote) lands exactly as DuckDB reads it, with --csv-strings
+// and --csv-empty null, read back from the target.
+func TestCSVCorpusLandsAsWritten(t *testing.T) {
+	t.Parallel()
+	files, _ := filepath.Glob(filepath.Join(testenv.RepoRoot(t), "testdata", "input", "csvcorpus", "*.csv"))
+	if len(files) < 3 {
+		t.Fatalf("corpus files: %v", files)
+	}
+	dir := t.TempDir()
+	for _, tg := range targets(t) {
+		for i, f := range files {
+			checkCorpusFile(t, tg, dir, fmt.Sprintf("corpus%d", i), f)
+		}
+	}
+}
+
+// checkCorpusFile imports f into container and expects its documents to
+// be the rows DuckDB reads from it.
+func checkCorpusFile(t *testing.T, tg target, dir, container, f string) {
+	t.Helper()
+	res := runLoader(t, nil, append([]string{"import", f, "--csv-strings", "--csv-empty", "null", "--checkpoint", filepath.Join(dir, tg.name+container+".json")},
+		tg.args("e2e", container, "--create-container", "--partition-key", "/id")...)...)
+	if res.code != 0 {
+		t.Fatalf("%s, %s: exit %d\n%s", tg.name, filepath.Base(f), res.code, res.stderr)
+	}
+	docs := readAll(t, tg, "e2e", container)
+	b, err := os.ReadFile(strings.TrimSuffix(f, ".csv") + ".ndjson")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(docs) != len(lines) {
+		t.Errorf("%s, %s: %d documents, DuckDB reads %d rows", tg.name, filepath.Base(f), len(docs), len(lines))
+	}
+	for _, line := range lines {
+		var want map[string]any
+		if err := json.Unmarshal([]byte(line), &want); err != nil {
+			t.Fatal(err)
+		}
+		if got := docs[want["id"].(string)]; !reflect.DeepEqual(got, want) {
+			t.Errorf("%s, %s: landed %q\nDuckDB reads %q", tg.name, filepath.Base(f), got, want)
+		}
 	}
 }
