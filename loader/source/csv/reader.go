@@ -460,22 +460,23 @@ func sameAsDouble(v string, isInt bool) bool {
 	if err != nil || math.IsInf(f, 0) {
 		return false
 	}
-	a, ok := decimalOf(v)
-	b, _ := decimalOf(strconv.FormatFloat(f, 'e', -1, 64))
-	return ok && a == b
+	var shortest, da, db [32]byte
+	a, ok := decimalOf(da[:0], v)
+	d, _ := decimalOf(db[:0], string(strconv.AppendFloat(shortest[:0], f, 'e', -1, 64)))
+	return ok && a.neg == d.neg && a.exp == d.exp && bytes.Equal(a.digits, d.digits)
 }
 
 // decimal is a number's value as sign, significant digits (no leading or
-// trailing zeros; "" for zero) and the power of ten of the last digit.
+// trailing zeros; none for zero) and the power of ten of the last digit.
 type decimal struct {
 	neg    bool
-	digits string
+	digits []byte
 	exp    int
 }
 
-// decimalOf is the value of v, spelled as a JSON number; false when its
-// exponent does not fit an int.
-func decimalOf(v string) (decimal, bool) {
+// decimalOf is the value of v, spelled as a JSON number, its digits
+// appended to dst; false when its exponent does not fit an int.
+func decimalOf(dst []byte, v string) (decimal, bool) {
 	d := decimal{neg: strings.HasPrefix(v, "-")}
 	v = strings.TrimPrefix(v, "-")
 	if i := strings.IndexAny(v, "eE"); i >= 0 {
@@ -486,11 +487,11 @@ func decimalOf(v string) (decimal, bool) {
 		d.exp, v = e, v[:i]
 	}
 	whole, frac, _ := strings.Cut(v, ".")
-	digits := strings.TrimLeft(whole+frac, "0")
 	d.exp -= len(frac)
-	d.digits = strings.TrimRight(digits, "0")
+	digits := bytes.TrimLeft(append(append(dst, whole...), frac...), "0")
+	d.digits = bytes.TrimRight(digits, "0")
 	d.exp += len(digits) - len(d.digits)
-	if d.digits == "" {
+	if len(d.digits) == 0 {
 		d.exp = 0
 	}
 	return d, true

@@ -65,101 +65,98 @@ func (s *rowState) scan(x *rowSyntax, b []byte, atEOF bool) (n int, done bool) {
 }
 
 func (s *rowState) follow(x *rowSyntax, b []byte, atEOF bool) (n int, done bool) {
-	delim, lazy := x.delim, x.lazy
-	isDelim := func(i int) (yes, wait bool) {
-		if b[i] != delim[0] {
-			return false, false
-		}
-		if len(b)-i < len(delim) {
-			return false, !atEOF
-		}
-		return bytes.HasPrefix(b[i:], delim), false
-	}
-	for n < len(b) {
-		c := b[n]
+	for n < len(b) && !done {
 		switch s.st {
-		case rowFieldStart, rowUnquoted:
-			if c == '"' && s.st == rowFieldStart {
-				s.st = rowQuoted
-				n++
-				continue
-			}
-			if x.plain[c] {
-				for n++; n < len(b) && x.plain[b[n]]; n++ {
-				}
-				s.st = rowUnquoted
-				continue
-			}
-			switch yes, wait := isDelim(n); {
-			case wait:
-				return n, false
-			case yes:
-				s.st = rowFieldStart
-				n += len(delim)
-			case c == '\n':
-				s.st = rowFieldStart
-				return n + 1, true
-			case c == '"' && !lazy:
-				s.fail(n, csv.ErrBareQuote)
-				n++
-			default:
-				s.st = rowUnquoted
-				n++
-			}
 		case rowQuoted:
 			j := bytes.IndexByte(b[n:], '"')
 			if j < 0 {
 				return len(b), false
 			}
-			n += j + 1
-			s.st = rowQuote
-		case rowQuote:
-			switch yes, wait := isDelim(n); {
-			case wait:
-				return n, false
-			case yes:
-				s.st = rowFieldStart
-				n += len(delim)
-			case c == '"':
-				s.st = rowQuoted
-				n++
-			case c == '\n':
-				s.st = rowFieldStart
-				return n + 1, true
-			case c == '\r':
-				s.st = rowQuoteCR
-				n++
-			case lazy: // the quote was text, and so is c
-				s.st = rowQuoted
-				n++
-			default:
-				s.fail(n, csv.ErrQuote)
-				n++
-			}
-		case rowQuoteCR:
-			switch {
-			case c == '\n':
-				s.st = rowFieldStart
-				return n + 1, true
-			case lazy: // the quote and the \r were text
-				s.st = rowQuoted
-				if c == '"' {
-					s.st = rowQuote
-				}
-				n++
-			default:
-				s.fail(n, csv.ErrQuote)
-				n++
-			}
+			n, s.st = n+j+1, rowQuote
+			continue
 		case rowBad:
 			j := bytes.IndexByte(b[n:], '\n')
 			if j < 0 {
 				return len(b), false
 			}
 			return n + j + 1, true
+		case rowQuoteCR:
+			if b[n] == '\n' {
+				s.st = rowFieldStart
+				return n + 1, true
+			}
+		default:
+			var wait, ok bool
+			if n, done, wait, ok = s.boundary(x, b, n, atEOF); wait {
+				return n, false
+			} else if ok {
+				continue
+			}
+		}
+		n = s.step(x, b, n)
+	}
+	return n, done
+}
+
+// boundary consumes the newline or the delimiter at b[n] that ends a
+// field (ok), or says it must see more bytes to know (wait).
+func (s *rowState) boundary(x *rowSyntax, b []byte, n int, atEOF bool) (next int, done, wait, ok bool) {
+	switch {
+	case b[n] == '\n':
+		s.st = rowFieldStart
+		return n + 1, true, false, true
+	case b[n] != x.delim[0]:
+		return n, false, false, false
+	case len(b)-n < len(x.delim):
+		return n, false, !atEOF, false
+	case !bytes.HasPrefix(b[n:], x.delim):
+		return n, false, false, false
+	}
+	s.st = rowFieldStart
+	return n + len(x.delim), false, false, true
+}
+
+// step consumes b[n], which ends no field, and the plain bytes after it
+// in an unquoted field.
+func (s *rowState) step(x *rowSyntax, b []byte, n int) int {
+	c := b[n]
+	switch s.st {
+	case rowFieldStart, rowUnquoted:
+		switch {
+		case c == '"' && s.st == rowFieldStart:
+			s.st = rowQuoted
+		case x.plain[c]:
+			for n++; n < len(b) && x.plain[b[n]]; n++ {
+			}
+			s.st = rowUnquoted
+			return n
+		case c == '"' && !x.lazy:
+			s.fail(n, csv.ErrBareQuote)
+		default:
+			s.st = rowUnquoted
+		}
+	case rowQuote:
+		switch {
+		case c == '"':
+			s.st = rowQuoted
+		case c == '\r':
+			s.st = rowQuoteCR
+		case x.lazy: // the quote was text, and so is c
+			s.st = rowQuoted
+		default:
+			s.fail(n, csv.ErrQuote)
+		}
+	case rowQuoteCR:
+		switch {
+		case x.lazy && c == '"': // the quote and the \r were text
+			s.st = rowQuote
+		case x.lazy:
+			s.st = rowQuoted
+		default:
+			s.fail(n, csv.ErrQuote)
 		}
 	}
-	return n, false
+	return n + 1
 }
 
 // fail marks the record bad at b[n] (b as scan has it), its line to be
