@@ -77,6 +77,9 @@ type Options struct {
 	// field (--null keep, alias --csv-empty=null): empty CSV cells and null
 	// Parquet values (columns, struct fields, map values) alike.
 	CSVEmptyNull bool
+	// CSVEmptyString reads an empty CSV cell as an empty string, as a
+	// quoted "" is (--csv-empty string); it wins over CSVEmptyNull there.
+	CSVEmptyString bool
 	// MaxRecordBytes is the longest accepted line or array element; 0 means
 	// DefaultMaxRecordBytes. A longer NDJSON line or CSV record is a bad
 	// record and reading continues after it (a CSV record's end is found by

@@ -30,14 +30,16 @@ type csvReader struct {
 	pos    source.Position // just after the last row read
 	max    int
 
-	header     []string
-	root       *node
-	opts       source.Options
-	strings    bool
-	emptyNull  bool
-	arena      []byte
-	lastRowLen int
-	done       bool
+	header    []string
+	root      *node
+	opts      source.Options
+	strings   bool
+	emptyNull bool
+	// emptyString reads an empty cell as "" (--csv-empty string).
+	emptyString bool
+	arena       []byte
+	lastRowLen  int
+	done        bool
 }
 
 func openCSV(path string, open source.Opener, opts source.Options, delim rune, folders []source.Folder, start source.Position) (source.Reader, error) {
@@ -85,7 +87,7 @@ func newCSVReader(path string, src io.ReadCloser, opts source.Options, delim run
 		path: path, src: src, pos: start, max: opts.MaxRecord(),
 		in:    rowBuffer{src: src, buf: make([]byte, csvBufferSize)},
 		split: fieldSplitter{delim: d}, syntax: newRowSyntax(d, csvLazyQuotes(delim)),
-		strings: opts.CSVStrings, emptyNull: opts.CSVEmptyNull, opts: opts,
+		strings: opts.CSVStrings, emptyNull: opts.CSVEmptyNull, emptyString: opts.CSVEmptyString, opts: opts,
 	}
 	if start.Offset == 0 {
 		// Excel writes a BOM before the header.
@@ -383,8 +385,8 @@ func buildTree(header []string) (*node, error) {
 
 // appendObject writes the object for n, in header order, from the fields
 // split last. A quoted empty field ("") is an empty string; an empty cell
-// is omitted (or null). Nested objects whose cells are all omitted are
-// omitted too.
+// is omitted (or null, or "" with --csv-empty string). Nested objects
+// whose cells are all omitted are omitted too.
 func (c *csvReader) appendObject(dst []byte, n *node, fields []string) ([]byte, bool) {
 	dst = append(dst, '{')
 	wrote := false
@@ -404,7 +406,7 @@ func (c *csvReader) appendObject(dst []byte, n *node, fields []string) ([]byte, 
 			}
 		} else {
 			v := fields[ch.col]
-			if v == "" && !c.split.quoted[ch.col] {
+			if v == "" && !c.split.quoted[ch.col] && !c.emptyString {
 				if !c.emptyNull {
 					dst = dst[:mark]
 					continue

@@ -169,6 +169,9 @@ var fixtureCases = []struct {
 	{"empty_cells.csv", source.Options{CSVEmptyNull: true}, []want{
 		{2, `{"id":1,"note":null,"count":5}`, ""}, {3, `{"id":2,"note":"","count":null}`, ""}, {4, `{"id":3,"note":"x","count":null}`, ""},
 	}},
+	{"empty_cells.csv", source.Options{CSVEmptyString: true}, []want{
+		{2, `{"id":1,"note":"","count":5}`, ""}, {3, `{"id":2,"note":"","count":""}`, ""}, {4, `{"id":3,"note":"x","count":""}`, ""},
+	}},
 	{"wrong_fields.csv", source.Options{}, []want{
 		{2, `{"id":1,"name":"Ada"}`, ""},
 		{3, "", "expected 2 (the header's), got 3"},
