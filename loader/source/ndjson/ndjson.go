@@ -354,61 +354,42 @@ func (s *ndjsonReader) detect() (bool, error) {
 // array). One JSON array is a first value that spans the whole input. It
 // reads at most the record limit ahead, and consumes nothing.
 func (s *ndjsonReader) valuePerLine(at int) (bool, error) {
-	const (
-		inValue = iota
-		inString
-		inEscape
-		afterValue // the rest of the first line
-		nextLines  // the lines after it
-	)
-	state, depth := inValue, 0
-	for j := at; ; j++ {
+	nl, err := s.peekByte(at, func(c byte) bool { return c == '\n' })
+	if nl < 0 || err != nil {
+		return false, err // one line, or longer than a record
+	}
+	// A newline cannot be inside a JSON string: the first value closes on
+	// its line or not at all. The element scan looks at the line alone.
+	w := s.w
+	s.w = s.r + nl
+	s.kind, s.depth, s.inStr, s.esc, s.p = '[', 0, false, false, at
+	closed := s.scanValue()
+	end := s.p
+	s.w = w
+	s.kind, s.depth, s.inStr, s.esc, s.p = 0, 0, false, false, 0
+	if !closed || !isBlank(s.buf[s.r+end:s.r+nl]) {
+		return false, nil
+	}
+	next, err := s.peekByte(nl+1, func(c byte) bool { return !isSpace(c) })
+	return next >= 0, err
+}
+
+// peekByte returns the index in buf[r:] of the first byte from buf[r+from]
+// on that is, reading ahead as needed but not past the record limit; -1
+// when there is none.
+func (s *ndjsonReader) peekByte(from int, is func(byte) bool) (int, error) {
+	for j := from; ; j++ {
 		for s.r+j >= s.w {
 			if s.rerr != nil {
-				return false, s.rerr
+				return -1, s.rerr
 			}
 			if s.eof || j > s.max {
-				return false, nil
+				return -1, nil
 			}
 			s.fill()
 		}
-		c := s.buf[s.r+j]
-		switch state {
-		case inString:
-			switch c {
-			case '\\':
-				state = inEscape
-			case '"':
-				state = inValue
-			case '\n':
-				return false, nil
-			}
-		case inEscape:
-			state = inString
-		case inValue:
-			switch c {
-			case '"':
-				state = inString
-			case '[', '{':
-				depth++
-			case ']', '}':
-				if depth--; depth == 0 {
-					state = afterValue
-				}
-			case '\n':
-				return false, nil
-			}
-		case afterValue:
-			switch {
-			case c == '\n':
-				state = nextLines
-			case !isSpace(c):
-				return false, nil // data after the array on its line
-			}
-		case nextLines:
-			if !isSpace(c) {
-				return true, nil
-			}
+		if is(s.buf[s.r+j]) {
+			return j, nil
 		}
 	}
 }
