@@ -126,6 +126,9 @@ func (c *csvReader) readHeader(folders []source.Folder) error {
 	}
 	c.header = make([]string, len(fields))
 	for i, f := range fields {
+		if !c.split.quoted[i] && strings.Contains(f, "\r") {
+			return headerError(source.ReasonCSVHeader, rec.Offset, fmt.Errorf("read CSV header: its lines end with a lone carriage return (classic Mac OS line endings), which is not read as the end of a record: convert them to LF or CRLF"))
+		}
 		c.header[i] = strings.TrimSpace(f)
 	}
 	if c.root, err = buildTree(c.header); err != nil {

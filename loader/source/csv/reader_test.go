@@ -3,6 +3,7 @@ package csv
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -130,7 +131,12 @@ func TestHeaderErrorsAreInputErrors(t *testing.T) {
 			t.Errorf("header %q: err %v, want an InputError %s", header, err, source.ReasonCSVHeader)
 		}
 	}
-	_, err := Format{Comma: ','}.Open(source.Input{Path: sourcetest.Fixture("dup_header.csv")}, nil, source.Options{}, source.Position{})
+	// Lines ending in a lone CR are one line, whose rows would be columns.
+	_, err := openMem("mac.csv", source.FormatCSV, []byte("id,v\r1,a\r2,\"b\r\"\r"), source.Options{}, source.Position{})
+	if !strings.Contains(fmt.Sprint(err), "lone carriage return") {
+		t.Errorf("CR line endings: err %v, want one saying so", err)
+	}
+	_, err = Format{Comma: ','}.Open(source.Input{Path: sourcetest.Fixture("dup_header.csv")}, nil, source.Options{}, source.Position{})
 	var ie *source.InputError
 	if !errors.As(err, &ie) || ie.Code != source.ReasonCSVHeader || !strings.Contains(err.Error(), "dup_header.csv") {
 		t.Errorf("dup_header.csv: err %v", err)
