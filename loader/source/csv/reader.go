@@ -213,7 +213,7 @@ func (c *csvReader) readRow() (fields []string, rec source.Record, raw []byte, e
 		return nil, rec, raw, nil
 	case len(raw) > c.max:
 		rec.Raw = source.CapRaw(raw)
-		rec.Err = c.tooLarge(rec, rec.Line+int64(bytes.Count(raw, []byte{'\n'})), st.seen)
+		rec.Err = c.tooLarge(rec, rec.Line+int64(bytes.Count(raw, []byte{'\n'})), int64(len(raw)))
 		return nil, rec, raw, nil
 	}
 	return c.split.split(raw), rec, raw, nil
@@ -257,16 +257,26 @@ func (c *csvReader) skipLong(rec source.Record, st *rowState) (source.Record, er
 	rec.Raw = source.CapRaw(text)
 	lines := int64(bytes.Count(text, []byte{'\n'}))
 	b.head += int(st.seen)
-	last := rec.Line // the record's last line
+	last := rec.Line          // the record's last line
+	size := st.seen           // its length without its line ending
+	prev := text[len(text)-1] // the byte before the bytes scanned
 	for {
 		n, done := st.scan(c.syntax, b.buf[b.head:b.end], b.eof)
-		rec.Raw = source.AppendRaw(rec.Raw, b.buf[b.head:b.head+n])
-		lines += int64(bytes.Count(b.buf[b.head:b.head+n], []byte{'\n'}))
+		chunk := b.buf[b.head : b.head+n]
+		rec.Raw = source.AppendRaw(rec.Raw, chunk)
+		lines += int64(bytes.Count(chunk, []byte{'\n'}))
 		b.head += n
-		last = rec.Line + lines
+		last, size = rec.Line+lines, st.seen
 		if done {
 			last-- // the newline ending it
+			size--
+			if n > 1 && chunk[n-2] == '\r' || n == 1 && prev == '\r' {
+				size--
+			}
 			break
+		}
+		if n > 0 {
+			prev = chunk[n-1]
 		}
 		if b.eof && b.head == b.end {
 			break
@@ -282,7 +292,7 @@ func (c *csvReader) skipLong(rec source.Record, st *rowState) (source.Record, er
 	if st.open() {
 		rec.Err = unclosedQuote(rec, st.seen)
 	} else {
-		rec.Err = c.tooLarge(rec, last, st.seen)
+		rec.Err = c.tooLarge(rec, last, size)
 	}
 	return rec, nil
 }

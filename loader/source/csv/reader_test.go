@@ -72,11 +72,11 @@ func TestLongAndUnclosedCSVRecords(t *testing.T) {
 		want       []string // Data, or "!reason: message part"
 	}{
 		{"closed", "id,pk,v\n1,a,x\n2,b,\"" + long + "\"\n3,c,y\n", []string{
-			`{"id":1,"pk":"a","v":"x"}`, "!too_large: lines 3 to 3 is 262151 bytes, longer than the 100 bytes limit", `{"id":3,"pk":"c","v":"y"}`}},
+			`{"id":1,"pk":"a","v":"x"}`, "!too_large: lines 3 to 3 is 262150 bytes, longer than the 100 bytes limit", `{"id":3,"pk":"c","v":"y"}`}},
 		{"closed over lines", "id,pk,v\r\n1,a,x\r\n2,b,\"" + long + "\r\n" + long + "\"\r\n3,c,y\r\n", []string{
-			`{"id":1,"pk":"a","v":"x"}`, "!too_large: lines 3 to 4 is", `{"id":3,"pk":"c","v":"y"}`}},
+			`{"id":1,"pk":"a","v":"x"}`, "!too_large: lines 3 to 4 is 524296 bytes", `{"id":3,"pk":"c","v":"y"}`}},
 		{"over the limit, in one read", "id,pk,v\n1,a,x\n2,b,\"" + long[:150] + "\"\n3,c,y\n", []string{
-			`{"id":1,"pk":"a","v":"x"}`, "!too_large: lines 3 to 3 is 157 bytes", `{"id":3,"pk":"c","v":"y"}`}},
+			`{"id":1,"pk":"a","v":"x"}`, "!too_large: lines 3 to 3 is 156 bytes", `{"id":3,"pk":"c","v":"y"}`}},
 		{"last, no newline", "id,pk,v\n1,a,x\n2,b,\"" + long + "\"", []string{
 			`{"id":1,"pk":"a","v":"x"}`, "!too_large: lines 3 to 3"}},
 		{"unclosed, long", "id,pk,v\n1,a,x\n2,b,\"" + long + "\n3,c,y\n", []string{
