@@ -120,3 +120,28 @@ func checkCorpusFile(t *testing.T, tg target, dir, container, f string) {
 		}
 	}
 }
+
+// Typing never changes a value: read back from the target, an integer
+// beyond 2^53 and a decimal a double does not hold are the strings they
+// were; the integers and decimals that survive a double are numbers.
+func TestCSVTypingKeepsValues(t *testing.T) {
+	t.Parallel()
+	tg := localTarget(t, emulator.Options{DefaultRU: 100000})
+	dir := t.TempDir()
+	in := writeFile(t, dir, "typed.csv", []byte("id,pk,n\n"+
+		"a,p,9007199254740993\nb,p,9007199254740992\nc,p,0.1000000000000000055511151231257827\nd,p,0.1\ne,p,12345678901234567890\n"))
+	res := runLoader(t, nil, append([]string{"import", in, "--checkpoint", filepath.Join(dir, "ck.json")},
+		tg.args("e2e", "typed", "--create-container", "--partition-key", "/pk")...)...)
+	if res.code != 0 {
+		t.Fatalf("exit %d\n%s", res.code, res.stderr)
+	}
+	docs := readAll(t, tg, "e2e", "typed")
+	for id, want := range map[string]any{
+		"a": "9007199254740993", "b": float64(9007199254740992), "c": "0.1000000000000000055511151231257827",
+		"d": 0.1, "e": "12345678901234567890",
+	} {
+		if got := docs[id]["n"]; got != want {
+			t.Errorf("%s: landed %#v, want %#v", id, got, want)
+		}
+	}
+}
