@@ -55,7 +55,7 @@ func CheckFormats(inputs []source.Input, stdin io.Reader, opts source.Options) (
 			head, cut = stdinHead(peek)
 		} else {
 			var err error
-			if head, cut, err = fileHead(in, opts); err != nil {
+			if head, cut, err = fileHead(in); err != nil {
 				return nil // the load says why it cannot be read
 			}
 		}
@@ -66,35 +66,38 @@ func CheckFormats(inputs []source.Input, stdin io.Reader, opts source.Options) (
 }
 
 // fileHead is the start of a file or blob, decompressed; cut when there
-// is more.
-func fileHead(in source.Input, opts source.Options) ([]byte, bool, error) {
-	_, open, err := source.Streams(in, nil, opts, source.Position{})
+// is more. A blob's is one small ranged read.
+func fileHead(in source.Input) ([]byte, bool, error) {
+	ra, done, err := source.RawReaderAt(in)
 	if err != nil {
 		return nil, false, err
 	}
-	r, err := open(0)
-	if err != nil {
+	defer done()
+	raw := make([]byte, misreadHead)
+	n, err := ra.ReadAt(raw, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, false, err
 	}
-	defer r.Close()
-	head := make([]byte, misreadHead)
-	n, err := io.ReadFull(r, head)
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return nil, false, err
-	}
-	return head[:n], n == misreadHead, nil
+	head, cut := decompressedHead(raw[:n], n == misreadHead)
+	return head, cut, nil
 }
 
 // stdinHead is what stdin holds at once (it waits for its first read, not
-// for more: a slow pipe starts loading as soon as it did), decompressed as
-// far as it goes when it is gzip; more may follow (cut).
+// for more: a slow pipe starts loading as soon as it did), decompressed;
+// more may follow (cut).
 func stdinHead(peek *bufio.Reader) ([]byte, bool) {
 	if _, err := peek.Peek(1); err != nil {
 		return nil, false
 	}
 	raw, _ := peek.Peek(peek.Buffered())
+	return decompressedHead(raw, true)
+}
+
+// decompressedHead is raw, the first bytes of an input (cut: more
+// follow), decompressed as far as they go when they are gzip.
+func decompressedHead(raw []byte, cut bool) ([]byte, bool) {
 	if !source.HasGzipMagic(raw) {
-		return raw, true
+		return raw, cut
 	}
 	zr, err := gzip.NewReader(bytes.NewReader(raw))
 	if err != nil {
@@ -102,7 +105,7 @@ func stdinHead(peek *bufio.Reader) ([]byte, bool) {
 	}
 	head := make([]byte, misreadHead)
 	n, _ := io.ReadFull(zr, head)
-	return head[:n], true
+	return head[:n], cut || n == misreadHead
 }
 
 // A reading is a format to try an input's head as.

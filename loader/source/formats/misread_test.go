@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/loader/source/internal/sourcetest"
 )
 
 // An input whose first records mostly do not read as its format, but do
@@ -47,6 +48,8 @@ func TestCheckFormatsNamesTheFormatThatFits(t *testing.T) {
 		{"csv as ndjson (.txt)", write("rows.txt", csvRows.String()), nil, source.Options{}, "--format csv"},
 		{"csv on stdin", source.Input{Path: "-", Stdin: true}, []byte(csvRows.String()), source.Options{}, "--format csv"},
 		{"gzip csv on stdin", source.Input{Path: "-", Stdin: true}, gz.Bytes(), source.Options{}, "--format csv"},
+		{"gzip csv as ndjson", write("rows.txt.gz", gz.String()), nil, source.Options{}, "--format csv"},
+		{"csv blob as ndjson", source.Input{Path: "https://acct.blob.core.windows.net/c/rows.txt", Remote: &sourcetest.MemRemote{Data: []byte(csvRows.String())}}, nil, source.Options{}, "--format csv"},
 		{"tsv as ndjson", write("rows.log", strings.ReplaceAll(csvRows.String(), ",", "\t")), nil, source.Options{}, "--format tsv"},
 		{"semicolons as ndjson", write("semi.txt", strings.ReplaceAll(csvRows.String(), ",", ";")), nil, source.Options{}, "--format csv --delimiter ';'"},
 		{"ndjson as csv (.csv)", write("rows.csv", ndjsonRows.String()), nil, source.Options{}, "--format ndjson"},
