@@ -88,6 +88,9 @@ type parquetReader struct {
 	// pageBytes is parquetPages of the columns read.
 	pageBytes int64
 	cols      []int // the leaf columns read (--columns); nil: all
+	// int96 are the leaf columns stored as INT96, read as 12-byte values
+	// (see lenientFooter); nil: none.
+	int96 []bool
 	// logicals annotate the columns read, in order (see arrowjson.LogicalOf).
 	logicals []*arrowjson.Logical
 	// rows is how rows are written: the columns' annotations, the fields
@@ -165,6 +168,10 @@ const (
 	parquetPageGuess = 2 << 20
 	parquetPagesMax  = 16 << 20
 )
+
+// maxPageSize is the largest page the format can describe: a page
+// header's sizes are 32-bit signed integers.
+const maxPageSize = math.MaxInt32
 
 // parquetPages is the estimate above for the biggest row group of md, over
 // the leaf columns cols (nil: all).
@@ -244,6 +251,12 @@ func parquetFooter(in source.Input) (md *metadata.FileMetaData, size int64, err 
 			md, err = nil, fmt.Errorf("%w: %v", errFooter, p)
 		}
 	}()
+	if _, md, _, ok := plainFooter(f, size); ok {
+		if err := checkFooter(md); err != nil {
+			return nil, 0, fmt.Errorf("%w: %w", errFooter, err)
+		}
+		return md, size, nil
+	}
 	pf, err := file.NewParquetReader(f)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%w: %w", errFooter, err)
@@ -585,9 +598,20 @@ func (r *parquetReader) openFooter() (fr *pqarrow.FileReader, raw []byte, plain 
 	// group of a few hundred MB must not be held in memory.
 	props.BufferedStreamEnabled = true
 	props.BufferSize = parquetBufferSize
+	// Pages as large as the format allows (its sizes are 32-bit): arrow-go
+	// refuses pages over 64 MiB stored or 256 MiB decompressed, which
+	// other readers read. A page is held whole, as stored and decompressed.
+	props.MaxCompressedPageSize = maxPageSize
+	props.MaxUncompressedPageSize = maxPageSize
 	r.pages = newPageGuard(r.f)
 	readOpts := []file.ReadOption{file.WithReadProps(props)}
-	raw, parsed, plain := plainFooter(r.f, r.size)
+	raw, parsed, fixes, plain := plainFooter(r.f, r.size)
+	r.int96 = fixes.int96
+	for _, n := range fixes.notes {
+		if r.opts.Notice != nil {
+			r.opts.Notice(r.path + ": " + n)
+		}
+	}
 	if plain {
 		readOpts = append(readOpts, file.WithMetadata(parsed))
 	}
@@ -633,11 +657,11 @@ func (r *parquetReader) chooseFields(fr *pqarrow.FileReader, md *metadata.FileMe
 			r.cols = arrowjson.AppendLeaves(r.cols, &fr.Manifest.Fields[i])
 		}
 		if keep == nil || keep[i] {
-			l := arrowjson.LogicalOf(&fr.Manifest.Fields[i], md.Schema, opts.BinaryAsString)
+			l := arrowjson.LogicalOf(&fr.Manifest.Fields[i], md.Schema, arrowjson.LogicalOptions{Text: opts.BinaryAsString, Int96: r.int96})
 			r.logicals = append(r.logicals, l)
 			read = append(read, &fr.Manifest.Fields[i])
 			// A JSON column's leaves and depth are known only by a parse.
-			summable = summable && !l.HasJSON() && 1+arrowjson.TypeDepth(fr.Manifest.Fields[i].Field.Type) <= record.MaxDepth
+			summable = summable && !l.HasJSON() && !l.HasInt96() && 1+arrowjson.TypeDepth(fr.Manifest.Fields[i].Field.Type) <= record.MaxDepth
 		}
 	}
 	r.rows = arrowjson.RowConfig{KeepNulls: opts.CSVEmptyNull, Logicals: r.logicals, Parts: source.PartitionFields(folders, names, keep, opts.CSVEmptyNull),
