@@ -993,6 +993,12 @@ func (r *parquetReader) decodeRowGroup(g int, skip int64, send func(arrow.Record
 		}
 		pl.PlanReads(byteRanges(guarded), next, w)
 	}
+	if r.opts.Facts == nil && r.opts.SizeOnly == nil { // an import (see verifyRowGroup)
+		if err := r.verifyRowGroup(g, r.arrowColumns()); err != nil {
+			return err
+		}
+		r.pages.expect(guarded)
+	}
 	rr, err = r.recordReader(g, r.arrowColumns())
 	if err != nil {
 		return err

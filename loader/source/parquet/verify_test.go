@@ -1,0 +1,80 @@
+package parquet
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/parquet/compress"
+
+	"github.com/cosmosloader/loader/loader/source"
+)
+
+// flipIn flips one byte of path, the last of the first occurrence of
+// the bytes of page after the file's first bytes.
+func flipIn(t *testing.T, path string, page []byte) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := bytes.Index(b[4:], page)
+	if at < 0 {
+		t.Fatal("page not found")
+	}
+	b[4+at+len(page)-1] ^= 0x10
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A damaged row group is refused before any of its rows is sent; the
+// row groups before it load whole (the README's promise): a page whose
+// CRC does not match its bytes, and, without CRCs, a page that does not
+// decompress after one that does, in the same row group (its first
+// page's rows were once sent before the second failed).
+func TestParquetDamagedRowGroupSendsNoRows(t *testing.T) {
+	groups := func(crc bool) [][]hmPage {
+		var gs [][]hmPage
+		for g := range 3 {
+			a, b := hmInt64s(int64(10*g+1), int64(10*g+2)), hmInt64s(int64(10*g+3), 1234567890123)
+			a.crc, b.crc = crc, crc
+			gs = append(gs, []hmPage{a, b})
+		}
+		return gs
+	}
+	for _, c := range []struct {
+		name  string
+		crc   bool
+		codec compress.Compression
+		want  string
+	}{
+		{"CRC", true, compress.Codecs.Uncompressed, "page CRC does not match"},
+		{"CRC, Zstd", true, compress.Codecs.Zstd, "page CRC does not match"},
+		{"no CRC, gzip", false, compress.Codecs.Gzip, "decompress"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			col := hmColumn{name: "v", typ: 2, codec: c.codec, pages: groups(c.crc)}
+			path := handmade(t, col)
+			if got := rowsOf(t, path, source.Options{}); len(got) != 12 {
+				t.Fatalf("undamaged: %d rows, want 12", len(got))
+			}
+			// The second page of row group 3 holds 23 and 1234567890123.
+			page := hmInt64s(23, 1234567890123).values
+			if codec, err := compress.GetCodec(c.codec); err == nil && c.codec != compress.Codecs.Uncompressed {
+				page = codec.Encode(nil, page)
+			}
+			flipIn(t, path, page)
+			recs, err := readParquet(t, path, source.Options{}, source.Position{})
+			var ie *source.InputError
+			if !errors.As(err, &ie) || ie.Reason() != source.ReasonCorruptInput || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v after %d rows, want an InputError %s saying %q", err, len(recs), source.ReasonCorruptInput, c.want)
+			}
+			if len(recs) != 8 || ie.Line != 9 || !strings.Contains(err.Error(), "row group 3 of 3") {
+				t.Fatalf("read %d rows, refused from line %d: %v", len(recs), ie.Line, err)
+			}
+		})
+	}
+}
