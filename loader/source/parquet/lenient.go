@@ -16,13 +16,18 @@ import (
 //     arrow-go refuses the file;
 //   - INT96 timestamps (Impala's and Spark's): arrow-go reads them as
 //     nanoseconds since 1970 in an int64, which holds years 1677–2262
-//     only, and refuses the whole file for one value outside them.
+//     only, and refuses the whole file for one value outside them;
+//   - a MAP whose key is declared optional (the format says required):
+//     they read it as a map; arrow-go refuses the file ("MAP keys must be
+//     required").
 //
 // lenientFooter rewrites such a footer before arrow-go parses it: an
 // unknown logical type is dropped (its converted type, if any, stays),
-// and an INT96 column is declared a FIXED_LEN_BYTE_ARRAY of 12 bytes —
-// the same bytes, plain or dictionary-encoded — which the JSON encoder
-// writes as the timestamp it holds (see arrowjson's INT96 kind).
+// an INT96 column is declared a FIXED_LEN_BYTE_ARRAY of 12 bytes — the
+// same bytes, plain or dictionary-encoded — which the JSON encoder writes
+// as the timestamp it holds (see arrowjson's INT96 kind), and a MAP with
+// an optional key is declared a LIST (of its key-value groups: the same
+// levels), which the JSON encoder writes as the object the map is.
 
 // The fields of the footer's Thrift structs (parquet.thrift) read here.
 const (
@@ -31,6 +36,8 @@ const (
 
 	elemType        = 1  // SchemaElement.type
 	elemTypeLength  = 2  // SchemaElement.type_length
+	elemRepetition  = 3  // SchemaElement.repetition_type
+	elemConverted   = 6  // SchemaElement.converted_type
 	elemName        = 4  // SchemaElement.name
 	elemNumChildren = 5  // SchemaElement.num_children
 	elemLogicalType = 10 // SchemaElement.logicalType
@@ -41,6 +48,13 @@ const (
 
 	typeInt96 = 3 // Type.INT96
 	typeFLBA  = 7 // Type.FIXED_LEN_BYTE_ARRAY
+
+	optional      = 1 // FieldRepetitionType.OPTIONAL
+	convertedMap  = 1 // ConvertedType.MAP
+	convertedKV   = 2 // ConvertedType.MAP_KEY_VALUE
+	convertedList = 3 // ConvertedType.LIST
+	logicalMap    = 2 // LogicalType.MAP
+	logicalList   = 3 // LogicalType.LIST
 )
 
 // knownLogicalTypes are the members of the LogicalType union arrow-go
@@ -52,8 +66,9 @@ func knownLogicalType(id int16) bool {
 // footerFixes is what lenientFooter changed: the leaf columns that were
 // INT96, and a note for each column whose logical type was dropped.
 type footerFixes struct {
-	int96 []bool // by leaf column; nil when none was
-	notes []string
+	int96   []bool // by leaf column; nil when none was
+	mapKeys []bool // by leaf column, the keys of MAPs read as lists; nil: none
+	notes   []string
 }
 
 // lenientFooter returns raw, a footer's Thrift bytes, rewritten as above,
@@ -93,12 +108,33 @@ func lenientFooter(raw []byte) ([]byte, footerFixes) {
 		}
 		elems[i] = e
 	}
+	for _, m := range optionalKeyMaps(elems) {
+		if fx.mapKeys == nil {
+			fx.mapKeys = make([]bool, len(elems))
+		}
+		fx.mapKeys[leafIndex(elems, m+2)] = true
+		e := elems[m]
+		if _, ok := e.get(elemConverted).(int32); ok {
+			e.set(elemConverted, thrift.I32, int32(convertedList))
+		}
+		if _, ok := e.get(elemLogicalType).(tStruct); ok {
+			e.set(elemLogicalType, thrift.STRUCT, tStruct{{id: logicalList, typ: thrift.STRUCT, v: tStruct{}}})
+		}
+		elems[m] = e
+		if c, _ := elems[m+1].get(elemConverted).(int32); c == convertedKV {
+			elems[m+1].drop(elemConverted)
+		}
+		changed = true
+	}
 	if !changed {
 		return raw, footerFixes{}
 	}
 	if fx.int96 != nil {
 		fx.int96 = fx.int96[:leaf]
 		retypeInt96(meta)
+	}
+	if fx.mapKeys != nil {
+		fx.mapKeys = fx.mapKeys[:leaf]
 	}
 	setStructs(&meta, metaSchema, elems)
 	out, err := encodeTree(meta)
@@ -115,6 +151,9 @@ func footerNeedsFix(raw []byte) bool {
 	elems, err := decodeSchemaOnly(raw)
 	if err != nil {
 		return false
+	}
+	if len(optionalKeyMaps(elems)) > 0 {
+		return true
 	}
 	for _, e := range elems {
 		if t, _ := e.get(elemType).(int32); t == typeInt96 {
@@ -147,6 +186,40 @@ func decodeSchemaOnly(raw []byte) ([]tStruct, error) {
 		return nil
 	})
 	return elems, err
+}
+
+// optionalKeyMaps are the schema elements that are MAPs (by converted or
+// logical type) of one key-value group whose first member, the key, is
+// an optional leaf.
+func optionalKeyMaps(elems []tStruct) []int {
+	var maps []int
+	for i := 0; i+2 < len(elems); i++ {
+		e := elems[i]
+		c, _ := e.get(elemConverted).(int32)
+		lt, _ := e.get(elemLogicalType).(tStruct)
+		if c != convertedMap && unionMember(lt) != logicalMap {
+			continue
+		}
+		n, _ := e.get(elemNumChildren).(int32)
+		kv, _ := elems[i+1].get(elemNumChildren).(int32)
+		keyKids, _ := elems[i+2].get(elemNumChildren).(int32)
+		rep, _ := elems[i+2].get(elemRepetition).(int32)
+		if n == 1 && kv >= 1 && keyKids == 0 && rep == optional {
+			maps = append(maps, i)
+		}
+	}
+	return maps
+}
+
+// leafIndex is the leaf column that schema element i is (a leaf).
+func leafIndex(elems []tStruct, i int) int {
+	leaf := 0
+	for j := 1; j < i; j++ {
+		if n, _ := elems[j].get(elemNumChildren).(int32); n == 0 {
+			leaf++
+		}
+	}
+	return leaf
 }
 
 // unionMember is the id of the member a union holds (-1: none).

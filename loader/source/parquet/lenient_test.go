@@ -2,12 +2,17 @@ package parquet
 
 import (
 	"encoding/binary"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/schema"
 
 	"github.com/cosmosloader/loader/loader/source"
 )
@@ -135,5 +140,64 @@ func TestParquetUnknownLogicalType(t *testing.T) {
 	}
 	if len(notes) != 1 || !strings.Contains(notes[0], `column "v": logical type 40 is unknown`) {
 		t.Errorf("notices %q, want one naming column v", notes)
+	}
+}
+
+// A MAP whose key is declared optional (the format says required; other
+// readers read it) is read as the map it is; arrow-go refused the file.
+func TestParquetMapWithOptionalKey(t *testing.T) {
+	key, err := schema.NewPrimitiveNodeLogical("key", parquet.Repetitions.Optional, schema.StringLogicalType{}, parquet.Types.ByteArray, -1, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := schema.NewInt64Node("value", parquet.Repetitions.Optional, -1)
+	kv, err := schema.NewGroupNode("key_value", parquet.Repetitions.Repeated, schema.FieldList{key, value}, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := schema.NewGroupNodeLogical("m", parquet.Repetitions.Optional, schema.FieldList{kv}, schema.MapLogicalType{}, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := schema.NewInt64Node("id", parquet.Repetitions.Required, -1)
+	root, err := schema.NewGroupNode("schema", parquet.Repetitions.Required, schema.FieldList{id, m}, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "map.parquet")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := file.NewParquetWriter(f, root)
+	rg := w.AppendRowGroup()
+	// Rows: {a:1, b:null}, a null map, an empty map.
+	cw, _ := rg.NextColumn()
+	if _, err := cw.(*file.Int64ColumnChunkWriter).WriteBatch([]int64{1, 2, 3}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	cw.Close()
+	cw, _ = rg.NextColumn()
+	if _, err := cw.(*file.ByteArrayColumnChunkWriter).WriteBatch([]parquet.ByteArray{parquet.ByteArray("a"), parquet.ByteArray("b")},
+		[]int16{3, 3, 0, 1}, []int16{0, 1, 0, 0}); err != nil {
+		t.Fatal(err)
+	}
+	cw.Close()
+	cw, _ = rg.NextColumn()
+	if _, err := cw.(*file.Int64ColumnChunkWriter).WriteBatch([]int64{1}, []int16{3, 2, 0, 1}, []int16{0, 1, 0, 0}); err != nil {
+		t.Fatal(err)
+	}
+	cw.Close()
+	rg.Close()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`{"id":1,"m":{"a":1}}`, `{"id":2}`, `{"id":3,"m":{}}`}
+	if got := rowsOf(t, path, source.Options{}); !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	keep := []string{`{"id":1,"m":{"a":1,"b":null}}`, `{"id":2,"m":null}`, `{"id":3,"m":{}}`}
+	if got := rowsOf(t, path, source.Options{CSVEmptyNull: true}); !slices.Equal(got, keep) {
+		t.Errorf("--null keep: got %q, want %q", got, keep)
 	}
 }

@@ -91,6 +91,9 @@ type parquetReader struct {
 	// int96 are the leaf columns stored as INT96, read as 12-byte values
 	// (see lenientFooter); nil: none.
 	int96 []bool
+	// mapKeys are the leaf columns that are keys of MAPs read as lists of
+	// key-value structs (see lenientFooter); nil: none.
+	mapKeys []bool
 	// logicals annotate the columns read, in order (see arrowjson.LogicalOf).
 	logicals []*arrowjson.Logical
 	// rows is how rows are written: the columns' annotations, the fields
@@ -606,7 +609,7 @@ func (r *parquetReader) openFooter() (fr *pqarrow.FileReader, raw []byte, plain 
 	r.pages = newPageGuard(r.f)
 	readOpts := []file.ReadOption{file.WithReadProps(props)}
 	raw, parsed, fixes, plain := plainFooter(r.f, r.size)
-	r.int96 = fixes.int96
+	r.int96, r.mapKeys = fixes.int96, fixes.mapKeys
 	for _, n := range fixes.notes {
 		if r.opts.Notice != nil {
 			r.opts.Notice(r.path + ": " + n)
@@ -657,11 +660,11 @@ func (r *parquetReader) chooseFields(fr *pqarrow.FileReader, md *metadata.FileMe
 			r.cols = arrowjson.AppendLeaves(r.cols, &fr.Manifest.Fields[i])
 		}
 		if keep == nil || keep[i] {
-			l := arrowjson.LogicalOf(&fr.Manifest.Fields[i], md.Schema, arrowjson.LogicalOptions{Text: opts.BinaryAsString, Int96: r.int96})
+			l := arrowjson.LogicalOf(&fr.Manifest.Fields[i], md.Schema, arrowjson.LogicalOptions{Text: opts.BinaryAsString, Int96: r.int96, MapKeys: r.mapKeys})
 			r.logicals = append(r.logicals, l)
 			read = append(read, &fr.Manifest.Fields[i])
 			// A JSON column's leaves and depth are known only by a parse.
-			summable = summable && !l.HasJSON() && !l.HasInt96() && 1+arrowjson.TypeDepth(fr.Manifest.Fields[i].Field.Type) <= record.MaxDepth
+			summable = summable && !l.HasJSON() && !l.HasRead() && 1+arrowjson.TypeDepth(fr.Manifest.Fields[i].Field.Type) <= record.MaxDepth
 		}
 	}
 	r.rows = arrowjson.RowConfig{KeepNulls: opts.CSVEmptyNull, Logicals: r.logicals, Parts: source.PartitionFields(folders, names, keep, opts.CSVEmptyNull),

@@ -229,7 +229,7 @@ func appendObject(b []byte, fields []objField, i int, keepNulls bool, ms *[]reco
 // Binder returns the encoder of arr's non-null elements; l is its field's
 // annotation (see LogicalOf).
 func Binder(arr arrow.Array, keepNulls bool, l *Logical) AppendFn {
-	if put := LogicalBinder(arr, l); put != nil {
+	if put := LogicalBinder(arr, keepNulls, l); put != nil {
 		return put
 	}
 	if put := numberBinder(arr); put != nil {
@@ -375,12 +375,17 @@ func nestedBinder(arr arrow.Array, keepNulls bool, l *Logical) AppendFn {
 // mapBinder encodes a map as an object whose keys are the map's keys as
 // strings, in file order.
 func mapBinder(a *array.Map, keepNulls bool, l *Logical) AppendFn {
-	keys, items := a.Keys(), a.Items()
-	kv := l.Child(0)
+	return entriesBinder(a.ValueOffsets, a.Keys(), a.Items(), keepNulls, l.Child(0))
+}
+
+// entriesBinder encodes the entries of each element (offsets: where they
+// are in keys and items) as an object, keys as strings, in file order; kv
+// is the entries' annotation.
+func entriesBinder(offsets func(int) (int64, int64), keys, items arrow.Array, keepNulls bool, kv *Logical) AppendFn {
 	putKey, putItem := Binder(keys, keepNulls, kv.Child(0)), Binder(items, keepNulls, kv.Child(1))
 	var scratch []byte
 	return func(b []byte, i int) []byte {
-		start, end := a.ValueOffsets(i)
+		start, end := offsets(i)
 		b = append(b, '{')
 		first := true
 		for j := int(start); j < int(end); j++ {

@@ -34,8 +34,9 @@ const (
 	kindJSON
 	kindEnum
 	kindInterval
-	kindText  // an unannotated byte array read as a string
-	kindInt96 // an INT96 timestamp, read as 12 bytes (Impala's, Spark's)
+	kindText    // an unannotated byte array read as a string
+	kindInt96   // an INT96 timestamp, read as 12 bytes (Impala's, Spark's)
+	kindEntries // a MAP read as a list of key-value structs (its key optional)
 )
 
 // Logical mirrors a field of the file's schema where one of its leaves has
@@ -55,6 +56,9 @@ type LogicalOptions struct {
 	// Int96 marks, by leaf column, the INT96 timestamps that the reader
 	// reads as 12-byte values (nil: none).
 	Int96 []bool
+	// MapKeys marks, by leaf column, the keys of MAPs that the reader
+	// reads as lists of key-value structs (nil: none).
+	MapKeys []bool
 }
 
 // LogicalOf is f's annotation; sc is the file's schema.
@@ -90,10 +94,29 @@ func LogicalOf(f *pqarrow.SchemaField, sc *schema.Schema, o LogicalOptions) *Log
 			kids[i] = l
 		}
 	}
+	if entries(f, o.MapKeys) {
+		if kids == nil {
+			kids = make([]*Logical, 1)
+		}
+		return &Logical{kind: kindEntries, kids: kids}
+	}
 	if kids == nil {
 		return nil
 	}
 	return &Logical{kids: kids}
+}
+
+// entries reports whether f is a list of key-value structs whose key is
+// marked in keys: a MAP the reader reads as a list (see LogicalOptions).
+func entries(f *pqarrow.SchemaField, keys []bool) bool {
+	if len(f.Children) != 1 || len(f.Children[0].Children) != 2 {
+		return false
+	}
+	if _, ok := f.Field.Type.(*arrow.ListType); !ok {
+		return false
+	}
+	key := &f.Children[0].Children[0]
+	return key.IsLeaf() && key.ColIndex < len(keys) && keys[key.ColIndex]
 }
 
 // Child is the annotation of the i-th child field, nil if there is none.
@@ -121,17 +144,18 @@ func (l *Logical) HasJSON() bool {
 	return false
 }
 
-// HasInt96 reports whether a value of l may hold an INT96 timestamp, whose
-// length the dry-run's sizer does not work out from its pages.
-func (l *Logical) HasInt96() bool {
+// HasRead reports whether a value of l holds an INT96 timestamp or a MAP
+// read as a list (see LogicalOptions), which the dry-run's sizer does not
+// size from columns.
+func (l *Logical) HasRead() bool {
 	if l == nil {
 		return false
 	}
-	if l.kind == kindInt96 {
+	if l.kind == kindInt96 || l.kind == kindEntries {
 		return true
 	}
 	for _, k := range l.kids {
-		if k.HasInt96() {
+		if k.HasRead() {
 			return true
 		}
 	}
@@ -139,12 +163,19 @@ func (l *Logical) HasInt96() bool {
 }
 
 // LogicalBinder is the encoder of arr, a leaf of kind l, or nil when arr is
-// not stored as that kind is (then its bytes are base64, as any binary).
-func LogicalBinder(arr arrow.Array, l *Logical) AppendFn {
+// not stored as that kind is (then its bytes are base64, as any binary);
+// or of a MAP read as a list.
+func LogicalBinder(arr arrow.Array, keepNulls bool, l *Logical) AppendFn {
 	if l == nil {
 		return nil
 	}
 	switch a := arr.(type) {
+	case *array.List:
+		kv, ok := a.ListValues().(*array.Struct)
+		if l.kind != kindEntries || !ok || kv.NumField() != 2 {
+			return nil
+		}
+		return entriesBinder(a.ValueOffsets, kv.Field(0), kv.Field(1), keepNulls, l.Child(0))
 	case *array.Binary:
 		switch l.kind {
 		case kindJSON:
