@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 
 	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/loader/source/internal/sourcetest"
 )
 
 // flipIn flips one byte of path, the last of the first occurrence of
@@ -76,5 +77,43 @@ func TestParquetDamagedRowGroupSendsNoRows(t *testing.T) {
 				t.Fatalf("read %d rows, refused from line %d: %v", len(recs), ie.Line, err)
 			}
 		})
+	}
+}
+
+// LOADER_WRITE_CRC_FIXTURE=1 writes testdata/parquet/crc.parquet, the
+// end-to-end tests' file whose pages carry CRCs (no writer at hand writes
+// them): columns n and pk, INT64, Snappy, three row groups of 2,500 rows
+// (n = 1…7500, pk = n mod 7), each column chunk in pages of 500 rows: a
+// row group is more than one of the reader's batches (parquetBatchRows).
+func TestWriteCRCFixture(t *testing.T) {
+	if os.Getenv("LOADER_WRITE_CRC_FIXTURE") == "" {
+		t.Skip("writes a fixture; set LOADER_WRITE_CRC_FIXTURE=1")
+	}
+	pages := func(value func(n int64) int64) [][]hmPage {
+		var gs [][]hmPage
+		for g := range 3 {
+			var ps []hmPage
+			for p := range 5 {
+				var vs []int64
+				for i := range 500 {
+					vs = append(vs, value(int64(2500*g+500*p+i+1)))
+				}
+				page := hmInt64s(vs...)
+				page.crc = true
+				ps = append(ps, page)
+			}
+			gs = append(gs, ps)
+		}
+		return gs
+	}
+	path := handmade(t,
+		hmColumn{name: "n", typ: 2, codec: compress.Codecs.Snappy, pages: pages(func(n int64) int64 { return n })},
+		hmColumn{name: "pk", typ: 2, codec: compress.Codecs.Snappy, pages: pages(func(n int64) int64 { return n % 7 })})
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(sourcetest.ParquetDir()+"crc.parquet", b, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
