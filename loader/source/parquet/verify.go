@@ -22,7 +22,8 @@ import (
 // values without building Arrow arrays or JSON; a dry-run, which writes
 // nothing, does not make it.
 
-// verifyBatch is how many values of a column are decoded at a time.
+// verifyBatch is how many values of a column are decoded at a time, at
+// most (a row group's rows, when it has fewer).
 const verifyBatch = 4096
 
 // verifyRowGroup reads row group g's leaf columns cols (nil: all) as
@@ -38,7 +39,8 @@ func (r *parquetReader) verifyRowGroup(g int, cols []int) error {
 			cols = append(cols, c)
 		}
 	}
-	def, rep := make([]int16, verifyBatch), make([]int16, verifyBatch)
+	n := int(min(verifyBatch, max(r.rgRows[g], 1)))
+	def, rep := make([]int16, n), make([]int16, n)
 	for _, c := range cols {
 		cr, err := rg.Column(c)
 		if err != nil {
