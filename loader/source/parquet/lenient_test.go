@@ -201,3 +201,14 @@ func TestParquetMapWithOptionalKey(t *testing.T) {
 		t.Errorf("--null keep: got %q, want %q", got, keep)
 	}
 }
+
+// The LZO codec, which arrow-go cannot decode, refuses its file with a
+// reason that names it.
+func TestParquetLZOIsRefusedByName(t *testing.T) {
+	plain, _ := compress.GetCodec(compress.Codecs.Uncompressed)
+	path := handmade(t, hmColumn{name: "v", typ: 2, codec: compress.Codecs.Lzo, rawCodec: plain, pages: [][]hmPage{{hmInt64s(1, 2)}}})
+	recs, err := readParquet(t, path, source.Options{}, source.Position{})
+	if err == nil || !strings.Contains(err.Error(), "LZO") || len(recs) != 0 {
+		t.Fatalf("got %d rows, %v; want the file refused naming LZO", len(recs), err)
+	}
+}
