@@ -320,3 +320,36 @@ func TestParquetDamagedPageRefusesItsRowGroupBeforeWriting(t *testing.T) {
 		t.Fatalf("dead letters %v, want one corrupt_input entry at row 2501 naming the CRC", dead)
 	}
 }
+
+// A file other readers read whole (lenient.parquet: empty v2 Snappy pages,
+// a logical type newer than the reader, INT96 timestamps in years 10000
+// and 44 BC) loads whole, with one note naming the column read as its
+// physical type; arrow-go refused all three.
+func TestParquetReadAsOtherReadersReadIt(t *testing.T) {
+	t.Parallel()
+	tg := localTarget(t, emulator.Options{DefaultRU: 100000})
+	dir := parquetFixtures(t, "lenient.parquet")
+	res := runLoader(t, nil, append([]string{"import", filepath.Join(dir, "lenient.parquet"), "--checkpoint", filepath.Join(dir, "ckpt.json")},
+		tg.args("e2e", "pqlenient", "--create-container", "--partition-key", "/pk")...)...)
+	if res.code != 0 {
+		t.Fatalf("exit %d, want 0\n%s", res.code, res.stderr)
+	}
+	if n := strings.Count(res.stderr, `note: `); n != 1 || !strings.Contains(res.stderr, `column "n": logical type 40 is unknown`) {
+		t.Errorf("want one note naming column n, stderr:\n%s", res.stderr)
+	}
+	want := map[float64]map[string]any{
+		1: {"n": 1.0, "pk": 0.0, "ts": "10000-01-01T00:00:00Z"},
+		2: {"n": 2.0, "pk": 1.0, "ts": "-0043-03-15T00:00:01.5Z"},
+		3: {"n": 3.0, "pk": 0.0, "ts": "1970-01-01T00:00:00Z"},
+	}
+	got := readAll(t, tg, "e2e", "pqlenient")
+	if len(got) != len(want) {
+		t.Fatalf("%d documents landed, want %d", len(got), len(want))
+	}
+	for _, doc := range got {
+		delete(doc, "id")
+		if w := want[doc["n"].(float64)]; !reflect.DeepEqual(doc, w) {
+			t.Errorf("got %v, want %v", doc, w)
+		}
+	}
+}

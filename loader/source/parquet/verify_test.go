@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -80,14 +81,20 @@ func TestParquetDamagedRowGroupSendsNoRows(t *testing.T) {
 	}
 }
 
-// LOADER_WRITE_CRC_FIXTURE=1 writes testdata/parquet/crc.parquet, the
-// end-to-end tests' file whose pages carry CRCs (no writer at hand writes
-// them): columns n and pk, INT64, Snappy, three row groups of 2,500 rows
-// (n = 1…7500, pk = n mod 7), each column chunk in pages of 500 rows: a
-// row group is more than one of the reader's batches (parquetBatchRows).
-func TestWriteCRCFixture(t *testing.T) {
-	if os.Getenv("LOADER_WRITE_CRC_FIXTURE") == "" {
-		t.Skip("writes a fixture; set LOADER_WRITE_CRC_FIXTURE=1")
+// LOADER_WRITE_FIXTURES=1 writes the end-to-end tests' hand-made files
+// (no writer at hand writes them):
+//
+//   - testdata/parquet/crc.parquet: pages that carry CRCs; columns n and
+//     pk, INT64, Snappy, three row groups of 2,500 rows (n = 1…7500,
+//     pk = n mod 7), each column chunk in pages of 500 rows, so a row
+//     group is more than one of the reader's batches (parquetBatchRows);
+//   - testdata/parquet/lenient.parquet: what other readers read and
+//     arrow-go refused: an empty v2 Snappy page first in each chunk, a
+//     logical type newer than the reader (n), INT96 timestamps outside
+//     years 1677–2262 (ts); three rows.
+func TestWriteFixtures(t *testing.T) {
+	if os.Getenv("LOADER_WRITE_FIXTURES") == "" {
+		t.Skip("writes fixtures; set LOADER_WRITE_FIXTURES=1")
 	}
 	pages := func(value func(n int64) int64) [][]hmPage {
 		var gs [][]hmPage
@@ -106,14 +113,24 @@ func TestWriteCRCFixture(t *testing.T) {
 		}
 		return gs
 	}
-	path := handmade(t,
+	write := func(name, path string) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(sourcetest.ParquetDir()+name, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("crc.parquet", handmade(t,
 		hmColumn{name: "n", typ: 2, codec: compress.Codecs.Snappy, pages: pages(func(n int64) int64 { return n })},
-		hmColumn{name: "pk", typ: 2, codec: compress.Codecs.Snappy, pages: pages(func(n int64) int64 { return n % 7 })})
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(sourcetest.ParquetDir()+"crc.parquet", b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+		hmColumn{name: "pk", typ: 2, codec: compress.Codecs.Snappy, pages: pages(func(n int64) int64 { return n % 7 })}))
+	empty := hmPage{v2: true}
+	v2 := func(p hmPage) hmPage { p.v2 = true; return p }
+	ts := slices.Concat(int96(5373485, 0), int96(1705428, 1_500_000_000), int96(2440588, 0))
+	write("lenient.parquet", handmade(t,
+		hmColumn{name: "n", typ: 2, codec: compress.Codecs.Snappy, logical: fields(40, st(tStruct{})),
+			pages: [][]hmPage{{empty, v2(hmInt64s(1, 2, 3))}}},
+		hmColumn{name: "pk", typ: 2, codec: compress.Codecs.Snappy, pages: [][]hmPage{{empty, v2(hmInt64s(0, 1, 0))}}},
+		hmColumn{name: "ts", typ: 3, codec: compress.Codecs.Snappy, pages: [][]hmPage{{empty, {values: ts, n: 3, v2: true}}}}))
 }
