@@ -110,6 +110,7 @@ func dryRunRun(ctx context.Context, o *DryRunOptions) error {
 	if err != nil {
 		return err
 	}
+	so.Notice = onceNotices(o.IO.ErrOut)
 	switch o.ParquetSizer {
 	case "on":
 	case "off":

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -352,6 +354,21 @@ func (o *InputFlags) addFlags(cmd *cobra.Command) {
 	o.Blob.addFlags(cmd)
 }
 
+// onceNotices prints each of a reader's notices (source.Options.Notice)
+// to w once.
+func onceNotices(w io.Writer) func(string) {
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	return func(m string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !seen[m] {
+			seen[m] = true
+			fmt.Fprintf(w, "note: %s\n", m)
+		}
+	}
+}
+
 func (o *InputFlags) sourceOptions() (source.Options, error) {
 	so := source.Options{Format: o.Format, CSVStrings: o.CSVStrings, BinaryAsString: o.BinaryAsString}
 	for _, c := range o.Columns {
@@ -405,6 +422,7 @@ func importRun(ctx context.Context, o *ImportOptions) error {
 	if err != nil {
 		return err
 	}
+	so.Notice = onceNotices(o.IO.ErrOut)
 	mode, strategy := loader.Mode(o.Mode), loader.Strategy(o.Strategy)
 	inputs, err := o.Blob.expandInputs(ctx, o.Args)
 	if err != nil {

@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -10,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 
 	"github.com/cosmosloader/loader/checkpoint"
@@ -262,5 +265,91 @@ func TestParquetCorruptRowGroupRefusesOnlyItsSegment(t *testing.T) {
 	segs := st.Inputs[0].Segments
 	if len(segs) != 3 || segs[0].Refused || !segs[1].Refused || segs[2].Refused {
 		t.Errorf("segments %+v, want only the second refused", segs)
+	}
+}
+
+// A flipped byte in a page whose header carries a CRC (crc.parquet, pages
+// of 500 rows, row groups of 2,500: more than one decoded batch) refuses
+// its row group before any of its rows is written: the first row group
+// lands whole, none of the second, and one dead letter names the CRC. The
+// flip once changed a value and the run exited 0 (CRCs were not checked);
+// damage the decoder finds half-way once wrote the rows before it.
+func TestParquetDamagedPageRefusesItsRowGroupBeforeWriting(t *testing.T) {
+	t.Parallel()
+	tg := localTarget(t, emulator.Options{DefaultRU: 100000})
+	dir := parquetFixtures(t, "crc.parquet")
+	input := filepath.Join(dir, "crc.parquet")
+	b, err := os.ReadFile(input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Row group 2's last page of column n: rows 4501-5000.
+	var vals []byte
+	for n := 4501; n <= 5000; n++ {
+		vals = binary.LittleEndian.AppendUint64(vals, uint64(n))
+	}
+	snappy, err := compress.GetCodec(compress.Codecs.Snappy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := snappy.Encode(nil, vals)
+	at := bytes.Index(b, page)
+	if at < 0 {
+		t.Fatal("page not found in crc.parquet")
+	}
+	b[at+len(page)/2] ^= 0x04
+	writeFile(t, dir, "crc.parquet", b)
+	dl := filepath.Join(dir, "dead.ndjson")
+	res := runLoader(t, nil, append([]string{"import", input, "--dead-letter", dl, "--checkpoint", filepath.Join(dir, "ckpt.json")},
+		tg.args("e2e", "pqcrc", "--create-container", "--partition-key", "/pk")...)...)
+	if res.code != 3 {
+		t.Fatalf("exit %d, want 3\n%s", res.code, res.stderr)
+	}
+	got := readAll(t, tg, "e2e", "pqcrc")
+	if len(got) != 2500 {
+		t.Errorf("%d documents landed, want 2500 (row group 1)", len(got))
+	}
+	for _, doc := range got {
+		if n := doc["n"].(float64); n < 1 || n > 2500 {
+			t.Errorf("row n=%v of a refused row group landed", n)
+		}
+	}
+	dead := readDeadLetters(t, dl)
+	if len(dead) != 1 || dead[0]["reason"] != "corrupt_input" || dead[0]["line"] != 2501.0 ||
+		!strings.Contains(dead[0]["error"].(string), "CRC") {
+		t.Fatalf("dead letters %v, want one corrupt_input entry at row 2501 naming the CRC", dead)
+	}
+}
+
+// A file other readers read whole (lenient.parquet: empty v2 Snappy pages,
+// a logical type newer than the reader, INT96 timestamps in years 10000
+// and 44 BC) loads whole, with one note naming the column read as its
+// physical type; arrow-go refused all three.
+func TestParquetReadAsOtherReadersReadIt(t *testing.T) {
+	t.Parallel()
+	tg := localTarget(t, emulator.Options{DefaultRU: 100000})
+	dir := parquetFixtures(t, "lenient.parquet")
+	res := runLoader(t, nil, append([]string{"import", filepath.Join(dir, "lenient.parquet"), "--checkpoint", filepath.Join(dir, "ckpt.json")},
+		tg.args("e2e", "pqlenient", "--create-container", "--partition-key", "/pk")...)...)
+	if res.code != 0 {
+		t.Fatalf("exit %d, want 0\n%s", res.code, res.stderr)
+	}
+	if n := strings.Count(res.stderr, `note: `); n != 1 || !strings.Contains(res.stderr, `column "n": logical type 40 is unknown`) {
+		t.Errorf("want one note naming column n, stderr:\n%s", res.stderr)
+	}
+	want := map[float64]map[string]any{
+		1: {"n": 1.0, "pk": 0.0, "ts": "10000-01-01T00:00:00Z"},
+		2: {"n": 2.0, "pk": 1.0, "ts": "-0043-03-15T00:00:01.5Z"},
+		3: {"n": 3.0, "pk": 0.0, "ts": "1970-01-01T00:00:00Z"},
+	}
+	got := readAll(t, tg, "e2e", "pqlenient")
+	if len(got) != len(want) {
+		t.Fatalf("%d documents landed, want %d", len(got), len(want))
+	}
+	for _, doc := range got {
+		delete(doc, "id")
+		if w := want[doc["n"].(float64)]; !reflect.DeepEqual(doc, w) {
+			t.Errorf("got %v, want %v", doc, w)
+		}
 	}
 }

@@ -132,6 +132,12 @@ type Options struct {
 	// sizer's sums equal those records' (its contract test); this checks
 	// it on a file.
 	NoSizer bool
+
+	// Notice, when set, is told what a reader did that the user should
+	// know though nothing was refused: a Parquet column whose logical
+	// type the reader does not know, read as its physical type. A message
+	// may come again from another reader of the same input.
+	Notice func(string)
 }
 
 // StreamChunk is the ranged-read size of a blob stream: the remote's

@@ -46,29 +46,42 @@ type footerCuts struct {
 // (file.WithMetadata) and the reader cuts the same bytes: one read of the
 // footer, which for a blob far away is a round trip or more. ok is false
 // for any other footer, which arrow-go then reads itself, saying what is
-// wrong with it as it always has.
-func plainFooter(f source.RandomReader, size int64) (raw []byte, md *metadata.FileMetaData, ok bool) {
+// wrong with it as it always has. The footer is made lenient first (see
+// lenientFooter): raw is the bytes parsed, fx what was changed.
+func plainFooter(f source.RandomReader, size int64) (raw []byte, md *metadata.FileMetaData, fx footerFixes, ok bool) {
 	var tail [8]byte
 	if size <= int64(len(tail)) {
-		return nil, nil, false
+		return nil, nil, fx, false
 	}
 	if n, err := f.ReadAt(tail[:], size-int64(len(tail))); n != len(tail) || err != nil && !errors.Is(err, io.EOF) {
-		return nil, nil, false
+		return nil, nil, fx, false
 	}
 	n := int64(binary.LittleEndian.Uint32(tail[:4]))
 	if string(tail[4:]) != "PAR1" || n > size-int64(len(tail)) {
-		return nil, nil, false
+		return nil, nil, fx, false
 	}
 	raw = make([]byte, n)
 	if _, err := f.ReadAt(raw, size-int64(len(tail))-n); err != nil && !errors.Is(err, io.EOF) {
-		return nil, nil, false
+		return nil, nil, fx, false
 	}
-	md, err := metadata.NewFileMetaData(raw, nil)
+	raw, fx = lenientFooter(raw)
+	md, err := parseFooter(raw)
 	if err != nil || md.IsSetEncryptionAlgorithm() {
-		return nil, nil, false
+		return nil, nil, footerFixes{}, false
 	}
 	md.SetSourceFileSize(size)
-	return raw, md, true
+	return raw, md, fx, true
+}
+
+// parseFooter is metadata.NewFileMetaData, which panics on some damaged
+// footers (a logical type union it cannot read), as an error.
+func parseFooter(raw []byte) (md *metadata.FileMetaData, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			md, err = nil, fmt.Errorf("%v", p)
+		}
+	}()
+	return metadata.NewFileMetaData(raw, nil)
 }
 
 // cutFooter finds the row groups in raw, a footer's Thrift bytes, of

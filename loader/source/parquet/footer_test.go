@@ -71,7 +71,7 @@ func TestParquetRowGroupFooters(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		raw, parsed, ok := plainFooter(f, size)
+		raw, parsed, _, ok := plainFooter(f, size)
 		f.Close()
 		if !ok || !reflect.DeepEqual(parsed.FileMetaData, md.FileMetaData) {
 			t.Fatalf("%s: the plain footer (%v) does not parse as arrow-go's", name, ok)

@@ -26,7 +26,7 @@ import (
 // panic, which on arrow-go's goroutines ended the process (see pageGuard).
 // The seeds run with the tests; go test -fuzz FuzzParquetDamage runs more.
 func FuzzParquetDamage(f *testing.F) {
-	names := []string{"types.parquet", "duckdb.parquet", "rows.parquet", "legacy.parquet", "logical.parquet"}
+	names := []string{"types.parquet", "duckdb.parquet", "rows.parquet", "legacy.parquet", "logical.parquet", "crc.parquet", "duckdb/v2-snappy.parquet"}
 	files := make([][]byte, len(names))
 	starts := make([][]int64, len(names))
 	for i, name := range names {

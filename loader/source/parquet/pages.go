@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
+	"io"
 	"slices"
 	"sync"
 
@@ -23,35 +25,53 @@ import (
 // directory, and nothing else is loaded. Randomly damaged files from the
 // test data did that.
 //
-// pageGuard stands between arrow-go and the input's bytes and reads each
-// page header as its bytes pass on their way to arrow-go, in the column
-// chunks it is told of (expect): a header whose type lacks its own header
-// fails the read, so arrow-go's page reader returns that error as it
-// returns any failed read, and the row group is refused with a reason.
-// Nothing is read twice: arrow-go reads a column chunk from its start to
-// its end, each read where the last ended, and the guard follows each
-// chunk from read to read. A read anywhere else (the footer, a chunk
-// entered part-way) passes as it is, and a header the guard cannot make
-// out is left to arrow-go: the guard refuses only what would panic.
+// pageGuard stands between arrow-go and the input's bytes and reads the
+// page headers of the column chunks it is told of (expect) as their bytes
+// pass on their way to arrow-go:
+//
+//   - a header whose type lacks its own header fails the read, so
+//     arrow-go's page reader returns that error as it returns any failed
+//     read, and the row group is refused with a reason;
+//   - a page whose header carries a CRC (Parquet's page-level crc: the
+//     CRC-32 of the bytes after the header) fails the read that completes
+//     it when the bytes do not match, before arrow-go decodes it;
+//   - an empty data page (no values) is left out of what arrow-go reads:
+//     its column reader takes a page of no values for the end of the
+//     column chunk, and every row after it was lost ("decoded 0 rows").
+//     arrow-go reads a chunk from its start, each read where the last
+//     ended, so the guard hands it the chunk without those pages, its
+//     reads shifted past them; the bytes after the chunk's end (what
+//     arrow-go's buffer reads ahead) are the input's.
+//
+// A read anywhere else (the footer, a chunk entered part-way) passes as
+// it is, and a header the guard cannot make out is left to arrow-go, the
+// rest of its chunk passed as it is: the guard refuses only damage.
 type pageGuard struct {
 	source.RandomReader
 	mu      sync.Mutex
 	chunks  map[int64]guardedChunk // each chunk expected and not begun, by its start
-	streams map[int64]*pageStream  // chunks begun, by where their next read starts
-	// damaged are the chunks with a damaged header: every read of them
-	// fails, for arrow-go reads again after a failed read (its buffered
-	// reader forgets the error once it has returned it).
+	streams map[int64]*pageStream  // chunks begun, by where arrow-go's next read starts
+	// damaged are the chunks found damaged: every read of them fails, for
+	// arrow-go reads again after a failed read (its buffered reader
+	// forgets the error once it has returned it).
 	damaged []damagedChunk
 }
 
-// pageStream is a column chunk being read: where it starts, where its
-// next page header starts, where it ends, and, while a header is only
-// partly read, its bytes so far.
+// pageStream is a column chunk being read: its bytes, where arrow-go's
+// next read starts (virtual: the chunk less the empty pages left out)
+// and the input's byte that is (real), and the page being passed.
 type pageStream struct {
-	start, next, end int64
-	typ              parquet.Type
-	snappy           bool
-	partial          []byte
+	start, end    int64
+	virtual, real int64
+	typ           parquet.Type
+	snappy        bool
+	// blind: a header could not be made out; the rest passes as it is.
+	blind bool
+	// The page being passed: where its body starts and it ends, and, when
+	// its header carries one, its CRC and the CRC of its bytes so far.
+	body, pageEnd int64
+	hasCRC        bool
+	crc, sum      uint32
 }
 
 // guardedChunk is a column chunk the guard follows: its bytes and its
@@ -69,7 +89,7 @@ type damagedChunk struct {
 	err error
 }
 
-// maxPageHeader bounds the bytes a guard keeps of a header it has not yet
+// maxPageHeader bounds the bytes a guard reads of a header it has not yet
 // read whole; a header longer than that (its statistics are kept in it)
 // is left to arrow-go.
 const maxPageHeader = 1 << 20
@@ -88,77 +108,142 @@ func (g *pageGuard) expect(chunks []guardedChunk) {
 }
 
 func (g *pageGuard) ReadAt(p []byte, off int64) (int, error) {
-	n, err := g.RandomReader.ReadAt(p, off)
-	if n > 0 {
-		if bad := g.pass(p[:n], off); bad != nil {
-			return 0, bad
-		}
+	s, err := g.take(off, int64(len(p)))
+	if err != nil {
+		return 0, err
+	}
+	if s == nil {
+		return g.RandomReader.ReadAt(p, off)
+	}
+	n, err := s.read(g.RandomReader, p)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if errors.Is(err, errPageHeader) || errors.Is(err, errPageCRC) {
+		g.damaged = append(g.damaged, damagedChunk{source.ByteRange{Start: s.start, End: s.end}, err})
+		return 0, err
+	}
+	if s.virtual < s.end {
+		g.streams[s.virtual] = s
 	}
 	return n, err
 }
 
-// pass reads the page headers in b, the bytes at off, of the chunk whose
-// read they are.
-func (g *pageGuard) pass(b []byte, off int64) error {
+// take returns the chunk whose next read starts at off, no longer
+// waiting for it (nil: none), or the error of a damaged chunk that the
+// read of n bytes at off overlaps.
+func (g *pageGuard) take(off, n int64) (*pageStream, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, d := range g.damaged {
-		if off < d.End && off+int64(len(b)) > d.Start {
-			return d.err
+		if off < d.End && off+n > d.Start {
+			return nil, d.err
 		}
 	}
 	// A chunk may start where the one before it ended.
-	s := g.streams[off]
-	delete(g.streams, off)
 	if c, ok := g.chunks[off]; ok {
 		delete(g.chunks, off)
-		s = &pageStream{start: off, next: off, end: c.End, typ: c.typ, snappy: c.snappy}
+		delete(g.streams, off)
+		return &pageStream{start: off, end: c.End, virtual: off, real: off, body: off, pageEnd: off, typ: c.typ, snappy: c.snappy}, nil
 	}
-	if s == nil {
-		return nil
-	}
-	follow, err := s.pass(b, off)
-	if follow {
-		g.streams[off+int64(len(b))] = s
-	}
-	if err != nil {
-		g.damaged = append(g.damaged, damagedChunk{source.ByteRange{Start: s.start, End: s.end}, err})
-	}
-	return err
+	s := g.streams[off]
+	delete(g.streams, off)
+	return s, nil
 }
 
-// pass reads the headers that start in b, the bytes at off, and reports
-// whether the chunk goes on past them.
-func (s *pageStream) pass(b []byte, off int64) (follow bool, err error) {
-	buf, base := b, off
-	if len(s.partial) > 0 { // the bytes from s.next to off
-		s.partial = append(s.partial, b...)
-		buf, base = s.partial, s.next
-	}
-	for s.next < s.end && s.next < base+int64(len(buf)) {
-		h := buf[s.next-base:]
-		n, err := checkPage(h, s.typ, s.snappy)
-		switch {
-		case errors.Is(err, errShortHeader):
-			if len(h) > maxPageHeader {
-				return false, nil
-			}
-			s.partial = append([]byte(nil), h...)
-			return true, nil
-		case errors.Is(err, errPageHeader):
-			return false, fmt.Errorf("page at byte %d: %w", s.next, err)
-		case err != nil:
-			return false, nil // arrow-go's to judge
+// read fills p with the chunk's next bytes as arrow-go sees them: the
+// chunk's pages but the empty ones, then the input's bytes after it.
+func (s *pageStream) read(r io.ReaderAt, p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		if s.real >= s.end || s.blind {
+			m, err := r.ReadAt(p[n:], s.real)
+			n += m
+			s.real += int64(m)
+			s.virtual += int64(m)
+			return n, err
 		}
-		s.next += n
+		want := int(min(int64(len(p)-n), s.end-s.real))
+		m, err := r.ReadAt(p[n:n+want], s.real)
+		if m < want {
+			if err == nil {
+				err = io.ErrUnexpectedEOF
+			}
+			return n, err
+		}
+		kept, err := s.pass(r, p[n:n+m])
+		n += kept
+		s.virtual += int64(kept)
+		if err != nil {
+			return n, err
+		}
 	}
-	s.partial = nil
-	return s.next < s.end, nil
+	return n, nil
+}
+
+// pass walks b, the input's bytes at s.real, page by page: it checks
+// each header and CRC, and drops the bytes of empty pages, moving those
+// after them down; it returns how many bytes of b are kept.
+func (s *pageStream) pass(r io.ReaderAt, b []byte) (int, error) {
+	c := 0 // bytes of b walked and kept
+	for c < len(b) {
+		if s.blind {
+			s.real += int64(len(b) - c)
+			return len(b), nil
+		}
+		if s.real == s.pageEnd {
+			hd, hlen, err := s.header(r, b[c:])
+			switch {
+			case errors.Is(err, errPageHeader):
+				return c, fmt.Errorf("page at byte %d: %w", s.real, err)
+			case err != nil: // arrow-go's to judge
+				s.blind = true
+				continue
+			}
+			s.body, s.pageEnd = s.real+int64(hlen), s.real+int64(hlen)+int64(hd.size)
+			s.hasCRC, s.crc, s.sum = hd.hasCRC, uint32(hd.crc), 0
+			if hd.empty() {
+				drop := int(min(s.pageEnd-s.real, int64(len(b)-c)))
+				copy(b[c:], b[c+drop:])
+				b = b[:len(b)-drop]
+				s.real = s.pageEnd
+				continue
+			}
+		}
+		k := int(min(s.pageEnd-s.real, int64(len(b)-c)))
+		if s.hasCRC {
+			from := int(max(0, min(s.body-s.real, int64(k))))
+			s.sum = crc32.Update(s.sum, crc32.IEEETable, b[c+from:c+k])
+		}
+		c += k
+		s.real += int64(k)
+		if s.real == s.pageEnd && s.hasCRC && s.sum != s.crc {
+			return c, fmt.Errorf("page at byte %d: %w: the header says %08x, its bytes %08x", s.body, errPageCRC, s.crc, s.sum)
+		}
+	}
+	return c, nil
+}
+
+// header reads the page header at s.real, whose first bytes start b,
+// reading more of the input when b ends inside it; hlen is its length.
+func (s *pageStream) header(r io.ReaderAt, b []byte) (hd *pageHeader, hlen int, err error) {
+	hd, hlen, err = parsePage(b, s.typ, s.snappy)
+	for w := 1 << 12; errors.Is(err, errShortHeader) && w <= maxPageHeader; w *= 8 {
+		more := make([]byte, min(int64(w), s.end-s.real))
+		if m, rerr := r.ReadAt(more, s.real); m < len(more) {
+			return nil, 0, rerr
+		}
+		hd, hlen, err = parsePage(more, s.typ, s.snappy)
+		if len(more) < w {
+			break // the chunk ends within
+		}
+	}
+	return hd, hlen, err
 }
 
 var (
 	errShortHeader = errors.New("page header not read whole")
 	errPageHeader  = errors.New("damaged page header")
+	errPageCRC     = errors.New("page CRC does not match")
 )
 
 // The page types and the fields of their headers in the Parquet format's
@@ -171,6 +256,7 @@ const (
 	fieldType         = 1
 	fieldUncompressed = 2
 	fieldCompressed   = 3
+	fieldCRC          = 4
 	fieldData         = 5
 	fieldDictionary   = 7
 	fieldDataV2       = 8
@@ -182,19 +268,24 @@ const (
 // inside the header, errPageHeader when it would make arrow-go panic (see
 // damage), another error when it cannot be made out.
 func checkPageHeader(b []byte, typ parquet.Type) (int64, error) {
-	return checkPage(b, typ, false)
+	hd, n, err := parsePage(b, typ, false)
+	if err != nil {
+		return 0, err
+	}
+	return int64(n) + int64(hd.size), nil
 }
 
-// checkPage is checkPageHeader, and, for a page of a Snappy chunk whose
-// block starts in b, a check of the length the block says it decodes to:
-// arrow-go's Snappy decoder (klauspost/compress's s2) allocates that
-// length when it exceeds the page's buffer, up to 4 GiB, before it finds
-// the block damaged (FuzzParquetDamage found a damaged page of a fixture
-// that claimed GBs). A block longer than the header's uncompressed size
-// is damage.
-func checkPage(b []byte, typ parquet.Type, snappy bool) (int64, error) {
+// parsePage reads the page header at the start of b as checkPageHeader
+// does, and returns it and its length. For a page of a Snappy chunk
+// whose block starts in b, it also checks the length the block says it
+// decodes to: arrow-go's Snappy decoder (klauspost/compress's s2)
+// allocates that length when it exceeds the page's buffer, up to 4 GiB,
+// before it finds the block damaged (FuzzParquetDamage found a damaged
+// page of a fixture that claimed GBs). A block longer than the header's
+// uncompressed size is damage.
+func parsePage(b []byte, typ parquet.Type, snappy bool) (*pageHeader, int, error) {
 	// Thrift reads from a copy: of the bytes a header usually fits in,
-	// more only when it does not (b is the rest of a read, 256 KiB).
+	// more only when it does not.
 	for w := 1 << 10; ; w *= 8 {
 		h := b[:min(w, len(b))]
 		buf := thrift.NewTMemoryBufferLen(len(h))
@@ -204,19 +295,21 @@ func checkPage(b []byte, typ parquet.Type, snappy bool) (int64, error) {
 		switch {
 		case err == nil:
 			if why := hd.damage(typ); why != "" {
-				return 0, fmt.Errorf("%w: %s", errPageHeader, why)
+				return nil, 0, fmt.Errorf("%w: %s", errPageHeader, why)
 			}
 			n := len(h) - buf.Len()
 			if snappy {
-				if why := hd.snappyDamage(b[n:]); why != "" {
-					return 0, fmt.Errorf("%w: %s", errPageHeader, why)
+				body := b[n:]
+				body = body[:min(len(body), int(hd.size))] // a page's, not the next's
+				if why := hd.snappyDamage(body); why != "" {
+					return nil, 0, fmt.Errorf("%w: %s", errPageHeader, why)
 				}
 			}
-			return int64(n) + int64(hd.size), nil
+			return hd, n, nil
 		case buf.Len() > 0:
-			return 0, err
+			return nil, 0, err
 		case len(h) == len(b):
-			return 0, errShortHeader
+			return nil, 0, errShortHeader
 		}
 	}
 }
@@ -233,6 +326,16 @@ type pageHeader struct {
 	// compressed unless plainV2.
 	raw, levels int32
 	plainV2     bool
+	// values is a data page's number of values (-1: not said); crc its
+	// CRC, when hasCRC.
+	values int32
+	crc    int32
+	hasCRC bool
+}
+
+// empty reports whether the page is a data page of no values.
+func (h *pageHeader) empty() bool {
+	return (h.typ == pageData || h.typ == pageDataV2) && h.values == 0
 }
 
 // snappyDamage says, given body, the bytes after the header (the page's,
@@ -316,7 +419,7 @@ func (h *pageHeader) damage(typ parquet.Type) string {
 // readPageHeader reads a page header.
 func readPageHeader(p *thrift.TCompactProtocol) (*pageHeader, error) {
 	ctx := context.Background()
-	h := &pageHeader{typ: -1, size: -1}
+	h := &pageHeader{typ: -1, size: -1, values: -1}
 	for i := range h.encoding {
 		h.encoding[i] = -1
 	}
@@ -328,6 +431,9 @@ func readPageHeader(p *thrift.TCompactProtocol) (*pageHeader, error) {
 			h.size, err = p.ReadI32(ctx)
 		case id == fieldUncompressed && t == thrift.I32:
 			h.raw, err = p.ReadI32(ctx)
+		case id == fieldCRC && t == thrift.I32:
+			h.crc, err = p.ReadI32(ctx)
+			h.hasCRC = true
 		case (id == fieldData || id == fieldDictionary || id == fieldDataV2) && t == thrift.STRUCT:
 			// The encoding is field 2 of a data or dictionary page's
 			// header, field 4 of a DATA_PAGE_V2's.
@@ -342,6 +448,8 @@ func readPageHeader(p *thrift.TCompactProtocol) (*pageHeader, error) {
 				switch {
 				case id == at && t == thrift.I32:
 					h.encoding[sub], err = p.ReadI32(ctx)
+				case id == 1 && t == thrift.I32 && sub != fieldDictionary: // num_values
+					h.values, err = p.ReadI32(ctx)
 				case sub == fieldDataV2 && (id == 5 || id == 6) && t == thrift.I32: // the levels' lengths
 					n, err = p.ReadI32(ctx)
 					h.levels += n

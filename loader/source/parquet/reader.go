@@ -88,6 +88,12 @@ type parquetReader struct {
 	// pageBytes is parquetPages of the columns read.
 	pageBytes int64
 	cols      []int // the leaf columns read (--columns); nil: all
+	// int96 are the leaf columns stored as INT96, read as 12-byte values
+	// (see lenientFooter); nil: none.
+	int96 []bool
+	// mapKeys are the leaf columns that are keys of MAPs read as lists of
+	// key-value structs (see lenientFooter); nil: none.
+	mapKeys []bool
 	// logicals annotate the columns read, in order (see arrowjson.LogicalOf).
 	logicals []*arrowjson.Logical
 	// rows is how rows are written: the columns' annotations, the fields
@@ -165,6 +171,10 @@ const (
 	parquetPageGuess = 2 << 20
 	parquetPagesMax  = 16 << 20
 )
+
+// maxPageSize is the largest page the format can describe: a page
+// header's sizes are 32-bit signed integers.
+const maxPageSize = math.MaxInt32
 
 // parquetPages is the estimate above for the biggest row group of md, over
 // the leaf columns cols (nil: all).
@@ -244,6 +254,12 @@ func parquetFooter(in source.Input) (md *metadata.FileMetaData, size int64, err 
 			md, err = nil, fmt.Errorf("%w: %v", errFooter, p)
 		}
 	}()
+	if _, md, _, ok := plainFooter(f, size); ok {
+		if err := checkFooter(md); err != nil {
+			return nil, 0, fmt.Errorf("%w: %w", errFooter, err)
+		}
+		return md, size, nil
+	}
 	pf, err := file.NewParquetReader(f)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%w: %w", errFooter, err)
@@ -585,9 +601,20 @@ func (r *parquetReader) openFooter() (fr *pqarrow.FileReader, raw []byte, plain 
 	// group of a few hundred MB must not be held in memory.
 	props.BufferedStreamEnabled = true
 	props.BufferSize = parquetBufferSize
+	// Pages as large as the format allows (its sizes are 32-bit): arrow-go
+	// refuses pages over 64 MiB stored or 256 MiB decompressed, which
+	// other readers read. A page is held whole, as stored and decompressed.
+	props.MaxCompressedPageSize = maxPageSize
+	props.MaxUncompressedPageSize = maxPageSize
 	r.pages = newPageGuard(r.f)
 	readOpts := []file.ReadOption{file.WithReadProps(props)}
-	raw, parsed, plain := plainFooter(r.f, r.size)
+	raw, parsed, fixes, plain := plainFooter(r.f, r.size)
+	r.int96, r.mapKeys = fixes.int96, fixes.mapKeys
+	for _, n := range fixes.notes {
+		if r.opts.Notice != nil {
+			r.opts.Notice(r.path + ": " + n)
+		}
+	}
 	if plain {
 		readOpts = append(readOpts, file.WithMetadata(parsed))
 	}
@@ -633,11 +660,11 @@ func (r *parquetReader) chooseFields(fr *pqarrow.FileReader, md *metadata.FileMe
 			r.cols = arrowjson.AppendLeaves(r.cols, &fr.Manifest.Fields[i])
 		}
 		if keep == nil || keep[i] {
-			l := arrowjson.LogicalOf(&fr.Manifest.Fields[i], md.Schema, opts.BinaryAsString)
+			l := arrowjson.LogicalOf(&fr.Manifest.Fields[i], md.Schema, arrowjson.LogicalOptions{Text: opts.BinaryAsString, Int96: r.int96, MapKeys: r.mapKeys})
 			r.logicals = append(r.logicals, l)
 			read = append(read, &fr.Manifest.Fields[i])
 			// A JSON column's leaves and depth are known only by a parse.
-			summable = summable && !l.HasJSON() && 1+arrowjson.TypeDepth(fr.Manifest.Fields[i].Field.Type) <= record.MaxDepth
+			summable = summable && !l.HasJSON() && !l.HasRead() && 1+arrowjson.TypeDepth(fr.Manifest.Fields[i].Field.Type) <= record.MaxDepth
 		}
 	}
 	r.rows = arrowjson.RowConfig{KeepNulls: opts.CSVEmptyNull, Logicals: r.logicals, Parts: source.PartitionFields(folders, names, keep, opts.CSVEmptyNull),
@@ -968,6 +995,12 @@ func (r *parquetReader) decodeRowGroup(g int, skip int64, send func(arrow.Record
 			next = r.chunkRanges(n)
 		}
 		pl.PlanReads(byteRanges(guarded), next, w)
+	}
+	if r.opts.Facts == nil && r.opts.SizeOnly == nil { // an import (see verifyRowGroup)
+		if err := r.verifyRowGroup(g, r.arrowColumns()); err != nil {
+			return err
+		}
+		r.pages.expect(guarded)
 	}
 	rr, err = r.recordReader(g, r.arrowColumns())
 	if err != nil {

@@ -229,7 +229,7 @@ func appendObject(b []byte, fields []objField, i int, keepNulls bool, ms *[]reco
 // Binder returns the encoder of arr's non-null elements; l is its field's
 // annotation (see LogicalOf).
 func Binder(arr arrow.Array, keepNulls bool, l *Logical) AppendFn {
-	if put := LogicalBinder(arr, l); put != nil {
+	if put := LogicalBinder(arr, keepNulls, l); put != nil {
 		return put
 	}
 	if put := numberBinder(arr); put != nil {
@@ -375,12 +375,17 @@ func nestedBinder(arr arrow.Array, keepNulls bool, l *Logical) AppendFn {
 // mapBinder encodes a map as an object whose keys are the map's keys as
 // strings, in file order.
 func mapBinder(a *array.Map, keepNulls bool, l *Logical) AppendFn {
-	keys, items := a.Keys(), a.Items()
-	kv := l.Child(0)
+	return entriesBinder(a.ValueOffsets, a.Keys(), a.Items(), keepNulls, l.Child(0))
+}
+
+// entriesBinder encodes the entries of each element (offsets: where they
+// are in keys and items) as an object, keys as strings, in file order; kv
+// is the entries' annotation.
+func entriesBinder(offsets func(int) (int64, int64), keys, items arrow.Array, keepNulls bool, kv *Logical) AppendFn {
 	putKey, putItem := Binder(keys, keepNulls, kv.Child(0)), Binder(items, keepNulls, kv.Child(1))
 	var scratch []byte
 	return func(b []byte, i int) []byte {
-		start, end := a.ValueOffsets(i)
+		start, end := offsets(i)
 		b = append(b, '{')
 		first := true
 		for j := int(start); j < int(end); j++ {
@@ -636,23 +641,22 @@ func appendTime(b []byte, t time.Time, layout string) []byte {
 	return append(b, '"')
 }
 
-// Timestamps and dates are written as appendTime writes them (RFC 3339 in
-// UTC, fractional zeros trimmed) by integer arithmetic: time's formatting
-// was a visible share of a dry-run's CPU. Days of years outside 0–9999,
-// which time writes otherwise, go to appendTime.
+// Timestamps and dates are written in RFC 3339, in UTC, fractional zeros
+// trimmed, by integer arithmetic — time's formatting was a visible share
+// of a dry-run's CPU, and neither time.Time nor Arrow's nanosecond
+// timestamps hold every value a Parquet file can: the year is written as
+// it is, four digits for years 0–9999, all of its digits after, and a
+// minus sign before year 0 (astronomical numbering: 1 BC is year 0), as
+// Go's time writes them.
 var (
 	firstDay = time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC).Unix() / 86400
 	lastDay  = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC).Unix() / 86400
 )
 
-// appendDay writes day d, counted from 1970-01-01, as "2006-01-02"; ok is
-// false, and nothing written, for a day outside years 0–9999. The civil
-// date is Howard Hinnant's days_from_civil inverse (civil_from_days), in
-// 400-year eras from 0000-03-01.
-func appendDay(b []byte, d int64) (_ []byte, ok bool) {
-	if d < firstDay || d > lastDay {
-		return b, false
-	}
+// appendDay writes day d, counted from 1970-01-01, as "2006-01-02". The
+// civil date is Howard Hinnant's days_from_civil inverse
+// (civil_from_days), in 400-year eras from 0000-03-01.
+func appendDay(b []byte, d int64) []byte {
 	era, doe := floorDivMod(d+719468, 146097)              // days since 0000-03-01, by era; doe in [0, 146096]
 	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365 // [0, 399]
 	y := yoe + era*400
@@ -663,29 +667,43 @@ func appendDay(b []byte, d int64) (_ []byte, ok bool) {
 	if mp >= 10 {
 		m, y = mp-9, y+1
 	}
-	b = append(b, byte('0'+y/1000), byte('0'+y/100%10), byte('0'+y/10%10), byte('0'+y%10), '-')
+	b = appendYear(b, y)
+	b = append(b, '-')
 	b = appendTwoDigits(b, m)
 	b = append(b, '-')
-	return appendTwoDigits(b, day), true
+	return appendTwoDigits(b, day)
+}
+
+// appendYear writes year y as the comment above says.
+func appendYear(b []byte, y int64) []byte {
+	if y < 0 {
+		b = append(b, '-')
+		y = -y
+	}
+	if y > 9999 {
+		return strconv.AppendInt(b, y, 10)
+	}
+	return append(b, byte('0'+y/1000), byte('0'+y/100%10), byte('0'+y/10%10), byte('0'+y%10))
 }
 
 func appendDate(b []byte, d int64) []byte {
-	if out, ok := appendDay(append(b, '"'), d); ok {
-		return append(out, '"')
-	}
-	return appendTime(b, time.Unix(d*86400, 0), time.DateOnly)
+	b = appendDay(append(b, '"'), d)
+	return append(b, '"')
 }
 
 // appendTimestamp writes v, in units since the epoch.
 func appendTimestamp(b []byte, v int64, unit arrow.TimeUnit) []byte {
 	perSec := int64(time.Second / unit.Multiplier())
 	d, r := floorDivMod(v, perSec*86400)
-	out, ok := appendDay(append(b, '"'), d)
-	if !ok {
-		return appendTime(b, arrow.Timestamp(v).ToTime(unit), time.RFC3339Nano)
-	}
-	b = out
-	sec, frac := r/perSec, r%perSec*int64(unit.Multiplier())
+	return appendDayTime(b, d, r, int64(unit.Multiplier()))
+}
+
+// appendDayTime writes day d, counted from 1970-01-01, at r units of
+// mult nanoseconds into it.
+func appendDayTime(b []byte, d, r, mult int64) []byte {
+	perSec := int64(time.Second) / mult
+	b = appendDay(append(b, '"'), d)
+	sec, frac := r/perSec, r%perSec*mult
 	b = append(b, 'T')
 	b = appendTwoDigits(b, sec/3600)
 	b = append(b, ':')

@@ -1,6 +1,7 @@
 package arrowjson
 
 import (
+	"encoding/binary"
 	"math"
 	"math/rand"
 	"strconv"
@@ -100,6 +101,9 @@ func TestParquetTimeFastPathMatchesTime(t *testing.T) {
 			}
 		}
 		for _, v := range vs {
+			if sec := v / per; sec > 1<<62 || sec < -1<<62 {
+				continue // beyond time.Time's seconds (see TestParquetTimestampYears)
+			}
 			want := appendTime([]byte("x"), arrow.Timestamp(v).ToTime(unit), time.RFC3339Nano)
 			if got := appendTimestamp([]byte("x"), v, unit); string(got) != string(want) {
 				t.Fatalf("timestamp %d (%s) = %s, want %s", v, unit, got, want)
@@ -128,6 +132,53 @@ func TestParquetTimeFastPathMatchesTime(t *testing.T) {
 		want := appendTime([]byte("x"), a64.Value(i).ToTime(), time.DateOnly)
 		if got := put64([]byte("x"), i); string(got) != string(want) {
 			t.Fatalf("date64 %d = %s, want %s", a64.Value(i), got, want)
+		}
+	}
+}
+
+// Timestamps beyond what time.Time and Arrow's nanoseconds hold keep
+// their year as it is; INT96 timestamps (nanoseconds of the day, Julian
+// day) too, at the edges of their range.
+func TestParquetTimestampYears(t *testing.T) {
+	for _, c := range []struct {
+		v    int64
+		unit arrow.TimeUnit
+		want string
+	}{
+		{math.MaxInt64, arrow.Second, `"292277026596-12-04T15:30:07Z"`},
+		{math.MaxInt64, arrow.Nanosecond, `"2262-04-11T23:47:16.854775807Z"`},
+		{math.MinInt64, arrow.Nanosecond, `"1677-09-21T00:12:43.145224192Z"`},
+		{253402300800, arrow.Second, `"10000-01-01T00:00:00Z"`},
+		{-62167219201, arrow.Second, `"-0001-12-31T23:59:59Z"`},
+		{-63549360000000, arrow.Millisecond, `"-0044-03-15T00:00:00Z"`},
+	} {
+		if got := appendTimestamp(nil, c.v, c.unit); string(got) != c.want {
+			t.Errorf("timestamp %d (%s) = %s, want %s", c.v, c.unit, got, c.want)
+		}
+		if n := TimestampLen(c.v, c.unit); n != len(c.want) {
+			t.Errorf("TimestampLen(%d, %s) = %d, want %d", c.v, c.unit, n, len(c.want))
+		}
+	}
+	int96 := func(julianDay uint32, nanos int64) []byte {
+		b := binary.LittleEndian.AppendUint64(nil, uint64(nanos))
+		return binary.LittleEndian.AppendUint32(b, julianDay)
+	}
+	for _, c := range []struct {
+		v    []byte
+		want string
+	}{
+		{int96(2440588, 0), `"1970-01-01T00:00:00Z"`},
+		{int96(5373484, 86399_999999999), `"9999-12-31T23:59:59.999999999Z"`},
+		{int96(5373485, 0), `"10000-01-01T00:00:00Z"`},
+		{int96(1721426, 0), `"0001-01-01T00:00:00Z"`},
+		{int96(1705428, 1_500_000_000), `"-0043-03-15T00:00:01.5Z"`}, // 44 BC, astronomically -43
+		{int96(0, 0), `"-4713-11-24T00:00:00Z"`},                     // Julian day 0
+		{int96(math.MaxUint32, 0), `"11754508-12-13T00:00:00Z"`},
+		{int96(2440588, -1), `"1969-12-31T23:59:59.999999999Z"`}, // nanoseconds carry into the days
+		{int96(2440588, 86400_000000000), `"1970-01-02T00:00:00Z"`},
+	} {
+		if got := AppendInt96(nil, c.v); string(got) != c.want {
+			t.Errorf("INT96 %x = %s, want %s", c.v, got, c.want)
 		}
 	}
 }

@@ -34,7 +34,9 @@ const (
 	kindJSON
 	kindEnum
 	kindInterval
-	kindText // an unannotated byte array read as a string
+	kindText    // an unannotated byte array read as a string
+	kindInt96   // an INT96 timestamp, read as 12 bytes (Impala's, Spark's)
+	kindEntries // a MAP read as a list of key-value structs (its key optional)
 )
 
 // Logical mirrors a field of the file's schema where one of its leaves has
@@ -46,12 +48,28 @@ type Logical struct {
 	kids []*Logical
 }
 
-// LogicalOf is f's annotation; sc is the file's schema; text says that
-// unannotated byte arrays are strings (source.Options.BinaryAsString).
-func LogicalOf(f *pqarrow.SchemaField, sc *schema.Schema, text bool) *Logical {
+// LogicalOptions say how LogicalOf reads some leaves.
+type LogicalOptions struct {
+	// Text: unannotated byte arrays are strings
+	// (source.Options.BinaryAsString).
+	Text bool
+	// Int96 marks, by leaf column, the INT96 timestamps that the reader
+	// reads as 12-byte values (nil: none).
+	Int96 []bool
+	// MapKeys marks, by leaf column, the keys of MAPs that the reader
+	// reads as lists of key-value structs (nil: none).
+	MapKeys []bool
+}
+
+// LogicalOf is f's annotation; sc is the file's schema.
+func LogicalOf(f *pqarrow.SchemaField, sc *schema.Schema, o LogicalOptions) *Logical {
+	text := o.Text
 	if f.IsLeaf() {
 		var k logicalKind
 		col := sc.Column(f.ColIndex)
+		if f.ColIndex < len(o.Int96) && o.Int96[f.ColIndex] {
+			return &Logical{kind: kindInt96}
+		}
 		switch lt := col.LogicalType().(type) {
 		case schema.JSONLogicalType:
 			k = kindJSON
@@ -69,17 +87,36 @@ func LogicalOf(f *pqarrow.SchemaField, sc *schema.Schema, text bool) *Logical {
 	}
 	var kids []*Logical
 	for i := range f.Children {
-		if l := LogicalOf(&f.Children[i], sc, text); l != nil {
+		if l := LogicalOf(&f.Children[i], sc, o); l != nil {
 			if kids == nil {
 				kids = make([]*Logical, len(f.Children))
 			}
 			kids[i] = l
 		}
 	}
+	if entries(f, o.MapKeys) {
+		if kids == nil {
+			kids = make([]*Logical, 1)
+		}
+		return &Logical{kind: kindEntries, kids: kids}
+	}
 	if kids == nil {
 		return nil
 	}
 	return &Logical{kids: kids}
+}
+
+// entries reports whether f is a list of key-value structs whose key is
+// marked in keys: a MAP the reader reads as a list (see LogicalOptions).
+func entries(f *pqarrow.SchemaField, keys []bool) bool {
+	if len(f.Children) != 1 || len(f.Children[0].Children) != 2 {
+		return false
+	}
+	if _, ok := f.Field.Type.(*arrow.ListType); !ok {
+		return false
+	}
+	key := &f.Children[0].Children[0]
+	return key.IsLeaf() && key.ColIndex < len(keys) && keys[key.ColIndex]
 }
 
 // Child is the annotation of the i-th child field, nil if there is none.
@@ -107,13 +144,38 @@ func (l *Logical) HasJSON() bool {
 	return false
 }
 
+// HasRead reports whether a value of l holds an INT96 timestamp or a MAP
+// read as a list (see LogicalOptions), which the dry-run's sizer does not
+// size from columns.
+func (l *Logical) HasRead() bool {
+	if l == nil {
+		return false
+	}
+	if l.kind == kindInt96 || l.kind == kindEntries {
+		return true
+	}
+	for _, k := range l.kids {
+		if k.HasRead() {
+			return true
+		}
+	}
+	return false
+}
+
 // LogicalBinder is the encoder of arr, a leaf of kind l, or nil when arr is
-// not stored as that kind is (then its bytes are base64, as any binary).
-func LogicalBinder(arr arrow.Array, l *Logical) AppendFn {
+// not stored as that kind is (then its bytes are base64, as any binary);
+// or of a MAP read as a list.
+func LogicalBinder(arr arrow.Array, keepNulls bool, l *Logical) AppendFn {
 	if l == nil {
 		return nil
 	}
 	switch a := arr.(type) {
+	case *array.List:
+		kv, ok := a.ListValues().(*array.Struct)
+		if l.kind != kindEntries || !ok || kv.NumField() != 2 {
+			return nil
+		}
+		return entriesBinder(a.ValueOffsets, kv.Field(0), kv.Field(1), keepNulls, l.Child(0))
 	case *array.Binary:
 		switch l.kind {
 		case kindJSON:
@@ -129,12 +191,36 @@ func LogicalBinder(arr arrow.Array, l *Logical) AppendFn {
 			}
 		}
 	case *array.FixedSizeBinary:
-		if l.kind == kindInterval && a.DataType().(*arrow.FixedSizeBinaryType).ByteWidth == 12 {
+		if a.DataType().(*arrow.FixedSizeBinaryType).ByteWidth != 12 {
+			return nil
+		}
+		switch l.kind {
+		case kindInterval:
 			return func(b []byte, i int) []byte { return appendInterval(b, a.Value(i)) }
+		case kindInt96:
+			return func(b []byte, i int) []byte { return AppendInt96(b, a.Value(i)) }
 		}
 	}
 	return nil
 }
+
+// AppendInt96 writes an INT96 timestamp — nanoseconds of the day (a
+// little-endian int64), then the Julian day number (a little-endian
+// uint32) — as an RFC 3339 string in UTC, whatever its year (see
+// appendTimestamp). Nanoseconds outside one day carry into the days, as
+// Spark adds them.
+func AppendInt96(b []byte, v []byte) []byte {
+	nanos := int64(binary.LittleEndian.Uint64(v[0:]))
+	day := int64(binary.LittleEndian.Uint32(v[8:])) - julianEpochDay
+	carry, nanos := floorDivMod(nanos, nanosPerDay)
+	return appendDayTime(b, day+carry, nanos, 1)
+}
+
+// julianEpochDay is 1970-01-01's Julian day number.
+const (
+	julianEpochDay = 2_440_588
+	nanosPerDay    = 86_400 * 1_000_000_000
+)
 
 // appendJSONText embeds v when it is one JSON value, and writes it as a
 // string otherwise.

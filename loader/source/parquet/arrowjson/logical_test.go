@@ -37,7 +37,7 @@ func TestParquetLogicalOf(t *testing.T) {
 	}
 	got := make([]*Logical, len(man.Fields))
 	for i := range man.Fields {
-		got[i] = LogicalOf(&man.Fields[i], sc, false)
+		got[i] = LogicalOf(&man.Fields[i], sc, LogicalOptions{})
 	}
 	if got[0] == nil || got[0].kind != kindEnum || got[0].HasJSON() {
 		t.Errorf("enum: %+v", got[0])

@@ -48,7 +48,7 @@ func writtenSize(arr arrow.Array, keepNulls bool, l *arrowjson.Logical) arrowjso
 // whether it did: false, and dst as it was, for the types it leaves to
 // sizer: a loop per column, not a call per value.
 func addSizes(arr arrow.Array, dst []int32, l *arrowjson.Logical, keepNulls bool, scratch *[]byte) bool {
-	if arrowjson.LogicalBinder(arr, l) != nil {
+	if arrowjson.LogicalBinder(arr, keepNulls, l) != nil {
 		return false
 	}
 	nulls := arr.NullN() > 0
