@@ -124,6 +124,7 @@ func resumeRun(ctx context.Context, o *ResumeOptions) error {
 		return nil
 	}
 	job := loader.ResumeJob(st, o.Checkpoint)
+	job.Source.Notice = onceNotices(o.IO.ErrOut)
 	for _, in := range st.Inputs {
 		if in.Stdin {
 			return usageError("refusing to resume: %v (the checkpoint's load read standard input)", checkpoint.ErrStdin)
