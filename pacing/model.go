@@ -35,7 +35,8 @@ type ModelConfig struct {
 	Partitions int
 	// Capacity, when set, is each partition's RU/s actually available to
 	// the load: its share less what other traffic took. Both strategies
-	// get the same; nil gives each partition its share.
+	// get the same; a partition it leaves out (or gives ≤ 0) gets its
+	// share.
 	Capacity []float64
 	// Naive is the naive client modelled; its zero value is the Rate
 	// Limiting pattern's: every record in flight at once.
@@ -84,9 +85,13 @@ type modelPart struct {
 	budget  float64 // RU/s the partition gives the load
 	records int64   // requests added so far
 	ru      float64 // their total cost
-	passes  int     // naive passes begun
-	starts  int64   // Σ requests already accepted at the start of each pass
-	avail   float64 // naive budget left in the current pass
+	// squares is Σ cost², over Σ (cost − budget) of the requests above
+	// the budget: how far a request that takes the last of a second's
+	// budget leaves the partition in debt (naiveBounded).
+	squares, over float64
+	passes        int     // naive passes begun
+	starts        int64   // Σ requests already accepted at the start of each pass
+	avail         float64 // naive budget left in the current pass
 }
 
 // NewModel returns the model of a load into a container with targetRU
@@ -104,7 +109,7 @@ func NewModelOf(c ModelConfig) *Model {
 	for i := range m.parts {
 		b := share
 		if i < len(c.Capacity) && c.Capacity[i] > 0 && share > 0 {
-			b = math.Min(c.Capacity[i], share)
+			b = c.Capacity[i]
 		}
 		m.parts[i].budget = b
 	}
@@ -126,6 +131,13 @@ func (m *Model) AddN(part int, n int64, ru float64) {
 	}
 	ru = math.Max(ru, 0)
 	pt.ru += float64(n) * ru
+	pt.squares += float64(n) * ru * ru
+	pt.over += float64(n) * math.Max(ru-pt.budget, 0)
+	if m.naive.Concurrency > 0 {
+		// A bounded client is simulated from the totals (Naive).
+		pt.records += n
+		return
+	}
 	eps := budgetEpsilon * pt.budget
 	for n > 0 {
 		for pt.passes == 0 || pt.avail <= eps {
@@ -172,8 +184,13 @@ func (m *Model) flows() []flow {
 	fs := make([]flow, len(m.parts))
 	for i, pt := range m.parts {
 		fs[i] = flow{requests: float64(pt.records), budget: pt.budget}
-		if pt.records > 0 {
+		if pt.records > 0 && pt.ru > 0 {
 			fs[i].cost = pt.ru / float64(pt.records)
+			// The request that spends the last of a second's budget is
+			// picked in proportion to its cost, and overshoots by a
+			// uniform part of it.
+			fs[i].overshoot = pt.squares / (2 * pt.ru)
+			fs[i].longWait = pt.over / pt.ru
 		}
 	}
 	return fs

@@ -223,8 +223,10 @@ func TestNaiveBoundedApproachesThePattern(t *testing.T) {
 	m := NewModelOf(ModelConfig{TargetRU: 20000, Partitions: 1, Naive: NaiveClient{Concurrency: 1_000_000}})
 	m.AddN(0, 10000, 10)
 	got := m.Naive()
-	if got.Requests != 30000 || got.Throttled != 20000 || got.Seconds != 5 {
-		t.Errorf("naive = %+v, want the pattern's 30,000 requests, 20,000 throttled, 5 s", got)
+	// Within the half a request that takes the last of each second's
+	// budget is assumed to overshoot by.
+	if math.Abs(float64(got.Requests-30000)) > 10 || math.Abs(float64(got.Throttled-20000)) > 10 || math.Abs(got.Seconds-5) > 0.01 {
+		t.Errorf("naive = %+v, want about the pattern's 30,000 requests, 20,000 throttled, 5 s", got)
 	}
 }
 

@@ -11,8 +11,14 @@ import (
 // flow is one partition's part of a load, for naiveBounded.
 type flow struct {
 	requests float64 // to send
-	cost     float64 // RU each
+	cost     float64 // RU each, on average
 	budget   float64 // RU/s the partition gives the load
+	// overshoot is the mean debt the request that spends the last of a
+	// second's budget leaves (Cosmos DB admits a request while any budget
+	// is left); longWait the share of such requests that leave a whole
+	// second's budget or more in debt, so that the requests throttled
+	// behind them wait a second longer.
+	overshoot, longWait float64
 }
 
 // wake is the throttled requests that are sent again at one round, by
@@ -71,6 +77,7 @@ func naiveBounded(fs []flow, c NaiveClient) NaiveResult {
 		send                      = make([]float64, len(fs))
 		woke                      = make([]float64, len(fs))
 		later                     = make([]float64, len(fs))
+		longer                    = make([]float64, len(fs))
 	)
 	for round := int64(0); ; {
 		arrive := (float64(round) + 0.5) * rt // at the server
@@ -92,9 +99,11 @@ func naiveBounded(fs []flow, c NaiveClient) NaiveResult {
 		}
 		// The slots woken this round send their own requests.
 		draw(send, left, slots-sleeping-sum(woke))
-		// Answers: a partition takes what its budget holds.
+		// Answers: a partition takes what its budget holds, the last
+		// request it takes going into debt.
 		var thrown float64
-		debt := 1
+		debt := 2 // renewals the longer waits last
+		clear(longer)
 		for p, f := range fs {
 			later[p] = 0
 			if send[p] == 0 {
@@ -104,17 +113,36 @@ func naiveBounded(fs []flow, c NaiveClient) NaiveResult {
 			if f.cost > 0 {
 				took = math.Min(send[p], math.Max(avail[p], 0)/f.cost)
 			}
+			spent := avail[p] > 0 && took < send[p]
+			if spent && f.cost > 0 {
+				// The request that takes the last of the budget runs
+				// whole: what it overshoots by is work done, and debt.
+				took = math.Min(send[p], took+f.overshoot/f.cost)
+			}
 			avail[p] -= took * f.cost
 			done += took
 			later[p] = send[p] - took
 			thrown += later[p]
-			if later[p] > 0 && f.budget > 0 {
-				debt = max(debt, int(math.Floor(-avail[p]/f.budget))+1)
+			if later[p] == 0 || f.budget <= 0 {
+				continue
 			}
+			// Waits past the next renewal: the debt as it stands, and the
+			// requests that overshoot by a second's budget or more.
+			extra := int(math.Floor(-avail[p] / f.budget))
+			if spent && extra == 0 {
+				longer[p] = later[p] * f.longWait
+				later[p] -= longer[p]
+			} else if extra > 0 {
+				longer[p], later[p] = later[p], 0
+			}
+			debt = max(debt, extra+1)
 		}
 		throttled += thrown
 		if thrown > fluidEpsilon {
-			wakes = schedule(wakes, wakeRound(round, arrive, rt, debt, c.RetryWait), later)
+			wakes = schedule(wakes, wakeRound(round, arrive, rt, 1, c.RetryWait), later)
+			if sum(longer) > fluidEpsilon {
+				wakes = schedule(wakes, wakeRound(round, arrive, rt, debt, c.RetryWait), longer)
+			}
 			sleeping += thrown
 		}
 		finished := done >= total-0.5
