@@ -72,13 +72,45 @@ func (r *Report) WriteText(w io.Writer) {
 		fmt.Fprintf(&b, "    RU consumed         %s in %s, %s RU/s\n", human.Number(t.RUConsumed, 1), human.Seconds(t.DurationSeconds), human.Number(t.AchievedRUPerSec, 0))
 		fmt.Fprintf(&b, "    requests            %s, throttled %s\n", n(t.RequestsSent), n(t.ThrottledResponses))
 	}
+	writeShortfall(&b, r.Shortfall)
 	b.WriteString("\n  Naive vs paced      requests throttled passes      time\n")
-	fmt.Fprintf(&b, "  naive (%s) %10s %9s %6s %9s\n", Basis(r.Naive.Measured), n(r.Naive.Requests), n(r.Naive.Throttled), n(int64(r.Naive.Passes)), human.Seconds(r.Naive.Seconds))
+	passes := "-"
+	if r.Naive.Passes > 0 {
+		passes = n(int64(r.Naive.Passes))
+	}
+	fmt.Fprintf(&b, "  naive (%s) %10s %9s %6s %9s\n", Basis(r.Naive.Measured), n(r.Naive.Requests), n(r.Naive.Throttled), passes, human.Seconds(r.Naive.Seconds))
 	fmt.Fprintf(&b, "  paced (%s) %10s %9s %6s %9s\n", Basis(r.Paced.Measured), n(r.Paced.Requests), n(r.Paced.Throttled), "-", human.Seconds(r.Paced.Seconds))
+	if a := r.Assumptions(); a != "" {
+		fmt.Fprintf(&b, "  %s\n", a)
+	}
 	if r.Error != "" {
 		fmt.Fprintf(&b, "\n  %s\n", r.Error)
 	}
 	io.WriteString(w, b.String())
+}
+
+// writeShortfall says why the load ran below its target, one reason a
+// line.
+func writeShortfall(b *strings.Builder, ss []Shortfall) {
+	for i, s := range ss {
+		label := ""
+		if i == 0 {
+			label = "below target"
+		}
+		fmt.Fprintf(b, "  %-21s %s: %s\n", label, s.Title(), s.Evidence)
+	}
+}
+
+// Assumptions is the comparison's one line saying which side is modelled
+// and on what terms; "" when neither is.
+func (r *Report) Assumptions() string {
+	switch {
+	case !r.Naive.Measured && r.Naive.Assumptions != "":
+		return "naive modelled: " + r.Naive.Assumptions
+	case !r.Paced.Measured && r.Paced.Assumptions != "":
+		return "paced modelled: " + r.Paced.Assumptions
+	}
+	return ""
 }
 
 // maxReasons is how many dead-letter reasons the summary lists.

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -296,10 +297,8 @@ func TestDense(t *testing.T) {
 	if len(got) != len(want) {
 		t.Fatalf("dense = %v, want %v", got, want)
 	}
-	for i := range got {
-		if got[i] != want[i] {
-			t.Errorf("dense[%d] = %v, want %v", i, got[i], want[i])
-		}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("dense = %v, want %v", got, want)
 	}
 }
 
