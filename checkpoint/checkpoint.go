@@ -163,16 +163,29 @@ type State struct {
 	DeadLetterSize int64 `json:"dead_letter_size,omitempty"`
 }
 
-// Hooks around each step of Save, so that tests can inject a full disk, a
-// failed fsync or a crash around the rename.
-var (
-	createTemp = os.CreateTemp // overridden by tests
-	writeFile  = (*os.File).Write
-	syncFile   = (*os.File).Sync
-	closeFile  = (*os.File).Close
-	rename     = os.Rename
-	syncDir    = fsyncDir
-)
+// fileSteps are the filesystem calls of an atomic write, one field a step,
+// so that tests can fail any of them: a full disk, a failed fsync, a crash
+// around the rename.
+type fileSteps struct {
+	createTemp func(dir, pattern string) (*os.File, error)
+	write      func(*os.File, []byte) (int, error)
+	sync       func(*os.File) error
+	close      func(*os.File) error
+	rename     func(from, to string) error
+	syncDir    func(dir string) error
+}
+
+// osSteps are the operating system's own calls.
+func osSteps() fileSteps {
+	return fileSteps{
+		createTemp: os.CreateTemp,
+		write:      (*os.File).Write,
+		sync:       (*os.File).Sync,
+		close:      (*os.File).Close,
+		rename:     os.Rename,
+		syncDir:    fsyncDir,
+	}
+}
 
 // Save writes s to path atomically. On any error before the rename the
 // temporary file is removed and the previous checkpoint is untouched; an
@@ -183,7 +196,7 @@ func Save(path string, s *State) error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(path, data)
+	return osSteps().writeAtomic(path, data)
 }
 
 // encode renders s as a checkpoint file claiming the given version (tests
@@ -245,12 +258,12 @@ func safeConfig(c Config) (Config, error) {
 	return c, nil
 }
 
-func writeAtomic(path string, data []byte) (err error) {
+func (fs fileSteps) writeAtomic(path string, data []byte) (err error) {
 	dir, base := filepath.Dir(path), filepath.Base(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create checkpoint directory: %w", err)
 	}
-	f, err := createTemp(dir, base+tempInfix+"*")
+	f, err := fs.createTemp(dir, base+tempInfix+"*")
 	if err != nil {
 		return fmt.Errorf("create temporary checkpoint: %w", err)
 	}
@@ -266,32 +279,32 @@ func writeAtomic(path string, data []byte) (err error) {
 		os.Remove(tmp)
 	}()
 
-	n, err := writeFile(f, data)
+	n, err := fs.write(f, data)
 	if err == nil && n < len(data) {
 		err = io.ErrShortWrite
 	}
 	if err != nil {
 		return fmt.Errorf("write checkpoint: %w", err)
 	}
-	// CreateTemp makes 0600 files; say so explicitly in case the hook or a
+	// CreateTemp makes 0600 files; say so explicitly in case a test's step or a
 	// platform does otherwise, since the file names the user's endpoint.
 	if runtime.GOOS != "windows" {
 		if err = f.Chmod(0o600); err != nil {
 			return fmt.Errorf("set checkpoint mode: %w", err)
 		}
 	}
-	if err = syncFile(f); err != nil {
+	if err = fs.sync(f); err != nil {
 		return fmt.Errorf("sync checkpoint: %w", err)
 	}
 	closed = true
-	if err = closeFile(f); err != nil {
+	if err = fs.close(f); err != nil {
 		return fmt.Errorf("close checkpoint: %w", err)
 	}
-	if err = rename(tmp, path); err != nil {
+	if err = fs.rename(tmp, path); err != nil {
 		return fmt.Errorf("replace checkpoint: %w", err)
 	}
 	renamed = true
-	if err = syncDir(dir); err != nil {
+	if err = fs.syncDir(dir); err != nil {
 		return fmt.Errorf("sync checkpoint directory: %w", err)
 	}
 	return nil

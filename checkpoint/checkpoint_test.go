@@ -173,26 +173,26 @@ var errInjected = errors.New("injected")
 func TestSaveFailureKeepsOldCheckpoint(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
-		inject  func()
+		inject  func(*fileSteps)
 		wantErr error
 	}{
-		{"create temp", func() {
-			createTemp = func(string, string) (*os.File, error) { return nil, errInjected }
+		{"create temp", func(fs *fileSteps) {
+			fs.createTemp = func(string, string) (*os.File, error) { return nil, errInjected }
 		}, errInjected},
-		{"disk full mid-write", func() {
-			writeFile = func(f *os.File, b []byte) (int, error) {
+		{"disk full mid-write", func(fs *fileSteps) {
+			fs.write = func(f *os.File, b []byte) (int, error) {
 				n, _ := f.Write(b[:len(b)/2])
 				return n, syscall.ENOSPC
 			}
 		}, syscall.ENOSPC},
-		{"short write", func() {
-			writeFile = func(f *os.File, b []byte) (int, error) { return f.Write(b[:10]) }
+		{"short write", func(fs *fileSteps) {
+			fs.write = func(f *os.File, b []byte) (int, error) { return f.Write(b[:10]) }
 		}, io.ErrShortWrite},
-		{"fsync", func() { syncFile = func(*os.File) error { return errInjected } }, errInjected},
-		{"close", func() {
-			closeFile = func(f *os.File) error { f.Close(); return errInjected }
+		{"fsync", func(fs *fileSteps) { fs.sync = func(*os.File) error { return errInjected } }, errInjected},
+		{"close", func(fs *fileSteps) {
+			fs.close = func(f *os.File) error { f.Close(); return errInjected }
 		}, errInjected},
-		{"rename (crash before it)", func() { rename = func(string, string) error { return errInjected } }, errInjected},
+		{"rename (crash before it)", func(fs *fileSteps) { fs.rename = func(string, string) error { return errInjected } }, errInjected},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -203,11 +203,11 @@ func TestSaveFailureKeepsOldCheckpoint(t *testing.T) {
 			}
 			before, _ := os.ReadFile(path)
 
-			restoreHooksAfter(t)
-			tt.inject()
+			fs := osSteps()
+			tt.inject(&fs)
 			next := sampleState(10)
 			next.Complete = true
-			err := Save(path, next)
+			err := saveWith(t, fs, path, next)
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("Save = %v, want %v", err, tt.wantErr)
 			}
@@ -232,10 +232,10 @@ func TestSaveDirSyncFailure(t *testing.T) {
 	if err := Save(path, sampleState(1)); err != nil {
 		t.Fatal(err)
 	}
-	restoreHooksAfter(t)
-	syncDir = func(string) error { return errInjected }
+	fs := osSteps()
+	fs.syncDir = func(string) error { return errInjected }
 	next := sampleState(2)
-	if err := Save(path, next); !errors.Is(err, errInjected) {
+	if err := saveWith(t, fs, path, next); !errors.Is(err, errInjected) {
 		t.Fatalf("Save = %v, want the sync error", err)
 	}
 	got, err := Load(path)
@@ -268,9 +268,10 @@ func TestCrashLeftoverTemp(t *testing.T) {
 	assertOnlyFile(t, dir, "cp.json", filepath.Base(other))
 }
 
-func restoreHooksAfter(t *testing.T) {
-	ct, wf, sf, cf, rn, sd := createTemp, writeFile, syncFile, closeFile, rename, syncDir
-	t.Cleanup(func() { createTemp, writeFile, syncFile, closeFile, rename, syncDir = ct, wf, sf, cf, rn, sd })
+// saveWith is Save through the given file steps.
+func saveWith(t *testing.T, fs fileSteps, path string, s *State) error {
+	t.Helper()
+	return fs.writeAtomic(path, mustEncode(t, s, Version))
 }
 
 func assertOnlyFile(t *testing.T, dir string, names ...string) {

@@ -16,15 +16,11 @@ import (
 // StdinName is how the inputs list names standard input.
 const StdinName = "-"
 
-// userStateDir is where per-user state lives; a variable so tests need not
-// depend on the environment of the machine running them.
-var userStateDir = defaultUserStateDir
-
-// defaultUserStateDir follows each platform's convention for state that is
+// userStateDir follows each platform's convention for state that is
 // not configuration and should not be wiped like a cache: XDG_STATE_HOME
 // (~/.local/state) on Unix, Application Support on macOS, LocalAppData on
 // Windows.
-func defaultUserStateDir() (string, error) {
+func userStateDir() (string, error) {
 	switch runtime.GOOS {
 	case "windows":
 		if d := os.Getenv("LocalAppData"); d != "" {

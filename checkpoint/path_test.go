@@ -9,10 +9,14 @@ import (
 
 func fakeStateDir(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
-	old := userStateDir
-	userStateDir = func() (string, error) { return dir, nil }
-	t.Cleanup(func() { userStateDir = old })
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_STATE_HOME", filepath.Join(home, "state"))
+	t.Setenv("LocalAppData", filepath.Join(home, "appdata"))
+	dir, err := userStateDir()
+	if err != nil {
+		t.Fatal(err)
+	}
 	return dir
 }
 
@@ -86,12 +90,12 @@ func TestDefaultUserStateDir(t *testing.T) {
 		t.Skip("XDG applies to other Unix systems")
 	}
 	t.Setenv("XDG_STATE_HOME", "/xdg/state")
-	if d, err := defaultUserStateDir(); err != nil || d != "/xdg/state" {
+	if d, err := userStateDir(); err != nil || d != "/xdg/state" {
 		t.Errorf("with XDG_STATE_HOME: %q, %v", d, err)
 	}
 	t.Setenv("XDG_STATE_HOME", "relative/ignored")
 	t.Setenv("HOME", "/home/u")
-	if d, err := defaultUserStateDir(); err != nil || d != "/home/u/.local/state" {
+	if d, err := userStateDir(); err != nil || d != "/home/u/.local/state" {
 		t.Errorf("without XDG_STATE_HOME: %q, %v", d, err)
 	}
 }

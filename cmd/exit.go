@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/cosmosloader/loader/internal/blobsource"
 	"github.com/cosmosloader/loader/loader"
 	"github.com/cosmosloader/loader/loader/report"
+	"github.com/cosmosloader/loader/loader/source"
 )
 
 // Exit codes. They are part of the command contract (ARCHITECTURE.md) and are
@@ -111,9 +111,9 @@ func errorText(err error, verbose bool) string {
 		if errors.As(err, &ec) && ec.Err == nil {
 			return ""
 		}
-		var te *blobsource.TokenError
-		if verbose && errors.As(err, &te) && te.Err != nil {
-			return "loader: " + err.Error() + "\n\n" + te.Err.Error()
+		var de source.DetailedError
+		if verbose && errors.As(err, &de) && de.Detail() != "" {
+			return "loader: " + err.Error() + "\n\n" + de.Detail()
 		}
 		return "loader: " + err.Error()
 	}

@@ -60,7 +60,7 @@ func TestRunExitCodesAndMessages(t *testing.T) {
 		code     int
 		out, err string
 	}{
-		{[]string{"import"}, ExitUsage, "", "requires at least 1 arg(s)"},
+		{[]string{"import"}, ExitUsage, "", "import needs at least one input"},
 		{[]string{"frobnicate"}, ExitUsage, "", `unknown command "frobnicate"`},
 		{[]string{"import", "/does/not/exist.ndjson", "--embedded-data", "/nonexistent"}, ExitUsage, "", "/does/not/exist.ndjson"},
 		{[]string{"dry-run", "x.ndjson", "--cost-per-recrd", "3"}, ExitUsage, "", "Did you mean --cost-per-record?"},

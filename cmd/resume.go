@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cosmosloader/loader/checkpoint"
-	"github.com/cosmosloader/loader/internal/blobsource"
 	"github.com/cosmosloader/loader/internal/clock"
 	"github.com/cosmosloader/loader/internal/cosmos"
 	"github.com/cosmosloader/loader/internal/human"
@@ -71,7 +70,8 @@ Blob inputs need their credentials again (--source-sas,
 
   # With a report this time, stopping if more than 100 records are refused
   loader resume ckpt.json --report run2.json --max-errors 100`,
-		Args: usageArgs(cobra.MaximumNArgs(1)),
+		Args:              usageArgs(cobra.MaximumNArgs(1)),
+		ValidArgsFunction: completeCheckpoints(f.Clock.Now),
 		RunE: func(c *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return whichCheckpoint(f.Clock.Now())
@@ -119,33 +119,25 @@ func resumeRun(ctx context.Context, o *ResumeOptions) error {
 		return usageError("refusing to resume from %s: %v", o.Checkpoint, err)
 	}
 	if st.Complete {
-		fmt.Fprintf(o.IO.ErrOut, "The load in %s is already complete (%d records written, %d dead-lettered); nothing to do.\n",
-			o.Checkpoint, st.Counters.RecordsWritten, st.Counters.RecordsDeadLettered)
+		o.IO.printErr("The load is already complete (%s records written, %s dead-lettered); nothing to do:\n  %s\n",
+			human.Count(st.Counters.RecordsWritten), human.Count(st.Counters.RecordsDeadLettered), o.Checkpoint)
 		return nil
 	}
 	job := loader.ResumeJob(st, o.Checkpoint)
-	var blobs *blobsource.Resolver
 	for _, in := range st.Inputs {
 		if in.Stdin {
 			return usageError("refusing to resume: %v (the checkpoint's load read standard input)", checkpoint.ErrStdin)
 		}
-		if in.Fingerprint.IsRemote() && blobs == nil {
-			blobs = o.Blob.resolver(ctx)
-		}
 	}
-	// Blob inputs are opened again with the command's credentials (a SAS
-	// is never stored), a round trip each: several at a time.
+	remotes := o.Blob.remotes(ctx)
+	// Remote inputs are opened again with the command's credentials (a
+	// token is never stored), a round trip each: several at a time.
 	err = parallel.Each(len(st.Inputs), parallel.InputsAtOnce, func(i int) error {
 		if !st.Inputs[i].Fingerprint.IsRemote() {
 			return nil
 		}
-		rin, err := o.Blob.openRemote(ctx, blobs, st.Inputs[i].Path)
+		rin, err := remotes.Open(st.Inputs[i].Path)
 		job.Inputs[i] = rin
-		if err != nil && o.Blob.SourceSAS == "" && o.Blob.SourceConnectionString == "" {
-			// Tried with Microsoft Entra ID, whose failure (over http, one
-			// about TLS) hides the likelier cause: a SAS, never kept.
-			return fmt.Errorf("blob input %s needs the credentials it was read with, which no checkpoint keeps: give its SAS again with --source-sas (or LOADER_SOURCE_SAS), or give --source-connection-string\n  without either, Microsoft Entra ID was tried: %w", st.Inputs[i].Path, err)
-		}
 		return err
 	})
 	if err != nil {
@@ -193,6 +185,33 @@ func resumeRun(ctx context.Context, o *ResumeOptions) error {
 	job.DrainTimeout = o.DrainTimeout
 	job.Quiet, job.Log, job.Clock = o.Quiet, o.IO.ErrOut, o.Clock
 	return finishJob(ctx, o.IO, job, o.Quiet, ob)
+}
+
+// completeCheckpoints completes resume's argument with the checkpoints
+// whichCheckpoint would list: the unfinished loads at the default paths,
+// the latest first, each described by what it loads.
+func completeCheckpoints(now func() time.Time) cobra.CompletionFunc {
+	return func(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		dir, err := checkpoint.Dir()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveDefault
+		}
+		found, err := checkpoint.Unfinished(dir)
+		if err != nil || len(found) == 0 {
+			return nil, cobra.ShellCompDirectiveDefault // a checkpoint given with --checkpoint: any file
+		}
+		var out []cobra.Completion
+		for _, u := range found {
+			st := u.State
+			out = append(out, cobra.CompletionWithDesc(u.Path, fmt.Sprintf("%s/%s, %s written, saved %s ago",
+				st.Config.Database, st.Config.Container, human.Count(st.Counters.RecordsWritten),
+				human.Duration(now().Sub(st.UpdatedAt).Round(time.Second)))))
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
 }
 
 // whichCheckpoint is resume's answer to a command line without a

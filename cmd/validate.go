@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/cosmosloader/loader/internal/coord"
+	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/loader"
 )
 
@@ -341,4 +343,44 @@ func (o *DryRunOptions) validate(c *cobra.Command) error {
 		return usageError("--indexing must be consistent or none, not %q", o.Indexing)
 	}
 	return nil
+}
+
+// sizeFlag is a flag holding a byte size, given as people write one
+// (256MiB, 1GiB, or bytes) and shown as one in --help.
+type sizeFlag struct{ n *int64 }
+
+func (s sizeFlag) String() string {
+	if s.n == nil {
+		return "0"
+	}
+	return human.IECBytes(*s.n)
+}
+
+func (s sizeFlag) Set(v string) error {
+	n, err := human.ParseBytes(v)
+	if err != nil {
+		return err
+	}
+	*s.n = n
+	return nil
+}
+
+func (s sizeFlag) Type() string { return "size" }
+
+// valueHint says what a flag of a kind takes, for a value it could not
+// read: in the loader's words, not strconv's.
+func valueHint(f *pflag.Flag, value string, cause error) string {
+	switch f.Value.Type() {
+	case "float64", "float32":
+		return fmt.Sprintf("--%s takes a number, e.g. --%s 5000, not %q", f.Name, f.Name, value)
+	case "int", "int64", "int32", "uint", "uint64":
+		return fmt.Sprintf("--%s takes a whole number, not %q", f.Name, value)
+	case "duration":
+		return fmt.Sprintf("--%s takes a duration such as 30s, 5m or 1h30m, not %q", f.Name, value)
+	case "bool":
+		return fmt.Sprintf("--%s is on or off: give --%s or --%s=false, not %q", f.Name, f.Name, f.Name, value)
+	case "size":
+		return fmt.Sprintf("--%s: %v", f.Name, cause)
+	}
+	return fmt.Sprintf("--%s: %q is not a value it takes", f.Name, value)
 }

@@ -116,7 +116,7 @@ func TestBlobInputsGlobAndPrefixLandExactly(t *testing.T) {
 	putBlob(t, cc, "delta/events/_delta_log/00000000000000000000.json", []byte(`{"commitInfo":{}}`+"\n"))
 	putBlob(t, cc, "delta/events/part-0.ndjson", []byte(`{"id":"d1","k":"a"}`+"\n"))
 	delta := runLoader(t, nil, "dry-run", base+"delta/", "--source-connection-string", az.ConnectionString())
-	if delta.code == 0 || !strings.Contains(delta.stderr, "Delta Lake table") || !strings.Contains(delta.stderr, "/exports/delta/events") {
+	if delta.code == 0 || !strings.Contains(flat(delta.stderr), "Delta Lake table") || !strings.Contains(delta.stderr, "/exports/delta/events") {
 		t.Errorf("dry-run of a prefix holding a Delta table: exit %d, want a refusal naming the table\n%s", delta.code, delta.stderr)
 	}
 
@@ -191,7 +191,7 @@ func TestBlobKillResumeAndChangedBlob(t *testing.T) {
 	}
 	putBlob(t, cc, "big.ndjson", []byte(`{"id":"other"}`+"\n"))
 	res = runLoader(t, nil, append([]string{"resume", ckpt, "--quiet", "--key", tg.key}, conn...)...)
-	if res.code == 0 || !strings.Contains(res.stderr, "changed since the checkpoint") || !strings.Contains(res.stderr, "ETag") {
+	if msg := flat(res.stderr); res.code == 0 || !strings.Contains(msg, "changed since the checkpoint") || !strings.Contains(msg, "ETag") {
 		t.Errorf("resume over a changed blob: exit %d\n%s", res.code, res.stderr)
 	}
 }
@@ -336,12 +336,12 @@ func TestBlobErrorsAndSASNeverLeaks(t *testing.T) {
 	wrong := strings.Replace(query, url.QueryEscape(sig), url.QueryEscape("AAAA"+sig[4:]), 1)
 	forbidden := runLoader(t, nil, append([]string{"import", az.BlobEndpoint() + "/sas/data/a.ndjson?" + wrong},
 		tg.args("e2e", "sas", "--checkpoint", filepath.Join(dir, "c2.json"))...)...)
-	if forbidden.code != 2 || !strings.Contains(forbidden.stderr, "denied (403") || !strings.Contains(forbidden.stderr, "/sas/data/a.ndjson") {
+	if forbidden.code != 2 || !strings.Contains(flat(forbidden.stderr), "denied (403") || !strings.Contains(forbidden.stderr, "/sas/data/a.ndjson") {
 		t.Errorf("a bad SAS: exit %d\n%s", forbidden.code, forbidden.stderr)
 	}
 	missing := runLoader(t, nil, append([]string{"import", az.BlobEndpoint() + "/sas/data/nope.ndjson?" + query},
 		tg.args("e2e", "sas", "--checkpoint", filepath.Join(dir, "c3.json"))...)...)
-	if missing.code != 2 || !strings.Contains(missing.stderr, "sas/data/nope.ndjson does not exist (404") {
+	if missing.code != 2 || !strings.Contains(flat(missing.stderr), "sas/data/nope.ndjson does not exist (404") {
 		t.Errorf("a missing blob: exit %d\n%s", missing.code, missing.stderr)
 	}
 	viaConn := runLoader(t, nil, "dry-run", az.BlobEndpoint()+"/sas/data/", "--source-connection-string", az.ConnectionString())

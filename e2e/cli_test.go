@@ -117,7 +117,7 @@ func TestEmulatorExportLineIsUsable(t *testing.T) {
 			if res.code != 0 {
 				t.Fatalf("import after pasting %q: exit %d\n%s", export, res.code, res.stderr)
 			}
-			if strings.Contains(res.stderr, "embedded local") || strings.Contains(res.stderr, "well-known emulator key") {
+			if strings.Contains(flat(res.stderr), "embedded local") || strings.Contains(flat(res.stderr), "well-known emulator key") {
 				t.Errorf("the import did not use the exported endpoint and key:\n%s", res.stderr)
 			}
 			endpoint := strings.TrimPrefix(strings.Fields(export)[1], "COSMOS_ENDPOINT=")
@@ -143,7 +143,7 @@ func TestLoopbackEndpointWithoutKeyUsesTheEmulatorKey(t *testing.T) {
 	if res.code != 0 {
 		t.Fatalf("exit %d\n%s", res.code, res.stderr)
 	}
-	if !strings.Contains(res.stderr, "No key given for the loopback endpoint "+tg.endpoint+": using the well-known emulator key") {
+	if !strings.Contains(flat(res.stderr), "No key given for the loopback endpoint "+tg.endpoint+": using the well-known emulator key") {
 		t.Errorf("no note about the default key:\n%s", res.stderr)
 	}
 	if strings.Contains(res.stderr, "Credential") {
@@ -161,13 +161,16 @@ func TestWrongKeyIsAShortUsageError(t *testing.T) {
 	tg := localTarget(t, emulator.Options{DefaultRU: 100000})
 	in := writeFile(t, t.TempDir(), "in.ndjson", []byte("{\"id\":\"1\",\"k\":1}\n"))
 	wrong := "c" + emulator.WellKnownKey[1:]
-	res := runLoader(t, nil, "import", in, "--endpoint", tg.endpoint, "--key", wrong, "--database", "e2e", "--container", "wrongkey",
+	// Three lines as a wide terminal shows them: at 80 columns they are
+	// fitted, and wrap.
+	_, env := freshEnv(t)
+	res := runIn(t, append(env, "COLUMNS=200"), "import", in, "--endpoint", tg.endpoint, "--key", wrong, "--database", "e2e", "--container", "wrongkey",
 		"--create-container", "--partition-key", "/k", "--quiet")
 	if res.code != 2 {
 		t.Fatalf("exit %d, want 2\n%s", res.code, res.stderr)
 	}
 	lines := strings.Split(strings.TrimSpace(res.stderr), "\n")
-	if len(lines) > 3 || !strings.Contains(res.stderr, "401") || !strings.Contains(res.stderr, "--key or COSMOS_KEY") ||
+	if len(lines) > 3 || !strings.Contains(res.stderr, "401") || !strings.Contains(flat(res.stderr), "--key or COSMOS_KEY") ||
 		strings.Contains(res.stderr, wrong[:20]) {
 		t.Errorf("stderr (%d lines):\n%s", len(lines), res.stderr)
 	}

@@ -152,7 +152,7 @@ func crashLoop(t *testing.T, kills int, ckpt string, importArgs, resumeArgs []st
 	}
 	// Resuming a complete load says so and writes nothing.
 	res = runLoader(t, nil, resumeArgs...)
-	if res.code != 0 || !strings.Contains(res.stderr, "already complete") {
+	if res.code != 0 || !strings.Contains(flat(res.stderr), "already complete") {
 		t.Errorf("resume of a complete checkpoint: exit %d, %q", res.code, res.stderr)
 	}
 }

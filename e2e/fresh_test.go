@@ -143,7 +143,7 @@ func TestFreshHomeBadLinesAreDeadLettered(t *testing.T) {
 	}
 
 	res = runIn(t, env, "resume", ckpt)
-	if res.code != 0 || !strings.Contains(res.stderr, "already complete") {
+	if res.code != 0 || !strings.Contains(flat(res.stderr), "already complete") {
 		t.Errorf("resume of the finished load: exit %d\n%s", res.code, res.stderr)
 	}
 	// The same command again loads again: the file is rewritten, not appended to.
@@ -226,7 +226,7 @@ func TestQuietStillSaysWhyItStopped(t *testing.T) {
 		t.Errorf("--quiet, exit 3: stderr does not say records were dead-lettered:\n%q", res.stderr)
 	}
 	res = runIn(t, env, append(base, "--checkpoint", filepath.Join(dir, "c2.json"), "--max-errors", "0")...)
-	if res.code != 4 || !strings.Contains(res.stderr, "too many records dead-lettered") {
+	if res.code != 4 || !strings.Contains(flat(res.stderr), "too many records dead-lettered") {
 		t.Errorf("--quiet, exit 4: stderr does not say why:\n%q", res.stderr)
 	}
 }
@@ -326,10 +326,10 @@ func TestResumeSeparatesThisRunFromTheWholeLoad(t *testing.T) {
 		t.Fatalf("resume: exit %d\n%s", res.code, res.stderr)
 	}
 	wantStart := fmt.Sprintf("%s: from line %d", input, st.Inputs[0].Committed.Line+1)
-	if !strings.Contains(res.stderr, wantStart) || !strings.Contains(res.stderr, "records already committed") {
+	if !strings.Contains(flat(res.stderr), wantStart) || !strings.Contains(flat(res.stderr), "records already committed") {
 		t.Errorf("the start does not say where it continues (%q):\n%s", wantStart, res.stderr)
 	}
-	if !strings.Contains(res.stderr, "this run") {
+	if !strings.Contains(flat(res.stderr), "this run") {
 		t.Errorf("the summary does not separate this run:\n%s", res.stderr)
 	}
 	rep := readReport(t, report)

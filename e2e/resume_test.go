@@ -86,7 +86,7 @@ func TestSIGINTDrainsSavesAndResumes(t *testing.T) {
 
 	// import refuses to start over silently and explains resume and --restart.
 	res := runLoader(t, nil, args...)
-	if res.code != 2 || !strings.Contains(res.stderr, "loader resume") || !strings.Contains(res.stderr, "--restart") {
+	if res.code != 2 || !strings.Contains(flat(res.stderr), "loader resume") || !strings.Contains(res.stderr, "--restart") {
 		t.Errorf("import over an unfinished checkpoint: exit %d\n%s", res.code, res.stderr)
 	}
 
@@ -160,7 +160,7 @@ func TestResumeRefuses(t *testing.T) {
 	t.Run("unknown version", func(t *testing.T) {
 		writeFile(t, filepath.Dir(ckpt), filepath.Base(ckpt), withVersion(t, good, 99))
 		res := resume()
-		if res.code != 2 || !strings.Contains(res.stderr, "version 99") {
+		if res.code != 2 || !strings.Contains(flat(res.stderr), "version 99") {
 			t.Errorf("exit %d: %s", res.code, res.stderr)
 		}
 	})

@@ -21,6 +21,7 @@ func TestSharedLoadChecksItsStorageBeforeLoading(t *testing.T) {
 	az := testenv.Azurite(t)
 	tg := localTarget(t, emulator.Options{DefaultRU: 100000})
 	_, env := freshEnv(t)
+	env = append(env, "COLUMNS=1000") // a message on one line, as waitLine reads it
 	in, want, _ := tenantRecords(t, t.TempDir(), 300, noBadRecords)
 	args := func(conn string, extra ...string) []string {
 		return append(append([]string{"import", in, "--lease-connection-string", conn},
@@ -29,7 +30,7 @@ func TestSharedLoadChecksItsStorageBeforeLoading(t *testing.T) {
 
 	wrong := strings.Replace(az.ConnectionString(), testenv.AzuriteKey, "d3Jvbmc"+testenv.AzuriteKey[7:], 1)
 	res := runIn(t, env, args(wrong)...)
-	if res.code != 2 || !strings.Contains(res.stderr, "refused the credentials") || !strings.Contains(res.stderr, "--lease-connection-string") ||
+	if res.code != 2 || !strings.Contains(flat(res.stderr), "refused the credentials") || !strings.Contains(res.stderr, "--lease-connection-string") ||
 		strings.Contains(res.stderr, "saved") {
 		t.Errorf("a wrong storage key: exit %d, want 2\n%s", res.code, res.stderr)
 	}
@@ -44,7 +45,7 @@ func TestSharedLoadChecksItsStorageBeforeLoading(t *testing.T) {
 	later := strings.Replace(az.ConnectionString(), az.BlobEndpoint(), "http://"+late+"/"+testenv.AzuriteAccount, 1)
 	_, giveUp := startIn(t, env, args(down, "--lease-duration", "15s")...)
 	reserved := startWatched(t, env, args(later, "--reserved-ru", "2000")...)
-	reserved.waitLine(t, regexp.MustCompile(`does not answer.*(going on with --reserved-ru 2000)`))
+	reserved.waitLine(t, regexp.MustCompile(`does not answer.*(going on with --reserved-ru 2,000)`))
 	answer()
 	if code := reserved.wait(t); code != 0 {
 		t.Fatalf("storage unreachable at the start, with a reserve: exit %d\n%s", code, reserved.all())

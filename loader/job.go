@@ -21,6 +21,7 @@ import (
 	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/loader/source/csv"
 	"github.com/cosmosloader/loader/pacing"
 )
 
@@ -147,9 +148,18 @@ func Execute(ctx context.Context, j *Job) (*report.Report, error) {
 	if p.Connect == nil {
 		return nil, errors.New("loader: Job.Connect is not set")
 	}
+	keys := &keyCheck{p: p, inputs: inputs}
+	if p.Resume == nil {
+		p.Target.BeforeCreate = keys.beforeCreate
+	}
 	tgt, err := p.Connect(ctx, p.Target)
 	if err != nil {
 		return nil, err
+	}
+	if p.Resume == nil {
+		if err := keys.existing(tgt.PartitionKeyPaths); err != nil {
+			return nil, err
+		}
 	}
 	if p.batch > 1 {
 		if prober, ok := tgt.Writer.(BatchProber); !ok {
@@ -176,7 +186,7 @@ func Execute(ctx context.Context, j *Job) (*report.Report, error) {
 		target = tgt.Throughput * p.RUShare
 	}
 	if tgt.Throughput > 0 && target > tgt.Throughput*1.001 {
-		p.logf("warning: target %.0f RU/s is above the container's %.0f RU/s: expect throttling (the pacer will back off)", target, tgt.Throughput)
+		p.logf("warning: target %s RU/s is above the container's %s RU/s: expect throttling (the pacer will back off)", human.Number(target, 0), human.Number(tgt.Throughput, 0))
 	}
 	cost := pacing.NewCostModel(pacing.CostOptions{FixedCost: p.CostPerRecord})
 	if p.Shared != nil {
@@ -380,8 +390,8 @@ func (p *plan) wholeInputs(ctx context.Context, tgt *Target, inputs []Input, fps
 		}
 	}
 
-	p.logf("loading %d input(s) into %s/%s: target %.0f RU/s over %d physical partition(s), %s, mode %s",
-		len(inputs), p.Target.Database, p.Target.Container, *target, partitions, p.Strategy, p.Mode)
+	p.logf("loading %d input(s) into %s/%s: target %s RU/s over %d physical partition(s), %s, mode %s",
+		len(inputs), p.Target.Database, p.Target.Container, human.Number(*target, 0), partitions, p.Strategy, p.Mode)
 	p.logf("checkpoint: %s", p.CheckpointPath)
 	if p.Resume != nil {
 		for _, line := range resumePositions(inputs, state.Inputs, p.Source) {
@@ -477,8 +487,8 @@ func (w *wholeInputs) totals(checkpoint.Counters) (*checkpoint.State, checkpoint
 func (j *Job) scaleThroughput(ctx context.Context, tgt *Target, state *checkpoint.State, partitions int, logf func(string, ...any)) (func(), error) {
 	instant := float64(partitions) * 10000
 	if j.ScaleRU > instant && !j.AllowSplit {
-		return nil, &UsageError{fmt.Errorf("--scale-ru %.0f is above what the container's %d physical partition(s) can take at once (%d × 10,000 = %.0f RU/s): beyond that Cosmos DB splits partitions, which takes hours (typically 4–6) and would not speed up this load; raise it to at most %.0f, or add --allow-split",
-			j.ScaleRU, partitions, partitions, instant, instant)}
+		return nil, &UsageError{fmt.Errorf("--scale-ru %s is above what the container's %d physical partition(s) can take at once (%d × 10,000 = %s RU/s): beyond that Cosmos DB splits partitions, which takes hours (typically 4–6) and would not speed up this load; raise it to at most %s, or add --allow-split",
+			human.Number(j.ScaleRU, 0), partitions, partitions, human.Number(instant, 0), human.Number(instant, 0))}
 	}
 	live := tgt.Live
 	if live == nil {
@@ -491,7 +501,7 @@ func (j *Job) scaleThroughput(ctx context.Context, tgt *Target, state *checkpoin
 	orig := Throughput{RU: state.Config.OriginalRU, Autoscale: state.Config.OriginalAutoscale}
 	if orig.RU <= 0 {
 		if cur.RU >= j.ScaleRU {
-			logf("--scale-ru: the container already has %.0f RU/s (≥ %.0f): left as it is", cur.RU, j.ScaleRU)
+			logf("--scale-ru: the container already has %s RU/s (≥ %s): left as it is", human.Number(cur.RU, 0), human.Number(j.ScaleRU, 0))
 			return func() {}, nil
 		}
 		orig = cur
@@ -507,10 +517,10 @@ func (j *Job) scaleThroughput(ctx context.Context, tgt *Target, state *checkpoin
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()
 		if err := live.ReplaceThroughput(rctx, orig); err != nil {
-			logf("warning: could not restore the container's throughput to %.0f RU/s: %v — set it back yourself (or run loader resume %s)", orig.RU, err, j.CheckpointPath)
+			logf("warning: could not restore the container's throughput to %s RU/s: %v — set it back yourself (or run loader resume %s)", human.Number(orig.RU, 0), err, j.CheckpointPath)
 			return
 		}
-		logf("throughput restored to %.0f RU/s", orig.RU)
+		logf("throughput restored to %s RU/s", human.Number(orig.RU, 0))
 	}
 	if cur.RU < j.ScaleRU {
 		if err := live.ReplaceThroughput(ctx, Throughput{RU: j.ScaleRU, Autoscale: cur.Autoscale}); err != nil {
@@ -523,9 +533,9 @@ func (j *Job) scaleThroughput(ctx context.Context, tgt *Target, state *checkpoin
 		if cur.Autoscale {
 			what = "autoscale maximum"
 		}
-		logf("--scale-ru: %s raised from %.0f to %.0f RU/s for the load; %.0f is restored when it ends", what, cur.RU, j.ScaleRU, orig.RU)
+		logf("--scale-ru: %s raised from %s to %s RU/s for the load; %s is restored when it ends", what, human.Number(cur.RU, 0), human.Number(j.ScaleRU, 0), human.Number(orig.RU, 0))
 		if j.ScaleRU > instant {
-			logf("warning: %.0f RU/s is above %.0f: Cosmos DB splits partitions first, which takes hours; the raise applies when it is done", j.ScaleRU, instant)
+			logf("warning: %s RU/s is above %s: Cosmos DB splits partitions first, which takes hours; the raise applies when it is done", human.Number(j.ScaleRU, 0), human.Number(instant, 0))
 		}
 	}
 	// What is in force, not what was asked: a raise beyond the instant
@@ -682,7 +692,7 @@ func (j *Job) warnf(format string, a ...any) {
 func (j *Job) fingerprint() ([]Input, []checkpoint.Fingerprint, error) {
 	inputs := make([]Input, len(j.Inputs))
 	fps := make([]checkpoint.Fingerprint, len(j.Inputs))
-	hints := make([]string, len(j.Inputs)) // source.DelimiterHint, said before the load
+	hints := make([]string, len(j.Inputs)) // csv.DelimiterHint, said before the load
 	if j.Resume != nil && len(j.Resume.Inputs) != len(j.Inputs) {
 		return nil, nil, fmt.Errorf("the checkpoint lists %d inputs, the command %d", len(j.Resume.Inputs), len(j.Inputs))
 	}
@@ -731,7 +741,7 @@ func (j *Job) fingerprint() ([]Input, []checkpoint.Fingerprint, error) {
 		// same data, wherever it lives, regenerates the same ids.
 		inputs[i].IDSeed = fps[i].HeadHash + ":" + strconv.FormatInt(fps[i].Size, 10)
 		if j.Resume == nil {
-			hints[i] = source.DelimiterHint(in, j.Source)
+			hints[i] = csv.DelimiterHint(in, j.Source)
 		}
 		return nil
 	})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cosmosloader/loader/internal/clock"
+	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/pacing"
 )
@@ -162,9 +163,9 @@ func (w *watcher) applyThroughput(now time.Time, tp Throughput) {
 		t.SetTarget(want)
 	}
 	if warn {
-		w.logf("warning: the container's throughput fell to %.0f RU/s, below --ru %.0f: following the container", tp.RU, w.fixedRU)
+		w.logf("warning: the container's throughput fell to %s RU/s, below --ru %s: following the container", human.Number(tp.RU, 0), human.Number(w.fixedRU, 0))
 	} else {
-		w.logf("throughput changed: %.0f → %.0f RU/s; target now %.0f RU/s", prevTP, tp.RU, want)
+		w.logf("throughput changed: %s → %s RU/s; target now %s RU/s", human.Number(prevTP, 0), human.Number(tp.RU, 0), human.Number(want, 0))
 	}
 }
 

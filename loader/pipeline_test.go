@@ -532,7 +532,7 @@ func TestRunReportsHowLongNoWriteSucceeded(t *testing.T) {
 	if l.NoWriteFor != 12*time.Second || l.LastFailure != "503 service unavailable" || l.Retries.Unavailable != 4 {
 		t.Errorf("stalled live: for %v, last %q, retries %+v", l.NoWriteFor, l.LastFailure, l.Retries)
 	}
-	if StallText(l) != "no write has succeeded for 12 s: 503 service unavailable; retrying" {
+	if StallText(l) != "no write has succeeded for 12s: 503 service unavailable; retrying" {
 		t.Errorf("warning %q", StallText(l))
 	}
 	if res.Live.Written != 1 || res.Live.NoWriteFor != 0 || res.Live.LastFailure != "" {

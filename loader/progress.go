@@ -7,8 +7,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/internal/parallel"
 	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/loader/source/parquet"
 	"github.com/cosmosloader/loader/pacing"
 )
 
@@ -225,7 +227,7 @@ func parquetRowsLeft(ins []Input, opts source.Options) int64 {
 	left := make([]int64, len(ins))
 	notParquet := errors.New("not Parquet")
 	err := parallel.Each(len(ins), parallel.InputsAtOnce, func(i int) error {
-		rows, ok := source.ParquetRows(ins[i].Input, opts, ins[i].End)
+		rows, ok := parquet.Rows(ins[i].Input, opts, ins[i].End)
 		if !ok {
 			return notParquet
 		}
@@ -248,12 +250,12 @@ const stallWarning = 10 * time.Second
 
 // StallText is the warning for a run whose writes have all been failing
 // for stallWarning or longer, or "" when there is nothing to warn about:
-// "no write has succeeded for 12 s: 503 service unavailable; retrying".
+// "no write has succeeded for 12s: 503 service unavailable; retrying".
 func StallText(l Live) string {
 	if l.NoWriteFor < stallWarning || l.LastFailure == "" {
 		return ""
 	}
-	return fmt.Sprintf("no write has succeeded for %d s: %s; retrying", int64(l.NoWriteFor/time.Second), l.LastFailure)
+	return fmt.Sprintf("no write has succeeded for %s: %s; retrying", human.Duration(l.NoWriteFor.Truncate(time.Second)), l.LastFailure)
 }
 
 // loadProgress sums the live figures of the pieces a load runs at once,

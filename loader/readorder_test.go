@@ -15,6 +15,7 @@ import (
 	"github.com/cosmosloader/loader/internal/epk"
 	"github.com/cosmosloader/loader/loader/readplan"
 	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/loader/source/formats"
 	"github.com/cosmosloader/loader/pacing"
 )
 
@@ -41,7 +42,7 @@ type readOrder struct {
 // wholeInputs hands the pipeline (after the checkpoint's round trip: the
 // segments cut, saved, planned from the state) and the options the run
 // takes from it; the model's side is what a dry-run reads by: each file
-// cut by source.Split into Config.SegmentsOf its size, its pieces numbered
+// cut by formats.Split into Config.SegmentsOf its size, its pieces numbered
 // file by file as the model's cursors, and readplan.New's plan, whose
 // Order, Cursors, Queue, Window and Splits Plan.Simulate replays.
 func TestImportReadsInTheModelsOrder(t *testing.T) {
@@ -146,7 +147,7 @@ func modelReadOrder(t *testing.T, ins []source.Input, partitions, segments, ahea
 		if err != nil {
 			t.Fatal(err)
 		}
-		ranges, _, err := source.Split(in, source.Options{}, c.SegmentsOf(size))
+		ranges, _, err := formats.Split(in, source.Options{}, c.SegmentsOf(size))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,8 @@ import (
 	"github.com/cosmosloader/loader/internal/keymemo"
 	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/loader/source/formats"
+	"github.com/cosmosloader/loader/loader/source/parquet/sizer"
 )
 
 // Scanned is one record as read and mapped: either a document or a bad
@@ -96,14 +98,14 @@ func (c *KeyCache) Of(pk []any, withKey bool) (string, BatchKey) {
 // its charge with a model nobody updates), filling the Scanned's Prepared.
 // It must be safe for concurrent use.
 //
-// A reader that sums its rows by columns (source.FactReader: Parquet in a
+// A reader that sums its rows by columns (sizer.Reader: Parquet in a
 // dry-run, Options.Facts) hands them to fnFacts instead, a batch at a
 // time, mapped (see scanFacts); fn still sees the rows the plan leaves to
 // the mapper, through fnFacts's caller. fnFacts is nil for a scan that
 // never sets Options.Facts.
 func ScanInput(workers int, in Input, stdin io.Reader, so source.Options, m *record.Mapper, prep Prep, fn func(*Scanned) bool, fnFacts func(*FactRows) bool) error {
 	start := source.Position{Offset: in.Start.Offset, Line: in.Start.Line, Base: in.Start.Base}
-	rd, err := source.Open(in.Input, stdin, so, start)
+	rd, err := formats.Open(in.Input, stdin, so, start)
 	if err != nil {
 		return err
 	}
@@ -137,7 +139,7 @@ func ScanReader(workers int, in Input, rd source.Reader, so source.Options, m *r
 		}
 		return rec, err
 	}
-	if fr, ok := rd.(source.FactReader); ok && fr.Facts() && in.End <= 0 {
+	if fr, ok := rd.(sizer.Reader); ok && fr.Facts() && in.End <= 0 {
 		genID := newMapper().genIDAt // reads only the namespace: safe on any goroutine
 		fill := func(c *scanChunk) {
 			f, err := fr.NextFacts()

@@ -3,10 +3,10 @@ package loader
 import (
 	"slices"
 
-	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/loader/source/parquet/sizer"
 )
 
-// A dry-run's Parquet reader hands its rows over as sums (source.Facts):
+// A dry-run's Parquet reader hands its rows over as sums (sizer.Facts):
 // each row's length, members and counted leaves, and its id and partition
 // key values on demand. A mapping worker turns them into documents with
 // the mapper's columnar plan (record.ColumnPlan) and prepares each as it
@@ -15,7 +15,7 @@ import (
 
 // FactRows is a batch of facts as one worker mapped it.
 type FactRows struct {
-	F    *source.Facts
+	F    *sizer.Facts
 	Rows []FactRow
 	// Slow are the rows mapped as records (FactRow.Slow).
 	Slow []Scanned
@@ -174,9 +174,9 @@ const dictRowGroups = 4
 // entry is entry j of field's dictionary as a partition key. Every row
 // group has a dictionary of its own, mostly of the same entries (a few
 // hundred tenants): an entry met in an earlier row group is found by its
-// text (rm.entries) instead of worked out again. Working them out was
-// 0.64 of 10.3 CPU-s for 1 GB of the bench's orders by /tenant: 1.3 M
-// entries, each a string, a box, a hash lookup and a partition's search.
+// text (rm.entries) instead of worked out again: each is a string, a
+// box, a hash lookup and a partition's search, and a file of small row
+// groups has over a million of them.
 func (rm *recordMapper) entry(fr *FactRows, entries []entryKey, field, j int) *entryKey {
 	e := &entries[j]
 	if e.resolved {

@@ -14,6 +14,7 @@ import (
 	"github.com/cosmosloader/loader/internal/parallel"
 	"github.com/cosmosloader/loader/loader/readplan"
 	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/loader/source/formats"
 )
 
 // A file sorted by partition key parks a single reader on one partition's
@@ -72,7 +73,7 @@ func splitInputs(files []Input, state *checkpoint.State, so source.Options, c re
 		}
 		noteFollowingCSV(files[i].Input, state.Inputs[i].Size, so, logf)
 		var err error
-		sp.ranges, sp.why, err = source.Split(files[i].Input, so, sp.n)
+		sp.ranges, sp.why, err = formats.Split(files[i].Input, so, sp.n)
 		return err
 	})
 	if err != nil {
@@ -264,7 +265,7 @@ func (s *segmenter) newCursor(in Input, file int) *segCursor {
 	// An input that cannot be split is never cut, and its offsets need not
 	// be below its size on disk (stdin has none; a gzip file's offsets
 	// count decompressed bytes): its cursor reads to the end.
-	if ok, _ := source.Splittable(in.Input, s.so); !ok {
+	if ok, _ := formats.Splittable(in.Input, s.so); !ok {
 		s.refused[file] = true
 		end = math.MaxInt64
 	}
@@ -390,14 +391,14 @@ func (s *segmenter) split(tr *tracker, spawn func(int, Input)) error {
 	in, file := s.plan.inputs[k], s.plan.file[k]
 	s.plan.mu.Unlock()
 
-	if ok, why := source.Splittable(in.Input, s.so); !ok {
+	if ok, why := formats.Splittable(in.Input, s.so); !ok {
 		s.plan.mu.Lock()
 		s.refused[file] = true
 		s.plan.mu.Unlock()
 		s.logf("note: %s is not split further because %s", in.Path, why)
 		return nil
 	}
-	b, why, err := source.BoundaryAfter(in.Input, s.so, from, from.Offset+(end-from.Offset)/2)
+	b, why, err := formats.BoundaryAfter(in.Input, s.so, from, from.Offset+(end-from.Offset)/2)
 	if err != nil || why != "" {
 		s.plan.mu.Lock()
 		s.refused[file] = true

@@ -14,6 +14,7 @@ import (
 	"github.com/cosmosloader/loader/internal/epk"
 	"github.com/cosmosloader/loader/loader/readplan"
 	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/loader/source/formats"
 	"github.com/cosmosloader/loader/pacing"
 )
 
@@ -268,7 +269,7 @@ func TestShardsAtOnce(t *testing.T) {
 		{"at most the segments' bound", sorted, 1000, 40, 0, readplan.MaxCursors(40)},
 		{"fewer shards than that", sorted, 5, 8, 0, 5},
 		{"--segments 6: at most 6", sorted, 100, 8, 6, 6},
-		{"Parquet readers within the split memory", pq, 100, 40, 0, min(readplan.MaxCursors(40), source.ReadersAtOnce(pq[0].Input, source.Options{}))},
+		{"Parquet readers within the split memory", pq, 100, 40, 0, min(readplan.MaxCursors(40), formats.ReadersAtOnce(pq[0].Input, source.Options{}))},
 	} {
 		if got := shardsAtOnce(tc.files, tc.shards, source.Options{}, tc.partitions, tc.want); got != tc.atOnce {
 			t.Errorf("%s: %d shards at once, want %d", tc.name, got, tc.atOnce)

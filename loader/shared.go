@@ -14,8 +14,12 @@ import (
 
 	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/internal/flock"
+	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/loader/source/csv"
+	"github.com/cosmosloader/loader/loader/source/formats"
+	"github.com/cosmosloader/loader/loader/source/parquet"
 )
 
 // SharedOptions configure loading alongside other loader processes: the
@@ -106,9 +110,9 @@ func jobID(fps []checkpoint.Fingerprint, db, coll string) string {
 // splittable reports whether in can be cut into byte ranges, and how a
 // range's start is aligned on a record: plain NDJSON at line starts
 // (not gzip or one JSON array; source.LineStart reads only around the
-// cut), CSV at record starts (source.BoundaryAfter, once its quoting was
-// followed to its end: source.CSVCuttable), Parquet at a row (see
-// source.ParquetAlign). Every loader of the fleet decides alike from the
+// cut), CSV at record starts (formats.BoundaryAfter, once its quoting was
+// followed to its end: csv.Cuttable), Parquet at a row (see
+// parquet.Align). Every loader of the fleet decides alike from the
 // same bytes; one that fails to read a CSV's blocks stops (err).
 //
 // A CSV no larger than shardBytes is one shard whatever its quoting, and
@@ -120,16 +124,16 @@ func splittable(in source.Input, size, shardBytes int64, opts source.Options, lo
 	}
 	switch f {
 	case source.FormatParquet:
-		if !source.ParquetAlignable(in) {
+		if !parquet.Alignable(in) {
 			return false, nil, nil
 		}
-		return true, func(offset int64) (source.Position, error) { return source.ParquetAlign(in, offset) }, nil
+		return true, func(offset int64) (source.Position, error) { return parquet.Align(in, offset) }, nil
 	case source.FormatCSV, source.FormatTSV:
 		if shardBytes > 0 && size <= shardBytes {
 			return false, nil, nil
 		}
 		noteFollowingCSV(in, size, opts, logf)
-		why, err := source.CSVCuttable(in, opts)
+		why, err := csv.Cuttable(in, opts)
 		if err != nil {
 			return false, nil, fmt.Errorf("follow the quoting of %s: %w", in.Path, err)
 		}
@@ -137,14 +141,14 @@ func splittable(in source.Input, size, shardBytes int64, opts source.Options, lo
 			return false, nil, nil
 		}
 		return true, func(offset int64) (source.Position, error) {
-			p, why, err := source.BoundaryAfter(in, opts, source.Position{}, offset)
-			if why != "" { // CSVCuttable followed it all
+			p, why, err := formats.BoundaryAfter(in, opts, source.Position{}, offset)
+			if why != "" { // csv.Cuttable followed it all
 				err = errors.New(why)
 			}
 			return p, err
 		}, nil
 	}
-	if ok, _ := source.Splittable(in, opts); !ok {
+	if ok, _ := formats.Splittable(in, opts); !ok {
 		return false, nil, nil
 	}
 	return true, func(offset int64) (source.Position, error) { return source.LineStart(in, offset) }, nil
@@ -272,7 +276,7 @@ func (p *plan) checkStorage(ctx context.Context, store SharedStore) error {
 		case !errors.Is(err, ErrStorageUnreachable):
 			return err
 		case so.ReservedRU > 0:
-			p.warnf("%s: %v; going on with --reserved-ru %.0f RU/s, claiming shards once it answers", store.URL(), err, so.ReservedRU)
+			p.warnf("%s: %v; going on with --reserved-ru %s RU/s, claiming shards once it answers", store.URL(), err, human.Number(so.ReservedRU, 0))
 			return nil
 		case !p.Clock.Now().Before(deadline):
 			return fmt.Errorf("%s: %w; gave up after %v (one --lease-duration), nothing was loaded; --reserved-ru lets a loader start without it", store.URL(), err, so.LeaseDuration)
@@ -323,8 +327,9 @@ func (l *leasedShards) pace(r *runPacing) {
 		defer close(l.capDone)
 		_ = l.capa.Run(capCtx)
 	}()
-	l.p.logf("sharing %s/%s: %.0f RU/s in %d capacity partitions of %.0f RU/s (reserved %.0f), job %s, leases in container %q",
-		l.p.Target.Database, l.p.Target.Container, l.target, so.Partitions, l.target/float64(so.Partitions), so.ReservedRU, so.JobID, l.store.URL())
+	l.p.logf("sharing %s/%s: %s RU/s in %d capacity partitions of %s RU/s (reserved %s), job %s, leases in container %q",
+		l.p.Target.Database, l.p.Target.Container, human.Number(l.target, 0), so.Partitions, human.Number(l.target/float64(so.Partitions), 0),
+		human.Number(so.ReservedRU, 0), so.JobID, l.store.URL())
 	l.capa.SetDemand(l.target)
 }
 

@@ -44,10 +44,18 @@ type TargetOptions struct {
 
 	Database, Container string
 	// CreateContainer creates the database and container when missing,
-	// with PartitionKey and CreateRU (manual throughput).
-	CreateContainer bool
-	PartitionKey    []string
-	CreateRU        float64
+	// with PartitionKey (else DefaultPartitionKey) and CreateRU (manual
+	// throughput). PartitionKey, when given, must match an existing
+	// container's; without it the container's own is used.
+	CreateContainer     bool
+	PartitionKey        []string
+	DefaultPartitionKey []string
+	CreateRU            float64
+	// BeforeCreate, when set, is called with the partition key paths a
+	// missing container is about to be created with; its error stops the
+	// connect with nothing created. The engine checks the first records
+	// against them.
+	BeforeCreate func(paths []string) error
 
 	Priority         string // "", "high" or "low": Cosmos priority-based execution
 	ThroughputBucket int    // 0 = none; 1–5

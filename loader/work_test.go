@@ -23,6 +23,7 @@ import (
 	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/loader/source/formats"
 	"github.com/cosmosloader/loader/pacing"
 )
 
@@ -636,7 +637,7 @@ func TestSharedCSVIsCutOnlyWhenItsQuotingIsFollowed(t *testing.T) {
 	}
 	for _, cut := range []int64{1, 9, 10, 11, 1000, 2345} {
 		got, err := align(cut)
-		want, _, _ := source.BoundaryAfter(in, source.Options{}, source.Position{}, cut)
+		want, _, _ := formats.BoundaryAfter(in, source.Options{}, source.Position{}, cut)
 		if err != nil || got != want || !strings.HasSuffix(good.String()[:got.Offset], "\"\n") && got.Offset != 8 {
 			t.Errorf("align(%d) = %+v, %v; want %+v, a record start", cut, got, err, want)
 		}

@@ -140,7 +140,11 @@ func newClient(o loader.TargetOptions) (*azcosmos.Client, error) {
 }
 
 func createContainer(ctx context.Context, client *azcosmos.Client, db *azcosmos.DatabaseClient, o loader.TargetOptions) error {
-	if len(o.PartitionKey) == 0 {
+	paths := o.PartitionKey
+	if len(paths) == 0 {
+		paths = o.DefaultPartitionKey
+	}
+	if len(paths) == 0 {
 		return errors.New("create container: --partition-key is required")
 	}
 	if o.CreateRU > 0 {
@@ -148,11 +152,16 @@ func createContainer(ctx context.Context, client *azcosmos.Client, db *azcosmos.
 			return err
 		}
 	}
+	if o.BeforeCreate != nil {
+		if err := o.BeforeCreate(paths); err != nil {
+			return err
+		}
+	}
 	if _, err := client.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: o.Database}, nil); err != nil && !isStatus(err, http.StatusConflict) {
 		return fmt.Errorf("create database %s: %s", o.Database, describe(err))
 	}
-	def := azcosmos.PartitionKeyDefinition{Paths: o.PartitionKey, Version: 2}
-	if len(o.PartitionKey) > 1 {
+	def := azcosmos.PartitionKeyDefinition{Paths: paths, Version: 2}
+	if len(paths) > 1 {
 		def.Kind = azcosmos.PartitionKeyKindMultiHash
 	}
 	var opts *azcosmos.CreateContainerOptions

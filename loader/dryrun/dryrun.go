@@ -44,11 +44,6 @@ type Job struct {
 	// them.
 	Batch int
 
-	// RowsAsRecords reads Parquet rows as records, as an import does,
-	// instead of summing them by columns (source.FactReader): slower, and
-	// the same plan.
-	RowsAsRecords bool
-
 	// Connect, when set, opens Target and takes the container's partition
 	// key, indexing policy and partitions from it instead of Mapper's and
 	// Bounds; TargetRU, when 0, becomes its throughput × RUShare (cmd
@@ -98,11 +93,9 @@ func (j *Job) resolve(ctx context.Context) (*Job, *record.Mapper, error) {
 	}
 	c.Source.KeyColumns = m.KeyFields() // --columns keeps them
 	// Of the other members only their length and terms count; Parquet
-	// rows are summed by columns.
+	// rows are summed by columns (unless Source.NoSizer).
 	c.Source.SizeOnly = func(field string) bool { return !m.ReadsValue(field) }
-	if !c.RowsAsRecords {
-		c.Source.Facts = m
-	}
+	c.Source.Facts = m
 	return &c, m, nil
 }
 

@@ -26,6 +26,7 @@ import (
 	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/loader/source/formats"
 )
 
 func dryRunLines(t *testing.T, lines []string, pk string, partitions int) *report.DryRun {
@@ -182,7 +183,7 @@ func TestDryRunParquetMatchesItsJSON(t *testing.T) {
 	}
 	writeRowGroupsOf(t, pq, b, 6000)
 	// The same rows as the reader writes them, as NDJSON.
-	r, err := source.Open(source.Input{Path: pq}, nil, source.Options{}, source.Position{})
+	r, err := formats.Open(source.Input{Path: pq}, nil, source.Options{}, source.Position{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -457,7 +458,7 @@ func TestCSVWithAnotherDelimiterIsSaid(t *testing.T) {
 	}
 }
 
-// A dry-run sums Parquet rows by columns (source.FactReader) where its
+// A dry-run sums Parquet rows by columns (sizer.Reader) where its
 // mapper can: the plan must be the one the rows make as records, to the
 // last figure — sizes, terms, ids, keys, bad rows among good ones (ids
 // Cosmos refuses, missing keys, documents over 2 MB, generated ids),
@@ -519,9 +520,9 @@ func TestDryRunFactsGiveTheRecordsPlan(t *testing.T) {
 			for _, parts := range []int{1, 4} {
 				plan := func(facts bool) *report.DryRun {
 					p, err := Run(context.Background(), &Job{
-						Inputs: []source.Input{{Path: c.path}}, Source: source.Options{CSVEmptyNull: c.keep},
+						Inputs: []source.Input{{Path: c.path}}, Source: source.Options{CSVEmptyNull: c.keep, NoSizer: !facts},
 						Mapper: record.Config{PartitionKeyPaths: c.pk}, TargetRU: 40000, Bounds: epk.SplitEven(parts),
-						Batch: batch, Segments: 3, RowsAsRecords: !facts,
+						Batch: batch, Segments: 3,
 					})
 					if err != nil {
 						t.Fatal(err)

@@ -10,6 +10,8 @@ import (
 	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/loader/source/formats"
+	"github.com/cosmosloader/loader/loader/source/parquet/sizer"
 	"github.com/cosmosloader/loader/pacing"
 )
 
@@ -119,7 +121,7 @@ func (r *reading) readInput(ctx context.Context, in source.Input, rd *readied) e
 		}
 		return rd.err
 	}
-	if ok, _ := source.Splittable(in, r.j.Source); !ok {
+	if ok, _ := formats.Splittable(in, r.j.Source); !ok {
 		r.splittable = false
 	}
 	r.altSegments = max(r.altSegments, len(rd.alt))
@@ -254,7 +256,7 @@ func (s *inputScan) rows(fr *loader.FactRows) bool {
 // nextSegment is the first of f's rows from i on that starts past range
 // seg of ranges: where the row's segment changes next (f.Len() if not in
 // f).
-func nextSegment(f *source.Facts, i int, ranges []source.Range, seg int) int {
+func nextSegment(f *sizer.Facts, i int, ranges []source.Range, seg int) int {
 	if seg+1 >= len(ranges) {
 		return f.Len()
 	}

@@ -5,6 +5,8 @@ import (
 
 	"github.com/cosmosloader/loader/loader/readplan"
 	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/loader/source/csv"
+	"github.com/cosmosloader/loader/loader/source/formats"
 )
 
 // A dry-run reads its inputs one after another: its model takes their
@@ -54,7 +56,7 @@ func (q *readyQueue) take(i int) *readied {
 				defer close(r.done)
 				r.ranges, r.alt, r.err = cut(in, q.j, q.parts, &r.warnings)
 				if r.err == nil {
-					r.rd, r.openErr = source.Open(in, nil, q.j.Source, source.Position{})
+					r.rd, r.openErr = formats.Open(in, nil, q.j.Source, source.Position{})
 				}
 			}(ins[k])
 		}
@@ -83,7 +85,7 @@ func (q *readyQueue) close() {
 // and, for advice, into more pieces (AdviceSegmentsOf); a file that
 // cannot be split is one range, with a warning when it matters.
 func cut(in source.Input, j *Job, parts int, warnings *[]string) (ranges, alt []source.Range, err error) {
-	if hint := source.DelimiterHint(in, j.Source); hint != "" {
+	if hint := csv.DelimiterHint(in, j.Source); hint != "" {
 		*warnings = append(*warnings, hint)
 	}
 	whole := []source.Range{{}}
@@ -96,7 +98,7 @@ func cut(in source.Input, j *Job, parts int, warnings *[]string) (ranges, alt []
 	}
 	reads := readplan.Config{Partitions: parts, Segments: j.Segments}
 	n, altN := reads.SegmentsOf(size), reads.AdviceSegmentsOf(size)
-	alt, why, err := source.Split(in, j.Source, altN)
+	alt, why, err := formats.Split(in, j.Source, altN)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -109,6 +111,6 @@ func cut(in source.Input, j *Job, parts int, warnings *[]string) (ranges, alt []
 	if n <= 1 {
 		return whole, alt, nil
 	}
-	ranges, _, err = source.Split(in, j.Source, n)
+	ranges, _, err = formats.Split(in, j.Source, n)
 	return ranges, alt, err
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/cosmosloader/loader/internal/parallel"
 	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/loader/source/formats"
 )
 
 // Plan is how a load reads its inputs.
@@ -88,7 +89,7 @@ const (
 )
 
 // SegmentsOf is how many places of a file of size bytes are read at once
-// (source.Split cuts it into that many ranges): --segments, or one per MiB
+// (formats.Split cuts it into that many ranges): --segments, or one per MiB
 // up to MaxCursors, one below minSegmentedBytes or with one lane.
 func (c Config) SegmentsOf(size int64) int {
 	if c.Segments > 0 {
@@ -127,13 +128,13 @@ func readCursors(files []source.Input, pieces, segs int, so source.Options, lane
 }
 
 // ReadersAtOnce is how many readers of files fit in what one split
-// Parquet file's may hold (source.ReadersAtOnce), from the first
+// Parquet file's may hold (formats.ReadersAtOnce), from the first
 // readersSampled files: the files of one export are alike.
 func ReadersAtOnce(files []source.Input, so source.Options) int {
 	sample := files[:min(len(files), readersSampled)]
 	most := make([]int, len(sample))
 	parallel.Each(len(sample), parallel.InputsAtOnce, func(i int) error {
-		most[i] = source.ReadersAtOnce(sample[i], so)
+		most[i] = formats.ReadersAtOnce(sample[i], so)
 		return nil
 	})
 	n := math.MaxInt

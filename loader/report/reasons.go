@@ -55,7 +55,7 @@ func (t *Reasons) Add(reason, source string, line int64, message, raw string) {
 	}
 	rc.Count++
 	if t.fields == nil && raw != "" {
-		t.fields = topLevelFields([]byte(raw))
+		t.fields = TopLevelFields([]byte(raw))
 	}
 }
 
@@ -130,9 +130,9 @@ func (t *Reasons) Hint(records int64, pkPaths []string, idField string) string {
 	return fmt.Sprintf("%s records were refused as %s (%s)", n, top.Reason, top.Example)
 }
 
-// topLevelFields returns the member names of a JSON object, in order, at
+// TopLevelFields returns the member names of a JSON object, in order, at
 // most 12; nil when raw is not an object.
-func topLevelFields(raw []byte) []string {
+func TopLevelFields(raw []byte) []string {
 	dec := json.NewDecoder(strings.NewReader(string(raw)))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return nil

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/pacing"
 )
 
@@ -84,8 +85,11 @@ type Report struct {
 	Batch string `json:"batch"`
 
 	// Resumed marks a run that continued an earlier one's checkpoint.
-	Resumed bool       `json:"resumed,omitempty"`
-	ThisRun RunFigures `json:"this_run"`
+	Resumed bool `json:"resumed,omitempty"`
+	// ResumeCommand, when the load can be continued, is the command that
+	// continues it (the command line sets it: it knows how to quote).
+	ResumeCommand string     `json:"resume_command,omitempty"`
+	ThisRun       RunFigures `json:"this_run"`
 
 	// Naive is modelled from this run's measured charges; Paced is what
 	// this run measured (the paced strategy) or what pacing would do.
@@ -295,6 +299,7 @@ func (r *Report) WriteJSON(path string) error {
 	if err != nil {
 		return fmt.Errorf("encode report: %w", err)
 	}
+	b = human.RoundJSON(b) // each figure to what it measures, not 4000.0000000000005
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("write report: %w", err)

@@ -60,7 +60,7 @@ type Input struct {
 	Splittable bool
 	// Align returns the position of the first record at or after a byte
 	// offset, where a shard starting there begins (NDJSON: a line start,
-	// source.LineStart; Parquet: a row, source.ParquetAlign); nil aligns
+	// source.LineStart; Parquet: a row, parquet.Align); nil aligns
 	// Path, a local NDJSON file, with source.LineStart.
 	Align func(offset int64) (source.Position, error)
 }
@@ -408,7 +408,7 @@ func (c *Coordinator) tryClaim(ctx context.Context, i int, exists bool) (*Claim,
 	if err == nil && !saved && s.Start > 0 {
 		// Shards and an import's segments are the same kind of byte
 		// range, aligned by the same code (the input's Align:
-		// source.LineStart, or source.ParquetAlign).
+		// source.LineStart, or parquet.Align).
 		var pos source.Position
 		if in := c.cfg.Inputs[s.Input]; in.Align != nil {
 			pos, err = in.Align(s.Start)

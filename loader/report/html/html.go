@@ -71,6 +71,9 @@ func Write(w io.Writer, d *Page) error {
 type figure struct {
 	Label, Value, Note string
 	Class              string
+	// Scope, in a resumed run's report, says whose figure it is: the
+	// whole load's or this run's.
+	Scope string
 }
 
 type compareRow struct {
@@ -83,6 +86,7 @@ type comparisonRow struct {
 
 type view struct {
 	Title, Status, StatusClass, Error, Subtitle, When string
+	ResumeCommand                                     string
 	Figures                                           []figure
 	RUChart, RecordsChart                             template.HTML
 	RUCaption, RecordsCaption                         string
@@ -113,6 +117,7 @@ func build(d *Page) view {
 		Title:          d.Title,
 		Status:         d.Status,
 		Error:          d.Error,
+		ResumeCommand:  d.ResumeCommand,
 		DeadLetterPath: d.DeadLetterPath,
 		CheckpointPath: d.CheckpointPath,
 	}
@@ -249,6 +254,12 @@ func figures(d *Page) []figure {
 	if d.TargetRUPerSec <= 0 {
 		fs[5].Note = "no target set"
 		fs[6].Value, fs[6].Note = "—", "no target set"
+	}
+	if d.Resumed {
+		for i := range fs {
+			fs[i].Scope = "whole load"
+		}
+		fs[len(fs)-1].Scope = "this run" // retries are counted per run
 	}
 	return fs
 }
@@ -528,6 +539,8 @@ h2 { font-size: 17px; margin: 28px 0 10px; }
 .status.warn { color: var(--warn); background: var(--warn-bg); }
 .status.bad { color: var(--bad); background: var(--bad-bg); }
 .sub, .muted { color: var(--muted); margin: 2px 0; overflow-wrap: anywhere; }
+.next { margin: 6px 0; overflow-wrap: anywhere; }
+.scope { color: var(--muted); font-weight: normal; }
 .error { border-left: 4px solid var(--bad); background: var(--bad-bg); padding: 8px 12px; margin: 12px 0 0; white-space: pre-wrap; overflow-wrap: anywhere; }
 .figures { display: grid; grid-template-columns: repeat(auto-fill, minmax(210px, 1fr)); gap: 10px; margin: 0; }
 .figure { background: var(--card); border: 1px solid var(--line); border-radius: 8px; padding: 10px 14px; margin: 0; }
@@ -563,11 +576,12 @@ footer { margin-top: 32px; padding-top: 12px; border-top: 1px solid var(--line);
 <h1>{{.Title}}</h1> <span class="status {{.StatusClass}}">{{.Status}}</span>
 {{if .Subtitle}}<p class="sub">{{.Subtitle}}</p>{{end}}
 {{if .When}}<p class="sub">{{.When}}</p>{{end}}
-{{if .Error}}<p class="error">{{.Error}}</p>{{end}}
+{{if .Error}}<p class="error">{{.Error}}</p>{{end}}{{if .ResumeCommand}}
+<p class="next">Checkpoint saved. Continue with: <code>{{.ResumeCommand}}</code></p>{{end}}
 </header>
 
 <dl class="figures">
-{{range .Figures}}<div class="figure{{if .Class}} {{.Class}}{{end}}"><dt>{{.Label}}</dt><dd>{{.Value}}{{if .Note}}<small>{{.Note}}</small>{{end}}</dd></div>
+{{range .Figures}}<div class="figure{{if .Class}} {{.Class}}{{end}}"><dt>{{.Label}}{{if .Scope}} <small class="scope">· {{.Scope}}</small>{{end}}</dt><dd>{{.Value}}{{if .Note}}<small>{{.Note}}</small>{{end}}</dd></div>
 {{end}}</dl>
 
 {{if .ThisRun}}<h2 id="this-run">This run and the whole load</h2>

@@ -483,3 +483,25 @@ func TestTargetChangesDrawnAsSteps(t *testing.T) {
 		t.Error("an unchanged target lost its line")
 	}
 }
+
+// An interrupted run's report carries the command that continues it; in
+// a resumed run's, every card says whether it is the whole load's figure
+// or this run's.
+func TestResumeCommandAndScopes(t *testing.T) {
+	d := smallRun()
+	d.Status, d.ExitCode, d.ResumeCommand = "interrupted", 130, "loader resume '/tmp/my ckpt.json'"
+	d.Resumed, d.ThisRun = true, report.RunFigures{Records: 10, RecordsWritten: 10}
+	html := render(t, d)
+	if !strings.Contains(html, "Continue with: <code>loader resume &#39;/tmp/my ckpt.json&#39;</code>") {
+		t.Error("no resume command")
+	}
+	cards := strings.Count(html, `<div class="figure`)
+	whole, this := strings.Count(html, `<small class="scope">· whole load</small>`), strings.Count(html, `<small class="scope">· this run</small>`)
+	if whole+this != cards || this != 1 {
+		t.Errorf("%d cards: %d whole load, %d this run", cards, whole, this)
+	}
+	d.Resumed, d.ResumeCommand = false, ""
+	if html := render(t, d); strings.Contains(html, `class="scope"`) || strings.Contains(html, "Continue with") {
+		t.Error("scopes or a resume command on a report of one finished run")
+	}
+}
