@@ -1150,7 +1150,7 @@ func (r *run) write(items ...*item) {
 		r.requests.Add(1)
 		r.ruMilli.Add(int64(out.Charge * 1000))
 		class, retryAfter := Classify(out.Outcome)
-		r.tally.answered(g[0], r.adm.home(g[0], part), class == Throttled, took(class, len(g)), out.Charge, latency)
+		r.tally.answered(g[0], r.adm.home(g[0], part), class == Throttled, took(class, len(g)), est, out.Charge, latency)
 		if class != Throttled {
 			r.adm.settle(part, est, out.Charge)
 		}

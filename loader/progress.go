@@ -113,16 +113,16 @@ type estimator struct {
 	before Counts
 	ahead  int64
 	// rate is the records acknowledged per second, smoothed; last and
-	// lastDone the previous sample, first the first's time.
+	// lastDone the previous sample.
 	rate           float64
-	last, first    time.Duration
+	last           time.Duration
 	lastDone       int64
 	sampled, rated bool
 }
 
 // Smoothing and patience of the ETA: the rate is an exponentially
-// weighted mean over about etaSmoothing, and no ETA is given before
-// etaPatience of it.
+// weighted mean over about etaSmoothing, and no ETA is given before the
+// load has run etaPatience (and two samples gave a rate).
 const (
 	etaSmoothing = 5 * time.Second
 	etaPatience  = 3 * time.Second
@@ -147,8 +147,8 @@ func (e *estimator) fill(ev *ProgressEvent) {
 	switch {
 	case left == 0 && exact:
 		ev.ETA, ev.ETAKnown = 0, true
-	case e.rated && ev.Elapsed-e.first >= etaPatience && e.rate > 0:
-		secs := max(float64(left)/e.rate, busiestLeft(ev, left))
+	case e.rated && ev.Elapsed >= etaPatience && e.rate > 0:
+		secs := max(float64(left)/e.rate, busiestLeft(ev, run-e.ahead))
 		ev.ETA, ev.ETAKnown = time.Duration(secs*float64(time.Second)).Round(time.Second), true
 	}
 }
@@ -156,7 +156,7 @@ func (e *estimator) fill(ev *ProgressEvent) {
 // sample adds the acknowledged count at elapsed to the smoothed rate.
 func (e *estimator) sample(elapsed time.Duration, done int64) {
 	if !e.sampled {
-		e.first, e.last, e.lastDone, e.sampled = elapsed, elapsed, done, true
+		e.last, e.lastDone, e.sampled = elapsed, done, true
 		return
 	}
 	dt := elapsed - e.last
@@ -188,31 +188,40 @@ func runRecords(ev *ProgressEvent) (int64, bool) {
 	return int64(float64(ev.RecordsRead) / float64(ev.BytesRead) * float64(ev.TotalBytes)), false
 }
 
-// busiestLeft is the least time the left records need: the partition
-// holding the largest part of the input read so far does its part of
-// their RU at its share of the target, whatever the others do.
-func busiestLeft(ev *ProgressEvent, left int64) float64 {
-	var readRU, ru float64
-	var records int64
-	for _, p := range ev.Live.Partitions {
-		readRU += p.ReadRU
-		ru += p.RU
-		records += p.Records
-	}
+// busiestLeft is the least time the run's work left needs: each
+// partition's estimated RU still to write (its part of the records read
+// so far, scaled to the run's toSend records, less what it has written),
+// at the RU its estimates turned out to cost, done at its share of the
+// target; the busiest partition's, whatever the others do.
+func busiestLeft(ev *ProgressEvent, toSend int64) float64 {
+	read := ev.RecordsRead - ev.Carried
 	n := len(ev.Partitions)
 	if n == 0 {
 		n = len(ev.Live.Partitions)
 	}
-	if readRU <= 0 || records <= 0 || ev.TargetRU <= 0 || n == 0 {
+	if read <= 0 || ev.TargetRU <= 0 || n == 0 {
 		return 0
 	}
+	var ru, doneRU float64
+	for _, p := range ev.Live.Partitions {
+		ru += p.RU
+		doneRU += p.DoneRU
+	}
+	scale := max(float64(toSend)/float64(read), 1)
 	share := ev.TargetRU / float64(n)
-	perRecord := ru / float64(records)
 	var worst float64
 	for _, p := range ev.Live.Partitions {
-		worst = max(worst, p.ReadRU/readRU)
+		charged := 1.0 // actual RU per estimated RU
+		switch {
+		case p.DoneRU > 0:
+			charged = p.RU / p.DoneRU
+		case doneRU > 0:
+			charged = ru / doneRU
+		}
+		left := max(p.ReadRU*scale-p.DoneRU, 0) * charged
+		worst = max(worst, left/share)
 	}
-	return worst * float64(left) * perRecord / share
+	return worst
 }
 
 // parquetRowsLeft is TotalRows: the rows left to load when every input is

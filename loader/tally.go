@@ -29,8 +29,10 @@ type PartitionCount struct {
 	RU        float64
 	Throttled int64
 	// ReadRU is the estimated RU of the records read for the partition,
-	// sent or not: the input's spread, ahead of the writes.
-	ReadRU float64
+	// sent or not: the input's spread, ahead of the writes; DoneRU the
+	// estimated RU of those of them written or found existing, so that
+	// the two tell what is left of the partition's work.
+	ReadRU, DoneRU float64
 	// ByCost is the records taken by their charge (a batch's shared
 	// evenly), in classes of doubling charges: the naive model sends them
 	// one request each.
@@ -57,8 +59,9 @@ func costClass(ru float64) int {
 }
 
 // answered counts one answered request of it on part: throttled, or taken
-// with its records (those written or found existing) and its charge.
-func (t *partitionTally) answered(it *item, part int, throttled bool, records int, ru float64, latency time.Duration) {
+// with its records (those written or found existing), their estimated
+// cost est and its charge.
+func (t *partitionTally) answered(it *item, part int, throttled bool, records int, est, ru float64, latency time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.grow(part)
@@ -70,6 +73,7 @@ func (t *partitionTally) answered(it *item, part int, throttled bool, records in
 		p.Records += int64(records)
 		p.RU += ru
 		if records > 0 {
+			p.DoneRU += est
 			c := &p.ByCost[costClass(ru/float64(records))]
 			c.Records += int64(records)
 			c.RU += ru
@@ -134,6 +138,7 @@ func addCounts(a, b []PartitionCount) []PartitionCount {
 		a[i].RU += c.RU
 		a[i].Throttled += c.Throttled
 		a[i].ReadRU += c.ReadRU
+		a[i].DoneRU += c.DoneRU
 		for k, cc := range c.ByCost {
 			a[i].ByCost[k].Records += cc.Records
 			a[i].ByCost[k].RU += cc.RU
