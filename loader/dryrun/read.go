@@ -71,6 +71,9 @@ func newReading(j *Job, m *record.Mapper) *reading {
 		splittable: j.Segments == 0 && parts > 1,
 	}
 	r.charges = &runs{hist: r.hist}
+	if j.reshaped != "" {
+		r.p.Notes = append(r.p.Notes, j.reshaped)
+	}
 	ahead := j.ReadAhead
 	if ahead <= 0 {
 		ahead = readplan.DefaultReadAhead(parts)
