@@ -505,3 +505,29 @@ func TestResumeCommandAndScopes(t *testing.T) {
 		t.Error("scopes or a resume command on a report of one finished run")
 	}
 }
+
+// A load below its target says why, shows the pacer's limit over time and
+// each partition against its share, and the comparison's assumptions.
+func TestShortfallLimitAndPartitionsShown(t *testing.T) {
+	d := smallRun()
+	for i := range d.Series {
+		d.Series[i].LimitRU = 600
+	}
+	d.Shortfall = []report.Shortfall{{Reason: report.ShortfallOtherTraffic, Evidence: "other traffic took about 1,600 of the 4,000 RU/s"}}
+	d.PartitionLoads = []report.PartitionLoad{
+		{Partition: 0, RU: 30000, Records: 3000, ShareRU: 1000, CapacityRU: 1000, Seconds: 30, PacerLimitRU: 990},
+		{Partition: 1, RU: 10000, Records: 1000, ShareRU: 1000, CapacityRU: 1000, Seconds: 10},
+	}
+	d.ThisRun.DurationSeconds = 31
+	d.Naive.Assumptions = "one request a record, 64 requests in flight"
+	html := render(t, d)
+	for _, want := range []string{
+		"Why the load ran below its target", "<strong>other traffic</strong>: other traffic took about 1,600",
+		"pacer&#39;s limit RU/s", `id="partitions"`, "<td>30,000</td>", "<td>968</td>", // 30,000 RU over 31 s
+		"naive modelled: one request a record, 64 requests in flight",
+	} {
+		if !strings.Contains(html, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+}
