@@ -55,6 +55,9 @@ type observer struct {
 	seen     bool
 	lastLog  time.Duration
 	logged   bool
+	// unlogged is the last event when the log skipped it: stop logs it,
+	// so the last progress line has the counts the stop line has.
+	unlogged *loader.ProgressEvent
 	lastWarn time.Duration
 	warned   bool
 }
@@ -147,9 +150,15 @@ func (ob *observer) update(ev loader.ProgressEvent, quiet bool) {
 		return
 	}
 	if ob.logged && ev.Elapsed-ob.lastLog < ob.logEvery {
+		ob.unlogged = &ev
 		return
 	}
-	ob.lastLog, ob.logged = ev.Elapsed, true
+	ob.logProgress(ev, r)
+}
+
+// logProgress logs one progress event.
+func (ob *observer) logProgress(ev loader.ProgressEvent, r rates) {
+	ob.lastLog, ob.logged, ob.unlogged = ev.Elapsed, true, nil
 	attrs := []any{"event", "progress",
 		"elapsed_s", round2(ev.Elapsed.Seconds()),
 		"records_read", ev.RecordsRead, "records_written", ev.Done.Written,
@@ -177,6 +186,11 @@ func (ob *observer) stop(rep *report.Report, code int, err error) {
 	if !ob.json() {
 		return
 	}
+	ob.mu.Lock()
+	if ev := ob.unlogged; ev != nil && ob.log != nil {
+		ob.logProgress(*ev, ob.window.rates(ev.Live))
+	}
+	ob.mu.Unlock()
 	attrs := []any{"event", "stop", "exit_code", code}
 	if rep != nil {
 		attrs = append(attrs, "status", rep.Status,

@@ -36,6 +36,10 @@ type progress struct {
 	window   []loader.Live // the last few samples, for current rates
 	lastLog  time.Duration
 	logged   bool
+	// unlogged is the log line of the last event, off a terminal, when it
+	// was not printed: finish prints it, so the last progress line has the
+	// counts the summary has.
+	unlogged string
 
 	bar      *progressbar.ProgressBar
 	barOut   *gatedWriter
@@ -79,11 +83,13 @@ func (p *progress) update(ev loader.ProgressEvent) {
 		p.draw(ev, r)
 		return
 	}
+	line := strings.Join(longest(progressFields(ev, r, p.pacerShown, false)), fieldSep) + "\n"
 	if p.logged && ev.Elapsed-p.lastLog < p.logEvery {
+		p.unlogged = line
 		return
 	}
-	p.lastLog, p.logged = ev.Elapsed, true
-	io.WriteString(p.w, strings.Join(longest(progressFields(ev, r, p.pacerShown, false)), fieldSep)+"\n")
+	p.lastLog, p.logged, p.unlogged = ev.Elapsed, true, ""
+	io.WriteString(p.w, line)
 }
 
 // A line narrower than minBarRoom columns leaves the fields too little
@@ -207,6 +213,10 @@ func (p *progress) finish() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.clearLine()
+	if p.unlogged != "" {
+		io.WriteString(p.w, p.unlogged)
+		p.unlogged = ""
+	}
 	if p.bar != nil {
 		p.barOut.hold = true // the bar has nothing more to say
 		p.bar.Exit()

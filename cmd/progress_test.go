@@ -293,3 +293,20 @@ func TestProgressWarnsWhenNoWriteSucceeds(t *testing.T) {
 		t.Errorf("StallText under 10 s = %q", got)
 	}
 }
+
+// Off a terminal the last event's line is printed when the display
+// finishes, though the log interval skipped it: the last progress line
+// has the counts the summary has.
+func TestProgressLogEndsWithTheLastEvent(t *testing.T) {
+	var out bytes.Buffer
+	p := newProgress(&IOStreams{ErrOut: &out})
+	for s := 1; s <= 3; s++ {
+		p.update(acked(loader.ProgressEvent{Live: loader.Live{Elapsed: time.Duration(s) * time.Second, Written: int64(100 * s)},
+			TargetRU: 1000}, -1))
+	}
+	p.finish()
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "written 100") || !strings.Contains(lines[1], "written 300") {
+		t.Errorf("lines = %q, want the first event's and the last one's", lines)
+	}
+}
