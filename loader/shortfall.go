@@ -127,16 +127,21 @@ func otherTraffic(r *report.Report) (report.Shortfall, bool) {
 		share += l.ShareRU
 		limit += l.PacerLimitRU
 	}
-	// Both signs: the load's seconds ran out of budget below its share,
-	// and the pacer, told apart contention from timing noise, held back.
-	if share <= 0 || capacity >= shortfallShare*share || limit >= 0.9*share {
+	// The partitions' seconds ran out of budget well below their share
+	// (observedCapacity wants several such seconds: a stray 429 at a
+	// second's boundary does not count).
+	if share <= 0 || capacity >= 0.9*share {
 		return report.Shortfall{}, false
+	}
+	held := ""
+	if limit > 0 && limit < 0.9*share {
+		held = fmt.Sprintf("; the pacer held back to %s RU/s", human.Number(limit, 0))
 	}
 	taken := share - capacity
 	return report.Shortfall{Reason: report.ShortfallOtherTraffic, Evidence: fmt.Sprintf(
 		"%s of %s requests met 429 while the load kept within its share: other traffic took about %s of the %s RU/s (%s), leaving the load about %s",
 		human.Count(r.ThisRun.ThrottledResponses), human.Count(r.ThisRun.RequestsSent), human.Number(taken, 0), human.Number(share, 0),
-		human.Number(100*taken/share, 0)+"%", human.Number(capacity, 0)+" RU/s")}, true
+		human.Number(100*taken/share, 0)+"%", human.Number(capacity, 0)+" RU/s"+held)}, true
 }
 
 // hotPartition: one partition held so much of the load that its share of
