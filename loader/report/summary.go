@@ -53,8 +53,17 @@ func (r *Report) WriteText(w io.Writer) {
 	}
 	fmt.Fprintf(&b, "  requests              %s, throttled %s (%s)\n", n(r.RequestsSent), n(r.ThrottledResponses), human.Number(r.ThrottledPercent, 2)+"%")
 	if rt := r.Retries; rt.Total() > 0 {
-		fmt.Fprintf(&b, "  retries (this run)    %s: 429 throttled %s · 408 timeout %s · 503/449 unavailable %s · connection %s · other %s\n",
-			n(rt.Total()), n(rt.Throttled), n(rt.Timeout), n(rt.Unavailable), n(rt.Connection), n(rt.Other))
+		// Only the classes that occurred.
+		var classes []string
+		for _, c := range []struct {
+			name string
+			n    int64
+		}{{"429 throttled", rt.Throttled}, {"408 timeout", rt.Timeout}, {"503/449 unavailable", rt.Unavailable}, {"connection", rt.Connection}, {"other", rt.Other}} {
+			if c.n > 0 {
+				classes = append(classes, c.name+" "+n(c.n))
+			}
+		}
+		fmt.Fprintf(&b, "  retries (this run)    %s: %s\n", n(rt.Total()), strings.Join(classes, " · "))
 	}
 	// With batches allowed the figure says whether they formed (1.00: the
 	// keys were unique); a server that refused them says so here too.
