@@ -259,7 +259,6 @@ func TestReadmeQuickstartFitsAnEightyColumnTerminal(t *testing.T) {
 	checkFits(t, "the quickstart", out, 80, nil)
 }
 
-
 // flat is s with every run of white space one space: messages are
 // fitted to the terminal (80 columns off one), and a test reads them whole.
 func flat(s string) string { return strings.Join(strings.Fields(s), " ") }

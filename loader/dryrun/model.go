@@ -1,8 +1,11 @@
 package dryrun
 
 import (
+	"fmt"
 	"math"
 	"time"
+
+	"github.com/cosmosloader/loader/internal/human"
 
 	"github.com/cosmosloader/loader/loader/readplan"
 	"github.com/cosmosloader/loader/loader/report"
@@ -61,8 +64,21 @@ func (r *reading) model() modelled {
 	}
 	p.Naive, p.Paced = report.Modelled(r.naive)
 	p.Paced.Seconds = p.EstimatedSeconds
+	p.Naive.Assumptions = fmt.Sprintf("one request a record, %s; each partition's share of %s RU/s; the records as read, spread over %s",
+		naiveClient(), human.Number(j.TargetRU, 0), plural(r.parts, "partition"))
+	p.Paced.Assumptions = "the import's read plan replayed over the same partitions at the target"
+	if md.estimate > 0 {
+		// No strategy loads the busiest partition faster than its share
+		// (the bound is paced at pacing.LoadAim of it; naive is not).
+		p.Naive.Seconds = report.Round2(max(p.Naive.Seconds, md.bound*pacing.LoadAim))
+	}
 	return md
 }
+
+// naiveClient is the naive client the dry run models: the Rate Limiting
+// pattern's, every record in flight at once, the throttled ones resent
+// each second (a dry run has no round trip or client to go by).
+func naiveClient() pacing.NaiveClient { return pacing.NaiveClient{} }
 
 // keyBound is the least time the heaviest partition key (counted
 // exactly) needs at what one physical partition serves, paced; 0 without

@@ -185,8 +185,15 @@ func (p *DryRun) WriteText(w io.Writer) {
 		}
 	}
 	b.WriteString("\n  Naive vs paced      requests   throttled  passes   duration\n")
-	fmt.Fprintf(&b, "    naive          %10d  %10d  %6d   %s\n", p.Naive.Requests, p.Naive.Throttled, p.Naive.Passes, human.Seconds(p.Naive.Seconds))
-	fmt.Fprintf(&b, "    paced          %10d  %10d  %6s   %s\n", p.Paced.Requests, p.Paced.Throttled, "-", human.Seconds(p.Paced.Seconds))
+	passes := "-"
+	if p.Naive.Passes > 0 {
+		passes = human.Count(int64(p.Naive.Passes))
+	}
+	fmt.Fprintf(&b, "    naive          %10s  %10s  %6s   %s\n", human.Count(p.Naive.Requests), human.Count(p.Naive.Throttled), passes, human.Seconds(p.Naive.Seconds))
+	fmt.Fprintf(&b, "    paced          %10s  %10s  %6s   %s\n", human.Count(p.Paced.Requests), human.Count(p.Paced.Throttled), "-", human.Seconds(p.Paced.Seconds))
+	if p.Naive.Assumptions != "" {
+		fmt.Fprintf(&b, "  both modelled: naive %s; paced %s\n", p.Naive.Assumptions, p.Paced.Assumptions)
+	}
 	io.WriteString(w, b.String())
 }
 
