@@ -32,7 +32,9 @@ type naiveModel struct {
 	MeasuredRequests  int64   `json:"measured_requests"`
 	MeasuredThrottled int64   `json:"measured_throttled"`
 	MeasuredSeconds   float64 `json:"measured_seconds"`
-	PacedSeconds      float64 `json:"paced_seconds"`
+	// PacedSeconds is the paced run's duration by its report, as
+	// MeasuredSeconds is the naive run's.
+	PacedSeconds float64 `json:"paced_seconds"`
 	// Errors are modelled ÷ measured − 1, in per cent.
 	RequestsErrorPct  float64   `json:"requests_error_percent"`
 	ThrottledErrorPct float64   `json:"throttled_error_percent"`
@@ -102,7 +104,7 @@ func (r *runner) naiveCase(ctx context.Context, name, container string, data dat
 		}
 		m.Own = rep
 		if strategy == "paced" {
-			nm.Paced, nm.Modelled, nm.PacedSeconds = m, rep.Naive, m.WallSeconds
+			nm.Paced, nm.Modelled, nm.PacedSeconds = m, rep.Naive, rep.DurationSeconds
 			continue
 		}
 		nm.Naive, nm.MeasuredRequests, nm.MeasuredThrottled, nm.MeasuredSeconds = m, m.Requests, m.Throttled, rep.DurationSeconds
