@@ -196,6 +196,25 @@ func clientCPU(f loadFacts) (report.Shortfall, bool) {
 		plural(f.cpus, "CPU"), human.Number(100*min(f.cpuBusy, 1), 0)+"%")}, true
 }
 
+// replaced is what a cost model knows of the writes that replaced items
+// already there (pacing.CostModel).
+type replaced interface {
+	ExistingFraction() float64
+	ReplaceRatio() float64
+}
+
+// replacedNote says, in upsert mode, that a part of the load replaced
+// items the container already held, each at about twice a create's RU
+// (the cost model tells them by their charge); "" when few did.
+func replacedNote(mode Mode, cost costModel) string {
+	c, ok := cost.(replaced)
+	if mode != ModeUpsert || !ok || c.ExistingFraction() < 0.05 {
+		return ""
+	}
+	return fmt.Sprintf("about %s of the upserts replaced items the container already held, each at about %s× a new item's RU: a repeated load costs about that much more than the first",
+		human.Number(100*c.ExistingFraction(), 0)+"%", human.Number(c.ReplaceRatio(), 1))
+}
+
 // countOf is n with its noun: "1 request was", "3 requests were".
 func countOf(n int64, one, many string) string {
 	if n == 1 {

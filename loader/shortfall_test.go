@@ -84,3 +84,27 @@ func TestShortfallNamesItsReason(t *testing.T) {
 		t.Errorf("nothing stood out: %v, want unexplained", got)
 	}
 }
+
+type replacing struct {
+	fixedCost
+	share, ratio float64
+}
+
+func (r replacing) ExistingFraction() float64 { return r.share }
+func (r replacing) ReplaceRatio() float64     { return r.ratio }
+
+// Upserts over ids the container already held are said, with their
+// price; creates and upserts of new items say nothing.
+func TestReplacedItemsAreNoted(t *testing.T) {
+	if got := replacedNote(ModeUpsert, replacing{share: 1, ratio: 2}); !strings.Contains(got, "about 100% of the upserts replaced items") || !strings.Contains(got, "2.0×") {
+		t.Errorf("note = %q", got)
+	}
+	for _, c := range []struct {
+		mode Mode
+		cost costModel
+	}{{ModeUpsert, replacing{share: 0.01, ratio: 2}}, {ModeCreate, replacing{share: 1, ratio: 2}}, {ModeUpsert, fixedCost(5)}} {
+		if got := replacedNote(c.mode, c.cost); got != "" {
+			t.Errorf("%v %T: note %q", c.mode, c.cost, got)
+		}
+	}
+}

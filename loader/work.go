@@ -315,6 +315,9 @@ func (l *loading) report(ctx context.Context, partitions int) *report.Report {
 		rep.PartitionChanges = parts
 	}
 	l.src.finish(rep)
+	if note := replacedNote(p.Mode, l.common.Cost); note != "" {
+		rep.Notes = append(rep.Notes, note)
+	}
 	rep.Shortfall = explainShortfall(rep, loadFacts{starved: total.Starved, cpuBusy: l.cpu.busy(time.Now()), cpus: runtime.GOMAXPROCS(0),
 		hotKey: total.HotKey, hasHotKey: total.hasHotKey})
 	return rep

@@ -98,6 +98,9 @@ type Report struct {
 	// PartitionLoads is each physical partition's part of this run, on
 	// which terms the comparison's modelled side was modelled.
 	PartitionLoads []PartitionLoad `json:"partition_loads,omitempty"`
+	// Notes say what the figures above do not: writes that replaced
+	// existing items at about twice the RU.
+	Notes []string `json:"notes,omitempty"`
 	// Shortfall says why this run achieved less than 95 % of its target,
 	// each reason with its evidence; absent when it did not.
 	Shortfall []Shortfall `json:"shortfall,omitempty"`

@@ -81,6 +81,9 @@ func (r *Report) WriteText(w io.Writer) {
 		fmt.Fprintf(&b, "    RU consumed         %s in %s, %s RU/s\n", human.Number(t.RUConsumed, 1), human.Seconds(t.DurationSeconds), human.Number(t.AchievedRUPerSec, 0))
 		fmt.Fprintf(&b, "    requests            %s, throttled %s\n", n(t.RequestsSent), n(t.ThrottledResponses))
 	}
+	for _, note := range r.Notes {
+		fmt.Fprintf(&b, "  note                  %s\n", note)
+	}
 	writeShortfall(&b, r.Shortfall)
 	b.WriteString("\n  Naive vs paced      requests throttled passes      time\n")
 	passes := "-"

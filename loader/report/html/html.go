@@ -109,6 +109,7 @@ type view struct {
 	// physical partition's part against its share.
 	Shortfall  []report.Shortfall
 	Partitions []partitionRow
+	Notes      []string
 }
 
 type partitionRow struct {
@@ -179,6 +180,7 @@ func build(d *Page) view {
 	}
 	v.Assumptions = d.Assumptions()
 	v.Shortfall = d.Shortfall
+	v.Notes = d.Notes
 	v.Partitions = partitionRows(d)
 	if rr := d.RUPerRecord; rr.Max > 0 {
 		v.Spread = fmt.Sprintf("RU per record: median %s, 95th percentile %s, max %s.",
@@ -709,6 +711,8 @@ footer { margin-top: 32px; padding-top: 12px; border-top: 1px solid var(--line);
 </dl>
 {{if .DeadLetterNote}}<p class="muted">{{.DeadLetterNote}}</p>{{end}}
 {{if .Spread}}<p class="muted">{{.Spread}}</p>{{end}}
+{{range .Notes}}<p class="muted">{{.}}</p>
+{{end}}
 
 <footer>
 How to read this: a well-paced load runs its RU/s line just under the dashed target line from start to end, with no ▼ throttle marks; a line far below the target means capacity left idle, marks mean the database refused requests and they had to be resent.
