@@ -22,7 +22,7 @@ const naiveConcurrency = 64
 type comparison struct {
 	target   float64
 	strategy Strategy
-	parts    []PartitionCount // by the pacer's numbering
+	parts    []partitionCount // by the pacer's numbering
 	series   []report.Second
 	rtt      time.Duration
 	charges  *Histogram
@@ -37,7 +37,7 @@ func (c *comparison) loads() []report.PartitionLoad {
 	share := c.target / float64(max(c.partitions, 1))
 	out := make([]report.PartitionLoad, 0, n)
 	for i := range n {
-		var pc PartitionCount
+		var pc partitionCount
 		if i < len(c.parts) {
 			pc = c.parts[i]
 		}

@@ -9,11 +9,11 @@ import (
 
 // tallyOf is a tally of partitions holding records each, one request a
 // record at costs RU.
-func tallyOf(costs float64, records ...int64) []PartitionCount {
-	out := make([]PartitionCount, len(records))
+func tallyOf(costs float64, records ...int64) []partitionCount {
+	out := make([]partitionCount, len(records))
 	for i, n := range records {
-		out[i] = PartitionCount{Requests: n, Records: n, RU: float64(n) * costs}
-		out[i].ByCost[costClass(costs)] = CostClass{Records: n, RU: float64(n) * costs}
+		out[i] = partitionCount{Requests: n, Records: n, RU: float64(n) * costs}
+		out[i].ByCost[costClass(costs)] = costCount{Records: n, RU: float64(n) * costs}
 	}
 	return out
 }

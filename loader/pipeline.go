@@ -212,9 +212,9 @@ type Live struct {
 	// Pacing is the pacer's view (its limit, each partition's share and
 	// rate); nil when not pacing (the naive strategy).
 	Pacing *pacing.Snapshot
-	// Partitions is what each physical partition took so far, as the
+	// perPartition is what each physical partition took so far, as the
 	// pacer numbers them (both strategies).
-	Partitions []PartitionCount
+	perPartition []partitionCount
 }
 
 // StopCause says why a run ended before its inputs did.
@@ -236,14 +236,14 @@ type Result struct {
 	Live     Live
 	Series   []report.Second
 	Charges  *Histogram
-	// RoundTrip is the median time from a request's send to its answer;
-	// HotKey the partition key that took the most RU (when hasHotKey).
-	RoundTrip time.Duration
-	HotKey    HeavyKey
+	// roundTrip is the median time from a request's send to its answer;
+	// hotKey the partition key that took the most RU (when hasHotKey).
+	roundTrip time.Duration
+	hotKey    heavyKey
 	hasHotKey bool
-	// Starved is the share of the run every partition spent waiting for
+	// starved is the share of the run every partition spent waiting for
 	// records while the input was still being read: an input-bound load.
-	Starved float64
+	starved float64
 	// ahead is the records the final checkpoint lists past its marks:
 	// acknowledged, and counted as such.
 	ahead Counts
@@ -439,11 +439,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		w, e := c.Ahead.Counts()
 		res.ahead = res.ahead.plus(Counts{Written: w, Existing: e})
 	}
-	res.RoundTrip = r.tally.roundTrip()
+	res.roundTrip = r.tally.roundTrip()
 	if r.ticks > 0 {
-		res.Starved = float64(r.starved) / float64(r.ticks)
+		res.starved = float64(r.starved) / float64(r.ticks)
 	}
-	res.HotKey, res.hasHotKey = r.tally.heaviestKey()
+	res.hotKey, res.hasHotKey = r.tally.heaviestKey()
 	res.BatchesRefused = r.batchOff.Load()
 	r.mu.Lock()
 	res.CheckpointSaves, res.CheckpointTime = r.saves, r.saveTime
@@ -624,7 +624,7 @@ func (r *run) recordSecond(prev *Live, last *int64, final bool) {
 		Throttled:  cur.Throttled - prev.Throttled,
 		Records:    (cur.Written + cur.Skipped - cur.Carried) - (prev.Written + prev.Skipped - prev.Carried),
 		LimitRU:    limitOf(cur.Pacing),
-		Partitions: partitionSeconds(prev.Partitions, cur.Partitions, cur.Pacing),
+		Partitions: partitionSeconds(prev.perPartition, cur.perPartition, cur.Pacing),
 	})
 	r.mu.Unlock()
 	*prev, *last = cur, sec
@@ -644,7 +644,7 @@ func limitOf(p *pacing.Snapshot) float64 {
 
 // partitionSeconds is each partition's second between two tallies, with
 // the pacer's share and limit for it.
-func partitionSeconds(prev, cur []PartitionCount, p *pacing.Snapshot) []report.PartitionSecond {
+func partitionSeconds(prev, cur []partitionCount, p *pacing.Snapshot) []report.PartitionSecond {
 	n := len(cur)
 	if p != nil {
 		for _, ps := range p.Partitions {
@@ -656,7 +656,7 @@ func partitionSeconds(prev, cur []PartitionCount, p *pacing.Snapshot) []report.P
 	}
 	out := make([]report.PartitionSecond, n)
 	for i, c := range cur {
-		var was PartitionCount
+		var was partitionCount
 		if i < len(prev) {
 			was = prev[i]
 		}
@@ -686,7 +686,7 @@ func (r *run) live() Live {
 		Skipped:         r.skipped.Load(),
 		Carried:         r.carried.Load(),
 		CarriedExisting: r.carriedExisting.Load(),
-		Partitions:      r.tally.snapshot(),
+		perPartition:    r.tally.snapshot(),
 		DeadLettered:    r.dl.durable(),
 		InputsRefused:   r.refused.Load(),
 		Requests:        r.requests.Load(),

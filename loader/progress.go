@@ -197,20 +197,20 @@ func busiestLeft(ev *ProgressEvent, toSend int64) float64 {
 	read := ev.RecordsRead - ev.Carried
 	n := len(ev.Partitions)
 	if n == 0 {
-		n = len(ev.Live.Partitions)
+		n = len(ev.Live.perPartition)
 	}
 	if read <= 0 || ev.TargetRU <= 0 || n == 0 {
 		return 0
 	}
 	var ru, doneRU float64
-	for _, p := range ev.Live.Partitions {
+	for _, p := range ev.Live.perPartition {
 		ru += p.RU
 		doneRU += p.DoneRU
 	}
 	scale := max(float64(toSend)/float64(read), 1)
 	share := ev.TargetRU / float64(n)
 	var worst float64
-	for _, p := range ev.Live.Partitions {
+	for _, p := range ev.Live.perPartition {
 		charged := 1.0 // actual RU per estimated RU
 		switch {
 		case p.DoneRU > 0:
@@ -302,7 +302,7 @@ func (lp *loadProgress) sum(slot int, l Live) Live {
 	out.RecordsRead, out.BytesRead, out.BytesDone = lp.done.RecordsRead, lp.done.BytesRead, lp.done.BytesDone
 	out.Written, out.Skipped, out.DeadLettered = lp.done.Written, lp.done.Skipped, lp.done.DeadLettered
 	out.Carried, out.CarriedExisting = lp.done.Carried, lp.done.CarriedExisting
-	out.Partitions = addCounts(nil, lp.done.Partitions)
+	out.perPartition = addCounts(nil, lp.done.perPartition)
 	out.InputsRefused, out.Requests, out.Throttled = lp.done.InputsRefused, lp.done.Requests, lp.done.Throttled
 	out.RU, out.Retries, out.InFlight = lp.done.RU, lp.done.Retries, 0
 	for _, r := range lp.runs {
@@ -334,7 +334,7 @@ func addLive(sum *Live, l Live) {
 	sum.Skipped += l.Skipped
 	sum.Carried += l.Carried
 	sum.CarriedExisting += l.CarriedExisting
-	sum.Partitions = addCounts(sum.Partitions, l.Partitions)
+	sum.perPartition = addCounts(sum.perPartition, l.perPartition)
 	sum.DeadLettered += l.DeadLettered
 	sum.InputsRefused += l.InputsRefused
 	sum.Requests += l.Requests

@@ -68,11 +68,11 @@ func (c etaCase) simulate() (evs []ProgressEvent, left []time.Duration) {
 
 func (c etaCase) event(est *estimator, elapsed time.Duration, done []float64, total, runRecords, bytesPer int64) ProgressEvent {
 	var acked int64
-	parts := make([]PartitionCount, len(done))
+	parts := make([]partitionCount, len(done))
 	for p, d := range done {
 		k := int64(d)
 		acked += k
-		parts[p] = PartitionCount{Records: k, RU: float64(k) * c.cost, DoneRU: float64(k) * c.cost}
+		parts[p] = partitionCount{Records: k, RU: float64(k) * c.cost, DoneRU: float64(k) * c.cost}
 	}
 	// The reader runs 2,000 records ahead, spread as the input is.
 	read := min(acked+2000, total)
@@ -82,7 +82,7 @@ func (c etaCase) event(est *estimator, elapsed time.Duration, done []float64, to
 	stats := make([]pacing.PartitionStats, len(done))
 	ev := ProgressEvent{
 		Live: Live{Elapsed: elapsed, RecordsRead: read + c.ahead, BytesRead: (read + c.ahead) * bytesPer,
-			Written: acked + c.ahead, Carried: c.ahead, Partitions: parts},
+			Written: acked + c.ahead, Carried: c.ahead, perPartition: parts},
 		TotalBytes: runRecords * bytesPer, TargetRU: c.target, Partitions: stats,
 	}
 	est.fill(&ev)

@@ -42,7 +42,7 @@ func buildReport(j *Job, res *Result, target float64, partitions int, base check
 	}
 	r.StartedAt = r.FinishedAt.Add(-res.Snapshot.Elapsed)
 	r.Retries = res.Live.Retries
-	r.RoundTripMs = report.Round2(float64(res.RoundTrip) / float64(time.Millisecond))
+	r.RoundTripMs = report.Round2(float64(res.roundTrip) / float64(time.Millisecond))
 	for _, in := range st.Inputs {
 		if in.Refused {
 			r.InputsRefused++
@@ -108,7 +108,7 @@ func buildReport(j *Job, res *Result, target float64, partitions int, base check
 		r.RUPerRecord = report.Spread{Mean: report.Round2(h.Sum() / float64(n)), P50: report.Round2(h.Quantile(0.5)), P95: report.Round2(h.Quantile(0.95)), Max: report.Round2(h.Max())}
 	}
 	measured := report.PacedFigures{Requests: res.Snapshot.Requests, Throttled: res.Snapshot.Throttled, Seconds: report.Round2(dur), Measured: true}
-	cmp := &comparison{target: target, strategy: j.Strategy, parts: res.Live.Partitions, series: res.Series, rtt: res.RoundTrip,
+	cmp := &comparison{target: target, strategy: j.Strategy, parts: res.Live.perPartition, series: res.Series, rtt: res.roundTrip,
 		charges: h, partitions: partitions}
 	r.Naive, r.Paced, r.PartitionLoads = cmp.figures(measured)
 	switch res.Cause {

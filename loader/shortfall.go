@@ -20,7 +20,7 @@ type loadFacts struct {
 	starved   float64 // share of the run every partition waited for input
 	cpuBusy   float64 // of GOMAXPROCS; < 0 unknown
 	cpus      int
-	hotKey    HeavyKey
+	hotKey    heavyKey
 	hasHotKey bool
 }
 

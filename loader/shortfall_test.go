@@ -43,7 +43,7 @@ func TestShortfallNamesItsReason(t *testing.T) {
 		}, report.ShortfallOtherTraffic, "other traffic took about 1,600 of the 4,000 RU/s (40%)"},
 		{"hot partition", func(r *report.Report, f *loadFacts) {
 			r.PartitionLoads[0].RU, r.PartitionLoads[0].Seconds = 38000, 38
-			f.hotKey, f.hasHotKey = HeavyKey{Key: `"tenant-7"`, Partition: 0, RU: 30000}, true
+			f.hotKey, f.hasHotKey = heavyKey{Key: `"tenant-7"`, Partition: 0, RU: 30000}, true
 		}, report.ShortfallHotPartition, `partition 0 took 35% of the RU; partition key "tenant-7" alone took 27%`},
 		{"input bound", func(_ *report.Report, f *loadFacts) { f.starved = 0.5 }, report.ShortfallInputBound, "waited for records 50% of the time"},
 		{"client CPU", func(_ *report.Report, f *loadFacts) { f.cpuBusy, f.cpus = 0.97, 2 }, report.ShortfallClientCPU, "kept its 2 CPUs 97% busy"},

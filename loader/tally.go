@@ -15,15 +15,15 @@ import (
 // round trips. Safe for concurrent use.
 type partitionTally struct {
 	mu    sync.Mutex
-	parts []PartitionCount
+	parts []partitionCount
 	keys  keySketch
 	// rtt has the round trips of the answers counted, in milliseconds.
 	rtt *Histogram
 }
 
-// PartitionCount is one physical partition's part of a run. Partitions
+// partitionCount is one physical partition's part of a run. Partitions
 // are numbered as the pacer numbers them: a split adds new ones.
-type PartitionCount struct {
+type partitionCount struct {
 	Requests  int64 // answered, not throttled
 	Records   int64 // written or found existing
 	RU        float64
@@ -36,17 +36,17 @@ type PartitionCount struct {
 	// ByCost is the records taken by their charge (a batch's shared
 	// evenly), in classes of doubling charges: the naive model sends them
 	// one request each.
-	ByCost [costClasses]CostClass
+	ByCost [costClasses]costCount
 }
 
-// CostClass counts records of charges from 2^i to 2^(i+1) RU (the first
+// costCount counts records of charges from 2^i to 2^(i+1) RU (the first
 // class also those below 1 RU, the last those above).
-type CostClass struct {
+type costCount struct {
 	Records int64
 	RU      float64
 }
 
-// costClasses is how many CostClass a partition keeps: up to a 2 MB
+// costClasses is how many costCount a partition keeps: up to a 2 MB
 // document's write and beyond.
 const costClasses = 20
 
@@ -96,15 +96,15 @@ func (t *partitionTally) read(part int, ru float64) {
 
 func (t *partitionTally) grow(part int) {
 	for len(t.parts) <= part {
-		t.parts = append(t.parts, PartitionCount{})
+		t.parts = append(t.parts, partitionCount{})
 	}
 }
 
 // snapshot is each partition's counts so far.
-func (t *partitionTally) snapshot() []PartitionCount {
+func (t *partitionTally) snapshot() []partitionCount {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return append([]PartitionCount(nil), t.parts...)
+	return append([]partitionCount(nil), t.parts...)
 }
 
 // roundTrip is the median time from a request's send to its answer
@@ -121,16 +121,16 @@ func (t *partitionTally) roundTrip() time.Duration {
 }
 
 // heaviestKey is the partition key with the most RU so far, if any.
-func (t *partitionTally) heaviestKey() (HeavyKey, bool) {
+func (t *partitionTally) heaviestKey() (heavyKey, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.keys.heaviest()
 }
 
 // addCounts adds b's counts to a, partition by partition.
-func addCounts(a, b []PartitionCount) []PartitionCount {
+func addCounts(a, b []partitionCount) []partitionCount {
 	for len(a) < len(b) {
-		a = append(a, PartitionCount{})
+		a = append(a, partitionCount{})
 	}
 	for i, c := range b {
 		a[i].Requests += c.Requests
@@ -152,15 +152,15 @@ func addCounts(a, b []PartitionCount) []PartitionCount {
 // more than 1/keySketchSize of the RU is always among them, its RU
 // overestimated by at most the smallest counter.
 type keySketch struct {
-	keys []HeavyKey
+	keys []heavyKey
 	at   map[BatchKey]int
 }
 
 // keySketchSize is how many keys the sketch keeps.
 const keySketchSize = 16
 
-// HeavyKey is one of the heaviest partition keys of a run.
-type HeavyKey struct {
+// heavyKey is one of the heaviest partition keys of a run.
+type heavyKey struct {
 	Key       string // the partition key value as JSON
 	Partition int
 	RU        float64
@@ -178,7 +178,7 @@ func (s *keySketch) add(k BatchKey, pk []any, part int, ru float64) {
 	}
 	if len(s.keys) < keySketchSize {
 		s.at[k] = len(s.keys)
-		s.keys = append(s.keys, HeavyKey{Partition: part, RU: ru, key: k, pk: pk})
+		s.keys = append(s.keys, heavyKey{Partition: part, RU: ru, key: k, pk: pk})
 		return
 	}
 	low := 0
@@ -189,13 +189,13 @@ func (s *keySketch) add(k BatchKey, pk []any, part int, ru float64) {
 	}
 	delete(s.at, s.keys[low].key)
 	s.at[k] = low
-	s.keys[low] = HeavyKey{Partition: part, RU: s.keys[low].RU + ru, key: k, pk: pk}
+	s.keys[low] = heavyKey{Partition: part, RU: s.keys[low].RU + ru, key: k, pk: pk}
 }
 
 // heaviest is the key with the most RU, if any.
-func (s *keySketch) heaviest() (HeavyKey, bool) {
+func (s *keySketch) heaviest() (heavyKey, bool) {
 	if len(s.keys) == 0 {
-		return HeavyKey{}, false
+		return heavyKey{}, false
 	}
 	top := 0
 	for i := range s.keys {

@@ -318,8 +318,8 @@ func (l *loading) report(ctx context.Context, partitions int) *report.Report {
 	if note := replacedNote(p.Mode, l.common.Cost); note != "" {
 		rep.Notes = append(rep.Notes, note)
 	}
-	rep.Shortfall = explainShortfall(rep, loadFacts{starved: total.Starved, cpuBusy: l.cpu.busy(time.Now()), cpus: runtime.GOMAXPROCS(0),
-		hotKey: total.HotKey, hasHotKey: total.hasHotKey})
+	rep.Shortfall = explainShortfall(rep, loadFacts{starved: total.starved, cpuBusy: l.cpu.busy(time.Now()), cpus: runtime.GOMAXPROCS(0),
+		hotKey: total.hotKey, hasHotKey: total.hasHotKey})
 	return rep
 }
 
@@ -381,10 +381,10 @@ func accumulate(total *Result, ran *checkpoint.Counters, r *Result, began time.T
 	total.Snapshot.RU += r.Snapshot.RU
 	addLive(&total.Live, r.Live)
 	total.ahead = total.ahead.plus(r.ahead)
-	total.RoundTrip = max(total.RoundTrip, r.RoundTrip)
-	total.Starved = max(total.Starved, r.Starved)
-	if r.hasHotKey && (!total.hasHotKey || r.HotKey.RU > total.HotKey.RU) {
-		total.HotKey, total.hasHotKey = r.HotKey, true
+	total.roundTrip = max(total.roundTrip, r.roundTrip)
+	total.starved = max(total.starved, r.starved)
+	if r.hasHotKey && (!total.hasHotKey || r.hotKey.RU > total.hotKey.RU) {
+		total.hotKey, total.hasHotKey = r.hotKey, true
 	}
 	total.CheckpointSaves += r.CheckpointSaves
 	total.CheckpointTime += r.CheckpointTime
