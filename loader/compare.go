@@ -169,20 +169,13 @@ func (c *comparison) assumptions(loads []report.PartitionLoad) string {
 		capacity += l.CapacityRU
 		share += l.ShareRU
 	}
-	spread := fmt.Sprintf("this run's records as it spread them over %s", plural(len(loads), "partition"))
+	spread := fmt.Sprintf("this run's records as it spread them over %s", human.Plural(int64(len(loads)), "partition"))
 	if len(c.parts) == 0 {
-		spread = fmt.Sprintf("this run's charges spread evenly over %s", plural(len(loads), "partition"))
+		spread = fmt.Sprintf("this run's charges spread evenly over %s", human.Plural(int64(len(loads)), "partition"))
 	}
 	if capacity < 0.99*share {
 		return fmt.Sprintf("the capacity this run found, %s of %s RU/s (other traffic took the rest); %s",
 			human.Number(capacity, 0), human.Number(share, 0), spread)
 	}
 	return fmt.Sprintf("each partition's share of %s RU/s; %s", human.Number(c.target, 0), spread)
-}
-
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return human.Count(int64(n)) + " " + noun + "s"
 }

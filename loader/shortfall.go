@@ -193,7 +193,7 @@ func clientCPU(f loadFacts) (report.Shortfall, bool) {
 	}
 	return report.Shortfall{Reason: report.ShortfallClientCPU, Evidence: fmt.Sprintf(
 		"the loader kept its %s %s busy: it sent as fast as this machine let it",
-		plural(f.cpus, "CPU"), human.Number(100*min(f.cpuBusy, 1), 0)+"%")}, true
+		human.Plural(int64(f.cpus), "CPU"), human.Number(100*min(f.cpuBusy, 1), 0)+"%")}, true
 }
 
 // replaced is what a cost model knows of the writes that replaced items

@@ -98,14 +98,6 @@ const hotKeyFixes = "fixes: a hierarchical partition key with a second level (su
 	"so does a synthetic key (the key with a suffix, such as a hash of the id modulo 10); " +
 	"more throughput helps only until the key's partition serves 10,000 RU/s"
 
-// plural is n with its noun: "1 physical partition", "4 physical partitions".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return human.Count(int64(n)) + " " + noun + "s"
-}
-
 // keysWorthShowing reports whether the partition-key section says anything:
 // a key is hot (twice its fair share of RU, or named in a warning), or the
 // load has so few keys that hashing cannot spread them evenly. A table of

@@ -95,7 +95,7 @@ func (j *Job) resolve(ctx context.Context) (*Job, *record.Mapper, error) {
 	// more has at least as many partitions as that takes.
 	if need := int(math.Ceil(c.TargetRU / physicalPartitionMaxRU)); need > len(c.Bounds)-1 {
 		c.reshaped = fmt.Sprintf("%s RU/s takes at least %s (one serves at most %s RU/s): modelled over %s, not the %s given",
-			human.Number(c.TargetRU, 0), plural(need, "physical partition"), human.Count(physicalPartitionMaxRU), human.Count(int64(need)), human.Count(int64(len(c.Bounds)-1)))
+			human.Number(c.TargetRU, 0), human.Plural(int64(need), "physical partition"), human.Count(physicalPartitionMaxRU), human.Count(int64(need)), human.Count(int64(len(c.Bounds)-1)))
 		c.Bounds = epk.SplitEven(need)
 	}
 	// Dry-run reads only a body's length: it may be the input itself.

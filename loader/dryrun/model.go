@@ -65,7 +65,7 @@ func (r *reading) model() modelled {
 	p.Naive, p.Paced = report.Modelled(r.naive)
 	p.Paced.Seconds = p.EstimatedSeconds
 	p.Naive.Assumptions = fmt.Sprintf("one request a record, %s; each partition's share of %s RU/s; the records as read, spread over %s",
-		naiveClient(), human.Number(j.TargetRU, 0), plural(r.parts, "partition"))
+		naiveClient(), human.Number(j.TargetRU, 0), human.Plural(int64(r.parts), "partition"))
 	p.Paced.Assumptions = "the import's read plan replayed over the same partitions at the target"
 	if md.estimate > 0 {
 		// No strategy loads the busiest partition faster than its share

@@ -256,7 +256,7 @@ func subtitle(d *Page) string {
 		parts = append(parts, d.Mode)
 	}
 	if d.Partitions > 0 {
-		parts = append(parts, plural(int64(d.Partitions), "physical partition"))
+		parts = append(parts, human.Plural(int64(d.Partitions), "physical partition"))
 	}
 	if d.Embedded {
 		parts = append(parts, "embedded local target")
@@ -430,7 +430,7 @@ func ruChart(d *Page, runs []namedSeries) (template.HTML, string) {
 		caption = "No per-second figures were recorded for this run."
 	}
 	if throttled > 0 {
-		caption = fmt.Sprintf("▼ marks a second with throttled (429) responses: %s in %s; hover a marker for its count.", count(throttled), plural(throttledSeconds, "second"))
+		caption = fmt.Sprintf("▼ marks a second with throttled (429) responses: %s in %s; hover a marker for its count.", count(throttled), human.Plural(throttledSeconds, "second"))
 	}
 	return template.HTML(c.SVG()), caption
 }
@@ -468,9 +468,9 @@ func throttleMarkers(secs []report.Second, color, prefix string) []svg.Marker {
 				top = s
 			}
 		}
-		label := fmt.Sprintf("%s%s: %s", prefix, clock(g[0].T), plural(n, "throttled (429) response"))
+		label := fmt.Sprintf("%s%s: %s", prefix, clock(g[0].T), human.Plural(n, "throttled (429) response"))
 		if len(g) > 1 {
-			label = fmt.Sprintf("%s%s–%s: %s in %s", prefix, clock(g[0].T), clock(g[len(g)-1].T), plural(n, "throttled (429) response"), plural(int64(len(g)), "throttled second"))
+			label = fmt.Sprintf("%s%s–%s: %s in %s", prefix, clock(g[0].T), clock(g[len(g)-1].T), human.Plural(n, "throttled (429) response"), human.Plural(int64(len(g)), "throttled second"))
 		}
 		ms = append(ms, svg.Marker{X: float64(top.T), Y: top.RU, Label: label, Color: color})
 	}
@@ -507,7 +507,7 @@ func recordsChart(runs []namedSeries) (template.HTML, string) {
 	caption := ""
 	if seconds > 0 {
 		caption = fmt.Sprintf("Records acknowledged by the database each second; %s over %s, %s/s on average.",
-			count(total), plural(seconds, "second"), svg.FormatNumber(float64(total)/float64(seconds), 0))
+			count(total), human.Plural(seconds, "second"), svg.FormatNumber(float64(total)/float64(seconds), 0))
 	}
 	return template.HTML(c.SVG()), caption
 }
@@ -552,13 +552,6 @@ func summarise(r namedSeries, target float64) compareRow {
 }
 
 func count(n int64) string { return human.Count(n) }
-
-func plural(n int64, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return count(n) + " " + noun + "s"
-}
 
 // duration is human.Duration ("1m 8s", "36.7s", "420ms"), with a dash
 // for no time at all.
