@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/cosmosloader/loader/internal/human"
 )
 
 // HeadSize is how much of a file its fingerprint hashes. Together with size
@@ -53,7 +55,7 @@ func (f Fingerprint) IsRemote() bool { return f.ETag != "" }
 func (f Fingerprint) VerifyRemote(etag string, size int64, modTime time.Time) error {
 	var changes []string
 	if size != f.Size {
-		changes = append(changes, fmt.Sprintf("size %d → %d bytes", f.Size, size))
+		changes = append(changes, fmt.Sprintf("size %s → %s bytes", human.Count(f.Size), human.Count(size)))
 	}
 	if !modTime.Equal(f.ModTime) {
 		changes = append(changes, fmt.Sprintf("modified at %s (was %s)",
@@ -122,7 +124,7 @@ func (f Fingerprint) Verify() error {
 	}
 	var changes []string
 	if now.Size != f.Size {
-		changes = append(changes, fmt.Sprintf("size %d → %d bytes", f.Size, now.Size))
+		changes = append(changes, fmt.Sprintf("size %s → %s bytes", human.Count(f.Size), human.Count(now.Size)))
 	}
 	if !now.ModTime.Equal(f.ModTime) {
 		changes = append(changes, fmt.Sprintf("modified at %s (was %s)",

@@ -28,7 +28,7 @@ func TestFingerprintVerify(t *testing.T) {
 		{"appended", func(t *testing.T, p string) {
 			putFile(t, p, content(size+100, 'a'))
 			chtimes(t, p, mtime)
-		}, []string{"size 66536 → 66636 bytes"}, false},
+		}, []string{"size 66,536 → 66,636 bytes"}, false},
 		{"touched", func(t *testing.T, p string) {
 			chtimes(t, p, mtime.Add(time.Second))
 		}, []string{"modified at 2026-01-02T03:04:06.0000006Z (was 2026-01-02T03:04:05.0000006Z)"}, false},
@@ -40,7 +40,7 @@ func TestFingerprintVerify(t *testing.T) {
 		}, []string{"first 64 KiB differ"}, false},
 		{"everything", func(t *testing.T, p string) {
 			putFile(t, p, content(10, 'b'))
-		}, []string{"size 66536 → 10 bytes", "modified at", "first 64 KiB differ"}, false},
+		}, []string{"size 66,536 → 10 bytes", "modified at", "first 64 KiB differ"}, false},
 		{"deleted", func(t *testing.T, p string) {
 			if err := os.Remove(p); err != nil {
 				t.Fatal(err)

@@ -27,7 +27,7 @@ import (
 // the load (to cut it) is said: a blob of hundreds of GB is read once
 // first, 16 ranges at once, which can take minutes with nothing else to
 // show.
-var followNoteBytes int64 = 1 << 30
+const followNoteBytes = 1 << 30
 
 // noteFollowingCSV says that in, a CSV of size bytes, is read once before
 // its load begins, when it is big enough for that to be noticed.

@@ -623,8 +623,6 @@ func TestSharedCSVIsCutOnlyWhenItsQuotingIsFollowed(t *testing.T) {
 		}
 		return source.Input{Path: p}
 	}
-	defer func(b int64) { followNoteBytes = b }(followNoteBytes)
-	followNoteBytes = 2000
 	var notes []string
 	logf := func(format string, a ...any) { notes = append(notes, fmt.Sprintf(format, a...)) }
 	in := write("good.csv", good.String())
@@ -632,9 +630,14 @@ func TestSharedCSVIsCutOnlyWhenItsQuotingIsFollowed(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("a well-quoted CSV: splittable %v, %v", ok, err)
 	}
+	if len(notes) != 0 {
+		t.Errorf("reading a small CSV first is said: %q", notes)
+	}
+	noteFollowingCSV(in, followNoteBytes, source.Options{}, logf)
 	if len(notes) != 1 || !strings.Contains(notes[0], "good.csv") || !strings.Contains(notes[0], "once to find where its records start") {
 		t.Errorf("reading a big CSV first is not said: %q", notes)
 	}
+	notes = nil
 	for _, cut := range []int64{1, 9, 10, 11, 1000, 2345} {
 		got, err := align(cut)
 		want, _, _ := formats.BoundaryAfter(in, source.Options{}, source.Position{}, cut)
