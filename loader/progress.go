@@ -192,7 +192,9 @@ func runRecords(ev *ProgressEvent) (int64, bool) {
 // partition's estimated RU still to write (its part of the records read
 // so far, scaled to the run's toSend records, less what it has written),
 // at the RU its estimates turned out to cost, done at its share of the
-// target; the busiest partition's, whatever the others do.
+// target — or at the pacer's limit for it, lower after 429s (other
+// traffic took the rest); the busiest partition's, whatever the others
+// do.
 func busiestLeft(ev *ProgressEvent, toSend int64) float64 {
 	read := ev.RecordsRead - ev.Carried
 	n := len(ev.Partitions)
@@ -209,8 +211,18 @@ func busiestLeft(ev *ProgressEvent, toSend int64) float64 {
 	}
 	scale := max(float64(toSend)/float64(read), 1)
 	share := ev.TargetRU / float64(n)
+	limits := map[int]float64{}
+	for _, ps := range ev.Partitions {
+		if ps.LimitRU > 0 {
+			limits[ps.Index] = ps.LimitRU
+		}
+	}
 	var worst float64
-	for _, p := range ev.Live.perPartition {
+	for i, p := range ev.Live.perPartition {
+		rate := share
+		if l, ok := limits[i]; ok {
+			rate = min(rate, l)
+		}
 		charged := 1.0 // actual RU per estimated RU
 		switch {
 		case p.DoneRU > 0:
@@ -219,7 +231,7 @@ func busiestLeft(ev *ProgressEvent, toSend int64) float64 {
 			charged = ru / doneRU
 		}
 		left := max(p.ReadRU*scale-p.DoneRU, 0) * charged
-		worst = max(worst, left/share)
+		worst = max(worst, left/rate)
 	}
 	return worst
 }

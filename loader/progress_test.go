@@ -21,6 +21,10 @@ type etaCase struct {
 	// the records this run reads again without sending.
 	before Counts
 	ahead  int64
+	// burst is how long the partitions write at their share before their
+	// capacity holds them back (the pacer meets 429s and reports its
+	// lowered limit from then on); 0: from the start.
+	burst time.Duration
 }
 
 // simulate feeds the case's progress events, one a second, to an
@@ -45,6 +49,9 @@ func (c etaCase) simulate() (evs []ProgressEvent, left []time.Duration) {
 		var sum float64
 		for p := range done {
 			rate := c.capacity[p] / c.cost
+			if elapsed <= c.burst {
+				rate = c.target / float64(n) / c.cost
+			}
 			if elapsed <= time.Second {
 				rate /= 2 // connections, the writers' ramp
 			}
@@ -80,6 +87,12 @@ func (c etaCase) event(est *estimator, elapsed time.Duration, done []float64, to
 		parts[p].ReadRU = float64(read) * float64(c.records[p]) / float64(total) * c.cost
 	}
 	stats := make([]pacing.PartitionStats, len(done))
+	for p := range stats {
+		stats[p].Index, stats[p].ShareRU = p, c.target/float64(len(done))
+		if elapsed > c.burst && c.capacity[p] < stats[p].ShareRU {
+			stats[p].LimitRU = c.capacity[p]
+		}
+	}
 	ev := ProgressEvent{
 		Live: Live{Elapsed: elapsed, RecordsRead: read + c.ahead, BytesRead: (read + c.ahead) * bytesPer,
 			Written: acked + c.ahead, Carried: c.ahead, perPartition: parts},
@@ -100,6 +113,10 @@ func TestETAFollowsTheTimeLeft(t *testing.T) {
 		{name: "hot key", target: 4000, capacity: []float64{1000, 1000, 1000, 1000}, records: []int64{3000, 1000, 1000, 1000}, cost: 10},
 		// Other traffic takes 40 % of every partition.
 		{name: "noisy neighbour", target: 4000, capacity: []float64{600, 600, 600, 600}, records: []int64{1500, 1500, 1500, 1500}, cost: 10},
+		// The same, met only after 2 s at the full share: the rate of the
+		// first seconds runs ahead of what the partitions now give.
+		{name: "noisy neighbour after a burst", target: 4000, capacity: []float64{600, 600, 600, 600}, records: []int64{1500, 1500, 1500, 1500}, cost: 10,
+			burst: 2 * time.Second},
 		{name: "resume", target: 4000, capacity: []float64{1000, 1000, 1000, 1000}, records: []int64{1500, 1500, 1500, 1500}, cost: 10,
 			before: Counts{Written: 9000}, ahead: 1000},
 	}
