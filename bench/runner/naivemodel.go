@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -35,6 +36,11 @@ type naiveModel struct {
 	// PacedSeconds is the paced run's duration by its report, as
 	// MeasuredSeconds is the naive run's.
 	PacedSeconds float64 `json:"paced_seconds"`
+	// ETAs are the paced run's progress lines from 3 s on: the ETA it
+	// showed against the time its load actually had left;
+	// ETAWorstErrorPct the farthest of them, in per cent of the time left.
+	ETAs             []etaSample `json:"etas,omitempty"`
+	ETAWorstErrorPct float64     `json:"eta_worst_error_percent"`
 	// Errors are modelled ÷ measured − 1, in per cent.
 	RequestsErrorPct  float64   `json:"requests_error_percent"`
 	ThrottledErrorPct float64   `json:"throttled_error_percent"`
@@ -74,6 +80,8 @@ func (r *runner) scenarioQ(ctx context.Context, _ *target) error {
 		r.check("Q", c.name+": modelled naive within 25 % of the measured run (requests, 429s, time)",
 			fmt.Sprintf("%+.0f %%, %+.0f %%, %+.0f %%", nm.RequestsErrorPct, nm.ThrottledErrorPct, nm.SecondsErrorPct),
 			math.Abs(nm.RequestsErrorPct) <= 25 && math.Abs(nm.ThrottledErrorPct) <= 25 && math.Abs(nm.SecondsErrorPct) <= 25)
+		r.check("Q", c.name+": the paced run's ETA from 3 s within 30 % of the time left",
+			fmt.Sprintf("worst %.0f %% over %d progress lines", nm.ETAWorstErrorPct, len(nm.ETAs)), len(nm.ETAs) > 0 && nm.ETAWorstErrorPct <= 30)
 	}
 	return nil
 }
@@ -90,7 +98,9 @@ func (r *runner) naiveCase(ctx context.Context, name, container string, data dat
 	expect := float64(data.Records) * 10 / 1000 // the hot partition's share, at worst
 	for _, strategy := range []string{"paced", "naive"} {
 		cont := container + "-" + strategy
-		p, err := run(ctx, r.limit(cont, expect), r.loaderBin, r.importArgs(t, cont, 4000, data.Path, "--strategy", strategy)...)
+		// The progress events, as JSON lines, every second: the ETA's.
+		args := append(withoutQuiet(r.importArgs(t, cont, 4000, data.Path, "--strategy", strategy)), "--log-format", "json")
+		p, err := run(ctx, r.limit(cont, expect), r.loaderBin, args...)
 		if err != nil {
 			return nil, err
 		}
@@ -105,6 +115,7 @@ func (r *runner) naiveCase(ctx context.Context, name, container string, data dat
 		m.Own = rep
 		if strategy == "paced" {
 			nm.Paced, nm.Modelled, nm.PacedSeconds = m, rep.Naive, rep.DurationSeconds
+			nm.ETAs, nm.ETAWorstErrorPct = etaAccuracy(p.Stderr, rep.DurationSeconds)
 			continue
 		}
 		nm.Naive, nm.MeasuredRequests, nm.MeasuredThrottled, nm.MeasuredSeconds = m, m.Requests, m.Throttled, rep.DurationSeconds
@@ -121,16 +132,59 @@ func (r *runner) naiveCase(ctx context.Context, name, container string, data dat
 	return nm, nil
 }
 
+// etaSample is one progress line's ETA against the time actually left.
+type etaSample struct {
+	AtSeconds   float64 `json:"at_seconds"`
+	ETASeconds  float64 `json:"eta_seconds"`
+	LeftSeconds float64 `json:"left_seconds"`
+}
+
+// etaAccuracy reads a --log-format json run's progress lines and sets
+// each ETA from 3 s on against the time the run had left (its duration
+// less the line's elapsed time).
+func etaAccuracy(stderr []byte, duration float64) ([]etaSample, float64) {
+	var out []etaSample
+	var worst float64
+	for _, line := range strings.Split(string(stderr), "\n") {
+		var ev struct {
+			Event   string   `json:"event"`
+			Elapsed float64  `json:"elapsed_s"`
+			ETA     *float64 `json:"eta_s"`
+		}
+		if json.Unmarshal([]byte(line), &ev) != nil || ev.Event != "progress" || ev.ETA == nil || ev.Elapsed < 3 {
+			continue
+		}
+		left := duration - ev.Elapsed
+		if left <= 1 {
+			continue // the last second: any error is a large share of it
+		}
+		out = append(out, etaSample{AtSeconds: ev.Elapsed, ETASeconds: *ev.ETA, LeftSeconds: round(left, 2)})
+		worst = max(worst, 100*math.Abs(*ev.ETA-left)/left)
+	}
+	return out, round(worst, 1)
+}
+
+// withoutQuiet is args without --quiet.
+func withoutQuiet(args []string) []string {
+	var out []string
+	for _, a := range args {
+		if a != "--quiet" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 // rows are the results table's rows for scenario Q.
 func (q *scenarioQ) rows() [][2]string {
 	var out [][2]string
 	for _, c := range q.Cases {
 		out = append(out, [2]string{"naive model vs `--strategy naive`, " + c.Name,
-			fmt.Sprintf("modelled %s requests, %s throttled, %.1f s; measured %s, %s, %.1f s (%s); paced %.1f s",
+			fmt.Sprintf("modelled %s requests, %s throttled, %.1f s; measured %s, %s, %.1f s (%s); paced %.1f s, its ETA from 3 s within %.0f %% of the time left",
 				n0(float64(c.Modelled.Requests)), n0(float64(c.Modelled.Throttled)), c.Modelled.Seconds,
 				n0(float64(c.MeasuredRequests)), n0(float64(c.MeasuredThrottled)), c.MeasuredSeconds,
 				strings.Join([]string{fmt.Sprintf("%+.0f %%", c.RequestsErrorPct), fmt.Sprintf("%+.0f %%", c.ThrottledErrorPct), fmt.Sprintf("%+.0f %%", c.SecondsErrorPct)}, ", "),
-				c.PacedSeconds)})
+				c.PacedSeconds, c.ETAWorstErrorPct)})
 	}
 	return out
 }
