@@ -181,7 +181,7 @@ func TestImportRejectsBadFlagValues(t *testing.T) {
 		want string
 	}{
 		{[]string{"--mode", "merge"}, `--mode must be upsert or create, not "merge"`},
-		{[]string{"--batch", "101"}, `--batch must be auto, off or a number of operations from 1 to 100; got "101"`},
+		{[]string{"--batch", "101"}, `--batch must be auto, key, off or a number of operations from 1 to 100; got "101"`},
 		{[]string{"--strategy", "fast"}, `--strategy must be paced or naive, not "fast"`},
 		{[]string{"--ru-share", "1.5"}, "--ru-share must be in (0, 1], not 1.5"},
 		{[]string{"--format", "xml"}, `--format must be auto, ndjson, csv, tsv or parquet, not "xml"`},

@@ -89,7 +89,7 @@ Exit codes:
 	fl.StringVar(&opts.Mode, "mode", "upsert", "upsert or create: upsert notes what replacing existing items would cost")
 	fl.IntVar(&opts.Segments, "segments", 0, "the import's --segments, for the input-order simulation (default: chosen from each file's size and the partitions)")
 	fl.IntVar(&opts.ReadAhead, "read-ahead", 0, "the import's --read-ahead, for the input-order simulation (default 16,384 ÷ partitions, 256-4,096)")
-	fl.StringVar(&opts.Batch, "batch", "auto", "the import's --batch (auto, off or N): requests are counted as it would send them")
+	fl.StringVar(&opts.Batch, "batch", "auto", "the import's --batch (auto, key, off or N): requests are counted as it would send them")
 	fl.BoolVar(&opts.JSON, "json", false, "print the plan as JSON")
 	fl.StringVar(&opts.ParquetSizer, "parquet-sizer", "on", "on, or off: read Parquet rows as an import does instead of summing them by columns")
 	if err := fl.MarkHidden("parquet-sizer"); err != nil {

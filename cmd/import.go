@@ -175,7 +175,7 @@ the embedded local Cosmos DB target is used and announced on stderr.
 	opts.Shared.addFlags(cmd)
 	fl.StringVar(&opts.Mode, "mode", "upsert", "upsert or create (create counts 409 Conflict as already written)")
 	fl.StringVar(&opts.Strategy, "strategy", "paced", "paced, or naive (fixed concurrency, resend on 429: for comparison)")
-	fl.StringVar(&opts.Batch, "batch", "auto", "transactional batches of records that share a partition key: auto (up to 100 operations), off (one request per record), or N (at most N operations)")
+	fl.StringVar(&opts.Batch, "batch", "auto", "records sent together: auto (range batches of any keys in one physical partition, up to 100 operations, where the server takes them, else transactional batches of one key), key (transactional batches of records that share a partition key), off (one request per record), or N (as auto, at most N operations)")
 	fl.Float64Var(&opts.RU, "ru", 0, "target RU/s (default: the container's throughput × --ru-share); also the throughput of a created container")
 	fl.Float64Var(&opts.RUShare, "ru-share", 1, "fraction of the container's throughput to use, leaving the rest to live traffic")
 	fl.Float64Var(&opts.ScaleRU, "scale-ru", 0, "raise the container's throughput (autoscale: its maximum) to N RU/s for the load and restore the original when it ends, or on resume after a crash; needs key authentication")

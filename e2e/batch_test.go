@@ -21,9 +21,10 @@ import (
 
 // refusingProxy stands in front of the local target and refuses every
 // document carrying "refuse": true as Cosmos DB refuses a document it
-// cannot take: a point write gets 400; in a transactional batch the first
-// such operation gets 400 and every other one 424 Failed Dependency (207),
-// and nothing is applied. The loader's mapper accepts these documents, so
+// cannot take: a point write gets 400; in a batch the first such operation
+// gets 400 and every other one 424 Failed Dependency (207), and nothing is
+// applied — a transactional batch's answer, and a range batch's that did
+// not continue on error, its other operations not run. The loader's mapper accepts these documents, so
 // only the server's answer can dead-letter them. inBatches counts the
 // refusals made inside batches.
 func refusingProxy(t *testing.T, upstream string) (endpoint string, inBatches *atomic.Int64) {
@@ -112,14 +113,15 @@ func keyedInput(t *testing.T, dir string, keys, perKey, badEvery int) (path stri
 
 func TestBatchesLandExactlyWithRefusedRecordsInside(t *testing.T) {
 	t.Parallel()
-	for _, mode := range []string{"upsert", "create"} {
-		t.Run(mode, func(t *testing.T) {
+	for _, tc := range []struct{ mode, batch string }{{"upsert", "key"}, {"create", "key"}, {"upsert", "auto"}, {"create", "auto"}} {
+		mode := tc.mode
+		t.Run(mode+" --batch "+tc.batch, func(t *testing.T) {
 			tg := localTarget(t, emulator.Options{DefaultRU: 100000, Partitions: 2})
 			ep, inBatches := refusingProxy(t, tg.endpoint)
 			tg.endpoint = ep
 			dir := t.TempDir()
 			input, good, bad := keyedInput(t, dir, 40, 30, 23)
-			base := tg.args("e2e", "batch", "--create-container", "--partition-key", "/tenant", "--mode", mode)
+			base := tg.args("e2e", "batch", "--create-container", "--partition-key", "/tenant", "--mode", mode, "--batch", tc.batch)
 
 			existing := 0
 			if mode == "create" {
@@ -197,8 +199,9 @@ func readFileString(t *testing.T, path string) string {
 }
 
 // @vercel/cosmosdb-server answers azcosmos' transactional batches with 500
-// (it expects a partitionKey inside each operation): the loader must notice,
-// say so once, and load everything with point writes.
+// (it expects a partitionKey inside each operation): asked for them
+// (--batch key), the loader must notice, say so once, and load everything
+// with point writes.
 func TestBatchesFallBackToPointWritesOnCosmosDBServer(t *testing.T) {
 	t.Parallel()
 	ep, key := testenv.CosmosDBServer(t)
@@ -210,7 +213,7 @@ func TestBatchesFallBackToPointWritesOnCosmosDBServer(t *testing.T) {
 	input, good, _ := keyedInput(t, dir, 10, 30, 1<<30)
 	rep := filepath.Join(dir, "r.json")
 	res := runLoader(t, nil, append([]string{"import", input, "--report", rep, "--checkpoint", filepath.Join(dir, "c.json")},
-		tg.args("e2e", "fallback", "--create-container", "--partition-key", "/tenant")...)...)
+		tg.args("e2e", "fallback", "--create-container", "--partition-key", "/tenant", "--batch", "key")...)...)
 	if res.code != 0 {
 		t.Fatalf("exit %d\n%s", res.code, res.stderr)
 	}

@@ -168,18 +168,28 @@ func TestCrashResumeAgainstStandaloneTarget(t *testing.T) {
 	}
 	dir := t.TempDir()
 	input, want := crashInput(t, dir, crashRecords)
-	endpoint := startStandalone(t, "--ru", "6000", "--partitions", "4", "--data", filepath.Join(dir, "data"))
-	tg := target{name: "standalone", endpoint: endpoint, key: emulator.WellKnownKey, local: true}
-
-	ckpt := filepath.Join(dir, "ckpt.json")
-	common := append([]string{"--endpoint", endpoint, "--key", emulator.WellKnownKey}, crashFlags...)
 	// Four cursors over four partitions: every kill lands with several
 	// segments part-way, each with its own low-water mark.
-	importArgs := append([]string{"import", input, "--database", "crash", "--container", "c",
-		"--create-container", "--partition-key", "/tenant", "--ru", "6000", "--checkpoint", ckpt, "--segments", "4"}, common...)
-	resumeArgs := append([]string{"resume", ckpt}, common...)
-	crashLoop(t, 20, ckpt, importArgs, resumeArgs)
+	tg := crashStandalone(t, dir, input, "c", "6000", 20, "--segments", "4")
 	checkLanded(t, readAll(t, tg, "crash", "c"), want)
+}
+
+// crashStandalone imports input into database crash, container
+// container, of a `loader emulator` process of 4 partitions at ru RU/s
+// with its data in dir, killing the loader kills times and resuming it
+// (crashLoop); extra are more import flags. It returns the target.
+func crashStandalone(t *testing.T, dir, input, container, ru string, kills int, extra ...string) target {
+	t.Helper()
+	endpoint := startStandalone(t, "--ru", ru, "--partitions", "4", "--data", filepath.Join(dir, "data"))
+	tg := target{name: "standalone", endpoint: endpoint, key: emulator.WellKnownKey, local: true}
+	ckpt := filepath.Join(dir, "ckpt.json")
+	common := append([]string{"--endpoint", endpoint, "--key", emulator.WellKnownKey}, crashFlags...)
+	importArgs := append([]string{"import", input, "--database", "crash", "--container", container,
+		"--create-container", "--partition-key", "/tenant", "--ru", ru, "--checkpoint", ckpt}, extra...)
+	importArgs = append(importArgs, common...)
+	resumeArgs := append([]string{"resume", ckpt}, common...)
+	crashLoop(t, kills, ckpt, importArgs, resumeArgs)
+	return tg
 }
 
 func TestCrashResumeWithEmbeddedTarget(t *testing.T) {

@@ -15,9 +15,11 @@ import (
 
 // The Rate Limiting pattern's example: 10,000 records × 10 RU into a
 // 20,000 RU/s container. Naive: 30,000 requests, 20,000 throttled, five
-// passes; paced: 10,000 requests in 5 s. 20,000 RU/s takes two physical
-// partitions (the dry run corrects the one it defaults to, and says so):
-// the ids are picked to fill both halves alike, as the pattern assumes.
+// passes; paced: 10,000 requests in 5 s. The example sends a request per
+// record: --batch off (range batches would send a hundred in one).
+// 20,000 RU/s takes two physical partitions (the dry run corrects the one
+// it defaults to, and says so): the ids are picked to fill both halves
+// alike, as the pattern assumes.
 func TestDryRunPatternNumbers(t *testing.T) {
 	t.Parallel()
 	var lines []string
@@ -31,7 +33,7 @@ func TestDryRunPatternNumbers(t *testing.T) {
 	}
 	in := writeFile(t, t.TempDir(), "pattern.ndjson", []byte(strings.Join(lines, "\n")+"\n"))
 
-	res := runLoader(t, nil, "dry-run", in, "--ru", "20000", "--cost-per-record", "10")
+	res := runLoader(t, nil, "dry-run", in, "--ru", "20000", "--cost-per-record", "10", "--batch", "off")
 	if res.code != 0 {
 		t.Fatalf("exit %d\n%s", res.code, res.stderr)
 	}
@@ -49,7 +51,7 @@ func TestDryRunPatternNumbers(t *testing.T) {
 		}
 	}
 
-	res = runLoader(t, nil, "dry-run", in, "--ru", "20000", "--cost-per-record", "10", "--json")
+	res = runLoader(t, nil, "dry-run", in, "--ru", "20000", "--cost-per-record", "10", "--batch", "off", "--json")
 	var plan struct {
 		Records int64 `json:"records"`
 		Naive   struct {

@@ -367,9 +367,12 @@ func TestRunFallsBackToPointWritesWhenBatchesFail500(t *testing.T) {
 }
 
 func TestParseBatch(t *testing.T) {
-	for in, want := range map[string]int{"": 100, "auto": 100, "off": 0, "1": 1, "50": 50, "100": 100} {
+	for in, want := range map[string]BatchMode{
+		"": {BatchRange, 100}, "auto": {BatchRange, 100}, "key": {BatchPerKey, 100}, "off": {}, "1": {},
+		"50": {BatchRange, 50}, "100": {BatchRange, 100},
+	} {
 		if got, err := ParseBatch(in); err != nil || got != want {
-			t.Errorf("ParseBatch(%q) = %d, %v; want %d", in, got, err, want)
+			t.Errorf("ParseBatch(%q) = %+v, %v; want %+v", in, got, err, want)
 		}
 	}
 	for _, in := range []string{"101", "-1", "x"} {
@@ -406,7 +409,7 @@ func TestBatchGrouperReuseGroupsLikeFresh(t *testing.T) {
 func TestRequestPlannerCountsBatchesAsTheImportSendsThem(t *testing.T) {
 	var requests, records int
 	var ru float64
-	p := NewRequestPlanner(2, 100, 512, func(part, n int, r float64) { requests++; records += n; ru += r })
+	p := NewRequestPlanner(2, BatchMode{BatchPerKey, 100}, 40000, 512, func(part, n int, r float64) { requests++; records += n; ru += r })
 	for i := range 250 {
 		p.Add(0, keyOf([]any{"hot"}), 300, 5)
 		if i%50 == 0 {
@@ -420,13 +423,38 @@ func TestRequestPlannerCountsBatchesAsTheImportSendsThem(t *testing.T) {
 		t.Errorf("%d requests for %d records, %.0f RU; want 8 for 255, 1275 RU", requests, records, ru)
 	}
 	off := 0
-	p = NewRequestPlanner(1, 0, 256, func(int, int, float64) { off++ })
+	p = NewRequestPlanner(1, BatchMode{}, 40000, 256, func(int, int, float64) { off++ })
 	for range 250 {
 		p.Add(0, keyOf([]any{"hot"}), 300, 5)
 	}
 	p.Flush()
 	if off != 250 {
 		t.Errorf("--batch off: %d requests for 250 records", off)
+	}
+}
+
+// With range batches, dry-run counts each partition's records cut as the
+// import cuts them, whatever their keys: 250 records of unique keys on one
+// partition are 18 requests as its batches grow from 8 to 32, 30 on
+// another 4; paced at a low target, a batch holds what 2 % of a
+// partition's share pays for.
+func TestRequestPlannerCountsRangeBatchesPerPartition(t *testing.T) {
+	for _, tc := range []struct {
+		target   float64
+		requests int
+	}{{1e6, 18 + 4}, {1000, 63 + 8}} {
+		var requests, records int
+		p := NewRequestPlanner(2, BatchMode{BatchRange, 100}, tc.target, 512, func(part, n int, r float64) { requests++; records += n })
+		for i := range 250 {
+			p.Add(0, keyOf([]any{fmt.Sprint("a", i)}), 300, 2.4)
+			if i < 30 {
+				p.Add(1, keyOf([]any{fmt.Sprint("b", i)}), 300, 2.4)
+			}
+		}
+		p.Flush()
+		if requests != tc.requests || records != 280 {
+			t.Errorf("target %.0f: %d requests for %d records, want %d for 280", tc.target, requests, records, tc.requests)
+		}
 	}
 }
 
@@ -444,7 +472,12 @@ func TestRunSendsPointWritesUntilTheProbeAnswers(t *testing.T) {
 				return respond(id, attempt)
 			}
 			// The answer comes after the first 50 point writes.
-			probe := func() (decided, ok2 bool) { return points.Load() >= 50, ok }
+			probe := func() (BatchKind, bool) {
+				if !ok {
+					return BatchOff, points.Load() >= 50
+				}
+				return BatchPerKey, points.Load() >= 50
+			}
 			res, dl := runFake(t, keyedDocs(600, 3), s.fakeSink, func(o *Options) { o.Sink = s; o.Batch = 40; o.BatchProbe = probe })
 			checkExact(t, res, s, 600, nil, dl, 600, 0)
 			if p := points.Load(); p < 50 {
@@ -460,41 +493,54 @@ func TestRunSendsPointWritesUntilTheProbeAnswers(t *testing.T) {
 	}
 }
 
-// Two records of one key wait for more, up to the linger on the run's
-// clock, then go as one batch.
+// Records wait for more, up to the linger on the run's clock, then go as
+// one batch: two records of one key for a transactional batch; two of
+// different keys for a range batch, once the queue runs dry.
 func TestBatchLingerWaitsOnTheRunsClock(t *testing.T) {
-	clk := clocktest.New(time.Unix(0, 0))
-	r := &run{readCtx: t.Context(), adm: &naiveAdmission{}, o: Options{Clock: clk, Batch: 10, BatchBytes: DefaultBatchBytes,
-		BatchLinger: 50 * time.Millisecond, QueuePerPartition: 100}}
-	q := make(chan *item, 10)
-	for _, id := range []string{"a", "b"} {
-		q <- &item{doc: Document{ID: id, PK: []any{"k"}}, size: 10}
+	ranges := newRangeRoutes(newFakeRangeSink(false, nil), 100)
+	if err := ranges.read(t.Context(), 0); err != nil {
+		t.Fatal(err)
 	}
-	started := make(chan struct{}, 10)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		r.dispatchBatched(0, q, func(int, float64) bool { return true }, func(func()) { started <- struct{}{} }, &rehomer{r: r})
-	}()
-	guard, stop := context.WithTimeout(t.Context(), 10*time.Second)
-	defer stop()
-	if err := clk.BlockUntil(guard, 1); err != nil {
-		t.Fatalf("the linger does not wait on the run's clock: %v", err)
-	}
-	clk.Advance(49 * time.Millisecond)
-	if len(started) != 0 {
-		t.Fatal("sent before the linger ended")
-	}
-	clk.Advance(time.Millisecond)
-	select {
-	case <-started:
-	case <-guard.Done():
-		t.Fatal("not sent once the linger ended")
-	}
-	close(q)
-	<-done
-	if n := len(started); n != 0 {
-		t.Errorf("%d more requests, want the two records in one batch", n)
+	for _, tc := range []struct {
+		name   string
+		keys   []string
+		ranges *rangeRoutes
+	}{{"key batches", []string{"k", "k"}, nil}, {"range batches", []string{"a", "b"}, ranges}} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clocktest.New(time.Unix(0, 0))
+			r := &run{readCtx: t.Context(), adm: &naiveAdmission{}, o: Options{Clock: clk, Batch: 10, BatchBytes: DefaultBatchBytes,
+				BatchLinger: 50 * time.Millisecond, QueuePerPartition: 100, Ranges: tc.ranges}}
+			q := make(chan *item, 10)
+			for i, k := range tc.keys {
+				q <- &item{doc: Document{ID: fmt.Sprint(i), PK: []any{k}}, size: 10}
+			}
+			started := make(chan struct{}, 10)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				r.dispatchBatched(0, q, func(int, float64) bool { return true }, func(func()) { started <- struct{}{} }, &rehomer{r: r})
+			}()
+			guard, stop := context.WithTimeout(t.Context(), 10*time.Second)
+			defer stop()
+			if err := clk.BlockUntil(guard, 1); err != nil {
+				t.Fatalf("the linger does not wait on the run's clock: %v", err)
+			}
+			clk.Advance(49 * time.Millisecond)
+			if len(started) != 0 {
+				t.Fatal("sent before the linger ended")
+			}
+			clk.Advance(time.Millisecond)
+			select {
+			case <-started:
+			case <-guard.Done():
+				t.Fatal("not sent once the linger ended")
+			}
+			close(q)
+			<-done
+			if n := len(started); n != 0 {
+				t.Errorf("%d more requests, want the two records in one batch", n)
+			}
+		})
 	}
 }
 

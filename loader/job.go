@@ -161,13 +161,7 @@ func Execute(ctx context.Context, j *Job) (*report.Report, error) {
 			return nil, err
 		}
 	}
-	if p.batch > 1 {
-		if prober, ok := tgt.Writer.(BatchProber); !ok {
-			p.refuseBatches()
-		} else {
-			p.probe = startBatchProbe(ctx, prober, p.warnf)
-		}
-	}
+	p.startBatchProbe(ctx, tgt)
 	mapper, err := record.NewMapper(record.Config{
 		IDField:           p.IDField,
 		PartitionKeyPaths: tgt.PartitionKeyPaths,
@@ -212,12 +206,14 @@ type plan struct {
 	Job
 	// strategy is Strategy's decisions: how the work is read and watched.
 	strategy strategy
-	// batch is --batch as a cap on operations; 0 once the server refused
-	// transactional batches (batchesRefused).
-	batch          int
+	// batch is --batch; off when the target cannot send batches at all
+	// (batchesRefused).
+	batch          BatchMode
 	batchesRefused bool
 	// probe is the batch probe, answered while the load starts.
 	probe *batchProbe
+	// ranges address range batches; nil without them.
+	ranges *rangeRoutes
 }
 
 // resolve is j with every default filled in, as a new plan: j is not
@@ -254,23 +250,9 @@ func (j *Job) resolve() *plan {
 	if p.Strategy == StrategyNaive {
 		// The naive approach, as clients written without a bulk mode
 		// send: one request a record (and the one its model counts).
-		p.batch = 0
+		p.batch = BatchMode{}
 	}
 	return p
-}
-
-// batchProbeState is Options.BatchProbe: nil when nothing is probed.
-func (p *plan) batchProbeState() func() (decided, ok bool) {
-	if p.probe == nil {
-		return nil
-	}
-	return p.probe.state
-}
-
-// refuseBatches sends point writes for the whole run: the target failed
-// the batch probe (ProbeBatches).
-func (p *plan) refuseBatches() {
-	p.batch, p.batchesRefused = 0, true
 }
 
 // logf says what the run does, unless --quiet.
@@ -355,7 +337,7 @@ func (p *plan) wholeInputs(ctx context.Context, tgt *Target, inputs []Input, fps
 	}
 	// The work is read for the lanes records are routed to: a naive load
 	// has one, so only --segments splits its files.
-	reads := readplan.Config{Partitions: partitions, Lanes: p.strategy.lanes(partitions), Segments: p.Segments, ReadAhead: p.ReadAhead, Batch: p.batch}
+	reads := p.batch.ReadConfig(readplan.Config{Partitions: partitions, Lanes: p.strategy.lanes(partitions), Segments: p.Segments, ReadAhead: p.ReadAhead})
 	if p.Resume == nil {
 		notes, err := splitInputs(inputs, state, p.Source, reads, p.logf)
 		if err != nil {

@@ -384,7 +384,12 @@ func TestBatchesAcrossASplitFollowTheNewRouting(t *testing.T) {
 			s := &firstBatchAnswer{fakeBatchSink: newFakeBatchSink(false, nil), out: tt.first}
 			res, dl := runFake(t, keyedDocs(600, 4), s.fakeSink, func(o *Options) {
 				o.Sink, o.Batch, o.Pacer, o.Cost = s, 50, p, fixedCost(5)
-				o.BatchProbe = func() (bool, bool) { return true, !refused.Load() }
+				o.BatchProbe = func() (BatchKind, bool) {
+					if refused.Load() {
+						return BatchOff, true
+					}
+					return BatchPerKey, true
+				}
 			})
 			checkExact(t, res, s.fakeBatchSink, 600, nil, dl, 600, 0)
 			if p.waits[0] != 1 {

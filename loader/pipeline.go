@@ -88,14 +88,17 @@ type Options struct {
 	Pacer   Pacer // required for StrategyPaced
 	Cost    costModel
 	Limiter Limiter // in-flight bound for StrategyPaced
-	// Batch caps the operations of a transactional batch of records that
-	// share a partition key (see ParseBatch); 0 or 1 sends point writes
-	// only. Batches need a Sink that is a BatchSink.
+	// Batch caps the operations of a batch (see ParseBatch); 0 or 1
+	// sends point writes only. Transactional batches of records that
+	// share a partition key need a Sink that is a BatchSink.
 	Batch int
-	// BatchProbe, when set, says whether the server has been found to
-	// execute batches: until it has (decided), the run sends point
-	// writes, so a probe takes no round trip from the load's start.
-	BatchProbe func() (decided, ok bool)
+	// Ranges, when set, sends range batches instead, addressed by these
+	// partition key ranges; they need a Sink that is a RangeBatchSink.
+	Ranges *rangeRoutes
+	// BatchProbe, when set, says which batches the server has been found
+	// to execute: until it has (decided), the run sends point writes, so
+	// a probe takes no round trip from the load's start.
+	BatchProbe func() (kind BatchKind, decided bool)
 	// BatchBytes bounds a batch's documents; 0 means DefaultBatchBytes.
 	BatchBytes int
 	// BatchRU bounds a batch's estimated RU, asked when a window of queued
@@ -247,9 +250,11 @@ type Result struct {
 	// ahead is the records the final checkpoint lists past its marks:
 	// acknowledged, and counted as such.
 	ahead Counts
-	// BatchesRefused: the server answered batches with 500 and the run
-	// fell back to point writes.
-	BatchesRefused bool
+	// BatchesRefused: the server answered batches with 500, or refused
+	// them before the load, and the run fell back to point writes.
+	// RangeBatchesRefused: it refused range batches, and the run sent
+	// transactional batches instead.
+	BatchesRefused, RangeBatchesRefused bool
 	// CheckpointSaves and CheckpointTime measure checkpointing's cost.
 	CheckpointSaves int64
 	CheckpointTime  time.Duration
@@ -277,6 +282,9 @@ type item struct {
 	// key is keyOf(doc.PK) once keyed is set: see batchKey.
 	key   BatchKey
 	keyed bool
+	// tries are the record's own failed attempts in range batches, where
+	// each operation is answered on its own.
+	tries attempts
 }
 
 // batchKey is the record's key for grouping into batches, worked out on
@@ -398,7 +406,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 	parts := r.adm.lanes(o.Partitions)
 	var dispatchers sync.WaitGroup
-	laneSize, _ := readplan.QueueAndWindow(o.QueuePerPartition, o.Batch)
+	laneSize, _ := o.batchMode().queueAndWindow(o.QueuePerPartition)
 	queues := &lanes{size: laneSize, current: r.adm.current, start: func(lane int, q chan *item, busy *atomic.Int64) {
 		dispatchers.Add(1)
 		go func() {
@@ -484,8 +492,11 @@ func (o *Options) defaults() {
 	if o.Mode == "" {
 		o.Mode = ModeUpsert
 	}
-	if _, ok := o.Sink.(BatchSink); !ok || o.Batch < 2 {
-		o.Batch = 0
+	if _, ok := o.Sink.(RangeBatchSink); !ok {
+		o.Ranges = nil
+	}
+	if _, ok := o.Sink.(BatchSink); (!ok && o.Ranges == nil) || o.Batch < 2 {
+		o.Batch, o.Ranges = 0, nil
 	}
 	o.Batch = min(o.Batch, MaxBatchOps)
 	if o.BatchBytes <= 0 {
@@ -1118,14 +1129,14 @@ type request struct {
 // decided alone, and the ones after it (never run) are resent as another
 // batch.
 func (r *run) write(items ...*item) {
-	part := items[0].part // where the dispatcher reserved
-	pending := []request{{items: items}}
-	reserved := true // the dispatcher paid for the first attempt
+	part := items[0].part                                       // where the dispatcher reserved
+	pending := []request{{items: items, tries: items[0].tries}} // a record resent alone from a range batch keeps its count
+	reserved := true                                            // the dispatcher paid for the first attempt
 	for len(pending) > 0 {
 		req := pending[0]
 		pending = pending[1:]
 		g := req.items
-		if len(g) > 1 && !r.batchesOK() {
+		if len(g) > 1 && r.batchKind() != BatchPerKey {
 			if reserved {
 				// Paid for as one batch, sent as point writes: the first
 				// keeps its own estimate, the others pay their own.
@@ -1143,7 +1154,7 @@ func (r *run) write(items ...*item) {
 			}
 		}
 		reserved = false
-		out, latency, answered := r.send(g)
+		out, latency, answered := r.send(g, "")
 		if !answered {
 			return // drain deadline passed: left unacknowledged, replayed on resume
 		}
@@ -1212,18 +1223,22 @@ func took(c Class, records int) int {
 }
 
 // send makes one attempt at a request: a point write for one record, a
-// transactional batch for more, and times it. answered is false when the
-// drain deadline passed first.
-func (r *run) send(g []*item) (out BatchOutcome, latency time.Duration, answered bool) {
+// range batch addressed to rangeID, or a transactional batch for more,
+// and times it. answered is false when the drain deadline passed first.
+func (r *run) send(g []*item, rangeID string) (out BatchOutcome, latency time.Duration, answered bool) {
 	began := r.o.Clock.Now()
-	if len(g) == 1 {
+	if len(g) == 1 && rangeID == "" {
 		out.Outcome = r.o.Sink.Write(r.wctx, g[0].doc)
 	} else {
 		docs := make([]Document, len(g))
 		for i, it := range g {
 			docs[i] = it.doc
 		}
-		out = r.o.Sink.(BatchSink).WriteBatch(r.wctx, docs)
+		if rangeID != "" {
+			out = r.o.Sink.(RangeBatchSink).WriteRangeBatch(r.wctx, rangeID, docs)
+		} else {
+			out = r.o.Sink.(BatchSink).WriteBatch(r.wctx, docs)
+		}
 	}
 	latency = r.o.Clock.Now().Sub(began)
 	r.adm.observe(latency)

@@ -29,12 +29,13 @@ type readPiece struct {
 // readOrder is how a load reads: its pieces in the order the cursors take
 // them, how many at once, and how far ahead of the writers.
 type readOrder struct {
-	pieces                   []readPiece
-	cursors                  int
-	queue, window            int
-	splits                   bool
-	maxCursors               int
-	queuePerPartition, batch int
+	pieces            []readPiece
+	cursors           int
+	queue, window     int
+	splits            bool
+	maxCursors        int
+	queuePerPartition int
+	batch             BatchMode
 }
 
 // The import reads its inputs in the order dry-run's model replays them.
@@ -125,7 +126,7 @@ func importReadOrder(t *testing.T, ins []source.Input, partitions, segments, ahe
 	// The options load gives Run, and the queues and batching windows
 	// Run makes of them.
 	o.cursors, o.queuePerPartition, o.batch = pc.reads.Cursors, pc.reads.ReadAhead, p.batch
-	o.queue, o.window = readplan.QueueAndWindow(o.queuePerPartition, o.batch)
+	o.queue, o.window = p.batch.queueAndWindow(o.queuePerPartition)
 	if o.splits = pc.segments != nil; o.splits {
 		o.maxCursors = pc.segments.policy.MaxCursors
 	}
@@ -139,7 +140,7 @@ func modelReadOrder(t *testing.T, ins []source.Input, partitions, segments, ahea
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := readplan.Config{Partitions: partitions, Segments: segments, ReadAhead: ahead, Batch: ops}
+	c := ops.ReadConfig(readplan.Config{Partitions: partitions, Segments: segments, ReadAhead: ahead})
 	var cut [][]source.Range
 	var counts []int
 	for _, in := range ins {

@@ -67,8 +67,11 @@ func buildReport(j *Job, res *Result, target float64, partitions int, base check
 	if r.Batch == "" {
 		r.Batch = "auto"
 	}
-	if res.BatchesRefused {
-		r.Batch = "off (the server refused transactional batches)"
+	switch {
+	case res.BatchesRefused:
+		r.Batch = "off (the server refused batches)"
+	case res.RangeBatchesRefused:
+		r.Batch = "key (the server refused range batches)"
 	}
 	if j.Strategy == StrategyNaive {
 		r.Batch = "off (--strategy naive sends one request a record)"

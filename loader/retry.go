@@ -1,15 +1,20 @@
 package loader
 
-import "time"
+import (
+	"net/http"
+	"time"
+)
 
-// How an answer to a write is handled, in one place for point writes and
-// transactional batches alike:
+// How an answer to a write is handled, in one place for point writes,
+// transactional batches and each operation of a range batch alike:
 //
 //	Classify (the answer's class and the server's retry-after)
-//	  → retryPolicy.decide (this request's attempts: acknowledge, resend
-//	    after a wait, dead-letter, stop)
+//	  → retryPolicy.decide (this request's attempts — in a range batch,
+//	    each record's own: acknowledge, resend after a wait, dead-letter,
+//	    stop)
 //	  → admission.throttled for a 429 (paced: the pacer pauses the
-//	    partition and its AIMD policy cuts the rate; naive: a sleep).
+//	    partition and its AIMD policy cuts the rate; naive: a sleep), once
+//	    for a range batch however many of its operations met one.
 
 const (
 	// transientBackoffBase and transientBackoffMax bound the jittered
@@ -106,6 +111,19 @@ func (p retryPolicy) decide(c Class, retryAfter time.Duration, a attempts, rnd f
 	default: // Fatal
 		return decision{verdict: verdictStop}, a
 	}
+}
+
+// decideOp is decide for one operation of a range batch, answered on its
+// own, with its record's own attempts a. An operation answered 424
+// Failed Dependency did not run, because another failed in a batch that
+// did not continue on error: it is resent as it is, costing its record no
+// attempt.
+func (p retryPolicy) decideOp(op Outcome, a attempts, rnd float64) (decision, attempts) {
+	if op.Status == http.StatusFailedDependency {
+		return decision{verdict: verdictResend}, a
+	}
+	c, retryAfter := Classify(op)
+	return p.decide(c, retryAfter, a, rnd)
 }
 
 // serverFirst is the server's retry-after when it gave one, else the

@@ -117,6 +117,7 @@ func (p *plan) load(ctx context.Context, tgt *Target, mapper *record.Mapper, tar
 		return nil, err
 	}
 	src.pace(rp)
+	p.boundRangeBatches(rp)
 	if rp.watch && tgt.Live != nil {
 		wctx, stopWatch := context.WithCancel(ctx)
 		watched := make(chan struct{})
@@ -130,7 +131,7 @@ func (p *plan) load(ctx context.Context, tgt *Target, mapper *record.Mapper, tar
 	l.cpu = startCPUClock(time.Now())
 	l.common = Options{
 		Stdin: p.Stdin, Mapper: mapper, Sink: tgt.Sink(p.Mode), Mode: p.Mode, Strategy: p.Strategy,
-		Batch: p.batch, BatchProbe: p.batchProbeState(), Logf: p.warnf, Pacer: rp.wait, OnGone: rp.watcher.askRanges, Cost: cost, Limiter: rp.limiter,
+		Batch: p.batch.ops(), Ranges: p.ranges, BatchProbe: p.batchProbeState(), Logf: p.warnf, Pacer: rp.wait, OnGone: rp.watcher.askRanges, Cost: cost, Limiter: rp.limiter,
 		Partitions: partitions, QueuePerPartition: p.ReadAhead, MaxErrors: p.MaxErrors, Errors: p.errorLimit(l.store),
 		CheckpointEvery: p.CheckpointEvery, CheckpointInterval: p.CheckpointInterval,
 		DrainTimeout: p.DrainTimeout, Charges: NewHistogram(), Clock: p.Clock, BatchRU: rp.batchRU,
@@ -166,7 +167,8 @@ func (p *plan) load(ctx context.Context, tgt *Target, mapper *record.Mapper, tar
 // pacing is a load's pacer, writer pool and watcher, paced to target.
 func (p *plan) pacing(tgt *Target, target float64, partitions int) (*runPacing, error) {
 	limiter := pacing.NewConcurrency(limiterConfig(target, p.Clock, p.logf))
-	pacer, err := pacing.NewPacer(pacing.PacerConfig{TargetRU: target, Bounds: tgt.Bounds, Clock: p.Clock, PathLatency: limiter.PathLatency, Aim: pacing.LoadAim})
+	pacer, err := pacing.NewPacer(pacing.PacerConfig{TargetRU: target, Bounds: tgt.Bounds, Clock: p.Clock, PathLatency: limiter.PathLatency, Aim: pacing.LoadAim,
+		Whole: p.ranges != nil})
 	if err != nil {
 		return nil, err
 	}
@@ -302,9 +304,7 @@ func (l *loading) report(ctx context.Context, partitions int) *report.Report {
 	}
 	total.Snapshot.Complete = total.Cause == Finished
 	total.Snapshot.Elapsed = p.Clock.Now().Sub(l.began)
-	if p.probe != nil && p.probe.refused() {
-		total.BatchesRefused = true
-	}
+	p.noteProbe(total)
 	st, base := l.store.totals(l.ran)
 	changes, parts := l.rp.watcher.history()
 	rep := buildReport(&p.Job, total, meanTarget(changes, total.Snapshot.Elapsed.Seconds()), partitions, base, st)

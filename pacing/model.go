@@ -242,3 +242,103 @@ func ModelUniform(records int64, meanRU, targetRU float64, partitions int) (Naiv
 	}
 	return m.Naive(), m.Paced()
 }
+
+// RangeBatchBytes is the request body at which the SDKs' bulk modes close
+// a range batch (their DefaultMaxBulkRequestBodySizeInBytes): not the
+// service's limit on a request (2 MB), their sizing target, which the
+// loader keeps too (docs/bulk-protocol.md).
+const RangeBatchBytes = 220201
+
+// BatchLimits bound one range batch request: its operations, its body and
+// its estimated charge.
+type BatchLimits struct {
+	Ops   int
+	Bytes int
+	RU    float64 // 0: no bound
+}
+
+// Full reports whether a request of ops operations, bytes of body and ru
+// estimated is full for one more of opBytes and opRU: it holds one
+// operation at least, and another would take it past a limit. An
+// operation bigger than the limits goes in a request of its own.
+func (l BatchLimits) Full(ops, bytes int, ru float64, opBytes int, opRU float64) bool {
+	return ops > 0 && (ops >= l.Ops || bytes+opBytes > l.Bytes || (l.RU > 0 && ru+opRU > l.RU))
+}
+
+// RangeBatchRU is the most one range batch is estimated to cost in a load
+// paced at targetRU RU/s over partitions: rangeBatchShare of a partition's
+// share at LoadAim. The service runs a batch's operations one at a time
+// against the second's budget, so the pacer fits each batch whole in a
+// second (PacerConfig.Whole) and what is left of a second when the next
+// batch does not fit goes unspent: half a batch a second, on average. A
+// small batch also keeps a partition's requests as even as its pacing,
+// so that a path's jitter carries less into the service's next second.
+// Unthrottled targets leave it far above 100 operations' charge.
+func RangeBatchRU(targetRU float64, partitions int) float64 {
+	return targetRU * LoadAim / float64(max(partitions, 1)) * rangeBatchShare
+}
+
+// rangeBatchShare is the fraction of a partition's share per second one
+// range batch may be estimated at.
+const rangeBatchShare = 0.02
+
+// RangeRequests cuts the records of a load sent in range batches into
+// requests, as the import's dispatchers send them when their queues are
+// full: each partition's records in input order, a request closed by
+// BatchLimits and by the partition's BatchSizer, grown as an unthrottled
+// load's answers grow it. That is how dry-run and the naive-versus-paced
+// model count requests. It holds one open request per partition.
+type RangeRequests struct {
+	limits BatchLimits
+	open   []openRequest
+	sizers []*BatchSizer
+	send   func(part, records int, ru float64)
+}
+
+type openRequest struct {
+	ops, bytes int
+	ru         float64
+}
+
+// NewRangeRequests cuts the records of partitions (≤ 0 means 1) by limits
+// and hands each request, once closed, to send.
+func NewRangeRequests(partitions int, limits BatchLimits, send func(part, records int, ru float64)) *RangeRequests {
+	c := &RangeRequests{limits: limits, open: make([]openRequest, max(partitions, 1)), send: send}
+	c.sizers = make([]*BatchSizer, len(c.open))
+	for i := range c.sizers {
+		c.sizers[i] = NewBatchSizer(limits.Ops)
+	}
+	return c
+}
+
+// Add adds a record of bytes in a request body and ru estimated to
+// partition part's open request, sending that one first if it is full.
+func (c *RangeRequests) Add(part, bytes int, ru float64) {
+	part = min(max(part, 0), len(c.open)-1)
+	o := &c.open[part]
+	limits := c.limits
+	limits.Ops = min(limits.Ops, c.sizers[part].Size())
+	if limits.Full(o.ops, o.bytes, o.ru, bytes, ru) {
+		c.close(part)
+	}
+	o.ops++
+	o.bytes += bytes
+	o.ru += ru
+}
+
+// close sends partition part's open request, answered without a 429.
+func (c *RangeRequests) close(part int) {
+	o := c.open[part]
+	c.send(part, o.ops, o.ru)
+	c.sizers[part].Answered(o.ops, false)
+	c.open[part] = openRequest{}
+}
+
+// Flush sends every open request.
+func (c *RangeRequests) Flush() {
+	for part := range c.open {
+		if c.open[part].ops > 0 {
+			c.close(part)
+		}
+	}
+}

@@ -241,3 +241,85 @@ func TestNaiveClientString(t *testing.T) {
 		}
 	}
 }
+
+// Range batches are cut per partition, in input order, by operations —
+// a few at first, more as the partition's BatchSizer grows — bytes and
+// estimated RU; a record bigger than the limits goes alone.
+func TestRangeRequestsCutsEachPartitionByItsLimits(t *testing.T) {
+	type req struct {
+		part, records int
+		ru            float64
+	}
+	cut := func(l BatchLimits, add func(c *RangeRequests)) []req {
+		var got []req
+		c := NewRangeRequests(2, l, func(part, records int, ru float64) { got = append(got, req{part, records, ru}) })
+		add(c)
+		c.Flush()
+		return got
+	}
+	// 250 records on partition 0, 30 on partition 1, interleaved: each
+	// partition's batches of 8, then 16, then 32.
+	got := cut(BatchLimits{Ops: 100, Bytes: RangeBatchBytes}, func(c *RangeRequests) {
+		for i := range 250 {
+			c.Add(0, 600, 10)
+			if i%8 == 0 && i < 240 {
+				c.Add(1, 600, 10)
+			}
+		}
+	})
+	sizes := map[int][]int{}
+	for _, r := range got {
+		sizes[r.part] = append(sizes[r.part], r.records)
+	}
+	if want := []int{8, 8, 8, 8, 8, 8, 8, 8, 16, 16, 16, 16, 16, 16, 16, 16, 32, 26}; !slices.Equal(sizes[0], want) {
+		t.Errorf("partition 0 by operations: %v, want %v", sizes[0], want)
+	}
+	if want := []int{8, 8, 8, 6}; !slices.Equal(sizes[1], want) {
+		t.Errorf("partition 1 by operations: %v, want %v", sizes[1], want)
+	}
+	// 30 KB documents: 7 fit in 220,201 bytes.
+	got = cut(BatchLimits{Ops: 100, Bytes: RangeBatchBytes}, func(c *RangeRequests) {
+		for range 10 {
+			c.Add(0, 30000, 10)
+		}
+	})
+	if want := []req{{0, 7, 70}, {0, 3, 30}}; !slices.Equal(got, want) {
+		t.Errorf("by bytes: %v, want %v", got, want)
+	}
+	// An RU bound of 55: 5 records of 10 RU; a 300 RU record alone.
+	got = cut(BatchLimits{Ops: 100, Bytes: RangeBatchBytes, RU: 55}, func(c *RangeRequests) {
+		for range 7 {
+			c.Add(0, 600, 10)
+		}
+		c.Add(0, 600, 300)
+		c.Add(0, 600, 10)
+	})
+	if want := []req{{0, 5, 50}, {0, 2, 20}, {0, 1, 300}, {0, 1, 10}}; !slices.Equal(got, want) {
+		t.Errorf("by RU: %v, want %v", got, want)
+	}
+}
+
+// The naive-versus-paced model fed range batches counts requests as the
+// loader sends them: a partition's records over the batch size, rounded
+// up, for the paced load, and the same in each naive pass over what is
+// left. Batches of 8 here, so that the sizer does not grow them.
+func TestModelCountsRangeBatchRequests(t *testing.T) {
+	m := NewModel(20000, 1)
+	c := NewRangeRequests(1, BatchLimits{Ops: 8, Bytes: RangeBatchBytes}, func(part, _ int, ru float64) { m.Add(part, ru) })
+	for range 10000 {
+		c.Add(0, 600, 10)
+	}
+	c.Flush()
+	if got, want := m.Paced(), (PacedResult{Requests: 1250, Seconds: 5}); got != want {
+		t.Errorf("paced %+v, want %+v", got, want)
+	}
+	if got, want := m.Naive(), (NaiveResult{Requests: 1250 + 1000 + 750 + 500 + 250, Throttled: 2500, Passes: 5, Seconds: 5}); got != want {
+		t.Errorf("naive %+v, want %+v", got, want)
+	}
+}
+
+func TestRangeBatchRUIsAFiftiethOfTheShare(t *testing.T) {
+	if got := RangeBatchRU(5000, 4); math.Abs(got-5000*LoadAim/4/50) > 1e-9 {
+		t.Errorf("RangeBatchRU(5000, 4) = %v", got)
+	}
+}

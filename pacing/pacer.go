@@ -49,6 +49,13 @@ type PacerConfig struct {
 	// of the renewed second 200 ms into it. AIMD's contention tests
 	// still use the retry-after as the service gave it.
 	PathLatency func() time.Duration
+	// Whole has every request fit in an aligned second's budget, not take
+	// it into debt: the service runs a range batch's operations one at a
+	// time against the budget, so the operations of a batch that took the
+	// second past it would be refused (429) where one request would have
+	// run. A request that does not fit in what is left of a second waits
+	// for the next one, and that remainder goes unspent.
+	Whole bool
 	// Aim is the fraction of the target the buckets are filled at
 	// (default 1: the target as given; the loader uses LoadAim). The service renews each partition's budget every
 	// second by its own clock, and a path's jitter moves requests paced
@@ -64,12 +71,16 @@ type PacerConfig struct {
 // LoadAim is the Aim a load paces at: 99.5 % of its target (see Aim).
 const LoadAim = 0.995
 
+// DefaultDepth is how much of a second's rate a bucket holds unless
+// PacerConfig.Depth says otherwise.
+const DefaultDepth = 100 * time.Millisecond
+
 func (c *PacerConfig) defaults() {
 	if c.Clock == nil {
 		c.Clock = clock.System{}
 	}
 	if c.Depth <= 0 {
-		c.Depth = 100 * time.Millisecond
+		c.Depth = DefaultDepth
 	}
 	c.AIMD.defaults()
 	if c.Aim <= 0 || c.Aim > 1 {
@@ -165,8 +176,9 @@ func (pt *partition) reguard(now time.Time, old float64) {
 // guard charges ru to the aligned second of at, or of the first renewal
 // after it that leaves budget, and returns when the request may go. A
 // request sent while the second has budget left may take it into debt, as
-// the service allows. pt.mu must be held.
-func (pt *partition) guard(at time.Time, ru float64) time.Time {
+// the service allows — unless whole, when it must fit in what is left (or
+// find the second whole). pt.mu must be held.
+func (pt *partition) guard(at time.Time, ru float64, whole bool) time.Time {
 	sec := at.Unix()
 	if sec < pt.guardSec {
 		// Behind later reservations: charged to the latest second.
@@ -174,10 +186,10 @@ func (pt *partition) guard(at time.Time, ru float64) time.Time {
 		return at
 	}
 	pt.renewGuard(sec)
-	if pt.guardRU <= 0 {
+	if pt.guardRU <= 0 || (whole && pt.guardRU < ru && pt.guardRU < pt.limit) {
 		k := int64(1)
 		if pt.limit > 0 {
-			k = int64(math.Floor(-pt.guardRU/pt.limit)) + 1
+			k = max(int64(math.Floor(-pt.guardRU/pt.limit))+1, 1)
 		}
 		pt.renewGuard(sec + k)
 		at = time.Unix(sec+k, 0)
@@ -313,7 +325,7 @@ func (p *Pacer) Reserve(part int, ru float64) *Reservation {
 	if r.At.Before(pt.pausedUntil) {
 		r.At = pt.pausedUntil
 	}
-	r.At = pt.guard(r.At, ru)
+	r.At = pt.guard(r.At, ru, p.cfg.Whole)
 	r.sec = max(r.At.Unix(), pt.guardSec)
 	pt.requests++
 	pt.totalRU += ru
@@ -404,7 +416,7 @@ func (p *Pacer) late(r *Reservation, now time.Time) bool {
 		r.sec = sec
 		return false
 	}
-	at := pt.guard(now, r.RU)
+	at := pt.guard(now, r.RU, p.cfg.Whole)
 	r.At, r.sec = at, at.Unix()
 	return at.After(now)
 }

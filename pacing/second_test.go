@@ -202,3 +202,38 @@ func TestTargetChangeCountsFromMidSecond(t *testing.T) {
 		})
 	}
 }
+
+// A range batch's operations run one at a time against the service's
+// budget, so with Whole no aligned second is sent more than its budget,
+// not even by one batch into debt: a batch that does not fit in what is
+// left waits for the next second. Without it, the second guard lets a
+// batch take a second into debt, which a service running the operations
+// one by one would refuse in part.
+func TestWholeBatchesFitTheirSecond(t *testing.T) {
+	for _, whole := range []bool{false, true} {
+		clk := &simClock{now: time.Unix(1_700_000_000, 0)}
+		p, err := NewPacer(PacerConfig{TargetRU: 1000, Partitions: 1, Clock: clk, Whole: whole})
+		if err != nil {
+			t.Fatal(err)
+		}
+		perSecond := map[int64]float64{}
+		for range 200 {
+			r := p.Reserve(0, 70)
+			if r.At.After(clk.now) {
+				clk.now = r.At
+			}
+			perSecond[clk.now.Unix()] += 70
+		}
+		over, total := false, 0.0
+		for _, ru := range perSecond {
+			over = over || ru > 1000
+			total += ru
+		}
+		if over == whole {
+			t.Errorf("whole %v: per second %v", whole, perSecond)
+		}
+		if secs := float64(len(perSecond)); whole && total/secs < 900 {
+			t.Errorf("whole: %.0f RU a second, want all but part of a batch of 1,000", total/secs)
+		}
+	}
+}

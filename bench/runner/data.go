@@ -16,7 +16,7 @@ type dataSpec struct {
 	Records int   // stop after this many records, or
 	Bytes   int64 // after this many bytes (whichever is set)
 	// HotShare of the records get the partition key HotKey; the rest
-	// spread over 500 tenants.
+	// spread over 500 tenants (or as PerKey or Unique say).
 	HotShare float64
 	HotKey   string
 	// Small documents (~200 bytes, 12 leaves: ~7.6 RU on the local
@@ -55,10 +55,10 @@ func generate(path string, s dataSpec) (dataFile, error) {
 			break
 		}
 		tenant := fmt.Sprintf("tenant-%04d", rng.Intn(500))
-		if s.HotShare > 0 && rng.Float64() < s.HotShare {
-			tenant = s.HotKey
-		}
+		hot := s.HotShare > 0 && rng.Float64() < s.HotShare
 		switch {
+		case hot:
+			tenant = s.HotKey
 		case s.Unique:
 			tenant = fmt.Sprintf("tenant-u%09d", i)
 		case s.PerKey > 0:

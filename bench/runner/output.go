@@ -37,6 +37,7 @@ type results struct {
 	P            *scenarioP          `json:"p_fleet,omitempty"`
 	O            *scenarioO          `json:"o_storage_outage,omitempty"`
 	Q            *scenarioQ          `json:"q_naive_model,omitempty"`
+	R            *scenarioR          `json:"r_range_batches,omitempty"`
 }
 
 // check is one pass criterion of issue 4 (or this benchmark's own, where
@@ -131,10 +132,13 @@ func (res *results) markdown() string {
 			name string
 			a    batchArm
 		}{{fmt.Sprintf("%d per key, key-sorted", h.PerKey), h.Keyed}, {"unique keys", h.Unique}} {
-			rows = append(rows, [2]string{fmt.Sprintf("--batch auto vs off, %s records unthrottled, %s", n0(float64(h.Records)), arm.name),
+			rows = append(rows, [2]string{fmt.Sprintf("--batch key vs off, %s records unthrottled, %s", n0(float64(h.Records)), arm.name),
 				fmt.Sprintf("CPU %.1f vs %.1f µs per record (×%.2f) · %s vs %s records/s (×%.2f) · %.1f records per request (2 runs each, alternating)",
 					arm.a.Auto.MeanCPUMicros, arm.a.Off.MeanCPUMicros, arm.a.CPURatio, n0(arm.a.Auto.MeanRate), n0(arm.a.Off.MeanRate), arm.a.RateRatio, arm.a.Auto.RecordsPerRequest)})
 		}
+	}
+	if rs := res.R; rs != nil {
+		rows = append(rows, rs.rows()...)
 	}
 	rows = append(rows, res.pathRows()...)
 	rows = append(rows, res.fleetRows()...)
@@ -167,6 +171,7 @@ var scenarioName = map[string]string{
 	"D": "D dry-run accuracy", "E": "E read path", "F": "F memory", "G": "G checkpoints", "H": "H batches", "K": "K key-sorted export",
 	"L": "L long path", "M": "M busy machine",
 	"N": "N throughput change", "S": "S splits", "P": "P fleet", "O": "O storage outage",
+	"R": "R range batches",
 }
 
 // chartSVG is RU/s per second of the paced and naive runs of scenario A,

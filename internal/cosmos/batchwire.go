@@ -277,9 +277,9 @@ func (sc *resultScanner) field(r *batchResult) bool {
 	sc.ws()
 	if sc.i < len(sc.b) && sc.b[sc.i] == '"' {
 		// A string for a numeric field is encoding/json's error to
-		// report.
-		_, ok := sc.str()
-		return ok && !resultField(key)
+		// report. Other strings are skipped, escapes and all: an eTag is
+		// a quoted string inside the JSON one ("\"0000…\"").
+		return sc.skipStr() && !resultField(key)
 	}
 	at := sc.i
 	v, ok := sc.num()
@@ -320,6 +320,41 @@ func (sc *resultScanner) str() (s []byte, ok bool) {
 	}
 	s, sc.i = sc.b[sc.i:j], j+1
 	return s, true
+}
+
+// skipStr reads past a string, escapes included, as encoding/json reads
+// one; false for one it would refuse (a control character, a bad escape).
+func (sc *resultScanner) skipStr() bool {
+	if !sc.take('"') {
+		return false
+	}
+	for sc.i < len(sc.b) {
+		c := sc.b[sc.i]
+		sc.i++
+		switch {
+		case c == '"':
+			return true
+		case c < 0x20:
+			return false
+		case c != '\\':
+		case sc.i < len(sc.b) && bytes.IndexByte([]byte(`"\/bfnrt`), sc.b[sc.i]) >= 0:
+			sc.i++
+		case sc.take('u'):
+			for range 4 {
+				if sc.i >= len(sc.b) || !isHex(sc.b[sc.i]) {
+					return false
+				}
+				sc.i++
+			}
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }
 
 func (sc *resultScanner) digits() int {

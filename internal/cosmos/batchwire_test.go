@@ -101,7 +101,7 @@ func TestScanResultsReadsWhatEncodingJSONReads(t *testing.T) {
 		in   string
 		fast bool // read by scanResults, not handed to encoding/json
 	}{
-		{`[{"statusCode":201,"requestCharge":10.29,"eTag":"\"0a00\""},{"statusCode":200,"requestCharge":20.58,"eTag":"x"}]`, false},
+		{`[{"statusCode":201,"requestCharge":10.29,"eTag":"\"0a00\""},{"statusCode":200,"requestCharge":20.58,"eTag":"x"}]`, true},
 		{`[{"statusCode":201,"requestCharge":10.29,"eTag":"0a00"},{"statusCode":200,"requestCharge":2.058e1,"eTag":"x"}]`, true},
 		{" [ { \"statusCode\" : 424 , \"requestCharge\" : 0 } ,\n{\"statusCode\":409,\"requestCharge\":1.24} ] ", true},
 		{`[]`, true},
@@ -132,9 +132,28 @@ func TestScanResultsReadsWhatEncodingJSONReads(t *testing.T) {
 	}
 }
 
+// The service's eTags are quoted inside their JSON strings: an answer
+// with them is read by the scanner, not handed to encoding/json.
+func TestScanResultsReadsEscapedETags(t *testing.T) {
+	in := `[{"statusCode":201,"requestCharge":7.62,"eTag":"\"00000000-0000-0000-6b3c-59d2a4f201db\""},` +
+		`{"statusCode":429,"subStatusCode":3200,"requestCharge":0,"retryAfterMilliseconds":7}]`
+	got := scanResults([]byte(in))
+	want := []batchResult{{StatusCode: 201, RequestCharge: 7.62}, {StatusCode: 429, SubStatusCode: 3200, RetryAfterMilliseconds: 7}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("scanned %v, want %v", got, want)
+	}
+	for _, bad := range []string{`[{"eTag":"\x"}]`, `[{"eTag":"\u00g0"}]`, `[{"eTag":"\"}]`, "[{\"eTag\":\"a\tb\"}]"} {
+		if got := scanResults([]byte(bad)); got != nil {
+			t.Errorf("%s scanned as %v, which encoding/json refuses", bad, got)
+		}
+	}
+}
+
 func FuzzScanResults(f *testing.F) {
 	f.Add(`[{"statusCode":201,"requestCharge":10.29,"eTag":"0a00"}]`)
 	f.Add(`[{"statusCode":424,"requestCharge":0},{"statusCode":409,"requestCharge":1.24}]`)
+	f.Add(`[{"statusCode":201,"requestCharge":7.62,"eTag":"\"00000000-0000-0000-6b3c-59d2a4f201db\""},{"statusCode":429,"subStatusCode":3200,"retryAfterMilliseconds":7}]`)
+	f.Add(`[{"statusCode":201,"eTag":"\u0041\/\\x"}]`)
 	f.Fuzz(func(t *testing.T, in string) {
 		got := scanResults([]byte(in))
 		if got == nil {

@@ -42,10 +42,9 @@ type Job struct {
 	Mode     loader.Mode
 	Now      func() time.Time
 
-	// Batch is the import's --batch as a cap on operations
-	// (loader.ParseBatch); requests are counted as the import would send
-	// them.
-	Batch int
+	// Batch is the import's --batch (loader.ParseBatch); requests are
+	// counted as the import would send them.
+	Batch loader.BatchMode
 
 	// Connect, when set, opens Target and takes the container's partition
 	// key, indexing policy and partitions from it instead of Mapper's and

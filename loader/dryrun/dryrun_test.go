@@ -517,7 +517,7 @@ func TestDryRunFactsGiveTheRecordsPlan(t *testing.T) {
 		{fixtures + "types.parquet", []string{"/pk"}, true},
 	}
 	for _, c := range cases {
-		for _, batch := range []int{0, 100} {
+		for _, batch := range []loader.BatchMode{{}, {Kind: loader.BatchPerKey, MaxOps: 100}, {Kind: loader.BatchRange, MaxOps: 100}} {
 			for _, parts := range []int{1, 4} {
 				plan := func(facts bool) *report.DryRun {
 					p, err := Run(context.Background(), &Job{
@@ -535,7 +535,7 @@ func TestDryRunFactsGiveTheRecordsPlan(t *testing.T) {
 				if !reflect.DeepEqual(got, want) {
 					g, _ := json.Marshal(got)
 					w, _ := json.Marshal(want)
-					t.Errorf("%s %v keep=%v batch=%d partitions=%d:\nby columns %s\nby records %s", filepath.Base(c.path), c.pk, c.keep, batch, parts, g, w)
+					t.Errorf("%s %v keep=%v batch=%+v partitions=%d:\nby columns %s\nby records %s", filepath.Base(c.path), c.pk, c.keep, batch, parts, g, w)
 				}
 			}
 		}

@@ -27,7 +27,7 @@ type modelled struct {
 // time, the duration at other rates and the naive-versus-paced figures.
 func (r *reading) model() modelled {
 	j, p := r.j, r.p
-	md := modelled{config: readplan.Config{Partitions: r.parts, Segments: j.Segments, ReadAhead: j.ReadAhead, Batch: j.Batch}}
+	md := modelled{config: j.Batch.ReadConfig(readplan.Config{Partitions: r.parts, Segments: j.Segments, ReadAhead: j.ReadAhead})}
 	// The import reads several files at once, and cuts a file while
 	// loading only when every input can be cut.
 	md.plan = readplan.New(j.Inputs, r.counts, j.Source, md.config)

@@ -79,7 +79,7 @@ func newReading(j *Job, m *record.Mapper) *reading {
 	if ahead <= 0 {
 		ahead = readplan.DefaultReadAhead(parts)
 	}
-	r.planner = loader.NewRequestPlanner(parts, j.Batch, ahead, func(part, records int, ru float64) {
+	r.planner = loader.NewRequestPlanner(parts, j.Batch, j.TargetRU, ahead, func(part, records int, ru float64) {
 		r.p.Requests++
 		r.written += int64(records)
 		r.naive.AddN(part, int64(records), ru/float64(max(records, 1)))

@@ -50,8 +50,10 @@ type Config struct {
 	Partitions, Lanes int
 	// Segments is --segments (0: chosen per file, SegmentsOf), ReadAhead
 	// --read-ahead (0: DefaultReadAhead) and Batch --batch's cap on a
-	// batch's operations (0 or 1: point writes).
+	// batch's operations (0 or 1: point writes); RangeBatches says the
+	// batches are range batches rather than transactional ones.
 	Segments, ReadAhead, Batch int
+	RangeBatches               bool
 }
 
 func (c Config) lanes() int {
@@ -72,7 +74,7 @@ func New(files []source.Input, pieces []int, so source.Options, c Config) Plan {
 	if p.ReadAhead <= 0 {
 		p.ReadAhead = DefaultReadAhead(c.Partitions)
 	}
-	p.Queue, p.Window = QueueAndWindow(p.ReadAhead, c.Batch)
+	p.Queue, p.Window = QueueAndWindow(p.ReadAhead, c.Batch, c.RangeBatches)
 	// A fixed count (--segments) is kept; so is one lane's one cursor,
 	// with nothing to keep busy.
 	p.Splits = c.lanes() > 1 && c.Segments == 0
@@ -189,14 +191,20 @@ func DefaultReadAhead(partitions int) int {
 }
 
 // QueueAndWindow divides a partition's read-ahead between its queue and
-// the window of records its dispatcher groups at once (half each, the
-// window at most 1,024 and at least a full batch of maxOps), so batching
-// holds no more records in memory than the read-ahead says. Without
-// batches the queue is all of it.
-func QueueAndWindow(readAhead, maxOps int) (queue, window int) {
-	if maxOps < 2 {
+// the window of records its dispatcher groups at once, so batching holds
+// no more records in memory than the read-ahead says. Transactional
+// batches group a wide window (half the read-ahead, at most 1,024 and at
+// least a full batch of maxOps) to find records that share a key; a range
+// batch (ranges) is the window itself, at most maxOps records of the
+// partition. Without batches the queue is all of it.
+func QueueAndWindow(readAhead, maxOps int, ranges bool) (queue, window int) {
+	switch {
+	case maxOps < 2:
 		return readAhead, 0
+	case ranges:
+		window = maxOps
+	default:
+		window = max(maxOps, min(readAhead/2, 1024))
 	}
-	window = max(maxOps, min(readAhead/2, 1024))
 	return max(readAhead-window, 1), window
 }

@@ -40,19 +40,27 @@ func TestReadCursors(t *testing.T) {
 
 // With batches on, a partition's queue and its dispatcher's window share
 // the read-ahead, so batching holds no more records than --read-ahead says,
-// and dry-run's order simulation reads exactly as far.
+// and dry-run's order simulation reads exactly as far. A range batch's
+// window is one batch: it groups no keys.
 func TestQueueAndWindowHoldTheReadAhead(t *testing.T) {
-	for _, tc := range []struct{ readAhead, maxOps, queue, window int }{
-		{4096, 100, 3072, 1024},
-		{1024, 100, 512, 512},
-		{256, 100, 128, 128},
-		{150, 100, 50, 100}, // a full batch at least
-		{64, 100, 1, 100},
-		{1024, 0, 1024, 0}, // --batch off
+	for _, tc := range []struct {
+		readAhead, maxOps int
+		ranges            bool
+		queue, window     int
+	}{
+		{4096, 100, false, 3072, 1024},
+		{1024, 100, false, 512, 512},
+		{256, 100, false, 128, 128},
+		{150, 100, false, 50, 100}, // a full batch at least
+		{64, 100, false, 1, 100},
+		{1024, 0, false, 1024, 0}, // --batch off
+		{4096, 100, true, 3996, 100},
+		{64, 100, true, 1, 100},
+		{1024, 0, true, 1024, 0},
 	} {
-		q, w := QueueAndWindow(tc.readAhead, tc.maxOps)
+		q, w := QueueAndWindow(tc.readAhead, tc.maxOps, tc.ranges)
 		if q != tc.queue || w != tc.window {
-			t.Errorf("QueueAndWindow(%d, %d) = %d, %d; want %d, %d", tc.readAhead, tc.maxOps, q, w, tc.queue, tc.window)
+			t.Errorf("QueueAndWindow(%d, %d, %v) = %d, %d; want %d, %d", tc.readAhead, tc.maxOps, tc.ranges, q, w, tc.queue, tc.window)
 		}
 	}
 }

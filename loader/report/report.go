@@ -80,8 +80,9 @@ type Report struct {
 	// RecordsPerRequest is the records written or found existing per
 	// request sent (retries and 429s included): above 1 with batches.
 	RecordsPerRequest float64 `json:"records_per_request"`
-	// Batch is --batch as the run used it: auto, off, N, or "off (…)"
-	// when the server refused batches and the run fell back to point writes.
+	// Batch is --batch as the run used it: auto, key, off, N, or "off (…)"
+	// when the server refused batches and the run fell back to point
+	// writes, "key (…)" when it refused range batches only.
 	Batch string `json:"batch"`
 
 	// Resumed marks a run that continued an earlier one's checkpoint.
