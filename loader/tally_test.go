@@ -33,3 +33,29 @@ func TestTallyCountsPartitionsAndFindsTheHeaviestKey(t *testing.T) {
 		t.Errorf("median round trip = %v", rt)
 	}
 }
+
+// A range batch's answer counts, for the tally, the operations it wrote
+// or found existing; it is throttled when nothing was taken for 429s.
+func TestRangeTookCountsItsOperations(t *testing.T) {
+	ops := func(statuses ...int) BatchOutcome {
+		out := BatchOutcome{Outcome: Outcome{Status: 207}}
+		for _, s := range statuses {
+			out.Ops = append(out.Ops, Outcome{Status: s})
+		}
+		return out
+	}
+	for _, c := range []struct {
+		out       BatchOutcome
+		n, took   int
+		throttled bool
+	}{
+		{ops(201, 429, 409), 3, 2, false},
+		{ops(429, 429), 2, 0, true},
+		{BatchOutcome{Outcome: Outcome{Status: 429}}, 5, 0, true},
+		{BatchOutcome{Outcome: Outcome{Status: 200}, Ops: []Outcome{{Status: 201}, {Status: 201}}}, 2, 2, false},
+	} {
+		if took, throttled := rangeTook(c.out, c.n); took != c.took || throttled != c.throttled {
+			t.Errorf("%+v: took %d, throttled %v; want %d, %v", c.out, took, throttled, c.took, c.throttled)
+		}
+	}
+}
