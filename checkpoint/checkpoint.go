@@ -110,7 +110,9 @@ type Config struct {
 	Delimiter    string   `json:"delimiter,omitempty"`
 	CSVStrings   bool     `json:"csv_strings,omitempty"`
 	CSVEmptyNull bool     `json:"csv_empty_null,omitempty"`
-	Columns      []string `json:"columns,omitempty"`
+	// CSVEmptyString: --csv-empty string.
+	CSVEmptyString bool     `json:"csv_empty_string,omitempty"`
+	Columns        []string `json:"columns,omitempty"`
 	// BinaryAsString reads Parquet byte arrays with no logical type as
 	// strings (--binary-as-string).
 	BinaryAsString bool    `json:"binary_as_string,omitempty"`

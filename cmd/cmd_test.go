@@ -185,7 +185,7 @@ func TestImportRejectsBadFlagValues(t *testing.T) {
 		{[]string{"--strategy", "fast"}, `--strategy must be paced or naive, not "fast"`},
 		{[]string{"--ru-share", "1.5"}, "--ru-share must be in (0, 1], not 1.5"},
 		{[]string{"--format", "xml"}, `--format must be auto, ndjson, csv, tsv or parquet, not "xml"`},
-		{[]string{"--format", "csv", "--csv-empty", "zero"}, `--csv-empty must be omit or null, not "zero"`},
+		{[]string{"--format", "csv", "--csv-empty", "zero"}, `--csv-empty must be omit, null or string, not "zero"`},
 		{[]string{"--null", "maybe"}, `--null must be omit or keep, not "maybe"`},
 		{[]string{"--format", "csv", "--null", "omit", "--csv-empty", "null"}, `--null omit contradicts --csv-empty null`},
 		{[]string{"--format", "csv", "--delimiter", "ab"}, `--delimiter must be one character, not "ab"`},
@@ -313,7 +313,8 @@ func TestResumeRejectsBadFlagValues(t *testing.T) {
 	}
 }
 
-// --null omit|keep and --csv-empty omit|null are one setting.
+// --null omit|keep and --csv-empty omit|null are one setting; --csv-empty
+// string is CSV's own.
 func TestNullFlagsAreOneSetting(t *testing.T) {
 	for _, tt := range []struct {
 		null, csvEmpty string
@@ -324,10 +325,12 @@ func TestNullFlagsAreOneSetting(t *testing.T) {
 		{"keep", "omit", true},
 		{"omit", "omit", false},
 		{"keep", "null", true},
+		{"", "string", false},
+		{"keep", "string", true},
 	} {
 		so, err := (&InputFlags{Format: "parquet", Null: tt.null, CSVEmpty: tt.csvEmpty}).sourceOptions()
-		if err != nil || so.CSVEmptyNull != tt.keep || so.Format != "parquet" {
-			t.Errorf("--null %q --csv-empty %q: keep %v err %v, want keep %v", tt.null, tt.csvEmpty, so.CSVEmptyNull, err, tt.keep)
+		if err != nil || so.CSVEmptyNull != tt.keep || so.Format != "parquet" || so.CSVEmptyString != (tt.csvEmpty == "string") {
+			t.Errorf("--null %q --csv-empty %q: keep %v string %v err %v, want keep %v", tt.null, tt.csvEmpty, so.CSVEmptyNull, so.CSVEmptyString, err, tt.keep)
 		}
 	}
 }

@@ -339,16 +339,16 @@ func (o *InputFlags) addFlags(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&o.Format, "format", "auto", "input format: auto (by extension), ndjson, csv, tsv or parquet")
 	fl.StringVar(&o.Delimiter, "delimiter", "", "CSV field delimiter (default , for csv, tab for tsv)")
-	fl.BoolVar(&o.CSVStrings, "csv-strings", false, "keep every CSV value a string (no number/boolean typing)")
+	fl.BoolVar(&o.CSVStrings, "csv-strings", false, "keep every CSV value a string. Without it a cell becomes a JSON number only when a reader\ngets the same value back (integers within ±2^53, decimals a double holds as written),\ntrue/false (any case) a boolean, anything else a string")
 	fl.StringVar(&o.Null, "null", "", "missing values (empty CSV cells, Parquet nulls): omit the field or keep it as null (omit|keep; default omit)")
-	fl.StringVar(&o.CSVEmpty, "csv-empty", "omit", "empty CSV cells: omit or null (the same as --null omit|keep)")
+	fl.StringVar(&o.CSVEmpty, "csv-empty", "omit", "empty CSV cells (nothing between the delimiters): omit the field, null (the same as --null keep),\nor string (an empty string, as a quoted \"\" always is)")
 	fl.BoolVar(&o.BinaryAsString, "binary-as-string", false, "read Parquet byte arrays with no logical type as strings, as Spark's binaryAsString does\n(Hive, Impala and old Spark wrote strings so; a value that is not UTF-8 stays base64)")
 	fl.StringVar(&o.IDField, "id-field", "id", "field holding the document id (dotted path); records without one get a deterministic UUID")
 	fl.StringSliceVar(&o.Columns, "columns", nil, "load only these top-level fields of CSV and Parquet inputs, e.g. id,tenant,total\n(Parquet reads only their columns; the id and partition key fields are kept)")
 	group(fl, groupInput, "format", "null", "delimiter", "csv-strings", "csv-empty", "binary-as-string", "id-field", "columns")
 	enum(cmd, "format", "auto", "ndjson", "csv", "tsv", "parquet")
 	enum(cmd, "null", "omit", "keep")
-	enum(cmd, "csv-empty", "omit", "null")
+	enum(cmd, "csv-empty", "omit", "null", "string")
 	o.Blob.addFlags(cmd)
 }
 
@@ -369,8 +369,10 @@ func (o *InputFlags) sourceOptions() (source.Options, error) {
 	case "omit":
 	case "null":
 		so.CSVEmptyNull = true
+	case "string":
+		so.CSVEmptyString = true
 	default:
-		return so, usageError("--csv-empty must be omit or null, not %q", o.CSVEmpty)
+		return so, usageError("--csv-empty must be omit, null or string, not %q", o.CSVEmpty)
 	}
 	// --csv-empty is the CSV-only name of --null: one setting.
 	switch o.Null {

@@ -22,6 +22,7 @@ import (
 	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/loader/source"
 	"github.com/cosmosloader/loader/loader/source/csv"
+	"github.com/cosmosloader/loader/loader/source/formats"
 	"github.com/cosmosloader/loader/pacing"
 )
 
@@ -121,6 +122,13 @@ func (e *UsageError) Unwrap() error { return e.Err }
 // checkpoint's default path, the shared job's name) is in the Report.
 func Execute(ctx context.Context, j *Job) (*report.Report, error) {
 	p := j.resolve()
+	if p.Resume == nil { // a resume reads what the load began with
+		stdin, err := formats.CheckFormats(p.Inputs, p.Stdin, p.Source)
+		if err != nil {
+			return nil, &UsageError{err}
+		}
+		p.Stdin = stdin
+	}
 	inputs, fps, err := p.fingerprint()
 	if err != nil {
 		return nil, &UsageError{err}

@@ -16,8 +16,8 @@ func (j *Job) checkpointConfig(partitionKey []string) checkpoint.Config {
 		Endpoint: j.Target.Endpoint, Database: j.Target.Database, Container: j.Target.Container,
 		PartitionKey: partitionKey, IDField: j.IDField, Mode: string(j.Mode),
 		Format: j.Source.Format, CSVStrings: j.Source.CSVStrings, CSVEmptyNull: j.Source.CSVEmptyNull, Columns: j.Source.Columns,
-		BinaryAsString: j.Source.BinaryAsString,
-		TargetRU:       j.RU, RUShare: j.RUShare, DeadLetterPath: j.DeadLetterPath, Embedded: j.Embedded,
+		BinaryAsString: j.Source.BinaryAsString, CSVEmptyString: j.Source.CSVEmptyString,
+		TargetRU: j.RU, RUShare: j.RUShare, DeadLetterPath: j.DeadLetterPath, Embedded: j.Embedded,
 		Strategy: string(j.Strategy), ReadAhead: j.ReadAhead, Batch: j.Batch, Segments: j.Segments,
 		Priority: j.Target.Priority, ThroughputBucket: j.Target.ThroughputBucket,
 		ThroughputInterval: j.Watch.ThroughputInterval,
@@ -36,7 +36,7 @@ func ResumeJob(st *checkpoint.State, checkpointPath string) *Job {
 	cfg := st.Config
 	j := &Job{
 		Source: source.Options{Format: cfg.Format, CSVStrings: cfg.CSVStrings, CSVEmptyNull: cfg.CSVEmptyNull, Columns: cfg.Columns,
-			BinaryAsString: cfg.BinaryAsString},
+			BinaryAsString: cfg.BinaryAsString, CSVEmptyString: cfg.CSVEmptyString},
 		Target: TargetOptions{
 			Endpoint: cfg.Endpoint, Database: cfg.Database, Container: cfg.Container, PartitionKey: cfg.PartitionKey,
 			Priority: cfg.Priority, ThroughputBucket: cfg.ThroughputBucket,

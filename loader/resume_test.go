@@ -18,7 +18,7 @@ func TestResumeJobKeepsEveryStoredOption(t *testing.T) {
 	j := &Job{
 		Args:   []string{"a.csv"},
 		Inputs: []source.Input{{Path: "a.csv"}},
-		Source: source.Options{Format: "csv", Delimiter: ';', CSVStrings: true, CSVEmptyNull: true, Columns: []string{"a", "b"}, BinaryAsString: true},
+		Source: source.Options{Format: "csv", Delimiter: ';', CSVStrings: true, CSVEmptyNull: true, Columns: []string{"a", "b"}, BinaryAsString: true, CSVEmptyString: true},
 		Target: TargetOptions{Endpoint: "https://acct.documents.azure.com:443/", Database: "db", Container: "c",
 			PartitionKey: []string{"/tenant", "/user"}, Priority: "low", ThroughputBucket: 2},
 		IDField: "orderId", Mode: ModeCreate, Strategy: StrategyNaive,

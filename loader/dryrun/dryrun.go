@@ -20,6 +20,7 @@ import (
 	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/loader/source/formats"
 )
 
 // Job configures a dry run: the same inputs, readers and mapper as an
@@ -62,10 +63,15 @@ type Job struct {
 // Run reads and costs every record without writing anything, models the
 // load and says what it will take.
 func Run(ctx context.Context, j *Job) (*report.DryRun, error) {
+	stdin, err := formats.CheckFormats(j.Inputs, j.Stdin, j.Source)
+	if err != nil {
+		return nil, &loader.UsageError{Err: err}
+	}
 	j, m, err := j.resolve(ctx)
 	if err != nil {
 		return nil, err
 	}
+	j.Stdin = stdin
 	r := newReading(j, m)
 	if err := r.readAll(ctx); err != nil {
 		return nil, err

@@ -77,11 +77,14 @@ type Options struct {
 	// field (--null keep, alias --csv-empty=null): empty CSV cells and null
 	// Parquet values (columns, struct fields, map values) alike.
 	CSVEmptyNull bool
+	// CSVEmptyString reads an empty CSV cell as an empty string, as a
+	// quoted "" is (--csv-empty string); it wins over CSVEmptyNull there.
+	CSVEmptyString bool
 	// MaxRecordBytes is the longest accepted line or array element; 0 means
-	// DefaultMaxRecordBytes. A longer NDJSON line is a bad record and reading
-	// continues at the next line. A longer CSV record is fatal for the input
-	// (it almost always means an unclosed quote, after which no row boundary
-	// can be trusted).
+	// DefaultMaxRecordBytes. A longer NDJSON line or CSV record is a bad
+	// record and reading continues after it (a CSV record's end is found by
+	// following its quoting; an unclosed quote makes the rest of the input
+	// one bad record).
 	MaxRecordBytes int
 
 	// BlockSize is the NDJSON reader's read size (default 1 MiB), and the
@@ -362,10 +365,6 @@ type Reader interface {
 // ErrStdinResume is returned by Open for stdin with a non-zero start: a pipe
 // cannot be rewound.
 var ErrStdinResume = errors.New("cannot resume stdin at a non-zero position")
-
-// ErrCSVRecordTooLong is the fatal error of a CSV record longer than
-// Options.MaxRecordBytes.
-var ErrCSVRecordTooLong = errors.New("CSV record too long (unclosed quote?)")
 
 // Reasons of bad records, stable codes for reports and dead-letter files.
 const (

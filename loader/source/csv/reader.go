@@ -4,10 +4,7 @@
 package csv
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/csv"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -19,35 +16,30 @@ import (
 	"github.com/cosmosloader/loader/loader/source"
 )
 
-// csvBufferSize is the read-ahead of the CSV parser.
+// csvBufferSize is the CSV reader's read size; a longer record grows its
+// buffer, up to the record limit.
 const csvBufferSize = 64 << 10
 
 // csvReader turns CSV or TSV rows into JSON objects.
-//
-// encoding/csv reports where a record ends (InputOffset) but not its text, and
-// quoted fields can span lines, so the bytes the parser reads are teed into a
-// buffer: the span between two InputOffsets is exactly one record (plus any
-// empty lines the parser skipped before it), which gives its line count, its
-// UTF-8 validity and, for a bad record, its raw text.
 type csvReader struct {
-	path string
-	src  io.ReadCloser
-	tee  *teeReader
-	cr   *csv.Reader
-	base int64           // stream offset at which cr.InputOffset() is 0
-	pos  source.Position // just after the last row read
-	// lineBase is the number of lines before the parser's first line.
-	lineBase int64
-	max      int
+	path   string
+	src    io.ReadCloser
+	in     rowBuffer
+	split  fieldSplitter
+	syntax *rowSyntax
+	pos    source.Position // just after the last row read
+	max    int
 
-	header     []string
-	root       *node
-	opts       source.Options
-	strings    bool
-	emptyNull  bool
-	arena      []byte
-	lastRowLen int
-	done       bool
+	header    []string
+	root      *node
+	opts      source.Options
+	strings   bool
+	emptyNull bool
+	// emptyString reads an empty cell as "" (--csv-empty string).
+	emptyString bool
+	arena       []byte
+	lastRowLen  int
+	done        bool
 }
 
 func openCSV(path string, open source.Opener, opts source.Options, delim rune, folders []source.Folder, start source.Position) (source.Reader, error) {
@@ -90,28 +82,23 @@ func openCSV(path string, open source.Opener, opts source.Options, delim rune, f
 }
 
 func newCSVReader(path string, src io.ReadCloser, opts source.Options, delim rune, start source.Position) *csvReader {
-	MaxRecord := opts.MaxRecord()
-	tee := &teeReader{r: src, start: start.Offset, limit: MaxRecord + 2*csvBufferSize}
-	br := bufio.NewReaderSize(tee, csvBufferSize)
+	d := utf8.AppendRune(nil, delim)
 	c := &csvReader{
-		path: path, src: src, tee: tee, base: start.Offset, pos: start, lineBase: start.Line, max: MaxRecord,
-		strings: opts.CSVStrings, emptyNull: opts.CSVEmptyNull, opts: opts,
+		path: path, src: src, pos: start, max: opts.MaxRecord(),
+		in:    rowBuffer{src: src, buf: make([]byte, csvBufferSize)},
+		split: fieldSplitter{delim: d}, syntax: newRowSyntax(d, csvLazyQuotes(delim)),
+		strings: opts.CSVStrings, emptyNull: opts.CSVEmptyNull, emptyString: opts.CSVEmptyString, opts: opts,
 	}
 	if start.Offset == 0 {
 		// Excel writes a BOM before the header.
-		if b, _ := br.Peek(len(source.UTF8BOM)); string(b) == source.UTF8BOM {
-			br.Discard(len(source.UTF8BOM))
-			tee.head += len(source.UTF8BOM)
-			tee.start += int64(len(source.UTF8BOM))
-			c.base += int64(len(source.UTF8BOM))
+		for c.in.end < len(source.UTF8BOM) && !c.in.eof && c.in.err == nil {
+			c.in.more()
+		}
+		if bytes.HasPrefix(c.in.buf[:c.in.end], []byte(source.UTF8BOM)) {
+			c.in.head += len(source.UTF8BOM)
 			c.pos.Offset += int64(len(source.UTF8BOM))
 		}
 	}
-	c.cr = csv.NewReader(br)
-	c.cr.Comma = delim
-	c.cr.FieldsPerRecord = -1
-	c.cr.ReuseRecord = true
-	c.cr.LazyQuotes = csvLazyQuotes(delim)
 	return c
 }
 
@@ -129,9 +116,6 @@ func (c *csvReader) Close() error { return c.src.Close() }
 func (c *csvReader) readHeader(folders []source.Folder) error {
 	fields, rec, raw, err := c.readRow()
 	if err != nil {
-		if errors.Is(err, source.ErrCSVRecordTooLong) {
-			return headerError(source.ReasonCSVHeader, 0, err)
-		}
 		return err
 	}
 	if rec.Err != nil {
@@ -142,6 +126,9 @@ func (c *csvReader) readHeader(folders []source.Folder) error {
 	}
 	c.header = make([]string, len(fields))
 	for i, f := range fields {
+		if !c.split.quoted[i] && strings.Contains(f, "\r") {
+			return headerError(source.ReasonCSVHeader, rec.Offset, fmt.Errorf("read CSV header: its lines end with a lone carriage return (classic Mac OS line endings), which is not read as the end of a record: convert them to LF or CRLF"))
+		}
 		c.header[i] = strings.TrimSpace(f)
 	}
 	if c.root, err = buildTree(c.header); err != nil {
@@ -177,53 +164,151 @@ func headerError(code string, off int64, err error) error {
 	return &source.InputError{Code: code, Offset: off, Err: err}
 }
 
-// readRow reads one CSV row. rec has its positions set; rec.Err is set for a
-// row the CSV parser rejected. raw is the row's text, valid until the next
-// read.
+// readRow reads one CSV row. rec has its positions set; rec.Err is set for
+// a bad row: misplaced quotes, an unclosed quote at the end of the input
+// (the rest of it is that row), a row longer than the record limit (read
+// past, not kept). raw is the row's text, valid until the next read.
 func (c *csvReader) readRow() (fields []string, rec source.Record, raw []byte, err error) {
-	fields, err = c.cr.Read()
-	var perr *csv.ParseError
-	if err != nil && err != io.EOF && !errors.As(err, &perr) {
-		if errors.Is(err, source.ErrCSVRecordTooLong) {
-			return nil, rec, nil, fmt.Errorf("read %s: CSV record starting at line %d is longer than %s (unclosed quote?): %w",
-				c.path, c.pos.Line+1, source.SizeString(c.max), source.ErrCSVRecordTooLong)
+	blank, lead := c.skipBlankLines()
+	b := &c.in
+	if b.head == b.end {
+		if b.err != nil {
+			return nil, rec, nil, fmt.Errorf("read %s: %w", c.path, b.err)
 		}
-		return nil, rec, nil, fmt.Errorf("read %s: %w", c.path, err)
-	}
-	end := c.base + c.cr.InputOffset()
-	span := c.tee.span(c.pos.Offset, end)
-	// The parser skips empty lines before a record.
-	lead, blank := 0, int64(0)
-	for {
-		if lead < len(span) && span[lead] == '\n' {
-			lead++
-		} else if lead+1 < len(span) && span[lead] == '\r' && span[lead+1] == '\n' {
-			lead += 2
-		} else {
-			break
-		}
-		blank++
-	}
-	rec = source.Record{
-		Path:   c.path,
-		Offset: c.pos.Offset + int64(lead),
-		Line:   c.pos.Line + blank + 1,
-		Next:   source.Position{Offset: end, Line: c.pos.Line + int64(bytes.Count(span, []byte{'\n'}))},
-	}
-	raw = bytes.TrimRight(span[lead:], "\r\n")
-	c.pos = rec.Next
-	c.tee.discard(end)
-	if err == io.EOF {
 		return nil, rec, nil, io.EOF
 	}
-	if perr != nil {
+	rec = source.Record{Path: c.path, Offset: c.pos.Offset + lead, Line: c.pos.Line + blank + 1}
+	var st rowState
+	for {
+		_, done := st.scan(c.syntax, b.buf[b.head+int(st.seen):b.end], b.eof)
+		if done || (b.eof && b.head+int(st.seen) == b.end) {
+			break
+		}
+		if b.err != nil {
+			return nil, rec, nil, fmt.Errorf("read %s: %w", c.path, b.err)
+		}
+		if st.seen > int64(c.max)+2 { // longer than the limit and a line ending
+			rec, err = c.skipLong(rec, &st)
+			return nil, rec, nil, err
+		}
+		b.more()
+	}
+	text := b.buf[b.head : b.head+int(st.seen)]
+	b.head += int(st.seen)
+	lines := int64(bytes.Count(text, []byte{'\n'}))
+	rec.Next = source.Position{Offset: rec.Offset + st.seen, Line: rec.Line - 1 + lines}
+	c.pos = rec.Next
+	raw = rowText(text)
+	switch {
+	case st.err != nil:
+		before := text[:st.errAt]
+		line := rec.Line + int64(bytes.Count(before, []byte{'\n'}))
+		col := len(before) - bytes.LastIndexByte(before, '\n')
 		rec.Raw = source.CapRaw(raw)
-		rec.Err = source.BadRecordf(source.ReasonCSVSyntax, "invalid CSV (line %d, column %d): %w", c.lineBase+int64(perr.Line), perr.Column, perr.Err)
+		rec.Err = source.BadRecordf(source.ReasonCSVSyntax, "invalid CSV (line %d, column %d): %w", line, col, st.err)
+		return nil, rec, raw, nil
+	case st.open():
+		rec.Raw = source.CapRaw(raw)
+		rec.Err = unclosedQuote(rec, st.seen)
+		return nil, rec, raw, nil
+	case len(raw) > c.max:
+		rec.Raw = source.CapRaw(raw)
+		rec.Err = c.tooLarge(rec, rec.Line+int64(bytes.Count(raw, []byte{'\n'})), int64(len(raw)))
 		return nil, rec, raw, nil
 	}
-	return fields, rec, raw, nil
+	return c.split.split(raw), rec, raw, nil
 }
 
+// skipBlankLines consumes the empty lines before a record (encoding/csv
+// skips them too), and a lone \r ending the input; it returns the lines
+// and the bytes skipped.
+func (c *csvReader) skipBlankLines() (blank, lead int64) {
+	b := &c.in
+	for {
+		for b.end-b.head < 2 && !b.eof && b.err == nil {
+			b.more()
+		}
+		p := b.buf[b.head:b.end]
+		switch {
+		case len(p) > 0 && p[0] == '\n':
+			b.head++
+			blank++
+			lead++
+		case len(p) > 1 && p[0] == '\r' && p[1] == '\n':
+			b.head += 2
+			blank++
+			lead += 2
+		case len(p) == 1 && p[0] == '\r' && b.eof:
+			b.head++
+			lead++
+		default:
+			return blank, lead
+		}
+	}
+}
+
+// skipLong reads past a record longer than the record limit, keeping only
+// the start of its text, and returns it as one bad record: too_large when
+// it ends, or an unclosed quote when the input ends inside it. Reading
+// goes on at the next record.
+func (c *csvReader) skipLong(rec source.Record, st *rowState) (source.Record, error) {
+	b := &c.in
+	text := b.buf[b.head : b.head+int(st.seen)]
+	rec.Raw = source.CapRaw(text)
+	lines := int64(bytes.Count(text, []byte{'\n'}))
+	b.head += int(st.seen)
+	last := rec.Line          // the record's last line
+	size := st.seen           // its length without its line ending
+	prev := text[len(text)-1] // the byte before the bytes scanned
+	for {
+		n, done := st.scan(c.syntax, b.buf[b.head:b.end], b.eof)
+		chunk := b.buf[b.head : b.head+n]
+		rec.Raw = source.AppendRaw(rec.Raw, chunk)
+		lines += int64(bytes.Count(chunk, []byte{'\n'}))
+		b.head += n
+		last, size = rec.Line+lines, st.seen
+		if done {
+			last-- // the newline ending it
+			size--
+			if n > 1 && chunk[n-2] == '\r' || n == 1 && prev == '\r' {
+				size--
+			}
+			break
+		}
+		if n > 0 {
+			prev = chunk[n-1]
+		}
+		if b.eof && b.head == b.end {
+			break
+		}
+		if b.err != nil {
+			return rec, fmt.Errorf("read %s: %w", c.path, b.err)
+		}
+		b.more()
+	}
+	b.shrink(csvBufferSize)
+	rec.Next = source.Position{Offset: rec.Offset + st.seen, Line: rec.Line - 1 + lines}
+	c.pos = rec.Next
+	if st.open() {
+		rec.Err = unclosedQuote(rec, st.seen)
+	} else {
+		rec.Err = c.tooLarge(rec, last, size)
+	}
+	return rec, nil
+}
+
+// tooLarge is the error of a record, on lines rec.Line to last, size
+// bytes long, over the record limit.
+func (c *csvReader) tooLarge(rec source.Record, last, size int64) error {
+	return source.BadRecordf(record.ReasonTooLarge, "CSV record on lines %d to %d is %d bytes, longer than the %s limit (a quoted field that long, or a quote opened by mistake): it is not loaded, and reading goes on after it",
+		rec.Line, last, size, source.SizeString(c.max))
+}
+
+// unclosedQuote is the error of a record that the input's end leaves
+// inside quotes, seen bytes long: the rest of the input.
+func unclosedQuote(rec source.Record, seen int64) error {
+	return source.BadRecordf(source.ReasonCSVSyntax, "unclosed quote: a quoted field of the CSV record starting on line %d is still open at the end of the input, so the rest of the input (%d bytes) is this one record, not loaded", rec.Line, seen)
+}
 func (c *csvReader) Next() (source.Record, error) {
 	if c.done || c.root == nil {
 		return source.Record{}, io.EOF
@@ -311,8 +396,10 @@ func buildTree(header []string) (*node, error) {
 	return root, nil
 }
 
-// appendObject writes the object for n, in header order. Nested objects whose
-// cells are all omitted are omitted too.
+// appendObject writes the object for n, in header order, from the fields
+// split last. A quoted empty field ("") is an empty string; an empty cell
+// is omitted (or null, or "" with --csv-empty string). Nested objects
+// whose cells are all omitted are omitted too.
 func (c *csvReader) appendObject(dst []byte, n *node, fields []string) ([]byte, bool) {
 	dst = append(dst, '{')
 	wrote := false
@@ -332,7 +419,7 @@ func (c *csvReader) appendObject(dst []byte, n *node, fields []string) ([]byte, 
 			}
 		} else {
 			v := fields[ch.col]
-			if v == "" {
+			if v == "" && !c.split.quoted[ch.col] && !c.emptyString {
 				if !c.emptyNull {
 					dst = dst[:mark]
 					continue
@@ -349,18 +436,16 @@ func (c *csvReader) appendObject(dst []byte, n *node, fields []string) ([]byte, 
 	return append(dst, '}'), wrote
 }
 
-// appendValue writes a CSV cell as a JSON value: integers that fit in int64,
-// finite floats in JSON spelling and true/false become numbers and booleans
-// unless asStrings; everything else — "007", "1.", "+1", "NaN", 20-digit ids —
-// stays a string so that no value is silently changed.
+// appendValue writes a CSV cell as a JSON value. Unless asStrings, a cell
+// spelled as a JSON number becomes one when a reader gets the same value
+// back (sameAsDouble), and true/false (any case) become booleans;
+// everything else — "007", "1.", "+1", "NaN", ids beyond 2^53, decimals
+// with more digits than a double holds — stays a string, so that typing
+// never changes a value.
 func appendValue(dst []byte, v string, asStrings bool) []byte {
 	if !asStrings {
 		if isInt, ok := jsonNumber(v); ok {
-			if isInt {
-				if _, err := strconv.ParseInt(v, 10, 64); err == nil {
-					return append(dst, v...)
-				}
-			} else if f, err := strconv.ParseFloat(v, 64); err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
+			if sameAsDouble(v, isInt) {
 				return append(dst, v...)
 			}
 		} else if len(v) == 4 && strings.EqualFold(v, "true") {
@@ -370,6 +455,61 @@ func appendValue(dst []byte, v string, asStrings bool) []byte {
 		}
 	}
 	return record.AppendJSONString(dst, v)
+}
+
+// maxExactInt is the largest integer below which every integer is a
+// double: most JSON readers (JavaScript's, Cosmos DB's query engine) hold
+// numbers as IEEE 754 doubles.
+const maxExactInt = 1 << 53
+
+// sameAsDouble reports whether the JSON number v reads back from a double
+// as the value it spells: an integer within ±2^53, or a decimal whose
+// nearest double, written shortest, is the same decimal (0.1, 1.50 and
+// 1e3 are; 0.1234567890123456789 and 1e400 are not).
+func sameAsDouble(v string, isInt bool) bool {
+	if isInt {
+		n, err := strconv.ParseInt(v, 10, 64)
+		return err == nil && n >= -maxExactInt && n <= maxExactInt
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsInf(f, 0) {
+		return false
+	}
+	var shortest, da, db [32]byte
+	a, ok := decimalOf(da[:0], v)
+	d, _ := decimalOf(db[:0], string(strconv.AppendFloat(shortest[:0], f, 'e', -1, 64)))
+	return ok && a.neg == d.neg && a.exp == d.exp && bytes.Equal(a.digits, d.digits)
+}
+
+// decimal is a number's value as sign, significant digits (no leading or
+// trailing zeros; none for zero) and the power of ten of the last digit.
+type decimal struct {
+	neg    bool
+	digits []byte
+	exp    int
+}
+
+// decimalOf is the value of v, spelled as a JSON number, its digits
+// appended to dst; false when its exponent does not fit an int.
+func decimalOf(dst []byte, v string) (decimal, bool) {
+	d := decimal{neg: strings.HasPrefix(v, "-")}
+	v = strings.TrimPrefix(v, "-")
+	if i := strings.IndexAny(v, "eE"); i >= 0 {
+		e, err := strconv.Atoi(v[i+1:])
+		if err != nil {
+			return d, false
+		}
+		d.exp, v = e, v[:i]
+	}
+	whole, frac, _ := strings.Cut(v, ".")
+	d.exp -= len(frac)
+	digits := bytes.TrimLeft(append(append(dst, whole...), frac...), "0")
+	d.digits = bytes.TrimRight(digits, "0")
+	d.exp += len(digits) - len(d.digits)
+	if len(d.digits) == 0 {
+		d.exp = 0
+	}
+	return d, true
 }
 
 // jsonNumber reports whether v is spelled as a JSON number, and whether it is
@@ -416,40 +556,6 @@ func jsonNumber(v string) (isInt, ok bool) {
 		}
 	}
 	return isInt, i == len(v)
-}
-
-// teeReader keeps the bytes read through it from stream offset start on, so
-// that the text of each CSV record can be recovered.
-type teeReader struct {
-	r     io.Reader
-	buf   []byte
-	head  int   // buf[:head] is discarded
-	start int64 // stream offset of buf[head]
-	limit int   // most bytes kept before reads fail with ErrCSVRecordTooLong
-}
-
-func (t *teeReader) Read(p []byte) (int, error) {
-	if len(t.buf)-t.head > t.limit {
-		return 0, source.ErrCSVRecordTooLong
-	}
-	if t.head > 0 && t.head >= len(t.buf)/2 {
-		t.buf = t.buf[:copy(t.buf, t.buf[t.head:])]
-		t.head = 0
-	}
-	n, err := t.r.Read(p)
-	t.buf = append(t.buf, p[:n]...)
-	return n, err
-}
-
-// span returns the kept bytes between stream offsets a and b.
-func (t *teeReader) span(a, b int64) []byte {
-	return t.buf[t.head+int(a-t.start) : t.head+int(b-t.start)]
-}
-
-// discard forgets the bytes before stream offset b.
-func (t *teeReader) discard(b int64) {
-	t.head += int(b - t.start)
-	t.start = b
 }
 
 // DelimiterHint reads the first line of a CSV input read with commas (no

@@ -137,16 +137,20 @@ var fixtureCases = []struct {
 		{1, `{"id":"2"}`, ""},
 		{1, "", "data after the closing ']'"},
 	}},
+	// One JSON array is a first value spanning the whole input; a first
+	// line that is a whole array followed by more lines is NDJSON.
+	{"array_first_line.ndjson", source.Options{}, []want{{1, `[1]`, ""}, {2, `{"id":"a"}`, ""}, {4, `{"id":"b"}`, ""}}},
+	{"array_one_line.json", source.Options{}, []want{{1, `{"id":"1"}`, ""}, {1, `{"id":"2"}`, ""}}},
 	{"empty.ndjson", source.Options{}, nil},
 	{"empty.csv", source.Options{}, nil},
 	{"header_only.csv", source.Options{}, nil},
 	{"typed.csv", source.Options{}, []want{
 		{2, `{"id":1,"age":42,"score":3.5,"active":true,"zip":"007","name":"Ada","big":"123456789012345678901","neg":-7,"exp":1e3}`, ""},
-		{3, `{"id":2,"age":0,"score":-0.25,"active":false,"zip":"00","name":"Smith, J","big":9223372036854775807,"neg":-0,"exp":1.5E-3}`, ""},
+		{3, `{"id":2,"age":0,"score":-0.25,"active":false,"zip":"00","name":"Smith, J","big":"9223372036854775807","neg":-0,"exp":1.5E-3}`, ""},
 	}},
 	{"typed.csv.gz", source.Options{}, []want{
 		{2, `{"id":1,"age":42,"score":3.5,"active":true,"zip":"007","name":"Ada","big":"123456789012345678901","neg":-7,"exp":1e3}`, ""},
-		{3, `{"id":2,"age":0,"score":-0.25,"active":false,"zip":"00","name":"Smith, J","big":9223372036854775807,"neg":-0,"exp":1.5E-3}`, ""},
+		{3, `{"id":2,"age":0,"score":-0.25,"active":false,"zip":"00","name":"Smith, J","big":"9223372036854775807","neg":-0,"exp":1.5E-3}`, ""},
 	}},
 	{"typed.csv", source.Options{CSVStrings: true}, []want{
 		{2, `{"id":"1","age":"42","score":"3.5","active":"true","zip":"007","name":"Ada","big":"123456789012345678901","neg":"-7","exp":"1e3"}`, ""},
@@ -160,9 +164,13 @@ var fixtureCases = []struct {
 		{2, `{"id":1,"address":{"city":"Paris","zip":75001},"name":"Ada","geo":{"lat":48.85,"lon":2.35}}`, ""},
 		{3, `{"id":2,"address":{"city":null,"zip":null},"name":"Grace","geo":{"lat":null,"lon":null}}`, ""},
 	}},
-	{"empty_cells.csv", source.Options{}, []want{{2, `{"id":1,"count":5}`, ""}, {3, `{"id":2}`, ""}, {4, `{"id":3,"note":"x"}`, ""}}},
+	// A quoted "" is an empty string; an empty cell is left out (or null).
+	{"empty_cells.csv", source.Options{}, []want{{2, `{"id":1,"count":5}`, ""}, {3, `{"id":2,"note":""}`, ""}, {4, `{"id":3,"note":"x"}`, ""}}},
 	{"empty_cells.csv", source.Options{CSVEmptyNull: true}, []want{
-		{2, `{"id":1,"note":null,"count":5}`, ""}, {3, `{"id":2,"note":null,"count":null}`, ""}, {4, `{"id":3,"note":"x","count":null}`, ""},
+		{2, `{"id":1,"note":null,"count":5}`, ""}, {3, `{"id":2,"note":"","count":null}`, ""}, {4, `{"id":3,"note":"x","count":null}`, ""},
+	}},
+	{"empty_cells.csv", source.Options{CSVEmptyString: true}, []want{
+		{2, `{"id":1,"note":"","count":5}`, ""}, {3, `{"id":2,"note":"","count":""}`, ""}, {4, `{"id":3,"note":"x","count":""}`, ""},
 	}},
 	{"wrong_fields.csv", source.Options{}, []want{
 		{2, `{"id":1,"name":"Ada"}`, ""},
@@ -172,7 +180,7 @@ var fixtureCases = []struct {
 	}},
 	{"quoted_newline.csv", source.Options{}, []want{
 		{2, `{"id":1,"text":"line one\nline two","n":1}`, ""},
-		{4, `{"id":2,"text":"say \"hi\"\nand bye","n":2}`, ""},
+		{4, `{"id":2,"text":"say \"hi\"\r\nand bye","n":2}`, ""}, // a CRLF between quotes is kept
 		{6, `{"id":3,"text":"plain","n":3}`, ""},
 	}},
 	{"bom_crlf.csv", source.Options{}, []want{{2, `{"id":1,"name":"Ada"}`, ""}, {4, `{"id":2,"name":"Grace"}`, ""}}},

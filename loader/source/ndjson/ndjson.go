@@ -110,15 +110,35 @@ func (Format) Open(in source.Input, stdin io.Reader, opts source.Options, start 
 }
 
 // Splittable: a plain file or blob, not one JSON array.
-func (Format) Splittable(in source.Input, _ source.Options) (bool, string) {
+func (Format) Splittable(in source.Input, opts source.Options) (bool, string) {
 	head, why := source.PlainHead(in)
 	if why != "" {
 		return false, why
 	}
 	if t := bytes.TrimLeft(head, " \t\r\n\ufeff"); len(t) > 0 && t[0] == '[' {
-		return false, "it is one JSON array"
+		// NDJSON may start with an array on its first line.
+		if array, err := isArray(in, opts); err != nil {
+			return false, err.Error()
+		} else if array {
+			return false, "it is one JSON array"
+		}
 	}
 	return true, ""
+}
+
+// isArray reports whether in, a file or blob, is one JSON array (detect).
+func isArray(in source.Input, opts source.Options) (bool, error) {
+	_, open, err := source.Streams(in, nil, opts, source.Position{})
+	if err != nil {
+		return false, err
+	}
+	head, err := open(0)
+	if err != nil {
+		return false, err
+	}
+	defer head.Close()
+	h := &ndjsonReader{path: in.Path, src: head, max: opts.MaxRecord(), blockSize: 64 << 10}
+	return h.detect()
 }
 
 // Split cuts a splittable input after a newline near each even target,
@@ -310,6 +330,9 @@ func (s *ndjsonReader) detect() (bool, error) {
 			if b[i] != '[' {
 				return false, nil
 			}
+			if lines, err := s.valuePerLine(i); lines || err != nil {
+				return false, err
+			}
 			s.line += int64(bytes.Count(b[:i], []byte{'\n'}))
 			s.r += i + 1
 			s.off += int64(i + 1)
@@ -322,6 +345,52 @@ func (s *ndjsonReader) detect() (bool, error) {
 			return false, nil
 		}
 		s.fill()
+	}
+}
+
+// valuePerLine reports whether the input, whose first value is the array
+// opening at buf[r+at], is NDJSON all the same: that value closes on its
+// first line, and more lines follow (NDJSON whose first record is an
+// array). One JSON array is a first value that spans the whole input. It
+// reads at most the record limit ahead, and consumes nothing.
+func (s *ndjsonReader) valuePerLine(at int) (bool, error) {
+	nl, err := s.peekByte(at, func(c byte) bool { return c == '\n' })
+	if nl < 0 || err != nil {
+		return false, err // one line, or longer than a record
+	}
+	// A newline cannot be inside a JSON string: the first value closes on
+	// its line or not at all. The element scan looks at the line alone.
+	w := s.w
+	s.w = s.r + nl
+	s.kind, s.depth, s.inStr, s.esc, s.p = '[', 0, false, false, at
+	closed := s.scanValue()
+	end := s.p
+	s.w = w
+	s.kind, s.depth, s.inStr, s.esc, s.p = 0, 0, false, false, 0
+	if !closed || !isBlank(s.buf[s.r+end:s.r+nl]) {
+		return false, nil
+	}
+	next, err := s.peekByte(nl+1, func(c byte) bool { return !isSpace(c) })
+	return next >= 0, err
+}
+
+// peekByte returns the index in buf[r:] of the first byte from buf[r+from]
+// on that is, reading ahead as needed but not past the record limit; -1
+// when there is none.
+func (s *ndjsonReader) peekByte(from int, is func(byte) bool) (int, error) {
+	for j := from; ; j++ {
+		for s.r+j >= s.w {
+			if s.rerr != nil {
+				return -1, s.rerr
+			}
+			if s.eof || j > s.max {
+				return -1, nil
+			}
+			s.fill()
+		}
+		if is(s.buf[s.r+j]) {
+			return j, nil
+		}
 	}
 }
 
