@@ -89,17 +89,22 @@ func byteAt(b []byte, i int64) byte {
 
 // Records counts the records a lists.
 func (a *Ahead) Records() int64 {
+	written, existing := a.Counts()
+	return written + existing
+}
+
+// Counts counts the records a lists as written and as already present.
+func (a *Ahead) Counts() (written, existing int64) {
 	if a == nil {
-		return 0
+		return 0, 0
 	}
-	var n int
 	for _, b := range a.Written {
-		n += bits.OnesCount8(b)
+		written += int64(bits.OnesCount8(b))
 	}
 	for _, b := range a.Existing {
-		n += bits.OnesCount8(b)
+		existing += int64(bits.OnesCount8(b))
 	}
-	return int64(n)
+	return written, existing
 }
 
 func bitSet(b []byte, k int64) bool {

@@ -504,7 +504,7 @@ func finishJob(ctx context.Context, io *IOStreams, job *loader.Job, quiet bool, 
 		}
 	}
 	if !quiet && !ob.json() {
-		rep.WriteText(io.ErrOut)
+		rep.WriteText(fittedText{io}) // fitted to the terminal's width
 		if job.ReportHTMLPath != "" && htmlErr == nil {
 			fmt.Fprintf(io.ErrOut, "\nReport: %s (open it in a browser)\n", job.ReportHTMLPath)
 		}

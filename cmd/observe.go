@@ -55,6 +55,9 @@ type observer struct {
 	seen     bool
 	lastLog  time.Duration
 	logged   bool
+	// unlogged is the last event when the log skipped it: stop logs it,
+	// so the last progress line has the counts the stop line has.
+	unlogged *loader.ProgressEvent
 	lastWarn time.Duration
 	warned   bool
 }
@@ -147,13 +150,19 @@ func (ob *observer) update(ev loader.ProgressEvent, quiet bool) {
 		return
 	}
 	if ob.logged && ev.Elapsed-ob.lastLog < ob.logEvery {
+		ob.unlogged = &ev
 		return
 	}
-	ob.lastLog, ob.logged = ev.Elapsed, true
+	ob.logProgress(ev, r)
+}
+
+// logProgress logs one progress event.
+func (ob *observer) logProgress(ev loader.ProgressEvent, r rates) {
+	ob.lastLog, ob.logged, ob.unlogged = ev.Elapsed, true, nil
 	attrs := []any{"event", "progress",
 		"elapsed_s", round2(ev.Elapsed.Seconds()),
-		"records_read", ev.RecordsRead, "records_written", ev.Written,
-		"records_skipped_existing", ev.Skipped, "records_dead_lettered", ev.DeadLettered,
+		"records_read", ev.RecordsRead, "records_written", ev.Done.Written,
+		"records_skipped_existing", ev.Done.Existing, "records_dead_lettered", ev.Done.DeadLettered,
 		"requests", ev.Requests, "throttled", ev.Throttled, "in_flight", ev.InFlight,
 		"ru_consumed", round2(ev.RU), "ru_per_sec", round2(r.RU), "target_ru_per_sec", ev.TargetRU,
 		"throttled_percent", round2(r.ThrottlePct),
@@ -162,8 +171,11 @@ func (ob *observer) update(ev loader.ProgressEvent, quiet bool) {
 	if ev.TotalBytes > 0 {
 		attrs = append(attrs, "bytes_done", ev.BytesDone, "bytes_total", ev.TotalBytes)
 	}
-	if eta, ok := etaSeconds(ev, r); ok {
-		attrs = append(attrs, "eta_s", round2(eta))
+	if ev.Records > 0 {
+		attrs = append(attrs, "records_total", ev.Records, "percent", round2(ev.Percent))
+	}
+	if ev.ETAKnown {
+		attrs = append(attrs, "eta_s", round2(ev.ETA.Seconds()))
 	}
 	ob.log.Info("progress", attrs...)
 }
@@ -174,6 +186,11 @@ func (ob *observer) stop(rep *report.Report, code int, err error) {
 	if !ob.json() {
 		return
 	}
+	ob.mu.Lock()
+	if ev := ob.unlogged; ev != nil && ob.log != nil {
+		ob.logProgress(*ev, ob.window.rates(ev.Live))
+	}
+	ob.mu.Unlock()
 	attrs := []any{"event", "stop", "exit_code", code}
 	if rep != nil {
 		attrs = append(attrs, "status", rep.Status,
@@ -217,20 +234,6 @@ func (ob *observer) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_ = ob.srv.Shutdown(ctx)
-}
-
-// etaSeconds is the time left at the current byte rate, as the progress
-// line computes it; false when unknown.
-func etaSeconds(ev loader.ProgressEvent, r rates) (float64, bool) {
-	switch {
-	case ev.TotalBytes <= 0:
-		return 0, false
-	case ev.BytesDone >= ev.TotalBytes:
-		return 0, true
-	case r.BytesPerSec > 0:
-		return float64(ev.TotalBytes-ev.BytesDone) / r.BytesPerSec, true
-	}
-	return 0, false
 }
 
 func round2(v float64) float64 {
@@ -285,7 +288,7 @@ func (l *lineLogger) emit(line string) {
 type metricsCollector struct{ ob *observer }
 
 var (
-	mRecords   = prometheus.NewDesc("loader_records_total", "Records committed by this run, by outcome (written, skipped_existing, dead_lettered).", []string{"outcome"}, nil)
+	mRecords   = prometheus.NewDesc("loader_records_total", "Records acknowledged in the load, earlier runs included, by outcome (written, skipped_existing, dead_lettered once synced).", []string{"outcome"}, nil)
 	mRead      = prometheus.NewDesc("loader_records_read_total", "Records read from the inputs by this run.", nil, nil)
 	mRU        = prometheus.NewDesc("loader_ru_consumed_total", "Request units charged to this run's requests.", nil, nil)
 	mRequests  = prometheus.NewDesc("loader_requests_total", "Write requests sent, resends included.", nil, nil)
@@ -295,7 +298,7 @@ var (
 	mTarget    = prometheus.NewDesc("loader_target_ru_per_second", "The run's target RU/s.", nil, nil)
 	mCurrent   = prometheus.NewDesc("loader_ru_per_second", "RU/s consumed over about the last 5 s.", nil, nil)
 	mLimit     = prometheus.NewDesc("loader_pacer_limit_ru_per_second", "The pacer's current limit: below the target while 429s hold partitions back.", nil, nil)
-	mETA       = prometheus.NewDesc("loader_eta_seconds", "Estimated seconds until the input is loaded, at the current rate (absent when unknown).", nil, nil)
+	mETA       = prometheus.NewDesc("loader_eta_seconds", "Estimated seconds until the load is done, at the rate of records acknowledged and never less than the busiest partition needs (absent while estimating).", nil, nil)
 	mElapsed   = prometheus.NewDesc("loader_elapsed_seconds", "Seconds since this run started loading.", nil, nil)
 	mBytesDone = prometheus.NewDesc("loader_input_bytes_done", "Input bytes below the committed positions.", nil, nil)
 	mBytesAll  = prometheus.NewDesc("loader_input_bytes", "Input bytes this run has to load (absent when unknown: stdin).", nil, nil)
@@ -328,9 +331,9 @@ func (c *metricsCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
-	counter(mRecords, float64(ev.Written), "written")
-	counter(mRecords, float64(ev.Skipped), "skipped_existing")
-	counter(mRecords, float64(ev.DeadLettered), "dead_lettered")
+	counter(mRecords, float64(ev.Done.Written), "written")
+	counter(mRecords, float64(ev.Done.Existing), "skipped_existing")
+	counter(mRecords, float64(ev.Done.DeadLettered), "dead_lettered")
 	counter(mRead, float64(ev.RecordsRead))
 	counter(mRU, ev.RU)
 	counter(mRequests, float64(ev.Requests))
@@ -356,8 +359,8 @@ func (c *metricsCollector) Collect(ch chan<- prometheus.Metric) {
 	if ev.TotalBytes > 0 {
 		gauge(mBytesAll, float64(ev.TotalBytes))
 	}
-	if eta, ok := etaSeconds(ev, r); ok {
-		gauge(mETA, eta)
+	if ev.ETAKnown {
+		gauge(mETA, ev.ETA.Seconds())
 	}
 	for i, p := range ev.Partitions {
 		l := strconv.Itoa(i)
@@ -374,7 +377,7 @@ func rateBetween(first, l loader.Live) rates {
 	if dt <= 0 {
 		return rates{}
 	}
-	r := rates{RU: (l.RU - first.RU) / dt, BytesPerSec: float64(l.BytesDone-first.BytesDone) / dt}
+	r := rates{RU: (l.RU - first.RU) / dt}
 	if req := l.Requests - first.Requests; req > 0 {
 		r.ThrottlePct = 100 * float64(l.Throttled-first.Throttled) / float64(req)
 	}

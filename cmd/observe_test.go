@@ -48,7 +48,8 @@ func TestLineLoggerNamesEvents(t *testing.T) {
 	}
 }
 
-// The metrics are the latest progress event's figures.
+// The metrics are the latest progress event's figures, its records
+// those the load acknowledged and its ETA the engine's.
 func TestMetricsFromProgressEvents(t *testing.T) {
 	ob := &observer{}
 	ob.metrics = &metricsCollector{ob: ob}
@@ -60,6 +61,10 @@ func TestMetricsFromProgressEvents(t *testing.T) {
 	ob.update(ev, false)
 	ev.Live = loader.Live{Elapsed: 3 * time.Second, BytesDone: 500, Written: 50, DeadLettered: 1, Requests: 52, Throttled: 2, RU: 350, InFlight: 4,
 		Retries: report.Retries{Throttled: 2, Connection: 3}}
+	// The load-wide figures the engine fills: an earlier run's 7 records
+	// included, and its ETA.
+	ev.Done = loader.Counts{Written: 57, DeadLettered: 1}
+	ev.ETA, ev.ETAKnown = 2500*time.Millisecond, true
 	ob.update(ev, false)
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -81,10 +86,10 @@ func TestMetricsFromProgressEvents(t *testing.T) {
 		}
 	}
 	for name, want := range map[string]float64{
-		"loader_records_total{outcome=written}": 50, "loader_records_total{outcome=dead_lettered}": 1,
+		"loader_records_total{outcome=written}": 57, "loader_records_total{outcome=dead_lettered}": 1,
 		"loader_ru_consumed_total": 350, "loader_requests_total": 52, "loader_throttled_responses_total": 2,
 		"loader_in_flight_requests": 4, "loader_target_ru_per_second": 800, "loader_pacer_limit_ru_per_second": 600,
-		"loader_ru_per_second": 140, "loader_eta_seconds": 2.5, // 500 bytes left at 200 B/s
+		"loader_ru_per_second": 140, "loader_eta_seconds": 2.5,
 		"loader_retries_total{class=connection}": 3, "loader_retries_total{class=throttled}": 2,
 		"loader_partition_target_ru_per_second{partition=1}": 400, "loader_partition_throttled_total{partition=0}": 2,
 	} {

@@ -16,7 +16,8 @@ import (
 )
 
 // progress shows the engine's progress events on stderr. On a terminal,
-// schollz/progressbar draws the bar (share done, its own percentage) and
+// schollz/progressbar draws the bar (the share of the load's records
+// acknowledged, its own percentage) and
 // the loader's fields follow it, fitted to what the bar leaves of the
 // width so the line never wraps; off a terminal, a log line every
 // logEvery; nothing with --quiet.
@@ -35,6 +36,10 @@ type progress struct {
 	window   []loader.Live // the last few samples, for current rates
 	lastLog  time.Duration
 	logged   bool
+	// unlogged is the log line of the last event, off a terminal, when it
+	// was not printed: finish prints it, so the last progress line has the
+	// counts the summary has.
+	unlogged string
 
 	bar      *progressbar.ProgressBar
 	barOut   *gatedWriter
@@ -78,11 +83,13 @@ func (p *progress) update(ev loader.ProgressEvent) {
 		p.draw(ev, r)
 		return
 	}
+	line := strings.Join(longest(progressFields(ev, r, p.pacerShown, false)), fieldSep) + "\n"
 	if p.logged && ev.Elapsed-p.lastLog < p.logEvery {
+		p.unlogged = line
 		return
 	}
-	p.lastLog, p.logged = ev.Elapsed, true
-	io.WriteString(p.w, strings.Join(longest(progressFields(ev, r, p.pacerShown, false)), fieldSep)+"\n")
+	p.lastLog, p.logged, p.unlogged = ev.Elapsed, true, ""
+	io.WriteString(p.w, line)
 }
 
 // A line narrower than minBarRoom columns leaves the fields too little
@@ -106,16 +113,16 @@ func (p *progress) draw(ev loader.ProgressEvent, r rates) {
 	}
 	fields := lineFields(ev, r, p.pacerShown, ev.TotalBytes > 0)
 	desc := fitLine(fields, room-barColumns(ev, width), &p.line, width)
-	count := ev.Written + ev.Skipped + ev.DeadLettered
+	count := ev.Done.Total()
 	if ev.TotalBytes > 0 {
-		count = min(ev.BytesDone, ev.TotalBytes)
+		count = barCount(ev)
 	}
 	// One of the two updates with the bar's output held back, then the
 	// other, which draws both at once: the count last when it completes
 	// the bar (its last frame), else the description (the count draws
 	// only when the percentage changes).
 	p.barOut.hold = true
-	if ev.TotalBytes > 0 && count >= ev.TotalBytes {
+	if ev.TotalBytes > 0 && count >= barScale {
 		p.bar.Describe(desc)
 		p.barOut.hold = false
 		p.bar.Set64(count)
@@ -128,14 +135,14 @@ func (p *progress) draw(ev loader.ProgressEvent, r rates) {
 }
 
 // newBar makes the bar for a terminal width columns wide. Its own parts:
-// the percentage and the bar when the size of the input is known (bytes
-// done of the total), a spinner when it is not (stdin, a shared load's
-// shards). At 100% it draws its last frame and keeps it; finish clears
+// the percentage and the bar when the size of the input is known (the
+// event's Percent, of the load's records), a spinner when it is not
+// (stdin, a shared load's shards). At 100% it draws its last frame and keeps it; finish clears
 // the line for the summary.
 func (p *progress) newBar(ev loader.ProgressEvent, width int) {
 	total := int64(-1) // a spinner
 	if ev.TotalBytes > 0 {
-		total = ev.TotalBytes
+		total = barScale
 	}
 	p.barOut = &gatedWriter{w: p.w}
 	p.barWidth, p.barTotal = width, ev.TotalBytes
@@ -154,6 +161,14 @@ func (p *progress) newBar(ev loader.ProgressEvent, width int) {
 		progressbar.OptionThrottle(0),
 		progressbar.OptionSetSpinnerChangeInterval(0), // turn once per event, no timer of its own
 	)
+}
+
+// barScale is what a full bar counts to: hundredths of a per cent.
+const barScale = 10000
+
+// barCount is the bar's count for ev: its Percent, 0 while unknown.
+func barCount(ev loader.ProgressEvent) int64 {
+	return int64(min(max(ev.Percent, 0), 100) * barScale / 100)
 }
 
 // barCells is the bar's width inside its brackets on a terminal width
@@ -198,6 +213,10 @@ func (p *progress) finish() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.clearLine()
+	if p.unlogged != "" {
+		io.WriteString(p.w, p.unlogged)
+		p.unlogged = ""
+	}
 	if p.bar != nil {
 		p.barOut.hold = true // the bar has nothing more to say
 		p.bar.Exit()
@@ -217,7 +236,6 @@ func (p *progress) Write(b []byte) (int, error) {
 // rates are the current figures over the sampling window.
 type rates struct {
 	RU          float64 // RU/s
-	BytesPerSec float64
 	ThrottlePct float64 // share of requests answered 429
 }
 
@@ -276,18 +294,16 @@ func lineFields(ev loader.ProgressEvent, r rates, pacerShown, barShown bool) []f
 	fields := progressFields(ev, r, pacerShown, barShown)
 	wide, wr := ev, r
 	wide.Elapsed = time.Hour - time.Second
-	total := max(estimateTotal(ev), ev.TotalRows, ev.Written+ev.Skipped+ev.DeadLettered)
-	wide.Written, wide.Skipped = total, 0
-	if ev.DeadLettered > 0 {
+	total := max(ev.Records, ev.Done.Total())
+	wide.Done = loader.Counts{Written: total}
+	if ev.Done.DeadLettered > 0 {
 		// Done is written and dead-lettered together: each about half.
-		wide.DeadLettered = max(ev.DeadLettered, total/2)
-		wide.Written = max(0, total-wide.DeadLettered)
+		wide.Done.DeadLettered = max(ev.Done.DeadLettered, total/2)
+		wide.Done.Written = max(0, total-wide.Done.DeadLettered)
 	}
 	wr.RU = max(r.RU, ev.TargetRU)
 	wr.ThrottlePct = max(r.ThrottlePct, 99.9)
-	if left := ev.TotalBytes - ev.BytesDone; left > 0 {
-		wr.BytesPerSec = float64(left) / (time.Hour - time.Second).Seconds()
-	}
+	wide.ETA, wide.ETAKnown = time.Hour-time.Second, true
 	wide.PacerLimitRU = max(ev.PacerLimitRU, ev.TargetRU)
 	wide.LeasesHeld, wide.LeasedRU = ev.LeasePartitions, max(ev.LeasedRU, ev.TargetRU)
 	widest := progressFields(wide, wr, pacerShown, barShown)
@@ -314,24 +330,24 @@ func progressFields(ev loader.ProgressEvent, r rates, pacerShown, barShown bool)
 	}
 	add("elapsed", form{7, elapsed}, form{15, "elapsed " + elapsed})
 	addDone(add, ev, barShown)
-	if ev.DeadLettered > 0 {
+	if d := ev.Done; d.DeadLettered > 0 {
 		// A failing load shows it at any width.
-		add("written", form{4, "written " + human.Count(ev.Written+ev.Skipped)})
-		add("dead", form{0, "dead " + human.Count(ev.DeadLettered)}, form{12, "dead-lettered " + human.Count(ev.DeadLettered)})
+		add("written", form{4, "written " + human.Count(d.Written+d.Existing)})
+		add("dead", form{0, "dead " + human.Count(d.DeadLettered)}, form{12, "dead-lettered " + human.Count(d.DeadLettered)})
 	} else {
 		add("dead", form{10, "dead 0"}, form{18, "dead-lettered 0"})
 	}
 	// Once records have been written, a zero rate is a rate not yet
 	// measured (the first frame), not a fact.
 	ru := human.Number(r.RU, 0)
-	if r.RU == 0 && ev.Written+ev.Skipped > 0 {
+	if r.RU == 0 && ev.Done.Written+ev.Done.Existing > 0 {
 		ru = "--"
 	}
 	add("ru", form{3, ru + "/" + human.Number(ev.TargetRU, 0) + " RU/s"},
 		form{14, "RU/s " + ru + " of " + human.Number(ev.TargetRU, 0)})
 	add("429s", form{6, "429s " + human.Percent(r.ThrottlePct)})
 	if ev.TotalBytes > 0 {
-		add("eta", form{2, "ETA " + eta(ev, r)})
+		add("eta", form{2, "ETA " + eta(ev)})
 	}
 	if pacerShown && ev.PacerLimitRU > 0 {
 		add("pacer", form{8, "pacer " + human.Number(ev.PacerLimitRU, 0)}, form{16, "pacer at " + human.Number(ev.PacerLimitRU, 0) + " after 429s"})
@@ -343,44 +359,43 @@ func progressFields(ev loader.ProgressEvent, r rates, pacerShown, barShown bool)
 	return fields
 }
 
-// addDone adds the records done and, when known, of how many, with the
-// share done unless the bar shows it.
+// addDone adds the load's records acknowledged and, when known, of how
+// many, with their share (the one percentage, of records) unless the bar
+// shows it.
 func addDone(add func(string, ...form), ev loader.ProgressEvent, barShown bool) {
-	done := ev.Written + ev.Skipped + ev.DeadLettered
+	done := ev.Done.Total()
 	// With nothing dead-lettered every record done was written: one field
 	// says both. Otherwise done, written and dead-lettered each get one.
 	label := "written "
-	if ev.DeadLettered > 0 {
+	if ev.Done.DeadLettered > 0 {
 		label = "records "
 	}
 	pct := ""
 	if ev.TotalBytes > 0 && !barShown {
-		pct = strconv.Itoa(int(min(100, 100*float64(ev.BytesDone)/float64(ev.TotalBytes)))) + "%"
+		// Before anything is read, none of the load is done.
+		pct = strconv.Itoa(int(max(ev.Percent, 0))) + "%"
 	}
 	// paren is " (37%)" after a count; short is " 37%".
 	paren, short := "", ""
 	if pct != "" {
 		paren, short = " ("+pct+")", " "+pct
 	}
-	switch total := estimateTotal(ev); {
-	case ev.TotalBytes > 0 && ev.TotalRows > 0:
-		// Parquet: the footers say how many rows there are.
-		of := human.Count(done) + " of " + human.Count(ev.TotalRows) + " rows"
-		forms := []form{{1, human.Count(done) + "/" + human.Count(ev.TotalRows) + short}, {5, of + paren}, {20, label + of + paren}}
-		if pct != "" {
-			forms = append([]form{{0, pct}}, forms...)
-		}
-		add("done", forms...)
-	case ev.TotalBytes > 0 && total > 0:
-		// Reading runs ahead of writing: the total is the records read per
-		// byte times the input's size, an estimate until all is read.
-		approx := "~"
-		if ev.BytesRead >= ev.TotalBytes {
-			approx = ""
-		}
+	// Parquet footers say how many rows there are; otherwise the total is
+	// the records read per byte times the input's size, an estimate until
+	// all is read.
+	approx, unit := "~", ""
+	if ev.RecordsExact {
+		approx = ""
+	}
+	if ev.TotalRows > 0 {
+		unit = " rows"
+	}
+	switch total := ev.Records; {
+	case total > 0:
+		of := human.Count(done) + " of " + approx + human.Count(total) + unit
 		forms := []form{{1, human.Count(done) + "/" + approx + human.Count(total) + short},
-			{5, label + human.Count(done) + "/" + approx + human.Count(total) + paren},
-			{20, label + human.Count(done) + " of " + approx + human.Count(total) + paren}}
+			{5, label + human.Count(done) + "/" + approx + human.Count(total) + unit + paren},
+			{20, label + of + paren}}
 		if pct != "" {
 			forms = append([]form{{0, pct}}, forms...)
 		}
@@ -392,17 +407,16 @@ func addDone(add func(string, ...form), ev loader.ProgressEvent, barShown bool) 
 	}
 }
 
-// eta is the time left at the current rate, in whole seconds; "--" until
-// there is a rate to go by.
-func eta(ev loader.ProgressEvent, r rates) string {
+// eta is the engine's ETA in whole seconds; "estimating…" until it has a
+// few seconds of rate to go by.
+func eta(ev loader.ProgressEvent) string {
 	switch {
-	case ev.BytesDone >= ev.TotalBytes:
+	case !ev.ETAKnown:
+		return "estimating…"
+	case ev.ETA <= 0:
 		return "0s"
-	case r.BytesPerSec > 0:
-		left := time.Duration(float64(ev.TotalBytes-ev.BytesDone) / r.BytesPerSec * float64(time.Second))
-		return human.Duration(max(left.Round(time.Second), time.Second))
 	}
-	return "--"
+	return human.Duration(max(ev.ETA.Round(time.Second), time.Second))
 }
 
 // longest is every field in its longest form: the log line.
@@ -513,18 +527,6 @@ func (m *lineMemory) remember(fields []field, chosen []int, width int) string {
 // pacerBelowTarget: the pacer holds the load below its target after 429s.
 func pacerBelowTarget(ev loader.ProgressEvent) bool {
 	return ev.PacerLimitRU > 0 && ev.PacerLimitRU < ev.TargetRU*0.99
-}
-
-// estimateTotal guesses the records in the input from the records read
-// per byte so far; 0 when there is nothing to go on.
-func estimateTotal(ev loader.ProgressEvent) int64 {
-	if ev.BytesRead <= 0 || ev.RecordsRead <= 0 || ev.TotalBytes <= 0 {
-		return 0
-	}
-	if ev.BytesRead >= ev.TotalBytes {
-		return ev.RecordsRead
-	}
-	return int64(float64(ev.RecordsRead) / float64(ev.BytesRead) * float64(ev.TotalBytes))
 }
 
 // terminalWidth is the width of the terminal on fd: COLUMNS when set (so

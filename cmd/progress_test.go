@@ -26,37 +26,58 @@ var progressStates = []struct {
 	ev   loader.ProgressEvent
 	r    rates
 }{
-	{"start", loader.ProgressEvent{TotalBytes: 10 * mb, TargetRU: 4000, PacerLimitRU: 4000}, rates{}},
-	{"midrun-429s-pacer", loader.ProgressEvent{
+	{"start", acked(loader.ProgressEvent{TotalBytes: 10 * mb, TargetRU: 4000, PacerLimitRU: 4000}, -1), rates{}},
+	{"midrun-429s-pacer", acked(loader.ProgressEvent{
 		Live: loader.Live{Elapsed: 27 * time.Second, RecordsRead: 15200, BytesRead: 3200 * 1024, BytesDone: 3 * mb,
 			Written: 14400, Skipped: 16, Requests: 15100, Throttled: 317, RU: 104000},
 		TotalBytes: 10 * mb, TargetRU: 4000, PacerLimitRU: 3861,
-	}, rates{RU: 3861, BytesPerSec: 110 * 1024, ThrottlePct: 2.1}},
-	{"dead-letters", loader.ProgressEvent{
+	}, 70*time.Second), rates{RU: 3861, ThrottlePct: 2.1}},
+	{"dead-letters", acked(loader.ProgressEvent{
 		Live: loader.Live{Elapsed: 4 * time.Second, RecordsRead: 2000, BytesRead: 200 * 1024, BytesDone: 200 * 1024,
 			DeadLettered: 2000},
 		TotalBytes: 200 * 1024, TargetRU: 4000, PacerLimitRU: 4000,
-	}, rates{}},
-	{"parquet-rows", loader.ProgressEvent{
+	}, 0), rates{}},
+	{"parquet-rows", acked(loader.ProgressEvent{
 		Live: loader.Live{Elapsed: 95 * time.Second, RecordsRead: 1300000, BytesRead: 90 * mb, BytesDone: 80 * mb,
 			Written: 1200000, Requests: 1200000, RU: 7000000},
 		TotalBytes: 900 * mb, TotalRows: 13100000, TargetRU: 80000, PacerLimitRU: 80000,
-	}, rates{RU: 76000, BytesPerSec: 850 * 1024}},
-	{"stdin-unknown-total", loader.ProgressEvent{
+	}, 17*time.Minute), rates{RU: 76000}},
+	{"stdin-unknown-total", acked(loader.ProgressEvent{
 		Live: loader.Live{Elapsed: 68 * time.Second, RecordsRead: 140000, BytesRead: 60 * mb, BytesDone: 58 * mb,
 			Written: 139200, Requests: 139500, Throttled: 12, RU: 980000},
 		TargetRU: 15000, PacerLimitRU: 15000,
-	}, rates{RU: 14990, BytesPerSec: 900 * 1024, ThrottlePct: 0.01}},
-	{"finished", loader.ProgressEvent{
+	}, -1), rates{RU: 14990, ThrottlePct: 0.01}},
+	{"finished", acked(loader.ProgressEvent{
 		Live: loader.Live{Elapsed: 147 * time.Second, RecordsRead: 50000, BytesRead: 10 * mb, BytesDone: 10 * mb,
 			Written: 49990, DeadLettered: 10, Requests: 50200, Throttled: 210, RU: 360400},
 		TotalBytes: 10 * mb, TargetRU: 2500, PacerLimitRU: 2500,
-	}, rates{RU: 2480, BytesPerSec: 70 * 1024, ThrottlePct: 0.4}},
-	{"shared-naive", loader.ProgressEvent{
+	}, 0), rates{RU: 2480, ThrottlePct: 0.4}},
+	{"shared-naive", acked(loader.ProgressEvent{
 		Live: loader.Live{Elapsed: 3725 * time.Second, RecordsRead: 9000000, BytesRead: 9 << 30, BytesDone: 8 << 30,
 			Written: 8990000, Requests: 9100000, Throttled: 110000, RU: 63000000},
 		TargetRU: 20000, LeasesHeld: 2, LeasePartitions: 4, LeasedRU: 10000,
-	}, rates{RU: 9870, BytesPerSec: 2 * mb, ThrottlePct: 1.2}},
+	}, -1), rates{RU: 9870, ThrottlePct: 1.2}},
+}
+
+// acked fills an event's load-wide figures as the engine does for a
+// first run: its counts, its records (from the Parquet footers or the
+// records read per byte), their share done, and eta (< 0: estimating).
+func acked(ev loader.ProgressEvent, eta time.Duration) loader.ProgressEvent {
+	ev.Done = loader.Counts{Written: ev.Written, Existing: ev.Skipped, DeadLettered: ev.DeadLettered}
+	ev.Percent = -1
+	switch {
+	case ev.TotalRows > 0:
+		ev.Records, ev.RecordsExact = ev.TotalRows, true
+	case ev.TotalBytes > 0 && ev.BytesRead >= ev.TotalBytes:
+		ev.Records, ev.RecordsExact = ev.RecordsRead, true
+	case ev.TotalBytes > 0 && ev.BytesRead > 0:
+		ev.Records = int64(float64(ev.RecordsRead) / float64(ev.BytesRead) * float64(ev.TotalBytes))
+	}
+	if ev.Records > 0 {
+		ev.Percent = min(100, 100*float64(ev.Done.Total())/float64(ev.Records))
+	}
+	ev.ETA, ev.ETAKnown = eta, eta >= 0 && ev.TotalBytes > 0
+	return ev
 }
 
 // frames are the lines a terminal shows of a progress display's output:
@@ -124,7 +145,7 @@ func TestProgressLineNeverWraps(t *testing.T) {
 			if w >= 30 && !strings.Contains(line, "%") && s.ev.TotalBytes > 0 {
 				t.Errorf("%s at %d columns lost the share done: %q", s.name, w, line)
 			}
-			if w >= 40 && s.ev.DeadLettered > 0 && !strings.Contains(line, "dead") {
+			if w >= 40 && s.ev.Done.DeadLettered > 0 && !strings.Contains(line, "dead") {
 				t.Errorf("%s at %d columns hides the dead letters: %q", s.name, w, line)
 			}
 		}
@@ -145,7 +166,8 @@ func TestProgressFitsThroughPacerAndResize(t *testing.T) {
 		ev := progressStates[1].ev
 		ev.Elapsed = time.Duration(i+1) * time.Second
 		ev.Written = int64(1000 * (i + 1) * (i + 1))
-		ev.BytesDone = int64(i+1) * mb / 2
+		ev.RecordsRead = max(ev.RecordsRead, ev.Written)
+		ev = acked(ev, time.Duration(i)*time.Minute)
 		ev.PacerLimitRU = 4000
 		if i%2 == 1 {
 			ev.PacerLimitRU = 1234.5 // below the target: the pacer's message
@@ -176,10 +198,14 @@ func TestProgressLineIsStable(t *testing.T) {
 		if i%3 == 1 {
 			limit = 721
 		}
-		p.update(loader.ProgressEvent{Live: loader.Live{
+		eta := time.Duration(-1)
+		if i >= 3 {
+			eta = time.Duration(40-i) * 45 * time.Second
+		}
+		p.update(acked(loader.ProgressEvent{Live: loader.Live{
 			Elapsed: time.Duration(i+1) * time.Second, RecordsRead: 505 * int64(i+1), BytesRead: 6000 * int64(i+1),
 			BytesDone: 5000 * int64(i+1), Written: 505 * int64(i+1), Requests: 505 * int64(i+1), Throttled: int64(i), RU: ru,
-		}, TotalBytes: 10 << 20, TargetRU: 4000, PacerLimitRU: limit})
+		}, TotalBytes: 10 << 20, TargetRU: 4000, PacerLimitRU: limit}, eta))
 		fs := frames(out.String())
 		line := fs[len(fs)-1]
 		if i == 0 && strings.Contains(line, " 0/4,000 RU/s") {
@@ -188,6 +214,9 @@ func TestProgressLineIsStable(t *testing.T) {
 		_, desc, _ := strings.Cut(line, "]")
 		var shape []string
 		for _, f := range strings.Split(strings.TrimSpace(desc), fieldSep) {
+			if strings.HasPrefix(f, "ETA ") {
+				f = "ETA N" // estimating, then a time: figures, not forms
+			}
 			shape = append(shape, labels.ReplaceAllString(f, "N"))
 		}
 		if i <= 1 { // the pacer's field joins at the second frame, and stays
@@ -262,5 +291,22 @@ func TestProgressWarnsWhenNoWriteSucceeds(t *testing.T) {
 	}
 	if got := loader.StallText(loader.Live{NoWriteFor: 9 * time.Second, LastFailure: "429 throttled"}); got != "" {
 		t.Errorf("StallText under 10 s = %q", got)
+	}
+}
+
+// Off a terminal the last event's line is printed when the display
+// finishes, though the log interval skipped it: the last progress line
+// has the counts the summary has.
+func TestProgressLogEndsWithTheLastEvent(t *testing.T) {
+	var out bytes.Buffer
+	p := newProgress(&IOStreams{ErrOut: &out})
+	for s := 1; s <= 3; s++ {
+		p.update(acked(loader.ProgressEvent{Live: loader.Live{Elapsed: time.Duration(s) * time.Second, Written: int64(100 * s)},
+			TargetRU: 1000}, -1))
+	}
+	p.finish()
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "written 100") || !strings.Contains(lines[1], "written 300") {
+		t.Errorf("lines = %q, want the first event's and the last one's", lines)
 	}
 }

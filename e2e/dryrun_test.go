@@ -9,6 +9,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
+	"github.com/cosmosloader/loader/internal/epk"
 	"github.com/cosmosloader/loader/internal/testenv"
 )
 
@@ -16,11 +17,19 @@ import (
 // 20,000 RU/s container. Naive: 30,000 requests, 20,000 throttled, five
 // passes; paced: 10,000 requests in 5 s. The example sends a request per
 // record: --batch off (range batches would send a hundred in one).
+// 20,000 RU/s takes two physical partitions (the dry run corrects the one
+// it defaults to, and says so): the ids are picked to fill both halves
+// alike, as the pattern assumes.
 func TestDryRunPatternNumbers(t *testing.T) {
 	t.Parallel()
 	var lines []string
-	for i := 0; i < 10000; i++ {
-		lines = append(lines, fmt.Sprintf(`{"id":"%d","v":%d}`, i, i))
+	halves, bounds := [2]int{}, epk.SplitEven(2)
+	for i := 0; len(lines) < 10000; i++ {
+		id := fmt.Sprint(i)
+		if h := epk.Locate(bounds, epk.Of([]any{id})); halves[h] < 5000 {
+			halves[h]++
+			lines = append(lines, fmt.Sprintf(`{"id":"%s","v":%d}`, id, i))
+		}
 	}
 	in := writeFile(t, t.TempDir(), "pattern.ndjson", []byte(strings.Join(lines, "\n")+"\n"))
 
@@ -29,8 +38,10 @@ func TestDryRunPatternNumbers(t *testing.T) {
 		t.Fatalf("exit %d\n%s", res.code, res.stderr)
 	}
 	for _, re := range []string{
-		`naive\s+30000\s+20000\s+5\s+5s`,
-		`paced\s+10000\s+0\s+-\s+5s`,
+		`naive\s+30,000\s+20,000\s+5\s+5s`,
+		`paced\s+10,000\s+0\s+-\s+5s`,
+		`both modelled: naive one request a record, every record sent at once`,
+		`20,000 RU/s takes at least 2 physical partitions`,
 		`records\s+10,000`,
 		`estimated RU\s+100000`,
 		`estimated duration 5s at 20000 RU/s`,

@@ -181,8 +181,14 @@ func TestMetricsEndpointWhileLoading(t *testing.T) {
 			t.Errorf("no %s in the scrape", m)
 		}
 	}
-	if eta, ok := second["loader_eta_seconds"]; !ok || eta <= 0 {
-		t.Errorf("loader_eta_seconds = %v (present %v), want a positive estimate mid-load", eta, ok)
+	// Absent while the loader estimates (its first seconds), then there.
+	waitFor(t, "an ETA", func() bool {
+		second = scrape(t, url)
+		_, ok := second["loader_eta_seconds"]
+		return ok
+	})
+	if eta := second["loader_eta_seconds"]; eta <= 0 {
+		t.Errorf("loader_eta_seconds = %v, want a positive estimate mid-load", eta)
 	}
 	_ = run.cmd.Process.Signal(syscall.SIGINT)
 	if code := run.wait(t); code != 130 && code != 0 {

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -140,7 +139,7 @@ func TestTerminalProgressAtEachWidth(t *testing.T) {
 			if bars < 2 {
 				t.Errorf("want the bar redrawn at least twice, got %d:\n%q", bars, out)
 			}
-			checkFits(t, "import", out, cols, summaryNotYetFitted(cols))
+			checkFits(t, "import", out, cols, nil)
 			if !strings.Contains(out, "Finished: 400 records read") {
 				t.Errorf("no summary:\n%s", out)
 			}
@@ -216,7 +215,7 @@ func TestTerminalStartupLinesAndWarningsFit(t *testing.T) {
 			if !strings.Contains(out, "embedded local Cosmos DB target") || !strings.Contains(out, "warning:") {
 				t.Errorf("no start-up line or no warning:\n%s", out)
 			}
-			checkFits(t, "import", out, cols, summaryNotYetFitted(cols))
+			checkFits(t, "import", out, cols, nil)
 
 			out, code = ptyRun(t, cols, env, dir, nil, "import", "no-such-file.ndjson", "--endpoint", "https://example.documents.azure.com:443/")
 			if code != 2 {
@@ -257,23 +256,8 @@ func TestReadmeQuickstartFitsAnEightyColumnTerminal(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, out)
 	}
-	checkFits(t, "the quickstart", out, 80, summaryNotYetFitted(80))
+	checkFits(t, "the quickstart", out, 80, nil)
 }
-
-// summaryNotYetFitted exempts the summary, which moves to its own package
-// and is fitted there (issue 41, point 2): at 80 columns and more only its
-// retries line (every class of retry on one line) is wider; below 80, its
-// table and labelled lines are too.
-func summaryNotYetFitted(cols int) func(string) bool {
-	return func(line string) bool {
-		if strings.HasPrefix(line, "  retries (this run)") {
-			return true
-		}
-		return cols < 80 && strings.HasPrefix(line, "  ") && summaryLine.MatchString(line)
-	}
-}
-
-var summaryLine = regexp.MustCompile(`^  (written|skipped|dead-lettered|RU consumed|duration|achieved|target changes|physical partitions|requests|records per request|this run|  records|  RU consumed|  requests|Naive vs paced|naive \(|paced \()`)
 
 // flat is s with every run of white space one space: messages are
 // fitted to the terminal (80 columns off one), and a test reads them whole.

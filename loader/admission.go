@@ -68,6 +68,10 @@ type admission interface {
 	// pacerStats is the pacer's view for a progress display; nil when
 	// the strategy does not pace.
 	pacerStats() *pacing.Snapshot
+	// home is the physical partition a request for it, sent on part,
+	// is charged to, as the pacer numbers them: what the run's tally
+	// counts, whatever the strategy.
+	home(it *item, part int) int
 }
 
 // pacedStrategy (StrategyPaced) routes records to a lane per physical
@@ -87,7 +91,11 @@ type naiveStrategy struct{}
 func (naiveStrategy) lanes(int) int { return 1 }
 func (naiveStrategy) watches() bool { return false }
 func (naiveStrategy) admission(o Options) admission {
-	return &naiveAdmission{slots: make(chan struct{}, o.NaiveConcurrency), clock: o.Clock}
+	a := &naiveAdmission{slots: make(chan struct{}, o.NaiveConcurrency), clock: o.Clock}
+	if o.Pacer != nil {
+		a.partition = o.Pacer.Partition
+	}
+	return a
 }
 
 // pacedAdmission pays each request from its partition's RU bucket, under
@@ -186,6 +194,8 @@ func (a *pacedAdmission) succeeded(part int, charge float64) {
 	a.limiter.ObserveCharge(charge)
 }
 
+func (a *pacedAdmission) home(_ *item, part int) int { return part }
+
 // pacerStats is the pacer's Stats when it keeps them (test pacers may not).
 func (a *pacedAdmission) pacerStats() *pacing.Snapshot {
 	p, ok := a.pacer.(interface{ Stats() pacing.Snapshot })
@@ -203,6 +213,9 @@ type naiveAdmission struct {
 	naiveStrategy
 	slots chan struct{}
 	clock clock.Clock
+	// partition routes a key's EPK as the pacer would, for the tally
+	// only: the naive strategy sends without asking anyone. nil: 0.
+	partition func(epk string) int
 }
 
 func (a *naiveAdmission) route(*item)      {}
@@ -224,6 +237,16 @@ func (a *naiveAdmission) observe(time.Duration)                     {}
 func (a *naiveAdmission) settle(int, float64, float64)              {}
 func (a *naiveAdmission) succeeded(int, float64)                    {}
 func (a *naiveAdmission) pacerStats() *pacing.Snapshot              { return nil }
+
+func (a *naiveAdmission) home(it *item, _ int) int {
+	if a.partition == nil {
+		return 0
+	}
+	if it.epk == "" {
+		it.epk = epk.Of(it.doc.PK)
+	}
+	return a.partition(it.epk)
+}
 
 func (a *naiveAdmission) throttled(ctx context.Context, _ int, retryAfter time.Duration) error {
 	return a.clock.Sleep(ctx, retryAfter)

@@ -79,6 +79,9 @@ type deadLetterFile struct {
 	w    *bufio.Writer
 	size int64
 	n    int64
+	// synced is how many of this run's lines are durable: the records
+	// counted as dead-lettered.
+	synced int64
 	// tally counts the file's lines by reason, those of earlier runs
 	// included, for the report.
 	tally report.Reasons
@@ -197,7 +200,16 @@ func (d *deadLetterFile) sync() (int64, error) {
 	if err := d.f.Sync(); err != nil {
 		return 0, &SaveError{fmt.Errorf("sync dead-letter file: %w", err)}
 	}
+	d.synced = d.n
 	return d.size, nil
+}
+
+// durable is how many lines this run wrote that are synced: a record is
+// dead-lettered once its line is on disk.
+func (d *deadLetterFile) durable() int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.synced
 }
 
 func (d *deadLetterFile) close() error {

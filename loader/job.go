@@ -255,6 +255,11 @@ func (j *Job) resolve() *plan {
 		p.Shared = &so
 	}
 	p.batch, _ = ParseBatch(j.Batch) // validated by the command
+	if p.Strategy == StrategyNaive {
+		// The naive approach, as clients written without a bulk mode
+		// send: one request a record (and the one its model counts).
+		p.batch = BatchMode{}
+	}
 	return p
 }
 
@@ -275,10 +280,14 @@ type wholeInputs struct {
 	reads readplan.Plan
 	// seg splits segments while loading (nil: --segments given, or
 	// nothing to keep busy); cursors is what read blocks are sized for.
-	seg        *segmenter
-	cursors    int
-	state      *checkpoint.State
-	base       checkpoint.Counters
+	seg     *segmenter
+	cursors int
+	state   *checkpoint.State
+	base    checkpoint.Counters
+	// before is what earlier runs acknowledged, ahead of it the records
+	// they listed past their marks.
+	before     Counts
+	ahead      int64
 	cost       *pacing.CostModel
 	dlSize     int64
 	totalBytes int64
@@ -352,6 +361,7 @@ func (p *plan) wholeInputs(ctx context.Context, tgt *Target, inputs []Input, fps
 	w.segments = planSegments(inputs, state)
 	w.reads = readplan.New(sourcesOf(inputs), w.segments.pieces(), p.Source, reads)
 	w.state, w.base = state, state.Counters
+	w.before, w.ahead = earlierCounts(state)
 	w.cursors = w.reads.Cursors
 	if w.reads.Splits {
 		// Cursors may be added while loading: read blocks sized for the most.
@@ -413,7 +423,8 @@ func (w *wholeInputs) next(context.Context) (*piece, error) {
 	return &piece{
 		inputs: w.segments.inputs, reads: &w.reads, segments: w.seg,
 		source:     segmentedSource(w.p.Source, w.cursors),
-		totalBytes: w.totalBytes, totalRows: w.totalRows, deadLetterPath: w.p.DeadLetterPath, deadLetterSize: w.dlSize,
+		totalBytes: w.totalBytes, totalRows: w.totalRows, before: w.before, ahead: w.ahead,
+		deadLetterPath: w.p.DeadLetterPath, deadLetterSize: w.dlSize,
 	}, nil
 }
 
@@ -448,7 +459,7 @@ func (w *wholeInputs) save(_ *piece, s runSnapshot) error {
 		return &SaveError{err}
 	}
 	if w.p.Checkpointed != nil {
-		w.p.Checkpointed(w.p.CheckpointPath, state.Counters)
+		w.p.Checkpointed(w.p.CheckpointPath, acknowledged(state.Counters, s.Committed))
 	}
 	return nil
 }
@@ -626,14 +637,33 @@ func resumePositions(inputs []Input, progress []checkpoint.Input, so source.Opti
 // finishedAhead counts the records an input's checkpoint lists as finished
 // past its marks.
 func finishedAhead(p checkpoint.Input) int64 {
+	written, existing := aheadCounts(p)
+	return written + existing
+}
+
+// aheadCounts counts the records an input's checkpoint lists past its
+// marks as written and as found existing.
+func aheadCounts(p checkpoint.Input) (written, existing int64) {
 	if len(p.Segments) == 0 {
-		return p.Committed.Ahead.Records()
+		return p.Committed.Ahead.Counts()
 	}
-	var n int64
 	for _, s := range p.Segments {
-		n += s.Committed.Ahead.Records()
+		w, e := s.Committed.Ahead.Counts()
+		written, existing = written+w, existing+e
 	}
-	return n
+	return written, existing
+}
+
+// earlierCounts is what the load's earlier runs acknowledged: the
+// records below their marks, and those they listed past them (ahead).
+func earlierCounts(st *checkpoint.State) (c Counts, ahead int64) {
+	k := st.Counters
+	c = Counts{Written: k.RecordsWritten, Existing: k.RecordsSkippedExisting, DeadLettered: k.RecordsDeadLettered}
+	for _, in := range st.Inputs {
+		w, e := aheadCounts(in)
+		c.Written, c.Existing, ahead = c.Written+w, c.Existing+e, ahead+w+e
+	}
+	return c, ahead
 }
 
 func isParquet(in source.Input, so source.Options) bool {
@@ -753,6 +783,18 @@ func absPaths(args []string) []string {
 		}
 	}
 	return out
+}
+
+// acknowledged is c with the records the marks list past them added: the
+// counts progress and the report give, where c's are the marks' alone.
+func acknowledged(c checkpoint.Counters, marks []Committed) checkpoint.Counters {
+	for _, m := range marks {
+		w, e := m.Ahead.Counts()
+		c.RecordsWritten += w
+		c.RecordsSkippedExisting += e
+		c.RecordsRead += w + e
+	}
+	return c
 }
 
 func addCounters(base checkpoint.Counters, s runSnapshot) checkpoint.Counters {

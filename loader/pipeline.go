@@ -187,14 +187,18 @@ type runSnapshot struct {
 type Live struct {
 	Elapsed                time.Duration
 	RecordsRead, BytesRead int64
-	// BytesDone is the input below the committed low-water marks: what
-	// progress and ETA count, since reading runs ahead of writing.
-	BytesDone                      int64
+	// BytesDone is the input below the committed low-water marks.
+	BytesDone int64
+	// Written and Skipped count records as the service acknowledges them
+	// (written, or found existing in create mode), DeadLettered once the
+	// dead-letter file holding them is synced: the one meaning progress,
+	// metrics, the summary and the report share.
 	Written, Skipped, DeadLettered int64
 	// Carried counts the records among Written and Skipped that an
 	// earlier run finished past its checkpointed position: read again,
-	// not sent (Committed.Ahead).
-	Carried int64
+	// not sent (Committed.Ahead); CarriedExisting those of them found
+	// existing.
+	Carried, CarriedExisting int64
 	// InputsRefused counts inputs refused whole (corrupt gzip, bad CSV
 	// header); each is also one of DeadLettered.
 	InputsRefused       int64
@@ -211,6 +215,9 @@ type Live struct {
 	// Pacing is the pacer's view (its limit, each partition's share and
 	// rate); nil when not pacing (the naive strategy).
 	Pacing *pacing.Snapshot
+	// perPartition is what each physical partition took so far, as the
+	// pacer numbers them (both strategies).
+	perPartition []partitionCount
 }
 
 // StopCause says why a run ended before its inputs did.
@@ -232,6 +239,17 @@ type Result struct {
 	Live     Live
 	Series   []report.Second
 	Charges  *Histogram
+	// roundTrip is the median time from a request's send to its answer;
+	// hotKey the partition key that took the most RU (when hasHotKey).
+	roundTrip time.Duration
+	hotKey    heavyKey
+	hasHotKey bool
+	// starved is the share of the run every partition spent waiting for
+	// records while the input was still being read: an input-bound load.
+	starved float64
+	// ahead is the records the final checkpoint lists past its marks:
+	// acknowledged, and counted as such.
+	ahead Counts
 	// BatchesRefused: the server answered batches with 500, or refused
 	// them before the load, and the run fell back to point writes.
 	// RangeBatchesRefused: it refused range batches, and the run sent
@@ -299,23 +317,32 @@ type run struct {
 	wctx    context.Context // writes; outlives readCtx by DrainTimeout
 	wg      sync.WaitGroup
 
-	read, bytes            atomic.Int64
-	requests, throttled    atomic.Int64
-	written, skipped, dead atomic.Int64
-	carried                atomic.Int64 // see Live.Carried
-	refused                atomic.Int64 // inputs refused whole
-	inFlight               atomic.Int64
-	ruMilli                atomic.Int64
-	sinceCheckpoint        atomic.Int64
-	retries                retryCounters
-	health                 writeHealth
-	policy                 retryPolicy
+	read, bytes         atomic.Int64
+	requests, throttled atomic.Int64
+	written, skipped    atomic.Int64
+	carried             atomic.Int64 // see Live.Carried
+	carriedExisting     atomic.Int64 // of carried, those found existing
+	refused             atomic.Int64 // inputs refused whole
+	inFlight            atomic.Int64
+	ruMilli             atomic.Int64
+	sinceCheckpoint     atomic.Int64
+	retries             retryCounters
+	health              writeHealth
+	tally               partitionTally
+	policy              retryPolicy
 	// batchWorked: a batch has been committed this run; batchOff: the
 	// server refused batches, so the rest of the run sends point writes.
 	batchWorked, batchOff atomic.Bool
 
 	saves    int64         // checkpoints saved
 	saveTime time.Duration // time spent saving them (fsyncs mostly)
+
+	// waiting reports whether every partition waits for the reader;
+	// starved counts the loop's ticks it did while reading went on, of
+	// ticks.
+	waiting        func() bool
+	readDone       atomic.Bool
+	starved, ticks int64
 
 	mu      sync.Mutex
 	fatal   error
@@ -389,11 +416,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}}
 	queues.get(parts - 1)
 
+	r.waiting = queues.allIdle
 	done := make(chan struct{})
 	var readErr error
 	go func() {
 		defer close(done)
 		readErr = r.readAll(queues)
+		r.readDone.Store(true)
 		queues.closeAll()
 		dispatchers.Wait()
 		r.wg.Wait()
@@ -409,6 +438,20 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	snap, serr := r.checkpoint(true)
 	res := &Result{Cause: r.cause, Err: r.fatal, Started: r.start, Snapshot: snap, Live: r.live(), Charges: r.charges}
+	if r.o.Progress != nil {
+		// The last event has the counts the report will: the final
+		// checkpoint has synced every dead letter counted.
+		r.o.Progress(res.Live)
+	}
+	for _, c := range snap.Committed {
+		w, e := c.Ahead.Counts()
+		res.ahead = res.ahead.plus(Counts{Written: w, Existing: e})
+	}
+	res.roundTrip = r.tally.roundTrip()
+	if r.ticks > 0 {
+		res.starved = float64(r.starved) / float64(r.ticks)
+	}
+	res.hotKey, res.hasHotKey = r.tally.heaviestKey()
 	res.BatchesRefused = r.batchOff.Load()
 	r.mu.Lock()
 	res.CheckpointSaves, res.CheckpointTime = r.saves, r.saveTime
@@ -432,7 +475,7 @@ func (o *Options) defaults() {
 		o.QueuePerPartition = readplan.DefaultReadAhead(o.Partitions)
 	}
 	if o.NaiveConcurrency <= 0 {
-		o.NaiveConcurrency = 64
+		o.NaiveConcurrency = naiveConcurrency
 	}
 	if o.MaxTransientAttempts <= 0 {
 		o.MaxTransientAttempts = 10
@@ -516,6 +559,19 @@ func (l *lanes) anyIdle() bool {
 	return false
 }
 
+// allIdle reports whether every current partition is idle: the writers
+// wait for the reader.
+func (l *lanes) allIdle() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, q := range l.qs {
+		if (len(q) > 0 || l.busy[i].Load() > 0) && (l.current == nil || l.current(i)) {
+			return false
+		}
+	}
+	return true
+}
+
 func (l *lanes) closeAll() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -550,6 +606,10 @@ func (r *run) loop(done <-chan struct{}) {
 		case <-r.o.Clock.After(period):
 		}
 		now := r.o.Clock.Now()
+		r.ticks++
+		if !r.readDone.Load() && !r.stopped() && r.waiting != nil && r.waiting() {
+			r.starved++
+		}
 		r.recordSecond(&prev, &lastSecond, false)
 		if now.Sub(lastCheckpoint) >= r.o.CheckpointInterval || r.sinceCheckpoint.Load() >= r.o.CheckpointEvery {
 			if _, err := r.checkpoint(false); err != nil {
@@ -569,40 +629,82 @@ func (r *run) recordSecond(prev *Live, last *int64, final bool) {
 	cur := r.live()
 	r.mu.Lock()
 	r.series = append(r.series, report.Second{
-		T:         *last,
-		RU:        cur.RU - prev.RU,
-		Requests:  cur.Requests - prev.Requests,
-		Throttled: cur.Throttled - prev.Throttled,
-		Records:   (cur.Written + cur.Skipped - cur.Carried) - (prev.Written + prev.Skipped - prev.Carried),
+		T:          *last,
+		RU:         cur.RU - prev.RU,
+		Requests:   cur.Requests - prev.Requests,
+		Throttled:  cur.Throttled - prev.Throttled,
+		Records:    (cur.Written + cur.Skipped - cur.Carried) - (prev.Written + prev.Skipped - prev.Carried),
+		LimitRU:    limitOf(cur.Pacing),
+		Partitions: partitionSeconds(prev.perPartition, cur.perPartition, cur.Pacing),
 	})
 	r.mu.Unlock()
 	*prev, *last = cur, sec
-	if r.o.Progress != nil {
+	// The final figures are shown once the final checkpoint has synced
+	// the dead letters (Run).
+	if r.o.Progress != nil && !final {
 		r.o.Progress(cur)
 	}
+}
+
+func limitOf(p *pacing.Snapshot) float64 {
+	if p == nil {
+		return 0
+	}
+	return p.LimitRU
+}
+
+// partitionSeconds is each partition's second between two tallies, with
+// the pacer's share and limit for it.
+func partitionSeconds(prev, cur []partitionCount, p *pacing.Snapshot) []report.PartitionSecond {
+	n := len(cur)
+	if p != nil {
+		for _, ps := range p.Partitions {
+			n = max(n, ps.Index+1)
+		}
+	}
+	if n == 0 || n > report.MaxPartitionSeries {
+		return nil
+	}
+	out := make([]report.PartitionSecond, n)
+	for i, c := range cur {
+		var was partitionCount
+		if i < len(prev) {
+			was = prev[i]
+		}
+		out[i].RU = report.Round2(c.RU - was.RU)
+		out[i].Throttled = c.Throttled - was.Throttled
+	}
+	if p != nil {
+		for _, ps := range p.Partitions {
+			out[ps.Index].ShareRU, out[ps.Index].LimitRU = report.Round2(ps.ShareRU), report.Round2(ps.LimitRU)
+		}
+	}
+	return out
 }
 
 func (r *run) live() Live {
 	now := r.o.Clock.Now()
 	stalled, lastFailure := r.health.stalled(now)
 	return Live{
-		Retries:       r.retries.snapshot(),
-		NoWriteFor:    stalled,
-		LastFailure:   lastFailure,
-		Elapsed:       now.Sub(r.start),
-		RecordsRead:   r.read.Load(),
-		BytesRead:     r.bytes.Load(),
-		BytesDone:     r.bytesDone(),
-		Written:       r.written.Load(),
-		Skipped:       r.skipped.Load(),
-		Carried:       r.carried.Load(),
-		DeadLettered:  r.dead.Load(),
-		InputsRefused: r.refused.Load(),
-		Requests:      r.requests.Load(),
-		Throttled:     r.throttled.Load(),
-		RU:            float64(r.ruMilli.Load()) / 1000,
-		InFlight:      r.inFlight.Load(),
-		Pacing:        r.adm.pacerStats(),
+		Retries:         r.retries.snapshot(),
+		NoWriteFor:      stalled,
+		LastFailure:     lastFailure,
+		Elapsed:         now.Sub(r.start),
+		RecordsRead:     r.read.Load(),
+		BytesRead:       r.bytes.Load(),
+		BytesDone:       r.bytesDone(),
+		Written:         r.written.Load(),
+		Skipped:         r.skipped.Load(),
+		Carried:         r.carried.Load(),
+		CarriedExisting: r.carriedExisting.Load(),
+		perPartition:    r.tally.snapshot(),
+		DeadLettered:    r.dl.durable(),
+		InputsRefused:   r.refused.Load(),
+		Requests:        r.requests.Load(),
+		Throttled:       r.throttled.Load(),
+		RU:              float64(r.ruMilli.Load()) / 1000,
+		InFlight:        r.inFlight.Load(),
+		Pacing:          r.adm.pacerStats(),
 	}
 }
 
@@ -776,6 +878,7 @@ func (r *run) readInput(i int, in Input, workers int, queues *lanes) error {
 			it.est = r.o.Cost.Estimate(it.size, it.terms)
 		}
 		r.adm.route(it)
+		r.tally.read(r.adm.home(it, it.part), it.est)
 		q := queues.get(it.part)
 		select {
 		case q <- it:
@@ -819,6 +922,7 @@ func (r *run) carry(input int, seq uint64, existing bool) {
 	result, count := resultWritten, &r.written
 	if existing {
 		result, count = resultSkipped, &r.skipped
+		r.carriedExisting.Add(1)
 	}
 	count.Add(1)
 	r.carried.Add(1)
@@ -856,7 +960,6 @@ func (r *run) deadLetter(input int, seq uint64, d *DeadLetter) {
 
 func (r *run) deadLetterAs(input int, seq uint64, result recordResult, d *DeadLetter) {
 	r.countLines(d)
-	r.dead.Add(1)
 	r.sinceCheckpoint.Add(1)
 	r.tr.ack(input, seq, result, d)
 }
@@ -1051,13 +1154,14 @@ func (r *run) write(items ...*item) {
 			}
 		}
 		reserved = false
-		out, answered := r.send(g, "")
+		out, latency, answered := r.send(g, "")
 		if !answered {
 			return // drain deadline passed: left unacknowledged, replayed on resume
 		}
 		r.requests.Add(1)
 		r.ruMilli.Add(int64(out.Charge * 1000))
 		class, retryAfter := Classify(out.Outcome)
+		r.tally.answered(g[0], r.adm.home(g[0], part), class == Throttled, took(class, len(g)), est, out.Charge, latency)
 		if class != Throttled {
 			r.adm.settle(part, est, out.Charge)
 		}
@@ -1109,10 +1213,19 @@ func (r *run) write(items ...*item) {
 	}
 }
 
+// took is how many of a request's records an answer of class c wrote or
+// found existing.
+func took(c Class, records int) int {
+	if c == Done || c == Exists {
+		return records
+	}
+	return 0
+}
+
 // send makes one attempt at a request: a point write for one record, a
-// range batch addressed to rangeID, or a transactional batch for more.
-// answered is false when the drain deadline passed first.
-func (r *run) send(g []*item, rangeID string) (out BatchOutcome, answered bool) {
+// range batch addressed to rangeID, or a transactional batch for more,
+// and times it. answered is false when the drain deadline passed first.
+func (r *run) send(g []*item, rangeID string) (out BatchOutcome, latency time.Duration, answered bool) {
 	began := r.o.Clock.Now()
 	if len(g) == 1 && rangeID == "" {
 		out.Outcome = r.o.Sink.Write(r.wctx, g[0].doc)
@@ -1127,8 +1240,9 @@ func (r *run) send(g []*item, rangeID string) (out BatchOutcome, answered bool) 
 			out = r.o.Sink.(BatchSink).WriteBatch(r.wctx, docs)
 		}
 	}
-	r.adm.observe(r.o.Clock.Now().Sub(began))
-	return out, r.wctx.Err() == nil || out.Status != 0
+	latency = r.o.Clock.Now().Sub(began)
+	r.adm.observe(latency)
+	return out, latency, r.wctx.Err() == nil || out.Status != 0
 }
 
 // await waits as a resend decision says, on the run's write context. A

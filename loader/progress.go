@@ -3,6 +3,7 @@ package loader
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -16,6 +17,10 @@ import (
 // ProgressEvent is what the engine tells a progress display, about once a
 // second: the live figures and what puts them in context. The engine only
 // emits events; cmd owns the terminal and decides how to show them.
+//
+// A display shows Done (the load's records acknowledged, by outcome), one
+// percentage — Percent, of the load's records — and the ETA, or
+// "estimating…" while ETAKnown is false. Live's counts are this run's.
 type ProgressEvent struct {
 	Live
 	// TotalBytes is the input this run has to load (what is left of it on
@@ -26,6 +31,23 @@ type ProgressEvent struct {
 	// otherwise. Parquet positions are rows scaled to bytes, so the byte
 	// figures advance by rows too.
 	TotalRows int64
+	// Done is the whole load's records acknowledged so far, earlier runs'
+	// included: the counts the summary and the report end with.
+	Done Counts
+	// Records is the whole load's records: exact when RecordsExact
+	// (Parquet footers, or everything read), else estimated from the
+	// records read per byte; 0 when unknown.
+	Records      int64
+	RecordsExact bool
+	// Percent is Done's share of Records, in per cent; -1 when Records
+	// is unknown.
+	Percent float64
+	// ETA is the time left at the rate being achieved, never less than
+	// the busiest partition's remaining work at its share of the target;
+	// ETAKnown is false until there are a few seconds of rate to go on, or
+	// when the input's size is unknown.
+	ETA      time.Duration
+	ETAKnown bool
 	// TargetRU is the run's target RU/s.
 	TargetRU float64
 	// PacerLimitRU is the pacer's current limit, below TargetRU while 429s
@@ -41,13 +63,36 @@ type ProgressEvent struct {
 	Partitions []pacing.PartitionStats
 }
 
+// Counts are records by how they ended, each counted once acknowledged:
+// written or found existing when the service answered, dead-lettered once
+// the dead-letter file holding it is synced.
+type Counts struct {
+	Written, Existing, DeadLettered int64
+}
+
+// Total is every record counted.
+func (c Counts) Total() int64 { return c.Written + c.Existing + c.DeadLettered }
+
+func (c Counts) plus(o Counts) Counts {
+	return Counts{c.Written + o.Written, c.Existing + o.Existing, c.DeadLettered + o.DeadLettered}
+}
+
+// fresh is what a run's live figures acknowledged itself: the records an
+// earlier run finished and this one only read again (Carried) are left out.
+func fresh(l Live) Counts {
+	return Counts{Written: l.Written - (l.Carried - l.CarriedExisting), Existing: l.Skipped - l.CarriedExisting, DeadLettered: l.DeadLettered}
+}
+
 // progressFunc turns the pipeline's live figures into events for
-// j.Progress; nil when nobody listens. fill adds what only the caller
-// knows (the shared load's leases).
-func (j *Job) progressFunc(totalBytes int64, target float64, fill func(*ProgressEvent)) func(Live) {
+// j.Progress; nil when nobody listens. before is what earlier runs
+// acknowledged, ahead of it the records they listed past their marks
+// (this run reads them again without sending them); fill adds what only
+// the caller knows (the target as it changes, the shared load's leases).
+func (j *Job) progressFunc(totalBytes int64, before Counts, ahead int64, target float64, fill func(*ProgressEvent)) func(Live) {
 	if j.Progress == nil {
 		return nil
 	}
+	est := &estimator{before: before, ahead: ahead}
 	return func(l Live) {
 		ev := ProgressEvent{Live: l, TotalBytes: totalBytes, TargetRU: target}
 		if l.Pacing != nil {
@@ -56,8 +101,139 @@ func (j *Job) progressFunc(totalBytes int64, target float64, fill func(*Progress
 		if fill != nil {
 			fill(&ev)
 		}
+		est.fill(&ev)
 		j.Progress(ev)
 	}
+}
+
+// estimator works out a progress event's totals, percentage and ETA from
+// the events before it.
+type estimator struct {
+	mu     sync.Mutex
+	before Counts
+	ahead  int64
+	// rate is the records acknowledged per second, smoothed; last and
+	// lastDone the previous sample.
+	rate           float64
+	last           time.Duration
+	lastDone       int64
+	sampled, rated bool
+}
+
+// Smoothing and patience of the ETA: the rate is an exponentially
+// weighted mean over about etaSmoothing, and no ETA is given before the
+// load has run etaPatience (and two samples gave a rate).
+const (
+	etaSmoothing = 5 * time.Second
+	etaPatience  = 3 * time.Second
+)
+
+func (e *estimator) fill(ev *ProgressEvent) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := fresh(ev.Live)
+	ev.Done = e.before.plus(now)
+	ev.Percent = -1
+	run, exact := runRecords(ev)
+	if run <= 0 {
+		return
+	}
+	// The run's records include those listed ahead, which it only reads.
+	ev.Records, ev.RecordsExact = e.before.Total()-e.ahead+run, exact
+	ev.Percent = min(100, 100*float64(ev.Done.Total())/float64(max(ev.Records, 1)))
+	done := now.Total()
+	e.sample(ev.Elapsed, done)
+	left := max(run-e.ahead-done, 0)
+	switch {
+	case left == 0 && exact:
+		ev.ETA, ev.ETAKnown = 0, true
+	case e.rated && ev.Elapsed >= etaPatience && e.rate > 0:
+		secs := max(float64(left)/e.rate, busiestLeft(ev, run-e.ahead))
+		ev.ETA, ev.ETAKnown = time.Duration(secs*float64(time.Second)).Round(time.Second), true
+	}
+}
+
+// sample adds the acknowledged count at elapsed to the smoothed rate.
+func (e *estimator) sample(elapsed time.Duration, done int64) {
+	if !e.sampled {
+		e.last, e.lastDone, e.sampled = elapsed, done, true
+		return
+	}
+	dt := elapsed - e.last
+	if dt <= 0 {
+		return
+	}
+	r := float64(done-e.lastDone) / dt.Seconds()
+	if !e.rated {
+		e.rate, e.rated = r, true
+	} else {
+		a := 1 - math.Exp(-dt.Seconds()/etaSmoothing.Seconds())
+		e.rate += a * (r - e.rate)
+	}
+	e.last, e.lastDone = elapsed, done
+}
+
+// runRecords is the records this run has to load: exact from Parquet
+// footers or once everything is read, else the records read per byte
+// times the input's bytes; 0 when unknown.
+func runRecords(ev *ProgressEvent) (int64, bool) {
+	switch {
+	case ev.TotalRows > 0:
+		return ev.TotalRows, true
+	case ev.TotalBytes <= 0 || ev.BytesRead <= 0 || ev.RecordsRead <= 0:
+		return 0, false
+	case ev.BytesRead >= ev.TotalBytes:
+		return ev.RecordsRead, true
+	}
+	return int64(float64(ev.RecordsRead) / float64(ev.BytesRead) * float64(ev.TotalBytes)), false
+}
+
+// busiestLeft is the least time the run's work left needs: each
+// partition's estimated RU still to write (its part of the records read
+// so far, scaled to the run's toSend records, less what it has written),
+// at the RU its estimates turned out to cost, done at its share of the
+// target — or at the pacer's limit for it, lower after 429s (other
+// traffic took the rest); the busiest partition's, whatever the others
+// do.
+func busiestLeft(ev *ProgressEvent, toSend int64) float64 {
+	read := ev.RecordsRead - ev.Carried
+	n := len(ev.Partitions)
+	if n == 0 {
+		n = len(ev.Live.perPartition)
+	}
+	if read <= 0 || ev.TargetRU <= 0 || n == 0 {
+		return 0
+	}
+	var ru, doneRU float64
+	for _, p := range ev.Live.perPartition {
+		ru += p.RU
+		doneRU += p.DoneRU
+	}
+	scale := max(float64(toSend)/float64(read), 1)
+	share := ev.TargetRU / float64(n)
+	limits := map[int]float64{}
+	for _, ps := range ev.Partitions {
+		if ps.LimitRU > 0 {
+			limits[ps.Index] = ps.LimitRU
+		}
+	}
+	var worst float64
+	for i, p := range ev.Live.perPartition {
+		rate := share
+		if l, ok := limits[i]; ok {
+			rate = min(rate, l)
+		}
+		charged := 1.0 // actual RU per estimated RU
+		switch {
+		case p.DoneRU > 0:
+			charged = p.RU / p.DoneRU
+		case doneRU > 0:
+			charged = ru / doneRU
+		}
+		left := max(p.ReadRU*scale-p.DoneRU, 0) * charged
+		worst = max(worst, left/rate)
+	}
+	return worst
 }
 
 // parquetRowsLeft is TotalRows: the rows left to load when every input is
@@ -137,7 +313,8 @@ func (lp *loadProgress) sum(slot int, l Live) Live {
 	out.Elapsed = l.Elapsed + lp.runs[slot].start.Sub(lp.began)
 	out.RecordsRead, out.BytesRead, out.BytesDone = lp.done.RecordsRead, lp.done.BytesRead, lp.done.BytesDone
 	out.Written, out.Skipped, out.DeadLettered = lp.done.Written, lp.done.Skipped, lp.done.DeadLettered
-	out.Carried = lp.done.Carried
+	out.Carried, out.CarriedExisting = lp.done.Carried, lp.done.CarriedExisting
+	out.perPartition = addCounts(nil, lp.done.perPartition)
 	out.InputsRefused, out.Requests, out.Throttled = lp.done.InputsRefused, lp.done.Requests, lp.done.Throttled
 	out.RU, out.Retries, out.InFlight = lp.done.RU, lp.done.Retries, 0
 	for _, r := range lp.runs {
@@ -168,6 +345,8 @@ func addLive(sum *Live, l Live) {
 	sum.Written += l.Written
 	sum.Skipped += l.Skipped
 	sum.Carried += l.Carried
+	sum.CarriedExisting += l.CarriedExisting
+	sum.perPartition = addCounts(sum.perPartition, l.perPartition)
 	sum.DeadLettered += l.DeadLettered
 	sum.InputsRefused += l.InputsRefused
 	sum.Requests += l.Requests

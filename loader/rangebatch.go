@@ -269,12 +269,14 @@ func (r *run) writeRange(part int, g []*item) {
 			}
 		}
 		reserved = false
-		out, answered := r.send(b, id)
+		out, latency, answered := r.send(b, id)
 		if !answered {
 			return // drain deadline passed: left unacknowledged, replayed on resume
 		}
 		r.requests.Add(1)
 		r.ruMilli.Add(int64(out.Charge * 1000))
+		took, throttled := rangeTook(out, len(b))
+		r.tally.answered(b[0], r.adm.home(b[0], part), throttled, took, estimateOf(b)*float64(took)/float64(len(b)), out.Charge, latency)
 		answer := rangeAnswer{part: part, gen: gen, sizer: sizer}
 		var rest []*item
 		var ok bool
@@ -290,6 +292,22 @@ func (r *run) writeRange(part int, g []*item) {
 			pending = append(pending, rest)
 		}
 	}
+}
+
+// rangeTook is how many of a range batch's n records its answer wrote or
+// found existing, for the tally; throttled when none was taken and the
+// service throttled it (or operations of it).
+func rangeTook(out BatchOutcome, n int) (taken int, throttled bool) {
+	if !opsAnswered(out, n) {
+		class, _ := Classify(out.Outcome)
+		return took(class, n), class == Throttled
+	}
+	for _, op := range out.Ops {
+		class, _ := Classify(op)
+		taken += took(class, 1)
+		throttled = throttled || class == Throttled
+	}
+	return taken, taken == 0 && throttled
 }
 
 // rangeAnswer is where a range batch went: the partition it was paid on,

@@ -2,19 +2,26 @@ package loader
 
 import (
 	"math"
+	"time"
 
 	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/loader/report"
 )
 
+// buildReport is the load's report. Its records are counted as progress
+// counts them: acknowledged, whether below the checkpoint's marks or
+// listed past them (a resume does not send those again), so the summary
+// of an interrupted load ends where its progress did.
 func buildReport(j *Job, res *Result, target float64, partitions int, base checkpoint.Counters, st *checkpoint.State) *report.Report {
 	c := st.Counters
 	dur := res.Snapshot.Elapsed.Seconds()
+	acked := Counts{Written: c.RecordsWritten + res.ahead.Written, Existing: c.RecordsSkippedExisting + res.ahead.Existing,
+		DeadLettered: c.RecordsDeadLettered}
 	r := &report.Report{
-		RecordsRead:            c.RecordsRead,
-		RecordsWritten:         c.RecordsWritten,
-		RecordsSkippedExisting: c.RecordsSkippedExisting,
-		RecordsDeadLettered:    c.RecordsDeadLettered,
+		RecordsRead:            acked.Total(),
+		RecordsWritten:         acked.Written,
+		RecordsSkippedExisting: acked.Existing,
+		RecordsDeadLettered:    acked.DeadLettered,
 		RequestsSent:           c.RequestsSent,
 		ThrottledResponses:     c.ThrottledResponses,
 		RUConsumed:             report.Round2(c.RUConsumed),
@@ -35,6 +42,7 @@ func buildReport(j *Job, res *Result, target float64, partitions int, base check
 	}
 	r.StartedAt = r.FinishedAt.Add(-res.Snapshot.Elapsed)
 	r.Retries = res.Live.Retries
+	r.RoundTripMs = report.Round2(float64(res.roundTrip) / float64(time.Millisecond))
 	for _, in := range st.Inputs {
 		if in.Refused {
 			r.InputsRefused++
@@ -53,7 +61,7 @@ func buildReport(j *Job, res *Result, target float64, partitions int, base check
 	}
 	if c.RequestsSent > 0 {
 		r.ThrottledPercent = report.Round2(100 * float64(c.ThrottledResponses) / float64(c.RequestsSent))
-		r.RecordsPerRequest = report.Round2(float64(c.RecordsWritten+c.RecordsSkippedExisting) / float64(c.RequestsSent))
+		r.RecordsPerRequest = report.Round2(float64(acked.Written+acked.Existing) / float64(c.RequestsSent))
 	}
 	r.Batch = j.Batch
 	if r.Batch == "" {
@@ -65,11 +73,15 @@ func buildReport(j *Job, res *Result, target float64, partitions int, base check
 	case res.RangeBatchesRefused:
 		r.Batch = "key (the server refused range batches)"
 	}
+	if j.Strategy == StrategyNaive {
+		r.Batch = "off (--strategy naive sends one request a record)"
+	}
 	r.Resumed = j.Resume != nil
+	mine := fresh(res.Live)
 	r.ThisRun = report.RunFigures{
-		Records:             c.RecordsRead - base.RecordsRead,
-		RecordsWritten:      c.RecordsWritten - base.RecordsWritten,
-		RecordsDeadLettered: c.RecordsDeadLettered - base.RecordsDeadLettered,
+		Records:             mine.Total(),
+		RecordsWritten:      mine.Written,
+		RecordsDeadLettered: mine.DeadLettered,
 		RequestsSent:        res.Snapshot.Requests,
 		ThrottledResponses:  res.Snapshot.Throttled,
 		RUConsumed:          report.Round2(res.Snapshot.RU),
@@ -99,13 +111,9 @@ func buildReport(j *Job, res *Result, target float64, partitions int, base check
 		r.RUPerRecord = report.Spread{Mean: report.Round2(h.Sum() / float64(n)), P50: report.Round2(h.Quantile(0.5)), P95: report.Round2(h.Quantile(0.95)), Max: report.Round2(h.Max())}
 	}
 	measured := report.PacedFigures{Requests: res.Snapshot.Requests, Throttled: res.Snapshot.Throttled, Seconds: report.Round2(dur), Measured: true}
-	naive, paced := compare(h, target, partitions, max(r.RecordsPerRequest, 1))
-	if j.Strategy == StrategyNaive {
-		naive = report.NaiveFigures{Requests: measured.Requests, Throttled: measured.Throttled, Seconds: measured.Seconds, Measured: true}
-	} else {
-		paced = measured
-	}
-	r.Naive, r.Paced = naive, paced
+	cmp := &comparison{target: target, strategy: j.Strategy, parts: res.Live.perPartition, series: res.Series, rtt: res.roundTrip,
+		charges: h, partitions: partitions}
+	r.Naive, r.Paced, r.PartitionLoads = cmp.figures(measured)
 	switch res.Cause {
 	case Finished:
 		r.Status = "finished"

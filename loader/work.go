@@ -3,6 +3,7 @@ package loader
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"time"
 
@@ -56,7 +57,11 @@ type piece struct {
 	// totalBytes is what the piece has to read, for progress; 0 unknown.
 	totalBytes int64
 	// totalRows is its rows when every input is Parquet; 0 otherwise.
-	totalRows      int64
+	totalRows int64
+	// before is what earlier runs of its inputs acknowledged; ahead of
+	// it the records they listed past their marks.
+	before         Counts
+	ahead          int64
 	deadLetterPath string
 	deadLetterSize int64
 	// lost is closed when the piece is taken away (another loader owns
@@ -123,6 +128,7 @@ func (p *plan) load(ctx context.Context, tgt *Target, mapper *record.Mapper, tar
 		defer func() { stopWatch(); <-watched }()
 	}
 	l := &loading{p: p, src: src, store: store, target: target, rp: rp, began: p.Clock.Now()}
+	l.cpu = startCPUClock(time.Now())
 	l.common = Options{
 		Stdin: p.Stdin, Mapper: mapper, Sink: tgt.Sink(p.Mode), Mode: p.Mode, Strategy: p.Strategy,
 		Batch: p.batch.ops(), Ranges: p.ranges, BatchProbe: p.batchProbeState(), Logf: p.warnf, Pacer: rp.wait, OnGone: rp.watcher.askRanges, Cost: cost, Limiter: rp.limiter,
@@ -183,6 +189,9 @@ type loading struct {
 	common Options
 	began  time.Time
 	prog   *loadProgress
+	// cpu measures how busy the load keeps its CPUs, in real time
+	// whatever the load's clock.
+	cpu cpuClock
 	// ctx is the pieces'; stopPieces ends every run.
 	ctx        context.Context
 	stopPieces context.CancelFunc
@@ -250,7 +259,7 @@ func (l *loading) run(slot int, pc *piece) bool {
 	}
 	o.DeadLetterPath, o.DeadLetterSize = pc.deadLetterPath, pc.deadLetterSize
 	o.Checkpoint = func(s runSnapshot) error { return l.store.save(pc, s) }
-	show := p.progressFunc(pc.totalBytes, l.target, func(ev *ProgressEvent) {
+	show := p.progressFunc(pc.totalBytes, pc.before, pc.ahead, l.target, func(ev *ProgressEvent) {
 		ev.TargetRU, ev.TotalRows = l.rp.watcher.current(), pc.totalRows
 		if l.rp.fill != nil {
 			l.rp.fill(ev)
@@ -306,6 +315,11 @@ func (l *loading) report(ctx context.Context, partitions int) *report.Report {
 		rep.PartitionChanges = parts
 	}
 	l.src.finish(rep)
+	if note := replacedNote(p.Mode, l.common.Cost); note != "" {
+		rep.Notes = append(rep.Notes, note)
+	}
+	rep.Shortfall = explainShortfall(rep, loadFacts{starved: total.starved, cpuBusy: l.cpu.busy(time.Now()), cpus: runtime.GOMAXPROCS(0),
+		hotKey: total.hotKey, hasHotKey: total.hasHotKey})
 	return rep
 }
 
@@ -365,8 +379,13 @@ func accumulate(total *Result, ran *checkpoint.Counters, r *Result, began time.T
 	total.Snapshot.Requests += r.Snapshot.Requests
 	total.Snapshot.Throttled += r.Snapshot.Throttled
 	total.Snapshot.RU += r.Snapshot.RU
-	total.Live.Retries.Add(r.Live.Retries)
-	total.Live.InputsRefused += r.Live.InputsRefused
+	addLive(&total.Live, r.Live)
+	total.ahead = total.ahead.plus(r.ahead)
+	total.roundTrip = max(total.roundTrip, r.roundTrip)
+	total.starved = max(total.starved, r.starved)
+	if r.hasHotKey && (!total.hasHotKey || r.hotKey.RU > total.hotKey.RU) {
+		total.hotKey, total.hasHotKey = r.hotKey, true
+	}
 	total.CheckpointSaves += r.CheckpointSaves
 	total.CheckpointTime += r.CheckpointTime
 	total.BatchesRefused = total.BatchesRefused || r.BatchesRefused

@@ -1,6 +1,9 @@
 package pacing
 
-import "math"
+import (
+	"math"
+	"time"
+)
 
 // NaiveResult is what sending everything at once, and resending whatever
 // is throttled, costs.
@@ -18,65 +21,130 @@ type PacedResult struct {
 	Seconds   float64 `json:"seconds"`
 }
 
+// PartitionMaxRU is the most RU/s one physical partition serves, whatever
+// the container's throughput: a logical partition (one partition key
+// value) never gets more.
+const PartitionMaxRU = 10000
+
+// ModelConfig describes the load a Model compares the strategies for.
+type ModelConfig struct {
+	// TargetRU is split evenly over Partitions (≤ 0 means 1) as Cosmos DB
+	// splits provisioned throughput. With TargetRU ≤ 0 there is nothing
+	// to model and the results are zero.
+	TargetRU   float64
+	Partitions int
+	// Capacity, when set, is each partition's RU/s actually available to
+	// the load: its share less what other traffic took. Both strategies
+	// get the same; a partition it leaves out (or gives ≤ 0) gets its
+	// share.
+	Capacity []float64
+	// Naive is the naive client modelled; its zero value is the Rate
+	// Limiting pattern's: every record in flight at once.
+	Naive NaiveClient
+}
+
+// NaiveClient is how a naive client sends: the parameters of its model.
+type NaiveClient struct {
+	// Concurrency is how many requests it keeps in flight; 0 sends every
+	// record at once, and each pass over the throttled ones is a second.
+	Concurrency int
+	// RoundTrip is a request's time from send to answer; 0 is taken as
+	// one millisecond (a loopback path).
+	RoundTrip time.Duration
+	// RetryWait is how long a throttled request waits before it is sent
+	// again; 0 waits the server's retry-after, until its partition's
+	// budget renews at the next second.
+	RetryWait time.Duration
+}
+
 // Model compares the naive and the paced strategy for a load, as dry-run
-// and the import report show it. Costs are added in input order, one at a
-// time (Add) or in runs of equal cost (AddN, e.g. from a histogram), so a
-// file of any size is modelled in constant memory; a Model is not safe for
-// concurrent use.
+// and the import report show it. Requests are added in input order, one
+// at a time (Add) or in runs of equal cost (AddN, e.g. from a histogram),
+// so a file of any size is modelled in constant memory; a Model is not
+// safe for concurrent use.
 //
-// The naive strategy sends every remaining record at the top of each
-// second (a pass). Each partition accepts requests in arrival order while
-// its budget for the second (target ÷ partitions) lasts, an expensive
-// request going into debt that the next seconds repay, as Cosmos DB does;
-// the rest get 429 and are sent again in the next pass. Because acceptance
-// goes in input order, the records accepted in a pass are always the next
-// ones of the input, which is what makes the model one pass over the costs.
+// The naive client with every record in flight at once sends every
+// remaining record at the top of each second (a pass). Each partition
+// accepts requests in arrival order while its budget for the second
+// lasts, an expensive request going into debt that the next seconds
+// repay, as Cosmos DB does; the rest get 429 and are sent again in the
+// next pass. Because acceptance goes in input order, the records accepted
+// in a pass are always the next ones of the input, which is what makes
+// the model one pass over the costs. A client with a bounded number of
+// requests in flight is simulated from each partition's totals instead
+// (naiveBounded).
 //
-// The paced strategy sends each record once, at the target rate: no 429s,
-// and the time is the busiest partition's RU ÷ its share.
+// The paced strategy sends each record once, at the partition's capacity:
+// no 429s, and the time is the busiest partition's RU ÷ its capacity.
 type Model struct {
-	share float64
+	naive NaiveClient
 	parts []modelPart
 }
 
 type modelPart struct {
-	records int64   // records added so far
+	budget  float64 // RU/s the partition gives the load
+	records int64   // requests added so far
 	ru      float64 // their total cost
-	passes  int     // naive passes begun
-	starts  int64   // Σ records already accepted at the start of each pass
-	avail   float64 // naive budget left in the current pass
+	// squares is Σ cost², over Σ (cost − budget) of the requests above
+	// the budget: how far a request that takes the last of a second's
+	// budget leaves the partition in debt (naiveBounded).
+	squares, over float64
+	passes        int     // naive passes begun
+	starts        int64   // Σ requests already accepted at the start of each pass
+	avail         float64 // naive budget left in the current pass
 }
 
-// NewModel returns a model of a load into a container with targetRU RU/s
-// split evenly over partitions (≤ 0 means 1). With targetRU ≤ 0 there is
-// nothing to model and the results are zero.
+// NewModel returns the model of a load into a container with targetRU
+// RU/s split evenly over partitions, for the Rate Limiting pattern's naive
+// client (everything in flight at once).
 func NewModel(targetRU float64, partitions int) *Model {
-	partitions = max(partitions, 1)
-	return &Model{share: targetRU / float64(partitions), parts: make([]modelPart, partitions)}
+	return NewModelOf(ModelConfig{TargetRU: targetRU, Partitions: partitions})
+}
+
+// NewModelOf returns the model c describes.
+func NewModelOf(c ModelConfig) *Model {
+	n := max(c.Partitions, 1)
+	m := &Model{naive: c.Naive, parts: make([]modelPart, n)}
+	share := c.TargetRU / float64(n)
+	for i := range m.parts {
+		b := share
+		if i < len(c.Capacity) && c.Capacity[i] > 0 && share > 0 {
+			b = c.Capacity[i]
+		}
+		m.parts[i].budget = b
+	}
+	return m
 }
 
 // budgetEpsilon absorbs float rounding in a budget that runs out exactly.
 const budgetEpsilon = 1e-9
 
-// Add adds one record of the given cost on a partition.
+// Add adds one request of the given cost on a partition.
 func (m *Model) Add(part int, ru float64) { m.AddN(part, 1, ru) }
 
-// AddN adds n consecutive records of the same cost on a partition, in time
-// proportional to the passes they span rather than to n.
+// AddN adds n consecutive requests of the same cost on a partition, in
+// time proportional to the passes they span rather than to n.
 func (m *Model) AddN(part int, n int64, ru float64) {
-	if n <= 0 || !(m.share > 0) {
+	pt := &m.parts[min(max(part, 0), len(m.parts)-1)]
+	if n <= 0 || !(pt.budget > 0) {
 		return
 	}
 	ru = math.Max(ru, 0)
-	pt := &m.parts[min(max(part, 0), len(m.parts)-1)]
 	pt.ru += float64(n) * ru
-	eps := budgetEpsilon * m.share
+	pt.squares += float64(n) * ru * ru
+	pt.over += float64(n) * math.Max(ru-pt.budget, 0)
+	if m.naive.Concurrency > 0 {
+		// A bounded client is simulated from the totals (Naive).
+		pt.records += n
+		return
+	}
+	eps := budgetEpsilon * pt.budget
 	for n > 0 {
 		for pt.passes == 0 || pt.avail <= eps {
 			// A new pass: everything from here on is sent again.
 			pt.passes++
 			pt.starts += pt.records
-			pt.avail = math.Min(pt.avail, 0) + m.share
+			pt.avail = math.Min(pt.avail, 0) + pt.budget
 		}
 		// Requests are accepted while any budget is left.
 		k := n
@@ -90,8 +158,12 @@ func (m *Model) AddN(part int, n int64, ru float64) {
 	}
 }
 
-// Naive returns the naive strategy's cost.
+// Naive returns the naive strategy's cost. It never finishes before the
+// busiest partition could at its capacity.
 func (m *Model) Naive() NaiveResult {
+	if m.naive.Concurrency > 0 {
+		return naiveBounded(m.flows(), m.naive)
+	}
 	var r NaiveResult
 	var records int64
 	for _, pt := range m.parts {
@@ -107,13 +179,30 @@ func (m *Model) Naive() NaiveResult {
 	return r
 }
 
+// flows is each partition's totals, for the bounded client's simulation.
+func (m *Model) flows() []flow {
+	fs := make([]flow, len(m.parts))
+	for i, pt := range m.parts {
+		fs[i] = flow{requests: float64(pt.records), budget: pt.budget}
+		if pt.records > 0 && pt.ru > 0 {
+			fs[i].cost = pt.ru / float64(pt.records)
+			// The request that spends the last of a second's budget is
+			// picked in proportion to its cost, and overshoots by a
+			// uniform part of it.
+			fs[i].overshoot = pt.squares / (2 * pt.ru)
+			fs[i].longWait = pt.over / pt.ru
+		}
+	}
+	return fs
+}
+
 // Paced returns the paced strategy's cost.
 func (m *Model) Paced() PacedResult {
 	var r PacedResult
 	for _, pt := range m.parts {
 		r.Requests += pt.records
-		if m.share > 0 {
-			r.Seconds = math.Max(r.Seconds, pt.ru/m.share)
+		if pt.budget > 0 {
+			r.Seconds = math.Max(r.Seconds, pt.ru/pt.budget)
 		}
 	}
 	return r

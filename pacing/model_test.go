@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 )
 
 func repeat(n int, ru float64) []float64 {
@@ -126,6 +127,118 @@ func TestModelJSON(t *testing.T) {
 	want := `{"naive":{"requests":30000,"throttled":20000,"passes":5,"seconds":5},"paced":{"requests":10000,"throttled":0,"seconds":5}}`
 	if string(b) != want {
 		t.Errorf("JSON = %s, want %s", b, want)
+	}
+}
+
+func TestNaiveBoundedClient(t *testing.T) {
+	loopback := NaiveClient{Concurrency: 64, RoundTrip: time.Millisecond}
+	tests := []struct {
+		name    string
+		cfg     ModelConfig
+		add     func(m *Model)
+		check   func(t *testing.T, r NaiveResult)
+		comment string
+	}{
+		{
+			// Bench scenario A: one partition, 5,000 RU/s, requests of ~23
+			// RU. Each second the budget runs out and every one of the 64
+			// writers meets one 429 before the renewal: 64 a second.
+			name: "one partition, loopback",
+			cfg:  ModelConfig{TargetRU: 5000, Partitions: 1, Naive: loopback},
+			add:  func(m *Model) { m.AddN(0, 12900, 23.2) },
+			check: func(t *testing.T, r NaiveResult) {
+				secs := 12900 * 23.2 / 5000
+				if r.Seconds < secs || r.Seconds > secs+1 {
+					t.Errorf("seconds = %v, want %v–%v", r.Seconds, secs, secs+1)
+				}
+				if want := 64 * secs; math.Abs(float64(r.Throttled)-want) > 0.1*want {
+					t.Errorf("throttled = %d, want about %.0f (64 a second)", r.Throttled, want)
+				}
+				if r.Requests != 12900+r.Throttled {
+					t.Errorf("requests = %d, want %d", r.Requests, 12900+r.Throttled)
+				}
+			},
+		},
+		{
+			// Half the records on one key, 4 partitions: the hot
+			// partition sets the pace, and the others starve behind it.
+			name: "hot partition",
+			cfg:  ModelConfig{TargetRU: 4000, Partitions: 4, Naive: loopback},
+			add: func(m *Model) {
+				m.AddN(0, 3750, 6.3)
+				for p := 1; p < 4; p++ {
+					m.AddN(p, 750, 6.3)
+				}
+			},
+			check: func(t *testing.T, r NaiveResult) {
+				if busiest := 3750 * 6.3 / 1000; r.Seconds < busiest {
+					t.Errorf("seconds = %v, below the busiest partition's %v", r.Seconds, busiest)
+				}
+			},
+		},
+		{
+			// A 200 ms path: 64 writers send 320 requests a second,
+			// whatever the budget.
+			name: "long path",
+			cfg:  ModelConfig{TargetRU: 40000, Partitions: 4, Naive: NaiveClient{Concurrency: 64, RoundTrip: 200 * time.Millisecond}},
+			add: func(m *Model) {
+				for p := range 4 {
+					m.AddN(p, 3200, 7.6)
+				}
+			},
+			check: func(t *testing.T, r NaiveResult) {
+				if math.Abs(r.Seconds-40) > 0.5 || r.Throttled != 0 {
+					t.Errorf("naive = %+v, want 40 s and no 429s", r)
+				}
+			},
+		},
+		{
+			// Other traffic takes 40 %: the capacity left bounds both.
+			name: "capacity",
+			cfg:  ModelConfig{TargetRU: 4000, Partitions: 1, Capacity: []float64{2400}, Naive: loopback},
+			add:  func(m *Model) { m.AddN(0, 6000, 8) },
+			check: func(t *testing.T, r NaiveResult) {
+				if r.Seconds < 20 || r.Seconds > 21 {
+					t.Errorf("seconds = %v, want 20–21 (48,000 RU at 2,400 RU/s)", r.Seconds)
+				}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := NewModelOf(tt.cfg)
+			tt.add(m)
+			r := m.Naive()
+			tt.check(t, r)
+			if p := m.Paced(); r.Seconds < p.Seconds {
+				t.Errorf("naive %v s before paced %v s: faster than the busiest partition", r.Seconds, p.Seconds)
+			}
+		})
+	}
+}
+
+// As its requests in flight grow, the bounded client becomes the
+// pattern's: everything at once, the throttled resent each second.
+func TestNaiveBoundedApproachesThePattern(t *testing.T) {
+	m := NewModelOf(ModelConfig{TargetRU: 20000, Partitions: 1, Naive: NaiveClient{Concurrency: 1_000_000}})
+	m.AddN(0, 10000, 10)
+	got := m.Naive()
+	// Within the half a request that takes the last of each second's
+	// budget is assumed to overshoot by.
+	if math.Abs(float64(got.Requests-30000)) > 10 || math.Abs(float64(got.Throttled-20000)) > 10 || math.Abs(got.Seconds-5) > 0.01 {
+		t.Errorf("naive = %+v, want about the pattern's 30,000 requests, 20,000 throttled, 5 s", got)
+	}
+}
+
+func TestNaiveClientString(t *testing.T) {
+	for c, want := range map[NaiveClient]string{
+		{}: "every record sent at once, the throttled ones again each second",
+		{Concurrency: 64, RoundTrip: 2 * time.Millisecond}:                          "64 requests in flight, a 2ms round trip, resent after the server's retry-after",
+		{Concurrency: 8, RoundTrip: 250 * time.Millisecond, RetryWait: time.Second}: "8 requests in flight, a 250ms round trip, resent after 1s",
+	} {
+		if got := c.String(); got != want {
+			t.Errorf("%+v: %q, want %q", c, got, want)
+		}
 	}
 }
 

@@ -35,6 +35,9 @@ func (r *secondRing) at(sec int64) float64 {
 
 // PartitionStats describes one physical partition's pacing.
 type PartitionStats struct {
+	// Index is the partition's number as Partition returns it: a split
+	// retires partitions and adds new ones at the end.
+	Index        int     `json:"index"`
 	ShareRU      float64 `json:"share_ru_per_sec"`
 	LimitRU      float64 `json:"limit_ru_per_sec"`
 	LastSecondRU float64 `json:"last_second_ru"`
@@ -81,6 +84,7 @@ func (p *Pacer) Stats() Snapshot {
 		pt.mu.Lock()
 		p.recover(pt, pt.now(p.clock))
 		ps := PartitionStats{
+			Index:        i,
 			ShareRU:      pt.share,
 			LimitRU:      pt.limit,
 			LastSecondRU: pt.perSecond.at(cur - 1),

@@ -52,13 +52,16 @@ type plan struct {
 	// HDocs is each run of scenario H (batches); the paced run of its
 	// keyed data takes about HDocs × 10 ÷ RU seconds.
 	HDocs int `json:"h_docs"`
+	// QDocs is each file of scenario Q (the naive model against measured
+	// naive runs), ~10 RU each into 4 × 1,000 RU/s.
+	QDocs int `json:"q_docs"`
 	// RDocs is each unthrottled run of scenario R (range batches).
 	RDocs int `json:"r_docs"`
 }
 
 var (
-	fullPlan  = plan{Name: "full", RU: 5000, ADocs: 30000, CDocs: 6000, NoisyAt: 20, NoisyFor: 20, BigBytes: 1e9, JSONBytes: 256e6, GDocs: 50000, UnlimitedRU: 1000000, PathSeconds: 60, HDocs: 20000, RDocs: 50000}
-	quickPlan = plan{Name: "quick", RU: 5000, ADocs: 7500, CDocs: 3000, NoisyAt: 5, NoisyFor: 5, BigBytes: 128e6, GDocs: 10000, UnlimitedRU: 1000000, PathSeconds: 10, HDocs: 5000, RDocs: 10000}
+	fullPlan  = plan{Name: "full", RU: 5000, ADocs: 30000, CDocs: 6000, NoisyAt: 20, NoisyFor: 20, BigBytes: 1e9, JSONBytes: 256e6, GDocs: 50000, UnlimitedRU: 1000000, PathSeconds: 60, HDocs: 20000, QDocs: 6000, RDocs: 50000}
+	quickPlan = plan{Name: "quick", RU: 5000, ADocs: 7500, CDocs: 3000, NoisyAt: 5, NoisyFor: 5, BigBytes: 128e6, GDocs: 10000, UnlimitedRU: 1000000, PathSeconds: 10, HDocs: 5000, QDocs: 1500, RDocs: 10000}
 )
 
 type runner struct {
@@ -75,7 +78,7 @@ func main() {
 	sdkBin := flag.String("sdkdefault", "", "the built bench/sdkdefault binary")
 	work := flag.String("work", "", "scratch directory (data, reports, logs)")
 	out := flag.String("out", "bench", "where results.json and chart.svg go")
-	only := flag.String("only", "", "comma-separated scenarios to run (A,B,C,D,E,F,G,H,K,L,M,N,S,P,O,R; D needs A); default all")
+	only := flag.String("only", "", "comma-separated scenarios to run (A,B,C,D,E,F,G,H,K,L,M,N,S,P,O,Q,R; D needs A); default all")
 	render := flag.String("render", "", "only print the table and redraw the chart of this results.json")
 	spinN := flag.Int("spin", 0, "internal: keep this many goroutines busy until killed (scenario M's other process)")
 	flag.Parse()
@@ -123,7 +126,7 @@ func (r *runner) main(ctx context.Context, out, only string) error {
 		{"A", r.scenarioA}, {"D", r.scenarioD}, {"B", r.scenarioB}, {"C", r.scenarioC},
 		{"G", r.scenarioG}, {"H", r.scenarioH}, {"K", r.scenarioK}, {"E", r.scenarioE}, {"F", r.scenarioF},
 		{"L", r.scenarioL}, {"M", r.scenarioM}, {"N", r.scenarioN}, {"S", r.scenarioS},
-		{"P", r.scenarioP}, {"O", r.scenarioO}, {"R", r.scenarioR},
+		{"P", r.scenarioP}, {"O", r.scenarioO}, {"Q", r.scenarioQ}, {"R", r.scenarioR},
 	}
 	for _, s := range steps {
 		if !want(s.name) {

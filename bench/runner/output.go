@@ -36,6 +36,7 @@ type results struct {
 	S            *scenarioS          `json:"s_splits,omitempty"`
 	P            *scenarioP          `json:"p_fleet,omitempty"`
 	O            *scenarioO          `json:"o_storage_outage,omitempty"`
+	Q            *scenarioQ          `json:"q_naive_model,omitempty"`
 	R            *scenarioR          `json:"r_range_batches,omitempty"`
 }
 
@@ -142,6 +143,9 @@ func (res *results) markdown() string {
 	rows = append(rows, res.pathRows()...)
 	rows = append(rows, res.fleetRows()...)
 	rows = append(rows, res.outageRows()...)
+	if q := res.Q; q != nil {
+		rows = append(rows, q.rows()...)
+	}
 	if len(rows) > 0 {
 		b.WriteString("| measure | result |\n|---|---|\n")
 		for _, r := range rows {

@@ -26,6 +26,7 @@ type procResult struct {
 	// RSS is the resident set sampled once a second, to show it stays flat.
 	RSS    []int64 `json:"rss_bytes_per_second,omitempty"`
 	Stdout []byte  `json:"-"`
+	Stderr []byte  `json:"-"`
 }
 
 // procOpts are the optional parts of a child's run.
@@ -94,7 +95,7 @@ func run(ctx context.Context, o procOpts, name string, args ...string) (*procRes
 	res.Wall = time.Since(start).Seconds()
 	close(exited)
 	<-watched
-	res.Stdout = stdout.Bytes()
+	res.Stdout, res.Stderr = stdout.Bytes(), stderr.Bytes()
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		res.PeakRSS = ru.Maxrss * 1024 // kilobytes on Linux
 		res.UserCPU = round(time.Duration(ru.Utime.Nano()).Seconds(), 2)

@@ -14,6 +14,15 @@ import (
 // Count writes an integer with thousands separators: 14,416.
 func Count(n int64) string { return Number(float64(n), 0) }
 
+// Plural is a count with its noun, in the plural unless it is one:
+// "1 partition", "4 partitions".
+func Plural(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return Count(n) + " " + noun + "s"
+}
+
 // Number writes v with the given decimals and thousands separators:
 // Number(91857.80000000006, 1) = "91,857.8". NaN and ±Inf print as Go does.
 func Number(v float64, decimals int) string {

@@ -84,3 +84,11 @@ func TestParseBytes(t *testing.T) {
 		}
 	}
 }
+
+func TestPlural(t *testing.T) {
+	for n, want := range map[int64]string{0: "0 partitions", 1: "1 partition", 4: "4 partitions", 12000: "12,000 partitions"} {
+		if got := Plural(n, "partition"); got != want {
+			t.Errorf("Plural(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

@@ -64,6 +64,8 @@ func (r *reading) adviseOrder(md modelled) {
 func (r *reading) adviseKeys() {
 	p, target := r.p, r.j.TargetRU
 	share := target / float64(r.parts)
+	// fixes is said once, after the first warning that names a hot key.
+	fixes := "; " + hotKeyFixes
 	for _, k := range p.TopKeys {
 		if k.Approximate {
 			continue // an upper bound only: no warning on a guess
@@ -71,20 +73,30 @@ func (r *reading) adviseKeys() {
 		// No physical partition serves more than 10,000 RU/s, whatever the
 		// container's total: a key above that cannot be loaded at target.
 		if keyRU := k.Share * target; keyRU > physicalPartitionMaxRU && k.Share*p.EstimatedSeconds > 0 {
-			p.Warnings = append(p.Warnings, fmt.Sprintf("partition key %s needs %.0f RU/s at this target, more than one physical partition serves (10,000 RU/s)", k.Key, keyRU))
+			p.Warnings = append(p.Warnings, fmt.Sprintf("partition key %s needs %s RU/s at this target, more than one physical partition serves (10,000 RU/s): it takes at least %s%s",
+				k.Key, human.Number(keyRU, 0), human.Seconds(k.RU/physicalPartitionMaxRU), fixes))
+			fixes = ""
 		}
 		// A logical partition cannot be spread over physical ones: if one
 		// key needs more than its partition's share for longer than the
 		// rest of the load takes, it sets the pace of the whole load.
 		if k.RU/share > p.EstimatedRU/target*1.05 && k.Share > 1/float64(r.parts) {
-			p.Warnings = append(p.Warnings, fmt.Sprintf("partition key %s holds %.0f%% of the load's RU; its physical partition (%.0f RU/s) needs %.0f s for it alone: that partition key sets the pace",
-				k.Key, k.Share*100, share, k.RU/share))
+			p.Warnings = append(p.Warnings, fmt.Sprintf("partition key %s holds %s of the load's RU; its physical partition (%s RU/s) needs %s for it alone: that partition key sets the pace%s",
+				k.Key, human.Number(k.Share*100, 0)+"%", human.Number(min(share, physicalPartitionMaxRU), 0), human.Seconds(k.RU/min(share, physicalPartitionMaxRU)), fixes))
+			fixes = ""
 		}
 		if k.Bytes > logicalPartitionLimit {
 			p.Warnings = append(p.Warnings, fmt.Sprintf("partition key %s would hold %.1f GB: over Cosmos DB's 20 GB logical partition limit", k.Key, float64(k.Bytes)/(1<<30)))
 		}
 	}
 }
+
+// hotKeyFixes are what spreads one partition key's load: one logical
+// partition lives in one physical partition, which serves at most
+// 10,000 RU/s.
+const hotKeyFixes = "fixes: a hierarchical partition key with a second level (such as /tenantId then /id) spreads the key over partitions; " +
+	"so does a synthetic key (the key with a suffix, such as a hash of the id modulo 10); " +
+	"more throughput helps only until the key's partition serves 10,000 RU/s"
 
 // keysWorthShowing reports whether the partition-key section says anything:
 // a key is hot (twice its fair share of RU, or named in a warning), or the

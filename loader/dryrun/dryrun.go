@@ -9,10 +9,13 @@ package dryrun
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"github.com/cosmosloader/loader/internal/epk"
+	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/loader"
 	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/report"
@@ -51,6 +54,10 @@ type Job struct {
 	Connect loader.Connector
 	Target  loader.TargetOptions
 	RUShare float64
+
+	// reshaped says how resolve corrected a shape no container has: more
+	// RU/s than its physical partitions can serve.
+	reshaped string
 }
 
 // Run reads and costs every record without writing anything, models the
@@ -88,6 +95,13 @@ func (j *Job) resolve(ctx context.Context) (*Job, *record.Mapper, error) {
 	}
 	if len(c.Bounds) < 2 {
 		c.Bounds = epk.SplitEven(1)
+	}
+	// A physical partition serves at most 10,000 RU/s: a container given
+	// more has at least as many partitions as that takes.
+	if need := int(math.Ceil(c.TargetRU / physicalPartitionMaxRU)); need > len(c.Bounds)-1 {
+		c.reshaped = fmt.Sprintf("%s RU/s takes at least %s (one serves at most %s RU/s): modelled over %s, not the %s given",
+			human.Number(c.TargetRU, 0), human.Plural(int64(need), "physical partition"), human.Count(physicalPartitionMaxRU), human.Count(int64(need)), human.Count(int64(len(c.Bounds)-1)))
+		c.Bounds = epk.SplitEven(need)
 	}
 	// Dry-run reads only a body's length: it may be the input itself.
 	mcfg := c.Mapper

@@ -27,6 +27,7 @@ import (
 	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/loader/source"
 	"github.com/cosmosloader/loader/loader/source/formats"
+	"github.com/cosmosloader/loader/pacing"
 )
 
 func dryRunLines(t *testing.T, lines []string, pk string, partitions int) *report.DryRun {
@@ -570,5 +571,77 @@ func TestHeavyHittersSameStringsCountAsCopies(t *testing.T) {
 		if got, want := same.top(20, 1), copies.top(20, 1); !reflect.DeepEqual(got, want) {
 			t.Errorf("capacity %d:\nsame strings %+v\ncopies       %+v", capacity, got, want)
 		}
+	}
+}
+
+// hotKeyRun dry-runs 2,000 records of 10 RU each, half of them on one
+// partition key, at target RU/s over partitions.
+func hotKeyRun(t *testing.T, target float64, partitions int) *report.DryRun {
+	t.Helper()
+	var b strings.Builder
+	for i := 0; i < 2000; i++ {
+		key := fmt.Sprintf("k%d", i)
+		if i%2 == 0 {
+			key = "hot"
+		}
+		fmt.Fprintf(&b, `{"id":"r%d","pk":%q}`+"\n", i, key)
+	}
+	path := filepath.Join(t.TempDir(), "in.ndjson")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Run(context.Background(), &Job{Inputs: []source.Input{{Path: path}},
+		Mapper: record.Config{IDField: "id", PartitionKeyPaths: []string{"/pk"}}, TargetRU: target, Bounds: epk.SplitEven(partitions),
+		CostPerRecord: 10, Mode: loader.ModeCreate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// 40,000 RU/s cannot be one physical partition: the shape is corrected
+// and said, and the hot key's 10,000 RU bound the estimate at what one
+// partition serves, the warning proposing the fixes that exist.
+func TestDryRunCorrectsAnImpossibleShape(t *testing.T) {
+	p := hotKeyRun(t, 40000, 1)
+	if p.Partitions != 4 || len(p.PartitionRU) != 4 {
+		t.Errorf("partitions = %d, want 4 for 40,000 RU/s", p.Partitions)
+	}
+	if len(p.Notes) == 0 || !strings.Contains(p.Notes[0], "takes at least 4 physical partitions") {
+		t.Errorf("notes = %q, want the shape's correction said", p.Notes)
+	}
+	if want := 10000 / (10000 * pacing.LoadAim); p.EstimatedSeconds < report.Round2(want) || p.BoundSeconds < report.Round2(want) {
+		t.Errorf("estimate %v s, bound %v s: the hot key alone needs %.2f s", p.EstimatedSeconds, p.BoundSeconds, want)
+	}
+	var warned bool
+	for _, w := range p.Warnings {
+		warned = warned || strings.Contains(w, `"hot"`) && strings.Contains(w, "hierarchical partition key") && strings.Contains(w, "synthetic key")
+	}
+	if !warned {
+		t.Errorf("warnings = %q, want the hot key's with its fixes", p.Warnings)
+	}
+}
+
+// "At other rates" stops improving where the hot key's partition binds,
+// and says so.
+func TestDryRunOtherRatesAreCappedByTheHotPartition(t *testing.T) {
+	p := hotKeyRun(t, 40000, 4)
+	floor := report.Round2(10000 / (10000 * pacing.LoadAim))
+	var capped int
+	for _, r := range p.AtOtherRates {
+		if r.Seconds < floor {
+			t.Errorf("%v RU/s: %v s, below the hot partition's %v s", r.RUPerSec, r.Seconds, floor)
+		}
+		if r.Capped {
+			capped++
+		}
+	}
+	if capped == 0 {
+		t.Fatalf("no rate capped: %+v", p.AtOtherRates)
+	}
+	var out bytes.Buffer
+	p.WriteText(&out)
+	if !strings.Contains(out.String(), "no faster: the heaviest partition key's physical partition serves at most 10,000 RU/s") {
+		t.Errorf("text does not say why the rates stop improving:\n%s", out.String())
 	}
 }

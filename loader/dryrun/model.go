@@ -1,8 +1,11 @@
 package dryrun
 
 import (
+	"fmt"
 	"math"
 	"time"
+
+	"github.com/cosmosloader/loader/internal/human"
 
 	"github.com/cosmosloader/loader/loader/readplan"
 	"github.com/cosmosloader/loader/loader/report"
@@ -32,7 +35,10 @@ func (r *reading) model() modelled {
 	// The import's buckets spend pacing.LoadAim of the target, and so
 	// does the model of it.
 	paced := j.TargetRU * pacing.LoadAim
-	md.bound = pacedSeconds(p.PartitionRU, paced)
+	// The heaviest key's partition serves at most 10,000 RU/s however
+	// much the container has: no rate loads faster than it.
+	keyBound := r.keyBound()
+	md.bound = max(pacedSeconds(p.PartitionRU, paced), keyBound)
 	md.load = readplan.Load{Partitions: r.parts, BudgetPerPartition: paced / float64(r.parts), Records: p.Records, Bytes: p.Bytes}
 	sim := md.plan.Simulate(r.seq, md.load)
 	// The simulation steps in 10 ms; never report less than the bound.
@@ -51,12 +57,39 @@ func (r *reading) model() modelled {
 		if ru >= 400 {
 			// Every budget and drain scales with the rate, the queue
 			// depths do not matter to the ratio: time scales as 1/f.
-			p.AtOtherRates = append(p.AtOtherRates, report.RateRow{RUPerSec: ru, Seconds: report.Round2(md.estimate * j.TargetRU / ru)})
+			secs := md.estimate * j.TargetRU / ru
+			row := report.RateRow{RUPerSec: ru, Seconds: report.Round2(max(secs, keyBound)), Capped: keyBound > secs}
+			p.AtOtherRates = append(p.AtOtherRates, row)
 		}
 	}
 	p.Naive, p.Paced = report.Modelled(r.naive)
 	p.Paced.Seconds = p.EstimatedSeconds
+	p.Naive.Assumptions = fmt.Sprintf("one request a record, %s; each partition's share of %s RU/s; the records as read, spread over %s",
+		naiveClient(), human.Number(j.TargetRU, 0), human.Plural(int64(r.parts), "partition"))
+	p.Paced.Assumptions = "the import's read plan replayed over the same partitions at the target"
+	if md.estimate > 0 {
+		// No strategy loads the busiest partition faster than its share
+		// (the bound is paced at pacing.LoadAim of it; naive is not).
+		p.Naive.Seconds = report.Round2(max(p.Naive.Seconds, md.bound*pacing.LoadAim))
+	}
 	return md
+}
+
+// naiveClient is the naive client the dry run models: the Rate Limiting
+// pattern's, every record in flight at once, the throttled ones resent
+// each second (a dry run has no round trip or client to go by).
+func naiveClient() pacing.NaiveClient { return pacing.NaiveClient{} }
+
+// keyBound is the least time the heaviest partition key (counted
+// exactly) needs at what one physical partition serves, paced; 0 without
+// one.
+func (r *reading) keyBound() float64 {
+	for _, k := range r.p.TopKeys {
+		if !k.Approximate {
+			return k.RU / (physicalPartitionMaxRU * pacing.LoadAim)
+		}
+	}
+	return 0
 }
 
 // pacedSeconds is how long a paced load takes when each physical partition

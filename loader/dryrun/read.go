@@ -63,14 +63,18 @@ func newReading(j *Job, m *record.Mapper) *reading {
 		hist:    loader.NewHistogram(),
 		largest: &itemHeap{},
 		keys:    newHeavyHitters(1024),
-		naive:   pacing.NewModel(j.TargetRU, parts),
-		seq:     readplan.NewSequence(1, sequenceRuns),
-		alt:     readplan.NewSequence(1, sequenceRuns),
+		// The naive client sends one request a record.
+		naive: pacing.NewModelOf(pacing.ModelConfig{TargetRU: j.TargetRU, Partitions: parts, Naive: naiveClient()}),
+		seq:   readplan.NewSequence(1, sequenceRuns),
+		alt:   readplan.NewSequence(1, sequenceRuns),
 		// Cut while loading only where nothing fixed the pieces (as the
 		// import's segmenter).
 		splittable: j.Segments == 0 && parts > 1,
 	}
 	r.charges = &runs{hist: r.hist}
+	if j.reshaped != "" {
+		r.p.Notes = append(r.p.Notes, j.reshaped)
+	}
 	ahead := j.ReadAhead
 	if ahead <= 0 {
 		ahead = readplan.DefaultReadAhead(parts)
@@ -78,7 +82,7 @@ func newReading(j *Job, m *record.Mapper) *reading {
 	r.planner = loader.NewRequestPlanner(parts, j.Batch, j.TargetRU, ahead, func(part, records int, ru float64) {
 		r.p.Requests++
 		r.written += int64(records)
-		r.naive.Add(part, ru)
+		r.naive.AddN(part, int64(records), ru/float64(max(records, 1)))
 	})
 	// The per-record work that depends on the record alone runs on the
 	// mapping workers; the cost model is never updated in a dry-run.

@@ -35,7 +35,8 @@ type DryRun struct {
 	TopKeys  []KeyLoad `json:"top_partition_keys,omitempty"`
 	Warnings []string  `json:"warnings,omitempty"`
 	// Notes are costs the estimate leaves out, such as replacing items
-	// that already exist.
+	// that already exist, and a container shape corrected to one that
+	// can serve the target.
 	Notes []string `json:"notes,omitempty"`
 
 	// EstimatedSeconds is the paced duration in the input's order: the
@@ -102,6 +103,9 @@ type KeyLoad struct {
 type RateRow struct {
 	RUPerSec float64 `json:"ru_per_sec"`
 	Seconds  float64 `json:"seconds"`
+	// Capped: the heaviest partition key's partition, at the 10,000 RU/s
+	// one physical partition serves, binds at this rate, not the rate.
+	Capped bool `json:"capped,omitempty"`
 }
 
 // WriteText prints the dry run for a person.
@@ -167,14 +171,29 @@ func (p *DryRun) WriteText(w io.Writer) {
 		human.Seconds(p.EstimatedSeconds), p.TargetRUPerSec, p.FinishAt.Format("15:04:05 MST"))
 	if len(p.AtOtherRates) > 0 {
 		b.WriteString("  at other rates   ")
+		capped := false
 		for _, r := range p.AtOtherRates {
-			fmt.Fprintf(&b, "  %.0f RU/s: %s", r.RUPerSec, human.Seconds(r.Seconds))
+			mark := ""
+			if r.Capped {
+				mark, capped = "*", true
+			}
+			fmt.Fprintf(&b, "  %s RU/s: %s%s", human.Number(r.RUPerSec, 0), human.Seconds(r.Seconds), mark)
 		}
 		b.WriteString("\n")
+		if capped {
+			b.WriteString("  * no faster: the heaviest partition key's physical partition serves at most 10,000 RU/s\n")
+		}
 	}
 	b.WriteString("\n  Naive vs paced      requests   throttled  passes   duration\n")
-	fmt.Fprintf(&b, "    naive          %10d  %10d  %6d   %s\n", p.Naive.Requests, p.Naive.Throttled, p.Naive.Passes, human.Seconds(p.Naive.Seconds))
-	fmt.Fprintf(&b, "    paced          %10d  %10d  %6s   %s\n", p.Paced.Requests, p.Paced.Throttled, "-", human.Seconds(p.Paced.Seconds))
+	passes := "-"
+	if p.Naive.Passes > 0 {
+		passes = human.Count(int64(p.Naive.Passes))
+	}
+	fmt.Fprintf(&b, "    naive          %10s  %10s  %6s   %s\n", human.Count(p.Naive.Requests), human.Count(p.Naive.Throttled), passes, human.Seconds(p.Naive.Seconds))
+	fmt.Fprintf(&b, "    paced          %10s  %10s  %6s   %s\n", human.Count(p.Paced.Requests), human.Count(p.Paced.Throttled), "-", human.Seconds(p.Paced.Seconds))
+	if p.Naive.Assumptions != "" {
+		fmt.Fprintf(&b, "  both modelled: naive %s; paced %s\n", p.Naive.Assumptions, p.Paced.Assumptions)
+	}
 	io.WriteString(w, b.String())
 }
 

@@ -74,6 +74,9 @@ type Report struct {
 	// refused most of its records.
 	DeadLettersByReason []ReasonCount `json:"dead_letters_by_reason,omitempty"`
 	DeadLetterHint      string        `json:"dead_letter_hint,omitempty"`
+	// RoundTripMs is the median time from a request's send to its answer
+	// in this run, in milliseconds.
+	RoundTripMs float64 `json:"round_trip_ms,omitempty"`
 	// RecordsPerRequest is the records written or found existing per
 	// request sent (retries and 429s included): above 1 with batches.
 	RecordsPerRequest float64 `json:"records_per_request"`
@@ -93,6 +96,15 @@ type Report struct {
 	// this run measured (the paced strategy) or what pacing would do.
 	Naive NaiveFigures `json:"naive"`
 	Paced PacedFigures `json:"paced"`
+	// PartitionLoads is each physical partition's part of this run, on
+	// which terms the comparison's modelled side was modelled.
+	PartitionLoads []PartitionLoad `json:"partition_loads,omitempty"`
+	// Notes say what the figures above do not: writes that replaced
+	// existing items at about twice the RU.
+	Notes []string `json:"notes,omitempty"`
+	// Shortfall says why this run achieved less than 95 % of its target,
+	// each reason with its evidence; absent when it did not.
+	Shortfall []Shortfall `json:"shortfall,omitempty"`
 
 	StartedAt  time.Time `json:"started_at"`
 	FinishedAt time.Time `json:"finished_at"`
@@ -134,20 +146,46 @@ type Spread struct {
 }
 
 // NaiveFigures are the send-everything-and-resend approach's numbers.
+// Passes are the all-at-once client's (every record sent at once, the
+// throttled ones again each second); 0 for a client with a bounded
+// number of requests in flight.
 type NaiveFigures struct {
 	Requests  int64   `json:"requests"`
 	Throttled int64   `json:"throttled"`
 	Passes    int     `json:"passes"`
 	Seconds   float64 `json:"seconds"`
 	Measured  bool    `json:"measured"`
+	// Assumptions says, in one line, on what terms modelled figures were
+	// modelled: the client, the capacity, the spread over partitions.
+	Assumptions string `json:"assumptions,omitempty"`
 }
 
 // PacedFigures are the paced approach's numbers.
 type PacedFigures struct {
-	Requests  int64   `json:"requests"`
-	Throttled int64   `json:"throttled"`
-	Seconds   float64 `json:"seconds"`
-	Measured  bool    `json:"measured"`
+	Requests    int64   `json:"requests"`
+	Throttled   int64   `json:"throttled"`
+	Seconds     float64 `json:"seconds"`
+	Measured    bool    `json:"measured"`
+	Assumptions string  `json:"assumptions,omitempty"`
+}
+
+// PartitionLoad is one physical partition's part of a run: what it took,
+// its share of the target, the capacity it gave the load (its share less
+// what other traffic took: the RU the load charged in the seconds the
+// partition's budget ran out), and the least time its RU needed at that
+// capacity, which no strategy beats.
+type PartitionLoad struct {
+	Partition  int     `json:"partition"`
+	Requests   int64   `json:"requests"`
+	Records    int64   `json:"records"`
+	RU         float64 `json:"ru"`
+	Throttled  int64   `json:"throttled"`
+	ShareRU    float64 `json:"share_ru_per_sec"`
+	CapacityRU float64 `json:"capacity_ru_per_sec"`
+	Seconds    float64 `json:"seconds"`
+	// PacerLimitRU is the pacer's mean limit for the partition while it
+	// had work; 0 when not pacing.
+	PacerLimitRU float64 `json:"pacer_limit_ru_per_sec,omitempty"`
 }
 
 // Second is one second of a run: what the pipeline samples, the JSON
@@ -158,7 +196,29 @@ type Second struct {
 	Requests  int64   `json:"requests"`
 	Throttled int64   `json:"throttled"`
 	Records   int64   `json:"records"`
+	// LimitRU is the pacer's limit at the second's end: the sum of the
+	// partitions' rates, below the target while 429s hold some back; 0
+	// when not pacing.
+	LimitRU float64 `json:"limit_ru,omitempty"`
+	// Partitions is each physical partition's second, by the pacer's
+	// numbering (a split adds partitions), up to MaxPartitionSeries of
+	// them.
+	Partitions []PartitionSecond `json:"partitions,omitempty"`
 }
+
+// PartitionSecond is one physical partition in one second: the RU it
+// charged and the 429s it answered, against its share of the target and
+// the pacer's limit for it (0 when not pacing).
+type PartitionSecond struct {
+	RU        float64 `json:"ru"`
+	Throttled int64   `json:"throttled,omitempty"`
+	ShareRU   float64 `json:"share_ru,omitempty"`
+	LimitRU   float64 `json:"limit_ru,omitempty"`
+}
+
+// MaxPartitionSeries bounds the partitions the per-second series lists:
+// beyond it a report of a long load would grow by kilobytes a second.
+const MaxPartitionSeries = 64
 
 // MergeSeconds sorts a series by time and sums the entries of one second
 // (runs that overlapped: pieces run at once, or one ending in the second
@@ -168,10 +228,22 @@ func MergeSeconds(series []Second) []Second {
 	out := series[:0]
 	for _, s := range series {
 		if n := len(out); n > 0 && out[n-1].T == s.T {
-			out[n-1].RU += s.RU
-			out[n-1].Requests += s.Requests
-			out[n-1].Throttled += s.Throttled
-			out[n-1].Records += s.Records
+			o := &out[n-1]
+			o.RU += s.RU
+			o.Requests += s.Requests
+			o.Throttled += s.Throttled
+			o.Records += s.Records
+			// Runs side by side share one pacer: its figures are not summed.
+			o.LimitRU = max(o.LimitRU, s.LimitRU)
+			for len(o.Partitions) < len(s.Partitions) {
+				o.Partitions = append(o.Partitions, PartitionSecond{})
+			}
+			for i, p := range s.Partitions {
+				q := &o.Partitions[i]
+				q.RU += p.RU
+				q.Throttled += p.Throttled
+				q.ShareRU, q.LimitRU = max(q.ShareRU, p.ShareRU), max(q.LimitRU, p.LimitRU)
+			}
 			continue
 		}
 		out = append(out, s)

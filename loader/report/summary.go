@@ -53,8 +53,17 @@ func (r *Report) WriteText(w io.Writer) {
 	}
 	fmt.Fprintf(&b, "  requests              %s, throttled %s (%s)\n", n(r.RequestsSent), n(r.ThrottledResponses), human.Number(r.ThrottledPercent, 2)+"%")
 	if rt := r.Retries; rt.Total() > 0 {
-		fmt.Fprintf(&b, "  retries (this run)    %s: 429 throttled %s · 408 timeout %s · 503/449 unavailable %s · connection %s · other %s\n",
-			n(rt.Total()), n(rt.Throttled), n(rt.Timeout), n(rt.Unavailable), n(rt.Connection), n(rt.Other))
+		// Only the classes that occurred.
+		var classes []string
+		for _, c := range []struct {
+			name string
+			n    int64
+		}{{"429 throttled", rt.Throttled}, {"408 timeout", rt.Timeout}, {"503/449 unavailable", rt.Unavailable}, {"connection", rt.Connection}, {"other", rt.Other}} {
+			if c.n > 0 {
+				classes = append(classes, c.name+" "+n(c.n))
+			}
+		}
+		fmt.Fprintf(&b, "  retries (this run)    %s: %s\n", n(rt.Total()), strings.Join(classes, " · "))
 	}
 	// With batches allowed the figure says whether they formed (1.00: the
 	// keys were unique); a server that refused them says so here too.
@@ -72,13 +81,48 @@ func (r *Report) WriteText(w io.Writer) {
 		fmt.Fprintf(&b, "    RU consumed         %s in %s, %s RU/s\n", human.Number(t.RUConsumed, 1), human.Seconds(t.DurationSeconds), human.Number(t.AchievedRUPerSec, 0))
 		fmt.Fprintf(&b, "    requests            %s, throttled %s\n", n(t.RequestsSent), n(t.ThrottledResponses))
 	}
+	for _, note := range r.Notes {
+		fmt.Fprintf(&b, "  note                  %s\n", note)
+	}
+	writeShortfall(&b, r.Shortfall)
 	b.WriteString("\n  Naive vs paced      requests throttled passes      time\n")
-	fmt.Fprintf(&b, "  naive (%s) %10s %9s %6s %9s\n", Basis(r.Naive.Measured), n(r.Naive.Requests), n(r.Naive.Throttled), n(int64(r.Naive.Passes)), human.Seconds(r.Naive.Seconds))
+	passes := "-"
+	if r.Naive.Passes > 0 {
+		passes = n(int64(r.Naive.Passes))
+	}
+	fmt.Fprintf(&b, "  naive (%s) %10s %9s %6s %9s\n", Basis(r.Naive.Measured), n(r.Naive.Requests), n(r.Naive.Throttled), passes, human.Seconds(r.Naive.Seconds))
 	fmt.Fprintf(&b, "  paced (%s) %10s %9s %6s %9s\n", Basis(r.Paced.Measured), n(r.Paced.Requests), n(r.Paced.Throttled), "-", human.Seconds(r.Paced.Seconds))
+	if a := r.Assumptions(); a != "" {
+		fmt.Fprintf(&b, "  %s\n", a)
+	}
 	if r.Error != "" {
 		fmt.Fprintf(&b, "\n  %s\n", r.Error)
 	}
 	io.WriteString(w, b.String())
+}
+
+// writeShortfall says why the load ran below its target, one reason a
+// line.
+func writeShortfall(b *strings.Builder, ss []Shortfall) {
+	for i, s := range ss {
+		label := ""
+		if i == 0 {
+			label = "below target"
+		}
+		fmt.Fprintf(b, "  %-21s %s: %s\n", label, s.Title(), s.Evidence)
+	}
+}
+
+// Assumptions is the comparison's one line saying which side is modelled
+// and on what terms; "" when neither is.
+func (r *Report) Assumptions() string {
+	switch {
+	case !r.Naive.Measured && r.Naive.Assumptions != "":
+		return "naive modelled: " + r.Naive.Assumptions
+	case !r.Paced.Measured && r.Paced.Assumptions != "":
+		return "paced modelled: " + r.Paced.Assumptions
+	}
+	return ""
 }
 
 // maxReasons is how many dead-letter reasons the summary lists.

@@ -64,6 +64,19 @@ func TestSummaryGolden(t *testing.T) {
 			Retries: Retries{Throttled: 3, Timeout: 5, Unavailable: 9, Connection: 2, Other: 2},
 			Naive:   NaiveFigures{Requests: 40, Passes: 1, Seconds: 1},
 			Paced:   PacedFigures{Requests: 61, Throttled: 3, Seconds: 2.5, Measured: true}}},
+		// Below its target: why, the retry classes that occurred alone,
+		// and what the comparison modelled.
+		{"below-target", Report{Status: "finished", Mode: "upsert", RecordsRead: 6000, RecordsWritten: 6000,
+			RequestsSent: 6100, ThrottledResponses: 100, ThrottledPercent: 1.64, RUConsumed: 60000, DurationSeconds: 25,
+			TargetRUPerSec: 4000, AchievedRUPerSec: 2400, Utilization: 0.6, RUPerRecord: Spread{Mean: 10, P95: 10.4},
+			Retries: Retries{Throttled: 100, Timeout: 1},
+			Shortfall: []Shortfall{
+				{Reason: ShortfallOtherTraffic, Evidence: "100 of 6,100 requests met 429 while the load kept within its share: other traffic took about 1,600 of the 4,000 RU/s (40%), leaving the load about 2,400 RU/s"},
+				{Reason: ShortfallInputBound, Evidence: "every partition waited for records 30% of the time while the input was read, at 240 records/s"},
+			},
+			Naive: NaiveFigures{Requests: 7400, Throttled: 1400, Seconds: 26.1,
+				Assumptions: "one request a record, 64 requests in flight, a 1ms round trip, resent after the server's retry-after; the capacity this run found, 2,400 of 4,000 RU/s (other traffic took the rest)"},
+			Paced: PacedFigures{Requests: 6100, Throttled: 100, Seconds: 25, Measured: true}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var b strings.Builder

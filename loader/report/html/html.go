@@ -48,6 +48,7 @@ const maxMarkers = 150
 var (
 	throttleColor = "#dc2626"
 	targetColor   = "#64748b"
+	limitColor    = "#16a34a"
 	// Runs avoid red, which means "throttled" on the page.
 	runColors = []string{"#2563eb", "#ea580c", "#9333ea", "#0d9488", "#ca8a04", "#db2777"}
 )
@@ -101,6 +102,19 @@ type view struct {
 	ThisRun []comparisonRow
 	Reasons []reasonRow
 	Hint    string
+	// Assumptions is the comparison's one line: which side is modelled,
+	// on what terms.
+	Assumptions string
+	// Shortfall is why the load ran below its target; Partitions each
+	// physical partition's part against its share.
+	Shortfall  []report.Shortfall
+	Partitions []partitionRow
+	Notes      []string
+}
+
+type partitionRow struct {
+	Partition, RU, Records, Throttled, MeanRU, Share, Capacity, Limit, Busy string
+	Class                                                                   string
 }
 
 type reasonRow struct {
@@ -164,6 +178,10 @@ func build(d *Page) view {
 		{"Passes over the data", passes, "1"},
 		{"Time", duration(d.Naive.Seconds), duration(d.Paced.Seconds)},
 	}
+	v.Assumptions = d.Assumptions()
+	v.Shortfall = d.Shortfall
+	v.Notes = d.Notes
+	v.Partitions = partitionRows(d)
 	if rr := d.RUPerRecord; rr.Max > 0 {
 		v.Spread = fmt.Sprintf("RU per record: median %s, 95th percentile %s, max %s.",
 			svg.FormatNumber(rr.P50, 2), svg.FormatNumber(rr.P95, 2), svg.FormatNumber(rr.Max, 2))
@@ -194,6 +212,38 @@ func build(d *Page) view {
 	return v
 }
 
+// partitionRows is each physical partition's part of the run: its mean
+// RU/s over the run against its share of the target and the capacity it
+// gave the load. A partition that needed most of the run is marked.
+func partitionRows(d *Page) []partitionRow {
+	if len(d.PartitionLoads) < 2 {
+		return nil
+	}
+	dur := d.ThisRun.DurationSeconds
+	if dur <= 0 {
+		dur = d.DurationSeconds
+	}
+	var rows []partitionRow
+	for _, l := range d.PartitionLoads {
+		row := partitionRow{
+			Partition: fmt.Sprint(l.Partition), RU: svg.FormatNumber(l.RU, 0), Records: count(l.Records), Throttled: count(l.Throttled),
+			Share: svg.FormatNumber(l.ShareRU, 0), Capacity: svg.FormatNumber(l.CapacityRU, 0), Limit: "—", Busy: duration(l.Seconds),
+			MeanRU: "—",
+		}
+		if dur > 0 {
+			row.MeanRU = svg.FormatNumber(l.RU/dur, 0)
+		}
+		if l.PacerLimitRU > 0 {
+			row.Limit = svg.FormatNumber(l.PacerLimitRU, 0)
+		}
+		if dur > 0 && l.Seconds >= 0.8*dur {
+			row.Class = "warn"
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
 func subtitle(d *Page) string {
 	var parts []string
 	if d.Database != "" || d.Container != "" {
@@ -206,7 +256,7 @@ func subtitle(d *Page) string {
 		parts = append(parts, d.Mode)
 	}
 	if d.Partitions > 0 {
-		parts = append(parts, plural(int64(d.Partitions), "physical partition"))
+		parts = append(parts, human.Plural(int64(d.Partitions), "physical partition"))
 	}
 	if d.Embedded {
 		parts = append(parts, "embedded local target")
@@ -355,6 +405,9 @@ func ruChart(d *Page, runs []namedSeries) (template.HTML, string) {
 			}
 		}
 		c.Series = append(c.Series, svg.Series{Name: r.name, Color: r.color, Points: pts})
+		if limit := limitPoints(r.secs); len(limit) > 0 && len(runs) == 1 {
+			c.Series = append(c.Series, svg.Series{Name: "pacer's limit RU/s (below the target after 429s)", Color: limitColor, Dashed: true, Step: true, Points: limit})
+		}
 		mc := throttleColor
 		if len(runs) > 1 {
 			mc = r.color
@@ -377,9 +430,21 @@ func ruChart(d *Page, runs []namedSeries) (template.HTML, string) {
 		caption = "No per-second figures were recorded for this run."
 	}
 	if throttled > 0 {
-		caption = fmt.Sprintf("▼ marks a second with throttled (429) responses: %s in %s; hover a marker for its count.", count(throttled), plural(throttledSeconds, "second"))
+		caption = fmt.Sprintf("▼ marks a second with throttled (429) responses: %s in %s; hover a marker for its count.", count(throttled), human.Plural(throttledSeconds, "second"))
 	}
 	return template.HTML(c.SVG()), caption
+}
+
+// limitPoints is the pacer's limit over a run's seconds; nil when the run
+// was not paced.
+func limitPoints(secs []report.Second) []svg.Point {
+	var pts []svg.Point
+	for _, s := range secs {
+		if s.LimitRU > 0 {
+			pts = append(pts, svg.Point{X: float64(s.T), Y: s.LimitRU})
+		}
+	}
+	return pts
 }
 
 // throttleMarkers puts one marker on each second with throttles, or, when
@@ -403,9 +468,9 @@ func throttleMarkers(secs []report.Second, color, prefix string) []svg.Marker {
 				top = s
 			}
 		}
-		label := fmt.Sprintf("%s%s: %s", prefix, clock(g[0].T), plural(n, "throttled (429) response"))
+		label := fmt.Sprintf("%s%s: %s", prefix, clock(g[0].T), human.Plural(n, "throttled (429) response"))
 		if len(g) > 1 {
-			label = fmt.Sprintf("%s%s–%s: %s in %s", prefix, clock(g[0].T), clock(g[len(g)-1].T), plural(n, "throttled (429) response"), plural(int64(len(g)), "throttled second"))
+			label = fmt.Sprintf("%s%s–%s: %s in %s", prefix, clock(g[0].T), clock(g[len(g)-1].T), human.Plural(n, "throttled (429) response"), human.Plural(int64(len(g)), "throttled second"))
 		}
 		ms = append(ms, svg.Marker{X: float64(top.T), Y: top.RU, Label: label, Color: color})
 	}
@@ -442,7 +507,7 @@ func recordsChart(runs []namedSeries) (template.HTML, string) {
 	caption := ""
 	if seconds > 0 {
 		caption = fmt.Sprintf("Records acknowledged by the database each second; %s over %s, %s/s on average.",
-			count(total), plural(seconds, "second"), svg.FormatNumber(float64(total)/float64(seconds), 0))
+			count(total), human.Plural(seconds, "second"), svg.FormatNumber(float64(total)/float64(seconds), 0))
 	}
 	return template.HTML(c.SVG()), caption
 }
@@ -487,13 +552,6 @@ func summarise(r namedSeries, target float64) compareRow {
 }
 
 func count(n int64) string { return human.Count(n) }
-
-func plural(n int64, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return count(n) + " " + noun + "s"
-}
 
 // duration is human.Duration ("1m 8s", "36.7s", "420ms"), with a dash
 // for no time at all.
@@ -548,6 +606,7 @@ h2 { font-size: 17px; margin: 28px 0 10px; }
 .figure dd { margin: 0; font-size: 22px; font-weight: 600; font-variant-numeric: tabular-nums; }
 .figure dd small { display: block; font-size: 12px; font-weight: 400; color: var(--muted); }
 .figure.warn dd { color: var(--warn); }
+tr.warn td { color: var(--warn); }
 figure { margin: 18px 0 0; }
 svg.chart { display: block; width: 100%; height: auto; color: var(--fg); }
 figcaption { color: var(--muted); font-size: 13px; margin-top: 2px; }
@@ -616,7 +675,19 @@ footer { margin-top: 32px; padding-top: 12px; border-top: 1px solid var(--line);
 {{range .Comparison}}<tr><td>{{.Label}}</td><td>{{.Naive}}</td><td>{{.Paced}}</td></tr>
 {{end}}</tbody>
 </table>
-<p class="muted">Measured figures come from this run; modelled ones are computed from this run's measured RU charges, target RU/s and partitions.</p>
+{{if .Assumptions}}<p class="muted" id="assumptions">Measured figures come from this run; {{.Assumptions}}.</p>{{else}}<p class="muted">Measured figures come from this run.</p>{{end}}
+{{end}}{{if .Shortfall}}<h2 id="shortfall">Why the load ran below its target</h2>
+<ul>
+{{range .Shortfall}}<li><strong>{{.Title}}</strong>: {{.Evidence}}</li>
+{{end}}</ul>
+{{end}}{{if .Partitions}}<h2 id="partitions">Physical partitions</h2>
+<table>
+<thead><tr><th>Partition</th><th>RU</th><th>Records</th><th>429s</th><th>Mean RU/s</th><th>Share RU/s</th><th>Capacity found RU/s</th><th>Pacer's limit RU/s</th><th>Time its RU needs</th></tr></thead>
+<tbody>
+{{range .Partitions}}<tr{{if .Class}} class="{{.Class}}"{{end}}><td>{{.Partition}}</td><td>{{.RU}}</td><td>{{.Records}}</td><td>{{.Throttled}}</td><td>{{.MeanRU}}</td><td>{{.Share}}</td><td>{{.Capacity}}</td><td>{{.Limit}}</td><td>{{.Busy}}</td></tr>
+{{end}}</tbody>
+</table>
+<p class="muted">Each partition's RU/s over the run against its share of the target; the capacity found is its share less what other traffic took (what the load charged in the seconds it met 429s). No strategy loads a partition faster than its RU at that capacity.</p>
 {{end}}
 {{if .Reasons}}<h2 id="dead-letters">Dead letters by reason</h2>
 {{if .Hint}}<p class="error">{{.Hint}}</p>{{end}}
@@ -633,6 +704,8 @@ footer { margin-top: 32px; padding-top: 12px; border-top: 1px solid var(--line);
 </dl>
 {{if .DeadLetterNote}}<p class="muted">{{.DeadLetterNote}}</p>{{end}}
 {{if .Spread}}<p class="muted">{{.Spread}}</p>{{end}}
+{{range .Notes}}<p class="muted">{{.}}</p>
+{{end}}
 
 <footer>
 How to read this: a well-paced load runs its RU/s line just under the dashed target line from start to end, with no ▼ throttle marks; a line far below the target means capacity left idle, marks mean the database refused requests and they had to be resent.

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -296,10 +297,8 @@ func TestDense(t *testing.T) {
 	if len(got) != len(want) {
 		t.Fatalf("dense = %v, want %v", got, want)
 	}
-	for i := range got {
-		if got[i] != want[i] {
-			t.Errorf("dense[%d] = %v, want %v", i, got[i], want[i])
-		}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("dense = %v, want %v", got, want)
 	}
 }
 
@@ -504,5 +503,31 @@ func TestResumeCommandAndScopes(t *testing.T) {
 	d.Resumed, d.ResumeCommand = false, ""
 	if html := render(t, d); strings.Contains(html, `class="scope"`) || strings.Contains(html, "Continue with") {
 		t.Error("scopes or a resume command on a report of one finished run")
+	}
+}
+
+// A load below its target says why, shows the pacer's limit over time and
+// each partition against its share, and the comparison's assumptions.
+func TestShortfallLimitAndPartitionsShown(t *testing.T) {
+	d := smallRun()
+	for i := range d.Series {
+		d.Series[i].LimitRU = 600
+	}
+	d.Shortfall = []report.Shortfall{{Reason: report.ShortfallOtherTraffic, Evidence: "other traffic took about 1,600 of the 4,000 RU/s"}}
+	d.PartitionLoads = []report.PartitionLoad{
+		{Partition: 0, RU: 30000, Records: 3000, ShareRU: 1000, CapacityRU: 1000, Seconds: 30, PacerLimitRU: 990},
+		{Partition: 1, RU: 10000, Records: 1000, ShareRU: 1000, CapacityRU: 1000, Seconds: 10},
+	}
+	d.ThisRun.DurationSeconds = 31
+	d.Naive.Assumptions = "one request a record, 64 requests in flight"
+	html := render(t, d)
+	for _, want := range []string{
+		"Why the load ran below its target", "<strong>other traffic</strong>: other traffic took about 1,600",
+		"pacer&#39;s limit RU/s", `id="partitions"`, "<td>30,000</td>", "<td>968</td>", // 30,000 RU over 31 s
+		"naive modelled: one request a record, 64 requests in flight",
+	} {
+		if !strings.Contains(html, want) {
+			t.Errorf("page lacks %q", want)
+		}
 	}
 }

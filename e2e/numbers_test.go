@@ -1,0 +1,170 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/cosmosloader/loader/internal/emulator"
+)
+
+// numbersInput writes n records, hot of every 100 of them on one
+// partition key, the rest on keys of their own.
+func numbersInput(t *testing.T, dir string, n, hot int) string {
+	t.Helper()
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		key := fmt.Sprintf("t%d", i)
+		if i%100 < hot {
+			key = "hot"
+		}
+		fmt.Fprintf(&b, `{"id":"r%d","tenant":%q,"v":"%s"}`+"\n", i, key, strings.Repeat("x", 100))
+	}
+	return writeFile(t, dir, "in.ndjson", []byte(b.String()))
+}
+
+// numbersRun is one load's JSON log and report.
+type numbersRun struct {
+	code     int
+	progress []map[string]any // the progress events, in order
+	stop     map[string]any
+	report   map[string]any
+	stderr   string
+}
+
+// loadNumbers runs an import of input into tg with a JSON log and a
+// report; interrupt sends SIGINT once a checkpoint shows progress.
+func loadNumbers(t *testing.T, tg target, dir, input string, interrupt bool, extra ...string) numbersRun {
+	t.Helper()
+	ckpt, rep := filepath.Join(dir, "ckpt.json"), filepath.Join(dir, fmt.Sprintf("report-%d.json", len(extra)))
+	args := []string{"import", input, "--checkpoint", ckpt, "--report", rep, "--log-format", "json", "--checkpoint-interval", "200ms"}
+	if len(extra) > 0 && extra[0] == "resume" {
+		args = []string{"resume", ckpt, "--report", rep, "--log-format", "json", "--endpoint", tg.endpoint, "--key", tg.key}
+		extra = extra[1:]
+	} else {
+		args = append(args, withoutArg(tg.args("e2e", "numbers", "--create-container", "--partition-key", "/tenant", "--ru", "4000"), "--quiet")...)
+	}
+	_, env := freshEnv(t)
+	run := startWatched(t, env, append(args, extra...)...)
+	if interrupt {
+		waitForCheckpoint(t, ckpt)
+		_ = run.cmd.Process.Signal(syscall.SIGINT)
+	}
+	out := numbersRun{code: run.wait(t), stderr: run.all()}
+	for _, line := range strings.Split(out.stderr, "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) != nil {
+			continue
+		}
+		switch m["event"] {
+		case "progress":
+			out.progress = append(out.progress, m)
+		case "stop":
+			out.stop = m
+		}
+	}
+	out.report = readReport(t, rep)
+	return out
+}
+
+// counts are a record count's three outcomes as a log line or report
+// names them.
+func counts(m map[string]any) [3]float64 {
+	f := func(k string) float64 { v, _ := m[k].(float64); return v }
+	return [3]float64{f("records_written"), f("records_skipped_existing"), f("records_dead_lettered")}
+}
+
+// checkNumbers holds what every load's numbers must: the last progress
+// line, the stop line and the report count the same records; the naive
+// run is not shown finishing before the busiest partition could; the
+// comparison says what it modelled; a load below 95 % of its target
+// says why.
+func checkNumbers(t *testing.T, r numbersRun, wantReason string) {
+	t.Helper()
+	if len(r.progress) == 0 || r.stop == nil {
+		t.Fatalf("no progress or stop line:\n%s", r.stderr)
+	}
+	last := r.progress[len(r.progress)-1]
+	if counts(last) != counts(r.stop) || counts(r.stop) != counts(r.report) {
+		t.Errorf("counts differ: last progress %v, stop %v, report %v", counts(last), counts(r.stop), counts(r.report))
+	}
+	if _, ok := r.progress[0]["eta_s"]; ok {
+		t.Errorf("an ETA in the first progress line, before a few seconds of rate: %v", r.progress[0])
+	}
+	naive, _ := r.report["naive"].(map[string]any)
+	var busiest float64
+	loads, _ := r.report["partition_loads"].([]any)
+	for _, l := range loads {
+		s, _ := l.(map[string]any)["seconds"].(float64)
+		busiest = max(busiest, s)
+	}
+	if len(loads) != 4 || naive["seconds"].(float64) < busiest {
+		t.Errorf("naive %v s, the busiest of %d partitions %v s: naive shown finishing first", naive["seconds"], len(loads), busiest)
+	}
+	if a, _ := naive["assumptions"].(string); !strings.Contains(a, "one request a record") {
+		t.Errorf("naive assumptions %q", a)
+	}
+	var named []string
+	sf, _ := r.report["shortfall"].([]any)
+	for _, s := range sf {
+		named = append(named, s.(map[string]any)["reason"].(string))
+	}
+	t.Logf("utilisation %v, reasons %v, naive %v, paced %v, busiest partition %v s, %d progress lines", r.report["utilization"], named, naive, r.report["paced"], busiest, len(r.progress))
+	if u := r.report["utilization"].(float64); wantReason != "" && u < 0.95 && !strings.Contains(strings.Join(named, ","), wantReason) {
+		t.Errorf("at %.0f%% of the target the reasons are %v, want %s", 100*u, named, wantReason)
+	}
+}
+
+// Issue 39 with a hot key: half the records on one key, 4 partitions of
+// 1,000 RU/s.
+func TestNumbersWithAHotKey(t *testing.T) {
+	t.Parallel()
+	tg := localTarget(t, emulator.Options{DefaultRU: 4000, Partitions: 4})
+	dir := t.TempDir()
+	r := loadNumbers(t, tg, dir, numbersInput(t, dir, 3000, 50), false)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	checkNumbers(t, r, "hot_partition")
+	if c := counts(r.report); c[0] != 3000 {
+		t.Errorf("written %v, want 3,000", c[0])
+	}
+}
+
+// Issue 39 with a noisy neighbour taking 40 % of every partition.
+func TestNumbersWithANoisyNeighbour(t *testing.T) {
+	t.Parallel()
+	tg := localTarget(t, emulator.Options{DefaultRU: 4000, Partitions: 4, NoisyNeighborRU: 1600})
+	dir := t.TempDir()
+	r := loadNumbers(t, tg, dir, numbersInput(t, dir, 3000, 0), false)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	checkNumbers(t, r, "other_traffic")
+}
+
+// Issue 39 across a resume: the interrupted load's last progress line,
+// stop line and report agree, and so do the resumed load's, which end
+// with every record counted once.
+func TestNumbersAcrossAResume(t *testing.T) {
+	t.Parallel()
+	tg := localTarget(t, emulator.Options{DefaultRU: 4000, Partitions: 4})
+	dir := t.TempDir()
+	input := numbersInput(t, dir, 4000, 0)
+	first := loadNumbers(t, tg, dir, input, true)
+	if first.code != 130 {
+		t.Fatalf("exit %d after SIGINT, want 130\n%s", first.code, first.stderr)
+	}
+	checkNumbers(t, first, "")
+	second := loadNumbers(t, tg, dir, input, false, "resume")
+	if second.code != 0 {
+		t.Fatalf("resume: exit %d\n%s", second.code, second.stderr)
+	}
+	checkNumbers(t, second, "")
+	if c := counts(second.report); c[0]+c[1] != 4000 {
+		t.Errorf("after the resume %v, want 4,000 records written or found", c)
+	}
+}
