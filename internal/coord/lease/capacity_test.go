@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -435,5 +436,83 @@ func TestReservedCarvedOutOfTarget(t *testing.T) {
 	a.SetTarget(800)
 	if got := a.Limit(); got != 400 {
 		t.Errorf("after SetTarget(800): a's limit %v, want 2 × 175 + 50", got)
+	}
+}
+
+// fairShare hands out what one partition at a time, round-robin in list
+// order, would: checked against doing exactly that.
+func TestFairShareMatchesRoundRobin(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		n, partitions := 1+r.IntN(12), 1+r.IntN(60)
+		wants := make([]int, n)
+		for i := range wants {
+			wants[i] = r.IntN(partitions + 3)
+		}
+		got := make([]int, n)
+		for left := partitions; left > 0; {
+			gave := false
+			for i, w := range wants {
+				if left > 0 && got[i] < w {
+					got[i]++
+					left--
+					gave = true
+				}
+			}
+			if !gave {
+				break
+			}
+		}
+		for i := range wants {
+			if s := fairShare(wants, i, partitions); s != got[i] {
+				t.Fatalf("fairShare(%v, %d, %d) = %d, round-robin gives %d", wants, i, partitions, s, got[i])
+			}
+		}
+	}
+}
+
+func TestPartitionWindows(t *testing.T) {
+	for _, tt := range []struct {
+		partitions, windows int
+		first, last         window
+	}{
+		{6, 1, window{"p/0", 0, 6}, window{"p/0", 0, 6}},
+		{11, 2, window{"p/0", 0, 10}, window{"p/1", 10, 11}},
+		{1000, 100, window{"p/00", 0, 10}, window{"p/99", 990, 1000}},
+		{1001, 11, window{"p/00", 0, 100}, window{"p/10", 1000, 1001}},
+		{10000, 100, window{"p/00", 0, 100}, window{"p/99", 9900, 10000}},
+	} {
+		ws := partitionWindows("p/", tt.partitions)
+		if len(ws) != tt.windows || ws[0] != tt.first || ws[len(ws)-1] != tt.last {
+			t.Errorf("partitionWindows(%d) = %d windows, %+v … %+v; want %d, %+v … %+v",
+				tt.partitions, len(ws), ws[0], ws[len(ws)-1], tt.windows, tt.first, tt.last)
+		}
+		for p := range tt.partitions {
+			w := ws[p/(ws[0].end-ws[0].first)]
+			if name := BlobName("p/", p, tt.partitions); !strings.HasPrefix(name, w.prefix) || p < w.first || p >= w.end {
+				t.Fatalf("partition %d (%s) is not in its window %+v", p, name, w)
+			}
+		}
+	}
+}
+
+func TestRosterRoundTrip(t *testing.T) {
+	ms := []member{{id: "a", want: 3, reserved: 0}, {id: "b", want: 0, reserved: 150.5}}
+	block := encodeMembers(ms)
+	body := append([]byte(rosterMagic+" 1767225600 2\n"), block...)
+	ro := parseRoster(body, nil)
+	if ro == nil || !ro.date.Equal(time.Unix(1767225600, 0)) || len(ro.members) != 2 || ro.members[1] != ms[1] {
+		t.Fatalf("parseRoster = %+v", ro)
+	}
+	if again := parseRoster(body, ro); &again.members[0] != &ro.members[0] {
+		t.Error("an unchanged member list was parsed again")
+	}
+	if !ro.alive("b") || ro.alive("c") {
+		t.Error("alive: want b, not c")
+	}
+	for _, bad := range []string{"", "loader-roster-1 x 2\n", "other 1 2\n"} {
+		if parseRoster([]byte(bad), nil) != nil {
+			t.Errorf("parseRoster(%q) read a roster", bad)
+		}
 	}
 }
