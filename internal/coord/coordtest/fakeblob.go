@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -36,8 +37,11 @@ type FakeBlob struct {
 	mu    sync.Mutex
 	down  bool
 	blobs map[string]*fakeBlobItem // "container/blob"
+	names []string                 // the keys of blobs, sorted: listings
 	conts map[string]bool
 	etag  int
+	// listed counts the blobs every listing returned.
+	listed int64
 }
 
 type fakeBlobItem struct {
@@ -120,6 +124,14 @@ func (t inProcess) Do(r *http.Request) (*http.Response, error) {
 	resp := rec.Result()
 	resp.Request = r
 	return resp, nil
+}
+
+// Listed is how many blobs the listings have returned so far: what a
+// listing costs the service grows with it.
+func (f *FakeBlob) Listed() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.listed
 }
 
 // SetDown makes every request fail with 503 (storage unreachable) until
@@ -233,6 +245,10 @@ func (f *FakeBlob) serveBlob(w http.ResponseWriter, r *http.Request, key string,
 		b.meta = metaFrom(r.Header)
 		b.body = body
 		f.touchLocked(b)
+		if _, ok := f.blobs[key]; !ok {
+			i, _ := slices.BinarySearch(f.names, key)
+			f.names = slices.Insert(f.names, i, key)
+		}
 		f.blobs[key] = b
 		w.Header().Set("ETag", b.etag)
 		w.Header().Set("Last-Modified", b.modified.UTC().Format(http.TimeFormat))
@@ -256,6 +272,9 @@ func (f *FakeBlob) serveBlob(w http.ResponseWriter, r *http.Request, key string,
 			return
 		}
 		delete(f.blobs, key)
+		if i, ok := slices.BinarySearch(f.names, key); ok {
+			f.names = slices.Delete(f.names, i, i+1)
+		}
 		w.WriteHeader(http.StatusAccepted)
 	default:
 		f.fail(w, http.StatusBadRequest, "UnsupportedHttpVerb")
@@ -393,16 +412,19 @@ func (f *FakeBlob) serveContainer(w http.ResponseWriter, r *http.Request, cont s
 // simulated fleet lists millions of blobs.
 func (f *FakeBlob) list(w http.ResponseWriter, cont, prefix, marker string, withMeta bool) {
 	var names []string
-	for k := range f.blobs {
-		if name, ok := strings.CutPrefix(k, cont+"/"); ok && strings.HasPrefix(name, prefix) && name >= marker {
-			names = append(names, name)
+	from, _ := slices.BinarySearch(f.names, cont+"/"+max(prefix, marker))
+	for _, k := range f.names[from:] {
+		name, ok := strings.CutPrefix(k, cont+"/")
+		if !ok || !strings.HasPrefix(name, prefix) || len(names) > listPage {
+			break
 		}
+		names = append(names, name)
 	}
-	sort.Strings(names)
 	next := ""
 	if len(names) > listPage {
 		next, names = names[listPage], names[:listPage]
 	}
+	f.listed += int64(len(names))
 	var buf bytes.Buffer
 	buf.WriteString(xml.Header)
 	fmt.Fprintf(&buf, `<EnumerationResults ContainerName="%s"><Prefix>%s</Prefix><Marker>%s</Marker><Blobs>`, escape(cont), escape(prefix), escape(marker))
@@ -441,4 +463,3 @@ func escape(s string) string {
 	xml.EscapeText(&b, []byte(s))
 	return b.String()
 }
-
