@@ -96,6 +96,9 @@ type Report struct {
 	// input shards it loaded, when sharing the container with other loaders.
 	Leases []LeaseSample `json:"leases,omitempty"`
 	Shards []string      `json:"shards,omitempty"`
+	// Fleet names the shared load and this loader's part in it (see
+	// fleetreport.go); nil when not sharing.
+	Fleet *FleetShare `json:"fleet,omitempty"`
 
 	// TargetChanges lists the target from each moment on, when the
 	// container's throughput changed during the load (the first entry is
@@ -281,6 +284,11 @@ var (
 // WriteHTML writes the report as one self-contained HTML page with its
 // charts (RU/s against the target with 429s marked, records per second).
 func (r *Report) WriteHTML(path string) error {
+	return writeHTML(path, r.htmlData())
+}
+
+// htmlData is what the HTML page shows of r.
+func (r *Report) htmlData() *htmlreport.Data {
 	d := &htmlreport.Data{
 		Title:  "loader import: " + r.Database + "/" + r.Container,
 		Status: r.Status, ExitCode: r.ExitCode, Error: r.Error,
@@ -309,6 +317,11 @@ func (r *Report) WriteHTML(path string) error {
 	for _, c := range r.TargetChanges {
 		d.TargetSteps = append(d.TargetSteps, chart.Point{X: c.AtSeconds, Y: c.RU})
 	}
+	return d
+}
+
+// writeHTML renders d to the file path.
+func writeHTML(path string, d *htmlreport.Data) error {
 	var b bytes.Buffer
 	if err := htmlreport.Write(&b, d); err != nil {
 		return fmt.Errorf("render HTML report: %w", err)

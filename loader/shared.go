@@ -361,6 +361,7 @@ func (l *leasedShards) finish(rep *Report) {
 	l.mu.Lock()
 	rep.Shards = l.claimed
 	l.mu.Unlock()
+	rep.Fleet = fleetShare(l.p.Shared, rep.Leases, len(rep.Shards), rep.StartedAt, rep.FinishedAt, rep.TargetRUPerSec)
 }
 
 // save keeps a shard's progress in its blob while its lease is held.
