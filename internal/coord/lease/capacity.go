@@ -28,6 +28,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -40,6 +41,7 @@ import (
 
 	"github.com/cosmosloader/loader/internal/clock"
 	"github.com/cosmosloader/loader/internal/coord"
+	"github.com/cosmosloader/loader/internal/parallel"
 )
 
 // CapacityConfig configures a Capacity. Zero values mean the documented
@@ -435,7 +437,9 @@ func (c *Capacity) Step(ctx context.Context) time.Duration {
 	if err != nil {
 		c.storageDown(err)
 		c.backoff = min(max(2*c.backoff, 500*time.Millisecond), c.renewEvery)
-		wait = c.backoff
+		// Jittered: a fleet that lost storage at one moment does not come
+		// back to it in one burst.
+		wait = coord.Jitter(c.cfg.Rand, c.backoff)
 	} else {
 		c.storageUp()
 		c.backoff = 0
@@ -729,12 +733,8 @@ func (c *Capacity) acquireIn(ctx context.Context, w window, n int) (int, error) 
 	}
 	c.mu.Unlock()
 	coord.Shuffle(c.cfg.Rand, len(free), func(i, j int) { free[i], free[j] = free[j], free[i] })
-	got := 0
-	var dead []int
+	var open, dead []int
 	for _, p := range free {
-		if got == n {
-			break
-		}
 		st := blobs[BlobName(c.cfg.Prefix, p, c.cfg.Partitions)]
 		// A lease still held under this process's own ID (storage came
 		// back before it expired) is acquired again at once.
@@ -744,18 +744,13 @@ func (c *Capacity) acquireIn(ctx context.Context, w window, n int) (int, error) 
 			}
 			continue
 		}
-		ok, err := c.take(ctx, p)
-		if err != nil {
-			return got, err
-		}
-		if ok {
-			got++
-		}
+		open = append(open, p)
 	}
-	for _, p := range dead {
-		if got == n {
-			break
-		}
+	got, err := c.takeSome(ctx, open, n, nil)
+	if err != nil || got == n {
+		return got, err
+	}
+	more, err := c.takeSome(ctx, dead, n-got, func(ctx context.Context, p int) (bool, error) {
 		st := blobs[BlobName(c.cfg.Prefix, p, c.cfg.Partitions)]
 		rctx, cancel := context.WithTimeout(ctx, c.reqTimeout)
 		_, err := c.clients[p].BreakLease(rctx, breakOptions(st.etag))
@@ -763,22 +758,47 @@ func (c *Capacity) acquireIn(ctx context.Context, w window, n int) (int, error) 
 		switch {
 		case err == nil:
 			c.cfg.Logf("capacity partition %d: broke the lease of process %s, whose heartbeat stopped", p, st.holder)
+			return true, nil
 		case coord.HasStatus(err, http.StatusPreconditionFailed, http.StatusConflict, http.StatusNotFound):
 			// Relabelled (its holder is back), released or taken since
 			// the listing: leave it.
-			continue
-		default:
-			return got, fmt.Errorf("break lease on partition %d: %w", p, err)
+			return false, nil
 		}
-		ok, err := c.take(ctx, p)
+		return false, fmt.Errorf("break lease on partition %d: %w", p, err)
+	})
+	return got + more, err
+}
+
+// takesAtOnce bounds the partitions a round takes at once: each take is
+// two to four round trips, and a loader starting, or taking over a dead
+// one's share, should not wait for them one after the other.
+const takesAtOnce = 8
+
+// takeSome takes up to n of ps, several at once, each after before (a
+// break) says it may; it returns how many it took.
+func (c *Capacity) takeSome(ctx context.Context, ps []int, n int, before func(context.Context, int) (bool, error)) (int, error) {
+	var got atomic.Int32
+	for len(ps) > 0 && int(got.Load()) < n {
+		batch := ps[:min(len(ps), n-int(got.Load()))]
+		ps = ps[len(batch):]
+		err := parallel.Each(len(batch), takesAtOnce, func(i int) error {
+			p := batch[i]
+			if before != nil {
+				if ok, err := before(ctx, p); !ok || err != nil {
+					return err
+				}
+			}
+			ok, err := c.take(ctx, p)
+			if ok {
+				got.Add(1)
+			}
+			return err
+		})
 		if err != nil {
-			return got, err
-		}
-		if ok {
-			got++
+			return int(got.Load()), err
 		}
 	}
-	return got, nil
+	return int(got.Load()), nil
 }
 
 // breakOptions break a lease at once, if the blob still has etag.
