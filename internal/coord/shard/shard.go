@@ -165,10 +165,6 @@ type Coordinator struct {
 	safeFor    time.Duration // how long after a confirmed renewal a claim still counts
 	reqTimeout time.Duration
 
-	// claimMu makes one claim at a time, so each sees where the others
-	// went (see TryClaim).
-	claimMu sync.Mutex
-
 	mu    sync.Mutex
 	ready bool // container known to exist
 	warn  bool // warned about unreachable storage since it last answered
@@ -447,8 +443,6 @@ func (c *Coordinator) distanceLocked(i int) int {
 // yet. Claim calls it until it gets a shard; a simulation calls it on a
 // fake clock.
 func (c *Coordinator) TryClaim(ctx context.Context) (*Claim, bool, error) {
-	c.claimMu.Lock()
-	defer c.claimMu.Unlock()
 	c.mu.Lock()
 	c.progress = false
 	c.mu.Unlock()
@@ -495,12 +489,23 @@ func (c *Coordinator) claimIn(ctx context.Context, w int) (*Claim, int, error) {
 	c.mu.Unlock()
 	c.farthestFirst(candidates)
 	for _, i := range candidates {
-		cl, err := c.tryClaim(ctx, i, states[c.blobName(i)].exists)
-		if cl != nil {
-			c.mu.Lock()
-			c.slow = 0
-			c.mu.Unlock()
+		// Marked as this process's before it is claimed, so that claims
+		// made at the same time spread around it.
+		c.mu.Lock()
+		pending := c.active[i]
+		c.active[i] = true
+		c.mu.Unlock()
+		if pending {
+			continue
 		}
+		cl, err := c.tryClaim(ctx, i, states[c.blobName(i)].exists)
+		c.mu.Lock()
+		if cl != nil {
+			c.slow = 0
+		} else {
+			delete(c.active, i)
+		}
+		c.mu.Unlock()
 		if err != nil || cl != nil {
 			return cl, notDone, err
 		}
@@ -621,9 +626,6 @@ func (c *Coordinator) tryClaim(ctx context.Context, i int, exists bool) (*Claim,
 		stopped:   make(chan struct{}),
 		lost:      make(chan struct{}),
 	}
-	c.mu.Lock()
-	c.active[i] = true
-	c.mu.Unlock()
 	if c.cfg.ManualRenew {
 		close(cl.stopped)
 	} else {
