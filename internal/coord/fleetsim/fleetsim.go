@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cosmosloader/loader/internal/clock"
@@ -92,8 +93,8 @@ func Short(n int) Config {
 
 const (
 	tick      = 100 * time.Millisecond
-	saveEvery = time.Second // a loader's checkpoint interval
-	idleAfter = time.Second // a loader with no shard this long gives its capacity back
+	saveEvery = 5 * time.Second // a loader's checkpoint interval (--checkpoint-interval)
+	idleAfter = time.Second     // a loader with no shard this long gives its capacity back
 )
 
 var simStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -126,7 +127,7 @@ type loader struct {
 	nextSave  time.Time
 	nextClaim time.Time
 	idleSince time.Time // since when it has had no shard
-	busySince time.Time // since when it has had one
+	busySince time.Time // since when it has had one, but for a moment between two
 	credit    float64   // RU it may still spend this tick
 	demanding bool      // its demand is the target (not 0)
 
@@ -143,7 +144,9 @@ type sim struct {
 	target  float64
 	res     *Result
 
-	writes   []uint8 // per record: how often written
+	writes []uint8 // per record: how often written
+
+	mu       sync.Mutex // the counters below, and perSec's
 	perSec   map[int64]*second
 	requests int64
 }
@@ -182,7 +185,10 @@ func Run(cfg Config) (*Result, error) {
 // add prepares loader i, to start at at.
 func (s *sim) add(i int, at time.Time) error {
 	l := &loader{id: i, started: at, nextStep: at, nextBeat: at, nextClaim: at}
+	// A loader may send several requests at once (capacity takes).
 	observe := func(r *http.Request) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
 		l.requests++
 		s.requests++
 		s.sec(s.clk.Now()).requests++
@@ -355,7 +361,9 @@ func (s *sim) work(ctx context.Context, l *loader, now time.Time) error {
 		}
 		return nil
 	}
-	if !l.idleSince.IsZero() || l.busySince.IsZero() {
+	// Between two shards a loader keeps its capacity; idle a second, it
+	// gave it back and must lease it again.
+	if l.busySince.IsZero() || (!l.idleSince.IsZero() && now.Sub(l.idleSince) >= idleAfter) {
 		l.busySince = now
 	}
 	l.idleSince = time.Time{}
@@ -472,7 +480,8 @@ func (s *sim) fairness(now time.Time) {
 		if l.dead || l.finished || now.Before(l.started) {
 			continue
 		}
-		if l.claim == nil || now.Sub(l.busySince) < busyFor {
+		busy := l.claim != nil || now.Sub(l.idleSince) < idleAfter
+		if !busy || now.Sub(l.busySince) < busyFor {
 			return
 		}
 		working = append(working, l)

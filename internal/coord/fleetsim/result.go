@@ -108,7 +108,12 @@ func (r *Result) String() string {
 	for k := range r.ByKind {
 		kinds = append(kinds, k)
 	}
-	sort.Slice(kinds, func(i, j int) bool { return r.ByKind[kinds[i]] > r.ByKind[kinds[j]] })
+	sort.Slice(kinds, func(i, j int) bool {
+		if a, b := r.ByKind[kinds[i]], r.ByKind[kinds[j]]; a != b {
+			return a > b
+		}
+		return kinds[i] < kinds[j]
+	})
 	for _, k := range kinds {
 		fmt.Fprintf(&b, "  %-24s %8.1f/s\n", k, float64(r.ByKind[k])/r.Seconds)
 	}
