@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cosmosloader/loader/internal/coord/fleetsim"
 	"github.com/cosmosloader/loader/internal/emulator"
 	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/loader/chart"
@@ -35,6 +36,8 @@ type results struct {
 	N            *scenarioN          `json:"n_live_throughput,omitempty"`
 	S            *scenarioS          `json:"s_splits,omitempty"`
 	P            *scenarioP          `json:"p_fleet,omitempty"`
+	Q            *scenarioQ          `json:"q_fleet_sorted_export,omitempty"`
+	W            *fleetsim.Result    `json:"w_simulated_fleet,omitempty"`
 }
 
 // check is one pass criterion of issue 4 (or this benchmark's own, where
@@ -136,6 +139,7 @@ func (res *results) markdown() string {
 	}
 	rows = append(rows, res.pathRows()...)
 	rows = append(rows, res.fleetRows()...)
+	rows = append(rows, res.fleetSortedRows()...)
 	if len(rows) > 0 {
 		b.WriteString("| measure | result |\n|---|---|\n")
 		for _, r := range rows {
@@ -161,6 +165,7 @@ var scenarioName = map[string]string{
 	"D": "D dry-run accuracy", "E": "E read path", "F": "F memory", "G": "G checkpoints", "H": "H batches", "K": "K key-sorted export",
 	"L": "L long path", "M": "M busy machine",
 	"N": "N throughput change", "S": "S splits", "P": "P fleet",
+	"Q": "Q fleet, key-sorted export", "W": "W simulated fleet",
 }
 
 // chartSVG is RU/s per second of the paced and naive runs of scenario A,
