@@ -219,10 +219,12 @@ func (p *plan) load(ctx context.Context, tgt *Target, mapper *record.Mapper, tar
 			started = true
 			prog.finish(slot, res.Live)
 			accumulate(total, &ran, res, began)
-			if err != nil {
+			// A lease lost while the run drained fails its last save: the
+			// shard is another's to finish, not the load's end.
+			lost := (res.Cause != Finished && errors.Is(res.Err, ErrLeaseLost)) || errors.Is(err, ErrLeaseLost)
+			if err != nil && !lost {
 				lastErr = err
 			}
-			lost := res.Cause != Finished && errors.Is(res.Err, ErrLeaseLost)
 			if lost {
 				p.logf("warning: lost the lease on shard %s; another loader continues it", pc.name)
 			} else if res.Cause != Finished {

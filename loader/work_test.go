@@ -651,3 +651,37 @@ func (r *readCounter) ReadAt(p []byte, off int64) (int, error) {
 	return strings.NewReader(string(r.data)).ReadAt(p, off)
 }
 func (r *readCounter) OpenRandom() (source.RandomReader, error) { return nil, errors.ErrUnsupported }
+
+// losingStore is a fakeStore whose saves of one piece say its lease is
+// lost once the piece is read to its end: storage was out of reach so
+// long that the shard's lease may have lapsed.
+type losingStore struct {
+	fakeStore
+	lose *piece
+}
+
+func (s *losingStore) save(p *piece, snap Snapshot) error {
+	if p == s.lose && snap.Complete {
+		return fmt.Errorf("save shard: %w", ErrLeaseLost)
+	}
+	return s.fakeStore.save(p, snap)
+}
+
+// A lease lost as a piece's run drains fails its last save: another
+// loader finishes that shard, and the load goes on to the next piece and
+// ends without an error.
+func TestLoadGoesOnAfterALeaseLostAtTheLastSave(t *testing.T) {
+	dir := t.TempDir()
+	mk := func(name string, n int) *piece {
+		return &piece{name: name, inputs: []Input{writeInput(t, dir, name, n)}, deadLetterPath: filepath.Join(dir, "dl-"+name+".ndjson")}
+	}
+	pieces := []*piece{mk("s1", 5), mk("s2", 5)}
+	store := &losingStore{lose: pieces[0]}
+	rep, err := testLoad(t, &fakeSource{pieces: pieces}, store, &fakeSink{})
+	if err != nil {
+		t.Fatalf("load: %v, want none: the lost shard is another loader's to finish", err)
+	}
+	if s := store.last[pieces[1]]; !s.Complete || rep.Status != "finished" {
+		t.Errorf("the next piece: last save %+v, report %s; want it read and the load finished", s, rep.Status)
+	}
+}
