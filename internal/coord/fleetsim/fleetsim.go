@@ -342,7 +342,7 @@ func (s *sim) work(ctx context.Context, l *loader, now time.Time) error {
 			l.nextClaim = now.Add(time.Second) // storage down: try again
 		case cl != nil:
 			l.claim, l.pos, l.written = cl, cl.From.Offset, 0
-			l.nextRenew, l.nextSave = now.Add(5*time.Second), now.Add(saveEvery)
+			l.nextRenew, l.nextSave = now.Add(time.Second), now.Add(saveEvery)
 		case !more:
 			l.finished = true
 			l.capa.SetDemand(0)

@@ -203,8 +203,8 @@ func New(cfg Config) (*Coordinator, error) {
 	c := &Coordinator{
 		cfg:        cfg,
 		shards:     Plan(cfg.Inputs, cfg.ShardBytes),
-		renewEvery: cfg.LeaseDuration / 3,
-		safeFor:    cfg.LeaseDuration - cfg.LeaseDuration/3,
+		renewEvery: cfg.LeaseDuration / 5,
+		safeFor:    cfg.LeaseDuration - cfg.LeaseDuration/5,
 		reqTimeout: cfg.LeaseDuration / 6,
 		active:     map[int]bool{},
 		notDone:    map[int]int{},
@@ -844,10 +844,14 @@ func (cl *Claim) renew() {
 // Renew renews the lease once and returns how long to wait before the
 // next renewal, and whether there is one: the claim is lost when the
 // service says the lease is someone else's, and also when no renewal has
-// been confirmed for safeFor (two thirds of the lease duration) — storage
-// out of reach that long may have let the lease expire and another
-// process take the shard, and two owners must never write it at once. A
-// claim made with Config.ManualRenew is renewed only by calling Renew.
+// been confirmed for safeFor — four fifths of the lease duration: the
+// service expires a lease a duration after the renewal it received last,
+// and the last fifth leaves writes already sent the time to land before
+// another process can take the shard. Storage out of reach that long
+// stops the shard (it is claimed again, from its last saved progress,
+// when storage returns): two owners must never write it at once. Renewals
+// come every fifth of the lease, so a short outage costs nothing. A claim
+// made with Config.ManualRenew is renewed only by calling Renew.
 func (cl *Claim) Renew(ctx context.Context) (time.Duration, bool) {
 	select {
 	case <-cl.lost:
