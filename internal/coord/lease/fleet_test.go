@@ -97,10 +97,10 @@ func (s *sim) run(d time.Duration) {
 			if p.stalled {
 				continue
 			}
-			if !p.beatStalled && (woken(p.c.beatWake) || !now.Before(p.nextBeat)) {
+			if !p.beatStalled && (drain(p.c.beatWake) || !now.Before(p.nextBeat)) {
 				p.nextBeat = now.Add(p.c.Beat(context.Background()))
 			}
-			if woken(p.c.wake) || !now.Before(p.next) {
+			if drain(p.c.wake) || !now.Before(p.next) {
 				p.next = now.Add(p.c.Step(context.Background()))
 			}
 		}
@@ -109,15 +109,6 @@ func (s *sim) run(d time.Duration) {
 			s.onTick()
 		}
 		s.clk.Advance(tick)
-	}
-}
-
-func woken(ch chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
 	}
 }
 
