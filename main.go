@@ -1,5 +1,5 @@
-// Command loader streams NDJSON and CSV into Azure Cosmos DB, paced to the
-// container's provisioned throughput. See README.md.
+// Command loader streams NDJSON, JSON, CSV/TSV and Parquet files into Azure
+// Cosmos DB, paced to the container's provisioned throughput. See README.md.
 package main
 
 import (

@@ -11,7 +11,7 @@
 //
 // A fourth argument, sorted, writes the same rows sorted by tenant (the
 // partition key of the benchmarks) and id, as a key-sorted export: the
-// README's segmented Parquet import figures load
+// segmented Parquet import figures load
 // `duckdb-export.mjs 2000000 /tmp/sorted.parquet sorted`. ROW_GROUP_SIZE
 // in the environment sets DuckDB's row group size: the reader's DuckDB
 // fixture is `ROW_GROUP_SIZE=500 node duckdb-export.mjs 1200

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/fleet.sh — loaders sharing one container over one key-sorted (or
-# shuffled) NDJSON file, by hand: the figures of "A fleet over a key-sorted
-# export" in the README. Starts `loader emulator` and Azurite (from
+# shuffled) NDJSON file, by hand: the fleet.sh rows of bench/README.md.
+# Starts `loader emulator` and Azurite (from
 # node_modules: run scripts/test or npm ci once) on free loopback ports,
 # runs LOADERS copies of the same import for SECONDS (SIGINT then), prints
 # each loader's report and peak RSS, and stops both servers.

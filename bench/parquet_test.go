@@ -28,6 +28,8 @@ import (
 	"github.com/cosmosloader/loader/internal/testenv"
 	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/loader/source/formats"
+	parquetsource "github.com/cosmosloader/loader/loader/source/parquet"
 )
 
 // orderSchema is readpath_test.go's order document as a Parquet schema:
@@ -251,7 +253,7 @@ func offset(f *os.File) int64 {
 //     list of structs, a timestamp): 82 bytes of Parquet per row;
 //   - wide: flat rows of random numbers and hex strings, ~250 bytes per row.
 //
-// Profile a run with LOADER_CPUPROFILE=FILE set (cmd/root.go).
+// Profile a run with the hidden flag --cpuprofile FILE (cmd/memprofile.go).
 func BenchmarkParquetReadMapCost(b *testing.B) {
 	bin := testenv.LoaderBinary(b)
 	onParquetFixtures(b, func(b *testing.B, path string, rows int64, fi os.FileInfo) {
@@ -270,7 +272,7 @@ func dryRunParquet(b *testing.B, bin, path, key string, rows int64, fi os.FileIn
 	var cpu, rss float64
 	for i := 0; i < b.N; i++ {
 		cmd := exec.Command(bin, "dry-run", path, "--partition-key", key, "--ru", "40000", "--partitions", "4", "--json")
-		cmd.Env = append(os.Environ(), "COSMOS_ENDPOINT=", "COSMOS_KEY=", "COSMOS_CONNECTION_STRING=", "LOADER_CPUPROFILE=")
+		cmd.Env = append(os.Environ(), "COSMOS_ENDPOINT=", "COSMOS_KEY=", "COSMOS_CONNECTION_STRING=")
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		peak, err := runPeakRSS(cmd)
@@ -326,7 +328,7 @@ func onParquetFixtures(b *testing.B, fn func(b *testing.B, path string, rows int
 			continue
 		}
 		fixtures = append(fixtures, fixture{filepath.Base(path), func(b *testing.B) (string, int64) {
-			rows, ok := source.ParquetRows(source.Input{Path: path}, source.Options{Format: source.FormatParquet}, 0)
+			rows, ok := parquetsource.Rows(source.Input{Path: path}, source.Options{Format: source.FormatParquet}, 0)
 			if !ok {
 				b.Fatalf("%s: not a readable Parquet file", path)
 			}
@@ -677,7 +679,7 @@ func TestParquetTrustedMapOnOrders(t *testing.T) {
 		mappers = append(mappers, m)
 	}
 	for _, keep := range []bool{false, true} {
-		rd, err := source.Open(source.Input{Path: path}, nil, source.Options{Format: "parquet", CSVEmptyNull: keep}, source.Position{})
+		rd, err := formats.Open(source.Input{Path: path}, nil, source.Options{Format: "parquet", CSVEmptyNull: keep}, source.Position{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -709,7 +711,7 @@ func TestParquetTrustedMapOnOrders(t *testing.T) {
 
 // TestRewriteParquetAsPyarrow rewrites a Parquet file in the layout
 // pyarrow's write_table and Spark give by default — row groups of 1 Mi
-// rows, pages of 1 MB, Snappy, dictionaries — for the README's figures on
+// rows, pages of 1 MB, Snappy, dictionaries — for the figures on
 // that layout (the same rows as a DuckDB export, which puts a whole column
 // chunk in one page). Skipped unless LOADER_BENCH_REWRITE=IN,OUT:
 //

@@ -1,4 +1,4 @@
-// Package bench holds the benchmarks whose figures the README quotes.
+// Package bench holds the benchmarks whose figures bench/README.md quotes.
 // Go benchmarks here measure components; bench/run drives the built binary
 // against the local target for the end-to-end numbers.
 package bench
@@ -15,7 +15,7 @@ import (
 	"testing"
 
 	"github.com/cosmosloader/loader/internal/epk"
-	"github.com/cosmosloader/loader/loader"
+	"github.com/cosmosloader/loader/loader/dryrun"
 	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/source"
 )
@@ -68,7 +68,7 @@ func BenchmarkReadMapCost(b *testing.B) {
 	b.SetBytes(size)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		plan, err := loader.DryRun(context.Background(), &loader.DryRunJob{
+		plan, err := dryrun.Run(context.Background(), &dryrun.Job{
 			Inputs:   []source.Input{{Path: path}},
 			Source:   source.Options{Format: "ndjson"},
 			Mapper:   record.Config{PartitionKeyPaths: []string{"/tenant"}},

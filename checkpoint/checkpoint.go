@@ -8,10 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -39,6 +41,9 @@ type Position struct {
 	// the start of an NDJSON segment placed without counting the lines
 	// before it (see source.Position).
 	Base int64 `json:"base,omitempty"`
+	// Ahead is what was finished past the mark (see Ahead); nil: nothing,
+	// or a checkpoint from before it was kept.
+	Ahead *Ahead `json:"ahead,omitempty"`
 }
 
 // Input is one input file's progress.
@@ -125,6 +130,9 @@ type Config struct {
 	// Segments is --segments as given (0 = chosen, and split further
 	// while loading when partitions starve).
 	Segments int `json:"segments,omitempty"`
+	// MaxErrors is --max-errors: the most records the whole load may
+	// dead-letter; nil means no limit.
+	MaxErrors *int64 `json:"max_errors,omitempty"`
 	// Embedded means the local target built into the loader; its endpoint
 	// is a loopback address that changes from run to run.
 	Embedded bool `json:"embedded,omitempty"`
@@ -481,6 +489,9 @@ func (s *State) validate() error {
 			return fmt.Errorf("input %d (%s) has a negative count", i, name)
 		}
 	}
+	if err := s.checkAhead(); err != nil {
+		return err
+	}
 	if s.DeadLetterSize < 0 {
 		return errors.New("negative dead-letter size")
 	}
@@ -488,6 +499,65 @@ func (s *State) validate() error {
 	for _, v := range []int64{c.RecordsRead, c.RecordsWritten, c.RecordsSkippedExisting, c.RecordsDeadLettered, c.RequestsSent, c.ThrottledResponses} {
 		if v < 0 {
 			return errors.New("negative counter")
+		}
+	}
+	if !(c.RUConsumed >= 0) || !(c.ElapsedSeconds >= 0) || math.IsInf(c.RUConsumed, 0) || math.IsInf(c.ElapsedSeconds, 0) {
+		return errors.New("a counter that is negative or not a number")
+	}
+	return s.Config.validate()
+}
+
+// validate rejects options no run could have had: the command checks
+// them, and a resume runs with what the checkpoint says.
+func (c *Config) validate() error {
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"target RU/s", c.TargetRU}, {"--scale-ru", c.ScaleRU}, {"original RU/s", c.OriginalRU}} {
+		if !(f.v >= 0) || math.IsInf(f.v, 0) {
+			return fmt.Errorf("its %s is %v, not a positive number (or 0: the container's)", f.name, f.v)
+		}
+	}
+	switch {
+	case !(c.RUShare >= 0 && c.RUShare <= 1):
+		return fmt.Errorf("its RU share is %v, not in (0, 1]", c.RUShare)
+	case c.ReadAhead < 0 || c.Segments < 0 || c.ThroughputInterval < 0:
+		return errors.New("a negative read-ahead, segment count or throughput interval")
+	case c.ThroughputBucket < 0 || c.ThroughputBucket > 5:
+		return fmt.Errorf("throughput bucket %d, not 1-5", c.ThroughputBucket)
+	case c.MaxErrors != nil && *c.MaxErrors < 0:
+		return fmt.Errorf("--max-errors %d", *c.MaxErrors)
+	case !slices.Contains([]string{"", "upsert", "create"}, c.Mode):
+		return fmt.Errorf("mode %q", c.Mode)
+	case !slices.Contains([]string{"", "paced", "naive"}, c.Strategy):
+		return fmt.Errorf("strategy %q", c.Strategy)
+	case !slices.Contains([]string{"", "low", "high"}, c.Priority):
+		return fmt.Errorf("priority %q", c.Priority)
+	}
+	return nil
+}
+
+// CheckPositions reports a position of in that lies outside its input
+// (Size bytes), which no run could have committed: a resume from it would
+// read nothing there and call the input done. A compressed input's
+// positions count its decompressed bytes, which its size does not bound.
+func (in *Input) CheckPositions(compressed bool) error {
+	past := func(what string, off int64) error {
+		if compressed || off <= in.Size {
+			return nil
+		}
+		return fmt.Errorf("%s: the checkpoint's %s (byte %d) is past its end (%d bytes)", in.Path, what, off, in.Size)
+	}
+	if err := past("committed position", in.Committed.Offset); err != nil {
+		return err
+	}
+	for k, seg := range in.Segments {
+		switch {
+		case seg.Committed.Offset < seg.Start.Offset || seg.End != 0 && seg.End < seg.Start.Offset || seg.Records < 0:
+			return fmt.Errorf("%s: the checkpoint's segment %d is inconsistent (start %d, end %d, committed %d)", in.Path, k, seg.Start.Offset, seg.End, seg.Committed.Offset)
+		}
+		if err := past(fmt.Sprintf("segment %d", k), max(seg.Committed.Offset, seg.End)); err != nil {
+			return err
 		}
 	}
 	return nil

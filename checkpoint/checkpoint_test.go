@@ -380,6 +380,11 @@ func TestLoadMalformed(t *testing.T) {
 	valid := mustEncode(t, sampleState(2), Version)
 	negative := sampleState(1)
 	negative.Inputs[0].Committed.Offset = -1
+	edited := func(edit func(*State)) string {
+		s := sampleState(1)
+		edit(s)
+		return string(mustEncode(t, s, Version))
+	}
 	for _, tt := range []struct {
 		name, data, want string
 	}{
@@ -396,6 +401,11 @@ func TestLoadMalformed(t *testing.T) {
 		{"trailing data", string(valid) + "{}", "unexpected data after the checkpoint"},
 		{"two documents", string(valid) + string(valid), "unexpected data after the checkpoint"},
 		{"valid checksum, negative offset", string(mustEncode(t, negative, Version)), "negative committed position"},
+		{"valid checksum, negative target", edited(func(s *State) { s.Config.TargetRU = -500 }), "target RU/s is -500"},
+		{"valid checksum, share above 1", edited(func(s *State) { s.Config.RUShare = 3 }), "RU share is 3"},
+		{"valid checksum, unknown mode", edited(func(s *State) { s.Config.Mode = "delete" }), `mode "delete"`},
+		{"valid checksum, negative limit", edited(func(s *State) { n := int64(-5); s.Config.MaxErrors = &n }), "--max-errors -5"},
+		{"valid checksum, negative RU", edited(func(s *State) { s.Counters.RUConsumed = -1 }), "negative or not a number"},
 		{"valid checksum, state not an object", `{"version":1,"checksum":"` + checksum(1, []byte(`[]`)) + `","state":[]}`, "unreadable state"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -495,6 +505,34 @@ func BenchmarkLoad(b *testing.B) {
 	for b.Loop() {
 		if _, err := Load(path); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// A checkpoint's positions must lie inside its input: past its end, a
+// resume reads nothing and calls the input done. A gzip input's count
+// decompressed bytes, which its size does not bound.
+func TestCheckPositions(t *testing.T) {
+	in := func(committed int64, segs ...Segment) *Input {
+		return &Input{Fingerprint: Fingerprint{Path: "/in.ndjson", Size: 1000}, Committed: Position{Offset: committed}, Segments: segs}
+	}
+	for _, tt := range []struct {
+		name       string
+		in         *Input
+		compressed bool
+		want       string
+	}{
+		{"inside", in(500), false, ""},
+		{"at the end", in(1000), false, ""},
+		{"past the end", in(1001), false, "byte 1001) is past its end (1000 bytes)"},
+		{"past the end, compressed", in(5000), true, ""},
+		{"a segment past the end", in(0, Segment{Start: Position{Offset: 600}, End: 2000, Committed: Position{Offset: 700}}), false, "segment 0 (byte 2000) is past its end"},
+		{"a segment committed before its start", in(0, Segment{Start: Position{Offset: 600}, Committed: Position{Offset: 100}}), false, "segment 0 is inconsistent"},
+		{"a segment ending before its start", in(0, Segment{Start: Position{Offset: 600}, End: 500, Committed: Position{Offset: 600}}), true, "segment 0 is inconsistent"},
+	} {
+		err := tt.in.CheckPositions(tt.compressed)
+		if (err == nil) != (tt.want == "") || err != nil && !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: %v, want %q", tt.name, err, tt.want)
 		}
 	}
 }

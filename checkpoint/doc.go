@@ -42,6 +42,10 @@
 //
 // The committed position of an input is the contiguous low-water mark of
 // acknowledged records: every record before it has been written, skipped as
-// already present or dead-lettered. Resuming from it may replay records that
-// were in flight, never skip one.
+// already present or dead-lettered. Past it, its Ahead lists the records
+// finished out of order (written, or found present), by their place after
+// the mark; a resume reads those without sending them again. Resuming may
+// replay records that were in flight or acknowledged after the last save,
+// never skip one. A checkpoint without Ahead (from an older loader) resumes
+// from its marks alone, and an older loader ignores it.
 package checkpoint

@@ -2,12 +2,12 @@ package cmd
 
 import (
 	"context"
-	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/cosmosloader/loader/internal/blobsource"
+	"github.com/cosmosloader/loader/internal/stores"
 	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/loader/source/formats"
 )
 
 // BlobFlags are the credentials for inputs in Azure Blob Storage. A SAS in
@@ -34,29 +34,18 @@ func (b *BlobFlags) fromEnv(getenv func(string) string) {
 	}
 }
 
-func (b *BlobFlags) resolver(ctx context.Context) *blobsource.Resolver {
-	return blobsource.New(ctx, blobsource.Config{ConnectionString: b.SourceConnectionString})
+// remotes are the remote stores (internal/stores) as this command reaches
+// them, with its credentials.
+func (b *BlobFlags) remotes(ctx context.Context) *source.Remotes {
+	return stores.All().Connect(ctx, source.Credentials{ConnectionString: b.SourceConnectionString, ResumeToken: b.SourceSAS})
 }
 
-// expandInputs resolves local paths and blob URLs, mixed in argument order.
+// expandInputs resolves local paths and remote URLs, mixed in argument
+// order.
 func (b *BlobFlags) expandInputs(ctx context.Context, args []string) ([]source.Input, error) {
-	return source.ExpandWith(args, b.resolver(ctx))
+	return formats.Expand(args, b.remotes(ctx))
 }
 
-// openRemote reopens a blob input of a checkpoint by its URL (stored
-// without credentials), with --source-sas appended when given.
-func (b *BlobFlags) openRemote(ctx context.Context, r *blobsource.Resolver, url string) (source.Input, error) {
-	if b.SourceSAS != "" {
-		url += "?" + strings.TrimPrefix(b.SourceSAS, "?")
-	}
-	return r.Open(url)
-}
-
-// redactArgs drops the SAS from URL arguments before anything keeps them.
-func redactArgs(args []string) []string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		out[i] = blobsource.Redact(a)
-	}
-	return out
-}
+// redactArgs drops credentials from URL arguments before anything keeps
+// them.
+func redactArgs(args []string) []string { return stores.All().Redact(args) }

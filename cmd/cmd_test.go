@@ -66,6 +66,25 @@ func TestImportFlagsToOptions(t *testing.T) {
 			},
 		},
 		{
+			name: "a key pasted into the endpoint is cut before any option holds it",
+			args: []string{"a.ndjson", "--endpoint", "http://u:S3CRET@127.0.0.1:8081/?key=S3CRET2&sig=S3CRET3", "--database", "d", "--container", "c"},
+			check: func(t *testing.T, o *ImportOptions) {
+				if o.Endpoint != "http://127.0.0.1:8081/" || o.endpointRemoved != "user info and a query" {
+					t.Errorf("endpoint %q, removed %q", o.Endpoint, o.endpointRemoved)
+				}
+			},
+		},
+		{
+			name: "… or in COSMOS_ENDPOINT",
+			args: []string{"a.ndjson", "--database", "d", "--container", "c"},
+			env:  map[string]string{"COSMOS_ENDPOINT": "http://u:S3CRET@127.0.0.1:8081/?key=S3CRET2"},
+			check: func(t *testing.T, o *ImportOptions) {
+				if o.Endpoint != "http://127.0.0.1:8081/" || o.endpointRemoved != "user info and a query" {
+					t.Errorf("endpoint %q, removed %q", o.Endpoint, o.endpointRemoved)
+				}
+			},
+		},
+		{
 			name: "flags win over the environment",
 			args: []string{"a.ndjson", "--endpoint", "https://flag/", "--key", "ZmxhZw=="},
 			env:  map[string]string{"COSMOS_ENDPOINT": "https://env/", "COSMOS_KEY": testKey},
@@ -123,11 +142,11 @@ func TestDryRunFlagsToOptions(t *testing.T) {
 	f, _, _ := testFactory(nil)
 	var got *DryRunOptions
 	cmd := NewCmdDryRun(f, func(_ context.Context, o *DryRunOptions) error { got = o; return nil })
-	cmd.SetArgs([]string{"x.ndjson", "--ru", "20000", "--cost-per-record", "10", "--json", "--partitions", "2", "--indexing", "none"})
+	cmd.SetArgs([]string{"x.ndjson", "--ru", "20000", "--cost-per-record", "10", "--json", "--partitions", "2", "--indexing", "none", "--parquet-sizer", "off"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	if got.RU != 20000 || got.CostPerRecord != 10 || !got.JSON || got.Partitions != 2 || got.Indexing != "none" {
+	if got.RU != 20000 || got.CostPerRecord != 10 || !got.JSON || got.Partitions != 2 || got.Indexing != "none" || got.ParquetSizer != "off" {
 		t.Errorf("got %+v", got)
 	}
 }
@@ -284,7 +303,7 @@ func TestResumeRejectsBadFlagValues(t *testing.T) {
 		{[]string{"--checkpoint-interval", "-1s"}, "--checkpoint-interval must be positive"},
 		{[]string{"--drain-timeout", "-1s"}, "--drain-timeout must not be negative"},
 		{[]string{}, "no checkpoint at"},
-		{[]string{"a", "b"}, "accepts at most 1 arg(s), received 3"},
+		{[]string{"a", "b"}, "resume takes at most one CHECKPOINT, not 3 arguments"},
 	} {
 		f, _, errOut := testFactory(nil)
 		if code := run(context.Background(), f, append([]string{"resume", "/does/not/exist.json"}, tt.args...)); code != ExitUsage ||

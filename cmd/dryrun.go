@@ -10,6 +10,7 @@ import (
 	"github.com/cosmosloader/loader/internal/cosmos"
 	"github.com/cosmosloader/loader/internal/epk"
 	"github.com/cosmosloader/loader/loader"
+	"github.com/cosmosloader/loader/loader/dryrun"
 	"github.com/cosmosloader/loader/loader/record"
 )
 
@@ -35,6 +36,10 @@ type DryRunOptions struct {
 	Segments      int
 	Batch         string
 	JSON          bool
+	// ParquetSizer is on (Parquet rows summed by the dry-run sizer) or
+	// off (rows written as an import writes them, then mapped): hidden,
+	// for checking the sizer against the import's rows on a file.
+	ParquetSizer string
 }
 
 // NewCmdDryRun builds `loader dry-run`.
@@ -52,6 +57,8 @@ naive-versus-paced comparison.
 With an endpoint (flags or environment) it reads the container's throughput,
 partitions and indexing policy; without one it takes them from --ru,
 --partitions, --partition-key and --indexing.
+
+` + inputsHelp + `
 
 Exit codes:
 ` + exitHelpDryRun,
@@ -84,10 +91,17 @@ Exit codes:
 	fl.IntVar(&opts.ReadAhead, "read-ahead", 0, "the import's --read-ahead, for the input-order simulation (default 16,384 ÷ partitions, 256-4,096)")
 	fl.StringVar(&opts.Batch, "batch", "auto", "the import's --batch (auto, off or N): requests are counted as it would send them")
 	fl.BoolVar(&opts.JSON, "json", false, "print the plan as JSON")
+	fl.StringVar(&opts.ParquetSizer, "parquet-sizer", "on", "on, or off: read Parquet rows as an import does instead of summing them by columns")
+	if err := fl.MarkHidden("parquet-sizer"); err != nil {
+		panic(err)
+	}
 	group(fl, groupConnection, "partitions", "indexing")
 	group(fl, groupPacing, "ru", "ru-share", "cost-per-record")
 	group(fl, groupOutput, "json")
 	enum(cmd, "indexing", "consistent", "none")
+	enum(cmd, "mode", "upsert", "create")
+	enum(cmd, "batch", "auto", "off")
+	enum(cmd, "parquet-sizer", "on", "off")
 	return cmd
 }
 
@@ -95,6 +109,13 @@ func dryRunRun(ctx context.Context, o *DryRunOptions) error {
 	so, err := o.sourceOptions()
 	if err != nil {
 		return err
+	}
+	switch o.ParquetSizer {
+	case "on":
+	case "off":
+		so.NoSizer = true
+	default:
+		return usageError("--parquet-sizer must be on or off, not %q", o.ParquetSizer)
 	}
 	inputs, err := o.Blob.expandInputs(ctx, o.Args)
 	if err != nil {
@@ -108,7 +129,7 @@ func dryRunRun(ctx context.Context, o *DryRunOptions) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
-	j := &loader.DryRunJob{Batch: batch, Inputs: inputs, Stdin: o.IO.In, Source: so, CostPerRecord: o.CostPerRecord, Mode: mode, ReadAhead: o.ReadAhead, Segments: o.Segments, Now: o.Now}
+	j := &dryrun.Job{Batch: batch, Inputs: inputs, Stdin: o.IO.In, Source: so, CostPerRecord: o.CostPerRecord, Mode: mode, ReadAhead: o.ReadAhead, Segments: o.Segments, Now: o.Now}
 	j.Mapper = record.Config{IDField: o.IDField, PartitionKeyPaths: o.PartitionKey}
 	if o.embedded() {
 		j.TargetRU = o.RU
@@ -133,7 +154,7 @@ func dryRunRun(ctx context.Context, o *DryRunOptions) error {
 		j.Target, j.Connect = to, cosmos.Connect
 		j.TargetRU, j.RUShare = o.RU, o.RUShare
 	}
-	plan, err := loader.DryRun(ctx, j)
+	plan, err := dryrun.Run(ctx, j)
 	if err != nil {
 		return &ExitCodeError{Code: exitCode(err, nil), Err: err}
 	}

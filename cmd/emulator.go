@@ -2,8 +2,12 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -144,26 +148,35 @@ func emulatorRun(ctx context.Context, o *EmulatorOptions) error {
 		FailRate503: o.Fail503, FailRate408: o.Fail408, DropRate: o.Drop, DropAfterApplyRate: o.DropAfter, NoisyNeighborRU: o.NoisyRU,
 		SplitDelay: o.SplitDelay, CompletingSplitWindow: o.Completing,
 	})
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("%s is taken: another emulator or program listens there; stop it, or give another address, e.g. --addr 127.0.0.1:8082 (port 0 picks a free one)", o.Addr)
+	}
 	if err != nil {
 		return fmt.Errorf("start emulator: %w", err)
 	}
-	w := o.IO.ErrOut
-	fmt.Fprintf(w, "emulator: endpoint %s\n", srv.URL())
+	say := o.IO.printErr
+	say("emulator: endpoint %s\n", srv.URL())
 	if !loopbackAddr(o.Addr) {
-		fmt.Fprintf(w, "emulator: WARNING: listening on %s, not loopback: anyone who can reach it can read and write its data (with the key below)\n", o.Addr)
+		say("emulator: WARNING: listening on %s, not loopback: anyone who can reach it can read and write its data (with the key below)\n", o.Addr)
 	}
-	fmt.Fprint(w, emulatorKeyLines(srv.URL(), srv.Key(), o.Key == "", o.KeyFromEnv))
+	for _, l := range strings.SplitAfter(emulatorKeyLines(srv.URL(), srv.Key(), o.Key == "", o.KeyFromEnv), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "export ") {
+			io.WriteString(o.IO.ErrOut, l) // pasted into a shell whole: never cut
+		} else if l != "" {
+			say("%s", l)
+		}
+	}
 	if o.DataDir != "" {
-		fmt.Fprintf(w, "emulator: data in %s\n", o.DataDir)
+		say("emulator: data in %s\n", o.DataDir)
 	} else {
-		fmt.Fprintln(w, "emulator: data in memory only (use --data DIR to keep it)")
+		say("emulator: data in memory only (use --data DIR to keep it)\n")
 	}
-	fmt.Fprintf(w, "emulator: stats at %s_emulator/stats; Ctrl-C to stop\n", srv.URL())
+	say("emulator: stats at %s_emulator/stats; Ctrl-C to stop\n", srv.URL())
 	<-ctx.Done()
 	if err := srv.Close(); err != nil {
 		return fmt.Errorf("stop emulator: %w", err)
 	}
-	fmt.Fprintln(w, "emulator: stopped")
+	say("emulator: stopped\n")
 	return nil
 }
 

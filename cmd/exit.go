@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/cosmosloader/loader/internal/blobsource"
 	"github.com/cosmosloader/loader/loader"
+	"github.com/cosmosloader/loader/loader/report"
+	"github.com/cosmosloader/loader/loader/source"
 )
 
 // Exit codes. They are part of the command contract (ARCHITECTURE.md) and are
@@ -27,7 +28,7 @@ const (
 	exitHelpUsage = "  2    usage error: bad flags, credentials, inputs, or no such container;\n       nothing written\n"
 	exitHelpLoad  = "  3    finished, some records dead-lettered\n" +
 		"  4    loading started, then stopped early (--max-errors exceeded or a fatal\n       server error); checkpoint valid\n" +
-		"  130  interrupted (SIGINT/SIGTERM); checkpoint saved, resume with 'loader resume'"
+		"  130  interrupted (SIGINT, SIGTERM, SIGHUP, or its output pipe closed);\n       checkpoint saved, resume with 'loader resume'"
 )
 
 // exitCodesHelp documents the codes of the commands that load.
@@ -70,7 +71,7 @@ var errInterrupted = errors.New("interrupted")
 // exitCode is the one mapping from a command's outcome to its exit code.
 // rep is the run's report, non-nil once loading started; before that no
 // checkpoint can be "valid", so 4 is never returned without one.
-func exitCode(err error, rep *loader.Report) int {
+func exitCode(err error, rep *report.Report) int {
 	if rep != nil {
 		switch {
 		case rep.Status == "interrupted":
@@ -110,9 +111,9 @@ func errorText(err error, verbose bool) string {
 		if errors.As(err, &ec) && ec.Err == nil {
 			return ""
 		}
-		var te *blobsource.TokenError
-		if verbose && errors.As(err, &te) && te.Err != nil {
-			return "loader: " + err.Error() + "\n\n" + te.Err.Error()
+		var de source.DetailedError
+		if verbose && errors.As(err, &de) && de.Detail() != "" {
+			return "loader: " + err.Error() + "\n\n" + de.Detail()
 		}
 		return "loader: " + err.Error()
 	}

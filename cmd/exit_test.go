@@ -15,18 +15,19 @@ import (
 	"github.com/cosmosloader/loader/internal/blobsource"
 	"github.com/cosmosloader/loader/internal/emulator"
 	"github.com/cosmosloader/loader/loader"
+	"github.com/cosmosloader/loader/loader/report"
 )
 
 func TestExitCode(t *testing.T) {
-	finished := &loader.Report{Status: "finished"}
-	deadLettered := &loader.Report{Status: "finished", RecordsDeadLettered: 2}
-	stopped := &loader.Report{Status: "stopped"}
-	interrupted := &loader.Report{Status: "interrupted", RecordsDeadLettered: 2}
+	finished := &report.Report{Status: "finished"}
+	deadLettered := &report.Report{Status: "finished", RecordsDeadLettered: 2}
+	stopped := &report.Report{Status: "stopped"}
+	interrupted := &report.Report{Status: "interrupted", RecordsDeadLettered: 2}
 	dial := errors.New("dial tcp 10.0.0.1:443: connect: connection refused")
 	for _, tt := range []struct {
 		name string
 		err  error
-		rep  *loader.Report
+		rep  *report.Report
 		want int
 	}{
 		{"nothing wrong", nil, nil, ExitOK},
@@ -59,7 +60,7 @@ func TestRunExitCodesAndMessages(t *testing.T) {
 		code     int
 		out, err string
 	}{
-		{[]string{"import"}, ExitUsage, "", "requires at least 1 arg(s)"},
+		{[]string{"import"}, ExitUsage, "", "import needs at least one input"},
 		{[]string{"frobnicate"}, ExitUsage, "", `unknown command "frobnicate"`},
 		{[]string{"import", "/does/not/exist.ndjson", "--embedded-data", "/nonexistent"}, ExitUsage, "", "/does/not/exist.ndjson"},
 		{[]string{"dry-run", "x.ndjson", "--cost-per-recrd", "3"}, ExitUsage, "", "Did you mean --cost-per-record?"},

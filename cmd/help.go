@@ -1,13 +1,24 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/cosmosloader/loader/internal/human"
 )
+
+// inputsHelp names every input the loader reads, for the --help of each
+// command that reads inputs.
+const inputsHelp = `Inputs: NDJSON (one object per line) or one JSON array, CSV/TSV and Parquet;
+gzip-compressed NDJSON and CSV/TSV (.gz, or by content); files, globs,
+directories (read recursively), - for stdin (NDJSON or CSV/TSV), and blobs
+in Azure Storage (https://ACCOUNT.blob.core.windows.net/…, abfss://…).`
 
 // Flag groups, in the order --help shows them.
 const (
@@ -67,7 +78,8 @@ func groupedFlagUsages(c *cobra.Command) string {
 				title = "Flags:"
 			}
 		}
-		fmt.Fprintf(&b, "\n%s\n%s", title, strings.TrimRight(fs.FlagUsagesWrapped(100), " \n")+"\n")
+		// Unwrapped here: the whole help is fitted to the terminal (fitHelp).
+		fmt.Fprintf(&b, "\n%s\n%s", title, strings.TrimRight(fs.FlagUsagesWrapped(0), " \n")+"\n")
 	}
 	return strings.TrimRight(b.String(), "\n")
 }
@@ -91,6 +103,102 @@ Use "{{.CommandPath}} [command] --help" for more information about a command.{{e
 
 func init() {
 	cobra.AddTemplateFunc("groupedFlagUsages", groupedFlagUsages)
+}
+
+// fittedHelp wraps a help function so that what it prints is fitted to
+// the width of the help's output (fitHelp).
+func fittedHelp(help func(*cobra.Command, []string), width func() int) func(*cobra.Command, []string) {
+	return func(c *cobra.Command, args []string) {
+		out := c.OutOrStdout()
+		var b strings.Builder
+		c.SetOut(&b)
+		help(c, args)
+		c.SetOut(out)
+		io.WriteString(out, fitHelp(b.String(), width()))
+	}
+}
+
+// fitHelp fits help text to width columns. Where a line is wider, its
+// paragraph (unindented lines in a row) or its entry (a line with a
+// head, such as a flag or an exit code, and the lines indented under
+// it) is joined and wrapped again; an example command is wrapped with
+// shell continuations, so it can still be pasted.
+func fitHelp(text string, width int) string {
+	lines := strings.Split(text, "\n")
+	var out []string
+	examples := false
+	for i := 0; i < len(lines); {
+		l := lines[i]
+		if l != "" && !strings.HasPrefix(l, " ") {
+			examples = l == "Examples:"
+		}
+		if examples && strings.HasPrefix(l, " ") {
+			out = append(out, fitExample(l, width)...)
+			i++
+			continue
+		}
+		j := i + 1
+		switch hang := human.Hang(l); {
+		case l == "":
+		case human.Indent(l) == 0:
+			for j < len(lines) && lines[j] != "" && human.Indent(lines[j]) == 0 {
+				j++
+			}
+		case hang > 0:
+			for j < len(lines) && lines[j] != "" && human.Indent(lines[j]) == hang && human.Hang(lines[j]) == 0 {
+				j++
+			}
+		}
+		block := lines[i:j]
+		wide := false
+		for _, b := range block {
+			wide = wide || human.Width(b) > width
+		}
+		switch {
+		case len(block) > 1 && wide && human.Indent(l) == 0:
+			out = append(out, human.Wrap(strings.Join(block, " "), width)...)
+		case len(block) > 1 && wide:
+			joined := l
+			for _, b := range block[1:] {
+				joined += " " + strings.TrimLeft(b, " ")
+			}
+			out = append(out, human.FitLine(joined, width)...)
+		default:
+			for _, b := range block {
+				out = append(out, human.FitLine(b, width)...)
+			}
+		}
+		i = j
+	}
+	return strings.Join(out, "\n")
+}
+
+// fitExample fits one line of the examples: a comment goes on as more
+// comment lines, a command with a shell line continuation (\\).
+func fitExample(line string, width int) []string {
+	if human.Width(line) <= width {
+		return []string{line}
+	}
+	indent := strings.Repeat(" ", human.Indent(line))
+	text := strings.TrimLeft(line, " ")
+	if c, ok := strings.CutPrefix(text, "# "); ok {
+		var out []string
+		for _, l := range human.FitLine(indent+"# "+c, width) {
+			if !strings.HasPrefix(l, indent+"# ") {
+				l = indent + "# " + strings.TrimLeft(l, " ")
+			}
+			out = append(out, l)
+		}
+		return out
+	}
+	text, continued := strings.CutSuffix(text, " \\")
+	wrapped := human.FitLine(indent+text, width-2)
+	for k := range wrapped {
+		if k < len(wrapped)-1 || continued {
+			wrapped[k] += " \\"
+		}
+	}
+	return wrapped
 }
 
 // version is the module version and VCS commit the binary was built from.
@@ -124,8 +232,17 @@ func version() string {
 // flag, suggests the nearest one the command has.
 func flagError(c *cobra.Command, err error) error {
 	msg := err.Error()
+	var bad *pflag.InvalidValueError
+	if errors.As(err, &bad) {
+		msg = valueHint(bad.GetFlag(), bad.GetValue(), bad.Unwrap())
+	}
 	if name, ok := strings.CutPrefix(msg, "unknown flag: --"); ok {
-		if s := nearestFlag(c, name); s != "" {
+		switch s := nearestFlag(c, name); {
+		case c.Name() == "import" && (name == "dry-run" || name == "dryrun" || name == "plan"):
+			// What other loaders spell as a flag is a command here.
+			msg = fmt.Sprintf("import has no --%s: 'loader dry-run' reads and costs the same inputs and writes nothing\n"+
+				"  e.g. loader dry-run FILE... (with the same connection and input flags)", name)
+		case s != "":
 			msg += fmt.Sprintf("\n\nDid you mean --%s?", s)
 		}
 	}
@@ -179,12 +296,37 @@ func enum(c *cobra.Command, name string, values ...string) {
 	}
 }
 
-// usageArgs marks cobra's argument-count errors as usage errors.
+// usageArgs marks cobra's argument-count errors as usage errors, in the
+// loader's words: what the command takes, and an example.
 func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(c *cobra.Command, args []string) error {
-		if err := v(c, args); err != nil {
-			return &ExitCodeError{Code: ExitUsage, Err: err}
+		err := v(c, args)
+		if err == nil {
+			return nil
 		}
-		return nil
+		msg := err.Error()
+		_, takes, _ := strings.Cut(c.Use, " ")
+		switch {
+		case len(args) == 0 && strings.HasPrefix(takes, "FILE"):
+			msg = c.Name() + " needs at least one input: a file, directory or glob, a blob URL, or - for stdin"
+		case takes == "":
+			msg = fmt.Sprintf("%s takes no arguments, not %q", c.Name(), strings.Join(args, " "))
+		case strings.HasPrefix(takes, "["):
+			msg = fmt.Sprintf("%s takes at most one %s, not %d arguments", c.Name(), strings.Trim(takes, "[]"), len(args))
+		}
+		if ex := firstExample(c.Example); ex != "" {
+			msg += "\n  e.g. " + ex
+		}
+		return &ExitCodeError{Code: ExitUsage, Err: fmt.Errorf("%s\nRun '%s --help' for more.", msg, c.CommandPath())}
 	}
+}
+
+// firstExample is the first command line of an Example.
+func firstExample(example string) string {
+	for _, l := range strings.Split(example, "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			return strings.TrimSuffix(l, " \\")
+		}
+	}
+	return ""
 }

@@ -4,16 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/internal/clock"
 	"github.com/cosmosloader/loader/internal/coord/store"
 	"github.com/cosmosloader/loader/internal/cosmos"
 	"github.com/cosmosloader/loader/internal/emulator"
+	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/loader"
+	"github.com/cosmosloader/loader/loader/record"
+	"github.com/cosmosloader/loader/loader/report"
+	"github.com/cosmosloader/loader/loader/report/html"
 	"github.com/cosmosloader/loader/loader/source"
 )
 
@@ -74,8 +80,9 @@ func (s *SharedFlags) addFlags(cmd *cobra.Command) {
 	fl.StringVar(&s.Container, "lease-container", "loader-leases", "blob container holding the lease and shard blobs")
 	fl.IntVar(&s.Partitions, "capacity-partitions", 10, "split the target RU/s into this many leasable capacity partitions")
 	fl.Float64Var(&s.ReservedRU, "reserved-ru", 0, "RU/s this loader may use without a lease (and all it uses while storage is unreachable); part of the target, carved out before it is split into capacity partitions")
-	fl.DurationVar(&s.LeaseDuration, "lease-duration", 15*time.Second, "lease duration (15s-60s): a dead loader's capacity and shards return to the others after this")
-	fl.Int64Var(&s.ShardSize, "shard-size", 256<<20, "bytes per input shard (plain NDJSON, CSV and Parquet are split; gzip and JSON arrays are one shard each, and so is a CSV whose quoting is ambiguous)")
+	fl.DurationVar(&s.LeaseDuration, "lease-duration", 15*time.Second, "lease duration (15s-60s): a dead loader's capacity and shards return to the others after this; without --reserved-ru, also how long a loader waits at start for storage that does not answer")
+	s.ShardSize = 256 << 20
+	fl.Var(sizeFlag{&s.ShardSize}, "shard-size", "size of an input shard, e.g. 256MiB or 1GiB (plain NDJSON, CSV and Parquet are split; gzip and JSON arrays are one shard each, and so is a CSV whose quoting is ambiguous)")
 	fl.StringVar(&s.Job, "job", "", "name of the shared load (default: derived from the inputs' content and the target)")
 	group(fl, groupSharing, "lease-connection-string", "lease-account-url", "lease-container", "capacity-partitions",
 		"reserved-ru", "lease-duration", "shard-size", "job")
@@ -108,6 +115,9 @@ type Target struct {
 	Priority           string
 	ThroughputBucket   int
 	EmulatorData       string
+	// endpointRemoved names what validate cut from Endpoint (bareEndpoint),
+	// for connect to say once.
+	endpointRemoved string
 }
 
 const importExample = `  # Load a sample into the embedded local target (no Azure account needed)
@@ -129,15 +139,16 @@ func NewCmdImport(f *Factory, runF func(context.Context, *ImportOptions) error) 
 	opts := &ImportOptions{IO: f.IO, Clock: f.Clock}
 	cmd := &cobra.Command{
 		Use:   "import FILE...",
-		Short: "Load NDJSON or CSV files into a container",
-		Long: `Import streams NDJSON (one object per line, or one JSON array) and CSV/TSV
-files (gzip recognised) into a Cosmos DB container. Each record's RU cost is
+		Short: "Load NDJSON, JSON, CSV/TSV or Parquet files into a container",
+		Long: `Import streams files into a Cosmos DB container. Each record's RU cost is
 estimated and writes are paced to the target RU/s, per physical partition,
 adapting to throttling. Progress is checkpointed: after a crash or Ctrl-C,
 'loader resume CHECKPOINT' continues where it stopped.
 
-FILE may be a file, a glob, a directory (read recursively) or - for stdin.
-Gzip files are verified whole (CRC, length) before loading; stdin cannot be.
+` + inputsHelp + `
+The format follows the extension (.csv, .tsv, .parquet; anything else is
+NDJSON) unless --format says otherwise. Gzip files are verified whole (CRC,
+length) before loading; stdin cannot be.
 With no endpoint configured (flags or COSMOS_ENDPOINT / COSMOS_CONNECTION_STRING)
 the embedded local Cosmos DB target is used and announced on stderr.
 
@@ -170,12 +181,12 @@ the embedded local Cosmos DB target is used and announced on stderr.
 	fl.Float64Var(&opts.ScaleRU, "scale-ru", 0, "raise the container's throughput (autoscale: its maximum) to N RU/s for the load and restore the original when it ends, or on resume after a crash; needs key authentication")
 	fl.BoolVar(&opts.AllowSplit, "allow-split", false, "let --scale-ru go beyond physical partitions × 10,000 RU/s, which makes Cosmos DB split partitions (hours)")
 	fl.DurationVar(&opts.Watch, "throughput-interval", 5*time.Second, "how often to re-read the container's throughput during the load, to follow changes")
-	fl.Int64Var(&opts.MaxErrors, "max-errors", -1, "stop (exit 4) once more than N records are dead-lettered; -1 = no limit")
-	fl.IntVar(&opts.Segments, "segments", 0, "places each plain NDJSON/CSV file is read at once, so a file sorted by partition key keeps every partition busy (default: one per MiB, up to 4 per physical partition, 8-64; 1 = front to back); when sharing, the shards each loader reads at once")
+	fl.Int64Var(&opts.MaxErrors, "max-errors", -1, "stop (exit 4) once more than N records are dead-lettered; -1 = no limit (kept in the checkpoint: a resume counts every run's)")
+	fl.IntVar(&opts.Segments, "segments", 0, "places each plain NDJSON/CSV file (or Parquet file, between row groups) is read at once, so a file sorted by partition key keeps every partition busy (default: one per MiB, up to 4 per physical partition, 8-64; 1 = front to back); when sharing, the shards each loader reads at once")
 	fl.IntVar(&opts.ReadAhead, "read-ahead", 0, "records read ahead per physical partition (default 16,384 ÷ partitions, 256-4,096): deeper keeps other partitions busy behind a hot partition key, at the cost of memory")
 	fl.StringVar(&opts.Checkpoint, "checkpoint", "", "checkpoint file (default: derived from the inputs and target, printed at start)")
 	fl.Int64Var(&opts.CkptEvery, "checkpoint-every", 10000, "save the checkpoint every N committed records")
-	fl.DurationVar(&opts.CkptInterval, "checkpoint-interval", 5*time.Second, "… and at least this often")
+	fl.DurationVar(&opts.CkptInterval, "checkpoint-interval", loader.DefaultCheckpointInterval, "… and at least this often")
 	fl.StringVar(&opts.DeadLetter, "dead-letter", "", "dead-letter NDJSON file for refused records (default: beside the checkpoint; with shared capacity, a directory of one file per shard)")
 	fl.StringVar(&opts.Report, "report", "", "write the run's report as JSON to this file")
 	fl.StringVar(&opts.ReportHTML, "report-html", "", "write the run's report as a self-contained HTML page with charts")
@@ -189,6 +200,7 @@ the embedded local Cosmos DB target is used and announced on stderr.
 	group(fl, groupOutput, "max-errors", "dead-letter", "report", "report-html", "quiet")
 	enum(cmd, "mode", "upsert", "create")
 	enum(cmd, "strategy", "paced", "naive")
+	enum(cmd, "batch", "auto", "off") // or a number of operations
 	return cmd
 }
 
@@ -243,6 +255,10 @@ func (t *Target) connect(ctx context.Context, io *IOStreams, ru float64, quiet b
 		PartitionKey: t.PartitionKey, CreateContainer: t.CreateContainer, CreateRU: ru,
 		Priority: t.Priority, ThroughputBucket: t.ThroughputBucket,
 	}
+	if t.endpointRemoved != "" {
+		// Even with --quiet: the user pasted a secret where it is not read.
+		fmt.Fprintf(io.ErrOut, "warning: --endpoint (or COSMOS_ENDPOINT) carried %s, which an account URL never needs: removed, and never shown or stored; give the account key with --key or COSMOS_KEY\n", t.endpointRemoved)
+	}
 	if !t.embedded() {
 		if to.Database == "" || to.Container == "" {
 			return to, nil, usageError("--database and --container are required with an endpoint")
@@ -252,7 +268,7 @@ func (t *Target) connect(ctx context.Context, io *IOStreams, ru float64, quiet b
 			// would only fail there, after a dozen lines of SDK text.
 			to.Key = emulator.WellKnownKey
 			if !quiet {
-				fmt.Fprintf(io.ErrOut, "No key given for the loopback endpoint %s: using the well-known emulator key\n", to.Endpoint)
+				io.printErr("No key given for the loopback endpoint %s: using the well-known emulator key\n", to.Endpoint)
 			}
 		}
 		return to, func() {}, nil
@@ -284,16 +300,19 @@ func (t *Target) connect(ctx context.Context, io *IOStreams, ru float64, quiet b
 	if to.Container == "" {
 		to.Container = "items"
 	}
-	if len(to.PartitionKey) == 0 {
-		to.PartitionKey = []string{"/id"}
-	}
+	// An existing container's partition key is read from it, as on Azure;
+	// one created here without --partition-key is keyed on the id.
+	to.DefaultPartitionKey = []string{"/id"}
 	if to.CreateRU <= 0 {
 		to.CreateRU = defaultEmbeddedRU
 	}
+	// The embedded container is the loader's own: one the service would
+	// accept, --ru paces the load within it.
+	to.CreateRU = max(loader.MinManualRU, math.Ceil(to.CreateRU/loader.ManualRUStep)*loader.ManualRUStep)
 	to.Endpoint, to.Key, to.CreateContainer = srv.URL(), srv.Key(), true
 	if !quiet {
-		fmt.Fprintf(io.ErrOut, "No endpoint configured: using the embedded local Cosmos DB target at %s\n  its data lives in %s (container %s/%s)\n",
-			srv.URL(), dir, to.Database, to.Container)
+		io.printErr("No endpoint configured: using the embedded local Cosmos DB target at %s, container %s/%s\n"+
+			"  its data lives in %s\n", srv.URL(), to.Database, to.Container, dir)
 	}
 	return to, func() { srv.Close() }, nil
 }
@@ -432,6 +451,8 @@ func finishJob(ctx context.Context, io *IOStreams, job *loader.Job, quiet bool, 
 	if !quiet && !ob.json() {
 		prog = newProgress(io)
 		job.Progress, job.Log = prog.update, prog
+	} else if !ob.json() {
+		job.Log = fittedText{io} // --quiet: what the engine still says
 	}
 	ob.attach(job, quiet)
 	rep, err := loader.Execute(ctx, job)
@@ -441,10 +462,14 @@ func finishJob(ctx context.Context, io *IOStreams, job *loader.Job, quiet bool, 
 	if rep == nil {
 		// Loading never started: no checkpoint to speak of.
 		ob.stop(nil, exitCode(err, nil), err)
-		return &ExitCodeError{Code: exitCode(err, nil), Err: err}
+		return &ExitCodeError{Code: exitCode(err, nil), Err: withNextStep(err)}
 	}
 	code := exitCode(err, rep)
 	rep.ExitCode = code
+	fix := oneFixableReason(rep, err)
+	if (code == ExitInterrupted || code == ExitStopped) && job.Shared == nil && fix == "" {
+		rep.ResumeCommand = "loader resume " + shellQuote(rep.CheckpointPath)
+	}
 	ob.stop(rep, code, err)
 	if job.ReportPath != "" {
 		if werr := rep.WriteJSON(job.ReportPath); werr != nil {
@@ -453,27 +478,20 @@ func finishJob(ctx context.Context, io *IOStreams, job *loader.Job, quiet bool, 
 	}
 	htmlErr := error(nil)
 	if job.ReportHTMLPath != "" {
-		htmlErr = rep.WriteHTML(job.ReportHTMLPath)
+		htmlErr = html.WriteFile(job.ReportHTMLPath, rep)
 		if htmlErr != nil {
 			fmt.Fprintf(io.ErrOut, "loader: %v\n", htmlErr)
 		}
 	}
 	if !quiet && !ob.json() {
-		writeSummary(io.ErrOut, rep)
+		rep.WriteText(io.ErrOut)
 		if job.ReportHTMLPath != "" && htmlErr == nil {
 			fmt.Fprintf(io.ErrOut, "\nReport: %s (open it in a browser)\n", job.ReportHTMLPath)
 		}
 	}
-	if (code == ExitInterrupted || code == ExitStopped) && !ob.json() {
-		// Even with --quiet: without this line the user cannot continue.
-		if job.Shared != nil {
-			fmt.Fprintf(io.ErrOut, "\nShard progress is saved in blob storage (%s).\nRun the same command again to continue.\n", rep.CheckpointPath)
-		} else {
-			fmt.Fprintf(io.ErrOut, "\nCheckpoint saved. Continue with:\n  loader resume %s\n", shellQuote(rep.CheckpointPath))
-			if hint := resumeCredentialHint(job); hint != "" {
-				fmt.Fprintln(io.ErrOut, hint)
-			}
-		}
+	if !ob.json() {
+		// Even with --quiet: without this the user cannot go on.
+		sayNextStep(io, job, rep, code, fix, err)
 	}
 	if code == ExitOK {
 		return nil
@@ -489,12 +507,90 @@ func finishJob(ctx context.Context, io *IOStreams, job *loader.Job, quiet bool, 
 	return &ExitCodeError{Code: code, Err: msg}
 }
 
+// sayNextStep tells how to go on from a run that did not finish: what
+// to fix (fix), or how to continue it.
+func sayNextStep(io *IOStreams, job *loader.Job, rep *report.Report, code int, fix string, err error) {
+	var unsaved *loader.SaveError
+	switch {
+	case code != ExitInterrupted && code != ExitStopped:
+		return
+	case fix != "":
+		// Resuming would refuse the rest of the records the same way.
+		io.printErr("\n%s\n", fix)
+		return
+	case job.Shared != nil:
+		// Not "saved": a save may have failed since (storage down); each
+		// shard goes on from whatever was last saved, nothing lost.
+		fmt.Fprintf(io.ErrOut, "\nEach shard continues from the progress last saved in blob storage (%s).\nRun the same command again to continue.\n", rep.CheckpointPath)
+		return
+	case errors.As(err, &unsaved):
+		// The last save failed: the one before it is what resume reads.
+		io.printErr("\nThe checkpoint could not be saved at the end (the error is below); the one saved before is intact.\n" +
+			"Once that is fixed, continue from it (records after it are sent again):\n")
+		fmt.Fprintf(io.ErrOut, "  %s\n", rep.ResumeCommand)
+	default:
+		fmt.Fprintf(io.ErrOut, "\nCheckpoint saved. Continue with:\n  %s\n", rep.ResumeCommand)
+	}
+	if hint := resumeCredentialHint(job); hint != "" {
+		io.printErr("%s\n", hint)
+	}
+	// The stop's cause reaches here as the report's text.
+	if strings.HasPrefix(rep.Error, loader.ErrMaxErrors.Error()) {
+		io.printErr("  it keeps --max-errors %d: give a higher --max-errors (or -1) to go on past the dead letters of every run so far\n", job.MaxErrors)
+	}
+}
+
+// withNextStep adds what to do to the errors that leave the user
+// without a way on: an input changed under its checkpoint.
+func withNextStep(err error) error {
+	var changed *checkpoint.ChangedError
+	if errors.As(err, &changed) {
+		return fmt.Errorf("%w\n  the checkpoint's positions no longer fit it: put the input back as it was and resume, "+
+			"or load it as it is now: run the same import again with --restart (it starts over; "+
+			"records already written are written again, harmlessly)", err)
+	}
+	return err
+}
+
+// oneFixableReason is what to do about a run stopped by --max-errors
+// whose dead letters were all refused for one reason that the input or
+// the flags decide (a key most records lack, an id field, the format),
+// and refused most of the records read (the report's hint says so):
+// resuming would refuse the rest the same way. "" otherwise: a few bad
+// records among good ones are what --max-errors is for, and a resume
+// with a higher limit goes on past them.
+func oneFixableReason(rep *report.Report, err error) string {
+	if !errors.Is(err, loader.ErrMaxErrors) && !strings.HasPrefix(rep.Error, loader.ErrMaxErrors.Error()) {
+		return ""
+	}
+	if len(rep.DeadLettersByReason) != 1 || rep.DeadLetterHint == "" {
+		return ""
+	}
+	rc := rep.DeadLettersByReason[0]
+	var flag string
+	switch rc.Reason {
+	case record.ReasonMissingPartitionKey, record.ReasonBadPartitionKey:
+		flag = "--partition-key (or the container)"
+	case record.ReasonBadID:
+		flag = "--id-field"
+	case record.ReasonInvalidJSON, record.ReasonNotObject:
+		flag = "--format"
+	default:
+		return ""
+	}
+	hint := rep.DeadLetterHint
+	return fmt.Sprintf("Every record dead-lettered was refused for one reason, which resuming would not change:\n"+
+		"  %s\n"+
+		"Check %s, then run the import again with --restart (it starts over; the records already written are written again, harmlessly).",
+		hint, flag)
+}
+
 // quietReason is the one line that says why a run ended with code, for
 // when the summary saying it is not printed.
-func quietReason(rep *loader.Report, code int) error {
+func quietReason(rep *report.Report, code int) error {
 	switch {
 	case code == ExitDeadLettered:
-		return fmt.Errorf("%d record(s) dead-lettered → %s", rep.RecordsDeadLettered, rep.DeadLetterPath)
+		return fmt.Errorf("%s record(s) dead-lettered → %s", human.Count(rep.RecordsDeadLettered), rep.DeadLetterPath)
 	case code == ExitInterrupted:
 		return errors.New("interrupted by a signal")
 	case rep.Error != "":

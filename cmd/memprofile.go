@@ -5,7 +5,44 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
+
+// addProfileFlags adds the hidden --cpuprofile and --memprofile, for
+// profiling a real run: they are for whoever works on the loader, not
+// part of its interface, so --help leaves them out.
+func addProfileFlags(fs *pflag.FlagSet) {
+	fs.String("cpuprofile", "", "write a CPU profile of the run to `FILE`")
+	fs.String("memprofile", "", "write the heap at its peak, sampled once a second, to `FILE`")
+	for _, name := range []string{"cpuprofile", "memprofile"} {
+		if err := fs.MarkHidden(name); err != nil {
+			panic(err)
+		}
+	}
+}
+
+// startProfiles starts the profiles c's flags ask for; the returned func
+// stops them (a profile that cannot be written is skipped).
+func startProfiles(c *cobra.Command) (stop func()) {
+	var stops []func()
+	if path, _ := c.Flags().GetString("cpuprofile"); path != "" {
+		if pf, err := os.Create(path); err == nil {
+			if err := pprof.StartCPUProfile(pf); err == nil {
+				stops = append(stops, pprof.StopCPUProfile)
+			}
+		}
+	}
+	if path, _ := c.Flags().GetString("memprofile"); path != "" {
+		stops = append(stops, peakHeapProfile(path))
+	}
+	return func() {
+		for _, s := range stops {
+			s()
+		}
+	}
+}
 
 // peakHeapProfile samples the heap once a second and, whenever it is the
 // largest seen so far, writes its profile to path. The returned func stops

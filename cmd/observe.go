@@ -19,6 +19,7 @@ import (
 
 	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/loader"
+	"github.com/cosmosloader/loader/loader/report"
 )
 
 // ObserveFlags are what an operator watching a long run asks for: a
@@ -33,6 +34,7 @@ func (f *ObserveFlags) addFlags(cmd *cobra.Command) {
 	fl.StringVar(&f.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on http://HOST:PORT/metrics while loading (port 0: a free one, printed on stderr)")
 	fl.StringVar(&f.LogFormat, "log-format", "text", "stderr format: text, or json (one log/slog JSON line per progress interval and per event)")
 	group(fl, groupOutput, "metrics-addr", "log-format")
+	enum(cmd, "log-format", "text", "json")
 }
 
 // observer feeds the engine's progress events to the metrics and the
@@ -69,6 +71,7 @@ func (f *ObserveFlags) start(ios *IOStreams) (*observer, error) {
 		cp := *ios
 		cp.ErrOut = &lineLogger{log: ob.log}
 		cp.ErrIsTerminal = func() bool { return false }
+		cp.TerminalWidth = nil // one JSON line per message, never cut
 		ob.io = &cp
 	default:
 		return nil, usageError("--log-format must be text or json, not %q", f.LogFormat)
@@ -167,7 +170,7 @@ func (ob *observer) update(ev loader.ProgressEvent, quiet bool) {
 
 // stop logs the run's end with its figures (json mode; the text mode
 // prints the summary instead).
-func (ob *observer) stop(rep *loader.Report, code int, err error) {
+func (ob *observer) stop(rep *report.Report, code int, err error) {
 	if !ob.json() {
 		return
 	}

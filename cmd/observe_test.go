@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/cosmosloader/loader/loader"
+	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/pacing"
 )
 
@@ -58,7 +59,7 @@ func TestMetricsFromProgressEvents(t *testing.T) {
 	ev.Live = loader.Live{Elapsed: time.Second, BytesDone: 100, Written: 10, DeadLettered: 1, Requests: 12, Throttled: 2, RU: 70, InFlight: 3}
 	ob.update(ev, false)
 	ev.Live = loader.Live{Elapsed: 3 * time.Second, BytesDone: 500, Written: 50, DeadLettered: 1, Requests: 52, Throttled: 2, RU: 350, InFlight: 4,
-		Retries: loader.Retries{Throttled: 2, Connection: 3}}
+		Retries: report.Retries{Throttled: 2, Connection: 3}}
 	ob.update(ev, false)
 	mfs, err := reg.Gather()
 	if err != nil {

@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 
+	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/loader"
 )
 
@@ -58,14 +59,53 @@ var progressStates = []struct {
 	}, rates{RU: 9870, BytesPerSec: 2 * mb, ThrottlePct: 1.2}},
 }
 
-// The renderer at 60, 80 and 120 columns and off a terminal (0), against
-// golden files a person has read.
+// frames are the lines a terminal shows of a progress display's output:
+// each redraw (what follows a carriage return) with the escapes that
+// clear a line's end removed; text lines as they are.
+func frames(out string) []string {
+	var fs []string
+	for _, line := range strings.Split(out, "\n") {
+		for _, seg := range strings.Split(line, "\r") {
+			for _, esc := range []string{"\x1b[0K", "\x1b[2K", "\x1b[K"} {
+				seg = strings.ReplaceAll(seg, esc, "")
+			}
+			if seg != "" {
+				fs = append(fs, seg)
+			}
+		}
+	}
+	return fs
+}
+
+// frameAt renders one event on a terminal width columns wide (0: off a
+// terminal) and returns the last line drawn.
+func frameAt(t *testing.T, ev loader.ProgressEvent, r rates, width int) string {
+	t.Helper()
+	var out bytes.Buffer
+	p := newProgress(&IOStreams{ErrOut: &out, ErrIsTerminal: func() bool { return width > 0 }, TerminalWidth: func() int { return width }})
+	p.window = []loader.Live{{}} // rates come from r below
+	p.pacerShown = pacerBelowTarget(ev)
+	if width > 0 {
+		p.draw(ev, r)
+	} else {
+		p.logged = false
+		out.WriteString(strings.Join(longest(progressFields(ev, r, p.pacerShown, false)), fieldSep))
+	}
+	fs := frames(out.String())
+	if len(fs) == 0 {
+		t.Fatalf("nothing drawn at %d columns: %q", width, out.String())
+	}
+	return fs[len(fs)-1]
+}
+
+// The line at 40, 80 and 120 columns, the bar drawn by progressbar, and
+// off a terminal (0), against golden files a person has read.
 func TestProgressLineGolden(t *testing.T) {
 	for _, s := range progressStates {
 		t.Run(s.name, func(t *testing.T) {
 			var b strings.Builder
-			for _, w := range []int{60, 80, 120, 0} {
-				fmt.Fprintf(&b, "%3d|%s|\n", w, progressLine(s.ev, s.r, w))
+			for _, w := range []int{40, 80, 120, 0} {
+				fmt.Fprintf(&b, "%3d|%s|\n", w, frameAt(t, s.ev, s.r, w))
 			}
 			golden(t, filepath.Join("testdata", "progress", s.name+".golden"), b.String())
 		})
@@ -77,8 +117,8 @@ func TestProgressLineGolden(t *testing.T) {
 func TestProgressLineNeverWraps(t *testing.T) {
 	for _, s := range progressStates {
 		for w := 2; w <= 200; w++ {
-			line := progressLine(s.ev, s.r, w)
-			if n := utf8.RuneCountInString(line); n > w-1 {
+			line := frameAt(t, s.ev, s.r, w)
+			if n := human.Width(line); n > w-1 {
 				t.Fatalf("%s at %d columns: %d columns: %q", s.name, w, n, line)
 			}
 			if w >= 30 && !strings.Contains(line, "%") && s.ev.TotalBytes > 0 {
@@ -91,51 +131,71 @@ func TestProgressLineNeverWraps(t *testing.T) {
 	}
 }
 
-// On a terminal every event redraws one line in place; log lines from the
-// engine clear it first; finish clears it for the summary.
-func TestProgressRedrawsInPlace(t *testing.T) {
+// A run seen through one display: the pacer's message appears, the
+// terminal is resized from 200 down to 40 columns and back, figures grow
+// and shrink. No frame is wider than its terminal.
+func TestProgressFitsThroughPacerAndResize(t *testing.T) {
 	var out bytes.Buffer
-	p := newProgress(&IOStreams{ErrOut: &out, ErrIsTerminal: func() bool { return true }, TerminalWidth: func() int { return 60 }})
-	s := progressStates[1]
-	p.update(s.ev)
-	p.update(s.ev)
-	fmt.Fprintf(p, "warning: something\n")
-	p.update(s.ev)
-	p.finish()
-	got := out.String()
-	if strings.Count(got, "\n") != 1 {
-		t.Errorf("only the warning may end a line: %q", got)
-	}
-	if !strings.HasPrefix(got, "\r") || !strings.Contains(got, "\x1b[K\r\x1b[Kwarning: something\n\r") || !strings.HasSuffix(got, "\r\x1b[K") {
-		t.Errorf("redraws: %q", got)
-	}
-	for _, seg := range strings.Split(strings.ReplaceAll(got, "\n", "\r"), "\r") {
-		if n := utf8.RuneCountInString(strings.TrimSuffix(seg, "\x1b[K")); n > 59 {
-			t.Errorf("segment of %d columns at width 60: %q", n, seg)
+	width := 120
+	p := newProgress(&IOStreams{ErrOut: &out, ErrIsTerminal: func() bool { return true }, TerminalWidth: func() int { return width }})
+	widths := []int{120, 120, 200, 200, 80, 40, 40, 41, 60, 133, 40}
+	for i, w := range widths {
+		width = w
+		out.Reset()
+		ev := progressStates[1].ev
+		ev.Elapsed = time.Duration(i+1) * time.Second
+		ev.Written = int64(1000 * (i + 1) * (i + 1))
+		ev.BytesDone = int64(i+1) * mb / 2
+		ev.PacerLimitRU = 4000
+		if i%2 == 1 {
+			ev.PacerLimitRU = 1234.5 // below the target: the pacer's message
+		}
+		p.update(ev)
+		for _, f := range frames(out.String()) {
+			if n := human.Width(f); n > w-1 {
+				t.Errorf("frame %d at %d columns is %d wide: %q", i, w, n, f)
+			}
 		}
 	}
 }
 
-// Off a terminal: a full line every 5 s, with every field, never cut.
-func TestProgressLogLinesOffATerminal(t *testing.T) {
+// At one width a field keeps the form it was first shown in, the fields
+// keep their order and stay, and the first frame after records were
+// written shows a rate, not 0.
+func TestProgressLineIsStable(t *testing.T) {
 	var out bytes.Buffer
-	p := newProgress(&IOStreams{ErrOut: &out, ErrIsTerminal: func() bool { return false }, TerminalWidth: func() int { return 20 }})
-	for s := 0; s <= 10; s++ {
+	p := newProgress(&IOStreams{ErrOut: &out, ErrIsTerminal: func() bool { return true }, TerminalWidth: func() int { return 80 }})
+	labels := regexp.MustCompile(`[\d,.~%]+`)
+	var first []string
+	ru := 0.0
+	for i := 0; i < 40; i++ {
+		out.Reset()
+		// Rates that grow, shrink and grow again, as a real run's do.
+		ru += []float64{3000, 20, 4500, 4000}[i%4]
+		limit := 4000.0
+		if i%3 == 1 {
+			limit = 721
+		}
 		p.update(loader.ProgressEvent{Live: loader.Live{
-			Elapsed:     time.Duration(s) * time.Second,
-			RecordsRead: int64(100 * s), BytesRead: int64(600 * s), BytesDone: int64(500 * s),
-			Written: int64(90 * s), Requests: int64(100 * s), Throttled: int64(s),
-			RU: float64(900 * s),
-		}, TotalBytes: 10000, TargetRU: 1000})
-	}
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 3 {
-		t.Fatalf("want a line at 0, 5 and 10 s, got %d:\n%s", len(lines), out.String())
-	}
-	last := lines[2]
-	for _, want := range []string{"elapsed 10s", "written 900 of ~1,666 (50%)", "dead-lettered 0", "RU/s 900 of 1,000", "429s 1.0%", "ETA 10s"} {
-		if !strings.Contains(last, want) {
-			t.Errorf("progress line %q lacks %q", last, want)
+			Elapsed: time.Duration(i+1) * time.Second, RecordsRead: 505 * int64(i+1), BytesRead: 6000 * int64(i+1),
+			BytesDone: 5000 * int64(i+1), Written: 505 * int64(i+1), Requests: 505 * int64(i+1), Throttled: int64(i), RU: ru,
+		}, TotalBytes: 10 << 20, TargetRU: 4000, PacerLimitRU: limit})
+		fs := frames(out.String())
+		line := fs[len(fs)-1]
+		if i == 0 && strings.Contains(line, " 0/4,000 RU/s") {
+			t.Errorf("first frame after 505 records shows a zero rate: %q", line)
+		}
+		_, desc, _ := strings.Cut(line, "]")
+		var shape []string
+		for _, f := range strings.Split(strings.TrimSpace(desc), fieldSep) {
+			shape = append(shape, labels.ReplaceAllString(f, "N"))
+		}
+		if i <= 1 { // the pacer's field joins at the second frame, and stays
+			first = shape
+			continue
+		}
+		if strings.Join(shape, " · ") != strings.Join(first, " · ") {
+			t.Fatalf("frame %d changed the fields' forms:\n got %q\nwant %q", i, shape, first)
 		}
 	}
 }
@@ -193,8 +253,8 @@ func TestProgressWarnsWhenNoWriteSucceeds(t *testing.T) {
 			}
 		}
 		want := []string{
-			"warning: no write has succeeded for 10 s: 503 service unavailable; retrying",
-			"warning: no write has succeeded for 15 s: 503 service unavailable; retrying",
+			"warning: no write has succeeded for 10s: 503 service unavailable; retrying",
+			"warning: no write has succeeded for 15s: 503 service unavailable; retrying",
 		}
 		if strings.Join(warns, "\n") != strings.Join(want, "\n") {
 			t.Errorf("tty %v: warnings %q, want %q", tty, warns, want)

@@ -11,7 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cosmosloader/loader/loader"
+	"github.com/cosmosloader/loader/loader/report"
+	"github.com/cosmosloader/loader/loader/report/html"
 )
 
 func init() {
@@ -65,24 +66,24 @@ func reportRun(o *ReportOptions) error {
 	if err != nil {
 		return err
 	}
-	var reports []loader.NamedReport
+	var reports []report.NamedReport
 	for _, path := range files {
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return usageError("read report: %v", err)
 		}
-		var r loader.Report
+		var r report.Report
 		if err := json.Unmarshal(b, &r); err != nil {
 			return usageError("%s is not a loader report: %v", path, err)
 		}
-		reports = append(reports, loader.NamedReport{Name: path, Report: &r})
+		reports = append(reports, report.NamedReport{Name: path, Report: &r})
 	}
-	fleet, err := loader.MergeFleet(reports)
+	fleet, err := report.MergeFleet(reports)
 	if err != nil {
 		return usageError("%v", err)
 	}
 	if o.HTML != "" {
-		if err := fleet.WriteHTML(o.HTML); err != nil {
+		if err := html.WriteFleet(o.HTML, fleet); err != nil {
 			return err
 		}
 	}

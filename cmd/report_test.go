@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cosmosloader/loader/loader"
+	"github.com/cosmosloader/loader/loader/report"
 )
 
 func TestReportFlagsToOptions(t *testing.T) {
@@ -38,9 +38,9 @@ func TestReportMergesADirectory(t *testing.T) {
 	dir := t.TempDir()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i, name := range []string{"loader-0.json", "loader-1.json"} {
-		r := loader.Report{Status: "finished", Database: "d", Container: "c", TargetRUPerSec: 1000,
+		r := report.Report{Status: "finished", Database: "d", Container: "c", TargetRUPerSec: 1000,
 			StartedAt: t0, FinishedAt: t0.Add(10 * time.Second), RecordsWritten: int64(100 * (i + 1)), RUConsumed: 4000,
-			Fleet: &loader.FleetShare{Job: "orders", Loader: "pod-" + name, Share: 0.5}}
+			Fleet: &report.FleetShare{Job: "orders", Loader: "pod-" + name, Share: 0.5}}
 		b, _ := json.Marshal(r)
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 			t.Fatal(err)

@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cosmosloader/loader/checkpoint"
-	"github.com/cosmosloader/loader/internal/blobsource"
 	"github.com/cosmosloader/loader/internal/clock"
 	"github.com/cosmosloader/loader/internal/cosmos"
 	"github.com/cosmosloader/loader/internal/human"
@@ -31,9 +30,11 @@ type ResumeOptions struct {
 
 	Checkpoint string
 	Target
-	Report       string
-	ReportHTML   string
+	Report     string
+	ReportHTML string
+	// MaxErrors replaces the checkpoint's limit when MaxErrorsSet.
 	MaxErrors    int64
+	MaxErrorsSet bool
 	CkptEvery    int64
 	CkptInterval time.Duration
 	Quiet        bool
@@ -58,18 +59,25 @@ checkpoint fingerprinted, and when the checkpoint is corrupt, truncated or of
 an unknown version. The account key is never stored: give it again through
 --key or COSMOS_KEY (or rely on Microsoft Entra ID).
 
+It reads the inputs the import named, as the import read them.
+` + inputsHelp + `
+Blob inputs need their credentials again (--source-sas,
+--source-connection-string or Microsoft Entra ID).
+
 ` + exitCodesHelp,
 		Example: `  # The line an interrupted import printed, with the key it used
   COSMOS_KEY=... loader resume ~/.local/state/loader/checkpoints/orders-3f2a.json
 
   # With a report this time, stopping if more than 100 records are refused
   loader resume ckpt.json --report run2.json --max-errors 100`,
-		Args: usageArgs(cobra.MaximumNArgs(1)),
+		Args:              usageArgs(cobra.MaximumNArgs(1)),
+		ValidArgsFunction: completeCheckpoints(f.Clock.Now),
 		RunE: func(c *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return whichCheckpoint(f.Clock.Now())
 			}
 			opts.Checkpoint = args[0]
+			opts.MaxErrorsSet = c.Flags().Changed("max-errors")
 			opts.Target.fromEnv(f.Getenv)
 			opts.Blob.fromEnv(f.Getenv)
 			if err := opts.validate(c); err != nil {
@@ -85,9 +93,11 @@ an unknown version. The account key is never stored: give it again through
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Report, "report", "", "write the run's report as JSON to this file")
 	fl.StringVar(&opts.ReportHTML, "report-html", "", "write the run's report as a self-contained HTML page with charts")
-	fl.Int64Var(&opts.MaxErrors, "max-errors", -1, "stop (exit 4) once more than N records are dead-lettered; -1 = no limit")
+	fl.Int64Var(&opts.MaxErrors, "max-errors", -1, "stop (exit 4) once more than N records of the whole load are dead-lettered; -1 = no limit")
+	// Not given, the import's limit applies: say so where --help shows -1.
+	fl.Lookup("max-errors").DefValue = "the import's, kept in the checkpoint"
 	fl.Int64Var(&opts.CkptEvery, "checkpoint-every", 10000, "save the checkpoint every N committed records")
-	fl.DurationVar(&opts.CkptInterval, "checkpoint-interval", 5*time.Second, "… and at least this often")
+	fl.DurationVar(&opts.CkptInterval, "checkpoint-interval", loader.DefaultCheckpointInterval, "… and at least this often")
 	fl.BoolVarP(&opts.Quiet, "quiet", "q", false, "no progress and no summary")
 	opts.Observe.addFlags(cmd)
 	fl.DurationVar(&opts.DrainTimeout, "drain-timeout", 30*time.Second, "on interrupt, how long in-flight writes may finish")
@@ -109,27 +119,24 @@ func resumeRun(ctx context.Context, o *ResumeOptions) error {
 		return usageError("refusing to resume from %s: %v", o.Checkpoint, err)
 	}
 	if st.Complete {
-		fmt.Fprintf(o.IO.ErrOut, "The load in %s is already complete (%d records written, %d dead-lettered); nothing to do.\n",
-			o.Checkpoint, st.Counters.RecordsWritten, st.Counters.RecordsDeadLettered)
+		o.IO.printErr("The load is already complete (%s records written, %s dead-lettered); nothing to do:\n  %s\n",
+			human.Count(st.Counters.RecordsWritten), human.Count(st.Counters.RecordsDeadLettered), o.Checkpoint)
 		return nil
 	}
 	job := loader.ResumeJob(st, o.Checkpoint)
-	var blobs *blobsource.Resolver
 	for _, in := range st.Inputs {
 		if in.Stdin {
 			return usageError("refusing to resume: %v (the checkpoint's load read standard input)", checkpoint.ErrStdin)
 		}
-		if in.Fingerprint.IsRemote() && blobs == nil {
-			blobs = o.Blob.resolver(ctx)
-		}
 	}
-	// Blob inputs are opened again with the command's credentials (a SAS
-	// is never stored), a round trip each: several at a time.
-	err = parallel.Each(len(st.Inputs), loader.InputsAtOnce, func(i int) error {
+	remotes := o.Blob.remotes(ctx)
+	// Remote inputs are opened again with the command's credentials (a
+	// token is never stored), a round trip each: several at a time.
+	err = parallel.Each(len(st.Inputs), parallel.InputsAtOnce, func(i int) error {
 		if !st.Inputs[i].Fingerprint.IsRemote() {
 			return nil
 		}
-		rin, err := o.Blob.openRemote(ctx, blobs, st.Inputs[i].Path)
+		rin, err := remotes.Open(st.Inputs[i].Path)
 		job.Inputs[i] = rin
 		return err
 	})
@@ -170,12 +177,41 @@ func resumeRun(ctx context.Context, o *ResumeOptions) error {
 	to.Priority, to.ThroughputBucket = job.Target.Priority, job.Target.ThroughputBucket
 	job.Target = to
 	job.Connect = cosmos.Connect
-	job.MaxErrors = o.MaxErrors
+	if o.MaxErrorsSet {
+		job.MaxErrors = o.MaxErrors
+	}
 	job.CheckpointEvery, job.CheckpointInterval = o.CkptEvery, o.CkptInterval
 	job.ReportPath, job.ReportHTMLPath = o.Report, o.ReportHTML
 	job.DrainTimeout = o.DrainTimeout
 	job.Quiet, job.Log, job.Clock = o.Quiet, o.IO.ErrOut, o.Clock
 	return finishJob(ctx, o.IO, job, o.Quiet, ob)
+}
+
+// completeCheckpoints completes resume's argument with the checkpoints
+// whichCheckpoint would list: the unfinished loads at the default paths,
+// the latest first, each described by what it loads.
+func completeCheckpoints(now func() time.Time) cobra.CompletionFunc {
+	return func(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		dir, err := checkpoint.Dir()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveDefault
+		}
+		found, err := checkpoint.Unfinished(dir)
+		if err != nil || len(found) == 0 {
+			return nil, cobra.ShellCompDirectiveDefault // a checkpoint given with --checkpoint: any file
+		}
+		var out []cobra.Completion
+		for _, u := range found {
+			st := u.State
+			out = append(out, cobra.CompletionWithDesc(u.Path, fmt.Sprintf("%s/%s, %s written, saved %s ago",
+				st.Config.Database, st.Config.Container, human.Count(st.Counters.RecordsWritten),
+				human.Duration(now().Sub(st.UpdatedAt).Round(time.Second)))))
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
 }
 
 // whichCheckpoint is resume's answer to a command line without a

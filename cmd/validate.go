@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/cosmosloader/loader/internal/coord"
+	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/loader"
 )
 
@@ -45,6 +47,8 @@ func parseConnectionString(cs string) (endpoint, key string, err error) {
 		return "", "", fmt.Errorf("the connection string is not valid: expected AccountEndpoint=https://…;AccountKey=…;")
 	case checkEndpoint(endpoint) != nil:
 		return "", "", fmt.Errorf("the connection string's AccountEndpoint is not an http(s) URL")
+	case endpointExtras(endpoint) != "":
+		return "", "", fmt.Errorf("the connection string's AccountEndpoint carries %s: give the account URL alone, the key as AccountKey", endpointExtras(endpoint))
 	case !validKey(key):
 		return "", "", fmt.Errorf("the connection string's AccountKey is not valid base64")
 	}
@@ -61,6 +65,45 @@ func checkEndpoint(ep string) error {
 		return fmt.Errorf("--endpoint looks like an account key: give the key with --key or COSMOS_KEY, and the account URL with --endpoint")
 	}
 	return fmt.Errorf("--endpoint (or COSMOS_ENDPOINT) is not an http(s) URL: expected https://ACCOUNT.documents.azure.com:443/")
+}
+
+// bareEndpoint returns an account endpoint without the parts an account
+// URL never needs and a pasted secret hides in — user info, query and
+// fragment — and names what it removed ("" when nothing was). It is the
+// one place an endpoint is cleaned: what it returns is all that any
+// message, event, report or checkpoint can show.
+func bareEndpoint(ep string) (bare, removed string) {
+	u, err := url.Parse(ep)
+	if err != nil {
+		return ep, ""
+	}
+	removed = endpointExtras(ep)
+	if removed == "" {
+		return ep, ""
+	}
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+	return u.String(), removed
+}
+
+// endpointExtras names the parts of an endpoint URL beyond scheme, host
+// and path — by what they are, never by value ("" for none).
+func endpointExtras(ep string) string {
+	u, err := url.Parse(ep)
+	if err != nil {
+		return ""
+	}
+	var parts []string
+	if u.User != nil {
+		parts = append(parts, "user info")
+	}
+	if u.RawQuery != "" || u.ForceQuery {
+		// Not its parameters' names: "?KEY" has the key for a name.
+		parts = append(parts, "a query")
+	}
+	if u.Fragment != "" {
+		parts = append(parts, "a fragment")
+	}
+	return strings.Join(parts, " and ")
 }
 
 func sameEndpoint(a, b string) bool {
@@ -101,6 +144,7 @@ func (t *Target) validate(c *cobra.Command) error {
 		if err := checkEndpoint(t.Endpoint); err != nil {
 			return &ExitCodeError{Code: ExitUsage, Err: err}
 		}
+		t.Endpoint, t.endpointRemoved = bareEndpoint(t.Endpoint)
 	}
 	if t.Key != "" && !validKey(t.Key) {
 		return usageError("--key (or COSMOS_KEY) is not valid base64: an account key is 88 characters ending in ==")
@@ -234,8 +278,8 @@ func (o *ImportOptions) validate(c *cobra.Command) error {
 	if o.ReadAhead < 0 {
 		return usageError("--read-ahead must not be negative, not %d", o.ReadAhead)
 	}
-	if o.ScaleRU != 0 && !(o.ScaleRU >= 400) {
-		return usageError("--scale-ru must be at least 400 RU/s (Cosmos DB's minimum), not %v", o.ScaleRU)
+	if o.ScaleRU != 0 && !(o.ScaleRU >= loader.MinManualRU) {
+		return usageError("--scale-ru must be at least %d RU/s (Cosmos DB's minimum), not %v", loader.MinManualRU, o.ScaleRU)
 	}
 	if o.Watch <= 0 {
 		return usageError("--throughput-interval must be positive, not %v", o.Watch)
@@ -262,6 +306,9 @@ func (s *SharedFlags) validate(c *cobra.Command) error {
 	if s.AccountURL != "" {
 		if u, err := url.Parse(s.AccountURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 			return usageError("--lease-account-url is not an http(s) URL: expected https://ACCOUNT.blob.core.windows.net")
+		}
+		if extras := endpointExtras(s.AccountURL); extras != "" {
+			return usageError("--lease-account-url carries %s: give the account's blob URL alone (it signs in with Microsoft Entra ID; a key or SAS goes in --lease-connection-string)", extras)
 		}
 	}
 	return nil
@@ -296,4 +343,44 @@ func (o *DryRunOptions) validate(c *cobra.Command) error {
 		return usageError("--indexing must be consistent or none, not %q", o.Indexing)
 	}
 	return nil
+}
+
+// sizeFlag is a flag holding a byte size, given as people write one
+// (256MiB, 1GiB, or bytes) and shown as one in --help.
+type sizeFlag struct{ n *int64 }
+
+func (s sizeFlag) String() string {
+	if s.n == nil {
+		return "0"
+	}
+	return human.IECBytes(*s.n)
+}
+
+func (s sizeFlag) Set(v string) error {
+	n, err := human.ParseBytes(v)
+	if err != nil {
+		return err
+	}
+	*s.n = n
+	return nil
+}
+
+func (s sizeFlag) Type() string { return "size" }
+
+// valueHint says what a flag of a kind takes, for a value it could not
+// read: in the loader's words, not strconv's.
+func valueHint(f *pflag.Flag, value string, cause error) string {
+	switch f.Value.Type() {
+	case "float64", "float32":
+		return fmt.Sprintf("--%s takes a number, e.g. --%s 5000, not %q", f.Name, f.Name, value)
+	case "int", "int64", "int32", "uint", "uint64":
+		return fmt.Sprintf("--%s takes a whole number, not %q", f.Name, value)
+	case "duration":
+		return fmt.Sprintf("--%s takes a duration such as 30s, 5m or 1h30m, not %q", f.Name, value)
+	case "bool":
+		return fmt.Sprintf("--%s is on or off: give --%s or --%s=false, not %q", f.Name, f.Name, f.Name, value)
+	case "size":
+		return fmt.Sprintf("--%s: %v", f.Name, cause)
+	}
+	return fmt.Sprintf("--%s: %q is not a value it takes", f.Name, value)
 }

@@ -111,8 +111,6 @@ func keyedInput(t *testing.T, dir string, keys, perKey, badEvery int) (path stri
 }
 
 func TestBatchesLandExactlyWithRefusedRecordsInside(t *testing.T) {
-	// Exactness, not speed, is checked: this runs side by side with the
-	// kill-and-resume loops after the timing-sensitive tests.
 	t.Parallel()
 	for _, mode := range []string{"upsert", "create"} {
 		t.Run(mode, func(t *testing.T) {
@@ -154,10 +152,12 @@ func TestBatchesLandExactlyWithRefusedRecordsInside(t *testing.T) {
 					r["records_dead_lettered"], r["records_read"], len(good)-existing, existing, len(bad), len(good)+len(bad))
 			}
 			t.Logf("%v records per request, %v requests, %v s", r["records_per_request"], r["requests_sent"], r["duration_seconds"])
-			// Every existing or refused record splits its batch once, and
-			// until the batch probe answers (late on a busy machine: 2.94
-			// under a CPU hog) records go as point writes: unbatched is 1.
-			if rpr, _ := r["records_per_request"].(float64); rpr < 1.5 {
+			// Unbatched is 1 (or less, with resends). How many more a
+			// request carries depends on when the batch probe answers —
+			// until then records go as point writes — and on how many
+			// batches the refused and existing records split: more than 1
+			// says batches were sent, and a refused record inside one below.
+			if rpr, _ := r["records_per_request"].(float64); rpr <= 1 {
 				t.Errorf("records per request %v: the keyed input was not batched", r["records_per_request"])
 			}
 			if inBatches.Load() == 0 {
@@ -200,6 +200,7 @@ func readFileString(t *testing.T, path string) string {
 // (it expects a partitionKey inside each operation): the loader must notice,
 // say so once, and load everything with point writes.
 func TestBatchesFallBackToPointWritesOnCosmosDBServer(t *testing.T) {
+	t.Parallel()
 	ep, key := testenv.CosmosDBServer(t)
 	if ep == "" {
 		t.Skip("cosmosdb-server not available")

@@ -8,9 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/apache/arrow-go/v18/arrow"
@@ -77,6 +75,7 @@ func checkDocs(t *testing.T, got, want map[string]map[string]any) {
 }
 
 func TestBlobParquetGlobLandsExactlyAndRefusesTheCorruptBlob(t *testing.T) {
+	t.Parallel()
 	az := testenv.Azurite(t)
 	tg := localTarget(t, emulatorOptions())
 	cc := blobContainer(t, az, "exports")
@@ -121,8 +120,6 @@ func TestBlobParquetGlobLandsExactlyAndRefusesTheCorruptBlob(t *testing.T) {
 // key. Every row lands with its folder's region, an NDJSON part's records
 // too; the writer's _SUCCESS and _committed_ files are not inputs.
 func TestBlobParquetPartitionFoldersAreFields(t *testing.T) {
-	// Exactness, not speed, is checked: this runs side by side with the
-	// kill-and-resume loops after the timing-sensitive tests.
 	t.Parallel()
 	az := testenv.Azurite(t)
 	tg := localTarget(t, emulatorOptions())
@@ -201,31 +198,20 @@ func TestBlobParquetPartitionFoldersAreFields(t *testing.T) {
 // A load killed in the middle of a Parquet blob of many row groups
 // resumes from the committed row: every row lands exactly once.
 func TestBlobParquetKillAndResume(t *testing.T) {
-	// Exactness, not speed, is checked: this runs side by side with the
-	// kill-and-resume loops after the timing-sensitive tests.
 	t.Parallel()
 	az := testenv.Azurite(t)
 	tg := localTarget(t, emulator.Options{DefaultRU: 1000})
 	cc := blobContainer(t, az, "inputs")
-	const rows = 1500
+	const rows = 1000
 	data, want := genParquet(t, "p", rows, 100)
 	putBlob(t, cc, "big.parquet", data)
 	ckpt := filepath.Join(t.TempDir(), "ckpt.json")
 	conn := []string{"--source-connection-string", az.ConnectionString()}
 	args := append([]string{"import", az.BlobEndpoint() + "/inputs/big.parquet", "--checkpoint", ckpt, "--checkpoint-interval", "100ms"},
 		tg.args("e2e", "pqresume", "--create-container", "--partition-key", "/tenant", "--ru", "1000")...)
-	cmd, wait := startLoader(t, append(args, conn...)...)
-	// Past a few row groups, so the resume skips whole ones.
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if st, err := checkpoint.Load(ckpt); err == nil && st.Inputs[0].Committed.Line >= 350 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no checkpoint past row 350 within 60 s")
-		}
-	}
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	wait()
+	// Past two row groups, so the resume skips whole ones.
+	killWhen(t, ckpt, killAt{what: "row 200 committed", ready: func(st *checkpoint.State) bool { return st.Inputs[0].Committed.Line >= 200 }},
+		append(args, conn...)...)
 	st, err := checkpoint.Load(ckpt)
 	if err != nil {
 		t.Fatal(err)
@@ -250,8 +236,6 @@ func TestBlobParquetKillAndResume(t *testing.T) {
 // each a reader of its own over the blob, killed and resumed: every row
 // once, each segment ending where the next begins.
 func TestBlobParquetSegmentsKillAndResume(t *testing.T) {
-	// Exactness, not speed, is checked: these kill-and-resume loops run
-	// side by side with each other after the timing-sensitive tests.
 	t.Parallel()
 	az := testenv.Azurite(t)
 	tg := localTarget(t, emulator.Options{DefaultRU: 1000})
@@ -263,17 +247,8 @@ func TestBlobParquetSegmentsKillAndResume(t *testing.T) {
 	conn := []string{"--source-connection-string", az.ConnectionString()}
 	args := append([]string{"import", az.BlobEndpoint() + "/inputs/big.parquet", "--segments", "3", "--checkpoint", ckpt, "--checkpoint-interval", "100ms"},
 		tg.args("e2e", "pqsegs", "--create-container", "--partition-key", "/tenant", "--ru", "1000")...)
-	cmd, wait := startLoader(t, append(args, conn...)...)
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if st, err := checkpoint.Load(ckpt); err == nil && st.Counters.RecordsWritten >= 100 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no checkpoint past 100 rows within 60 s")
-		}
-	}
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	wait()
+	killWhen(t, ckpt, killAt{what: "100 rows written", ready: func(st *checkpoint.State) bool { return st.Counters.RecordsWritten >= 100 }},
+		append(args, conn...)...)
 	st, err := checkpoint.Load(ckpt)
 	if err != nil {
 		t.Fatal(err)
@@ -301,6 +276,7 @@ func TestBlobParquetSegmentsKillAndResume(t *testing.T) {
 // (a blob's rows scaled to its size, each shard from its first row there,
 // inside a row group or not): every row written once.
 func TestThreeLoadersShareParquetBlobs(t *testing.T) {
+	t.Parallel()
 	az, tg := sharedTarget(t)
 	cc := blobContainer(t, az, "fleet")
 	want := map[string]map[string]any{}

@@ -14,7 +14,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -72,6 +71,7 @@ func blobInput(t *testing.T, cc *container.Client, name, prefix string, n int, w
 }
 
 func TestBlobInputsGlobAndPrefixLandExactly(t *testing.T) {
+	t.Parallel()
 	az := testenv.Azurite(t)
 	tg := localTarget(t, emulatorOptions())
 	cc := blobContainer(t, az, "exports")
@@ -116,7 +116,7 @@ func TestBlobInputsGlobAndPrefixLandExactly(t *testing.T) {
 	putBlob(t, cc, "delta/events/_delta_log/00000000000000000000.json", []byte(`{"commitInfo":{}}`+"\n"))
 	putBlob(t, cc, "delta/events/part-0.ndjson", []byte(`{"id":"d1","k":"a"}`+"\n"))
 	delta := runLoader(t, nil, "dry-run", base+"delta/", "--source-connection-string", az.ConnectionString())
-	if delta.code == 0 || !strings.Contains(delta.stderr, "Delta Lake table") || !strings.Contains(delta.stderr, "/exports/delta/events") {
+	if delta.code == 0 || !strings.Contains(flat(delta.stderr), "Delta Lake table") || !strings.Contains(delta.stderr, "/exports/delta/events") {
 		t.Errorf("dry-run of a prefix holding a Delta table: exit %d, want a refusal naming the table\n%s", delta.code, delta.stderr)
 	}
 
@@ -155,24 +155,18 @@ func TestBlobInputsGlobAndPrefixLandExactly(t *testing.T) {
 }
 
 func TestBlobKillResumeAndChangedBlob(t *testing.T) {
-	// Exactness, not speed, is checked: this runs side by side with the
-	// kill-and-resume loops after the timing-sensitive tests.
 	t.Parallel()
 	az := testenv.Azurite(t)
 	tg := localTarget(t, emulator.Options{DefaultRU: 1000})
 	cc := blobContainer(t, az, "inputs")
 	want := map[string]string{}
-	blobInput(t, cc, "big.ndjson", "", 1200, want)
+	blobInput(t, cc, "big.ndjson", "", 600, want)
 	dir := t.TempDir()
 	ckpt := filepath.Join(dir, "ckpt.json")
 	conn := []string{"--source-connection-string", az.ConnectionString()}
 	args := append([]string{"import", az.BlobEndpoint() + "/inputs/big.ndjson", "--checkpoint", ckpt, "--checkpoint-interval", "100ms"},
 		tg.args("e2e", "resume", "--create-container", "--partition-key", "/tenant", "--ru", "1000")...)
-	cmd, wait := startLoader(t, append(args, conn...)...)
-	waitForCheckpoint(t, ckpt)
-	time.Sleep(500 * time.Millisecond)
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	wait()
+	killWhen(t, ckpt, killAt{what: "progress"}, append(args, conn...)...)
 	saved, err := os.ReadFile(ckpt)
 	if err != nil {
 		t.Fatal(err)
@@ -197,7 +191,7 @@ func TestBlobKillResumeAndChangedBlob(t *testing.T) {
 	}
 	putBlob(t, cc, "big.ndjson", []byte(`{"id":"other"}`+"\n"))
 	res = runLoader(t, nil, append([]string{"resume", ckpt, "--quiet", "--key", tg.key}, conn...)...)
-	if res.code == 0 || !strings.Contains(res.stderr, "changed since the checkpoint") || !strings.Contains(res.stderr, "ETag") {
+	if msg := flat(res.stderr); res.code == 0 || !strings.Contains(msg, "changed since the checkpoint") || !strings.Contains(msg, "ETag") {
 		t.Errorf("resume over a changed blob: exit %d\n%s", res.code, res.stderr)
 	}
 }
@@ -209,12 +203,11 @@ func TestBlobKillResumeAndChangedBlob(t *testing.T) {
 // once, and every bad line is dead-lettered once under its line in the
 // blob (an NDJSON line counted only for the dead letter).
 func TestSegmentedBlobKilledAndResumedLandsExactly(t *testing.T) {
-	// Exactness, not speed, is checked: see TestBlobKillResumeAndChangedBlob.
 	t.Parallel()
 	az := testenv.Azurite(t)
 	cc := blobContainer(t, az, "sorted")
 	dir := t.TempDir()
-	input, good, bad := sortedInput(t, dir, 8000, 1000, 997, 13, "pk", 150)
+	input, good, bad := sortedInput(t, dir, 4000, 500, 997, 13, "pk", 150)
 	b, err := os.ReadFile(input)
 	if err != nil {
 		t.Fatal(err)
@@ -224,7 +217,7 @@ func TestSegmentedBlobKilledAndResumedLandsExactly(t *testing.T) {
 	for i, l := range strings.Split(string(b), "\n") {
 		lineOf[l] = i + 1
 	}
-	csv, csvLines := sortedCSV(4000, 500, 331, 150, good, &bad)
+	csv, csvLines := sortedCSV(2000, 250, 331, 150, good, &bad)
 	putBlob(t, cc, "export/sorted.csv", csv)
 	maps.Copy(lineOf, csvLines)
 	data := filepath.Join(dir, "embedded")
@@ -236,7 +229,7 @@ func TestSegmentedBlobKilledAndResumedLandsExactly(t *testing.T) {
 		"--ru", "3000", "--segments", "4", "--checkpoint", ckpt, "--dead-letter", dl}, flags...)
 	resumeArgs := append([]string{"resume", ckpt}, flags...)
 
-	killEach(t, []time.Duration{900 * time.Millisecond, 1200 * time.Millisecond}, ckpt, importArgs, resumeArgs, func(st *checkpoint.State) {
+	killEach(t, []killAt{{what: "progress"}, {what: "progress"}}, ckpt, importArgs, resumeArgs, func(st *checkpoint.State) {
 		for _, in := range st.Inputs {
 			if n := len(in.Segments); n < 4 {
 				t.Fatalf("checkpoint has %d segments of %s, want 4 or more", n, in.Path)
@@ -307,6 +300,7 @@ func renameKeys(want map[string]string) map[string]string {
 }
 
 func TestBlobErrorsAndSASNeverLeaks(t *testing.T) {
+	t.Parallel()
 	az := testenv.Azurite(t)
 	tg := localTarget(t, emulatorOptions())
 	cc := blobContainer(t, az, "sas")
@@ -342,12 +336,12 @@ func TestBlobErrorsAndSASNeverLeaks(t *testing.T) {
 	wrong := strings.Replace(query, url.QueryEscape(sig), url.QueryEscape("AAAA"+sig[4:]), 1)
 	forbidden := runLoader(t, nil, append([]string{"import", az.BlobEndpoint() + "/sas/data/a.ndjson?" + wrong},
 		tg.args("e2e", "sas", "--checkpoint", filepath.Join(dir, "c2.json"))...)...)
-	if forbidden.code != 2 || !strings.Contains(forbidden.stderr, "denied (403") || !strings.Contains(forbidden.stderr, "/sas/data/a.ndjson") {
+	if forbidden.code != 2 || !strings.Contains(flat(forbidden.stderr), "denied (403") || !strings.Contains(forbidden.stderr, "/sas/data/a.ndjson") {
 		t.Errorf("a bad SAS: exit %d\n%s", forbidden.code, forbidden.stderr)
 	}
 	missing := runLoader(t, nil, append([]string{"import", az.BlobEndpoint() + "/sas/data/nope.ndjson?" + query},
 		tg.args("e2e", "sas", "--checkpoint", filepath.Join(dir, "c3.json"))...)...)
-	if missing.code != 2 || !strings.Contains(missing.stderr, "sas/data/nope.ndjson does not exist (404") {
+	if missing.code != 2 || !strings.Contains(flat(missing.stderr), "sas/data/nope.ndjson does not exist (404") {
 		t.Errorf("a missing blob: exit %d\n%s", missing.code, missing.stderr)
 	}
 	viaConn := runLoader(t, nil, "dry-run", az.BlobEndpoint()+"/sas/data/", "--source-connection-string", az.ConnectionString())
@@ -377,6 +371,7 @@ func TestBlobErrorsAndSASNeverLeaks(t *testing.T) {
 }
 
 func TestThreeLoadersShareOneBlobPrefix(t *testing.T) {
+	t.Parallel()
 	az, tg := sharedTarget(t)
 	cc := blobContainer(t, az, "fleet")
 	want := map[string]string{}

@@ -48,7 +48,7 @@ func startEmulatorProcess(t *testing.T, env []string, args ...string) (exportLin
 		}
 		close(lines)
 	}()
-	timeout := time.After(30 * time.Second)
+	timeout := time.After(patience)
 	for {
 		select {
 		case l, ok := <-lines:
@@ -64,7 +64,7 @@ func startEmulatorProcess(t *testing.T, env []string, args ...string) (exportLin
 				return s, stderr
 			}
 		case <-timeout:
-			t.Fatalf("no export line within 30 s:\n%s", stderr)
+			t.Fatalf("no export line within %v:\n%s", patience, stderr)
 		}
 	}
 }
@@ -73,7 +73,7 @@ func startEmulatorProcess(t *testing.T, env []string, args ...string) (exportLin
 // loader's usual clean environment plus env.
 func runInShell(t *testing.T, env []string, line string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "sh", "-c", line)
 	var out, errb bytes.Buffer
@@ -95,6 +95,7 @@ func runInShell(t *testing.T, env []string, line string) result {
 // and the next import goes to that emulator. With LOADER_EMULATOR_KEY the
 // key stays out of the command line, the terminal and the line itself.
 func TestEmulatorExportLineIsUsable(t *testing.T) {
+	t.Parallel()
 	const ownKey = "bXktb3duLWVtdWxhdG9yLWtleS1ub3QtaW4tcHM=" // base64("my-own-emulator-key-not-in-ps")
 	for _, tt := range []struct {
 		name string
@@ -116,7 +117,7 @@ func TestEmulatorExportLineIsUsable(t *testing.T) {
 			if res.code != 0 {
 				t.Fatalf("import after pasting %q: exit %d\n%s", export, res.code, res.stderr)
 			}
-			if strings.Contains(res.stderr, "embedded local") || strings.Contains(res.stderr, "well-known emulator key") {
+			if strings.Contains(flat(res.stderr), "embedded local") || strings.Contains(flat(res.stderr), "well-known emulator key") {
 				t.Errorf("the import did not use the exported endpoint and key:\n%s", res.stderr)
 			}
 			endpoint := strings.TrimPrefix(strings.Fields(export)[1], "COSMOS_ENDPOINT=")
@@ -134,6 +135,7 @@ func TestEmulatorExportLineIsUsable(t *testing.T) {
 // A loopback endpoint with no key uses the well-known emulator key and says
 // so, instead of trying Microsoft Entra ID and printing its dozen lines.
 func TestLoopbackEndpointWithoutKeyUsesTheEmulatorKey(t *testing.T) {
+	t.Parallel()
 	tg := localTarget(t, emulator.Options{DefaultRU: 100000})
 	in := writeFile(t, t.TempDir(), "in.ndjson", []byte("{\"id\":\"1\",\"k\":1}\n{\"id\":\"2\",\"k\":2}\n"))
 	res := runLoader(t, nil, "import", in, "--endpoint", tg.endpoint, "--database", "e2e", "--container", "loopback",
@@ -141,7 +143,7 @@ func TestLoopbackEndpointWithoutKeyUsesTheEmulatorKey(t *testing.T) {
 	if res.code != 0 {
 		t.Fatalf("exit %d\n%s", res.code, res.stderr)
 	}
-	if !strings.Contains(res.stderr, "No key given for the loopback endpoint "+tg.endpoint+": using the well-known emulator key") {
+	if !strings.Contains(flat(res.stderr), "No key given for the loopback endpoint "+tg.endpoint+": using the well-known emulator key") {
 		t.Errorf("no note about the default key:\n%s", res.stderr)
 	}
 	if strings.Contains(res.stderr, "Credential") {
@@ -155,16 +157,20 @@ func TestLoopbackEndpointWithoutKeyUsesTheEmulatorKey(t *testing.T) {
 // A wrong key fails before loading starts: exit 2 (the user's input, not 4
 // "checkpoint valid"), in at most three lines that say what to give.
 func TestWrongKeyIsAShortUsageError(t *testing.T) {
+	t.Parallel()
 	tg := localTarget(t, emulator.Options{DefaultRU: 100000})
 	in := writeFile(t, t.TempDir(), "in.ndjson", []byte("{\"id\":\"1\",\"k\":1}\n"))
 	wrong := "c" + emulator.WellKnownKey[1:]
-	res := runLoader(t, nil, "import", in, "--endpoint", tg.endpoint, "--key", wrong, "--database", "e2e", "--container", "wrongkey",
+	// Three lines as a wide terminal shows them: at 80 columns they are
+	// fitted, and wrap.
+	_, env := freshEnv(t)
+	res := runIn(t, append(env, "COLUMNS=200"), "import", in, "--endpoint", tg.endpoint, "--key", wrong, "--database", "e2e", "--container", "wrongkey",
 		"--create-container", "--partition-key", "/k", "--quiet")
 	if res.code != 2 {
 		t.Fatalf("exit %d, want 2\n%s", res.code, res.stderr)
 	}
 	lines := strings.Split(strings.TrimSpace(res.stderr), "\n")
-	if len(lines) > 3 || !strings.Contains(res.stderr, "401") || !strings.Contains(res.stderr, "--key or COSMOS_KEY") ||
+	if len(lines) > 3 || !strings.Contains(res.stderr, "401") || !strings.Contains(flat(res.stderr), "--key or COSMOS_KEY") ||
 		strings.Contains(res.stderr, wrong[:20]) {
 		t.Errorf("stderr (%d lines):\n%s", len(lines), res.stderr)
 	}

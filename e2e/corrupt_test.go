@@ -11,16 +11,7 @@ import (
 	"testing"
 
 	"github.com/cosmosloader/loader/internal/emulator"
-	"github.com/cosmosloader/loader/internal/testenv"
 )
-
-// freshHome points HOME at an empty directory, as on a machine where the
-// loader never ran. The binary is built first: go build needs the real
-// HOME's caches.
-func freshHome(t *testing.T) {
-	testenv.LoaderBinary(t)
-	t.Setenv("HOME", t.TempDir())
-}
 
 func ndjsonDocs(prefix string, n int) []byte {
 	var b bytes.Buffer
@@ -43,12 +34,12 @@ func gzipped(b []byte) []byte {
 // dead letter with its reason, and the report's counts.
 func refusalRun(t *testing.T, dir string, goodPrefixes map[string]int, refused map[string]string) {
 	t.Helper()
-	freshHome(t)
+	_, env := freshEnv(t)
 	tg := localTarget(t, emulator.Options{DefaultRU: 100000})
 	out := t.TempDir()
 	dl := filepath.Join(out, "dead.ndjson")
 	rep := filepath.Join(out, "report.json")
-	res := runLoader(t, nil, append([]string{"import", dir}, tg.args("e2e", "refuse",
+	res := runIn(t, env, append([]string{"import", dir}, tg.args("e2e", "refuse",
 		"--create-container", "--partition-key", "/tenant",
 		"--dead-letter", dl, "--report", rep, "--checkpoint", filepath.Join(out, "ckpt.json"))...)...)
 	if res.code != 3 {
@@ -96,6 +87,7 @@ func refusalRun(t *testing.T, dir string, goodPrefixes map[string]int, refused m
 // error, and a truncated one most of them: both are refused before any
 // record is loaded, while the good inputs beside them land exactly.
 func TestCorruptGzipInputsAreRefusedWhole(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	crc := gzipped(ndjsonDocs("crc", 300))
 	crc[len(crc)-8] ^= 0xff // the stored CRC-32
@@ -113,6 +105,7 @@ func TestCorruptGzipInputsAreRefusedWhole(t *testing.T) {
 // A CSV header that repeats a column cannot say which value a field gets:
 // the file is refused, the others load.
 func TestDuplicateHeaderCSVIsRefusedWhole(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFile(t, dir, "a-good.csv", []byte("id,tenant,n\ncsv-1,t1,1\ncsv-2,t2,2\ncsv-3,t3,3\n"))
 	writeFile(t, dir, "b-dup.csv", []byte("id,tenant,id\ndup-1,t1,x\ndup-2,t2,y\n"))
@@ -125,12 +118,13 @@ func TestDuplicateHeaderCSVIsRefusedWhole(t *testing.T) {
 // writes with 503 and 408, every record still lands and the report counts
 // the retries of each injected class.
 func TestReportCountsRetriesByClass(t *testing.T) {
-	freshHome(t)
+	t.Parallel()
+	_, env := freshEnv(t)
 	tg := localTarget(t, emulator.Options{DefaultRU: 100000, FailRate503: 0.15, FailRate408: 0.15})
 	dir := t.TempDir()
 	in := writeFile(t, dir, "in.ndjson", ndjsonDocs("doc", 300))
 	rep := filepath.Join(dir, "report.json")
-	res := runLoader(t, nil, append([]string{"import", in}, tg.args("e2e", "retries",
+	res := runIn(t, env, append([]string{"import", in}, tg.args("e2e", "retries",
 		"--create-container", "--partition-key", "/tenant", "--report", rep, "--batch", "off", // a retry per request
 		"--checkpoint", filepath.Join(dir, "ckpt.json"))...)...)
 	if res.code != 0 {

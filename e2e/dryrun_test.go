@@ -16,6 +16,7 @@ import (
 // 20,000 RU/s container. Naive: 30,000 requests, 20,000 throttled, five
 // passes; paced: 10,000 requests in 5 s.
 func TestDryRunPatternNumbers(t *testing.T) {
+	t.Parallel()
 	var lines []string
 	for i := 0; i < 10000; i++ {
 		lines = append(lines, fmt.Sprintf(`{"id":"%d","v":%d}`, i, i))
@@ -63,6 +64,7 @@ func TestDryRunPatternNumbers(t *testing.T) {
 }
 
 func TestDryRunReportsBadRecordsAndSkew(t *testing.T) {
+	t.Parallel()
 	dir, _, bad := malformedCorpus(t)
 	res := runLoader(t, nil, "dry-run", dir, "--partition-key", "/tenant", "--json")
 	if res.code != 0 {
@@ -110,6 +112,7 @@ func TestDryRunReportsBadRecordsAndSkew(t *testing.T) {
 // With an endpoint, dry-run reads the container's throughput, partition
 // count and indexing policy instead of taking them from flags.
 func TestDryRunReadsTheContainer(t *testing.T) {
+	t.Parallel()
 	tg := localTarget(t, emulatorOptions())
 	props := azcosmos.ContainerProperties{
 		ID:                     "shaped",

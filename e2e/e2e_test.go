@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -27,6 +28,26 @@ import (
 )
 
 func TestMain(m *testing.M) { os.Exit(testenv.RunMain(m)) }
+
+// patience bounds every wait for something a test expects to happen — a
+// loader's exit, a checkpoint, a line on stderr, documents landing. It
+// guards against a hang and is no measure of speed: no test asserts how
+// soon anything happens (bench/run measures that), so a busy machine makes
+// the suite slower, never red.
+const patience = 5 * time.Minute
+
+// waitFor polls cond until it holds, and fails the test if it has not
+// after patience.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(patience)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %v for %s", patience, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
 
 // target is a Cosmos DB endpoint a test loads into.
 type target struct {
@@ -61,16 +82,28 @@ type result struct {
 
 func runLoader(t *testing.T, stdin []byte, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	return runEnv(t, append(os.Environ(), "COSMOS_ENDPOINT=", "COSMOS_KEY=", "COSMOS_CONNECTION_STRING=", "XDG_STATE_HOME="+t.TempDir()), stdin, args...)
+}
+
+// runEnv runs the loader in env (freshEnv's, say) with stdin (nil: none)
+// and returns its exit code, stdout and stderr.
+func runEnv(t *testing.T, env []string, stdin []byte, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, testenv.LoaderBinary(t), args...)
+	// Past patience, SIGQUIT: a Go program prints every goroutine's stack.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGQUIT) }
+	cmd.WaitDelay = 10 * time.Second
 	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.Stdout, cmd.Stderr, cmd.Env = &out, &errb, env
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
-	cmd.Env = append(os.Environ(), "COSMOS_ENDPOINT=", "COSMOS_KEY=", "COSMOS_CONNECTION_STRING=", "XDG_STATE_HOME="+t.TempDir())
 	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("the loader did not exit within %v; its stderr, goroutines last:\n%s", patience, errb.String())
+	}
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()

@@ -60,3 +60,12 @@ func TestFleetReportMergesTheLoadersReports(t *testing.T) {
 	text := runLoader(t, nil, append([]string{"report"}, reports(fleet)...)...)
 	t.Logf("loader report:\n%s", text.stdout)
 }
+
+// reports lists the fleet's report files.
+func reports(fleet []*fleetProc) []string {
+	var r []string
+	for _, p := range fleet {
+		r = append(r, p.report)
+	}
+	return r
+}

@@ -55,6 +55,7 @@ func malformedCorpus(t *testing.T) (dir string, good map[string]map[string]any, 
 var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 
 func TestImportLandsExactlyTheGoodRecords(t *testing.T) {
+	t.Parallel()
 	dir, good, bad := malformedCorpus(t)
 	for _, tg := range targets(t) {
 		t.Run(tg.name, func(t *testing.T) {
@@ -142,6 +143,7 @@ func TestImportLandsExactlyTheGoodRecords(t *testing.T) {
 }
 
 func TestImportMissingFileIsAUsageErrorAndWritesNothing(t *testing.T) {
+	t.Parallel()
 	tg := localTarget(t, emulatorOptions())
 	res := runLoader(t, nil, append([]string{"import", "/no/such/file.ndjson"}, tg.args("e2e", "missing", "--create-container", "--partition-key", "/id")...)...)
 	if res.code != 2 {
@@ -156,6 +158,7 @@ func TestImportMissingFileIsAUsageErrorAndWritesNothing(t *testing.T) {
 }
 
 func TestImportCreateModeCountsExistingAsSkipped(t *testing.T) {
+	t.Parallel()
 	for _, tg := range targets(t) {
 		t.Run(tg.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -181,6 +184,7 @@ func TestImportCreateModeCountsExistingAsSkipped(t *testing.T) {
 }
 
 func TestImportFromStdin(t *testing.T) {
+	t.Parallel()
 	tg := localTarget(t, emulatorOptions())
 	in := []byte("{\"id\":\"s1\",\"k\":1}\n{\"id\":\"s2\",\"k\":2}\n")
 	res := runLoader(t, in, append([]string{"import", "-"}, tg.args("e2e", "stdin", "--create-container", "--partition-key", "/k")...)...)

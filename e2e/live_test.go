@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -17,7 +16,6 @@ import (
 
 	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/internal/emulator"
-	"github.com/cosmosloader/loader/internal/epk"
 	"github.com/cosmosloader/loader/internal/testenv"
 )
 
@@ -52,27 +50,10 @@ func setRU(t *testing.T, cc *azcosmos.ContainerClient, ru int32) {
 	}
 }
 
-// emuSeries returns the container's per-second use from /_emulator/stats.
-func emuSeries(t *testing.T, tg target) []emulator.UsageSecond {
-	t.Helper()
-	resp, err := http.Get(tg.endpoint + "_emulator/stats")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var st emulator.Stats
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-		t.Fatal(err)
-	}
-	return st.Total.Series
-}
-
 type liveReport struct {
-	RecordsWritten   int64     `json:"records_written"`
-	Throttled        int64     `json:"throttled_responses"`
-	Requests         int64     `json:"requests_sent"`
-	StartedAt        time.Time `json:"started_at"`
-	FinishedAt       time.Time `json:"finished_at"`
+	RecordsWritten   int64 `json:"records_written"`
+	Throttled        int64 `json:"throttled_responses"`
+	Requests         int64 `json:"requests_sent"`
 	TargetChanges    []struct{ AtSeconds, RU float64 }
 	PartitionChanges []struct{ AtSeconds, Partitions float64 }
 }
@@ -116,19 +97,6 @@ func loadReport(t *testing.T, path string) liveReport {
 	return r
 }
 
-// window sums the emulator's series over [from, to) unix seconds.
-func window(series []emulator.UsageSecond, from, to int64) (ru float64, requests, throttled int64, seconds int64) {
-	for _, s := range series {
-		if s.T >= from && s.T < to {
-			ru += s.RU
-			requests += s.Requests
-			throttled += s.Throttled
-			seconds++
-		}
-	}
-	return
-}
-
 // liveTarget skips in -short, and starts a local target with o holding
 // live/c at ru RU/s.
 func liveTarget(t *testing.T, o emulator.Options, ru int32) (target, *azcosmos.ContainerClient) {
@@ -141,18 +109,21 @@ func liveTarget(t *testing.T, o emulator.Options, ru int32) (target, *azcosmos.C
 }
 
 // liveLoad imports input into live/c on tg (extra: more flags), runs
-// change once the load has run for after, and checks that the run
-// succeeded and wrote every record of want (checkLanded, once the test's
-// own reading of the container's series is done, checks what landed). It
-// returns the run's report, when change ran, and the loader's stderr.
-func liveLoad(t *testing.T, tg target, input string, want map[string]string, after time.Duration, change func(), extra ...string) (liveReport, time.Time, string) {
+// change once a tenth of want has landed, and checks that the run
+// succeeded and that exactly want landed. It returns the run's report and
+// the loader's stderr.
+//
+// The load is paced to the container's throughput, so what is left of it
+// after the change lasts longer than the loader takes to notice (it reads
+// the throughput and the partitions every 5 s, and at once on a 410 or on
+// 429s): the checks are on what it saw, not on when.
+func liveLoad(t *testing.T, tg target, input string, want map[string]string, change func(), extra ...string) (liveReport, string) {
 	t.Helper()
 	dir := t.TempDir()
 	rep := filepath.Join(dir, "report.json")
 	_, wait := startLoader(t, append(append([]string{"import", input, "--checkpoint", filepath.Join(dir, "ckpt.json"), "--report", rep}, extra...),
 		tg.args("live", "c")...)...)
-	time.Sleep(after)
-	changed := time.Now()
+	waitItems(t, tg, "live", "c", len(want)/10)
 	change()
 	code, stderr := wait()
 	if code != 0 {
@@ -162,61 +133,52 @@ func liveLoad(t *testing.T, tg target, input string, want map[string]string, aft
 	if r.RecordsWritten != int64(len(want)) {
 		t.Errorf("written %d, want %d", r.RecordsWritten, len(want))
 	}
-	return r, changed, stderr
+	checkLanded(t, readAll(t, tg, "live", "c"), want)
+	return r, stderr
 }
 
-// TestLiveThroughputRaise: 2,000 → 4,000 RU/s about 5 s into a load paced
-// to the container's throughput. The target follows within the 5 s read
-// interval, and the container's own per-second series shows the new rate
-// used from then on.
-func TestLiveThroughputRaise(t *testing.T) {
-	tg, cc := liveTarget(t, emulator.Options{}, 2000)
-	input, want := crashInput(t, t.TempDir(), 9000)
-	r, changed, stderr := liveLoad(t, tg, input, want, 5*time.Second, func() { setRU(t, cc, 4000) })
-	at := changed.Sub(r.StartedAt).Seconds()
-	var followed float64 = -1
-	for _, c := range r.TargetChanges {
-		if c.RU == 4000 {
-			followed = c.AtSeconds
+// waitItems waits until db/coll on the local target tg holds n documents.
+func waitItems(t *testing.T, tg target, db, coll string, n int) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("%d documents in %s/%s", n, db, coll), func() bool { return itemCount(tg, db, coll) >= n })
+}
+
+// itemCount is how many documents db/coll on the local target tg holds.
+func itemCount(tg target, db, coll string) int {
+	for _, c := range tg.srv.Stats().Containers {
+		if c.Database == db && c.Container == coll {
+			return c.Items
 		}
 	}
-	t.Logf("throughput raised %.1f s into the load; target changes %v", at, r.TargetChanges)
-	if followed < 0 || followed-at > 5.5 {
-		t.Fatalf("target followed at %.1f s, the raise was at %.1f s: want within 5 s\n%s", followed, at, stderr)
-	}
-	// From the service's side: full seconds after the loader followed,
-	// up to the last full second of the load.
-	from := r.StartedAt.Unix() + int64(followed) + 2
-	to := r.FinishedAt.Unix() - 1
-	ru, req, thr, secs := window(emuSeries(t, tg), from, to)
-	if secs < 3 {
-		t.Fatalf("only %d seconds after the change: make the load longer", secs)
-	}
-	util := ru / float64(secs) / 4000
-	t.Logf("after the change: %.0f RU/s over %d s (%.1f%% of 4,000), %d of %d requests throttled", ru/float64(secs), secs, util*100, thr, req)
-	if util < 0.9 {
-		t.Errorf("utilisation of the new target %.1f%%, want ≥ 90%%", util*100)
-	}
-	checkLanded(t, readAll(t, tg, "live", "c"), want)
+	return 0
 }
 
-// TestLiveThroughputCut: 4,000 → 2,000 RU/s mid-load: the first 429s
-// trigger a throughput read, so few requests are throttled.
-func TestLiveThroughputCut(t *testing.T) {
-	tg, cc := liveTarget(t, emulator.Options{}, 4000)
-	input, want := crashInput(t, t.TempDir(), 9000)
-	// Point writes: the criterion is a share of requests, and batches
-	// make them too few (~150 in the window) for 2 % to mean anything.
-	r, changed, _ := liveLoad(t, tg, input, want, 4*time.Second, func() { setRU(t, cc, 2000) }, "--batch", "off")
-	t.Logf("cut at %.1f s; target changes %v", changed.Sub(r.StartedAt).Seconds(), r.TargetChanges)
-	_, req, thr, _ := window(emuSeries(t, tg), changed.Unix(), changed.Unix()+10)
-	pct := 100 * float64(thr) / float64(max(req, 1))
-	t.Logf("10 s after the cut: %d of %d requests throttled (%.2f%%)", thr, req, pct)
-	if pct > 2 {
-		t.Errorf("%.2f%% throttled in the 10 s after the cut, want ≤ 2%%", pct)
+// The container's throughput raised 2,000 → 4,000 RU/s under a load paced
+// to it: the loader's target follows. How soon it follows and how much of
+// the new throughput it then uses are bench/run's scenario N; the 5 s
+// reading is loader's TestWatcherFollowsThroughput, on a fake clock.
+func TestLiveThroughputRaise(t *testing.T) {
+	t.Parallel()
+	tg, cc := liveTarget(t, emulator.Options{}, 2000)
+	input, want := crashInput(t, t.TempDir(), 4000)
+	r, stderr := liveLoad(t, tg, input, want, func() { setRU(t, cc, 4000) })
+	if n := len(r.TargetChanges); n < 2 || r.TargetChanges[n-1].RU != 4000 {
+		t.Errorf("target changes %v: want the last at 4,000\n%s", r.TargetChanges, stderr)
 	}
+}
+
+// The container's throughput cut 4,000 → 2,000 RU/s mid-load, with point
+// writes: the loader's target follows the cut and every record lands. The
+// 429s after the cut (few: the first ones make the loader read the
+// throughput) are bench/run's scenario N; the reading at the first 429 is
+// loader's TestSharedLoadFollowsACutAtItsFirst429, on a fake clock.
+func TestLiveThroughputCut(t *testing.T) {
+	t.Parallel()
+	tg, cc := liveTarget(t, emulator.Options{}, 4000)
+	input, want := crashInput(t, t.TempDir(), 3000)
+	r, stderr := liveLoad(t, tg, input, want, func() { setRU(t, cc, 2000) }, "--batch", "off")
 	if n := len(r.TargetChanges); n < 2 || r.TargetChanges[n-1].RU != 2000 {
-		t.Errorf("target changes %v: want the last at 2,000", r.TargetChanges)
+		t.Errorf("target changes %v: want the last at 2,000\n%s", r.TargetChanges, stderr)
 	}
 }
 
@@ -224,9 +186,10 @@ func TestLiveThroughputCut(t *testing.T) {
 // the loader sees the new ranges (on its next read or a 410), rebuilds
 // routing, and every record lands exactly once.
 func TestLiveSplit(t *testing.T) {
+	t.Parallel()
 	tg, _ := liveTarget(t, emulator.Options{CompletingSplitWindow: 500 * time.Millisecond}, 4000)
-	input, want := crashInput(t, t.TempDir(), 9000)
-	r, _, stderr := liveLoad(t, tg, input, want, 3*time.Second, func() {
+	input, want := crashInput(t, t.TempDir(), 5000)
+	r, stderr := liveLoad(t, tg, input, want, func() {
 		resp, err := http.Post(tg.endpoint+"_emulator/split?db=live&coll=c", "", nil)
 		if err != nil {
 			t.Error(err)
@@ -241,77 +204,46 @@ func TestLiveSplit(t *testing.T) {
 	if n := len(r.PartitionChanges); n < 2 || r.PartitionChanges[n-1].Partitions != 2 {
 		t.Errorf("partition changes %v: want the split to 2 seen\n%s", r.PartitionChanges, stderr)
 	}
-	checkLanded(t, readAll(t, tg, "live", "c"), want)
 }
 
 // TestLiveSplitSkewed: a container of two physical partitions splits into
 // four mid-load while one key holds half the records (so its partition
 // bounds the load). No 410 tells the loader: it learns from the 429s that
 // concentrate on the old partition holding the hot key, as a client of the
-// gateway would. Every record lands exactly once, the loader sees the four
-// partitions, and few requests are throttled.
+// gateway would (or from its next read of the ranges). Every record lands
+// exactly once and the loader sees the four partitions. How few requests
+// are throttled meanwhile, and how much of the hot key's partition is used,
+// are bench/run's scenario S; asking for the ranges when 429s concentrate
+// is loader's TestWatcherAsksRangesWhen429sConcentrate.
 func TestLiveSplitSkewed(t *testing.T) {
-	tg, _ := liveTarget(t, emulator.Options{Partitions: 2}, 4000)
-	input, want := tenantInput(t, t.TempDir(), "skewed.ndjson", 7000, func(rng *rand.Rand) string {
+	t.Parallel()
+	tg, _ := liveTarget(t, emulator.Options{Partitions: 2}, 8000)
+	input, want := tenantInput(t, t.TempDir(), "skewed.ndjson", 5000, func(rng *rand.Rand) string {
 		if rng.Intn(2) == 0 {
 			return "hot"
 		}
 		return fmt.Sprintf("t%02d", rng.Intn(50))
 	})
-	r, split, stderr := liveLoad(t, tg, input, want, 4*time.Second, func() {
+	r, stderr := liveLoad(t, tg, input, want, func() {
 		for range 2 {
 			if _, err := tg.srv.Split("live", "c", -1); err != nil {
 				t.Error(err)
 			}
 		}
 	})
-	pct := 100 * float64(r.Throttled) / float64(max(r.Requests, 1))
-	t.Logf("split %.1f s in; partition changes %v; %d of %d requests throttled (%.2f%%)",
-		split.Sub(r.StartedAt).Seconds(), r.PartitionChanges, r.Throttled, r.Requests, pct)
+	t.Logf("partition changes %v; %d of %d requests throttled", r.PartitionChanges, r.Throttled, r.Requests)
 	if n := len(r.PartitionChanges); n < 2 || r.PartitionChanges[n-1].Partitions != 4 {
 		t.Errorf("partition changes %v: want the split to 4 seen\n%s", r.PartitionChanges, stderr)
 	}
-	// No 429 storm. 2.1–2.5 % measured at load average 12; 4.65 % with
-	// both cores kept busy by another process, when the split was seen
-	// 20 s late: the bound is what a storm would clearly exceed.
-	if pct > 8 {
-		t.Errorf("%.2f%% of requests throttled, want ≤ 8%% (no 429 storm)", pct)
-	}
-	if hot, ok := hotPartitionUse(t, tg, "live", "c", "hot", split.Unix()+5, r.FinishedAt.Unix()); ok {
-		t.Logf("from 5 s after the split: the hot key's partition used %.0f of its %.0f RU/s (%.1f%%)", hot, 1000.0, hot/10)
-	}
-	checkLanded(t, readAll(t, tg, "live", "c"), want)
-}
-
-// hotPartitionUse is the mean RU/s, over the whole seconds in [from, to),
-// of the current physical partition holding partition key key.
-func hotPartitionUse(t *testing.T, tg target, db, coll, key string, from, to int64) (float64, bool) {
-	t.Helper()
-	at := epk.Of([]any{key})
-	for _, c := range tg.srv.Stats().Containers {
-		if c.Database != db || c.Container != coll {
-			continue
-		}
-		for _, p := range c.Partitions {
-			if epk.Compare(at, p.MinInclusive) < 0 || p.MaxExclusive != epk.Max && epk.Compare(at, p.MaxExclusive) >= 0 {
-				continue
-			}
-			ru, _, _, secs := window(p.Series, from, to)
-			if secs == 0 {
-				return 0, false
-			}
-			return ru / float64(to-from), true
-		}
-	}
-	return 0, false
 }
 
 // TestScaleRU: --scale-ru raises the throughput for the load and puts the
 // original back after success, after SIGINT, and after SIGKILL + resume.
 func TestScaleRU(t *testing.T) {
+	t.Parallel()
 	tg, cc := liveTarget(t, emulator.Options{}, 1000)
 	dir := t.TempDir()
-	input, _ := crashInput(t, dir, 6000)
+	input, _ := crashInput(t, dir, 1500)
 
 	t.Run("success", func(t *testing.T) {
 		small, _ := crashInput(t, t.TempDir(), 300)
@@ -335,10 +267,14 @@ func TestScaleRU(t *testing.T) {
 			t.Errorf("exit %d:\n%s", res.code, res.stderr)
 		}
 	})
+	// Interrupted mid-load: once the throughput is raised and a
+	// checkpoint holds progress.
 	t.Run("SIGINT", func(t *testing.T) {
-		cmd, wait := startLoader(t, append([]string{"import", input, "--scale-ru", "2000", "--checkpoint", filepath.Join(t.TempDir(), "c.json")},
+		ckpt := filepath.Join(t.TempDir(), "c.json")
+		cmd, wait := startLoader(t, append([]string{"import", input, "--scale-ru", "2000", "--checkpoint", ckpt, "--checkpoint-interval", "100ms"},
 			tg.args("live", "c")...)...)
 		waitRU(t, cc, 2000)
+		waitForCheckpoint(t, ckpt)
 		_ = cmd.Process.Signal(os.Interrupt)
 		code, stderr := wait()
 		if code != 130 {
@@ -350,11 +286,8 @@ func TestScaleRU(t *testing.T) {
 	})
 	t.Run("SIGKILL then resume", func(t *testing.T) {
 		ckpt := filepath.Join(t.TempDir(), "c.json")
-		cmd, wait := startLoader(t, append([]string{"import", input, "--scale-ru", "2000", "--checkpoint", ckpt},
+		killWhen(t, ckpt, killAt{what: "progress"}, append([]string{"import", input, "--scale-ru", "2000", "--checkpoint", ckpt, "--checkpoint-interval", "100ms"},
 			tg.args("live", "c")...)...)
-		waitRU(t, cc, 2000)
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		wait()
 		if got := manualRU(t, cc); got != 2000 {
 			t.Fatalf("after SIGKILL: %d RU/s, want still raised (2000)", got)
 		}
@@ -374,13 +307,5 @@ func TestScaleRU(t *testing.T) {
 
 func waitRU(t *testing.T, cc *azcosmos.ContainerClient, ru int32) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if manualRU(t, cc) == ru {
-			time.Sleep(500 * time.Millisecond) // into the load proper
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("throughput never reached %d", ru)
+	waitFor(t, fmt.Sprintf("the throughput to reach %d", ru), func() bool { return manualRU(t, cc) == ru })
 }

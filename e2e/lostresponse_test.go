@@ -15,8 +15,6 @@ import (
 // each item once; in create mode the resend meets 409 and counts as
 // skipped-existing, never dead-lettered, and the counts add up.
 func TestLostResponseIsRetriedExactly(t *testing.T) {
-	// Exactness, not speed, is checked: this runs side by side with the
-	// kill-and-resume loops after the timing-sensitive tests.
 	t.Parallel()
 	const n = 400
 	var b strings.Builder

@@ -56,7 +56,7 @@ func startWatched(t *testing.T, env []string, args ...string) *stderrLines {
 // waitLine returns the first submatch of re in a stderr line, waiting for it.
 func (s *stderrLines) waitLine(t *testing.T, re *regexp.Regexp) string {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(patience)
 	for time.Now().Before(deadline) {
 		s.mu.Lock()
 		for _, l := range s.lines {
@@ -72,16 +72,38 @@ func (s *stderrLines) waitLine(t *testing.T, re *regexp.Regexp) string {
 	return ""
 }
 
+// withoutArg is args without any argument equal to drop (a flag without a
+// value, such as --quiet).
+func withoutArg(args []string, drop string) []string {
+	var out []string
+	for _, a := range args {
+		if a != drop {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 func (s *stderrLines) all() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return strings.Join(s.lines, "\n")
 }
 
-// wait waits for the loader to exit and returns its exit code.
+// wait waits for the loader to exit and returns its exit code; past
+// patience it asks for the loader's goroutines (SIGQUIT) and fails.
 func (s *stderrLines) wait(t *testing.T) int {
 	t.Helper()
-	<-s.done
+	select {
+	case <-s.done:
+	case <-time.After(patience):
+		_ = s.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-s.done:
+		case <-time.After(10 * time.Second):
+		}
+		t.Fatalf("the loader did not exit within %v; its stderr, goroutines last:\n%s", patience, s.all())
+	}
 	err := s.cmd.Wait()
 	if ee, ok := err.(*exec.ExitError); ok {
 		return ee.ExitCode()
@@ -125,42 +147,29 @@ func scrape(t *testing.T, url string) map[string]float64 {
 // an address printed on stderr (port 0 picks a free one), and the
 // counters move between two scrapes.
 func TestMetricsEndpointWhileLoading(t *testing.T) {
+	t.Parallel()
 	_, _, _, _, args := slowLoad(t)
 	_, env := freshEnv(t)
-	args = append(args[:len(args):len(args)], "--metrics-addr", "127.0.0.1:0")
 	// Without --quiet: the address is printed either way, and the
 	// progress and summary must not get in its way.
-	for i, a := range args {
-		if a == "--quiet" {
-			args = append(args[:i:i], args[i+1:]...)
-			break
-		}
-	}
+	args = append(withoutArg(args, "--quiet"), "--metrics-addr", "127.0.0.1:0")
 	run := startWatched(t, env, args...)
 	url := run.waitLine(t, regexp.MustCompile(`^metrics: (http://127\.0\.0\.1:\d+/metrics)$`))
 	written := `loader_records_total{outcome="written"}`
-	var first map[string]float64
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var first, second map[string]float64
+	waitFor(t, "a record written", func() bool {
 		first = scrape(t, url)
-		if first[written] > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no record written after 30 s:\n%v", first)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	time.Sleep(1500 * time.Millisecond)
-	second := scrape(t, url)
+		return first[written] > 0
+	})
+	// The counters move: a later scrape sees more written and more RU.
+	waitFor(t, "the counters to move", func() bool {
+		second = scrape(t, url)
+		return second[written] > first[written] && second["loader_ru_consumed_total"] > first["loader_ru_consumed_total"]
+	})
 	for _, m := range []string{written, "loader_ru_consumed_total", "loader_requests_total", "loader_records_read_total"} {
 		if !(second[m] > 0) {
 			t.Errorf("%s = %v, want it moving", m, second[m])
 		}
-	}
-	if second[written] <= first[written] || second["loader_ru_consumed_total"] <= first["loader_ru_consumed_total"] {
-		t.Errorf("counters did not move in 1.5 s: written %v → %v, RU %v → %v",
-			first[written], second[written], first["loader_ru_consumed_total"], second["loader_ru_consumed_total"])
 	}
 	if got := second["loader_target_ru_per_second"]; got != 1000 {
 		t.Errorf("loader_target_ru_per_second = %v, want 1000", got)
@@ -188,15 +197,10 @@ func TestMetricsEndpointWhileLoading(t *testing.T) {
 // keys and an event; the run's start, progress, checkpoints and stop are
 // all there.
 func TestJSONLogLines(t *testing.T) {
+	t.Parallel()
 	_, _, _, _, args := slowLoad(t)
 	_, env := freshEnv(t)
-	var a []string
-	for _, x := range args {
-		if x != "--quiet" {
-			a = append(a, x)
-		}
-	}
-	a = append(a, "--log-format", "json", "--checkpoint-interval", "200ms", "--ru", "4000")
+	a := append(withoutArg(args, "--quiet"), "--log-format", "json", "--checkpoint-interval", "200ms", "--ru", "4000")
 	run := startWatched(t, env, a...)
 	if code := run.wait(t); code != 0 {
 		t.Fatalf("exit %d\n%s", code, run.all())
@@ -231,7 +235,7 @@ func TestJSONLogLines(t *testing.T) {
 			t.Errorf("no %q event; events: %v", ev, events)
 		}
 	}
-	if stop == nil || stop["records_written"] != 1200.0 || stop["exit_code"] != 0.0 || stop["status"] != "finished" {
-		t.Errorf("stop event %v, want 1,200 written, exit 0, finished", stop)
+	if stop == nil || stop["records_written"] != float64(slowRecords) || stop["exit_code"] != 0.0 || stop["status"] != "finished" {
+		t.Errorf("stop event %v, want %d written, exit 0, finished", stop, slowRecords)
 	}
 }

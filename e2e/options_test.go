@@ -12,6 +12,7 @@ import (
 // --priority and --throughput-bucket reach Cosmos DB as the SDK's request
 // headers on every item write.
 func TestPriorityAndThroughputBucketReachTheService(t *testing.T) {
+	t.Parallel()
 	tg := localTarget(t, emulatorOptions())
 	var mu sync.Mutex
 	seen := map[string]int{}

@@ -65,6 +65,7 @@ func parquetFixtureDocs(t *testing.T) map[string]map[string]any {
 }
 
 func TestParquetImportLandsExactlyAndRefusesTheCorruptFile(t *testing.T) {
+	t.Parallel()
 	dir := parquetFixtures(t, "types.parquet", "rows.parquet", "truncated.parquet")
 	writeFile(t, dir, "more.ndjson", []byte(`{"id":"j1","pk":"p9"}`+"\n"))
 	want := parquetFixtureDocs(t)
@@ -107,6 +108,7 @@ func TestParquetImportLandsExactlyAndRefusesTheCorruptFile(t *testing.T) {
 // (--columns n: the id and the partition key are kept), and the resume
 // must select them too: no document may carry "name".
 func TestParquetInterruptAndResumeMidFile(t *testing.T) {
+	t.Parallel()
 	tg := localTarget(t, emulator.Options{DefaultRU: 400})
 	dir := parquetFixtures(t, "rows.parquet")
 	input := filepath.Join(dir, "rows.parquet")
@@ -153,8 +155,6 @@ func TestParquetInterruptAndResumeMidFile(t *testing.T) {
 // file is; killed mid-load, resume reads on in every segment from its own
 // committed row, and every row lands once.
 func TestParquetSegmentsKilledAndResumed(t *testing.T) {
-	// Exactness, not speed, is checked: these kill-and-resume loops run
-	// side by side with each other after the timing-sensitive tests.
 	t.Parallel()
 	tg := localTarget(t, emulator.Options{DefaultRU: 400})
 	dir := parquetFixtures(t, "rows.parquet")
@@ -212,8 +212,6 @@ func TestParquetSegmentsKilledAndResumed(t *testing.T) {
 // the checkpoint marks that segment refused, so a resume reads on in the
 // others only.
 func TestParquetCorruptRowGroupRefusesOnlyItsSegment(t *testing.T) {
-	// Exactness, not speed, is checked: it runs side by side with the
-	// kill-and-resume loops after the timing-sensitive tests.
 	t.Parallel()
 	tg := localTarget(t, emulator.Options{DefaultRU: 100000})
 	dir := parquetFixtures(t, "rows.parquet")

@@ -14,6 +14,7 @@ import (
 // --report-html. The page must be self-contained and its RU/s chart drawn
 // from this run's own per-second figures.
 func TestQuickstartHTMLReportIsSelfContainedAndDrawnFromTheRun(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	htmlPath := filepath.Join(dir, "report.html")
 	jsonPath := filepath.Join(dir, "report.json")
@@ -22,7 +23,7 @@ func TestQuickstartHTMLReportIsSelfContainedAndDrawnFromTheRun(t *testing.T) {
 	if res.code != 0 {
 		t.Fatalf("exit %d\n%s", res.code, res.stderr)
 	}
-	if !strings.Contains(res.stderr, "embedded local Cosmos DB target") || !strings.Contains(res.stderr, htmlPath) {
+	if !strings.Contains(flat(res.stderr), "embedded local Cosmos DB target") || !strings.Contains(res.stderr, htmlPath) {
 		t.Errorf("stderr does not announce the embedded target and point at the report:\n%s", res.stderr)
 	}
 	page, err := os.ReadFile(htmlPath)

@@ -12,6 +12,7 @@ import (
 // The account key never appears in logs, reports, checkpoints, dead
 // letters or error messages — also when it is wrong.
 func TestKeyNeverLeaks(t *testing.T) {
+	t.Parallel()
 	const key = "bG9hZGVyLXNlY3JldC1rZXktZm9yLXRlc3RzLW9ubHk=" // base64("loader-secret-key-for-tests-only")
 	tg := localTarget(t, emulator.Options{DefaultRU: 100000, Key: key})
 	dir := t.TempDir()

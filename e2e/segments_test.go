@@ -7,8 +7,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
-	"time"
 
 	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/internal/emulator"
@@ -36,24 +36,52 @@ func sortedInput(t *testing.T, dir string, n, perKey, badEvery, badAt int, key s
 	return writeFile(t, dir, "sorted.ndjson", b.Bytes()), good, bad
 }
 
-// killEach runs the import, then a resume per further delay, each
-// SIGKILLed after its delay (it must not finish first), and hands check
-// the checkpoint each kill left.
-func killEach(t *testing.T, delays []time.Duration, ckpt string, importArgs, resumeArgs []string, check func(*checkpoint.State)) {
+// killAt says when killEach kills a run: once its checkpoint holds
+// records written by this run and ready (nil: nothing more) holds of it;
+// what names the moment, for a run that ends before it.
+type killAt struct {
+	what  string
+	ready func(*checkpoint.State) bool
+}
+
+// killEach runs the import, then a resume per further kill, each SIGKILLed
+// at its moment (it must not finish first), and hands check the checkpoint
+// each kill left. The kills follow what the checkpoint says, not the
+// clock, so a busy machine only makes them later.
+func killEach(t *testing.T, kills []killAt, ckpt string, importArgs, resumeArgs []string, check func(*checkpoint.State)) {
 	t.Helper()
-	for i, delay := range delays {
+	for i, k := range kills {
 		args := importArgs
 		if i > 0 {
 			args = resumeArgs
 		}
-		if finished, code, stderr := killRun(t, delay, args...); finished {
-			t.Fatalf("run %d finished (exit %d) before the kill; make the load longer:\n%s", i, code, stderr)
-		}
+		killWhen(t, ckpt, k, args...)
 		st, err := checkpoint.Load(ckpt)
 		if err != nil {
 			t.Fatalf("after kill %d: %v", i, err)
 		}
 		check(st)
+	}
+}
+
+// killWhen runs the loader with args and SIGKILLs it at k.
+func killWhen(t *testing.T, ckpt string, k killAt, args ...string) {
+	t.Helper()
+	var before int64
+	if st, err := checkpoint.Load(ckpt); err == nil {
+		before = st.Counters.RecordsWritten
+	}
+	cmd, wait := startLoader(t, args...)
+	waitFor(t, "a checkpoint with "+k.what, func() bool {
+		if cmd.Process.Signal(syscall.Signal(0)) != nil {
+			return true // the run ended: said below
+		}
+		st, err := checkpoint.Load(ckpt)
+		return err == nil && st.Counters.RecordsWritten > before && (k.ready == nil || k.ready(st))
+	})
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	if code, stderr := wait(); code != -1 { // -1: ended by the signal
+		t.Fatalf("%s ended (exit %d) before a checkpoint with %s:\n%s", args[0], code, k.what, stderr)
 	}
 }
 
@@ -97,12 +125,10 @@ func finishExactly(t *testing.T, ckpt, dl string, resumeArgs []string, good map[
 // every good record lands once, every bad line is in the dead-letter file
 // exactly once, and the checkpoint keeps one low-water mark per segment.
 func TestSegmentedLoadKilledAndResumedLandsExactly(t *testing.T) {
-	// Exactness, not speed, is checked: these kill-and-resume loops run
-	// side by side with each other after the timing-sensitive tests.
 	t.Parallel()
 	dir := t.TempDir()
 	// Sorted by key: 8 customers in long runs.
-	input, good, bad := sortedInput(t, dir, 8000, 1000, 997, 13, "pk", 150)
+	input, good, bad := sortedInput(t, dir, 4000, 500, 997, 13, "pk", 150)
 	data := filepath.Join(dir, "embedded")
 	ckpt := filepath.Join(dir, "ckpt.json")
 	dl := filepath.Join(dir, "dead.ndjson")
@@ -111,7 +137,7 @@ func TestSegmentedLoadKilledAndResumedLandsExactly(t *testing.T) {
 		"--checkpoint", ckpt, "--dead-letter", dl}, flags...)
 	resumeArgs := append([]string{"resume", ckpt}, flags...)
 
-	killEach(t, []time.Duration{900 * time.Millisecond, 1200 * time.Millisecond}, ckpt, importArgs, resumeArgs, func(st *checkpoint.State) {
+	killEach(t, []killAt{{what: "progress"}, {what: "progress"}}, ckpt, importArgs, resumeArgs, func(st *checkpoint.State) {
 		if n := len(st.Inputs[0].Segments); n != 4 {
 			t.Fatalf("checkpoint has %d segments, want 4", n)
 		}
@@ -145,13 +171,12 @@ func TestSegmentsSplitWhileLoadingSurviveKills(t *testing.T) {
 		"--partition-key", "/tenant", "--ru", "6000", "--read-ahead", "256", "--checkpoint", ckpt, "--dead-letter", dl}, common...)
 	resumeArgs := append([]string{"resume", ckpt}, common...)
 
-	split := 0
-	killEach(t, []time.Duration{2500 * time.Millisecond, 1500 * time.Millisecond}, ckpt, importArgs, resumeArgs, func(st *checkpoint.State) {
-		split = max(split, len(st.Inputs[0].Segments))
+	split := killAt{what: "the file split while loading", ready: func(st *checkpoint.State) bool { return len(st.Inputs[0].Segments) >= 2 }}
+	killEach(t, []killAt{split, {what: "progress"}}, ckpt, importArgs, resumeArgs, func(st *checkpoint.State) {
+		if n := len(st.Inputs[0].Segments); n < 2 {
+			t.Errorf("the split segments are not in the checkpoint after the kill: %d segments", n)
+		}
 	})
-	if split < 2 {
-		t.Errorf("no split reached the checkpoint: %d segments", split)
-	}
 	st := finishExactly(t, ckpt, dl, resumeArgs, good, bad, func() map[string]map[string]any {
 		return readAll(t, target{name: "standalone", endpoint: endpoint, key: emulator.WellKnownKey, local: true}, "seg", "c")
 	})
@@ -165,22 +190,18 @@ func TestSegmentsSplitWhileLoadingSurviveKills(t *testing.T) {
 // part-way together — and, resumed, lands every good record once and
 // dead-letters every bad line once.
 func TestKeyedFilesReadAtOnceSurviveKills(t *testing.T) {
-	// Exactness, not speed, is checked: these kill-and-resume loops run
-	// side by side with each other after the timing-sensitive tests.
 	t.Parallel()
-	together := loadKeyedFilesWithKills(t, 12, 500, nil, func(in checkpoint.Input) bool {
+	loadKeyedFilesWithKills(t, 12, 500, nil, func(in checkpoint.Input) bool {
 		return in.Committed.Line > 0 && in.Committed.Line < 500 && len(in.Segments) == 0
 	})
-	if together < 3 {
-		t.Errorf("at most %d files were part-way at a kill: they were read one after another", together)
-	}
 }
 
 // loadKeyedFilesWithKills loads keyedFiles(files, perFile) into a
 // standalone target of four partitions with the flags given, killing it
-// twice and resuming it, and checks that it lands exactly; it returns the
-// most files partWay said were part-way at one kill.
-func loadKeyedFilesWithKills(t *testing.T, files, perFile int, flags []string, partWay func(checkpoint.Input) bool) int {
+// twice — each time once partWay says three or more files are part-way —
+// and resuming it, and checks that it lands exactly. A load that reads its
+// files one after another ends before such a checkpoint.
+func loadKeyedFilesWithKills(t *testing.T, files, perFile int, flags []string, partWay func(checkpoint.Input) bool) {
 	t.Helper()
 	dir := t.TempDir()
 	inputs, good, bad := keyedFiles(t, dir, files, perFile)
@@ -192,21 +213,22 @@ func loadKeyedFilesWithKills(t *testing.T, files, perFile int, flags []string, p
 		"--partition-key", "/tenant", "--ru", "6000", "--read-ahead", "256", "--checkpoint", ckpt, "--dead-letter", dl}, flags...), common...)...)
 	resumeArgs := append([]string{"resume", ckpt}, common...)
 
-	together := 0
-	killEach(t, []time.Duration{1500 * time.Millisecond, 1200 * time.Millisecond}, ckpt, importArgs, resumeArgs, func(st *checkpoint.State) {
+	together := func(st *checkpoint.State) int {
 		n := 0
 		for _, in := range st.Inputs {
 			if partWay(in) {
 				n++
 			}
 		}
-		together = max(together, n)
-		t.Logf("%d files part-way", n)
+		return n
+	}
+	atOnce := killAt{what: "three or more files part-way", ready: func(st *checkpoint.State) bool { return together(st) >= 3 }}
+	killEach(t, []killAt{atOnce, atOnce}, ckpt, importArgs, resumeArgs, func(st *checkpoint.State) {
+		t.Logf("%d files part-way", together(st))
 	})
 	finishExactly(t, ckpt, dl, resumeArgs, good, bad, func() map[string]map[string]any {
 		return readAll(t, target{name: "standalone", endpoint: endpoint, key: emulator.WellKnownKey, local: true}, "files", "c")
 	})
-	return together
 }
 
 // keyedFiles writes files NDJSON files of perFile records, all of file f
@@ -239,15 +261,10 @@ func keyedFiles(t *testing.T, dir string, files, perFile int) (inputs []string, 
 // of three or more files part-way — and, resumed, every good record lands
 // once and every bad line is dead-lettered once.
 func TestSegmentsOfKeyedFilesAreReadAcrossFiles(t *testing.T) {
-	// Exactness, not speed, is checked: these kill-and-resume loops run
-	// side by side with each other after the timing-sensitive tests.
 	t.Parallel()
-	together := loadKeyedFilesWithKills(t, 4, 3000, []string{"--segments", "3"}, func(in checkpoint.Input) bool {
+	loadKeyedFilesWithKills(t, 4, 1500, []string{"--segments", "3"}, func(in checkpoint.Input) bool {
 		return slices.ContainsFunc(in.Segments, func(s checkpoint.Segment) bool {
 			return s.Committed.Offset > s.Start.Offset && (s.End == 0 || s.Committed.Offset < s.End)
 		})
 	})
-	if together < 3 {
-		t.Errorf("at most %d files were part-way at a kill: their segments were read file after file", together)
-	}
 }

@@ -10,6 +10,7 @@ import (
 // TLS verification stays on unless --insecure-skip-verify: against a
 // self-signed target the import fails without it and works with it.
 func TestTLSVerificationIsOnUnlessSkipped(t *testing.T) {
+	t.Parallel()
 	s := localTarget(t, emulator.Options{DefaultRU: 100000, TLS: true})
 	if !strings.HasPrefix(s.endpoint, "https://") {
 		t.Fatalf("the TLS target serves %s", s.endpoint)
@@ -29,6 +30,7 @@ func TestTLSVerificationIsOnUnlessSkipped(t *testing.T) {
 // Hierarchical partition keys (up to three paths) land with every
 // component, in a MultiHash container the loader creates.
 func TestHierarchicalPartitionKey(t *testing.T) {
+	t.Parallel()
 	tg := localTarget(t, emulatorOptions())
 	in := writeFile(t, t.TempDir(), "h.ndjson", []byte(
 		"{\"id\":\"1\",\"tenant\":\"a\",\"user\":\"u1\",\"session\":1}\n"+

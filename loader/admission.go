@@ -53,14 +53,15 @@ type admission interface {
 	admit(ctx context.Context, part int, ru float64) error
 	release()
 	// repay reserves ru on part again before a request admitted once is
-	// resent (after a 429, a split).
+	// resent, whatever the retry policy resent it for.
 	repay(ctx context.Context, part int, ru float64) error
 	// observe learns an answer's latency; settle corrects part's spend
 	// from the estimate to the actual charge of a request not throttled.
 	observe(latency time.Duration)
 	settle(part int, estimated, actual float64)
-	// throttled takes a 429 with the server's retry-after; the resend
-	// repays before it goes.
+	// throttled carries out the retry policy's wait after a 429 (the
+	// server's retry-after): the strategy's whole reaction to it. The
+	// resend repays before it goes.
 	throttled(ctx context.Context, part int, retryAfter time.Duration) error
 	// succeeded learns a written request's charge.
 	succeeded(part int, charge float64)
@@ -172,9 +173,9 @@ func (a *pacedAdmission) settle(part int, estimated, actual float64) {
 	a.pacer.Settle(part, estimated, actual)
 }
 
-// throttled pauses the partition for the retry-after and cuts its rate;
-// the repay that follows both honours the pause and pays again the
-// estimate the refused request never used.
+// throttled has the pacer pause the partition for the retry-after and
+// set its rate by its AIMD policy; the repay that follows both honours the
+// pause and pays again the estimate the refused request never used.
 func (a *pacedAdmission) throttled(_ context.Context, part int, retryAfter time.Duration) error {
 	a.pacer.Throttled(part, retryAfter)
 	return nil

@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cosmosloader/loader/loader/readplan"
 )
 
 // batchesOK says whether batches may be sent now: the server has not
@@ -115,7 +116,7 @@ func ParseBatch(s string) (int, error) {
 	return n, nil
 }
 
-// batchKey is a record's full (hierarchical) logical partition key as a
+// BatchKey is a record's full (hierarchical) logical partition key as a
 // map key: two records batch together only when every component matches,
 // type included ("1" and 1 are different keys). The common single string
 // key is the string itself, not a copy; a string key that starts with a
@@ -123,15 +124,15 @@ func ParseBatch(s string) (int, error) {
 // its components after NUL, 1, so no two keys meet. A string, not a
 // struct, so that maps of keys take Go's fast path for string keys: the
 // struct's hash was two thirds of a dry-run's request planning.
-type batchKey string
+type BatchKey string
 
-func keyOf(pk []any) batchKey {
+func keyOf(pk []any) BatchKey {
 	if len(pk) == 1 {
 		if s, ok := pk[0].(string); ok {
 			if s != "" && s[0] == 0 {
-				return batchKey("\x00\x00" + s)
+				return BatchKey("\x00\x00" + s)
 			}
-			return batchKey(s)
+			return BatchKey(s)
 		}
 	}
 	var b strings.Builder
@@ -157,7 +158,7 @@ func keyOf(pk []any) batchKey {
 		}
 		b.WriteByte(0)
 	}
-	return batchKey(b.String())
+	return BatchKey(b.String())
 }
 
 // groupBatches splits a window of queued records into requests: records
@@ -174,7 +175,7 @@ func groupBatches(window []*item, maxOps, maxBytes int, maxRU float64) [][]*item
 // (dry-run's planner, a window per 1,024 records); the import's dispatchers
 // hand their requests to writers, so they take fresh ones (groupBatches).
 type batchGrouper struct {
-	chunks map[batchKey]int // a key's chunk being filled: its index in out
+	chunks map[BatchKey]int // a key's chunk being filled: its index in out
 	bytes  []int            // the bytes of each chunk in out
 	rus    []float64        // the estimated RU of each chunk in out
 	out    [][]*item
@@ -184,7 +185,7 @@ type batchGrouper struct {
 // of documents, and of at most maxRU estimated (0: no bound).
 func (g *batchGrouper) group(window []*item, maxOps, maxBytes int, maxRU float64) [][]*item {
 	if g.chunks == nil {
-		g.chunks = make(map[batchKey]int, len(window))
+		g.chunks = make(map[BatchKey]int, len(window))
 	}
 	clear(g.chunks)
 	out, bytes, rus := g.out[:0], g.bytes[:0], g.rus[:0]
@@ -217,9 +218,9 @@ func (g *batchGrouper) group(window []*item, maxOps, maxBytes int, maxRU float64
 // more when some key already has two or more records waiting, and sends
 // each key's records as batches, lone records as point writes.
 func (r *run) dispatchBatched(lane int, q <-chan *item, admit func(part int, ru float64) bool, start func(func()), away *rehomer) {
-	_, maxWindow := batchSplit(r.o.QueuePerPartition, r.o.Batch)
+	_, maxWindow := readplan.QueueAndWindow(r.o.QueuePerPartition, r.o.Batch)
 	window := make([]*item, 0, maxWindow)
-	counts := make(map[batchKey]int)
+	counts := make(map[BatchKey]int)
 	for {
 		it, ok := <-q
 		if !ok {
@@ -301,7 +302,7 @@ func (r *run) dispatchBatched(lane int, q <-chan *item, admit func(part int, ru 
 				continue
 			}
 			if admit(r.route(g...), estimateOf(g)) {
-				start(func() { r.writeBatch(g) })
+				start(func() { r.write(g...) })
 			}
 		}
 		clear(window) // let written documents go
@@ -319,148 +320,19 @@ func estimateOf(g []*item) float64 {
 	return s
 }
 
-// writeBatch sends records that share a key as transactional batches until
-// each is written, counted as existing, dead-lettered, or the run stops.
-// The caller has reserved the records' estimate. A batch is atomic, so a
-// refused operation (its own status; 424 for the others) splits it: the
-// operations before the refused one, which ran and were rolled back, are
-// resent as a batch, the refused record is classified as a point write
-// would be, and the ones after it (never run) are resent as another batch.
-func (r *run) writeBatch(items []*item) {
-	bs := r.o.Sink.(BatchSink)
-	part := items[0].part // where the dispatcher reserved
-	pending := [][]*item{items}
-	reserved := true // the dispatcher paid for the first attempt
-	transient := 0
-	for len(pending) > 0 {
-		g := pending[0]
-		pending = pending[1:]
-		if len(g) == 1 || !r.batchesOK() {
-			if reserved && len(g) > 1 {
-				// Paid for as one batch, sent as point writes: the first
-				// keeps its own estimate, the others pay their own.
-				r.adm.settle(part, estimateOf(g), g[0].est)
-			}
-			for _, it := range g {
-				if !reserved {
-					if err := r.adm.repay(r.wctx, r.route(it), it.est); err != nil {
-						return
-					}
-				}
-				reserved = false
-				r.write(it)
-			}
-			continue
-		}
-		est := estimateOf(g)
-		if !reserved {
-			// Each resend is routed again: the partitions may have split.
-			part = r.route(g...)
-			if err := r.adm.repay(r.wctx, part, est); err != nil {
-				return
-			}
-		}
-		reserved = false
-		docs := make([]Document, len(g))
-		for i, it := range g {
-			docs[i] = it.doc
-		}
-		began := r.o.Clock.Now()
-		out := bs.WriteBatch(r.wctx, docs)
-		r.adm.observe(r.o.Clock.Now().Sub(began))
-		if r.wctx.Err() != nil && out.Status == 0 {
-			return // drain deadline passed: left unacknowledged, replayed on resume
-		}
-		r.requests.Add(1)
-		r.ruMilli.Add(int64(out.Charge * 1000))
-		class, wait := Classify(out.Outcome)
-		if class != Throttled {
-			r.adm.settle(part, est, out.Charge)
-		}
-		switch {
-		case class == Done || out.Status == http.StatusMultiStatus:
-			r.health.succeeded(r.o.Clock.Now()) // the service answered the batch
-		case class == Throttled || class == Transient:
-			r.health.failed(r.o.Clock.Now(), out.Outcome)
-		}
-		switch {
-		case out.Status == http.StatusMultiStatus:
-			rest, ok := r.splitRefused(g, out)
-			if !ok {
-				return
-			}
-			pending = append(rest, pending...)
-			continue
-		case class == Done:
-			r.batchWorked.Store(true)
-			r.batchDone(g, out)
-			continue
-		case class == Throttled:
-			r.throttled.Add(1)
-			r.retries[retryThrottled].Add(1) // one resend of the whole batch
-			pending = append([][]*item{g}, pending...)
-			if err := r.adm.throttled(r.wctx, r.route(g...), wait); err != nil {
-				return
-			}
-			reserved = false // re-pays the estimate and honours the pause
-		case out.Status == http.StatusInternalServerError && !r.batchWorked.Load():
-			// A server that has never taken a batch and answers one with
-			// 500 does not support them (@vercel/cosmosdb-server): point
-			// writes for the rest of the run, said once.
-			if r.batchOff.CompareAndSwap(false, true) && r.o.Logf != nil {
-				r.o.Logf("transactional batches are not supported by this server (%s): sending point writes for the rest of the run", outcomeText(out.Outcome))
-			}
-			pending = append([][]*item{g}, pending...)
-		case class == Transient:
-			transient++
-			if transient >= r.o.MaxTransientAttempts {
-				r.stop(FatalError, fmt.Errorf("write a batch of %d (%s): gave up after %d attempts: %s",
-					len(g), g[0].where(), transient, outcomeText(out.Outcome)))
-				return
-			}
-			r.retries[retryClass(out.Outcome)].Add(1)
-			pending = append([][]*item{g}, pending...)
-			if err := r.o.Clock.Sleep(r.wctx, Backoff(transient, 100*time.Millisecond, 5*time.Second, rand.Float64())); err != nil {
-				return
-			}
-		case class == Gone:
-			// A split: the routing is refreshed and the batch resent,
-			// however long the split takes (never dead-lettered).
-			r.retries[retryClass(out.Outcome)].Add(1)
-			if r.o.OnGone != nil {
-				r.o.OnGone()
-			}
-			pending = append([][]*item{g}, pending...)
-			if err := r.o.Clock.Sleep(r.wctx, max(wait, 200*time.Millisecond)); err != nil {
-				return
-			}
-		case class == Fatal:
-			if r.wctx.Err() == nil {
-				r.stop(FatalError, fmt.Errorf("write a batch of %d (%s): %s", len(g), g[0].where(), outcomeText(out.Outcome)))
-			}
-			return
-		default:
-			// The batch as a whole was refused (400, 413): the documents may
-			// each be fine, so each gets the outcome of its own point write.
-			pending = append(singles(g), pending...)
-		}
-		if r.wctx.Err() != nil {
-			return
-		}
-	}
-}
-
-func singles(g []*item) [][]*item {
-	out := make([][]*item, len(g))
+// singles makes each record of g a request of its own: a point write that
+// counts its own attempts.
+func singles(g []*item) []request {
+	out := make([]request, len(g))
 	for i := range g {
-		out[i] = g[i : i+1 : i+1]
+		out[i] = request{items: g[i : i+1 : i+1]}
 	}
 	return out
 }
 
-// batchDone acknowledges a committed batch; its operations' charges
-// calibrate the cost model as point writes' would.
-func (r *run) batchDone(g []*item, out BatchOutcome) {
+// wrote acknowledges a committed request; its operations' charges (a
+// point write's, or each of a batch's) calibrate the cost model.
+func (r *run) wrote(g []*item, out BatchOutcome) {
 	perOp := out.Charge / float64(len(g))
 	for i, it := range g {
 		c := perOp
@@ -478,10 +350,25 @@ func (r *run) batchDone(g []*item, out BatchOutcome) {
 	r.adm.succeeded(g[0].part, out.Charge)
 }
 
-// splitRefused handles a 207: the refused operation's record is
-// acknowledged as a point write with that status would be, and the
-// others are returned to be resent. ok is false when the run must stop.
-func (r *run) splitRefused(g []*item, out BatchOutcome) (rest [][]*item, ok bool) {
+// batchesRefused reports whether a batch's answer says the server does
+// not execute batches: a 500 from a server that has never taken one
+// (@vercel/cosmosdb-server). The rest of the run sends point writes, and
+// says so once.
+func (r *run) batchesRefused(o Outcome) bool {
+	if o.Status != http.StatusInternalServerError || r.batchWorked.Load() {
+		return false
+	}
+	if r.batchOff.CompareAndSwap(false, true) && r.o.Logf != nil {
+		r.o.Logf("transactional batches are not supported by this server (%s): sending point writes for the rest of the run", outcomeText(o))
+	}
+	return true
+}
+
+// splitRefused handles a 207: the refused operation's record is decided
+// as a point write with that status would be, and the others are returned
+// to be resent, each part a new request with attempts of its own. ok is
+// false when the run must stop.
+func (r *run) splitRefused(g []*item, out BatchOutcome) (rest []request, ok bool) {
 	failed := -1
 	for i, op := range out.Ops {
 		if op.Status != http.StatusFailedDependency {
@@ -494,54 +381,35 @@ func (r *run) splitRefused(g []*item, out BatchOutcome) (rest [][]*item, ok bool
 		return singles(g), true
 	}
 	it, op := g[failed], out.Ops[failed]
-	switch class, _ := Classify(op); class {
-	case Exists:
-		r.skipped.Add(1)
-		r.sinceCheckpoint.Add(1)
-		r.tr.ack(it.input, it.seq, resultSkipped, nil)
-	case Permanent:
-		r.deadLetter(it.input, it.seq, &DeadLetter{
-			Source: it.path, Line: it.line, base: it.base, Offset: it.off,
-			Reason: "rejected", Error: outcomeText(op), Status: op.Status, ID: it.doc.ID,
-			Raw: string(it.doc.Body),
-		})
-	case Fatal:
-		if r.wctx.Err() == nil {
-			r.stop(FatalError, fmt.Errorf("write %s (%s): %s", it.doc.ID, it.where(), outcomeText(op)))
-		}
+	class, retryAfter := Classify(op)
+	// The jitter is moot: a record resent from a refused batch waits only
+	// for its own reservation.
+	d, tries := r.policy.decide(class, retryAfter, attempts{}, 0)
+	switch d.verdict {
+	case verdictExists, verdictRefused:
+		r.skipOrDeadLetter(it, d, op)
+	case verdictStop:
+		r.giveUp(g[failed:failed+1], d, op)
 		return nil, false
 	default:
 		// Throttled, transient or (oddly) done inside a failed batch:
 		// nothing was applied, so the record is simply sent again alone.
-		rest = append(rest, g[failed:failed+1:failed+1])
+		rest = append(rest, request{items: g[failed : failed+1 : failed+1], tries: tries})
 	}
 	if failed > 0 {
-		rest = append([][]*item{g[:failed:failed]}, rest...)
+		rest = append([]request{{items: g[:failed:failed]}}, rest...)
 	}
 	if failed+1 < len(g) {
-		rest = append(rest, g[failed+1:])
+		rest = append(rest, request{items: g[failed+1:]})
 	}
 	return rest, true
 }
 
-// batchSplit divides a partition's read-ahead between its queue and the
-// window of records its dispatcher groups at once (half each, the window at
-// most 1,024 and at least a full batch), so batching holds no more records
-// in memory than the read-ahead says. Without batches the queue is all of
-// it.
-func batchSplit(readAhead, maxOps int) (queue, window int) {
-	if maxOps < 2 {
-		return readAhead, 0
-	}
-	window = max(maxOps, min(readAhead/2, 1024))
-	return max(readAhead-window, 1), window
-}
-
-// requestPlanner groups records into requests as the import's dispatchers
+// RequestPlanner groups records into requests as the import's dispatchers
 // do when their queues are full (the paced steady state): per physical
 // partition, windows of queued records grouped by key. dry-run and the
 // naive-versus-paced model count requests with it.
-type requestPlanner struct {
+type RequestPlanner struct {
 	maxOps, maxBytes, window int
 	send                     func(part int, records int, ru float64)
 	wins                     [][]*item // per partition: the window, pointing into slab
@@ -549,15 +417,15 @@ type requestPlanner struct {
 	grouper                  batchGrouper
 }
 
-func newRequestPlanner(parts, maxOps, queue int, send func(part, records int, ru float64)) *requestPlanner {
-	_, window := batchSplit(queue, maxOps)
+func NewRequestPlanner(parts, maxOps, queue int, send func(part, records int, ru float64)) *RequestPlanner {
+	_, window := readplan.QueueAndWindow(queue, maxOps)
 	parts = max(parts, 1)
-	return &requestPlanner{maxOps: maxOps, maxBytes: DefaultBatchBytes, window: max(window, 1),
+	return &RequestPlanner{maxOps: maxOps, maxBytes: DefaultBatchBytes, window: max(window, 1),
 		send: send, wins: make([][]*item, parts), slab: make([][]item, parts)}
 }
 
-// add queues a record of partition part, its key's keyOf key.
-func (p *requestPlanner) add(part int, key batchKey, size int, ru float64) {
+// Add queues a record of partition part, its key's keyOf key.
+func (p *RequestPlanner) Add(part int, key BatchKey, size int, ru float64) {
 	if p.maxOps < 2 {
 		p.send(part, 1, ru)
 		return
@@ -579,7 +447,7 @@ func (p *requestPlanner) add(part int, key batchKey, size int, ru float64) {
 	}
 }
 
-func (p *requestPlanner) flushPart(part int) {
+func (p *RequestPlanner) flushPart(part int) {
 	for _, g := range p.grouper.group(p.wins[part], p.maxOps, p.maxBytes, 0) {
 		p.send(part, len(g), estimateOf(g))
 	}
@@ -589,7 +457,7 @@ func (p *requestPlanner) flushPart(part int) {
 	p.wins[part] = p.wins[part][:0]
 }
 
-func (p *requestPlanner) flush() {
+func (p *RequestPlanner) Flush() {
 	for part := range p.wins {
 		p.flushPart(part)
 	}

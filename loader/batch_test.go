@@ -293,6 +293,37 @@ func TestRunBatchCountsExistingInCreateMode(t *testing.T) {
 	checkExact(t, res, s, 300, nil, dl, 300-43, 43)
 }
 
+// Create mode over records already there splits a batch of N about N
+// times, each 207 naming the first existing record. A transient fault
+// along that chain is the faulted request's own: a chain ten times longer
+// than MaxTransientAttempts, meeting a 408 or 503 every fourth request,
+// finishes with every record counted, though the run met far more faults
+// than one request may.
+func TestSplitChainCountsEachPartsOwnAttempts(t *testing.T) {
+	const n = 300
+	s := newFakeBatchSink(true, nil)
+	for i := range n {
+		s.puts[fmt.Sprintf("d%d", i)] = 1 // written by an earlier run
+	}
+	s.whole = func(call int) int {
+		switch call % 8 {
+		case 0:
+			return 408
+		case 4:
+			return 503
+		}
+		return 0
+	}
+	clk := clocktest.NewAuto(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	res, dl := runFake(t, keyedDocs(n, 1), s.fakeSink, func(o *Options) {
+		o.Sink, o.Batch, o.Mode, o.Clock = s, 100, ModeCreate, clk
+	})
+	checkExact(t, res, s, n, nil, dl, 0, n)
+	if r := res.Live.Retries; r.Timeout+r.Unavailable < 3*10 {
+		t.Errorf("retries %+v: the faults never added up to more than one request may meet", r)
+	}
+}
+
 func TestRunBatchThrottledIsRetriedWhole(t *testing.T) {
 	p := &noPacer{}
 	s := newFakeBatchSink(false, nil)
@@ -375,25 +406,25 @@ func TestBatchGrouperReuseGroupsLikeFresh(t *testing.T) {
 func TestRequestPlannerCountsBatchesAsTheImportSendsThem(t *testing.T) {
 	var requests, records int
 	var ru float64
-	p := newRequestPlanner(2, 100, 512, func(part, n int, r float64) { requests++; records += n; ru += r })
+	p := NewRequestPlanner(2, 100, 512, func(part, n int, r float64) { requests++; records += n; ru += r })
 	for i := range 250 {
-		p.add(0, keyOf([]any{"hot"}), 300, 5)
+		p.Add(0, keyOf([]any{"hot"}), 300, 5)
 		if i%50 == 0 {
-			p.add(1, keyOf([]any{fmt.Sprint("u", i)}), 300, 5) // unique keys: point writes
+			p.Add(1, keyOf([]any{fmt.Sprint("u", i)}), 300, 5) // unique keys: point writes
 		}
 	}
-	p.flush()
+	p.Flush()
 	// 250 records of one key: a window of 256 (half the read-ahead of 512)
 	// holds them all → 100, 100, 50.
 	if requests != 3+5 || records != 255 || ru != 255*5 {
 		t.Errorf("%d requests for %d records, %.0f RU; want 8 for 255, 1275 RU", requests, records, ru)
 	}
 	off := 0
-	p = newRequestPlanner(1, 0, 256, func(int, int, float64) { off++ })
+	p = NewRequestPlanner(1, 0, 256, func(int, int, float64) { off++ })
 	for range 250 {
-		p.add(0, keyOf([]any{"hot"}), 300, 5)
+		p.Add(0, keyOf([]any{"hot"}), 300, 5)
 	}
-	p.flush()
+	p.Flush()
 	if off != 250 {
 		t.Errorf("--batch off: %d requests for 250 records", off)
 	}
@@ -499,7 +530,7 @@ func TestBatchesAreCutToTheBoundWhenSent(t *testing.T) {
 func TestBatchKeysMeetOnlyForTheSameKey(t *testing.T) {
 	pks := [][]any{{"a"}, {"1"}, {1.0}, {true}, {false}, {nil}, {""}, {"a", "b"}, {"ab"}, {"a", 1.0}, {"a", "1"},
 		{"\x00"}, {"\x00\x00"}, {"\x00\x01s1:a\x00"}, {"\x00\x01sa"}, {"\x00\x00a"}, {"\x00a"}, {"", ""}, {"a", nil}}
-	seen := map[batchKey]int{}
+	seen := map[BatchKey]int{}
 	for i, pk := range pks {
 		k := keyOf(pk)
 		if j, ok := seen[k]; ok {

@@ -7,7 +7,8 @@ import (
 	"time"
 )
 
-// Class says what to do with the outcome of one write attempt.
+// Class sorts the outcome of one write attempt; the retry policy
+// (retryPolicy.decide) says what follows from it.
 type Class int
 
 const (
@@ -16,10 +17,12 @@ const (
 	// Exists: create mode hit 409 Conflict. On a replayed range an earlier,
 	// interrupted run wrote it; either way the container already holds it.
 	Exists
-	// Throttled: 429; resend after the server's retry-after.
+	// Throttled: 429; resend after the server's retry-after, which
+	// admission carries out (the pacer pauses the partition and cuts its
+	// rate).
 	Throttled
 	// Transient: 408, 449, 503, connection resets, timeouts; resend with
-	// jittered exponential backoff.
+	// jittered exponential backoff, a bounded number of times per request.
 	Transient
 	// Permanent: the document itself is refused (400, 413, …); dead-letter
 	// it and go on.
@@ -47,9 +50,11 @@ type Outcome struct {
 	Err        error         // transport error when Status == 0
 }
 
-// Classify decides how to treat a write attempt's outcome. It is pure so
-// every branch is tested with hand-built outcomes; ctx-cancellation is not
-// classified here (the caller checks its own context first).
+// Classify sorts a write attempt's outcome, the first step of the retry
+// policy (retry.go), and returns the server's retry-after where the class
+// honours one. It is pure so every branch is tested with hand-built
+// outcomes; ctx-cancellation is not classified here (the caller checks its
+// own context first).
 func Classify(o Outcome) (Class, time.Duration) {
 	switch {
 	case o.Status == 0 && o.Err == nil:
@@ -81,16 +86,4 @@ func Classify(o Outcome) (Class, time.Duration) {
 	default: // 400, 413, 412, and anything else the document caused
 		return Permanent, 0
 	}
-}
-
-// Backoff returns the wait before transient retry number attempt (1-based):
-// exponential from base, capped, with full jitter drawn from rnd in [0,1).
-func Backoff(attempt int, base, maxWait time.Duration, rnd float64) time.Duration {
-	d := base
-	for i := 1; i < attempt && d < maxWait; i++ {
-		d *= 2
-	}
-	d = min(d, maxWait)
-	// Full jitter keeps retrying writers from synchronising.
-	return time.Duration(float64(d) * (0.5 + rnd/2))
 }

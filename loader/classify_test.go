@@ -47,23 +47,3 @@ func TestClassify(t *testing.T) {
 		})
 	}
 }
-
-func TestBackoffGrowsAndCaps(t *testing.T) {
-	base, maxWait := 100*time.Millisecond, 2*time.Second
-	for _, tt := range []struct {
-		attempt  int
-		rnd      float64
-		min, max time.Duration
-	}{
-		{1, 0, 50 * time.Millisecond, 50 * time.Millisecond},
-		{1, 0.999, 99 * time.Millisecond, 100 * time.Millisecond},
-		{3, 1, 400 * time.Millisecond, 400 * time.Millisecond},
-		{20, 1, maxWait, maxWait},
-		{20, 0, maxWait / 2, maxWait / 2},
-	} {
-		got := Backoff(tt.attempt, base, maxWait, tt.rnd)
-		if got < tt.min || got > tt.max {
-			t.Errorf("Backoff(%d, rnd=%v) = %v, want in [%v, %v]", tt.attempt, tt.rnd, got, tt.min, tt.max)
-		}
-	}
-}

@@ -3,6 +3,7 @@ package loader
 import (
 	"math"
 
+	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/pacing"
 )
 
@@ -11,9 +12,9 @@ import (
 // The import report only has the charges' distribution, not their order
 // or partitions, so records are spread evenly over the partitions, and
 // sent perRequest at a time (batches) at perRequest times the cost.
-func compare(h *Histogram, target float64, parts int, perRequest float64) (NaiveFigures, PacedFigures) {
+func compare(h *Histogram, target float64, parts int, perRequest float64) (report.NaiveFigures, report.PacedFigures) {
 	if target <= 0 {
-		return NaiveFigures{}, PacedFigures{}
+		return report.NaiveFigures{}, report.PacedFigures{}
 	}
 	parts = max(parts, 1)
 	m := pacing.NewModel(target, parts)
@@ -30,11 +31,5 @@ func compare(h *Histogram, target float64, parts int, perRequest float64) (Naive
 			}
 		}
 	}
-	return figures(m)
-}
-
-func figures(m *pacing.Model) (NaiveFigures, PacedFigures) {
-	n, p := m.Naive(), m.Paced()
-	return NaiveFigures{Requests: n.Requests, Throttled: n.Throttled, Passes: n.Passes, Seconds: round2(n.Seconds)},
-		PacedFigures{Requests: p.Requests, Throttled: p.Throttled, Seconds: round2(p.Seconds)}
+	return report.Modelled(m)
 }

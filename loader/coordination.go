@@ -5,7 +5,9 @@ import (
 	"errors"
 	"time"
 
+	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/internal/clock"
+	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/loader/source"
 )
 
@@ -21,7 +23,19 @@ type SharedStore interface {
 	Shards(cfg ShardsConfig) (ShardClaimer, error)
 	// URL names the store in messages and the report.
 	URL() string
+	// Check makes one request with the store's credentials: nil when it
+	// answers and takes them (its container need not exist yet); an error
+	// wrapping ErrStorageRefused or ErrStorageUnreachable otherwise.
+	Check(ctx context.Context) error
 }
+
+// What SharedStore.Check finds wrong.
+var (
+	// ErrStorageRefused: the store answered and refused the credentials.
+	ErrStorageRefused = errors.New("lease storage refused the credentials")
+	// ErrStorageUnreachable: the store did not answer.
+	ErrStorageUnreachable = errors.New("lease storage does not answer")
+)
 
 // OpenStore opens the store named by a connection string (a secret) or an
 // account URL, and a container name ("" for the default).
@@ -48,17 +62,9 @@ type Capacity interface {
 	// SetTarget changes the RU/s shared: the container's throughput
 	// changed, and the capacity partitions' size follows.
 	SetTarget(ru float64)
-	History() []LeaseSample
+	History() []report.LeaseSample
 	// Run keeps the leases until ctx ends, then releases them.
 	Run(ctx context.Context) error
-}
-
-// LeaseSample is one change of the capacity a process holds, for the report.
-type LeaseSample struct {
-	Time      time.Time `json:"time"`
-	Held      int       `json:"held"`
-	LimitRU   float64   `json:"limit_ru"`
-	StorageOK bool      `json:"storage_ok"`
 }
 
 // ShardsConfig configures the shards of one shared load.
@@ -101,6 +107,8 @@ type ShardProgress struct {
 	Written        int64 `json:"written"`
 	DeadLettered   int64 `json:"dead_lettered"`
 	DeadLetterSize int64 `json:"dead_letter_size,omitempty"`
+	// Ahead: see checkpoint.Ahead.
+	Ahead *checkpoint.Ahead `json:"ahead,omitempty"`
 }
 
 // ShardClaimer hands out unfinished shards; (nil, nil) means every shard is

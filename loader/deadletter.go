@@ -8,8 +8,10 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
+	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/loader/source"
 )
 
@@ -30,10 +32,13 @@ type DeadLetter struct {
 	Status int    `json:"status,omitempty"`
 	ID     string `json:"id,omitempty"`
 	// Raw is the record's text; RawBase64 replaces it when the text is not
-	// valid UTF-8, so the bytes survive exactly. Truncated marks a cut.
+	// valid UTF-8, so the bytes survive exactly. Truncated marks a cut to
+	// the first maxRawBytes, and RawLength then says how long the record
+	// was: its bytes in the input, up to its line break.
 	Raw       string `json:"raw,omitempty"`
 	RawBase64 string `json:"raw_base64,omitempty"`
 	Truncated bool   `json:"truncated,omitempty"`
+	RawLength int64  `json:"raw_length,omitempty"`
 	// base is where Line counts from until run.countLines counts the
 	// lines before it (see source.Position.Base).
 	base int64
@@ -41,8 +46,19 @@ type DeadLetter struct {
 
 func newDeadLetter(rec *source.Record, reason, msg string, raw []byte) *DeadLetter {
 	d := &DeadLetter{Source: rec.Path, Line: rec.Line, base: rec.Base, Offset: rec.Offset, Reason: reason, Error: msg}
-	if len(raw) > maxRawBytes {
-		raw, d.Truncated = raw[:maxRawBytes], true
+	length := int64(len(raw))
+	if rec.Err != nil && len(raw) >= maxRawBytes {
+		// The reader kept only the start of its bad record (source caps
+		// Record.Raw as this file does); the record ends where the next
+		// one starts, after its line break.
+		span := rec.Next.Offset - rec.Offset
+		if !rec.Unterminated {
+			span--
+		}
+		length = max(length, span)
+	}
+	if length > maxRawBytes {
+		raw, d.Truncated, d.RawLength = raw[:min(len(raw), maxRawBytes)], true, length
 	}
 	if utf8.Valid(raw) {
 		d.Raw = string(raw)
@@ -65,7 +81,7 @@ type deadLetterFile struct {
 	n    int64
 	// tally counts the file's lines by reason, those of earlier runs
 	// included, for the report.
-	tally reasonTally
+	tally report.Reasons
 }
 
 // openDeadLetter opens path for appending after truncating it to size
@@ -97,15 +113,15 @@ func openDeadLetter(path string, size int64) (*deadLetterFile, error) {
 func (d *deadLetterFile) open() error {
 	f, err := os.OpenFile(d.path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return fmt.Errorf("open dead-letter file: %w", err)
+		return &SaveError{fmt.Errorf("open dead-letter file: %w", err)}
 	}
 	if err := f.Truncate(d.size); err != nil {
 		f.Close()
-		return fmt.Errorf("truncate dead-letter file to its checkpointed size: %w", err)
+		return &SaveError{fmt.Errorf("truncate dead-letter file to its checkpointed size: %w", err)}
 	}
 	if _, err := f.Seek(d.size, 0); err != nil {
 		f.Close()
-		return fmt.Errorf("seek dead-letter file: %w", err)
+		return &SaveError{fmt.Errorf("seek dead-letter file: %w", err)}
 	}
 	d.f, d.w = f, bufio.NewWriterSize(f, 64<<10)
 	return nil
@@ -125,11 +141,11 @@ func (d *deadLetterFile) write(dl *DeadLetter) error {
 	}
 	b = append(b, '\n')
 	if _, err := d.w.Write(b); err != nil {
-		return fmt.Errorf("write dead-letter file: %w", err)
+		return &SaveError{fmt.Errorf("write dead-letter file: %w", err)}
 	}
 	d.size += int64(len(b))
 	d.n++
-	d.tally.add(dl)
+	tallyReason(&d.tally, dl)
 	return nil
 }
 
@@ -142,7 +158,7 @@ func (d *deadLetterFile) tallyExisting() error {
 		line, err := br.ReadBytes('\n')
 		var dl DeadLetter
 		if len(line) > 0 && json.Unmarshal(line, &dl) == nil {
-			d.tally.add(&dl)
+			tallyReason(&d.tally, &dl)
 		}
 		if err == io.EOF {
 			return nil
@@ -154,10 +170,10 @@ func (d *deadLetterFile) tallyExisting() error {
 }
 
 // reasons returns a copy of the tally so far.
-func (d *deadLetterFile) reasons() *reasonTally {
+func (d *deadLetterFile) reasons() *report.Reasons {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.tally.clone()
+	return d.tally.Clone()
 }
 
 // written returns the size of the lines written so far, durable or not.
@@ -176,10 +192,10 @@ func (d *deadLetterFile) sync() (int64, error) {
 		return d.size, nil
 	}
 	if err := d.w.Flush(); err != nil {
-		return 0, fmt.Errorf("flush dead-letter file: %w", err)
+		return 0, &SaveError{fmt.Errorf("flush dead-letter file: %w", err)}
 	}
 	if err := d.f.Sync(); err != nil {
-		return 0, fmt.Errorf("sync dead-letter file: %w", err)
+		return 0, &SaveError{fmt.Errorf("sync dead-letter file: %w", err)}
 	}
 	return d.size, nil
 }
@@ -196,4 +212,51 @@ func (d *deadLetterFile) close() error {
 	err := d.f.Close()
 	d.f = nil
 	return err
+}
+
+// listDead is the tracker's onDead: it writes a dead letter as its record
+// passes the low-water mark, and enforces --max-errors there. Counted at
+// the mark, the records that tip the limit are the file's lines: the stop
+// leaves them on disk, in the final checkpoint and in the report, where
+// counting them when found left them above the mark, in no file.
+func (r *run) listDead(d *DeadLetter) error {
+	if err := r.dl.write(d); err != nil {
+		return err
+	}
+	if err := r.o.Errors.add(); err != nil {
+		r.stop(MaxErrorsExceeded, err)
+	}
+	return nil
+}
+
+// errorLimit is --max-errors over a whole load: the dead letters of every
+// run of it count, those of earlier processes (a resumed checkpoint's)
+// included, so a resume is held to the limit the import was.
+type errorLimit struct {
+	max int64 // negative: no limit
+	n   atomic.Int64
+}
+
+// newErrorLimit is a limit of max dead letters (negative: none), before of
+// which earlier runs listed.
+func newErrorLimit(max, before int64) *errorLimit {
+	l := &errorLimit{max: max}
+	l.n.Store(before)
+	return l
+}
+
+// add counts one dead letter and returns ErrMaxErrors, with the limit, once
+// there are more than it allows. The count is not in the message: records
+// already past the mark are listed after the stop too, and the report
+// says how many there are in all.
+func (l *errorLimit) add() error {
+	if n := l.n.Add(1); l.max >= 0 && n > l.max {
+		return fmt.Errorf("%w: more than --max-errors %d", ErrMaxErrors, l.max)
+	}
+	return nil
+}
+
+// tallyReason adds d to the tally of dead letters by reason.
+func tallyReason(t *report.Reasons, d *DeadLetter) {
+	t.Add(d.Reason, d.Source, d.Line, d.Error, d.Raw)
 }

@@ -1,10 +1,13 @@
 package loader
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -79,5 +82,23 @@ func TestBlobFingerprintsAreTakenSeveralAtOnce(t *testing.T) {
 		}
 	case <-time.After(time.Minute):
 		t.Fatalf("the fingerprints were not taken %d at once", together)
+	}
+}
+
+// A CSV file whose header is one column holding another delimiter is said
+// before the load, as dry-run says it.
+func TestCSVWithAnotherDelimiterIsSaid(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "semi.csv")
+	if err := os.WriteFile(path, []byte("id;name\n1;a\n2;b\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in := []source.Input{{Path: path}}
+	var log bytes.Buffer
+	j := &Job{Inputs: in, Log: &log}
+	if _, _, err := j.fingerprint(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "warning: "+path+`: its CSV header is one column, "id;name"`) {
+		t.Errorf("import log %q", log.String())
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,8 +17,11 @@ import (
 	"github.com/cosmosloader/loader/internal/clock"
 	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/internal/parallel"
+	"github.com/cosmosloader/loader/loader/readplan"
 	"github.com/cosmosloader/loader/loader/record"
+	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/loader/source/csv"
 	"github.com/cosmosloader/loader/pacing"
 )
 
@@ -60,7 +62,8 @@ type Job struct {
 	MaxErrors int64
 	ReadAhead int // records queued per physical partition; 0 = default
 	// Segments is how many places of each plain file are read at once;
-	// 0 = chosen from the file's size and the partitions (SegmentCount).
+	// 0 = chosen from the file's size and the partitions
+	// (readplan.Config.SegmentsOf).
 	Segments           int
 	CheckpointPath     string
 	CheckpointEvery    int64
@@ -92,9 +95,18 @@ type Job struct {
 	Checkpointed func(path string, c checkpoint.Counters)
 }
 
-// ErrUnfinished means an unfinished checkpoint for the same inputs and
+// errUnfinished means an unfinished checkpoint for the same inputs and
 // target exists and neither resume nor --restart was asked for.
-var ErrUnfinished = errors.New("an unfinished load of these inputs into this container exists")
+var errUnfinished = errors.New("an unfinished load of these inputs into this container exists")
+
+// SaveError is progress that could not be made durable: the checkpoint,
+// or the dead-letter lines it counts on (a full disk, say). The checkpoint
+// saved before it is intact, and a resume from it loses nothing: the
+// records after it are sent again.
+type SaveError struct{ Err error }
+
+func (e *SaveError) Error() string { return e.Err.Error() }
+func (e *SaveError) Unwrap() error { return e.Err }
 
 // UsageError is the user's mistake (bad input path, conflicting flags):
 // nothing was written.
@@ -107,7 +119,7 @@ func (e *UsageError) Unwrap() error { return e.Err }
 // report. The Report is returned whenever loading started, with err set
 // when the run did not finish. j is only read: what Execute resolves (the
 // checkpoint's default path, the shared job's name) is in the Report.
-func Execute(ctx context.Context, j *Job) (*Report, error) {
+func Execute(ctx context.Context, j *Job) (*report.Report, error) {
 	p := j.resolve()
 	inputs, fps, err := p.fingerprint()
 	if err != nil {
@@ -136,9 +148,18 @@ func Execute(ctx context.Context, j *Job) (*Report, error) {
 	if p.Connect == nil {
 		return nil, errors.New("loader: Job.Connect is not set")
 	}
+	keys := &keyCheck{p: p, inputs: inputs}
+	if p.Resume == nil {
+		p.Target.BeforeCreate = keys.beforeCreate
+	}
 	tgt, err := p.Connect(ctx, p.Target)
 	if err != nil {
 		return nil, err
+	}
+	if p.Resume == nil {
+		if err := keys.existing(tgt.PartitionKeyPaths); err != nil {
+			return nil, err
+		}
 	}
 	if p.batch > 1 {
 		if prober, ok := tgt.Writer.(BatchProber); !ok {
@@ -165,11 +186,11 @@ func Execute(ctx context.Context, j *Job) (*Report, error) {
 		target = tgt.Throughput * p.RUShare
 	}
 	if tgt.Throughput > 0 && target > tgt.Throughput*1.001 {
-		p.logf("warning: target %.0f RU/s is above the container's %.0f RU/s: expect throttling (the pacer will back off)", target, tgt.Throughput)
+		p.logf("warning: target %s RU/s is above the container's %s RU/s: expect throttling (the pacer will back off)", human.Number(target, 0), human.Number(tgt.Throughput, 0))
 	}
 	cost := pacing.NewCostModel(pacing.CostOptions{FixedCost: p.CostPerRecord})
 	if p.Shared != nil {
-		shards, err := p.leasedShards(tgt, inputs, fps, target)
+		shards, err := p.leasedShards(ctx, tgt, inputs, fps, target)
 		if err != nil {
 			return nil, err
 		}
@@ -259,6 +280,9 @@ func (p *plan) logf(format string, a ...any) {
 type wholeInputs struct {
 	p        *plan
 	segments *segmentPlan
+	// reads is how the pieces are read: the cursors, their order, the
+	// read-ahead, whether cursors are added while loading.
+	reads readplan.Plan
 	// seg splits segments while loading (nil: --segments given, or
 	// nothing to keep busy); cursors is what read blocks are sized for.
 	seg        *segmenter
@@ -295,6 +319,9 @@ func (p *plan) wholeInputs(ctx context.Context, tgt *Target, inputs []Input, fps
 		// A copy: the caller's checkpoint state is not written.
 		resumed := *p.Resume
 		state = &resumed
+		// The resume's command may have set another limit: the next
+		// resume keeps it.
+		state.Config.MaxErrors = maxErrorsConfig(p.MaxErrors)
 		w.dlSize = state.DeadLetterSize
 		if len(state.Calibration) > 0 {
 			var cal pacing.Calibration
@@ -304,7 +331,7 @@ func (p *plan) wholeInputs(ctx context.Context, tgt *Target, inputs []Input, fps
 		}
 		for i := range inputs {
 			c := state.Inputs[i]
-			inputs[i].Start = Committed{Offset: c.Committed.Offset, Line: c.Committed.Line, Base: c.Committed.Base, Records: c.Records, Refused: c.Refused}
+			inputs[i].Start = committedAt(c.Committed, c.Records, c.Refused)
 			startRecords[i] = c.Records
 		}
 		prev = state.Inputs
@@ -312,16 +339,16 @@ func (p *plan) wholeInputs(ctx context.Context, tgt *Target, inputs []Input, fps
 	state.Inputs = make([]checkpoint.Input, len(inputs))
 	for i, in := range inputs {
 		state.Inputs[i] = checkpoint.Input{Fingerprint: fps[i], Stdin: in.Stdin,
-			Committed: checkpoint.Position{Offset: in.Start.Offset, Line: in.Start.Line, Base: in.Start.Base}, Records: startRecords[i]}
+			Committed: in.Start.position(), Records: startRecords[i]}
 		if prev != nil {
 			state.Inputs[i].Segments = slices.Clone(prev[i].Segments)
 		}
 	}
 	// The work is read for the lanes records are routed to: a naive load
 	// has one, so only --segments splits its files.
-	lanes := p.strategy.lanes(partitions)
+	reads := readplan.Config{Partitions: partitions, Lanes: p.strategy.lanes(partitions), Segments: p.Segments, ReadAhead: p.ReadAhead, Batch: p.batch}
 	if p.Resume == nil {
-		notes, err := splitInputs(inputs, state, p.Source, lanes, p.Segments, p.logf)
+		notes, err := splitInputs(inputs, state, p.Source, reads, p.logf)
 		if err != nil {
 			return nil, err
 		}
@@ -333,13 +360,13 @@ func (p *plan) wholeInputs(ctx context.Context, tgt *Target, inputs []Input, fps
 		p.logf("note: %s", n)
 	}
 	w.segments = planSegments(inputs, state)
-	w.segments.cursors = readCursors(inputs, len(w.segments.inputs), w.segments.cursors, p.Source, lanes, p.Segments)
+	w.reads = readplan.New(sourcesOf(inputs), w.segments.pieces(), p.Source, reads)
 	w.state, w.base = state, state.Counters
-	w.cursors = w.segments.cursors
-	if lanes > 1 && p.Segments == 0 {
+	w.cursors = w.reads.Cursors
+	if w.reads.Splits {
 		// Cursors may be added while loading: read blocks sized for the most.
-		w.seg = newSegmenter(w.segments, state, p.Source, lanes, p.logf)
-		w.cursors = max(w.cursors, maxCursors(lanes))
+		w.seg = newSegmenter(w.segments, state, p.Source, w.reads.MaxCursors, p.logf)
+		w.cursors = max(w.cursors, w.reads.MaxCursors)
 	}
 
 	if p.ScaleRU > 0 {
@@ -353,8 +380,8 @@ func (p *plan) wholeInputs(ctx context.Context, tgt *Target, inputs []Input, fps
 		}
 	}
 
-	p.logf("loading %d input(s) into %s/%s: target %.0f RU/s over %d physical partition(s), %s, mode %s",
-		len(inputs), p.Target.Database, p.Target.Container, *target, partitions, p.Strategy, p.Mode)
+	p.logf("loading %d input(s) into %s/%s: target %s RU/s over %d physical partition(s), %s, mode %s",
+		len(inputs), p.Target.Database, p.Target.Container, human.Number(*target, 0), partitions, p.Strategy, p.Mode)
 	p.logf("checkpoint: %s", p.CheckpointPath)
 	if p.Resume != nil {
 		for _, line := range resumePositions(inputs, state.Inputs, p.Source) {
@@ -394,7 +421,7 @@ func (w *wholeInputs) next(context.Context) (*piece, error) {
 	}
 	w.handed = true
 	return &piece{
-		inputs: w.segments.inputs, cursors: w.segments.cursors, order: w.segments.readOrder(), segments: w.seg,
+		inputs: w.segments.inputs, reads: &w.reads, segments: w.seg,
 		source:     segmentedSource(w.p.Source, w.cursors),
 		totalBytes: w.totalBytes, totalRows: w.totalRows, deadLetterPath: w.p.DeadLetterPath, deadLetterSize: w.dlSize,
 	}, nil
@@ -410,12 +437,12 @@ func (w *wholeInputs) pace(r *runPacing) {
 	}
 }
 
-func (w *wholeInputs) finish(*Report) {}
+func (w *wholeInputs) finish(*report.Report) {}
 
 // atOnce: a plain load is one piece.
 func (w *wholeInputs) atOnce() int { return 1 }
 
-func (w *wholeInputs) save(_ *piece, s Snapshot) error {
+func (w *wholeInputs) save(_ *piece, s runSnapshot) error {
 	state := w.state
 	w.segments.mu.Lock() // a split while loading changes state.Inputs
 	defer w.segments.mu.Unlock()
@@ -428,7 +455,7 @@ func (w *wholeInputs) save(_ *piece, s Snapshot) error {
 		state.Calibration = cal
 	}
 	if err := checkpoint.Save(w.p.CheckpointPath, state); err != nil {
-		return err
+		return &SaveError{err}
 	}
 	if w.p.Checkpointed != nil {
 		w.p.Checkpointed(w.p.CheckpointPath, state.Counters)
@@ -449,8 +476,8 @@ func (w *wholeInputs) totals(checkpoint.Counters) (*checkpoint.State, checkpoint
 func (j *Job) scaleThroughput(ctx context.Context, tgt *Target, state *checkpoint.State, partitions int, logf func(string, ...any)) (func(), error) {
 	instant := float64(partitions) * 10000
 	if j.ScaleRU > instant && !j.AllowSplit {
-		return nil, &UsageError{fmt.Errorf("--scale-ru %.0f is above what the container's %d physical partition(s) can take at once (%d × 10,000 = %.0f RU/s): beyond that Cosmos DB splits partitions, which takes hours (typically 4–6) and would not speed up this load; raise it to at most %.0f, or add --allow-split",
-			j.ScaleRU, partitions, partitions, instant, instant)}
+		return nil, &UsageError{fmt.Errorf("--scale-ru %s is above what the container's %d physical partition(s) can take at once (%d × 10,000 = %s RU/s): beyond that Cosmos DB splits partitions, which takes hours (typically 4–6) and would not speed up this load; raise it to at most %s, or add --allow-split",
+			human.Number(j.ScaleRU, 0), partitions, partitions, human.Number(instant, 0), human.Number(instant, 0))}
 	}
 	live := tgt.Live
 	if live == nil {
@@ -463,7 +490,7 @@ func (j *Job) scaleThroughput(ctx context.Context, tgt *Target, state *checkpoin
 	orig := Throughput{RU: state.Config.OriginalRU, Autoscale: state.Config.OriginalAutoscale}
 	if orig.RU <= 0 {
 		if cur.RU >= j.ScaleRU {
-			logf("--scale-ru: the container already has %.0f RU/s (≥ %.0f): left as it is", cur.RU, j.ScaleRU)
+			logf("--scale-ru: the container already has %s RU/s (≥ %s): left as it is", human.Number(cur.RU, 0), human.Number(j.ScaleRU, 0))
 			return func() {}, nil
 		}
 		orig = cur
@@ -479,10 +506,10 @@ func (j *Job) scaleThroughput(ctx context.Context, tgt *Target, state *checkpoin
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()
 		if err := live.ReplaceThroughput(rctx, orig); err != nil {
-			logf("warning: could not restore the container's throughput to %.0f RU/s: %v — set it back yourself (or run loader resume %s)", orig.RU, err, j.CheckpointPath)
+			logf("warning: could not restore the container's throughput to %s RU/s: %v — set it back yourself (or run loader resume %s)", human.Number(orig.RU, 0), err, j.CheckpointPath)
 			return
 		}
-		logf("throughput restored to %.0f RU/s", orig.RU)
+		logf("throughput restored to %s RU/s", human.Number(orig.RU, 0))
 	}
 	if cur.RU < j.ScaleRU {
 		if err := live.ReplaceThroughput(ctx, Throughput{RU: j.ScaleRU, Autoscale: cur.Autoscale}); err != nil {
@@ -495,9 +522,9 @@ func (j *Job) scaleThroughput(ctx context.Context, tgt *Target, state *checkpoin
 		if cur.Autoscale {
 			what = "autoscale maximum"
 		}
-		logf("--scale-ru: %s raised from %.0f to %.0f RU/s for the load; %.0f is restored when it ends", what, cur.RU, j.ScaleRU, orig.RU)
+		logf("--scale-ru: %s raised from %s to %s RU/s for the load; %s is restored when it ends", what, human.Number(cur.RU, 0), human.Number(j.ScaleRU, 0), human.Number(orig.RU, 0))
 		if j.ScaleRU > instant {
-			logf("warning: %.0f RU/s is above %.0f: Cosmos DB splits partitions first, which takes hours; the raise applies when it is done", j.ScaleRU, instant)
+			logf("warning: %s RU/s is above %s: Cosmos DB splits partitions first, which takes hours; the raise applies when it is done", human.Number(j.ScaleRU, 0), human.Number(instant, 0))
 		}
 	}
 	// What is in force, not what was asked: a raise beyond the instant
@@ -549,7 +576,7 @@ func (j *Job) prepareState() (*checkpoint.Lock, error) {
 		case err == nil && !old.Complete:
 			lock.Release()
 			return nil, &UsageError{fmt.Errorf("%w (checkpoint %s).\n  Continue it:   loader resume %s\n  Start over:    add --restart (records already written are rewritten: upsert replaces them, create skips them)",
-				ErrUnfinished, j.CheckpointPath, j.CheckpointPath)}
+				errUnfinished, j.CheckpointPath, j.CheckpointPath)}
 		case err == nil && old.Complete && !j.Quiet && j.Log != nil:
 			// Running the same command again is easy to do by mistake, and
 			// costs the whole load's RU again.
@@ -599,8 +626,24 @@ func resumePositions(inputs []Input, progress []checkpoint.Input, so source.Opti
 			out = append(out, fmt.Sprintf("%s: from line %s (byte %s); %s records already committed",
 				in.Path, human.Count(in.Start.Line+1), human.Bytes(float64(in.Start.Offset)), human.Count(in.Start.Records)))
 		}
+		if n := finishedAhead(p); n > 0 {
+			out[len(out)-1] += fmt.Sprintf("; %s more past that were finished are read, not sent again", human.Count(n))
+		}
 	}
 	return out
+}
+
+// finishedAhead counts the records an input's checkpoint lists as finished
+// past its marks.
+func finishedAhead(p checkpoint.Input) int64 {
+	if len(p.Segments) == 0 {
+		return p.Committed.Ahead.Records()
+	}
+	var n int64
+	for _, s := range p.Segments {
+		n += s.Committed.Ahead.Records()
+	}
+	return n
 }
 
 func isParquet(in source.Input, so source.Options) bool {
@@ -619,14 +662,14 @@ func (j *Job) warnf(format string, a ...any) {
 func (j *Job) fingerprint() ([]Input, []checkpoint.Fingerprint, error) {
 	inputs := make([]Input, len(j.Inputs))
 	fps := make([]checkpoint.Fingerprint, len(j.Inputs))
-	hints := make([]string, len(j.Inputs)) // source.DelimiterHint, said before the load
+	hints := make([]string, len(j.Inputs)) // csv.DelimiterHint, said before the load
 	if j.Resume != nil && len(j.Resume.Inputs) != len(j.Inputs) {
 		return nil, nil, fmt.Errorf("the checkpoint lists %d inputs, the command %d", len(j.Resume.Inputs), len(j.Inputs))
 	}
-	// A blob's fingerprint costs a round trip: take InputsAtOnce at a
+	// A blob's fingerprint costs a round trip: take parallel.InputsAtOnce at a
 	// time, or a prefix of thousands of blobs far away waits minutes
 	// before its first write.
-	err := parallel.Each(len(j.Inputs), InputsAtOnce, func(i int) error {
+	err := parallel.Each(len(j.Inputs), parallel.InputsAtOnce, func(i int) error {
 		in := j.Inputs[i]
 		inputs[i] = Input{Input: in, IDSeed: "stdin"}
 		if in.Stdin {
@@ -653,11 +696,22 @@ func (j *Job) fingerprint() ([]Input, []checkpoint.Fingerprint, error) {
 			}
 			fps[i] = fp
 		}
+		if j.Resume != nil {
+			// Checksummed is not sensible: a position past the input's end
+			// would read nothing there and call the input done.
+			gz, err := source.IsGzip(in)
+			if err != nil {
+				return err
+			}
+			if err := j.Resume.Inputs[i].CheckPositions(gz); err != nil {
+				return fmt.Errorf("refusing to resume: %w", err)
+			}
+		}
 		// Content, not path or mtime, names the records: a re-run of the
 		// same data, wherever it lives, regenerates the same ids.
 		inputs[i].IDSeed = fps[i].HeadHash + ":" + strconv.FormatInt(fps[i].Size, 10)
 		if j.Resume == nil {
-			hints[i] = source.DelimiterHint(in, j.Source)
+			hints[i] = csv.DelimiterHint(in, j.Source)
 		}
 		return nil
 	})
@@ -671,10 +725,6 @@ func (j *Job) fingerprint() ([]Input, []checkpoint.Fingerprint, error) {
 	}
 	return inputs, fps, nil
 }
-
-// InputsAtOnce is how many inputs are fingerprinted, or blob inputs
-// reopened for a resume, at once.
-const InputsAtOnce = 16
 
 // remoteFingerprint takes a remote input's fingerprint from its identity
 // and first bytes or, on resume, checks that the object is still the one
@@ -715,7 +765,7 @@ func absPaths(args []string) []string {
 	return out
 }
 
-func addCounters(base checkpoint.Counters, s Snapshot) checkpoint.Counters {
+func addCounters(base checkpoint.Counters, s runSnapshot) checkpoint.Counters {
 	c := checkpoint.Counters{
 		RequestsSent:       base.RequestsSent + s.Requests,
 		ThrottledResponses: base.ThrottledResponses + s.Throttled,
@@ -735,5 +785,3 @@ func addCounters(base checkpoint.Counters, s Snapshot) checkpoint.Counters {
 	}
 	return c
 }
-
-func round2(v float64) float64 { return math.Round(v*100) / 100 }

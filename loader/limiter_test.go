@@ -12,7 +12,7 @@ import (
 // 10,000 a second over 20 ms round trips size the bare pool at hundreds
 // within half a second (bench scenario F grew it to ~1,700 requests and
 // 300 MB); while the answer rate may still rise, the load's limiter stops
-// at StartRequestsInFlight.
+// at startRequestsInFlight.
 func TestLimiterCappedAtStart(t *testing.T) {
 	feed := func(c *pacing.Concurrency, clk *clocktest.Fake) int {
 		for range 5000 {
@@ -27,10 +27,10 @@ func TestLimiterCappedAtStart(t *testing.T) {
 	cfg.FDLimit = 1 << 20
 	bare := cfg
 	bare.StartMax = 0
-	if got := feed(pacing.NewConcurrency(bare), clk); got <= StartRequestsInFlight {
-		t.Fatalf("uncapped limit = %d, want > %d (the test would not show the cap)", got, StartRequestsInFlight)
+	if got := feed(pacing.NewConcurrency(bare), clk); got <= startRequestsInFlight {
+		t.Fatalf("uncapped limit = %d, want > %d (the test would not show the cap)", got, startRequestsInFlight)
 	}
-	if got := feed(pacing.NewConcurrency(cfg), clk); got != StartRequestsInFlight {
-		t.Errorf("limit = %d, want the cap %d", got, StartRequestsInFlight)
+	if got := feed(pacing.NewConcurrency(cfg), clk); got != startRequestsInFlight {
+		t.Errorf("limit = %d, want the cap %d", got, startRequestsInFlight)
 	}
 }

@@ -8,21 +8,10 @@ import (
 	"time"
 
 	"github.com/cosmosloader/loader/internal/clock"
+	"github.com/cosmosloader/loader/internal/human"
+	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/pacing"
 )
-
-// TargetChange is the RU/s target from AtSeconds into the run on; the
-// first entry is the starting target.
-type TargetChange struct {
-	AtSeconds float64 `json:"at_seconds"`
-	RU        float64 `json:"ru"`
-}
-
-// PartitionChange records the physical partitions seen from AtSeconds on.
-type PartitionChange struct {
-	AtSeconds  float64 `json:"at_seconds"`
-	Partitions int     `json:"partitions"`
-}
 
 // liveTarget is what the watcher reads from the container.
 type liveTarget interface {
@@ -111,8 +100,8 @@ type watcher struct {
 	target      float64
 	containerRU float64
 	capped      bool // following the container below --ru
-	changes     []TargetChange
-	partitions  []PartitionChange
+	changes     []report.TargetChange
+	partitions  []report.PartitionChange
 	tpBackoff   time.Duration // after metadata 429s on throughput reads
 	pkBackoff   time.Duration // after metadata 429s on ranges reads
 	throttles   map[int]int   // per partition, since windowStart
@@ -131,8 +120,8 @@ func newWatcher(src liveTarget, o WatchOptions, clk clock.Clock, target, fixedRU
 		tpRefresh:   make(chan struct{}, 1),
 		target:      target,
 		containerRU: containerRU,
-		changes:     []TargetChange{{AtSeconds: 0, RU: target}},
-		partitions:  []PartitionChange{{AtSeconds: 0, Partitions: partitions}},
+		changes:     []report.TargetChange{{AtSeconds: 0, RU: target}},
+		partitions:  []report.PartitionChange{{AtSeconds: 0, Partitions: partitions}},
 		throttles:   map[int]int{},
 	}
 }
@@ -165,7 +154,7 @@ func (w *watcher) applyThroughput(now time.Time, tp Throughput) {
 		return
 	}
 	w.target = want
-	w.changes = append(w.changes, TargetChange{AtSeconds: round2(now.Sub(w.start).Seconds()), RU: want})
+	w.changes = append(w.changes, report.TargetChange{AtSeconds: report.Round2(now.Sub(w.start).Seconds()), RU: want})
 	capped := w.fixedRU > 0 && want < w.fixedRU
 	warn := capped && !w.capped
 	w.capped = capped
@@ -174,9 +163,9 @@ func (w *watcher) applyThroughput(now time.Time, tp Throughput) {
 		t.SetTarget(want)
 	}
 	if warn {
-		w.logf("warning: the container's throughput fell to %.0f RU/s, below --ru %.0f: following the container", tp.RU, w.fixedRU)
+		w.logf("warning: the container's throughput fell to %s RU/s, below --ru %s: following the container", human.Number(tp.RU, 0), human.Number(w.fixedRU, 0))
 	} else {
-		w.logf("throughput changed: %.0f → %.0f RU/s; target now %.0f RU/s", prevTP, tp.RU, want)
+		w.logf("throughput changed: %s → %s RU/s; target now %s RU/s", human.Number(prevTP, 0), human.Number(tp.RU, 0), human.Number(want, 0))
 	}
 }
 
@@ -224,7 +213,7 @@ func (w *watcher) pollRanges(ctx context.Context) time.Duration {
 	n := len(b) - 1
 	w.mu.Lock()
 	prev := w.partitions[len(w.partitions)-1].Partitions
-	w.partitions = append(w.partitions, PartitionChange{AtSeconds: round2(w.clock.Now().Sub(w.start).Seconds()), Partitions: n})
+	w.partitions = append(w.partitions, report.PartitionChange{AtSeconds: report.Round2(w.clock.Now().Sub(w.start).Seconds()), Partitions: n})
 	w.mu.Unlock()
 	w.logf("partition key ranges changed: %d → %d physical partition(s); routing and per-partition budgets rebuilt", prev, n)
 	return next
@@ -339,14 +328,14 @@ func (w *watcher) current() float64 {
 }
 
 // history returns the target changes and partition changes so far.
-func (w *watcher) history() ([]TargetChange, []PartitionChange) {
+func (w *watcher) history() ([]report.TargetChange, []report.PartitionChange) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return append([]TargetChange(nil), w.changes...), append([]PartitionChange(nil), w.partitions...)
+	return append([]report.TargetChange(nil), w.changes...), append([]report.PartitionChange(nil), w.partitions...)
 }
 
 // meanTarget is the time-weighted mean of the target over [0, end].
-func meanTarget(changes []TargetChange, end float64) float64 {
+func meanTarget(changes []report.TargetChange, end float64) float64 {
 	if len(changes) == 0 {
 		return 0
 	}
@@ -381,7 +370,8 @@ func (r *run) route(g ...*item) int {
 }
 
 // watchedPacer tells the watcher about 429s, so that 429s concentrating
-// on one partition trigger a ranges read.
+// on one partition trigger a ranges read; the pacer reacts to each as
+// always.
 type watchedPacer struct {
 	*pacing.Pacer
 	w *watcher

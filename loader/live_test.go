@@ -13,6 +13,7 @@ import (
 
 	"github.com/cosmosloader/loader/internal/clock/clocktest"
 	"github.com/cosmosloader/loader/internal/epk"
+	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/pacing"
 )
 
@@ -50,16 +51,16 @@ func TestWatcherFollowsThroughput(t *testing.T) {
 		fixedRU, share float64
 		start          float64 // container RU/s at start
 		reads          []float64
-		want           []TargetChange
+		want           []report.TargetChange
 	}{
 		{"increase then decrease", 0, 1, 2000, []float64{2000, 4000, 4000, 2000},
-			[]TargetChange{{0, 2000}, {10, 4000}, {20, 2000}}},
+			[]report.TargetChange{{AtSeconds: 0, RU: 2000}, {AtSeconds: 10, RU: 4000}, {AtSeconds: 20, RU: 2000}}},
 		{"share of the throughput", 0, 0.5, 2000, []float64{4000},
-			[]TargetChange{{0, 1000}, {5, 2000}}},
+			[]report.TargetChange{{AtSeconds: 0, RU: 1000}, {AtSeconds: 5, RU: 2000}}},
 		{"--ru below the container: unchanged", 1500, 1, 2000, []float64{4000, 2000},
-			[]TargetChange{{0, 1500}}},
+			[]report.TargetChange{{AtSeconds: 0, RU: 1500}}},
 		{"--ru above the new throughput: follow the container, then back", 1500, 1, 2000, []float64{1000, 3000},
-			[]TargetChange{{0, 1500}, {5, 1000}, {10, 1500}}},
+			[]report.TargetChange{{AtSeconds: 0, RU: 1500}, {AtSeconds: 5, RU: 1000}, {AtSeconds: 10, RU: 1500}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -167,7 +168,7 @@ func TestWatcherSeesAQuietSplitWithin5s(t *testing.T) {
 	if p.Partitions() != 2 {
 		t.Fatalf("pacer has %d partitions 5 s after the split, want 2", p.Partitions())
 	}
-	if _, parts := w.history(); !reflect.DeepEqual(parts, []PartitionChange{{0, 1}, {5, 2}}) {
+	if _, parts := w.history(); !reflect.DeepEqual(parts, []report.PartitionChange{{AtSeconds: 0, Partitions: 1}, {AtSeconds: 5, Partitions: 2}}) {
 		t.Errorf("partition changes %v, want the split seen at 5 s", parts)
 	}
 }
@@ -197,7 +198,7 @@ func TestWatcherRebuildsRoutingOnSplit(t *testing.T) {
 	src.bounds = epk.SplitEven(2)
 	w.pollRanges(context.Background())
 	_, parts := w.history()
-	if want := []PartitionChange{{0, 1}, {7, 2}}; !reflect.DeepEqual(parts, want) {
+	if want := []report.PartitionChange{{AtSeconds: 0, Partitions: 1}, {AtSeconds: 7, Partitions: 2}}; !reflect.DeepEqual(parts, want) {
 		t.Errorf("partition changes %v, want %v", parts, want)
 	}
 	if p.Partitions() != 2 {
@@ -266,13 +267,13 @@ func TestWatcherRereadsThroughputOnTheLoadsClock(t *testing.T) {
 		t.Fatalf("%d throughput reads after 5 s, want 2", n)
 	}
 	changes, _ := w.history()
-	if want := []TargetChange{{0, 1000}, {5, 3000}}; !reflect.DeepEqual(changes, want) {
+	if want := []report.TargetChange{{AtSeconds: 0, RU: 1000}, {AtSeconds: 5, RU: 3000}}; !reflect.DeepEqual(changes, want) {
 		t.Errorf("changes %v, want %v", changes, want)
 	}
 }
 
 func TestMeanTarget(t *testing.T) {
-	ch := []TargetChange{{0, 2000}, {5, 4000}}
+	ch := []report.TargetChange{{AtSeconds: 0, RU: 2000}, {AtSeconds: 5, RU: 4000}}
 	if got := meanTarget(ch, 10); got != 3000 {
 		t.Errorf("mean %v, want 3000", got)
 	}

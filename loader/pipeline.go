@@ -6,14 +6,16 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/cosmosloader/loader/internal/clock"
-	"github.com/cosmosloader/loader/loader/htmlreport"
+	"github.com/cosmosloader/loader/loader/readplan"
 	"github.com/cosmosloader/loader/loader/record"
+	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/loader/source"
 	"github.com/cosmosloader/loader/pacing"
 )
@@ -31,8 +33,10 @@ const (
 	StrategyNaive Strategy = "naive"
 )
 
-// Pacer admits RU-denominated writes per physical partition. pacing.Pacer
-// implements it; unit tests use fakes.
+// Pacer admits RU-denominated writes per physical partition. Throttled is
+// where the paced strategy's reaction to a 429 ends: a pause for the
+// retry-after and the rate pacing.AIMD sets. pacing.Pacer implements it;
+// unit tests use fakes.
 type Pacer interface {
 	Partition(epk string) int
 	Wait(ctx context.Context, part int, ru float64) error
@@ -41,8 +45,9 @@ type Pacer interface {
 	Succeeded(part int)
 }
 
-// CostModel estimates a write's RU charge and learns from actual charges.
-type CostModel interface {
+// costModel is what a run needs of a cost model (pacing.CostModel): a
+// write's estimated RU charge, and learning from actual charges.
+type costModel interface {
 	Estimate(size, terms int) float64
 	Observe(size, terms int, charge float64)
 }
@@ -81,7 +86,7 @@ type Options struct {
 	Strategy Strategy
 
 	Pacer   Pacer // required for StrategyPaced
-	Cost    CostModel
+	Cost    costModel
 	Limiter Limiter // in-flight bound for StrategyPaced
 	// Batch caps the operations of a transactional batch of records that
 	// share a partition key (see ParseBatch); 0 or 1 sends point writes
@@ -105,7 +110,7 @@ type Options struct {
 	// NaiveConcurrency is the fixed number of writers of StrategyNaive.
 	NaiveConcurrency int
 	// QueuePerPartition bounds records read ahead per physical partition;
-	// 0 means DefaultReadAhead(Partitions).
+	// 0 means readplan.DefaultReadAhead(Partitions).
 	QueuePerPartition int
 	Partitions        int
 	// Cursors is how many inputs are read at once (the segments of one
@@ -129,10 +134,14 @@ type Options struct {
 	Segments *segmenter
 
 	// MaxErrors stops the run once more records than this are dead-lettered;
-	// negative means no limit.
+	// negative means no limit. Errors, when set, replaces it: the limit a
+	// load's runs share, with what earlier runs listed (newErrorLimit).
 	MaxErrors int64
-	// MaxTransientAttempts bounds resends of one record after transient
-	// failures (503, timeouts, resets) before the run stops as fatal.
+	Errors    *errorLimit
+	// MaxTransientAttempts bounds one request's attempts that meet
+	// transient failures (503, timeouts, resets) before the run stops as
+	// fatal. Every request counts its own: a point write, a batch, each
+	// part of a batch split by a refused operation.
 	MaxTransientAttempts int
 
 	DeadLetterPath string
@@ -140,7 +149,7 @@ type Options struct {
 
 	// Checkpoint is called with a snapshot every CheckpointEvery records or
 	// CheckpointInterval, and once at the end.
-	Checkpoint         func(Snapshot) error
+	Checkpoint         func(runSnapshot) error
 	CheckpointEvery    int64
 	CheckpointInterval time.Duration
 	// Progress is called about once a second with live figures.
@@ -160,8 +169,8 @@ type Options struct {
 	Charges *Histogram
 }
 
-// Snapshot is the durable state of a run at one moment.
-type Snapshot struct {
+// runSnapshot is the durable state of a run at one moment.
+type runSnapshot struct {
 	Committed      []Committed
 	DeadLetterSize int64
 	Requests       int64
@@ -179,6 +188,10 @@ type Live struct {
 	// progress and ETA count, since reading runs ahead of writing.
 	BytesDone                      int64
 	Written, Skipped, DeadLettered int64
+	// Carried counts the records among Written and Skipped that an
+	// earlier run finished past its checkpointed position: read again,
+	// not sent (Committed.Ahead).
+	Carried int64
 	// InputsRefused counts inputs refused whole (corrupt gzip, bad CSV
 	// header); each is also one of DeadLettered.
 	InputsRefused       int64
@@ -186,7 +199,7 @@ type Live struct {
 	RU                  float64
 	InFlight            int64
 	// Retries are this run's resent attempts by cause.
-	Retries Retries
+	Retries report.Retries
 	// NoWriteFor is how long no write has succeeded while attempts kept
 	// failing (0 once one succeeds), LastFailure what the last one was
 	// ("503 service unavailable"): a display warns past about 10 s.
@@ -212,9 +225,9 @@ type Result struct {
 	Cause    StopCause
 	Err      error // the fatal error or the reason for stopping
 	Started  time.Time
-	Snapshot Snapshot
+	Snapshot runSnapshot
 	Live     Live
-	Series   []htmlreport.Second
+	Series   []report.Second
 	Charges  *Histogram
 	// BatchesRefused: the server answered batches with 500 and the run
 	// fell back to point writes.
@@ -223,7 +236,7 @@ type Result struct {
 	CheckpointSaves int64
 	CheckpointTime  time.Duration
 	// reasons counts the dead-letter file's lines by reason, earlier runs' too.
-	reasons *reasonTally
+	reasons *report.Reasons
 }
 
 // ErrMaxErrors is the cause of a run stopped by --max-errors.
@@ -244,14 +257,14 @@ type item struct {
 	off   int64
 	raw   []byte
 	// key is keyOf(doc.PK) once keyed is set: see batchKey.
-	key   batchKey
+	key   BatchKey
 	keyed bool
 }
 
 // batchKey is the record's key for grouping into batches, worked out on
 // first use: a window asks for it more than once, and a dry-run's planner
 // hands it over already known.
-func (it *item) batchKey() batchKey {
+func (it *item) batchKey() BatchKey {
 	if !it.keyed {
 		it.key, it.keyed = keyOf(it.doc.PK), true
 	}
@@ -278,15 +291,17 @@ type run struct {
 	wctx    context.Context // writes; outlives readCtx by DrainTimeout
 	wg      sync.WaitGroup
 
-	read, bytes, bad       atomic.Int64
+	read, bytes            atomic.Int64
 	requests, throttled    atomic.Int64
 	written, skipped, dead atomic.Int64
+	carried                atomic.Int64 // see Live.Carried
 	refused                atomic.Int64 // inputs refused whole
 	inFlight               atomic.Int64
 	ruMilli                atomic.Int64
 	sinceCheckpoint        atomic.Int64
 	retries                retryCounters
 	health                 writeHealth
+	policy                 retryPolicy
 	// batchWorked: a batch has been committed this run; batchOff: the
 	// server refused batches, so the rest of the run sends point writes.
 	batchWorked, batchOff atomic.Bool
@@ -297,7 +312,7 @@ type run struct {
 	mu      sync.Mutex
 	fatal   error
 	cause   StopCause
-	series  []htmlreport.Second
+	series  []report.Second
 	charges *Histogram
 }
 
@@ -308,10 +323,11 @@ type run struct {
 // for at most DrainTimeout, and the final checkpoint is saved.
 func Run(ctx context.Context, o Options) (*Result, error) {
 	o.defaults()
-	// Committed counts are this run's; only the position carries over.
+	// Committed counts are this run's; only the position (and what was
+	// finished past it) carries over.
 	starts := make([]Committed, len(o.Inputs))
 	for i, in := range o.Inputs {
-		starts[i] = Committed{Offset: in.Start.Offset, Line: in.Start.Line, Base: in.Start.Base, Refused: in.Start.Refused}
+		starts[i] = Committed{Offset: in.Start.Offset, Line: in.Start.Line, Base: in.Start.Base, Refused: in.Start.Refused, Ahead: in.Start.Ahead}
 	}
 	dl, err := openDeadLetter(o.DeadLetterPath, o.DeadLetterSize)
 	if err != nil {
@@ -323,9 +339,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Lines == nil {
 		o.Lines = &source.LineIndexes{}
 	}
-	r := &run{o: o, adm: newAdmission(o), dl: dl, start: o.Clock.Now(), charges: o.Charges}
+	r := &run{o: o, adm: newAdmission(o), dl: dl, start: o.Clock.Now(), charges: o.Charges,
+		policy: retryPolicy{maxTransient: o.MaxTransientAttempts}}
 	r.health.lastOK.Store(r.start.UnixNano())
-	r.tr = newTracker(starts, dl.write)
+	if o.Errors == nil {
+		r.o.Errors = newErrorLimit(o.MaxErrors, 0)
+	}
+	r.tr = newTracker(starts, r.listDead)
 
 	readCtx, stopRd := context.WithCancelCause(context.Background())
 	r.readCtx, r.stopRd = readCtx, stopRd
@@ -351,7 +371,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 	parts := r.adm.lanes(o.Partitions)
 	var dispatchers sync.WaitGroup
-	laneSize, _ := batchSplit(o.QueuePerPartition, o.Batch)
+	laneSize, _ := readplan.QueueAndWindow(o.QueuePerPartition, o.Batch)
 	queues := &lanes{size: laneSize, current: r.adm.current, start: func(lane int, q chan *item, busy *atomic.Int64) {
 		dispatchers.Add(1)
 		go func() {
@@ -384,7 +404,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	res.BatchesRefused = r.batchOff.Load()
 	r.mu.Lock()
 	res.CheckpointSaves, res.CheckpointTime = r.saves, r.saveTime
-	res.Series = append([]htmlreport.Second(nil), r.series...)
+	res.Series = append([]report.Second(nil), r.series...)
 	r.mu.Unlock()
 	if cerr := dl.close(); cerr != nil && serr == nil {
 		serr = cerr
@@ -401,7 +421,7 @@ func (o *Options) defaults() {
 		o.Clock = clock.System{}
 	}
 	if o.QueuePerPartition <= 0 {
-		o.QueuePerPartition = DefaultReadAhead(o.Partitions)
+		o.QueuePerPartition = readplan.DefaultReadAhead(o.Partitions)
 	}
 	if o.NaiveConcurrency <= 0 {
 		o.NaiveConcurrency = 64
@@ -413,7 +433,7 @@ func (o *Options) defaults() {
 		o.CheckpointEvery = 10000
 	}
 	if o.CheckpointInterval <= 0 {
-		o.CheckpointInterval = 5 * time.Second
+		o.CheckpointInterval = DefaultCheckpointInterval
 	}
 	if o.DrainTimeout <= 0 {
 		o.DrainTimeout = 30 * time.Second
@@ -436,15 +456,11 @@ func (o *Options) defaults() {
 	}
 }
 
-// DefaultReadAhead is how many records are read ahead per physical
-// partition. While one partition's queue is full — a hot partition key —
-// reading waits, and the other partitions can only work through what is
-// already queued for them: the deeper the queues, the longer they keep
-// their rate on a skewed file. About 16,384 records in all (≈10 MB of
-// 600-byte documents) keeps memory flat; 256 to 4,096 per partition.
-func DefaultReadAhead(partitions int) int {
-	return min(4096, max(256, 16384/max(partitions, 1)))
-}
+// DefaultCheckpointInterval is how often a run saves its checkpoint at
+// least. A kill costs the records acknowledged since the last save (those
+// acknowledged past a low-water mark are listed in it) and those in
+// flight: saved every second, a kill costs about a second of writes.
+const DefaultCheckpointInterval = time.Second
 
 // lanes are the queues of records read ahead, one per pacer partition
 // index. A split adds partitions, hence lanes; a split-away partition's
@@ -541,12 +557,12 @@ func (r *run) recordSecond(prev *Live, last *int64, final bool) {
 	}
 	cur := r.live()
 	r.mu.Lock()
-	r.series = append(r.series, htmlreport.Second{
+	r.series = append(r.series, report.Second{
 		T:         *last,
 		RU:        cur.RU - prev.RU,
 		Requests:  cur.Requests - prev.Requests,
 		Throttled: cur.Throttled - prev.Throttled,
-		Records:   (cur.Written + cur.Skipped) - (prev.Written + prev.Skipped),
+		Records:   (cur.Written + cur.Skipped - cur.Carried) - (prev.Written + prev.Skipped - prev.Carried),
 	})
 	r.mu.Unlock()
 	*prev, *last = cur, sec
@@ -568,6 +584,7 @@ func (r *run) live() Live {
 		BytesDone:     r.bytesDone(),
 		Written:       r.written.Load(),
 		Skipped:       r.skipped.Load(),
+		Carried:       r.carried.Load(),
 		DeadLettered:  r.dead.Load(),
 		InputsRefused: r.refused.Load(),
 		Requests:      r.requests.Load(),
@@ -584,14 +601,14 @@ func (r *run) bytesDone() int64 { return r.tr.bytesDone() }
 // Checkpoint callback: the positions and the file's size are taken
 // together (lines written later belong to records above the positions),
 // and saved only once those lines are flushed and fsynced.
-func (r *run) checkpoint(final bool) (Snapshot, error) {
+func (r *run) checkpoint(final bool) (runSnapshot, error) {
 	r.sinceCheckpoint.Store(0)
 	var size int64
 	committed := r.tr.committedWith(func() { size = r.dl.written() })
 	if _, err := r.dl.sync(); err != nil {
-		return Snapshot{}, err
+		return runSnapshot{}, err
 	}
-	s := Snapshot{
+	s := runSnapshot{
 		Committed:      committed,
 		DeadLetterSize: size,
 		Requests:       r.requests.Load(),
@@ -622,7 +639,7 @@ func (r *run) checkpoint(final bool) (Snapshot, error) {
 func (r *run) readAll(queues *lanes) error {
 	cursors := min(max(r.o.Cursors, 1), len(r.o.Inputs))
 	if cursors <= 1 && r.o.Segments == nil {
-		workers := scanWorkers()
+		workers := ScanWorkers()
 		if r.o.Turns != nil { // runs beside this one map on their own goroutines
 			workers = 1
 		}
@@ -714,28 +731,34 @@ func (r *run) readInput(i int, in Input, workers int, queues *lanes) error {
 	anyRecord := false
 	// Paced admission routes by the partition key's hash: hash it on the
 	// mapping workers (route keeps a hash it is given).
-	var prep prep
+	var prep Prep
 	if _, paced := r.adm.(*pacedAdmission); paced {
-		prep.key = func(pk []any, keys *keyCache, out *prepared) { out.epk, _ = keys.of(pk, false) }
+		prep.Key = func(pk []any, keys *KeyCache, out *Prepared) { out.EPK, _ = keys.Of(pk, false) }
 	}
-	err := scanInput(workers, in, r.o.Stdin, r.o.Source, r.o.Mapper, prep, func(s *scanned) bool {
-		if r.stopped() || !cur.take(s.rec.At(), s.rec.Next) {
+	err := ScanInput(workers, in, r.o.Stdin, r.o.Source, r.o.Mapper, prep, func(s *Scanned) bool {
+		if r.stopped() || !cur.take(s.Rec.At(), s.Rec.Next) {
 			return false
 		}
 		anyRecord = true
-		rec := s.rec
+		rec := s.Rec
 		r.read.Add(1)
 		r.bytes.Add(rec.Next.Offset - lastOffset)
 		lastOffset, lastLine = rec.Next.Offset, rec.Next.Line
 		seq := r.tr.add(i, rec.Next.Offset, rec.Next.Line)
-		if s.dead != nil {
-			r.deadLetter(i, seq, s.dead)
+		if s.Dead != nil {
+			r.deadLetter(i, seq, s.Dead)
+			return true
+		}
+		// The tracker numbers a piece's records from its start, as the
+		// checkpoint's Ahead counts them from the position saved.
+		if done, existing := in.Start.Ahead.Done(int64(seq)); done {
+			r.carry(i, seq, existing)
 			return true
 		}
 		it := &item{
 			input: i, seq: seq,
-			doc:  Document{ID: s.doc.ID, PK: s.doc.PK, Body: s.doc.Body},
-			size: len(s.doc.Body), terms: s.doc.Terms, epk: s.epk,
+			doc:  Document{ID: s.Doc.ID, PK: s.Doc.PK, Body: s.Doc.Body},
+			size: len(s.Doc.Body), terms: s.Doc.Terms, epk: s.EPK,
 			path: rec.Path, line: rec.Line, base: rec.Base, off: rec.Offset,
 		}
 		if r.o.Cost != nil {
@@ -778,6 +801,20 @@ func (r *run) readInput(i int, in Input, workers int, queues *lanes) error {
 	return err
 }
 
+// carry acknowledges a record that an earlier run wrote (or found
+// present) past its checkpointed position, as it was then, without
+// sending it again.
+func (r *run) carry(input int, seq uint64, existing bool) {
+	result, count := resultWritten, &r.written
+	if existing {
+		result, count = resultSkipped, &r.skipped
+	}
+	count.Add(1)
+	r.carried.Add(1)
+	r.sinceCheckpoint.Add(1)
+	r.tr.ack(input, seq, result, nil)
+}
+
 // refuseInput turns an input-level failure (source.InputError) into one
 // dead letter for the whole input, none of whose records is loaded, and
 // lets the other inputs go on. Any other error is returned: it is fatal.
@@ -800,7 +837,8 @@ func (r *run) refuseInput(i int, in Input, err error) error {
 	return nil
 }
 
-// deadLetter acknowledges a record as dead-lettered and enforces --max-errors.
+// deadLetter acknowledges a record as dead-lettered; its line is written,
+// and --max-errors enforced, as it passes the low-water mark (listDead).
 func (r *run) deadLetter(input int, seq uint64, d *DeadLetter) {
 	r.deadLetterAs(input, seq, resultDeadLettered, d)
 }
@@ -810,9 +848,6 @@ func (r *run) deadLetterAs(input int, seq uint64, result recordResult, d *DeadLe
 	r.dead.Add(1)
 	r.sinceCheckpoint.Add(1)
 	r.tr.ack(input, seq, result, d)
-	if n := r.bad.Add(1); r.o.MaxErrors >= 0 && n > r.o.MaxErrors {
-		r.stop(MaxErrorsExceeded, fmt.Errorf("%w: %d (--max-errors %d)", ErrMaxErrors, n, r.o.MaxErrors))
-	}
 }
 
 // countLines turns a dead letter's line, counted from the start of a piece
@@ -960,94 +995,174 @@ func relay(in <-chan *item, out chan<- *item) {
 	}
 }
 
-// write sends one record until it is written, refused, or the run stops.
-func (r *run) write(it *item) {
-	transient, gone := 0, 0
-	for {
-		began := r.o.Clock.Now()
-		out := r.o.Sink.Write(r.wctx, it.doc)
-		r.adm.observe(r.o.Clock.Now().Sub(began))
-		if r.wctx.Err() != nil && out.Status == 0 {
+// request is records sent together until each is acknowledged: one record
+// as a point write, or records of one key as a transactional batch. tries
+// are its own failed attempts: a part of a batch split by a 207 is a new
+// request that counts from none.
+type request struct {
+	items []*item
+	tries attempts
+}
+
+// write sends records until each is written, counted as existing,
+// dead-lettered, or the run stops: one record as a point write, several
+// of one key as transactional batches. The caller has reserved the
+// records' estimate on the partition of the first. What follows each
+// answer is the retry policy's (retry.go), for point writes and batches
+// alike. A batch is atomic, so a refused operation (its own status; 424
+// for the others) splits it: the operations before the refused one, which
+// ran and were rolled back, are resent as a batch, the refused record is
+// decided alone, and the ones after it (never run) are resent as another
+// batch.
+func (r *run) write(items ...*item) {
+	part := items[0].part // where the dispatcher reserved
+	pending := []request{{items: items}}
+	reserved := true // the dispatcher paid for the first attempt
+	for len(pending) > 0 {
+		req := pending[0]
+		pending = pending[1:]
+		g := req.items
+		if len(g) > 1 && !r.batchesOK() {
+			if reserved {
+				// Paid for as one batch, sent as point writes: the first
+				// keeps its own estimate, the others pay their own.
+				r.adm.settle(part, estimateOf(g), g[0].est)
+			}
+			pending = append(singles(g), pending...)
+			continue
+		}
+		est := estimateOf(g)
+		if !reserved {
+			// Each resend is routed again: the partitions may have split.
+			part = r.route(g...)
+			if err := r.adm.repay(r.wctx, part, est); err != nil {
+				return
+			}
+		}
+		reserved = false
+		out, answered := r.send(g)
+		if !answered {
 			return // drain deadline passed: left unacknowledged, replayed on resume
 		}
 		r.requests.Add(1)
 		r.ruMilli.Add(int64(out.Charge * 1000))
-		class, wait := Classify(out)
+		class, retryAfter := Classify(out.Outcome)
 		if class != Throttled {
-			r.adm.settle(it.part, it.est, out.Charge)
+			r.adm.settle(part, est, out.Charge)
 		}
-		switch class {
-		case Done, Exists:
-			r.health.succeeded(r.o.Clock.Now())
-		case Throttled, Transient:
-			r.health.failed(r.o.Clock.Now(), out)
+		r.health.answered(r.o.Clock.Now(), class, out.Outcome)
+		if len(g) > 1 && out.Status == http.StatusMultiStatus {
+			rest, ok := r.splitRefused(g, out)
+			if !ok {
+				return
+			}
+			pending = append(rest, pending...)
+			continue
 		}
-		switch class {
-		case Done:
-			if r.o.Cost != nil {
-				r.o.Cost.Observe(it.size, it.terms, out.Charge)
+		if len(g) > 1 && r.batchesRefused(out.Outcome) {
+			pending = append([]request{req}, pending...)
+			continue
+		}
+		d, tries := r.policy.decide(class, retryAfter, req.tries, rand.Float64())
+		switch d.verdict {
+		case verdictWritten:
+			if len(g) > 1 {
+				r.batchWorked.Store(true)
 			}
-			r.charges.Add(out.Charge)
-			r.adm.succeeded(it.part, out.Charge)
-			r.written.Add(1)
-			r.sinceCheckpoint.Add(1)
-			r.tr.ack(it.input, it.seq, resultWritten, nil)
+			r.wrote(g, out)
+		case verdictExists, verdictRefused:
+			if len(g) > 1 {
+				// The batch as a whole was refused (400, 413): the
+				// documents may each be fine, so each gets the outcome of
+				// its own point write.
+				pending = append(singles(g), pending...)
+				break
+			}
+			r.skipOrDeadLetter(g[0], d, out.Outcome)
+		case verdictStop:
+			r.giveUp(g, d, out.Outcome)
 			return
-		case Exists:
-			r.skipped.Add(1)
-			r.sinceCheckpoint.Add(1)
-			r.tr.ack(it.input, it.seq, resultSkipped, nil)
-			return
-		case Throttled:
-			r.throttled.Add(1)
-			r.retries[retryThrottled].Add(1)
-			if err := r.adm.throttled(r.wctx, r.route(it), wait); err != nil {
+		case verdictResend:
+			r.retries[retryClass(out.Outcome)].Add(1)
+			if d.throttled {
+				r.throttled.Add(1)
+			}
+			pending = append([]request{{items: g, tries: tries}}, pending...)
+			if err := r.await(d, g); err != nil {
 				return
 			}
-			if err := r.adm.repay(r.wctx, it.part, it.est); err != nil {
-				return
-			}
-		case Transient:
-			transient++
-			if transient >= r.o.MaxTransientAttempts {
-				r.stop(FatalError, fmt.Errorf("write %s (%s): gave up after %d attempts: %s",
-					it.doc.ID, it.where(), transient, outcomeText(out)))
-				return
-			}
-			r.retries[retryClass(out)].Add(1)
-			if err := r.o.Clock.Sleep(r.wctx, Backoff(transient, 100*time.Millisecond, 5*time.Second, rand.Float64())); err != nil {
-				return
-			}
-		case Permanent:
-			r.deadLetter(it.input, it.seq, &DeadLetter{
-				Source: it.path, Line: it.line, base: it.base, Offset: it.off,
-				Reason: "rejected", Error: outcomeText(out), Status: out.Status, ID: it.doc.ID,
-				Raw: string(it.doc.Body),
-			})
-			return
-		case Gone:
-			r.retries[retryClass(out)].Add(1)
-			if r.o.OnGone != nil {
-				r.o.OnGone()
-			}
-			gone++
-			if err := r.o.Clock.Sleep(r.wctx, max(wait, Backoff(gone, 50*time.Millisecond, time.Second, rand.Float64()))); err != nil {
-				return
-			}
-			r.adm.route(it)
-			if err := r.adm.repay(r.wctx, it.part, it.est); err != nil {
-				return
-			}
-		case Fatal:
-			if r.wctx.Err() == nil {
-				r.stop(FatalError, fmt.Errorf("write %s (%s): %s", it.doc.ID, it.where(), outcomeText(out)))
-			}
-			return
 		}
 		if r.wctx.Err() != nil {
 			return
 		}
 	}
+}
+
+// send makes one attempt at a request: a point write for one record, a
+// transactional batch for more. answered is false when the drain deadline
+// passed first.
+func (r *run) send(g []*item) (out BatchOutcome, answered bool) {
+	began := r.o.Clock.Now()
+	if len(g) == 1 {
+		out.Outcome = r.o.Sink.Write(r.wctx, g[0].doc)
+	} else {
+		docs := make([]Document, len(g))
+		for i, it := range g {
+			docs[i] = it.doc
+		}
+		out = r.o.Sink.(BatchSink).WriteBatch(r.wctx, docs)
+	}
+	r.adm.observe(r.o.Clock.Now().Sub(began))
+	return out, r.wctx.Err() == nil || out.Status != 0
+}
+
+// await waits as a resend decision says, on the run's write context. A
+// 429's wait is admission's: paced, the pacer pauses the partition that
+// now holds the records and cuts its rate, and the resend's repay honours
+// the pause; naive, a sleep. After a split the routing is refreshed first.
+func (r *run) await(d decision, g []*item) error {
+	if d.throttled {
+		return r.adm.throttled(r.wctx, r.route(g...), d.wait)
+	}
+	if d.moved && r.o.OnGone != nil {
+		r.o.OnGone()
+	}
+	return r.o.Clock.Sleep(r.wctx, d.wait)
+}
+
+// skipOrDeadLetter acknowledges a record the container already holds, or
+// dead-letters one it refused.
+func (r *run) skipOrDeadLetter(it *item, d decision, o Outcome) {
+	if d.verdict == verdictExists {
+		r.skipped.Add(1)
+		r.sinceCheckpoint.Add(1)
+		r.tr.ack(it.input, it.seq, resultSkipped, nil)
+		return
+	}
+	r.deadLetter(it.input, it.seq, &DeadLetter{
+		Source: it.path, Line: it.line, base: it.base, Offset: it.off,
+		Reason: "rejected", Error: outcomeText(o), Status: o.Status, ID: it.doc.ID,
+		Raw: string(it.doc.Body),
+	})
+}
+
+// giveUp stops the run as a verdictStop says: after a request's transient
+// failures, or on a fatal answer unless the run is stopping anyway.
+func (r *run) giveUp(g []*item, d decision, o Outcome) {
+	if d.gaveUp > 0 {
+		r.stop(FatalError, fmt.Errorf("write %s: gave up after %d attempts: %s", requestName(g), d.gaveUp, outcomeText(o)))
+	} else if r.wctx.Err() == nil {
+		r.stop(FatalError, fmt.Errorf("write %s: %s", requestName(g), outcomeText(o)))
+	}
+}
+
+// requestName names a request for a message: its record's id and place,
+// or the batch's size and first record's place.
+func requestName(g []*item) string {
+	if len(g) == 1 {
+		return fmt.Sprintf("%s (%s)", g[0].doc.ID, g[0].where())
+	}
+	return fmt.Sprintf("a batch of %d (%s)", len(g), g[0].where())
 }
 
 func outcomeText(o Outcome) string {

@@ -18,6 +18,7 @@ import (
 	"github.com/cosmosloader/loader/internal/clock"
 	"github.com/cosmosloader/loader/internal/clock/clocktest"
 	"github.com/cosmosloader/loader/loader/record"
+	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/loader/source"
 )
 
@@ -166,20 +167,89 @@ func TestRunDeadLettersPermanentRejectionsAndContinues(t *testing.T) {
 }
 
 func TestRunStopsOnMaxErrors(t *testing.T) {
-	lines := docs(50)
+	lines := docs(20000)
 	for i := 10; i < 20; i++ {
 		lines[i] = "{broken"
 	}
-	res, _ := runFake(t, lines, &fakeSink{}, func(o *Options) { o.MaxErrors = 3 })
+	res, dl := runFake(t, lines, &fakeSink{}, func(o *Options) { o.MaxErrors = 3 })
 	if res.Cause != MaxErrorsExceeded || res.Err == nil || !strings.Contains(res.Err.Error(), "--max-errors 3") {
 		t.Fatalf("cause %v err %v", res.Cause, res.Err)
 	}
 	if res.Snapshot.Complete {
 		t.Error("a stopped run marked its checkpoint complete")
 	}
-	if c := res.Snapshot.Committed[0]; c.Records >= 50 {
+	c := res.Snapshot.Committed[0]
+	if c.Records >= int64(len(lines)) {
 		t.Errorf("committed %+v: reading went on past the stop", c)
 	}
+	if n := deadLetterLines(t, dl); c.DeadLettered <= 3 || n != c.DeadLettered {
+		t.Errorf("%d dead letters in the file, %d committed: want the same, more than 3", n, c.DeadLettered)
+	}
+}
+
+// The records that tip --max-errors are in the dead-letter file, counted
+// in the final snapshot, even while a record read before them is still
+// being written: the limit is counted as dead letters pass the low-water
+// mark, not as bad records are found above it (where a stop left them in
+// no file, and in no count).
+func TestMaxErrorsStopsWithItsDeadLettersListed(t *testing.T) {
+	lines := docs(60)
+	for i := 1; i <= 10; i++ {
+		lines[i] = "{broken"
+	}
+	// d0 is answered only once a record read long after the bad ones is
+	// written: every bad record is found while d0 holds the mark.
+	released := make(chan struct{})
+	var once sync.Once
+	sink := sinkFunc(func(ctx context.Context, d Document) Outcome {
+		switch d.ID {
+		case "d0":
+			select {
+			case <-released:
+			case <-ctx.Done():
+				return Outcome{Err: ctx.Err()}
+			}
+		case "d50":
+			once.Do(func() { close(released) })
+		}
+		return Outcome{Status: 201, Charge: 5}
+	})
+	res, dl := runFake(t, lines, nil, func(o *Options) { o.Sink, o.MaxErrors = sink, 3 })
+	if res.Cause != MaxErrorsExceeded {
+		t.Fatalf("cause %v err %v", res.Cause, res.Err)
+	}
+	c := res.Snapshot.Committed[0]
+	if n := deadLetterLines(t, dl); c.DeadLettered != 10 || n != 10 {
+		t.Errorf("%d dead letters in the file, %d committed; want all 10", n, c.DeadLettered)
+	}
+}
+
+// A load's limit counts the dead letters earlier runs listed: a resume of
+// a load that had 2 stops at its second, with --max-errors 3.
+func TestMaxErrorsCountsEarlierRuns(t *testing.T) {
+	lines := docs(40)
+	for _, i := range []int{5, 15, 25} {
+		lines[i] = "{broken"
+	}
+	res, dl := runFake(t, lines, &fakeSink{}, func(o *Options) { o.Errors = newErrorLimit(3, 2) })
+	if res.Cause != MaxErrorsExceeded {
+		t.Fatalf("cause %v err %v", res.Cause, res.Err)
+	}
+	if n := deadLetterLines(t, dl); n < 2 {
+		t.Errorf("%d dead letters listed, want the 2 that passed the limit", n)
+	}
+}
+
+func deadLetterLines(t *testing.T, path string) int64 {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int64(bytes.Count(b, []byte("\n")))
 }
 
 func TestRunStopsOnFatalWithoutCommittingTheRecord(t *testing.T) {
@@ -207,6 +277,61 @@ func TestRunGivesUpOnEndlessTransientFailures(t *testing.T) {
 	}
 	if res.Live.Written != 0 || res.Snapshot.Committed[0].Records != 0 {
 		t.Errorf("live %+v committed %+v", res.Live, res.Snapshot.Committed[0])
+	}
+}
+
+// ledgerPacer admits everything at once and keeps the net RU its
+// reservations and settlements took.
+type ledgerPacer struct {
+	noPacer
+	mu    sync.Mutex
+	debit float64
+}
+
+func (p *ledgerPacer) Wait(ctx context.Context, _ int, ru float64) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.debit += ru
+	return ctx.Err()
+}
+
+func (p *ledgerPacer) Settle(_ int, estimated, actual float64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.debit += actual - estimated
+}
+
+// Every attempt is paid for, a resend after a transient fault as much as
+// one after a split: the bucket is charged what the requests cost, so a
+// fault's refund never pays for its resend.
+func TestRunPaysForEveryAttempt(t *testing.T) {
+	p := &ledgerPacer{}
+	sink := &fakeSink{respond: func(id string, attempt int) Outcome {
+		if attempt == 1 {
+			return Outcome{Status: 503, Charge: 1}
+		}
+		return Outcome{Status: 201, Charge: 5}
+	}}
+	res, _ := runFake(t, docs(20), sink, func(o *Options) { o.Pacer, o.Cost = p, fixedCost(5) })
+	if res.Cause != Finished || res.Live.Written != 20 || res.Live.Requests != 40 {
+		t.Fatalf("cause %v live %+v", res.Cause, res.Live)
+	}
+	if p.debit != res.Snapshot.RU {
+		t.Errorf("the pacer was charged %.1f RU, the requests cost %.1f", p.debit, res.Snapshot.RU)
+	}
+}
+
+// A batch meeting only transient faults gives up after its own attempts,
+// as a point write does.
+func TestRunGivesUpOnABatchsEndlessTransientFailures(t *testing.T) {
+	s := newFakeBatchSink(false, nil)
+	s.whole = func(int) int { return 503 }
+	res, _ := runFake(t, keyedDocs(10, 1), s.fakeSink, func(o *Options) { o.Sink, o.Batch, o.MaxTransientAttempts = s, 100, 4 })
+	if res.Cause != FatalError || !strings.Contains(res.Err.Error(), "write a batch of 10") || !strings.Contains(res.Err.Error(), "gave up after 4 attempts") {
+		t.Fatalf("cause %v err %v", res.Cause, res.Err)
+	}
+	if len(s.batches) != 4 {
+		t.Errorf("%d batches sent, want 4", len(s.batches))
 	}
 }
 
@@ -298,10 +423,10 @@ func TestRunLeavesNoGoroutines(t *testing.T) {
 func TestRunNeverCheckpointsPastADeadLetterItCouldNotWrite(t *testing.T) {
 	lines := append(docs(3), "not json")
 	lines = append(lines, docs(3)...)
-	var saved []Snapshot
+	var saved []runSnapshot
 	res, _ := runFake(t, lines, &fakeSink{}, func(o *Options) {
 		o.DeadLetterPath = filepath.Join(t.TempDir(), "missing", "dl.ndjson")
-		o.Checkpoint = func(s Snapshot) error { saved = append(saved, s); return nil }
+		o.Checkpoint = func(s runSnapshot) error { saved = append(saved, s); return nil }
 	})
 	if res.Cause != FatalError {
 		t.Fatalf("cause %v, want a fatal error", res.Cause)
@@ -333,7 +458,7 @@ func TestRunCountsRetriesByClass(t *testing.T) {
 		return Outcome{Status: 201, Charge: 5}
 	}}
 	res, _ := runFake(t, docs(8), sink, nil)
-	want := Retries{Throttled: 1, Timeout: 1, Unavailable: 2, Connection: 1, Other: 1}
+	want := report.Retries{Throttled: 1, Timeout: 1, Unavailable: 2, Connection: 1, Other: 1}
 	if res.Live.Retries != want {
 		t.Errorf("retries %+v, want %+v", res.Live.Retries, want)
 	}
@@ -390,7 +515,7 @@ func TestRunReportsHowLongNoWriteSucceeded(t *testing.T) {
 	res, _ := runFake(t, docs(1), sink, func(o *Options) {
 		o.Clock = noSleep{clock}
 		o.Progress = func(l Live) {
-			if l.NoWriteFor >= StallWarning {
+			if l.NoWriteFor >= stallWarning {
 				select {
 				case seen <- l:
 				default:
@@ -407,7 +532,7 @@ func TestRunReportsHowLongNoWriteSucceeded(t *testing.T) {
 	if l.NoWriteFor != 12*time.Second || l.LastFailure != "503 service unavailable" || l.Retries.Unavailable != 4 {
 		t.Errorf("stalled live: for %v, last %q, retries %+v", l.NoWriteFor, l.LastFailure, l.Retries)
 	}
-	if StallText(l) != "no write has succeeded for 12 s: 503 service unavailable; retrying" {
+	if StallText(l) != "no write has succeeded for 12s: 503 service unavailable; retrying" {
 		t.Errorf("warning %q", StallText(l))
 	}
 	if res.Live.Written != 1 || res.Live.NoWriteFor != 0 || res.Live.LastFailure != "" {
@@ -453,10 +578,10 @@ func TestRunRefusesCorruptInputsWhole(t *testing.T) {
 		write("good2.ndjson.gz", gz(ndjson("gz", 10))),
 	}
 	sink := &fakeSink{}
-	var last Snapshot
+	var last runSnapshot
 	res, dl := runFake(t, nil, sink, func(o *Options) {
 		o.Inputs = inputs
-		o.Checkpoint = func(s Snapshot) error { last = s; return nil }
+		o.Checkpoint = func(s runSnapshot) error { last = s; return nil }
 	})
 	if len(sink.written) != 30 {
 		t.Errorf("%d documents written, want the 30 good ones", len(sink.written))
@@ -572,13 +697,13 @@ func TestRunCheckpointsOnItsClock(t *testing.T) {
 		}
 		return Outcome{Status: 201, Charge: 5}
 	})
-	saved := make(chan Snapshot, 10)
+	saved := make(chan runSnapshot, 10)
 	done := make(chan *Result, 1)
 	go func() {
 		res, _ := runFake(t, docs(2), nil, func(o *Options) {
 			o.Sink, o.Clock, o.Limiter = sink, noSleep{clock}, make(sem, 1)
 			o.CheckpointInterval, o.CheckpointEvery = 5*time.Second, 1<<40
-			o.Checkpoint = func(s Snapshot) error { saved <- s; return nil }
+			o.Checkpoint = func(s runSnapshot) error { saved <- s; return nil }
 		})
 		done <- res
 	}()
@@ -601,7 +726,7 @@ func TestRunCheckpointsOnItsClock(t *testing.T) {
 	default:
 	}
 	clock.Advance(time.Second)
-	var s Snapshot
+	var s runSnapshot
 	select {
 	case s = <-saved:
 	case <-guard(t).Done():

@@ -6,8 +6,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/internal/parallel"
 	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/loader/source/parquet"
 	"github.com/cosmosloader/loader/pacing"
 )
 
@@ -60,7 +62,7 @@ func (j *Job) progressFunc(totalBytes int64, target float64, fill func(*Progress
 
 // parquetRowsLeft is TotalRows: the rows left to load when every input is
 // Parquet, else 0; a segment's are those up to its end. Each input's
-// footer is a round trip for a blob: InputsAtOnce are read at once.
+// footer is a round trip for a blob: parallel.InputsAtOnce are read at once.
 func parquetRowsLeft(ins []Input, opts source.Options) int64 {
 	for _, in := range ins {
 		if f, err := source.ResolveFormat(in.Input, opts); err != nil || f != source.FormatParquet || in.Stdin {
@@ -69,8 +71,8 @@ func parquetRowsLeft(ins []Input, opts source.Options) int64 {
 	}
 	left := make([]int64, len(ins))
 	notParquet := errors.New("not Parquet")
-	err := parallel.Each(len(ins), InputsAtOnce, func(i int) error {
-		rows, ok := source.ParquetRows(ins[i].Input, opts, ins[i].End)
+	err := parallel.Each(len(ins), parallel.InputsAtOnce, func(i int) error {
+		rows, ok := parquet.Rows(ins[i].Input, opts, ins[i].End)
 		if !ok {
 			return notParquet
 		}
@@ -87,18 +89,18 @@ func parquetRowsLeft(ins []Input, opts source.Options) int64 {
 	return n
 }
 
-// StallWarning is how long no write may succeed, while attempts keep
+// stallWarning is how long no write may succeed, while attempts keep
 // failing, before a progress display says so.
-const StallWarning = 10 * time.Second
+const stallWarning = 10 * time.Second
 
 // StallText is the warning for a run whose writes have all been failing
-// for StallWarning or longer, or "" when there is nothing to warn about:
-// "no write has succeeded for 12 s: 503 service unavailable; retrying".
+// for stallWarning or longer, or "" when there is nothing to warn about:
+// "no write has succeeded for 12s: 503 service unavailable; retrying".
 func StallText(l Live) string {
-	if l.NoWriteFor < StallWarning || l.LastFailure == "" {
+	if l.NoWriteFor < stallWarning || l.LastFailure == "" {
 		return ""
 	}
-	return fmt.Sprintf("no write has succeeded for %d s: %s; retrying", int64(l.NoWriteFor/time.Second), l.LastFailure)
+	return fmt.Sprintf("no write has succeeded for %s: %s; retrying", human.Duration(l.NoWriteFor.Truncate(time.Second)), l.LastFailure)
 }
 
 // loadProgress sums the live figures of the pieces a load runs at once,
@@ -135,6 +137,7 @@ func (lp *loadProgress) sum(slot int, l Live) Live {
 	out.Elapsed = l.Elapsed + lp.runs[slot].start.Sub(lp.began)
 	out.RecordsRead, out.BytesRead, out.BytesDone = lp.done.RecordsRead, lp.done.BytesRead, lp.done.BytesDone
 	out.Written, out.Skipped, out.DeadLettered = lp.done.Written, lp.done.Skipped, lp.done.DeadLettered
+	out.Carried = lp.done.Carried
 	out.InputsRefused, out.Requests, out.Throttled = lp.done.InputsRefused, lp.done.Requests, lp.done.Throttled
 	out.RU, out.Retries, out.InFlight = lp.done.RU, lp.done.Retries, 0
 	for _, r := range lp.runs {
@@ -164,10 +167,11 @@ func addLive(sum *Live, l Live) {
 	sum.BytesDone += l.BytesDone
 	sum.Written += l.Written
 	sum.Skipped += l.Skipped
+	sum.Carried += l.Carried
 	sum.DeadLettered += l.DeadLettered
 	sum.InputsRefused += l.InputsRefused
 	sum.Requests += l.Requests
 	sum.Throttled += l.Throttled
 	sum.RU += l.RU
-	sum.Retries.add(l.Retries)
+	sum.Retries.Add(l.Retries)
 }

@@ -7,14 +7,15 @@ import (
 
 	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/internal/clock/clocktest"
+	"github.com/cosmosloader/loader/loader/report"
 )
 
 // A run shorter than a second could spend at most one second's budget:
 // its rate is over that second, not "3,959 RU/s" of a 1,000 target.
 func TestSubSecondRunIsRatedOverOneSecond(t *testing.T) {
 	j := &Job{Clock: clocktest.New(time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC))}
-	report := func(elapsed time.Duration) *Report {
-		res := &Result{Cause: Finished, Snapshot: Snapshot{Elapsed: elapsed, RU: 724.5, Requests: 100}, Charges: NewHistogram()}
+	report := func(elapsed time.Duration) *report.Report {
+		res := &Result{Cause: Finished, Snapshot: runSnapshot{Elapsed: elapsed, RU: 724.5, Requests: 100}, Charges: NewHistogram()}
 		st := &checkpoint.State{Counters: checkpoint.Counters{RUConsumed: 724.5, RequestsSent: 100, ElapsedSeconds: elapsed.Seconds()}}
 		return buildReport(j, res, 1000, 1, checkpoint.Counters{}, st)
 	}
@@ -30,7 +31,7 @@ func TestSubSecondRunIsRatedOverOneSecond(t *testing.T) {
 
 // The JSON report carries retries by class and the inputs refused whole.
 func TestReportJSONRetriesAndRefusedInputs(t *testing.T) {
-	r := &Report{InputsRefused: 1, Retries: Retries{Throttled: 4, Timeout: 1, Unavailable: 2, Connection: 3, Other: 1}}
+	r := &report.Report{InputsRefused: 1, Retries: report.Retries{Throttled: 4, Timeout: 1, Unavailable: 2, Connection: 3, Other: 1}}
 	js, _ := json.Marshal(r)
 	var m map[string]any
 	json.Unmarshal(js, &m)

@@ -22,6 +22,7 @@ func (j *Job) checkpointConfig(partitionKey []string) checkpoint.Config {
 		Priority: j.Target.Priority, ThroughputBucket: j.Target.ThroughputBucket,
 		ThroughputInterval: j.Watch.ThroughputInterval,
 	}
+	cfg.MaxErrors = maxErrorsConfig(j.MaxErrors)
 	if j.Source.Delimiter != 0 {
 		cfg.Delimiter = string(j.Source.Delimiter)
 	}
@@ -48,7 +49,11 @@ func ResumeJob(st *checkpoint.State, checkpointPath string) *Job {
 		// split since, at the user's request.
 		ScaleRU: cfg.ScaleRU, AllowSplit: cfg.ScaleRU > 0,
 		CheckpointPath: checkpointPath, DeadLetterPath: cfg.DeadLetterPath,
-		Resume: st,
+		MaxErrors: -1,
+		Resume:    st,
+	}
+	if cfg.MaxErrors != nil {
+		j.MaxErrors = *cfg.MaxErrors
 	}
 	if r := []rune(cfg.Delimiter); len(r) == 1 {
 		j.Source.Delimiter = r[0]
@@ -58,4 +63,19 @@ func ResumeJob(st *checkpoint.State, checkpointPath string) *Job {
 		j.Args = append(j.Args, in.Path)
 	}
 	return j
+}
+
+// errorLimit is --max-errors for the runs of one load, counting what the
+// load's earlier processes dead-lettered (store's base).
+func (j *Job) errorLimit(store progressStore) *errorLimit {
+	_, base := store.totals(checkpoint.Counters{})
+	return newErrorLimit(j.MaxErrors, base.RecordsDeadLettered)
+}
+
+// maxErrorsConfig is --max-errors as a checkpoint keeps it.
+func maxErrorsConfig(n int64) *int64 {
+	if n < 0 {
+		return nil
+	}
+	return &n
 }

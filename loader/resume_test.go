@@ -23,7 +23,7 @@ func TestResumeJobKeepsEveryStoredOption(t *testing.T) {
 			PartitionKey: []string{"/tenant", "/user"}, Priority: "low", ThroughputBucket: 2},
 		IDField: "orderId", Mode: ModeCreate, Strategy: StrategyNaive,
 		RU: 1234, RUShare: 0.5, ReadAhead: 777, DeadLetterPath: "/tmp/dl.ndjson", Batch: "50",
-		Watch: WatchOptions{ThroughputInterval: 7 * time.Second},
+		Watch: WatchOptions{ThroughputInterval: 7 * time.Second}, MaxErrors: 10,
 	}
 	st := &checkpoint.State{Config: j.checkpointConfig(j.Target.PartitionKey), Inputs: []checkpoint.Input{{Fingerprint: checkpoint.Fingerprint{Path: "a.csv"}}}}
 	got := ResumeJob(st, "/tmp/ck.json")
@@ -37,11 +37,17 @@ func TestResumeJobKeepsEveryStoredOption(t *testing.T) {
 	}
 	if got.IDField != j.IDField || got.Mode != j.Mode || got.Strategy != j.Strategy || got.RU != j.RU ||
 		got.RUShare != j.RUShare || got.ReadAhead != j.ReadAhead || got.DeadLetterPath != j.DeadLetterPath ||
-		got.Batch != j.Batch || got.Watch != j.Watch {
+		got.Batch != j.Batch || got.Watch != j.Watch || got.MaxErrors != 10 {
 		t.Errorf("options: got %+v", got)
 	}
 	if !reflect.DeepEqual(got.Args, j.Args) || got.CheckpointPath != "/tmp/ck.json" || got.Resume != st {
 		t.Errorf("inputs/checkpoint: got %v %q", got.Args, got.CheckpointPath)
+	}
+	// No limit is kept as none; a checkpoint without one resumes with none.
+	j.MaxErrors = -1
+	st.Config = j.checkpointConfig(nil)
+	if st.Config.MaxErrors != nil || ResumeJob(st, "").MaxErrors != -1 {
+		t.Errorf("no --max-errors: stored %v, resumed %d", st.Config.MaxErrors, ResumeJob(st, "").MaxErrors)
 	}
 }
 
@@ -65,6 +71,12 @@ func TestResumeMappingRoundTripsEveryConfigField(t *testing.T) {
 			f.SetFloat(float64(i) + 0.5)
 		case reflect.Slice:
 			f.Set(reflect.ValueOf([]string{"/a", "/b"}))
+		case reflect.Pointer:
+			if f.Type().Elem().Kind() != reflect.Int64 {
+				t.Fatalf("Config.%s: kind %s not covered by this test", v.Type().Field(i).Name, f.Type())
+			}
+			n := int64(i + 2)
+			f.Set(reflect.ValueOf(&n))
 		default:
 			t.Fatalf("Config.%s: kind %s not covered by this test", v.Type().Field(i).Name, f.Kind())
 		}

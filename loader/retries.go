@@ -6,31 +6,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/cosmosloader/loader/loader/report"
 )
-
-// Retries counts write attempts that failed and were sent again, by cause.
-// A run that "works" while resending most of its writes is not healthy;
-// these say which layer is failing.
-type Retries struct {
-	Throttled   int64 `json:"throttled"`   // 429: the RU/s budget
-	Timeout     int64 `json:"timeout"`     // 408: the service timed the request out
-	Unavailable int64 `json:"unavailable"` // 503 service unavailable, 449 retry with
-	Connection  int64 `json:"connection"`  // no response: reset, refused, dropped, client timeout
-	Other       int64 `json:"other"`       // 410, 500, 502, 504 …
-}
-
-// Total is the number of retries of every class.
-func (r Retries) Total() int64 {
-	return r.Throttled + r.Timeout + r.Unavailable + r.Connection + r.Other
-}
-
-func (r *Retries) add(o Retries) {
-	r.Throttled += o.Throttled
-	r.Timeout += o.Timeout
-	r.Unavailable += o.Unavailable
-	r.Connection += o.Connection
-	r.Other += o.Other
-}
 
 // Retry classes, indexes of retryCounters.
 const (
@@ -80,8 +58,8 @@ func failureText(o Outcome) string {
 
 type retryCounters [retryClasses]atomic.Int64
 
-func (c *retryCounters) snapshot() Retries {
-	return Retries{
+func (c *retryCounters) snapshot() report.Retries {
+	return report.Retries{
 		Throttled:   c[retryThrottled].Load(),
 		Timeout:     c[retryTimeout].Load(),
 		Unavailable: c[retryUnavailable].Load(),
@@ -103,13 +81,17 @@ type writeHealth struct {
 	lastFail atomic.Pointer[failure]
 }
 
-func (h *writeHealth) succeeded(now time.Time) {
-	h.lastOK.Store(now.UnixNano())
-	h.lastFail.Store(nil)
-}
-
-func (h *writeHealth) failed(now time.Time, o Outcome) {
-	h.lastFail.Store(&failure{at: now, text: failureText(o)})
+// answered learns an answer of class c at now: written or found existing
+// is a success, a 429 or a transient fault a failure; anything else says
+// nothing of the writes' health.
+func (h *writeHealth) answered(now time.Time, c Class, o Outcome) {
+	switch c {
+	case Done, Exists:
+		h.lastOK.Store(now.UnixNano())
+		h.lastFail.Store(nil)
+	case Throttled, Transient:
+		h.lastFail.Store(&failure{at: now, text: failureText(o)})
+	}
 }
 
 // stalled returns how long no write has succeeded while writes were

@@ -12,38 +12,40 @@ import (
 	"github.com/cosmosloader/loader/internal/keymemo"
 	"github.com/cosmosloader/loader/loader/record"
 	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/loader/source/formats"
+	"github.com/cosmosloader/loader/loader/source/parquet/sizer"
 )
 
-// scanned is one record as read and mapped: either a document or a bad
+// Scanned is one record as read and mapped: either a document or a bad
 // record with its dead letter.
-type scanned struct {
-	rec  source.Record
-	doc  record.Doc
-	dead *DeadLetter // non-nil: the record is bad
-	prepared
+type Scanned struct {
+	Rec  source.Record
+	Doc  record.Doc
+	Dead *DeadLetter // non-nil: the record is bad
+	Prepared
 }
 
-// prepared is what the caller's prep (see scanInput) works out of a
+// Prepared is what the caller's prep (see ScanInput) works out of a
 // document, on a mapping worker: the partition key's hash (epk.Of), and
 // for dry-run its physical partition, the key as a map key and the
 // estimated charge.
-type prepared struct {
-	epk  string
-	part int
-	key  batchKey
-	ru   float64
+type Prepared struct {
+	EPK  string
+	Part int
+	Key  BatchKey
+	RU   float64
 }
 
-// prep is a scan's per-document work on the mapping workers (see
-// scanInput): key works out what follows from the partition key alone,
-// doc what follows from the body's length and index terms. Either may be
+// Prep is a scan's per-document work on the mapping workers (see
+// ScanInput): Key works out what follows from the partition key alone,
+// Doc what follows from the body's length and index terms. Either may be
 // nil. keys is the worker's own.
-type prep struct {
-	key func(pk []any, keys *keyCache, out *prepared)
-	doc func(size, terms int, out *prepared)
+type Prep struct {
+	Key func(pk []any, keys *KeyCache, out *Prepared)
+	Doc func(size, terms int, out *Prepared)
 }
 
-// keyCache remembers, for one mapping worker, the single-string partition
+// KeyCache remembers, for one mapping worker, the single-string partition
 // keys it met lately: each one's hash (epk.Of), and one copy of its text
 // as a batch key. Most inputs repeat their keys, and hashing each record's
 // key was a few per cent of a dry-run's CPU on the bench's DuckDB export.
@@ -51,23 +53,23 @@ type prep struct {
 // copy kept here gives a key the same text from one row group to the next,
 // so the dry-run's heavy hitters find it by its address (heavyHitters.seen)
 // rather than by hashing it.
-type keyCache struct{ m keymemo.Memo[cachedKey] }
+type KeyCache struct{ m keymemo.Memo[cachedKey] }
 
 type cachedKey struct {
 	epk string
-	key batchKey
+	key BatchKey
 }
 
-// of returns pk's hash and, when withKey (a dry-run's batches; an
+// Of returns pk's hash and, when withKey (a dry-run's batches; an
 // import groups by key later, only when it batches), its batch key
 // (keyOf); a key kept here comes with its text either way.
-func (c *keyCache) of(pk []any, withKey bool) (string, batchKey) {
+func (c *KeyCache) Of(pk []any, withKey bool) (string, BatchKey) {
 	str, ok := "", len(pk) == 1
 	if ok {
 		str, ok = pk[0].(string)
 	}
 	if !ok {
-		var key batchKey
+		var key BatchKey
 		if withKey {
 			key = keyOf(pk)
 		}
@@ -81,38 +83,38 @@ func (c *keyCache) of(pk []any, withKey bool) (string, batchKey) {
 	return k.epk, k.key
 }
 
-// scanInput reads input in from its start position, maps every record and
+// ScanInput reads input in from its start position, maps every record and
 // hands it to fn, until the input ends or fn returns false. import and
 // dry-run both read through here, so dry-run judges records exactly as an
 // import would. It returns a fatal input error (I/O, corrupt gzip).
 //
-// With workers > 1 (scanWorkers) mapping runs on that many goroutines over
+// With workers > 1 (ScanWorkers) mapping runs on that many goroutines over
 // chunks of records (see scanChunks); fn still sees every record in input
 // order, on the caller's goroutine, and a fatal error after the last
 // record read before it, exactly as with one. Stdin is always mapped on
 // the caller's goroutine. prep, when not nil, runs where the mapping does,
 // after each record that mapped to a document: per-record work that
 // depends on nothing but the record (hashing its partition key, estimating
-// its charge with a model nobody updates), filling scanned's prep fields.
+// its charge with a model nobody updates), filling the Scanned's Prepared.
 // It must be safe for concurrent use.
 //
-// A reader that sums its rows by columns (source.FactReader: Parquet in a
+// A reader that sums its rows by columns (sizer.Reader: Parquet in a
 // dry-run, Options.Facts) hands them to fnFacts instead, a batch at a
 // time, mapped (see scanFacts); fn still sees the rows the plan leaves to
 // the mapper, through fnFacts's caller. fnFacts is nil for a scan that
 // never sets Options.Facts.
-func scanInput(workers int, in Input, stdin io.Reader, so source.Options, m *record.Mapper, prep prep, fn func(*scanned) bool, fnFacts func(*factRows) bool) error {
+func ScanInput(workers int, in Input, stdin io.Reader, so source.Options, m *record.Mapper, prep Prep, fn func(*Scanned) bool, fnFacts func(*FactRows) bool) error {
 	start := source.Position{Offset: in.Start.Offset, Line: in.Start.Line, Base: in.Start.Base}
-	rd, err := source.Open(in.Input, stdin, so, start)
+	rd, err := formats.Open(in.Input, stdin, so, start)
 	if err != nil {
 		return err
 	}
-	return scanReader(workers, in, rd, so, m, prep, fn, fnFacts)
+	return ScanReader(workers, in, rd, so, m, prep, fn, fnFacts)
 }
 
-// scanReader is scanInput over rd, in opened at its start position; it
+// ScanReader is ScanInput over rd, in opened at its start position; it
 // closes rd.
-func scanReader(workers int, in Input, rd source.Reader, so source.Options, m *record.Mapper, prep prep, fn func(*scanned) bool, fnFacts func(*factRows) bool) error {
+func ScanReader(workers int, in Input, rd source.Reader, so source.Options, m *record.Mapper, prep Prep, fn func(*Scanned) bool, fnFacts func(*FactRows) bool) error {
 	defer rd.Close()
 	// Generated ids are UUIDv5 of the input's content seed and the record's
 	// byte offset: the same record gets the same id on every run.
@@ -137,7 +139,7 @@ func scanReader(workers int, in Input, rd source.Reader, so source.Options, m *r
 		}
 		return rec, err
 	}
-	if fr, ok := rd.(source.FactReader); ok && fr.Facts() && in.End <= 0 {
+	if fr, ok := rd.(sizer.Reader); ok && fr.Facts() && in.End <= 0 {
 		genID := newMapper().genIDAt // reads only the namespace: safe on any goroutine
 		fill := func(c *scanChunk) {
 			f, err := fr.NextFacts()
@@ -146,9 +148,9 @@ func scanReader(workers int, in Input, rd source.Reader, so source.Options, m *r
 				return
 			}
 			if c.facts == nil {
-				c.facts = &factRows{genID: genID}
+				c.facts = &FactRows{genID: genID}
 			}
-			c.facts.f = f
+			c.facts.F = f
 		}
 		return scanChunks(fill, max(workers, 1), newMapper, fn, fnFacts)
 	}
@@ -158,7 +160,7 @@ func scanReader(workers int, in Input, rd source.Reader, so source.Options, m *r
 		return scanChunks(fillRecords(next, chunkBudget(so)), workers, newMapper, fn, fnFacts)
 	}
 	rm := newMapper()
-	var s scanned
+	var s Scanned
 	for {
 		rec, err := next()
 		if errors.Is(err, io.EOF) {
@@ -167,7 +169,7 @@ func scanReader(workers int, in Input, rd source.Reader, so source.Options, m *r
 		if err != nil {
 			return err
 		}
-		s = scanned{rec: rec}
+		s = Scanned{Rec: rec}
 		rm.scan(&s)
 		if !fn(&s) {
 			return nil
@@ -175,18 +177,18 @@ func scanReader(workers int, in Input, rd source.Reader, so source.Options, m *r
 	}
 }
 
-// scanWorkers is how many goroutines map the records of a scan that has
+// ScanWorkers is how many goroutines map the records of a scan that has
 // the machine to itself: one per CPU, at most four (past that the caller,
 // who takes every record in order, is the limit).
-func scanWorkers() int { return min(runtime.GOMAXPROCS(0), 4) }
+func ScanWorkers() int { return min(runtime.GOMAXPROCS(0), 4) }
 
 // recordMapper maps records for one goroutine: genID reads off, the
 // offset of the record being mapped.
 type recordMapper struct {
 	m     *record.Mapper
 	plan  *record.Plan // for the trusted records of the last schema seen
-	prep  prep
-	keys  keyCache
+	prep  Prep
+	keys  KeyCache
 	off   int64
 	ns    uuid.UUID // of generated ids
 	genID func() string
@@ -196,7 +198,7 @@ type recordMapper struct {
 	entries keymemo.Memo[entryKey]
 }
 
-func newRecordMapper(m *record.Mapper, ns uuid.UUID, prep prep) *recordMapper {
+func newRecordMapper(m *record.Mapper, ns uuid.UUID, prep Prep) *recordMapper {
 	rm := &recordMapper{m: m, prep: prep, ns: ns}
 	rm.genID = func() string { return rm.genIDAt(rm.off) }
 	return rm
@@ -212,10 +214,10 @@ func (rm *recordMapper) genIDAt(off int64) string {
 const generatedIDLen = 36
 
 // scan maps s.rec into s.doc, or s.dead for a bad record.
-func (rm *recordMapper) scan(s *scanned) {
-	rec := &s.rec
+func (rm *recordMapper) scan(s *Scanned) {
+	rec := &s.Rec
 	if rec.Err != nil {
-		s.dead = newDeadLetter(rec, reasonOf(rec.Err), rec.Err.Error(), rec.Raw)
+		s.Dead = newDeadLetter(rec, reasonOf(rec.Err), rec.Err.Error(), rec.Raw)
 		return
 	}
 	rm.off = rec.Offset
@@ -235,20 +237,20 @@ func (rm *recordMapper) scan(s *scanned) {
 		if rec.Raw != nil { // the input's text, before the reader added to it
 			raw = rec.Raw
 		}
-		s.dead = newDeadLetter(rec, reasonOf(err), err.Error(), raw)
+		s.Dead = newDeadLetter(rec, reasonOf(err), err.Error(), raw)
 		return
 	}
-	s.doc = doc
-	rm.prepare(len(doc.Body), doc.Terms, doc.PK, &s.prepared)
+	s.Doc = doc
+	rm.prepare(len(doc.Body), doc.Terms, doc.PK, &s.Prepared)
 }
 
 // prepare runs the caller's prep on a document.
-func (rm *recordMapper) prepare(size, terms int, pk []any, out *prepared) {
-	if rm.prep.key != nil {
-		rm.prep.key(pk, &rm.keys, out)
+func (rm *recordMapper) prepare(size, terms int, pk []any, out *Prepared) {
+	if rm.prep.Key != nil {
+		rm.prep.Key(pk, &rm.keys, out)
 	}
-	if rm.prep.doc != nil {
-		rm.prep.doc(size, terms, out)
+	if rm.prep.Doc != nil {
+		rm.prep.Doc(size, terms, out)
 	}
 }
 

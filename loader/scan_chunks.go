@@ -32,15 +32,15 @@ func chunkBudget(so source.Options) int {
 // scanChunk is a run of consecutive records, or a batch of facts, mapped
 // by one worker.
 type scanChunk struct {
-	recs  []scanned
-	facts *factRows // a batch of facts (reused: its f is the batch's)
+	recs  []Scanned
+	facts *FactRows // a batch of facts (reused: its f is the batch's)
 	// end is what the reader met after recs: nil when more follow, io.EOF
 	// at the end, or the input's fatal error.
 	end  error
 	done chan struct{} // a worker has mapped recs (buffered: one signal per use)
 }
 
-// scanChunks is scanInput's parallel scan. One goroutine fills chunks in
+// scanChunks is ScanInput's parallel scan. One goroutine fills chunks in
 // input order (fill: records or facts; the source's Reader is not safe for
 // concurrent use), the workers map whole chunks, and the caller's
 // goroutine takes the chunks back in the order they were read and hands
@@ -52,11 +52,11 @@ type scanChunk struct {
 // and Members belong to the caller (the reader never writes to them again,
 // until they are released: the mappers release Members, a dry-run's fn the
 // Data). Facts are released once fnFacts has taken them.
-func scanChunks(fill func(*scanChunk), workers int, newMapper func() *recordMapper, fn func(*scanned) bool, fnFacts func(*factRows) bool) error {
+func scanChunks(fill func(*scanChunk), workers int, newMapper func() *recordMapper, fn func(*Scanned) bool, fnFacts func(*FactRows) bool) error {
 	inflight := workers + 2
 	free := make(chan *scanChunk, inflight)
 	for range inflight {
-		free <- &scanChunk{recs: make([]scanned, 0, chunkRecords), done: make(chan struct{}, 1)}
+		free <- &scanChunk{recs: make([]Scanned, 0, chunkRecords), done: make(chan struct{}, 1)}
 	}
 	// Both hold every chunk at once at most: sends to them never block.
 	order := make(chan *scanChunk, inflight)
@@ -105,7 +105,7 @@ func scanChunks(fill func(*scanChunk), workers int, newMapper func() *recordMapp
 					continue // nobody waits for it: skip the work
 				default:
 				}
-				if c.facts != nil && c.facts.f != nil {
+				if c.facts != nil && c.facts.F != nil {
 					rm.scanFacts(c.facts)
 				}
 				for i := range c.recs {
@@ -118,7 +118,7 @@ func scanChunks(fill func(*scanChunk), workers int, newMapper func() *recordMapp
 
 	for c := range order {
 		<-c.done
-		if c.facts != nil && c.facts.f != nil {
+		if c.facts != nil && c.facts.F != nil {
 			ok := fnFacts(c.facts)
 			c.release()
 			if !ok {
@@ -154,7 +154,7 @@ func fillRecords(next func() (source.Record, error), budget int) func(*scanChunk
 				c.end = err
 				return
 			}
-			c.recs = append(c.recs, scanned{rec: rec})
+			c.recs = append(c.recs, Scanned{Rec: rec})
 			size += len(rec.Data) + len(rec.Raw)
 		}
 	}
@@ -162,8 +162,8 @@ func fillRecords(next func() (source.Record, error), budget int) func(*scanChunk
 
 // release gives a chunk's facts back to their reader.
 func (c *scanChunk) release() {
-	if c.facts != nil && c.facts.f != nil {
-		c.facts.f.Release()
-		c.facts.f = nil
+	if c.facts != nil && c.facts.F != nil {
+		c.facts.F.Release()
+		c.facts.F = nil
 	}
 }

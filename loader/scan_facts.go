@@ -3,24 +3,24 @@ package loader
 import (
 	"slices"
 
-	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/loader/source/parquet/sizer"
 )
 
-// A dry-run's Parquet reader hands its rows over as sums (source.Facts):
+// A dry-run's Parquet reader hands its rows over as sums (sizer.Facts):
 // each row's length, members and counted leaves, and its id and partition
 // key values on demand. A mapping worker turns them into documents with
 // the mapper's columnar plan (record.ColumnPlan) and prepares each as it
 // prepares a mapped record; a row the plan leaves to the mapper is
 // written and mapped as a record, in its place.
 
-// factRows is a batch of facts as one worker mapped it.
-type factRows struct {
-	f    *source.Facts
-	rows []factRow
-	// slow are the rows mapped as records (factRow.slow).
-	slow []scanned
-	// ids holds the rows' ids as the input has them (factRow.idEnd); a
-	// generated one is made on demand (id).
+// FactRows is a batch of facts as one worker mapped it.
+type FactRows struct {
+	F    *sizer.Facts
+	Rows []FactRow
+	// Slow are the rows mapped as records (FactRow.Slow).
+	Slow []Scanned
+	// ids holds the rows' ids as the input has them (FactRow.idEnd); a
+	// generated one is made on demand (ID).
 	ids   []byte
 	genID func(row int64) string
 }
@@ -33,13 +33,13 @@ type dictKeys struct {
 	entries  []entryKey
 }
 
-// factRow is one row: a document of size bytes, its partition key and
-// what prep made of it, or (slow > 0) the record slow[slow-1].
-type factRow struct {
-	prepared
-	pk    []any
-	size  int32
-	slow  int32
+// FactRow is one row: a document of size bytes, its partition key and
+// what prep made of it, or (Slow > 0) the record FactRows.Slow[Slow-1].
+type FactRow struct {
+	Prepared
+	PK    []any
+	Size  int32
+	Slow  int32
 	idEnd int32
 }
 
@@ -48,28 +48,28 @@ type factRow struct {
 type entryKey struct {
 	resolved, ok bool
 	pk           []any
-	prepared
+	Prepared
 }
 
-// id is row i's id.
-func (fr *factRows) id(i int) string {
-	if fr.f.Plan.IDField() < 0 {
-		return fr.genID(fr.f.First + int64(i))
+// ID is row i's id.
+func (fr *FactRows) ID(i int) string {
+	if fr.F.Plan.IDField() < 0 {
+		return fr.genID(fr.F.First + int64(i))
 	}
 	start := int32(0)
 	if i > 0 {
-		start = fr.rows[i-1].idEnd
+		start = fr.Rows[i-1].idEnd
 	}
-	return fr.f.Plan.ID(fr.ids[start:fr.rows[i].idEnd])
+	return fr.F.Plan.ID(fr.ids[start:fr.Rows[i].idEnd])
 }
 
 // scanFacts maps the rows of fr.f.
-func (rm *recordMapper) scanFacts(fr *factRows) {
-	f := fr.f
+func (rm *recordMapper) scanFacts(fr *FactRows) {
+	f := fr.F
 	plan := f.Plan
 	idField, keyFields := plan.IDField(), plan.KeyFields()
-	clear(fr.slow) // let the last batch's records go
-	fr.rows, fr.slow, fr.ids = fr.rows[:0], fr.slow[:0], fr.ids[:0]
+	clear(fr.Slow) // let the last batch's records go
+	fr.Rows, fr.Slow, fr.ids = fr.Rows[:0], fr.Slow[:0], fr.ids[:0]
 	// A key of one field whose column is a dictionary is worked out once
 	// per entry (a tenant, a region), not once per row.
 	var dict []int32
@@ -79,10 +79,10 @@ func (rm *recordMapper) scanFacts(fr *factRows) {
 			dict, entries = rows, rm.entriesOf(f.RowGroup, n)
 		}
 	}
-	fr.rows = slices.Grow(fr.rows, f.Len())[:f.Len()]
-	for i := range fr.rows {
-		row := &fr.rows[i] // filled in place: a row is 100 bytes
-		row.slow = 0
+	fr.Rows = slices.Grow(fr.Rows, f.Len())[:f.Len()]
+	for i := range fr.Rows {
+		row := &fr.Rows[i] // filled in place: a row is 100 bytes
+		row.Slow = 0
 		ok := !f.Slow
 		if ok {
 			var id []byte
@@ -95,27 +95,27 @@ func (rm *recordMapper) scanFacts(fr *factRows) {
 			}
 			var size, terms int
 			size, terms, ok = plan.Doc(int(f.Size[i]), int(f.Terms[i]), int(f.Members[i]), id, generatedIDLen)
-			row.size, row.idEnd = int32(size), int32(len(fr.ids))
+			row.Size, row.idEnd = int32(size), int32(len(fr.ids))
 			if ok {
 				if dict != nil && !f.IsNull(keyFields[0], i) {
 					e := rm.entry(fr, entries, keyFields[0], int(dict[i]))
-					ok, row.pk, row.prepared = e.ok, e.pk, e.prepared
+					ok, row.PK, row.Prepared = e.ok, e.pk, e.Prepared
 				} else {
-					row.pk, ok = rm.keyOf(fr, i, id)
-					if ok && rm.prep.key != nil {
-						rm.prep.key(row.pk, &rm.keys, &row.prepared)
+					row.PK, ok = rm.keyOf(fr, i, id)
+					if ok && rm.prep.Key != nil {
+						rm.prep.Key(row.PK, &rm.keys, &row.Prepared)
 					}
 				}
 			}
-			if ok && rm.prep.doc != nil {
-				rm.prep.doc(size, terms, &row.prepared)
+			if ok && rm.prep.Doc != nil {
+				rm.prep.Doc(size, terms, &row.Prepared)
 			}
 		}
 		if !ok {
-			*row = factRow{idEnd: int32(len(fr.ids))}
-			fr.slow = append(fr.slow, scanned{rec: f.Record(i)})
-			rm.scan(&fr.slow[len(fr.slow)-1])
-			row.slow = int32(len(fr.slow))
+			*row = FactRow{idEnd: int32(len(fr.ids))}
+			fr.Slow = append(fr.Slow, Scanned{Rec: f.Record(i)})
+			rm.scan(&fr.Slow[len(fr.Slow)-1])
+			row.Slow = int32(len(fr.Slow))
 		}
 	}
 }
@@ -123,8 +123,8 @@ func (rm *recordMapper) scanFacts(fr *factRows) {
 // keyOf is row i's partition key, from its fields, its id (the JSON text
 // of its id member) or its generated id; ok false when the plan leaves
 // the row to the mapper.
-func (rm *recordMapper) keyOf(fr *factRows, i int, id []byte) (pk []any, ok bool) {
-	f := fr.f
+func (rm *recordMapper) keyOf(fr *FactRows, i int, id []byte) (pk []any, ok bool) {
+	f := fr.F
 	plan := f.Plan
 	pk = make([]any, len(plan.KeyFields()))
 	for k, field := range plan.KeyFields() {
@@ -174,25 +174,25 @@ const dictRowGroups = 4
 // entry is entry j of field's dictionary as a partition key. Every row
 // group has a dictionary of its own, mostly of the same entries (a few
 // hundred tenants): an entry met in an earlier row group is found by its
-// text (rm.entries) instead of worked out again. Working them out was
-// 0.64 of 10.3 CPU-s for 1 GB of the bench's orders by /tenant: 1.3 M
-// entries, each a string, a box, a hash lookup and a partition's search.
-func (rm *recordMapper) entry(fr *factRows, entries []entryKey, field, j int) *entryKey {
+// text (rm.entries) instead of worked out again: each is a string, a
+// box, a hash lookup and a partition's search, and a file of small row
+// groups has over a million of them.
+func (rm *recordMapper) entry(fr *FactRows, entries []entryKey, field, j int) *entryKey {
 	e := &entries[j]
 	if e.resolved {
 		return e
 	}
-	text := fr.f.Entry(field, j)
+	text := fr.F.Entry(field, j)
 	if known, ok := rm.entries.GetBytes(text); ok {
 		*e = known
 		return e
 	}
 	e.resolved = true
 	var v any
-	if v, e.ok = fr.f.Plan.Key(0, text); e.ok {
+	if v, e.ok = fr.F.Plan.Key(0, text); e.ok {
 		e.pk = []any{v}
-		if rm.prep.key != nil {
-			rm.prep.key(e.pk, &rm.keys, &e.prepared)
+		if rm.prep.Key != nil {
+			rm.prep.Key(e.pk, &rm.keys, &e.Prepared)
 		}
 	}
 	rm.entries.Put(string(text), *e)

@@ -125,17 +125,17 @@ func scanLog(t *testing.T, c scanCase, workers, stopAfter int) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prep := prep{key: func(pk []any, keys *keyCache, out *prepared) { out.epk, _ = keys.of(pk, false) }}
+	prep := Prep{Key: func(pk []any, keys *KeyCache, out *Prepared) { out.EPK, _ = keys.Of(pk, false) }}
 	var log []string
-	err = scanInput(workers, c.in, nil, c.so, m, prep, func(s *scanned) bool {
-		r := s.rec
+	err = ScanInput(workers, c.in, nil, c.so, m, prep, func(s *Scanned) bool {
+		r := s.Rec
 		line := fmt.Sprintf("%s:%d @%d next %+v", r.Path, r.Line, r.Offset, r.Next)
-		if s.dead != nil {
-			d := *s.dead
+		if s.Dead != nil {
+			d := *s.Dead
 			line += fmt.Sprintf(" dead %+v", d)
 		} else {
-			line += fmt.Sprintf(" id %s pk %v epk %s body %s", s.doc.ID, s.doc.PK, s.epk, s.doc.Body)
-			if s.epk == "" {
+			line += fmt.Sprintf(" id %s pk %v epk %s body %s", s.Doc.ID, s.Doc.PK, s.EPK, s.Doc.Body)
+			if s.EPK == "" {
 				t.Errorf("%s: prep did not run", line)
 			}
 		}
@@ -222,9 +222,9 @@ func TestScanChunksFatalErrorAfterItsRecords(t *testing.T) {
 		var returned atomic.Bool
 		var lines []int64
 		dead := 0
-		err := scanChunks(fillRecords(fakeNext(t, 1000, boom, &returned), budget), 3, func() *recordMapper { return newRecordMapper(m, [16]byte{}, prep{}) }, func(s *scanned) bool {
-			lines = append(lines, s.rec.Line)
-			if s.dead != nil {
+		err := scanChunks(fillRecords(fakeNext(t, 1000, boom, &returned), budget), 3, func() *recordMapper { return newRecordMapper(m, [16]byte{}, Prep{}) }, func(s *Scanned) bool {
+			lines = append(lines, s.Rec.Line)
+			if s.Dead != nil {
 				dead++
 			}
 			return true
@@ -250,8 +250,8 @@ func TestScanChunksEarlyStopLeavesNothingRunning(t *testing.T) {
 		seen := 0
 		err := scanChunks(fillRecords(fakeNext(t, 1<<20, io.EOF, &returned), chunkBytes), 4, func() *recordMapper {
 			mappers.Add(1)
-			return newRecordMapper(m, [16]byte{}, prep{})
-		}, func(s *scanned) bool {
+			return newRecordMapper(m, [16]byte{}, Prep{})
+		}, func(s *Scanned) bool {
 			seen++
 			return seen < stopAt
 		}, nil)
@@ -278,8 +278,8 @@ func TestScanStdinRecordGoesOutAtOnce(t *testing.T) {
 	defer pw.Close()
 	go pw.Write([]byte("{\"k\":\"a\"}\n"))
 	var got []string
-	err = scanInput(4, Input{Input: source.Input{Path: "-", Stdin: true}}, pr, source.Options{}, m, prep{}, func(s *scanned) bool {
-		got = append(got, string(s.doc.Body))
+	err = ScanInput(4, Input{Input: source.Input{Path: "-", Stdin: true}}, pr, source.Options{}, m, Prep{}, func(s *Scanned) bool {
+		got = append(got, string(s.Doc.Body))
 		return false // the pipe stays open: a chunk would never fill
 	}, nil)
 	if err != nil || len(got) != 1 {
@@ -291,13 +291,13 @@ func TestScanStdinRecordGoesOutAtOnce(t *testing.T) {
 // for keys met again, keys of other types, hierarchical keys, and after
 // it was emptied for room.
 func TestKeyCacheMatchesHashingEachKey(t *testing.T) {
-	var c keyCache
+	var c KeyCache
 	keys := [][]any{{"acme"}, {"acme"}, {"a\"b<>"}, {""}, {"\x00nul"}, {42.5}, {nil}, {true}, {"acme", "eu"}, {"acme"}}
 	for i := range 3000 {
 		keys = append(keys, []any{strings.Repeat("k", 200) + strconv.Itoa(i%1500)})
 	}
 	for _, pk := range keys {
-		if hash, key := c.of(pk, true); hash != epk.Of(pk) || key != keyOf(pk) {
+		if hash, key := c.Of(pk, true); hash != epk.Of(pk) || key != keyOf(pk) {
 			t.Fatalf("%v: %s %q, want %s %q", pk, hash, key, epk.Of(pk), keyOf(pk))
 		}
 	}
@@ -306,9 +306,9 @@ func TestKeyCacheMatchesHashingEachKey(t *testing.T) {
 // A key met again gets the text it was first given, whichever copy of it
 // came: the dry-run's heavy hitters find a key by its text's address.
 func TestKeyCacheGivesAKeyOneText(t *testing.T) {
-	var c keyCache
-	_, first := c.of([]any{strings.Clone("tenant-0042")}, true)
-	_, again := c.of([]any{strings.Clone("tenant-0042")}, true)
+	var c KeyCache
+	_, first := c.Of([]any{strings.Clone("tenant-0042")}, true)
+	_, again := c.Of([]any{strings.Clone("tenant-0042")}, true)
 	if unsafe.StringData(string(first)) != unsafe.StringData(string(again)) {
 		t.Errorf("a key met again got a new text")
 	}

@@ -12,8 +12,9 @@ import (
 	"github.com/cosmosloader/loader/internal/clock"
 	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/internal/parallel"
+	"github.com/cosmosloader/loader/loader/readplan"
 	"github.com/cosmosloader/loader/loader/source"
-	"github.com/cosmosloader/loader/pacing"
+	"github.com/cosmosloader/loader/loader/source/formats"
 )
 
 // A file sorted by partition key parks a single reader on one partition's
@@ -21,28 +22,6 @@ import (
 // once — segments, each with its own cursor and low-water mark — gives every
 // partition work whenever the file holds records for it anywhere, not only
 // in the next few thousand lines.
-
-// Segment bounds: a cursor per MiB of input, at most 4 per physical
-// partition (at least 8, at most 64). Below 4 MiB, or with one partition,
-// one cursor is enough: the read-ahead already spans the file or there is
-// nothing to keep busy.
-const (
-	minSegmentedBytes = 4 << 20
-	maxSegments       = 64
-)
-
-// SegmentCount is how many places of a file of size bytes the import reads
-// at once for a container of the given physical partitions; want > 0 (the
-// --segments flag) decides instead.
-func SegmentCount(size int64, partitions, want int) int {
-	if want > 0 {
-		return want
-	}
-	if partitions <= 1 || size < minSegmentedBytes {
-		return 1
-	}
-	return int(min(size>>20, int64(maxCursors(partitions))))
-}
 
 // followNoteBytes is the CSV size from which following its quoting before
 // the load (to cut it) is said: a blob of hundreds of GB is read once
@@ -68,37 +47,33 @@ type segmentPlan struct {
 	inputs []Input
 	file   []int // pipeline input → index in state.Inputs
 	seg    []int // pipeline input → index in that input's Segments, or -1
-	// cursors is how many pipeline inputs are read at once: the most
-	// segments any one file has.
-	cursors int
-	// notes say which files could not be split, and why.
-	notes []string
 }
 
-// splitInputs decides, for a fresh load, each file's segments and records
-// them in state.Inputs (whose Fingerprints are set). want is --segments.
-// logf says when cutting a CSV will read it first (noteFollowingCSV).
-func splitInputs(files []Input, state *checkpoint.State, so source.Options, partitions, want int, logf func(string, ...any)) ([]string, error) {
+// splitInputs decides, for a fresh load, each file's segments (as many as
+// the read plan's c.SegmentsOf its size) and records them in state.Inputs
+// (whose Fingerprints are set). logf says when cutting a CSV will read it
+// first (noteFollowingCSV).
+func splitInputs(files []Input, state *checkpoint.State, so source.Options, c readplan.Config, logf func(string, ...any)) ([]string, error) {
 	// Splitting a Parquet blob reads its footer, a round trip or two:
-	// InputsAtOnce files are split at once.
+	// parallel.InputsAtOnce files are split at once.
 	type split struct {
 		n      int
 		ranges []source.Range
 		why    string
 	}
 	splits := make([]split, len(files))
-	err := parallel.Each(len(files), InputsAtOnce, func(i int) error {
+	err := parallel.Each(len(files), parallel.InputsAtOnce, func(i int) error {
 		if files[i].Stdin {
 			return nil
 		}
 		sp := &splits[i]
-		sp.n = SegmentCount(state.Inputs[i].Size, partitions, want)
+		sp.n = c.SegmentsOf(state.Inputs[i].Size)
 		if sp.n <= 1 {
 			return nil
 		}
 		noteFollowingCSV(files[i].Input, state.Inputs[i].Size, so, logf)
 		var err error
-		sp.ranges, sp.why, err = source.Split(files[i].Input, so, sp.n)
+		sp.ranges, sp.why, err = formats.Split(files[i].Input, so, sp.n)
 		return err
 	})
 	if err != nil {
@@ -107,7 +82,7 @@ func splitInputs(files []Input, state *checkpoint.State, so source.Options, part
 	var notes []string
 	for i, in := range files {
 		if in.Stdin {
-			if partitions > 1 && want != 1 {
+			if c.Lanes > 1 && c.Segments != 1 {
 				notes = append(notes, "standard input is read with one cursor: if it is sorted by partition key, partitions wait on each other (loader dry-run on a copy shows how much)")
 			}
 			continue
@@ -136,23 +111,22 @@ func splitInputs(files []Input, state *checkpoint.State, so source.Options, part
 // planSegments builds the pipeline's inputs from the files and their
 // checkpointed progress (state.Inputs, one per file).
 func planSegments(files []Input, state *checkpoint.State) *segmentPlan {
-	p := &segmentPlan{cursors: 1}
+	p := &segmentPlan{}
 	for i, f := range files {
 		ci := state.Inputs[i]
 		if len(ci.Segments) == 0 {
 			in := f
-			in.Start = Committed{Offset: ci.Committed.Offset, Line: ci.Committed.Line, Base: ci.Committed.Base, Records: ci.Records, Refused: ci.Refused}
+			in.Start = committedAt(ci.Committed, ci.Records, ci.Refused)
 			p.add(in, i, -1)
 			continue
 		}
-		p.cursors = max(p.cursors, len(ci.Segments))
 		// A checkpoint that says which segment was refused; an older one
 		// only that the input was.
 		perSegment := slices.ContainsFunc(ci.Segments, func(s checkpoint.Segment) bool { return s.Refused })
 		for k, s := range ci.Segments {
 			in := f
 			refused := s.Refused || (ci.Refused && !perSegment)
-			in.Start = Committed{Offset: s.Committed.Offset, Line: s.Committed.Line, Base: s.Committed.Base, Records: s.Records, Refused: refused}
+			in.Start = committedAt(s.Committed, s.Records, refused)
 			in.End = s.End // 0: to the end of the file
 			p.add(in, i, k)
 		}
@@ -170,7 +144,7 @@ func (p *segmentPlan) add(in Input, file, seg int) {
 func (p *segmentPlan) record(state *checkpoint.State, committed []Committed, complete bool) {
 	for k, c := range committed {
 		ci := &state.Inputs[p.file[k]]
-		pos := checkpoint.Position{Offset: c.Offset, Line: c.Line, Base: c.Base}
+		pos := c.position()
 		records := p.inputs[k].Start.Records + c.Records
 		ci.Refused = ci.Refused || c.Refused
 		if p.seg[k] < 0 {
@@ -196,45 +170,6 @@ func (p *segmentPlan) record(state *checkpoint.State, committed []Committed, com
 	}
 }
 
-// maxFilesAtOnce bounds how many files an import reads at once, whole or
-// in segments, besides the segments of one file.
-const maxFilesAtOnce = 8
-
-// readCursors is how many of its pieces (pipeline inputs: files and
-// segments of files, over files) an import reads at once: the most
-// segments any one file has (segs), and, with partitions to feed, several
-// files at once. A file cut from a key-sorted export, or a table
-// partitioned by key as Spark writes one, holds few keys: files read one
-// after another keep one partition busy at a time, and wait on a far
-// blob's round trips one at a time. At most maxFilesAtOnce, and as many
-// readers as fit in what one split Parquet file's may hold
-// (source.ReadersAtOnce, from the footers of the first readersSampled
-// files: the files of one export are alike). --segments 1 (want) reads
-// one file at a time, front to back.
-func readCursors(files []Input, pieces, segs int, so source.Options, partitions, want int) int {
-	if partitions <= 1 || want == 1 || pieces <= 1 {
-		return max(segs, 1)
-	}
-	return max(segs, min(pieces, maxFilesAtOnce, readersAtOnce(files, so)), 1)
-}
-
-// readersAtOnce is how many readers of files fit in what one split
-// Parquet file's may hold (source.ReadersAtOnce), from the first
-// readersSampled files: the files of one export are alike.
-func readersAtOnce(files []Input, so source.Options) int {
-	sample := files[:min(len(files), readersSampled)]
-	most := make([]int, len(sample))
-	parallel.Each(len(sample), InputsAtOnce, func(i int) error {
-		most[i] = source.ReadersAtOnce(sample[i].Input, so)
-		return nil
-	})
-	n := math.MaxInt
-	for _, m := range most {
-		n = min(n, m)
-	}
-	return n
-}
-
 // shardsAtOnce is how many of a shared load's shards one loader reads at
 // once. A shard of a key-sorted export holds a narrow range of keys, often
 // one at a time: a loader leases a share of every partition's throughput
@@ -246,39 +181,15 @@ func shardsAtOnce(files []Input, shards int, so source.Options, partitions, want
 	if partitions <= 1 || want == 1 || shards <= 1 {
 		return 1
 	}
-	n := min(shards, maxCursors(partitions), readersAtOnce(files, so))
+	n := min(shards, readplan.MaxCursors(partitions), readplan.ReadersAtOnce(sourcesOf(files), so))
 	if want > 0 {
 		n = min(n, want)
 	}
 	return max(n, 1)
 }
 
-// readersSampled is how many files readCursors reads the footers of.
-const readersSampled = 16
-
-// interleave is the order to read pieces laid out file by file, counts[f]
-// of them for file f, in: each file's first piece, then each file's second,
-// and so on. Segments of one key-sorted file, read together, would feed
-// few partitions; the first segments of several files feed more.
-func interleave(counts []int) []int {
-	var order []int
-	for s := 0; ; s++ {
-		more, base := false, 0
-		for _, n := range counts {
-			if s < n {
-				order = append(order, base+s)
-				more = true
-			}
-			base += n
-		}
-		if !more {
-			return order
-		}
-	}
-}
-
-// readOrder is the order the cursors take the plan's inputs in.
-func (p *segmentPlan) readOrder() []int {
+// pieces is, per file, how many pipeline inputs read it.
+func (p *segmentPlan) pieces() []int {
 	var counts []int
 	for k, f := range p.file {
 		if k == 0 || f != p.file[k-1] {
@@ -286,7 +197,7 @@ func (p *segmentPlan) readOrder() []int {
 		}
 		counts[len(counts)-1]++
 	}
-	return interleave(counts)
+	return counts
 }
 
 // segmentedSource sizes the NDJSON read blocks (and the Parquet reader's
@@ -311,23 +222,13 @@ func segmentedSource(so source.Options, cursors int) source.Options {
 // The new segment is in the checkpoint before its first record is read, so
 // a resume reads every segment.
 
-// minSplitBytes is the least unread range worth splitting: each half is
-// then at least a couple of read blocks.
-const minSplitBytes = 512 << 10
-
-// maxCursors bounds the cursors of a load over the given partitions: up to
-// four per partition, at least 8, at most 64.
-func maxCursors(partitions int) int {
-	return min(maxSegments, max(8, 4*partitions))
-}
-
 // segmenter opens segments at run time for one Run.
 type segmenter struct {
 	// plan.mu guards the plan, state.Inputs, curs and refused.
 	plan   *segmentPlan
 	state  *checkpoint.State
 	so     source.Options
-	policy *pacing.SplitPolicy
+	policy *readplan.SplitPolicy
 	curs   []*segCursor // by pipeline input
 	// refused are the files that cannot be split, by state.Inputs index.
 	refused map[int]bool
@@ -347,8 +248,8 @@ type segCursor struct {
 
 // newSegmenter watches the plan's cursors; split segments are recorded in
 // state under plan.mu, which the checkpoint's save holds too.
-func newSegmenter(plan *segmentPlan, state *checkpoint.State, so source.Options, partitions int, logf func(string, ...any)) *segmenter {
-	s := &segmenter{plan: plan, state: state, so: so, policy: pacing.NewSplitPolicy(maxCursors(partitions)),
+func newSegmenter(plan *segmentPlan, state *checkpoint.State, so source.Options, maxCursors int, logf func(string, ...any)) *segmenter {
+	s := &segmenter{plan: plan, state: state, so: so, policy: readplan.NewSplitPolicy(maxCursors),
 		refused: map[int]bool{}, logf: logf}
 	for k, in := range plan.inputs {
 		s.curs = append(s.curs, s.newCursor(in, plan.file[k]))
@@ -364,7 +265,7 @@ func (s *segmenter) newCursor(in Input, file int) *segCursor {
 	// An input that cannot be split is never cut, and its offsets need not
 	// be below its size on disk (stdin has none; a gzip file's offsets
 	// count decompressed bytes): its cursor reads to the end.
-	if ok, _ := source.Splittable(in.Input, s.so); !ok {
+	if ok, _ := formats.Splittable(in.Input, s.so); !ok {
 		s.refused[file] = true
 		end = math.MaxInt64
 	}
@@ -483,21 +384,21 @@ func (s *segmenter) split(tr *tracker, spawn func(int, Input)) error {
 		}
 		c.mu.Unlock()
 	}
-	if k < 0 || end-from.Offset < minSplitBytes {
+	if k < 0 || end-from.Offset < readplan.MinSplitBytes {
 		return nil
 	}
 	s.plan.mu.Lock()
 	in, file := s.plan.inputs[k], s.plan.file[k]
 	s.plan.mu.Unlock()
 
-	if ok, why := source.Splittable(in.Input, s.so); !ok {
+	if ok, why := formats.Splittable(in.Input, s.so); !ok {
 		s.plan.mu.Lock()
 		s.refused[file] = true
 		s.plan.mu.Unlock()
 		s.logf("note: %s is not split further because %s", in.Path, why)
 		return nil
 	}
-	b, why, err := source.BoundaryAfter(in.Input, s.so, from, from.Offset+(end-from.Offset)/2)
+	b, why, err := formats.BoundaryAfter(in.Input, s.so, from, from.Offset+(end-from.Offset)/2)
 	if err != nil || why != "" {
 		s.plan.mu.Lock()
 		s.refused[file] = true
@@ -530,7 +431,6 @@ func (s *segmenter) split(tr *tracker, spawn func(int, Input)) error {
 	next.Start = Committed{Offset: b.Offset, Line: b.Line, Base: b.Base}
 	next.End = ci.Segments[len(ci.Segments)-1].End
 	s.plan.add(next, file, len(ci.Segments)-1)
-	s.plan.cursors++
 	i := tr.open(next.Start)
 	if i != len(s.plan.inputs)-1 {
 		panic("segments: tracker and plan disagree on the inputs")
@@ -541,4 +441,13 @@ func (s *segmenter) split(tr *tracker, spawn func(int, Input)) error {
 	// c has not ended, so its reader holds the Run's cursor group open.
 	spawn(i, next)
 	return nil
+}
+
+// sourcesOf is the inputs' sources.
+func sourcesOf(ins []Input) []source.Input {
+	out := make([]source.Input, len(ins))
+	for i, in := range ins {
+		out[i] = in.Input
+	}
+	return out
 }

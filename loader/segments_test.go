@@ -12,7 +12,9 @@ import (
 
 	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/internal/epk"
+	"github.com/cosmosloader/loader/loader/readplan"
 	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/loader/source/formats"
 	"github.com/cosmosloader/loader/pacing"
 )
 
@@ -77,7 +79,7 @@ func TestSegmenterSplitsTheLargestUnreadRange(t *testing.T) {
 		t.Errorf("first segment committed at %d, want %d", got, first)
 	}
 	resumed := planSegments(files, state)
-	if len(resumed.inputs) != 2 || resumed.inputs[0].End != at || resumed.inputs[1].Start.Offset != at || resumed.inputs[1].End != 0 || resumed.cursors != 2 {
+	if len(resumed.inputs) != 2 || resumed.inputs[0].End != at || resumed.inputs[1].Start.Offset != at || resumed.inputs[1].End != 0 || !slices.Equal(resumed.pieces(), []int{2}) {
 		t.Errorf("resume plan %+v", resumed.inputs)
 	}
 
@@ -212,9 +214,9 @@ func TestRefusedSegmentAloneIsSkippedOnResume(t *testing.T) {
 	}
 }
 
-// The cursors take every file's first segment, then every file's second:
-// segments of one key-sorted file read together would feed few partitions.
-func TestReadOrderInterleavesFiles(t *testing.T) {
+// A checkpoint's segments are its files' pieces, laid out file by file,
+// as the read plan numbers them.
+func TestSegmentPlanCountsEachFilesPieces(t *testing.T) {
 	seg := func(start, end int64) checkpoint.Segment {
 		return checkpoint.Segment{Start: checkpoint.Position{Offset: start}, End: end, Committed: checkpoint.Position{Offset: start}}
 	}
@@ -225,11 +227,8 @@ func TestReadOrderInterleavesFiles(t *testing.T) {
 		{Segments: []checkpoint.Segment{seg(0, 10), seg(10, 0)}},
 	}}
 	plan := planSegments(files, state) // pieces a0 a1 a2 b c0 c1
-	if got, want := plan.readOrder(), []int{0, 3, 4, 1, 5, 2}; !slices.Equal(got, want) {
-		t.Errorf("read order %v, want %v", got, want)
-	}
-	if got := interleave([]int{1, 1, 1}); !slices.Equal(got, []int{0, 1, 2}) {
-		t.Errorf("whole files: %v, want their order", got)
+	if got, want := plan.pieces(), []int{3, 1, 2}; !slices.Equal(got, want) {
+		t.Errorf("pieces %v, want %v", got, want)
 	}
 }
 
@@ -252,5 +251,28 @@ func TestResumePositionsNameParquetRows(t *testing.T) {
 	}
 	if got := resumePositions(inputs[2:], make([]checkpoint.Input, 1), source.Options{Format: source.FormatParquet}); got[0] != "c.data: from row 10; 9 records already committed" {
 		t.Errorf("--format parquet: %q", got[0])
+	}
+}
+
+func TestShardsAtOnce(t *testing.T) {
+	sorted := []Input{{Input: source.Input{Path: "sorted.ndjson"}}}
+	pq := []Input{{Input: source.Input{Path: "../testdata/parquet/rows.parquet"}}}
+	for _, tc := range []struct {
+		name                     string
+		files                    []Input
+		shards, partitions, want int
+		atOnce                   int
+	}{
+		{"one partition: one shard at a time", sorted, 100, 1, 0, 1},
+		{"--segments 1: one shard at a time", sorted, 100, 8, 1, 1},
+		{"as many as an import's segments", sorted, 100, 8, 0, readplan.MaxCursors(8)},
+		{"at most the segments' bound", sorted, 1000, 40, 0, readplan.MaxCursors(40)},
+		{"fewer shards than that", sorted, 5, 8, 0, 5},
+		{"--segments 6: at most 6", sorted, 100, 8, 6, 6},
+		{"Parquet readers within the split memory", pq, 100, 40, 0, min(readplan.MaxCursors(40), formats.ReadersAtOnce(pq[0].Input, source.Options{}))},
+	} {
+		if got := shardsAtOnce(tc.files, tc.shards, source.Options{}, tc.partitions, tc.want); got != tc.atOnce {
+			t.Errorf("%s: %d shards at once, want %d", tc.name, got, tc.atOnce)
+		}
 	}
 }

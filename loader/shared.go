@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -13,7 +14,13 @@ import (
 	"time"
 
 	"github.com/cosmosloader/loader/checkpoint"
+	"github.com/cosmosloader/loader/internal/flock"
+	"github.com/cosmosloader/loader/internal/human"
+	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/loader/source/csv"
+	"github.com/cosmosloader/loader/loader/source/formats"
+	"github.com/cosmosloader/loader/loader/source/parquet"
 )
 
 // SharedOptions configure loading alongside other loader processes: the
@@ -104,9 +111,9 @@ func jobID(fps []checkpoint.Fingerprint, db, coll string) string {
 // splittable reports whether in can be cut into byte ranges, and how a
 // range's start is aligned on a record: plain NDJSON at line starts
 // (not gzip or one JSON array; source.LineStart reads only around the
-// cut), CSV at record starts (source.BoundaryAfter, once its quoting was
-// followed to its end: source.CSVCuttable), Parquet at a row (see
-// source.ParquetAlign). Every loader of the fleet decides alike from the
+// cut), CSV at record starts (formats.BoundaryAfter, once its quoting was
+// followed to its end: csv.Cuttable), Parquet at a row (see
+// parquet.Align). Every loader of the fleet decides alike from the
 // same bytes; one that fails to read a CSV's blocks stops (err).
 //
 // A CSV no larger than shardBytes is one shard whatever its quoting, and
@@ -118,16 +125,16 @@ func splittable(in source.Input, size, shardBytes int64, opts source.Options, lo
 	}
 	switch f {
 	case source.FormatParquet:
-		if !source.ParquetAlignable(in) {
+		if !parquet.Alignable(in) {
 			return false, nil, nil
 		}
-		return true, func(offset int64) (source.Position, error) { return source.ParquetAlign(in, offset) }, nil
+		return true, func(offset int64) (source.Position, error) { return parquet.Align(in, offset) }, nil
 	case source.FormatCSV, source.FormatTSV:
 		if shardBytes > 0 && size <= shardBytes {
 			return false, nil, nil
 		}
 		noteFollowingCSV(in, size, opts, logf)
-		why, err := source.CSVCuttable(in, opts)
+		why, err := csv.Cuttable(in, opts)
 		if err != nil {
 			return false, nil, fmt.Errorf("follow the quoting of %s: %w", in.Path, err)
 		}
@@ -135,14 +142,14 @@ func splittable(in source.Input, size, shardBytes int64, opts source.Options, lo
 			return false, nil, nil
 		}
 		return true, func(offset int64) (source.Position, error) {
-			p, why, err := source.BoundaryAfter(in, opts, source.Position{}, offset)
-			if why != "" { // CSVCuttable followed it all
+			p, why, err := formats.BoundaryAfter(in, opts, source.Position{}, offset)
+			if why != "" { // csv.Cuttable followed it all
 				err = errors.New(why)
 			}
 			return p, err
 		}, nil
 	}
-	if ok, _ := source.Splittable(in, opts); !ok {
+	if ok, _ := formats.Splittable(in, opts); !ok {
 		return false, nil, nil
 	}
 	return true, func(offset int64) (source.Position, error) { return source.LineStart(in, offset) }, nil
@@ -168,6 +175,9 @@ type leasedShards struct {
 	active  atomic.Int32
 	mu      sync.Mutex
 	claimed []string
+	// deadLetterKept is, by shard, the dead-letter size of its last save
+	// not refused for a lost lease: all the file keeps if the lease is lost.
+	deadLetterKept map[string]int64
 
 	stopCapacity context.CancelFunc
 	capDone      chan struct{}
@@ -180,7 +190,7 @@ var (
 
 // leasedShards opens the shared store and plans its capacity leases and
 // shards; close releases the leases.
-func (p *plan) leasedShards(tgt *Target, inputs []Input, fps []checkpoint.Fingerprint, target float64) (*leasedShards, error) {
+func (p *plan) leasedShards(ctx context.Context, tgt *Target, inputs []Input, fps []checkpoint.Fingerprint, target float64) (*leasedShards, error) {
 	so := p.Shared
 	for _, in := range inputs {
 		if in.Stdin {
@@ -190,6 +200,9 @@ func (p *plan) leasedShards(tgt *Target, inputs []Input, fps []checkpoint.Finger
 	cc, err := so.store()
 	if err != nil {
 		return nil, &UsageError{err}
+	}
+	if err := p.checkStorage(ctx, cc); err != nil {
+		return nil, err
 	}
 	if so.JobID == "" {
 		so.JobID = jobID(fps, p.Target.Database, p.Target.Container)
@@ -238,6 +251,45 @@ func (p *plan) leasedShards(tgt *Target, inputs []Input, fps []checkpoint.Finger
 		workers: shardsAtOnce(inputs, claimer.Count(), p.Source, len(tgt.Bounds)-1, p.Segments)}, nil
 }
 
+// checkStorage makes sure the store takes the credentials before anything
+// is loaded: refused, they are the user's to fix (a *UsageError). Storage
+// that does not answer is waited for one --lease-duration — no lease could
+// be held sooner — and is then an error, unless --reserved-ru gives this
+// loader capacity of its own: then it goes on, claiming its shards when
+// storage answers, as it would after an outage mid-load.
+func (p *plan) checkStorage(ctx context.Context, store SharedStore) error {
+	so := p.Shared
+	deadline := p.Clock.Now().Add(so.LeaseDuration)
+	for waited := false; ; waited = true {
+		err := store.Check(ctx)
+		switch {
+		case err == nil:
+			if waited {
+				p.logf("lease storage %s answers", store.URL())
+			}
+			return nil
+		case errors.Is(err, ErrStorageRefused):
+			how := "check --lease-connection-string (or LOADER_LEASE_CONNECTION_STRING)"
+			if so.ConnectionString == "" {
+				how = "the signed-in identity needs a data role on its account (e.g. Storage Blob Data Contributor), or give --lease-connection-string"
+			}
+			return &UsageError{fmt.Errorf("%s: %w; nothing was loaded: %s", store.URL(), err, how)}
+		case !errors.Is(err, ErrStorageUnreachable):
+			return err
+		case so.ReservedRU > 0:
+			p.warnf("%s: %v; going on with --reserved-ru %s RU/s, claiming shards once it answers", store.URL(), err, human.Number(so.ReservedRU, 0))
+			return nil
+		case !p.Clock.Now().Before(deadline):
+			return fmt.Errorf("%s: %w; gave up after %v (one --lease-duration), nothing was loaded; --reserved-ru lets a loader start without it", store.URL(), err, so.LeaseDuration)
+		case !waited:
+			p.warnf("%s: %v; waiting up to %v (one --lease-duration)", store.URL(), err, so.LeaseDuration)
+		}
+		if err := p.Clock.Sleep(ctx, time.Second); err != nil {
+			return err
+		}
+	}
+}
+
 // atOnce: see shardsAtOnce.
 func (l *leasedShards) atOnce() int { return l.workers }
 
@@ -276,8 +328,9 @@ func (l *leasedShards) pace(r *runPacing) {
 		defer close(l.capDone)
 		_ = l.capa.Run(capCtx)
 	}()
-	l.p.logf("sharing %s/%s: %.0f RU/s in %d capacity partitions of %.0f RU/s (reserved %.0f), job %s, leases in container %q",
-		l.p.Target.Database, l.p.Target.Container, l.target, so.Partitions, l.target/float64(so.Partitions), so.ReservedRU, so.JobID, l.store.URL())
+	l.p.logf("sharing %s/%s: %s RU/s in %d capacity partitions of %s RU/s (reserved %s), job %s, leases in container %q",
+		l.p.Target.Database, l.p.Target.Container, human.Number(l.target, 0), so.Partitions, human.Number(l.target/float64(so.Partitions), 0),
+		human.Number(so.ReservedRU, 0), so.JobID, l.store.URL())
 	l.capa.SetDemand(l.target)
 }
 
@@ -333,9 +386,21 @@ func (l *leasedShards) next(ctx context.Context) (*piece, error) {
 			claim.Release(context.Background())
 			continue
 		}
+		dlPath := filepath.Join(l.dlDir, "deadletter-"+claim.Shard.ID+".ndjson")
+		dlLock, err := l.lockDeadLetters(ctx, dlPath)
+		if err != nil {
+			claim.Release(context.Background())
+			return nil, err
+		}
+		l.mu.Lock()
+		if l.deadLetterKept == nil {
+			l.deadLetterKept = map[string]int64{}
+		}
+		l.deadLetterKept[claim.Shard.ID] = claim.From.DeadLetterSize
+		l.mu.Unlock()
 		l.active.Add(1)
 		in := l.inputs[claim.Shard.Input]
-		in.Start = Committed{Offset: claim.From.Offset, Line: claim.From.Line, Base: claim.From.Base}
+		in.Start = Committed{Offset: claim.From.Offset, Line: claim.From.Line, Base: claim.From.Base, Ahead: claim.From.Ahead}
 		in.End = claim.Shard.End
 		if claim.Shard.Start == 0 && claim.Shard.End >= l.fps[claim.Shard.Input].Size {
 			in.End = 0 // the whole input: no bound
@@ -344,10 +409,16 @@ func (l *leasedShards) next(ctx context.Context) (*piece, error) {
 			// The shards read at once hold read blocks and decoders as one
 			// file's segments do.
 			name: claim.Shard.ID, inputs: []Input{in}, source: segmentedSource(l.p.Source, l.workers),
-			deadLetterPath: filepath.Join(l.dlDir, "deadletter-"+claim.Shard.ID+".ndjson"),
+			deadLetterPath: dlPath,
 			deadLetterSize: claim.From.DeadLetterSize,
 			lost:           claim.Lost(),
 			release: func() {
+				select {
+				case <-claim.Lost():
+					l.trimDeadLetters(claim.Shard.ID, dlPath)
+				default:
+				}
+				dlLock.Release()
 				claim.Release(context.Background())
 				l.active.Add(-1)
 			},
@@ -356,31 +427,93 @@ func (l *leasedShards) next(ctx context.Context) (*piece, error) {
 	}
 }
 
-func (l *leasedShards) finish(rep *Report) {
+func (l *leasedShards) finish(rep *report.Report) {
 	rep.Leases = l.capa.History()
 	l.mu.Lock()
 	rep.Shards = l.claimed
 	l.mu.Unlock()
-	rep.Fleet = fleetShare(l.p.Shared, rep.Leases, len(rep.Shards), rep.StartedAt, rep.FinishedAt, rep.TargetRUPerSec)
+	rep.Fleet = fleetShare(l.p.Shared, rep)
+}
+
+// fleetShare is this loader's part of the shared load rep reports.
+func fleetShare(so *SharedOptions, rep *report.Report) *report.FleetShare {
+	f := &report.FleetShare{Job: so.JobID, Loader: loaderName(), CapacityPartitions: so.Partitions, Shards: len(rep.Shards),
+		MeanLimitRU: report.MeanLimit(rep.Leases, rep.StartedAt, rep.FinishedAt)}
+	if rep.TargetRUPerSec > 0 {
+		f.Share = math.Round(f.MeanLimitRU/rep.TargetRUPerSec*1e4) / 1e4
+	}
+	return f
+}
+
+// loaderName names this process in a fleet's report.
+func loaderName() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "?"
+	}
+	return fmt.Sprintf("%s/%d", host, os.Getpid())
 }
 
 // save keeps a shard's progress in its blob while its lease is held.
-func (l *leasedShards) save(pc *piece, snap Snapshot) error {
+func (l *leasedShards) save(pc *piece, snap runSnapshot) error {
 	from, c := pc.shard.From, snap.Committed[0]
 	err := pc.shard.Save(context.Background(), ShardProgress{
 		Offset: c.Offset, Line: c.Line, Base: c.Base, Done: snap.Complete,
 		Written:        from.Written + c.Written + c.Skipped,
 		DeadLettered:   from.DeadLettered + c.DeadLettered,
 		DeadLetterSize: snap.DeadLetterSize,
+		Ahead:          c.Ahead,
 	})
 	if errors.Is(err, ErrLeaseLost) {
 		return err
 	}
+	// Saved, or perhaps (storage did not answer): the next owner may start
+	// from here, so the file keeps these lines even if the lease is lost.
+	l.mu.Lock()
+	l.deadLetterKept[pc.name] = snap.DeadLetterSize
+	l.mu.Unlock()
 	if err != nil {
 		// Storage may be down: the next save writes the whole position.
 		l.p.logf("warning: saving shard %s progress: %v", pc.name, err)
 	}
 	return nil
+}
+
+// lockDeadLetters takes the lock of a shard's dead-letter file, waiting
+// while a run that lost the shard (in this process, or another on this
+// machine sharing the directory) still drains into it: a new owner's lines
+// never interleave with the old one's.
+func (l *leasedShards) lockDeadLetters(ctx context.Context, path string) (*flock.Lock, error) {
+	for {
+		// Hidden: the directory is the user's to read.
+		lock, err := flock.Acquire(filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".lock"))
+		var held *flock.HeldError
+		if !errors.As(err, &held) {
+			if err != nil {
+				return nil, fmt.Errorf("dead-letter file: %w", err)
+			}
+			return lock, nil
+		}
+		if err := l.p.Clock.Sleep(ctx, 100*time.Millisecond); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// trimDeadLetters cuts a lost shard's dead-letter file back to its last
+// save: the new owner starts there and lists the records after it, so the
+// lines this process wrote for them would be their second (on another
+// machine, in another file; here, as the owner truncates to the same size).
+func (l *leasedShards) trimDeadLetters(shard, path string) {
+	l.mu.Lock()
+	keep := l.deadLetterKept[shard]
+	l.mu.Unlock()
+	if fi, err := os.Stat(path); err != nil || fi.Size() <= keep {
+		return
+	}
+	if err := os.Truncate(path, keep); err != nil {
+		l.p.logf("warning: shard %s: trim its dead letters to the saved progress: %v", shard, err)
+	}
 }
 
 // totals: shard blobs keep no per-input state here, so the report counts

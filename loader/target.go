@@ -2,6 +2,8 @@ package loader
 
 import (
 	"context"
+	"fmt"
+	"math"
 
 	"github.com/cosmosloader/loader/loader/record"
 )
@@ -42,13 +44,40 @@ type TargetOptions struct {
 
 	Database, Container string
 	// CreateContainer creates the database and container when missing,
-	// with PartitionKey and CreateRU (manual throughput).
-	CreateContainer bool
-	PartitionKey    []string
-	CreateRU        float64
+	// with PartitionKey (else DefaultPartitionKey) and CreateRU (manual
+	// throughput). PartitionKey, when given, must match an existing
+	// container's; without it the container's own is used.
+	CreateContainer     bool
+	PartitionKey        []string
+	DefaultPartitionKey []string
+	CreateRU            float64
+	// BeforeCreate, when set, is called with the partition key paths a
+	// missing container is about to be created with; its error stops the
+	// connect with nothing created. The engine checks the first records
+	// against them.
+	BeforeCreate func(paths []string) error
 
 	Priority         string // "", "high" or "low": Cosmos priority-based execution
 	ThroughputBucket int    // 0 = none; 1–5
+}
+
+// Cosmos DB's throughput minimums: a container's manual throughput is at
+// least MinManualRU RU/s, in steps of ManualRUStep; an autoscale
+// container's maximum at least MinAutoscaleMaxRU RU/s.
+const (
+	MinManualRU       = 400
+	ManualRUStep      = 100
+	MinAutoscaleMaxRU = 1000
+)
+
+// CheckCreateRU refuses a throughput the service would refuse for a new
+// container (manual, as CreateContainer creates them), naming its rule.
+func CheckCreateRU(ru float64) error {
+	if ru >= MinManualRU && math.Mod(ru, ManualRUStep) == 0 {
+		return nil
+	}
+	return &UsageError{fmt.Errorf("--ru %v for a new container: Cosmos DB provisions manual throughput from %d RU/s in steps of %d; give --ru %.0f or another such figure, or create the container yourself (autoscale: a maximum of at least %d RU/s)",
+		ru, MinManualRU, ManualRUStep, max(MinManualRU, math.Ceil(ru/ManualRUStep)*ManualRUStep), MinAutoscaleMaxRU)}
 }
 
 // Target is a connected container and what the loader learned about it.

@@ -1,6 +1,10 @@
 package loader
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/cosmosloader/loader/checkpoint"
+)
 
 // Outcome of one record, as the tracker counts it once the record is at or
 // below the committed low-water mark.
@@ -18,8 +22,9 @@ const (
 
 // Committed is what is durable for one input: the position just after the
 // last record of a contiguous acknowledged prefix, and the per-record
-// counts of that prefix. Records beyond it may have been written too; a
-// resume replays them harmlessly.
+// counts of that prefix. Records beyond it may have been written too: the
+// acknowledged ones are listed in Ahead, so that a resume reads them
+// without sending them again; the others a resume sends again.
 type Committed struct {
 	// Line counts from Base (see source.Position), which is the input's
 	// start's: records do not move it.
@@ -29,6 +34,21 @@ type Committed struct {
 	// Refused: the input was refused as a whole (one dead letter, counted
 	// in DeadLettered); a resume does not read it again.
 	Refused bool
+	// Ahead lists the records past the position that are written or
+	// already present, counted only once the position passes them. In a
+	// snapshot it is the tracker's; in an input's Start, an earlier run's.
+	Ahead *checkpoint.Ahead
+}
+
+// position is where c stands, as the checkpoint keeps it.
+func (c Committed) position() checkpoint.Position {
+	return checkpoint.Position{Offset: c.Offset, Line: c.Line, Base: c.Base, Ahead: c.Ahead}
+}
+
+// committedAt is a start at a checkpointed position, with the records
+// committed before it.
+func committedAt(p checkpoint.Position, records int64, refused bool) Committed {
+	return Committed{Offset: p.Offset, Line: p.Line, Base: p.Base, Records: records, Refused: refused, Ahead: p.Ahead}
 }
 
 // tracker computes per-input contiguous low-water marks from out-of-order
@@ -51,6 +71,10 @@ type inputTrack struct {
 	next    uint64
 	done    Committed
 	start   int64 // offset the input was read from
+	// earlier is what an earlier run finished past start (counted by
+	// sequence number): kept in every snapshot for the records not read
+	// again yet.
+	earlier *checkpoint.Ahead
 }
 
 type trackEntry struct {
@@ -62,9 +86,15 @@ type trackEntry struct {
 func newTracker(starts []Committed, onDead func(*DeadLetter) error) *tracker {
 	t := &tracker{inputs: make([]*inputTrack, len(starts)), onDead: onDead}
 	for i, s := range starts {
-		t.inputs[i] = &inputTrack{ring: make([]trackEntry, minRing), done: s, start: s.Offset}
+		t.inputs[i] = newInputTrack(s)
 	}
 	return t
+}
+
+func newInputTrack(start Committed) *inputTrack {
+	in := &inputTrack{ring: make([]trackEntry, minRing), done: start, start: start.Offset, earlier: start.Ahead}
+	in.done.Ahead = nil
+	return in
 }
 
 // open adds an input read from start (a segment split off at run time) and
@@ -72,7 +102,7 @@ func newTracker(starts []Committed, onDead func(*DeadLetter) error) *tracker {
 func (t *tracker) open(start Committed) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.inputs = append(t.inputs, &inputTrack{ring: make([]trackEntry, minRing), done: start, start: start.Offset})
+	t.inputs = append(t.inputs, newInputTrack(start))
 	return len(t.inputs) - 1
 }
 
@@ -202,8 +232,30 @@ func (t *tracker) committedWith(also func()) []Committed {
 	out := make([]Committed, len(t.inputs))
 	for i, in := range t.inputs {
 		out[i] = in.done
+		out[i].Ahead = in.ahead()
 	}
 	return out
+}
+
+// ahead lists the records past in's mark that are written or already
+// present: in the window, those acknowledged (the rest is unacknowledged
+// or dead-lettered, and a dead letter is written once the mark passes
+// it); beyond it, those an earlier run finished that are not read again
+// yet. nil when there are none.
+func (in *inputTrack) ahead() *checkpoint.Ahead {
+	a := &checkpoint.Ahead{}
+	for k := range min(in.n, checkpoint.MaxAhead) {
+		if r := in.ring[(in.head+k)%len(in.ring)].result; r == resultWritten || r == resultSkipped {
+			a.Set(k, r == resultSkipped)
+		}
+	}
+	in.earlier.Each(int64(in.next), func(seq int64, existing bool) {
+		a.Set(int(seq-int64(in.base)), existing)
+	})
+	if len(a.Written) == 0 && len(a.Existing) == 0 {
+		return nil
+	}
+	return a
 }
 
 // err returns the first error writing a dead letter.

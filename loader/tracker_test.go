@@ -3,7 +3,10 @@ package loader
 import (
 	"errors"
 	"math/rand"
+	"slices"
 	"testing"
+
+	"github.com/cosmosloader/loader/checkpoint"
 )
 
 func TestTrackerLowWaterMarkNeverPassesUnacked(t *testing.T) {
@@ -91,8 +94,15 @@ func TestTrackerStopsBeforeADeadLetterThatCouldNotBeWritten(t *testing.T) {
 	tr.ack(0, seqs[2], resultWritten, nil)
 	tr.ack(0, seqs[3], resultWritten, nil)
 	c := tr.committed()[0]
+	ahead := c.Ahead
+	c.Ahead = nil
 	if want := (Committed{Offset: 10, Line: 1, DeadLettered: 1, Records: 1}); c != want {
 		t.Fatalf("mark %+v passed a record whose dead letter was not written; want %+v", c, want)
+	}
+	// The records written after it are kept past the mark; the one whose
+	// dead letter is not on disk is not.
+	if got := aheadOf(ahead, 4); !slices.Equal(got, []string{"", "w", "w", ""}) {
+		t.Errorf("past the mark: %q, want [\"\" w w \"\"]", got)
 	}
 	if !errors.Is(tr.err(), fail) {
 		t.Fatalf("err = %v", tr.err())
@@ -139,4 +149,83 @@ func addRecords(tr *tracker, i, n int, width int64) []uint64 {
 		seqs[k] = tr.add(i, int64(k+1)*width, int64(k+1))
 	}
 	return seqs
+}
+
+// aheadOf spells out a's first n records past the mark: "w" written, "e"
+// already present, "" neither.
+func aheadOf(a *checkpoint.Ahead, n int) []string {
+	out := make([]string, n)
+	for k := range out {
+		if done, existing := a.Done(int64(k)); existing {
+			out[k] = "e"
+		} else if done {
+			out[k] = "w"
+		}
+	}
+	return out
+}
+
+// A snapshot lists what is written or already present past the mark, and
+// not what is unacknowledged or dead-lettered (its dead letter is written
+// only as the mark passes it); as the mark moves, the list counts from it.
+func TestTrackerSnapshotListsWhatIsDonePastTheMark(t *testing.T) {
+	tr := newTracker(make([]Committed, 1), nil)
+	seqs := addRecords(tr, 0, 7, 10)
+	tr.ack(0, seqs[1], resultWritten, nil)
+	tr.ack(0, seqs[3], resultSkipped, nil)
+	tr.ack(0, seqs[4], resultDeadLettered, &DeadLetter{})
+	tr.ack(0, seqs[5], resultWritten, nil)
+	c := tr.committed()[0]
+	if c.Records != 0 || c.Written != 0 {
+		t.Fatalf("mark moved past the unacknowledged first record: %+v", c)
+	}
+	if got := aheadOf(c.Ahead, 8); !slices.Equal(got, []string{"", "w", "", "e", "", "w", "", ""}) {
+		t.Fatalf("past the mark: %q", got)
+	}
+	if n := c.Ahead.Records(); n != 3 {
+		t.Errorf("Records() = %d, want 3", n)
+	}
+	tr.ack(0, seqs[0], resultWritten, nil) // the mark passes records 0 and 1
+	c = tr.committed()[0]
+	if c.Records != 2 || c.Offset != 20 {
+		t.Fatalf("mark %+v, want 2 records to offset 20", c)
+	}
+	if got := aheadOf(c.Ahead, 5); !slices.Equal(got, []string{"", "e", "", "w", ""}) {
+		t.Fatalf("past the moved mark: %q", got)
+	}
+	for _, k := range []int{2, 6} {
+		tr.ack(0, seqs[k], resultWritten, nil)
+	}
+	if c := tr.committed()[0]; c.Records != 7 || c.Ahead != nil {
+		t.Errorf("every record acknowledged: %+v, want 7 records and nothing past the mark", c)
+	}
+}
+
+// A resumed run's snapshots keep what the earlier run finished past its
+// start until those records are read again: a kill before then costs
+// them nothing either. Once read, the run's own acknowledgements count.
+func TestTrackerKeepsWhatAnEarlierRunFinishedUntilReadAgain(t *testing.T) {
+	earlier := &checkpoint.Ahead{}
+	for _, k := range []int{1, 2, 5} {
+		earlier.Set(k, false)
+	}
+	earlier.Set(6, true)
+	tr := newTracker([]Committed{{Ahead: earlier}}, nil)
+	if c := tr.committed()[0]; c.Records != 0 || !slices.Equal(aheadOf(c.Ahead, 8), []string{"", "w", "w", "", "", "w", "e", ""}) {
+		t.Fatalf("before reading: %+v past the mark %q", c, aheadOf(c.Ahead, 8))
+	}
+	seqs := addRecords(tr, 0, 3, 10) // records 0-2 read again
+	tr.ack(0, seqs[1], resultWritten, nil)
+	// Record 2 is read but not acknowledged yet: this run owns it now.
+	if got := aheadOf(tr.committed()[0].Ahead, 8); !slices.Equal(got, []string{"", "w", "", "", "", "w", "e", ""}) {
+		t.Fatalf("part read: %q", got)
+	}
+	tr.ack(0, seqs[0], resultWritten, nil)
+	c := tr.committed()[0]
+	if c.Records != 2 || c.Offset != 20 {
+		t.Fatalf("mark %+v, want 2 records", c)
+	}
+	if got := aheadOf(c.Ahead, 6); !slices.Equal(got, []string{"", "", "", "w", "e", ""}) {
+		t.Fatalf("past the moved mark: %q", got)
+	}
 }

@@ -3,14 +3,14 @@ package loader
 import (
 	"context"
 	"errors"
-	"sort"
 	"sync"
 	"time"
 
 	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/internal/clock"
-	"github.com/cosmosloader/loader/loader/htmlreport"
+	"github.com/cosmosloader/loader/loader/readplan"
 	"github.com/cosmosloader/loader/loader/record"
+	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/loader/source"
 	"github.com/cosmosloader/loader/pacing"
 )
@@ -29,7 +29,7 @@ type workSource interface {
 	// may use, and says what the pipeline waits on.
 	pace(r *runPacing)
 	// finish adds the source's part to the report.
-	finish(rep *Report)
+	finish(rep *report.Report)
 	// atOnce is how many pieces may run at once; next and finish are
 	// then called from as many goroutines.
 	atOnce() int
@@ -38,7 +38,7 @@ type workSource interface {
 // progressStore keeps the committed progress of pieces.
 type progressStore interface {
 	// save records a snapshot of p's run; an error stops the run.
-	save(p *piece, s Snapshot) error
+	save(p *piece, s runSnapshot) error
 	// totals is the load's state for the report and the counters earlier
 	// processes had reached; ran is what this process's runs committed.
 	totals(ran checkpoint.Counters) (st *checkpoint.State, base checkpoint.Counters)
@@ -46,10 +46,10 @@ type progressStore interface {
 
 // piece is what one pipeline run reads.
 type piece struct {
-	name    string // the shard's ID; "" for a plain load's inputs
-	inputs  []Input
-	cursors int
-	order   []int // the order the cursors take inputs in; nil: as listed
+	name   string // the shard's ID; "" for a plain load's inputs
+	inputs []Input
+	// reads is how the inputs are read; nil: one at a time, as listed.
+	reads *readplan.Plan
 	// segments splits the inputs' segments while loading; nil: never.
 	segments *segmenter
 	source   source.Options
@@ -82,7 +82,7 @@ type runPacing struct {
 	batchRU func() float64
 }
 
-// StartRequestsInFlight caps the writer pool while the answer rate is
+// startRequestsInFlight caps the writer pool while the answer rate is
 // still rising (pacing.ConcurrencyConfig.StartMax). Each request in flight
 // holds a connection, its goroutines, its records and its body: a cold
 // start's first answers wait behind its first burst, and unthrottled into
@@ -93,20 +93,72 @@ type runPacing struct {
 // file-descriptor limit caps the pool: a 500,000 RU/s target over a 50 ms
 // path needs ~3,300 in flight; probes (pacing.Concurrency.probeLocked)
 // bring down a pool that only queues in this process.
-const StartRequestsInFlight = 512
+const startRequestsInFlight = 512
 
 // limiterConfig is the writer pool's configuration for a load paced to
 // target RU/s.
 func limiterConfig(target float64, clk clock.Clock, logf func(string, ...any)) pacing.ConcurrencyConfig {
-	return pacing.ConcurrencyConfig{TargetRU: target, StartMax: StartRequestsInFlight, Clock: clk,
+	return pacing.ConcurrencyConfig{TargetRU: target, StartMax: startRequestsInFlight, Clock: clk,
 		Notice: func(m string) { logf("warning: %s", m) }}
 }
 
 // load runs every piece src hands out through the pipeline, pacing to
 // target, and reports. The Report is returned whenever a run started.
 func (p *plan) load(ctx context.Context, tgt *Target, mapper *record.Mapper, target float64, cost *pacing.CostModel,
-	src workSource, store progressStore) (*Report, error) {
+	src workSource, store progressStore) (*report.Report, error) {
 	partitions := len(tgt.Bounds) - 1
+	rp, err := p.pacing(tgt, target, partitions)
+	if err != nil {
+		return nil, err
+	}
+	src.pace(rp)
+	if rp.watch && tgt.Live != nil {
+		wctx, stopWatch := context.WithCancel(ctx)
+		watched := make(chan struct{})
+		go func() {
+			defer close(watched)
+			rp.watcher.run(wctx, tgt.Throughput > 0)
+		}()
+		defer func() { stopWatch(); <-watched }()
+	}
+	l := &loading{p: p, src: src, store: store, target: target, rp: rp, began: p.Clock.Now()}
+	l.common = Options{
+		Stdin: p.Stdin, Mapper: mapper, Sink: tgt.Sink(p.Mode), Mode: p.Mode, Strategy: p.Strategy,
+		Batch: p.batch, BatchProbe: p.batchProbeState(), Logf: p.warnf, Pacer: rp.wait, OnGone: rp.watcher.askRanges, Cost: cost, Limiter: rp.limiter,
+		Partitions: partitions, QueuePerPartition: p.ReadAhead, MaxErrors: p.MaxErrors, Errors: p.errorLimit(l.store),
+		CheckpointEvery: p.CheckpointEvery, CheckpointInterval: p.CheckpointInterval,
+		DrainTimeout: p.DrainTimeout, Charges: NewHistogram(), Clock: p.Clock, BatchRU: rp.batchRU,
+		Lines: &source.LineIndexes{},
+	}
+	l.total = &Result{Cause: Finished, Charges: l.common.Charges, BatchesRefused: p.batchesRefused}
+	// Several pieces run at once (see workSource.atOnce), each with its
+	// own queues (together they read ahead what one would) and mapping on
+	// its own goroutine, waiting for a partition's budget in turn.
+	workers := max(src.atOnce(), 1)
+	if workers > 1 {
+		ahead := p.ReadAhead
+		if ahead <= 0 {
+			ahead = readplan.DefaultReadAhead(partitions)
+		}
+		l.common.QueuePerPartition = min(ahead, max(ahead/workers, minSharedReadAhead))
+		l.common.Turns = &turns{}
+	}
+	l.prog = &loadProgress{began: l.began, runs: make([]pieceLive, workers)}
+	l.ctx, l.stopPieces = context.WithCancel(ctx)
+	defer l.stopPieces()
+	var running sync.WaitGroup
+	for slot := range workers {
+		running.Go(func() { l.work(slot) })
+	}
+	running.Wait()
+	if l.startFailed && !l.started {
+		return nil, l.lastErr // nothing ran: no report
+	}
+	return l.report(ctx, partitions), l.lastErr
+}
+
+// pacing is a load's pacer, writer pool and watcher, paced to target.
+func (p *plan) pacing(tgt *Target, target float64, partitions int) (*runPacing, error) {
 	limiter := pacing.NewConcurrency(limiterConfig(target, p.Clock, p.logf))
 	pacer, err := pacing.NewPacer(pacing.PacerConfig{TargetRU: target, Bounds: tgt.Bounds, Clock: p.Clock, PathLatency: limiter.PathLatency, Aim: pacing.LoadAim})
 	if err != nil {
@@ -115,143 +167,137 @@ func (p *plan) load(ctx context.Context, tgt *Target, mapper *record.Mapper, tar
 	w := newWatcher(tgt.Live, p.Watch, p.Clock, target, p.RU, p.RUShare, tgt.Throughput, partitions)
 	w.logf = p.logf
 	w.routing = pacer
-	rp := &runPacing{pacer: pacer, limiter: limiter, watcher: w, wait: pacer}
-	src.pace(rp)
-	if rp.watch && tgt.Live != nil {
-		wctx, stopWatch := context.WithCancel(ctx)
-		watched := make(chan struct{})
-		go func() {
-			defer close(watched)
-			w.run(wctx, tgt.Throughput > 0)
-		}()
-		defer func() { stopWatch(); <-watched }()
-	}
-	common := Options{
-		Stdin: p.Stdin, Mapper: mapper, Sink: tgt.Sink(p.Mode), Mode: p.Mode, Strategy: p.Strategy,
-		Batch: p.batch, BatchProbe: p.batchProbeState(), Logf: p.warnf, Pacer: rp.wait, OnGone: w.askRanges, Cost: cost, Limiter: limiter,
-		Partitions: partitions, QueuePerPartition: p.ReadAhead, MaxErrors: p.MaxErrors,
-		CheckpointEvery: p.CheckpointEvery, CheckpointInterval: p.CheckpointInterval,
-		DrainTimeout: p.DrainTimeout, Charges: NewHistogram(), Clock: p.Clock, BatchRU: rp.batchRU,
-		Lines: &source.LineIndexes{},
-	}
+	return &runPacing{pacer: pacer, limiter: limiter, watcher: w, wait: pacer}, nil
+}
 
-	began := p.Clock.Now()
-	total := &Result{Cause: Finished, Charges: common.Charges, BatchesRefused: p.batchesRefused}
-	var (
-		mu      sync.Mutex // guards the figures below and total
-		ran     checkpoint.Counters
-		lastErr error
-		started bool // a run returned
-		// startFailed: a run could not start before any had returned.
-		startFailed bool
-		stopped     bool // a run's cause is the load's: no more pieces
-		exhausted   bool
-	)
-	// Several pieces run at once (see workSource.atOnce), each with its
-	// own queues (together they read ahead what one would) and mapping on
-	// its own goroutine, waiting for a partition's budget in turn.
-	workers := max(src.atOnce(), 1)
-	if workers > 1 {
-		ahead := p.ReadAhead
-		if ahead <= 0 {
-			ahead = DefaultReadAhead(partitions)
-		}
-		common.QueuePerPartition = min(ahead, max(ahead/workers, minSharedReadAhead))
-		common.Turns = &turns{}
+// loading is one load's pieces run by its workers: the options the runs
+// share and the totals they add to.
+type loading struct {
+	p      *plan
+	src    workSource
+	store  progressStore
+	target float64
+	rp     *runPacing
+	common Options
+	began  time.Time
+	prog   *loadProgress
+	// ctx is the pieces'; stopPieces ends every run.
+	ctx        context.Context
+	stopPieces context.CancelFunc
+
+	mu      sync.Mutex // guards the figures below and total
+	total   *Result
+	ran     checkpoint.Counters
+	lastErr error
+	started bool // a run returned
+	// startFailed: a run could not start before any had returned.
+	startFailed bool
+	stopped     bool // a run's cause is the load's: no more pieces
+	exhausted   bool
+}
+
+// stop ends the load for cause, once; l.mu is held.
+func (l *loading) stop(cause StopCause, err error) {
+	if !l.stopped {
+		l.stopped = true
+		l.total.Cause, l.total.Err = cause, err
+		l.stopPieces()
 	}
-	prog := &loadProgress{began: began, runs: make([]pieceLive, workers)}
-	pieceCtx, stopPieces := context.WithCancel(ctx)
-	defer stopPieces()
-	stop := func(cause StopCause, err error) {
-		if !stopped {
-			stopped = true
-			total.Cause, total.Err = cause, err
-			stopPieces()
+}
+
+// work runs the pieces src hands out, one after another, until none is
+// left or the load stops.
+func (l *loading) work(slot int) {
+	for {
+		l.mu.Lock()
+		done := l.stopped
+		l.mu.Unlock()
+		if done {
+			return
 		}
-	}
-	work := func(slot int) {
-		for {
-			mu.Lock()
-			done := stopped
-			mu.Unlock()
-			if done {
-				return
+		pc, err := l.src.next(l.ctx)
+		l.mu.Lock()
+		if err != nil || pc == nil || l.stopped {
+			if err != nil && l.ctx.Err() == nil {
+				l.lastErr = err
+				l.stop(FatalError, err)
+			} else if err == nil && pc == nil {
+				l.exhausted = true
 			}
-			pc, err := src.next(pieceCtx)
-			mu.Lock()
-			if err != nil || pc == nil || stopped {
-				if err != nil && pieceCtx.Err() == nil {
-					lastErr = err
-					stop(FatalError, err)
-				} else if err == nil && pc == nil {
-					exhausted = true
-				}
-				mu.Unlock()
-				if pc != nil && pc.release != nil {
-					pc.release()
-				}
-				return
+			l.mu.Unlock()
+			if pc != nil && pc.release != nil {
+				pc.release()
 			}
-			mu.Unlock()
-			o := common
-			o.Inputs, o.Cursors, o.Order, o.Source, o.Segments = pc.inputs, pc.cursors, pc.order, pc.source, pc.segments
-			o.DeadLetterPath, o.DeadLetterSize = pc.deadLetterPath, pc.deadLetterSize
-			o.Checkpoint = func(s Snapshot) error { return store.save(pc, s) }
-			show := p.progressFunc(pc.totalBytes, target, func(ev *ProgressEvent) {
-				ev.TargetRU, ev.TotalRows = w.current(), pc.totalRows
-				if rp.fill != nil {
-					rp.fill(ev)
-				}
-			})
-			if show != nil {
-				prog.start(slot, p.Clock.Now())
-				o.Progress = func(l Live) { show(prog.sum(slot, l)) }
-			}
-			res, err := runPiece(pieceCtx, pc, o)
-			mu.Lock()
-			if res == nil { // the run could not start
-				startFailed = !started
-				lastErr = err
-				stop(FatalError, err)
-				mu.Unlock()
-				return
-			}
-			started = true
-			prog.finish(slot, res.Live)
-			accumulate(total, &ran, res, began)
-			// A lease lost while the run drained fails its last save: the
-			// shard is another's to finish, not the load's end.
-			lost := (res.Cause != Finished && errors.Is(res.Err, ErrLeaseLost)) || errors.Is(err, ErrLeaseLost)
-			if err != nil && !lost {
-				lastErr = err
-			}
-			if lost {
-				p.logf("warning: lost the lease on shard %s; another loader continues it", pc.name)
-			} else if res.Cause != Finished {
-				stop(res.Cause, res.Err)
-			}
-			mu.Unlock()
+			return
+		}
+		l.mu.Unlock()
+		if !l.run(slot, pc) {
+			return
 		}
 	}
-	var running sync.WaitGroup
-	for slot := range workers {
-		running.Go(func() { work(slot) })
+}
+
+// run runs one piece through the pipeline and adds it to the totals; it
+// says whether the worker goes on.
+func (l *loading) run(slot int, pc *piece) bool {
+	p := l.p
+	o := l.common
+	o.Inputs, o.Source, o.Segments = pc.inputs, pc.source, pc.segments
+	if r := pc.reads; r != nil {
+		o.Cursors, o.Order, o.QueuePerPartition = r.Cursors, r.Order, r.ReadAhead
 	}
-	running.Wait()
-	if startFailed && !started {
-		return nil, lastErr // nothing ran: no report
+	o.DeadLetterPath, o.DeadLetterSize = pc.deadLetterPath, pc.deadLetterSize
+	o.Checkpoint = func(s runSnapshot) error { return l.store.save(pc, s) }
+	show := p.progressFunc(pc.totalBytes, l.target, func(ev *ProgressEvent) {
+		ev.TargetRU, ev.TotalRows = l.rp.watcher.current(), pc.totalRows
+		if l.rp.fill != nil {
+			l.rp.fill(ev)
+		}
+	})
+	if show != nil {
+		l.prog.start(slot, p.Clock.Now())
+		o.Progress = func(live Live) { show(l.prog.sum(slot, live)) }
 	}
-	total.Series = mergeSeconds(total.Series)
-	if ctx.Err() != nil && total.Cause == Finished && !exhausted {
+	res, err := runPiece(l.ctx, pc, o)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if res == nil { // the run could not start
+		l.startFailed = !l.started
+		l.lastErr = err
+		l.stop(FatalError, err)
+		return false
+	}
+	l.started = true
+	l.prog.finish(slot, res.Live)
+	accumulate(l.total, &l.ran, res, l.began)
+	// A lost shard lease is not the load's failure: the shard's new owner
+	// continues from its saved progress.
+	lost := res.Cause != Finished && errors.Is(res.Err, ErrLeaseLost)
+	if err != nil && !lost {
+		l.lastErr = err
+	}
+	if lost {
+		p.logf("warning: lost the lease on shard %s; another loader continues it", pc.name)
+	} else if res.Cause != Finished {
+		l.stop(res.Cause, res.Err)
+	}
+	return true
+}
+
+// report is the load's report once every worker is done.
+func (l *loading) report(ctx context.Context, partitions int) *report.Report {
+	p, total := l.p, l.total
+	total.Series = report.MergeSeconds(total.Series)
+	if ctx.Err() != nil && total.Cause == Finished && !l.exhausted {
 		total.Cause = Interrupted
 	}
 	total.Snapshot.Complete = total.Cause == Finished
-	total.Snapshot.Elapsed = p.Clock.Now().Sub(began)
+	total.Snapshot.Elapsed = p.Clock.Now().Sub(l.began)
 	if p.probe != nil && p.probe.refused() {
 		total.BatchesRefused = true
 	}
-	st, base := store.totals(ran)
-	changes, parts := w.history()
+	st, base := l.store.totals(l.ran)
+	changes, parts := l.rp.watcher.history()
 	rep := buildReport(&p.Job, total, meanTarget(changes, total.Snapshot.Elapsed.Seconds()), partitions, base, st)
 	if len(changes) > 1 {
 		rep.TargetChanges = changes
@@ -259,8 +305,8 @@ func (p *plan) load(ctx context.Context, tgt *Target, mapper *record.Mapper, tar
 	if len(parts) > 1 {
 		rep.PartitionChanges = parts
 	}
-	src.finish(rep)
-	return rep, lastErr
+	l.src.finish(rep)
+	return rep
 }
 
 // minSharedReadAhead is the least read-ahead per partition of a piece run
@@ -270,24 +316,6 @@ func (p *plan) load(ctx context.Context, tgt *Target, mapper *record.Mapper, tar
 // 32), as many RU, more requests. Four times the queues sent bigger
 // batches, and 0.9 % of them were throttled.
 const minSharedReadAhead = 32
-
-// mergeSeconds sums the seconds of runs that overlapped (pieces run at
-// once, or one ending in the second the next began), in time order.
-func mergeSeconds(series []htmlreport.Second) []htmlreport.Second {
-	sort.SliceStable(series, func(i, j int) bool { return series[i].T < series[j].T })
-	out := series[:0]
-	for _, s := range series {
-		if n := len(out); n > 0 && out[n-1].T == s.T {
-			out[n-1].RU += s.RU
-			out[n-1].Requests += s.Requests
-			out[n-1].Throttled += s.Throttled
-			out[n-1].Records += s.Records
-			continue
-		}
-		out = append(out, s)
-	}
-	return out
-}
 
 // runPiece runs the pipeline over one piece. A lost piece stops its run:
 // the new owner continues from the last save.
@@ -312,7 +340,9 @@ func runPiece(ctx context.Context, pc *piece, o Options) (*Result, error) {
 		}
 	}
 	res, err := Run(runCtx, o)
-	if res != nil && context.Cause(runCtx) == ErrLeaseLost {
+	// The lease may be found lost by the run's context or by a save of
+	// its progress that the shard's blob refused.
+	if res != nil && (context.Cause(runCtx) == ErrLeaseLost || errors.Is(err, ErrLeaseLost)) {
 		res.Cause, res.Err = FatalError, ErrLeaseLost
 	}
 	return res, err
@@ -335,16 +365,16 @@ func accumulate(total *Result, ran *checkpoint.Counters, r *Result, began time.T
 	total.Snapshot.Requests += r.Snapshot.Requests
 	total.Snapshot.Throttled += r.Snapshot.Throttled
 	total.Snapshot.RU += r.Snapshot.RU
-	total.Live.Retries.add(r.Live.Retries)
+	total.Live.Retries.Add(r.Live.Retries)
 	total.Live.InputsRefused += r.Live.InputsRefused
 	total.CheckpointSaves += r.CheckpointSaves
 	total.CheckpointTime += r.CheckpointTime
 	total.BatchesRefused = total.BatchesRefused || r.BatchesRefused
 	if r.reasons != nil {
 		if total.reasons == nil {
-			total.reasons = &reasonTally{}
+			total.reasons = &report.Reasons{}
 		}
-		total.reasons.merge(r.reasons)
+		total.reasons.Merge(r.reasons)
 	}
 	for _, sec := range r.Series {
 		sec.T += shift

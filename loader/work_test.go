@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,9 +17,13 @@ import (
 	"time"
 
 	"github.com/cosmosloader/loader/checkpoint"
+	"github.com/cosmosloader/loader/internal/clock/clocktest"
 	"github.com/cosmosloader/loader/internal/epk"
+	"github.com/cosmosloader/loader/loader/readplan"
 	"github.com/cosmosloader/loader/loader/record"
+	"github.com/cosmosloader/loader/loader/report"
 	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/loader/source/formats"
 	"github.com/cosmosloader/loader/pacing"
 )
 
@@ -59,7 +64,7 @@ func (s *fakeSource) atOnce() int { return s.workers }
 func (s *fakeSource) pace(r *runPacing) {
 	s.paced = r.pacer != nil && r.limiter != nil && r.watcher != nil
 }
-func (s *fakeSource) finish(rep *Report) {
+func (s *fakeSource) finish(rep *report.Report) {
 	s.finished = true
 	rep.Shards = append(rep.Shards, "finished")
 }
@@ -69,15 +74,15 @@ func (s *fakeSource) finish(rep *Report) {
 type fakeStore struct {
 	mu    sync.Mutex
 	base  checkpoint.Counters
-	last  map[*piece]Snapshot
+	last  map[*piece]runSnapshot
 	saves int
 }
 
-func (s *fakeStore) save(p *piece, snap Snapshot) error {
+func (s *fakeStore) save(p *piece, snap runSnapshot) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.last == nil {
-		s.last = map[*piece]Snapshot{}
+		s.last = map[*piece]runSnapshot{}
 	}
 	s.last[p] = snap
 	s.saves++
@@ -106,7 +111,7 @@ func writeInput(t *testing.T, dir, prefix string, n int) Input {
 	return Input{Input: source.Input{Path: path}, IDSeed: prefix}
 }
 
-func testLoad(t *testing.T, src workSource, store progressStore, sink Sink) (*Report, error) {
+func testLoad(t *testing.T, src workSource, store progressStore, sink Sink) (*report.Report, error) {
 	t.Helper()
 	p := (&Job{RU: 1e6, MaxErrors: -1}).resolve()
 	tgt := &Target{PartitionKeyPaths: []string{"/k"}, Throughput: 1e6, Bounds: epk.SplitEven(1), Writer: anySink{sink}}
@@ -121,7 +126,7 @@ func testLoad(t *testing.T, src workSource, store progressStore, sink Sink) (*Re
 // over a checkpoint that already counted 100 records.
 func TestLoadRunsOnePieceAndReportsItsStore(t *testing.T) {
 	dir := t.TempDir()
-	pc := &piece{inputs: []Input{writeInput(t, dir, "a", 7), writeInput(t, dir, "b", 5)}, cursors: 2,
+	pc := &piece{inputs: []Input{writeInput(t, dir, "a", 7), writeInput(t, dir, "b", 5)}, reads: &readplan.Plan{Cursors: 2},
 		deadLetterPath: filepath.Join(dir, "dl.ndjson")}
 	src := &fakeSource{pieces: []*piece{pc}}
 	store := &fakeStore{base: checkpoint.Counters{RecordsRead: 100, RecordsWritten: 100, RequestsSent: 100, RUConsumed: 500}}
@@ -279,7 +284,7 @@ func TestLoadProgressSumsPieces(t *testing.T) {
 	lp := &loadProgress{began: t0, runs: make([]pieceLive, 2)}
 	lp.start(0, t0)
 	lp.start(1, t0.Add(2*time.Second))
-	got := lp.sum(0, Live{Elapsed: 3 * time.Second, Written: 10, RU: 50, InFlight: 4, Retries: Retries{Throttled: 1}})
+	got := lp.sum(0, Live{Elapsed: 3 * time.Second, Written: 10, RU: 50, InFlight: 4, Retries: report.Retries{Throttled: 1}})
 	if got.Written != 10 || got.Elapsed != 3*time.Second || got.InFlight != 4 {
 		t.Errorf("one piece: %+v", got)
 	}
@@ -291,7 +296,7 @@ func TestLoadProgressSumsPieces(t *testing.T) {
 	if got.NoWriteFor != 11*time.Second || got.LastFailure != "429" {
 		t.Errorf("both stalled: %+v", got)
 	}
-	lp.finish(0, Live{Written: 12, RU: 60, Retries: Retries{Throttled: 2}})
+	lp.finish(0, Live{Written: 12, RU: 60, Retries: report.Retries{Throttled: 2}})
 	lp.start(0, t0.Add(4*time.Second))
 	got = lp.sum(0, Live{Elapsed: time.Second, Written: 1, RU: 5})
 	if got.Written != 18 || got.RU != 25+60+5 || got.InFlight != 2 || got.Elapsed != 5*time.Second || got.Retries.Throttled != 2 {
@@ -370,9 +375,17 @@ type fakeShared struct {
 	handed  int
 	saved   map[string][]ShardProgress
 	release map[string]int
+	// check answers Check; nil: storage answers.
+	check func() error
 }
 
 func (f *fakeShared) URL() string { return "fake://leases" }
+func (f *fakeShared) Check(context.Context) error {
+	if f.check == nil {
+		return nil
+	}
+	return f.check()
+}
 func (f *fakeShared) Capacity(cfg CapacityConfig) (Capacity, error) {
 	return &fakeCapacity{limit: cfg.TargetRU}, nil
 }
@@ -416,8 +429,23 @@ func (c *fakeCapacity) Limit() float64                  { return c.limit }
 func (c *fakeCapacity) Held() int                       { return 1 }
 func (c *fakeCapacity) Subscribe(f func(limit float64)) { f(c.limit) }
 func (c *fakeCapacity) SetTarget(float64)               {}
-func (c *fakeCapacity) History() []LeaseSample          { return []LeaseSample{{Held: 1, LimitRU: c.limit}} }
-func (c *fakeCapacity) Run(ctx context.Context) error   { <-ctx.Done(); return nil }
+func (c *fakeCapacity) History() []report.LeaseSample {
+	return []report.LeaseSample{{Held: 1, LimitRU: c.limit}}
+}
+func (c *fakeCapacity) Run(ctx context.Context) error { <-ctx.Done(); return nil }
+
+// sharedJob is a shared load of inputs into sink, coordinated by store.
+func sharedJob(dir string, store SharedStore, sink *fakeSink, inputs ...Input) *Job {
+	j := &Job{
+		RU: 1e6, MaxErrors: -1, DeadLetterPath: filepath.Join(dir, "dl"),
+		Connect: func(context.Context, TargetOptions) (*Target, error) { return fakeTarget(sink), nil },
+		Shared:  &SharedOptions{Open: func(string, string, string) (SharedStore, error) { return store, nil }},
+	}
+	for _, in := range inputs {
+		j.Args, j.Inputs = append(j.Args, in.Path), append(j.Inputs, in.Input)
+	}
+	return j
+}
 
 // A shared load through Execute: each shard's progress goes to its own
 // lease, a shard found already read to its end is marked done and not
@@ -432,12 +460,7 @@ func TestExecuteSharedSavesEachShardInItsBlob(t *testing.T) {
 			{Shard: Shard{ID: "b-0", Input: 1, End: sizeB}, From: ShardProgress{Offset: sizeB, Line: 3, Written: 3}},
 		}}
 	sink := &fakeSink{}
-	job := &Job{
-		Args: []string{a.Path, b.Path}, Inputs: []source.Input{a.Input, b.Input}, RU: 1e6, MaxErrors: -1,
-		DeadLetterPath: filepath.Join(dir, "dl"),
-		Connect:        func(context.Context, TargetOptions) (*Target, error) { return fakeTarget(sink), nil },
-		Shared:         &SharedOptions{Open: func(string, string, string) (SharedStore, error) { return store, nil }},
-	}
+	job := sharedJob(dir, store, sink, a, b)
 	rep, err := Execute(context.Background(), job)
 	if err != nil {
 		t.Fatal(err)
@@ -614,7 +637,7 @@ func TestSharedCSVIsCutOnlyWhenItsQuotingIsFollowed(t *testing.T) {
 	}
 	for _, cut := range []int64{1, 9, 10, 11, 1000, 2345} {
 		got, err := align(cut)
-		want, _, _ := source.BoundaryAfter(in, source.Options{}, source.Position{}, cut)
+		want, _, _ := formats.BoundaryAfter(in, source.Options{}, source.Position{}, cut)
 		if err != nil || got != want || !strings.HasSuffix(good.String()[:got.Offset], "\"\n") && got.Offset != 8 {
 			t.Errorf("align(%d) = %+v, %v; want %+v, a record start", cut, got, err, want)
 		}
@@ -652,36 +675,87 @@ func (r *readCounter) ReadAt(p []byte, off int64) (int, error) {
 }
 func (r *readCounter) OpenRandom() (source.RandomReader, error) { return nil, errors.ErrUnsupported }
 
-// losingStore is a fakeStore whose saves of one piece say its lease is
-// lost once the piece is read to its end: storage was out of reach so
-// long that the shard's lease may have lapsed.
-type losingStore struct {
+// leaseLostStore refuses every save of one piece as a lost shard lease, as
+// the shard's blob does once another loader has taken the shard over.
+type leaseLostStore struct {
 	fakeStore
 	lose *piece
 }
 
-func (s *losingStore) save(p *piece, snap Snapshot) error {
-	if p == s.lose && snap.Complete {
-		return fmt.Errorf("save shard: %w", ErrLeaseLost)
+func (s *leaseLostStore) save(p *piece, snap runSnapshot) error {
+	if p == s.lose {
+		return fmt.Errorf("save shard %s: %w", p.name, ErrLeaseLost)
 	}
 	return s.fakeStore.save(p, snap)
 }
 
-// A lease lost as a piece's run drains fails its last save: another
-// loader finishes that shard, and the load goes on to the next piece and
-// ends without an error.
-func TestLoadGoesOnAfterALeaseLostAtTheLastSave(t *testing.T) {
+// A shard whose lease is lost while saving is another loader's to finish:
+// the load goes on with the other shards and does not fail for it.
+func TestLoadGoesOnAfterASaveFindsTheLeaseLost(t *testing.T) {
 	dir := t.TempDir()
 	mk := func(name string, n int) *piece {
-		return &piece{name: name, inputs: []Input{writeInput(t, dir, name, n)}, deadLetterPath: filepath.Join(dir, "dl-"+name+".ndjson")}
+		return &piece{name: name, inputs: []Input{writeInput(t, dir, name, n)},
+			deadLetterPath: filepath.Join(dir, "dl-"+name+".ndjson")}
 	}
-	pieces := []*piece{mk("s1", 5), mk("s2", 5)}
-	store := &losingStore{lose: pieces[0]}
+	pieces := []*piece{mk("s1", 4), mk("s2", 20), mk("s3", 6)}
+	store := &leaseLostStore{lose: pieces[1]}
+
 	rep, err := testLoad(t, &fakeSource{pieces: pieces}, store, &fakeSink{})
 	if err != nil {
-		t.Fatalf("load: %v, want none: the lost shard is another loader's to finish", err)
+		t.Fatalf("load failed for a lease another loader took: %v", err)
 	}
-	if s := store.last[pieces[1]]; !s.Complete || rep.Status != "finished" {
-		t.Errorf("the next piece: last save %+v, report %s; want it read and the load finished", s, rep.Status)
+	if rep.Status != "finished" {
+		t.Errorf("status %s, want finished", rep.Status)
+	}
+	for _, pc := range []*piece{pieces[0], pieces[2]} {
+		if s := store.last[pc]; !s.Complete {
+			t.Errorf("piece %s: last save %+v, want complete", pc.name, s)
+		}
+	}
+}
+
+// Before a shared load reads anything, the store must take the
+// credentials (refused: a usage error, nothing loaded) and answer: it is
+// waited for one lease duration, on the run's clock, unless --reserved-ru
+// gives the loader capacity of its own.
+func TestSharedLoadChecksItsStorageFirst(t *testing.T) {
+	unreachable := fmt.Errorf("%w: dial tcp: connection refused", ErrStorageUnreachable)
+	for _, tt := range []struct {
+		name     string
+		answers  []error // Check's answers, the last repeated
+		reserved float64
+		usage    bool
+		fails    bool
+		waited   time.Duration
+	}{
+		{name: "answers", answers: []error{nil}},
+		{name: "refuses the key", answers: []error{fmt.Errorf("%w (403 AuthorizationFailure)", ErrStorageRefused)}, usage: true, fails: true},
+		{name: "never answers", answers: []error{unreachable}, fails: true, waited: 15 * time.Second},
+		{name: "answers after a while", answers: []error{unreachable, unreachable, unreachable, nil}, waited: 3 * time.Second},
+		{name: "never answers, with a reserve", answers: []error{unreachable}, reserved: 100},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			clk := clocktest.NewAuto(start)
+			n := 0
+			store := &fakeShared{check: func() error {
+				err := tt.answers[min(n, len(tt.answers)-1)]
+				n++
+				return err
+			}}
+			var log bytes.Buffer
+			p := (&Job{Clock: clk, Log: &log, Shared: &SharedOptions{LeaseDuration: 15 * time.Second, ReservedRU: tt.reserved}}).resolve()
+			err := p.checkStorage(context.Background(), store)
+			var ue *UsageError
+			if (err != nil) != tt.fails || errors.As(err, &ue) != tt.usage {
+				t.Fatalf("err %v (usage %v), want failure %v, usage %v", err, errors.As(err, &ue), tt.fails, tt.usage)
+			}
+			if got := clk.Now().Sub(start); got < tt.waited || got > tt.waited+time.Second {
+				t.Errorf("waited %v, want %v", got, tt.waited)
+			}
+			if tt.reserved > 0 && !strings.Contains(log.String(), "--reserved-ru") {
+				t.Errorf("log %q", log.String())
+			}
+		})
 	}
 }

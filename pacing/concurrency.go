@@ -52,11 +52,11 @@ type ConcurrencyConfig struct {
 	// It bounds what a cold start can spend on requests that only queue:
 	// the first answers' latency may be mostly a queue (see probeLocked),
 	// and the bandwidth-delay bound multiplies it by a warm-up's rising
-	// rate (lifted at the plateau alone, scenario F's pool went to 984
-	// and the process to 175 MB). After that Little's law, the
-	// bandwidth-delay product, probes and the file-descriptor limit size
-	// the pool, nothing else: any fixed number is too low for some target
-	// and path.
+	// rate (lifted at the plateau alone, an unthrottled load into a local
+	// target grew a pool of hundreds that only queued). After that
+	// Little's law, the bandwidth-delay product, probes and the
+	// file-descriptor limit size the pool, nothing else: any fixed number
+	// is too low for some target and path.
 	StartMax int
 	// FDLimit is the process's open-file limit; 0 means read it from the
 	// system (RLIMIT_NOFILE; Go raises the soft limit to the hard one at
@@ -78,8 +78,8 @@ type ConcurrencyConfig struct {
 	// the answers show in flight only queues — in this process when its
 	// CPU is the limit, or in the target — and each request waiting costs
 	// a connection, its goroutines and its body (bench scenario F,
-	// unthrottled into a local target: with 4 × the pool sat at 200–500,
-	// while a pool held to 48 wrote as fast on 20 % less CPU).
+	// unthrottled into a local target: with 4 × the pool sat several times
+	// larger than a pool that wrote as fast on less CPU).
 	SteadyGain float64
 	// Clock is what the answer rate is measured with (default
 	// clock.System).
@@ -182,12 +182,12 @@ const plateauWindows = 4
 
 // cappedPlateauWindows replaces plateauWindows while the start-up cap
 // binds on a long path (longPathLocked): the rate is then flat because
-// the pool is, and each window waited is a window at the cap's rate —
-// 20,000 RU/s over 200 + ≤ 200 ms reached its target a second later than
-// the 3 s issue 13 asks. Half a second is still a round trip or two
-// there. Not on a shorter path: a cold start's queue on a local target
-// (47–81 ms, bench scenario F) lifted the cap before a probe could show
-// it for what it was, and the process grew from 88 to 116 MB.
+// the pool is, and each window waited is a window at the cap's rate: a
+// high target over a 200 ms path reached its rate a second late. Half a
+// second is still a round trip or two there. Not on a shorter path: a
+// cold start's queue on a local target (bench scenario F) lifted the cap
+// before a probe could show it for what it was, and the pool and the
+// process's memory grew for nothing.
 const cappedPlateauWindows = 2
 
 // longPath is the shortest round trip, without queues (PathLatency), taken
@@ -294,17 +294,17 @@ func (c *Concurrency) ObserveLatency(d time.Duration) {
 // limit, or in an overloaded target — raise every percentile together:
 // sizing from that would add requests in flight, which lengthen the
 // queue, which adds more (an unreachable target grew the pool to
-// thousands of connections and slowed the load threefold). The ratio
+// thousands of connections and slowed the load). The ratio
 // keeps the pool where the latency was before the queue formed. Low
 // percentiles, not the mean, so that a stall (a few answers taking
 // seconds) does not shrink the pool when it needs to grow.
 //
 // It also keeps the floor the bandwidth-delay bound uses (limitLocked): a
 // mean, not the fastest answers. On a machine kept busy by another
-// process most of a round trip is waiting for a core, a lucky answer
-// takes a millisecond where the mean is twenty, and the 5th percentile as
-// the floor starved the pool to two requests and the load to 81 % of its
-// target. The floor is the lower of the first 2 × Warmup answers' mean —
+// process most of a round trip is waiting for a core, a lucky answer is
+// many times faster than the mean, and the 5th percentile as the floor
+// starved the pool and left the load well short of its target. The
+// floor is the lower of the first 2 × Warmup answers' mean —
 // sent while the pool was smallest, before any queue of ours could form —
 // and the lowest mean of a window of floorSamples or more.
 func (c *Concurrency) estimateLocked() float64 {
@@ -383,9 +383,9 @@ func (c *Concurrency) shortPathLocked() bool {
 // requests in flight over it take no longer; there a probe would cost a
 // round trip or two of rate for nothing, and start-up's larger gain is
 // what reaches the target in time. A queue gets the steady gain: it only
-// multiplies itself. (A cold start's first answers were all slow, 47–81
-// ms on a local target: no sign of a queue in them, but as the pool grew
-// on them the next windows' means rose to 3 × theirs.)
+// multiplies itself. (A cold start's first answers on a local target are
+// all slow alike: no sign of a queue in them, but as the pool grows on
+// them the next windows' means rise to several times theirs.)
 func (c *Concurrency) queuedLocked() bool {
 	return c.low5 > 0 && (c.floor >= probeQueue*c.low5 || c.winMean >= probeQueue*c.floor)
 }
@@ -404,12 +404,12 @@ func (c *Concurrency) pathKnownLocked() bool {
 // length, only from what fewer requests in flight do to it: over a path,
 // nothing; in a queue, they wait less. At start-up every request waits
 // behind the first burst (a cold process opening its connections) and
-// the floor, the first answers' mean, is mostly that queue: 47–81 ms
-// where the path takes 2, which held 512 requests in flight for answers
-// a pool of 48 got as fast (bench scenario F). So a large pool whose
-// latency looks like a queue (queuedLocked) is lowered to a quarter for
-// a moment, as BBR's ProbeRTT lowers its window, and the mean of what was sent meanwhile
-// becomes the floor if lower: the pool then follows it down, a quarter's
+// the floor, the first answers' mean, is mostly that queue, many times
+// the path's own round trip, which held hundreds of requests in flight
+// for answers a pool a tenth the size got as fast (bench scenario F). So
+// a large pool whose latency looks like a queue (queuedLocked) is lowered
+// to a quarter for a moment, as BBR's ProbeRTT lowers its window, and the
+// mean of what was sent meanwhile becomes the floor if lower: the pool then follows it down, a quarter's
 // worth at a time (its gain of 2 times a quarter), until fewer requests
 // stop being faster.
 func (c *Concurrency) probeLocked(now time.Time) {

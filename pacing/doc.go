@@ -24,11 +24,12 @@
 //     the estimates; SetTarget changes the total at run time.
 //
 //   - Adaptation. Throttled pauses a partition for the server's retry-after
-//     and cuts its rate multiplicatively — hard for 429s that look like
-//     contention, lightly for timing noise; clean time raises it additively
-//     back to its share (AIMD), per partition, so a hot partition or another
-//     application on the container costs only that partition. Stats
-//     reports rates, spend and throttling for the progress line and report.
+//     and sets its rate by the AIMD policy, a type of its own: cut
+//     multiplicatively — hard for 429s that look like contention, lightly
+//     for timing noise — and raised additively by clean time back to its
+//     share, per partition, so a hot partition or another application on
+//     the container costs only that partition. Stats reports rates, spend
+//     and throttling for the progress line and report.
 //
 //   - Concurrency. A Concurrency sizes the writer pool by Little's law
 //     (target ÷ mean RU × p95 latency × headroom) from observed charges and

@@ -37,55 +37,16 @@ type PacerConfig struct {
 	// aligned second, debt carried) keeps a second that starts with the
 	// bucket full from spending the extra Depth of it.
 	Depth time.Duration
-	// Backoff multiplies a partition's rate when its 429s look like
-	// contention (default 0.7), at most once per CutInterval (default 1 s,
-	// Cosmos DB's budget period), so one burst of 429s from requests
-	// already in flight is one cut. Any other burst is timing noise —
-	// requests that straddled a second's boundary, a stall on a busy
-	// machine — and is only cut by MildBackoff (default 0.98), which the
-	// additive increase repays in a fifth of a second (0.95 cost 0.4 % of
-	// a 200 + ≤ 200 ms load, a burst every two or three seconds, with no
-	// fewer 429s for it). Pacing at exactly the
-	// provisioned throughput, such bursts come every two to five seconds
-	// over a jittery path; a 30 % cut for each of them cost 3 % of the
-	// load.
-	//
-	// A burst is contention when it follows a 429 within Sustain (default
-	// 2 s) and either falls in the very next budget period — the period
-	// it was told to wait for (now + retry-after) ends less than 1.5
-	// budget periods after the previous 429's: throttled in consecutive
-	// seconds, as when another application takes part of the budget —
-	// with the budget gone a tenth of a period or more before its end
-	// (retry-after ≥ CutInterval/10), or grows to refuse ContentionBurst
-	// (default 0.1) of a second's rate. Jitter alone overshoots a
-	// second's budget in its last milliseconds, sometimes two seconds
-	// running (at 300 + ≤ 300 ms such a pair cost 1.5 % of the load),
-	// and with few requests. Over a long path a partition paused until
-	// the renewal misses the start of the next period, so contention
-	// throttles every other second; but then the budget runs out well
-	// before the period ends and every request still in flight comes
-	// back 429. With a server whose retry-after is short whatever the
-	// budget, contention keeps answering 429 after the pause and the
-	// burst grows.
-	Backoff         float64
-	MildBackoff     float64
-	CutInterval     time.Duration
-	Sustain         time.Duration
-	ContentionBurst float64
-	// Floor is the lowest rate a partition is cut to, as a fraction of its
-	// share of the target (default 0.05).
-	Floor float64
-	// Recover is the additive increase per clean second, as a fraction of
-	// the partition's share (default 0.1: back to the full share within
-	// about ten seconds of the last 429).
-	Recover float64
+	// AIMD is how a partition's rate answers 429s: the policy, kept apart
+	// from the buckets that spend the rate. Zero fields take its defaults.
+	AIMD AIMD
 	// PathLatency, if set, returns the path's round trip without queues
 	// (pacing.Concurrency's PathLatency). A 429's retry-after counts from
 	// when the service decided, and a request sent now reaches it a round
 	// trip's worth later (the answer's way back, the request's way
 	// there), so the pause after a 429 is the retry-after less this: over
 	// a 200 ms path, pausing the whole retry-after sent the first request
-	// of the renewed second 200 ms into it. The contention tests above
+	// of the renewed second 200 ms into it. AIMD's contention tests
 	// still use the retry-after as the service gave it.
 	PathLatency func() time.Duration
 	// Aim is the fraction of the target the buckets are filled at
@@ -110,35 +71,15 @@ func (c *PacerConfig) defaults() {
 	if c.Depth <= 0 {
 		c.Depth = 100 * time.Millisecond
 	}
-	if c.Backoff <= 0 || c.Backoff >= 1 {
-		c.Backoff = 0.7
-	}
-	if c.MildBackoff <= 0 || c.MildBackoff > 1 {
-		c.MildBackoff = 0.98
-	}
-	if c.Sustain <= 0 {
-		c.Sustain = 2 * time.Second
-	}
-	if c.CutInterval <= 0 {
-		c.CutInterval = time.Second
-	}
-	if c.ContentionBurst <= 0 {
-		c.ContentionBurst = 0.1
-	}
-	if c.Floor <= 0 || c.Floor > 1 {
-		c.Floor = 0.05
-	}
-	if c.Recover <= 0 {
-		c.Recover = 0.1
-	}
+	c.AIMD.defaults()
 	if c.Aim <= 0 || c.Aim > 1 {
 		c.Aim = 1
 	}
 }
 
 // Pacer spends a target RU/s on a container: one RU-denominated token bucket
-// per physical partition (golang.org/x/time/rate), with 429-driven AIMD
-// adaptation per partition. It is safe for concurrent use.
+// per physical partition (golang.org/x/time/rate), each partition's rate
+// set by the AIMD policy after its 429s. It is safe for concurrent use.
 //
 // A writer calls Wait (or Reserve) with the estimated charge before sending,
 // then, on success, Settle with the actual charge and Succeeded; on a 429,
@@ -177,16 +118,11 @@ type partition struct {
 	// frac is the sub-token remainder of the last reservation.
 	frac float64
 
-	pausedUntil, lastCut, lastRecover time.Time
-	// burst is when the current burst of 429s began (the first 429 at
-	// least CutInterval after the previous burst began), last429 when the
-	// latest 429 came and lastEnd when the budget period it was throttled
-	// in ends (now + retry-after). burstRU is the RU the current burst was refused;
-	// suspect says it followed a 429 within Sustain, hard that it has been
-	// cut as contention.
-	burst, last429, lastEnd time.Time
-	burstRU                 float64
-	suspect, hard           bool
+	// pausedUntil is when the pause after the latest 429 ends: nothing
+	// is sent on the partition before.
+	pausedUntil time.Time
+	// aimd is what the AIMD policy remembers of the partition's 429s.
+	aimd aimdState
 
 	requests, succeeded, throttled int64
 	totalRU                        float64
@@ -514,9 +450,7 @@ func (p *Pacer) Succeeded(part int) {
 
 // Throttled records a 429 on a partition: it sends nothing more until
 // retryAfter has passed (0 means one budget period, 1 s), whatever the 429
-// means. Its rate is cut by Backoff when the 429s look like contention and
-// by MildBackoff when they look like timing noise (see PacerConfig), never
-// more than once per CutInterval and never below Floor of its share.
+// means, and its rate is what the AIMD policy makes of the 429 (see AIMD).
 // Other partitions are not affected: a hot partition key must not slow the
 // rest of the load.
 func (p *Pacer) Throttled(part int, retryAfter time.Duration) {
@@ -535,24 +469,13 @@ func (p *Pacer) Throttled(part int, retryAfter time.Duration) {
 	if until := now.Add(pause); until.After(pt.pausedUntil) {
 		pt.pausedUntil = until
 	}
-	if pt.burst.IsZero() || now.Sub(pt.burst) >= p.cfg.CutInterval {
-		// Measured from the previous 429, not the previous burst's start,
-		// so bursts a budget period apart are suspect whatever the phase
-		// of the second they fall in.
-		pt.suspect = !pt.last429.IsZero() && now.Sub(pt.last429) < p.cfg.Sustain
-		pt.burst, pt.burstRU, pt.hard = now, 0, false
-		pt.cut(p, now, p.cfg.MildBackoff)
-		if pt.suspect && retryAfter >= p.cfg.CutInterval/10 && now.Add(retryAfter).Sub(pt.lastEnd) < p.cfg.CutInterval*3/2 {
-			pt.escalate(p, now)
-		}
-	}
+	var meanRU float64
 	if pt.requests > 0 {
-		pt.burstRU += pt.totalRU / float64(pt.requests)
+		meanRU = pt.totalRU / float64(pt.requests)
 	}
-	if pt.suspect && !pt.hard && pt.burstRU >= p.cfg.ContentionBurst*pt.limit*p.cfg.CutInterval.Seconds() {
-		pt.escalate(p, now)
+	if limit := p.cfg.AIMD.throttled(&pt.aimd, now, retryAfter, pt.limit, pt.share, meanRU); limit != pt.limit {
+		pt.setLimit(p, now, limit)
 	}
-	pt.last429, pt.lastEnd = now, now.Add(retryAfter)
 	// Empty the bucket up to the end of the pause, so that when it ends
 	// requests resume at the (cut) rate instead of all at once.
 	pt.credit = 0
@@ -562,39 +485,12 @@ func (p *Pacer) Throttled(part int, retryAfter time.Duration) {
 	}
 }
 
-// escalate turns the current burst's mild cut into a contention cut.
-// pt.mu must be held.
-func (pt *partition) escalate(p *Pacer, now time.Time) {
-	pt.cut(p, now, p.cfg.Backoff/p.cfg.MildBackoff)
-	pt.hard = true
-}
-
-// cut multiplies a partition's rate by factor, down to Floor of its share.
-// pt.mu must be held.
-func (pt *partition) cut(p *Pacer, now time.Time, factor float64) {
-	pt.setLimit(p, now, math.Max(pt.limit*factor, pt.share*p.cfg.Floor))
-	pt.lastCut = now
-}
-
-// recover raises a partition's rate additively for the clean time since
-// its last cut, pause or raise. pt.mu must be held.
+// recover raises a partition's rate as the AIMD policy allows for the
+// clean time since its last cut, pause or raise. pt.mu must be held.
 func (p *Pacer) recover(pt *partition, now time.Time) {
-	if pt.limit >= pt.share || now.Before(pt.pausedUntil) {
-		return
+	if limit, ok := p.cfg.AIMD.recovered(&pt.aimd, now, pt.pausedUntil, pt.limit, pt.share); ok {
+		pt.setLimit(p, now, limit)
 	}
-	from := pt.lastRecover
-	if pt.pausedUntil.After(from) {
-		from = pt.pausedUntil
-	}
-	if pt.lastCut.After(from) {
-		from = pt.lastCut
-	}
-	clean := now.Sub(from)
-	if clean < 10*time.Millisecond {
-		return
-	}
-	pt.setLimit(p, now, math.Min(pt.share, pt.limit+pt.share*p.cfg.Recover*clean.Seconds()))
-	pt.lastRecover = now
 }
 
 // setLimit changes a partition's rate and, with it, its bucket depth.

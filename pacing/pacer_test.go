@@ -328,6 +328,28 @@ func TestThrottledCutsAndRecovers(t *testing.T) {
 	}
 }
 
+// The buckets follow whatever rates their AIMD sets: the policy is the
+// Pacer's configuration, not its code.
+func TestPacerFollowsItsAIMD(t *testing.T) {
+	clock := &simClock{now: time.Unix(1000, 0)}
+	p, err := NewPacer(PacerConfig{TargetRU: 1000, Partitions: 2, Clock: clock, AIMD: AIMD{MildBackoff: 0.5, Recover: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Throttled(0, 100*time.Millisecond)
+	if got := p.Stats().Partitions[0].LimitRU; got != 250 {
+		t.Errorf("limit after a 429 %.1f, want 250 (half of 500)", got)
+	}
+	clock.now = clock.now.Add(100*time.Millisecond + 250*time.Millisecond)
+	if got := p.Stats().Partitions[0].LimitRU; !within(got, 375, 1e-9) {
+		t.Errorf("limit a quarter second after the pause %.1f, want 375 (a whole share a second)", got)
+	}
+	clock.now = clock.now.Add(time.Second)
+	if got := p.Stats().Partitions[0].LimitRU; got != 500 {
+		t.Errorf("limit after a clean second %.1f, want the share, 500", got)
+	}
+}
+
 func TestPartition(t *testing.T) {
 	bounds := epk.SplitEven(4)
 	p, err := NewPacer(PacerConfig{TargetRU: 1000, Bounds: bounds})

@@ -3,10 +3,9 @@
 // CONNECTION_STRING (Azurite), puts a proxy adding 50 ms to every request
 // in front of it (a 50 ms round trip; a new connection costs two more, its
 // TCP and TLS handshakes), and runs each LOADER's dry-run of
-// the prefix through the proxy, printing its wall time. The figures of
-// "Many blobs far away" in the README. With -file F it uploads F alone
-// (a Parquet export, say) and dry-runs that blob the same way: the figures
-// of Parquet blobs far away.
+// the prefix through the proxy, printing its wall time: the farblobs row
+// of bench/README.md. With -file F it uploads F alone (a Parquet export,
+// say) and dry-runs that blob the same way.
 //
 //	node_modules/.bin/azurite-blob --blobHost 127.0.0.1 --blobPort 10000 \
 //	  --location "$(mktemp -d)" --disableTelemetry --skipApiVersionCheck --loose &

@@ -12,7 +12,7 @@ import (
 
 	"github.com/cosmosloader/loader/internal/coord/fleetsim"
 	"github.com/cosmosloader/loader/internal/testenv"
-	"github.com/cosmosloader/loader/loader"
+	"github.com/cosmosloader/loader/loader/report"
 )
 
 // scenarioQ: a fleet on a key-sorted export (issue 43). Scenario K's
@@ -43,7 +43,7 @@ type fleetSet struct {
 	WorstWindow  float64 `json:"worst_5s_window_of_target"`
 	ExitCodes    []int   `json:"exit_codes"`
 	// Merged is `loader report` of the loaders' reports, without series.
-	Merged *loader.Fleet `json:"merged_report,omitempty"`
+	Merged *report.Fleet `json:"merged_report,omitempty"`
 }
 
 // qShards cuts the sorted file into about this many shards: enough that
@@ -71,7 +71,7 @@ func (r *runner) scenarioQ(ctx context.Context, _ *target) error {
 	if err != nil {
 		return err
 	}
-	var plan loader.Plan
+	var plan report.DryRun
 	if err := json.Unmarshal(dp.Stdout, &plan); err != nil {
 		return fmt.Errorf("dry-run: %w", err)
 	}
@@ -102,7 +102,7 @@ func (r *runner) fleetOnSorted(ctx context.Context, t *target, az *testenv.Azuri
 	shard := strconv.FormatInt(data.Bytes/qShards+1, 10)
 	var wg sync.WaitGroup
 	errs := make([]error, n)
-	var reports []loader.NamedReport
+	var reports []report.NamedReport
 	start := time.Now()
 	for i := range n {
 		w := func(suffix string) string {
@@ -135,13 +135,13 @@ func (r *runner) fleetOnSorted(ctx context.Context, t *target, az *testenv.Azuri
 		if err != nil {
 			return nil, fmt.Errorf("loader %d exited %d: %w", i, set.ExitCodes[i], err)
 		}
-		var rep loader.Report
+		var rep report.Report
 		if err := json.Unmarshal(b, &rep); err != nil {
 			return nil, fmt.Errorf("loader %d's report: %w", i, err)
 		}
-		reports = append(reports, loader.NamedReport{Name: filepath.Base(path), Report: &rep})
+		reports = append(reports, report.NamedReport{Name: filepath.Base(path), Report: &rep})
 	}
-	if merged, err := loader.MergeFleet(reports); err == nil {
+	if merged, err := report.MergeFleet(reports); err == nil {
 		merged.Series = nil
 		set.Merged = merged
 	}

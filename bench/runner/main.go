@@ -1,5 +1,5 @@
-// Command runner drives the end-to-end benchmark behind the README's
-// performance section: it starts `loader emulator` children, generates
+// Command runner drives the end-to-end benchmark behind bench/README.md's
+// results: it starts `loader emulator` children, generates
 // deterministic data, runs the scenarios of issues 4 and 7 against them
 // with the built loader (and bench/sdkdefault for "what people write"),
 // and writes results.json, chart.svg and a Markdown table. bench/run
@@ -21,8 +21,8 @@ import (
 	"time"
 )
 
-// plan sizes a run. Full is the README's run (under 10 minutes on a
-// 2-core machine); quick is a smoke test of every scenario (~2 minutes).
+// plan sizes a run. Full is the run bench/README.md quotes; quick is a
+// smoke test of every scenario.
 type plan struct {
 	Name string `json:"name"`
 	// RU is the provisioned RU/s of scenarios A–C.
@@ -73,7 +73,7 @@ func main() {
 	sdkBin := flag.String("sdkdefault", "", "the built bench/sdkdefault binary")
 	work := flag.String("work", "", "scratch directory (data, reports, logs)")
 	out := flag.String("out", "bench", "where results.json and chart.svg go")
-	only := flag.String("only", "", "comma-separated scenarios to run (A,B,C,D,E,F,G,H,K,L,M,N,S,P,Q,W; D needs A); default all")
+	only := flag.String("only", "", "comma-separated scenarios to run (A,B,C,D,E,F,G,H,K,L,M,N,S,P,O,Q,W; D needs A); default all")
 	render := flag.String("render", "", "only print the table and redraw the chart of this results.json")
 	spinN := flag.Int("spin", 0, "internal: keep this many goroutines busy until killed (scenario M's other process)")
 	flag.Parse()
@@ -121,7 +121,7 @@ func (r *runner) main(ctx context.Context, out, only string) error {
 		{"A", r.scenarioA}, {"D", r.scenarioD}, {"B", r.scenarioB}, {"C", r.scenarioC},
 		{"G", r.scenarioG}, {"H", r.scenarioH}, {"K", r.scenarioK}, {"E", r.scenarioE}, {"F", r.scenarioF},
 		{"L", r.scenarioL}, {"M", r.scenarioM}, {"N", r.scenarioN}, {"S", r.scenarioS},
-		{"P", r.scenarioP}, {"Q", r.scenarioQ}, {"W", r.scenarioW},
+		{"P", r.scenarioP}, {"O", r.scenarioO}, {"Q", r.scenarioQ}, {"W", r.scenarioW},
 	}
 	for _, s := range steps {
 		if !want(s.name) {

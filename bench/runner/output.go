@@ -9,7 +9,7 @@ import (
 	"github.com/cosmosloader/loader/internal/coord/fleetsim"
 	"github.com/cosmosloader/loader/internal/emulator"
 	"github.com/cosmosloader/loader/internal/human"
-	"github.com/cosmosloader/loader/loader/chart"
+	"github.com/cosmosloader/loader/loader/report/svg"
 )
 
 // results is bench/results.json.
@@ -36,6 +36,7 @@ type results struct {
 	N            *scenarioN          `json:"n_live_throughput,omitempty"`
 	S            *scenarioS          `json:"s_splits,omitempty"`
 	P            *scenarioP          `json:"p_fleet,omitempty"`
+	O            *scenarioO          `json:"o_storage_outage,omitempty"`
 	Q            *scenarioQ          `json:"q_fleet_sorted_export,omitempty"`
 	W            *fleetsim.Result    `json:"w_simulated_fleet,omitempty"`
 }
@@ -61,7 +62,7 @@ func passFail(ok bool) string {
 	return "FAIL"
 }
 
-// markdown is the table the README pastes.
+// markdown is the results table, printed on stdout.
 func (res *results) markdown() string {
 	var b strings.Builder
 	m := res.Machine
@@ -86,7 +87,7 @@ func (res *results) markdown() string {
 	}
 	var rows [][2]string
 	if bn := res.B; bn != nil && bn.Run != nil {
-		rows = append(rows, [2]string{fmt.Sprintf("noisy neighbour: %s RU/s of %s taken from %.0f s to %.0f s", chart.FormatNumber(bn.NoisyRU, 0), chart.FormatNumber(res.Plan.RU, 0), bn.OnAt, bn.OffAt),
+		rows = append(rows, [2]string{fmt.Sprintf("noisy neighbour: %s RU/s of %s taken from %.0f s to %.0f s", svg.FormatNumber(bn.NoisyRU, 0), svg.FormatNumber(res.Plan.RU, 0), bn.OnAt, bn.OffAt),
 			fmt.Sprintf("loader at %s RU/s during it (%s left), %.2f %% throttled; ≥ 95 %% of target %.1f s after; %d lost", n0(bn.EventRUPerSec), n0(res.Plan.RU-bn.NoisyRU), bn.EventThrottlePct, bn.RecoverySeconds, bn.Run.Lost)})
 	}
 	if c := res.C; c != nil && c.Run != nil {
@@ -101,7 +102,7 @@ func (res *results) markdown() string {
 			}
 		}
 		budget := res.Plan.RU / float64(len(c.Partitions))
-		rows = append(rows, [2]string{fmt.Sprintf("skew: half the records on one key, %d partitions × %s RU/s", len(c.Partitions), chart.FormatNumber(budget, 0)),
+		rows = append(rows, [2]string{fmt.Sprintf("skew: half the records on one key, %d partitions × %s RU/s", len(c.Partitions), svg.FormatNumber(budget, 0)),
 			fmt.Sprintf("RU/s while active: hot %s, others %s; %.2f %% throttled; %.1f s (hot partition alone: %.1f s)",
 				strings.Join(hot, ", "), strings.Join(cold, ", "), c.Run.ThrottledPct, c.Run.WallSeconds, hotRU/budget)})
 	}
@@ -139,6 +140,7 @@ func (res *results) markdown() string {
 	}
 	rows = append(rows, res.pathRows()...)
 	rows = append(rows, res.fleetRows()...)
+	rows = append(rows, res.outageRows()...)
 	rows = append(rows, res.fleetSortedRows()...)
 	if len(rows) > 0 {
 		b.WriteString("| measure | result |\n|---|---|\n")
@@ -164,7 +166,7 @@ var scenarioName = map[string]string{
 	"A": "A side by side", "B": "B noisy neighbour", "C": "C skew, 4 partitions",
 	"D": "D dry-run accuracy", "E": "E read path", "F": "F memory", "G": "G checkpoints", "H": "H batches", "K": "K key-sorted export",
 	"L": "L long path", "M": "M busy machine",
-	"N": "N throughput change", "S": "S splits", "P": "P fleet",
+	"N": "N throughput change", "S": "S splits", "P": "P fleet", "O": "O storage outage",
 	"Q": "Q fleet, key-sorted export", "W": "W simulated fleet",
 }
 
@@ -177,48 +179,48 @@ func (res *results) chartSVG() []byte {
 	a := res.A
 	colors := map[string]string{"paced": "#2563eb", "naive": "#dc2626"}
 	labels := map[string]string{"paced": "loader (paced, default)", "naive": "loader --strategy naive"}
-	var panels []chart.Chart
+	var panels []svg.Chart
 	longest := 0.0
 	for _, ap := range a.Approaches {
 		if colors[ap.Name] == "" {
 			continue // azcosmos defaults: its numbers are in the table and throttles.svg
 		}
-		c := chart.Chart{
+		c := svg.Chart{
 			Title: fmt.Sprintf("%s: %s of %s requests throttled (429), %s", labels[ap.Name],
 				n0(float64(ap.Throttled)), n0(float64(ap.Requests)), human.Seconds(ap.WallSeconds)),
 			XLabel: "seconds since start",
 			YLabel: "RU/s",
 			Height: 270,
-			HLines: []chart.HLine{{Y: a.RU, Label: fmt.Sprintf("provisioned %s RU/s", n0(a.RU))}},
+			HLines: []svg.HLine{{Y: a.RU, Label: fmt.Sprintf("provisioned %s RU/s", n0(a.RU))}},
 			// Room above the provisioned line for its label and the 429 marks.
 			YMax:         a.RU * 1.3,
 			LeftMargin:   72,
 			MarkerLegend: "a second with 429s",
 		}
-		s := chart.Series{Name: labels[ap.Name] + ", RU/s each second", Color: colors[ap.Name], Step: true}
+		s := svg.Series{Name: labels[ap.Name] + ", RU/s each second", Color: colors[ap.Name], Step: true}
 		for _, p := range secondsFromStart(ap.Series) {
-			s.Points = append(s.Points, chart.Point{X: p.x, Y: p.s.RU})
+			s.Points = append(s.Points, svg.Point{X: p.x, Y: p.s.RU})
 			longest = max(longest, p.x+1)
 			if p.s.Throttled > 0 {
 				// A row of marks above the provisioned line, clear of its label.
-				c.Markers = append(c.Markers, chart.Marker{X: p.x + 0.5, Y: a.RU * 1.15,
+				c.Markers = append(c.Markers, svg.Marker{X: p.x + 0.5, Y: a.RU * 1.15,
 					Label: fmt.Sprintf("%d throttled (429) of %d requests", p.s.Throttled, p.s.Requests), Color: colors[ap.Name]})
 			}
 		}
-		c.Series = []chart.Series{s}
+		c.Series = []svg.Series{s}
 		panels = append(panels, c)
 	}
 	for i := range panels {
 		panels[i].XMax = longest
 	}
-	return chart.Stack(fmt.Sprintf("RU/s per second, paced and naive, %s RU/s container (local target, ±5 %% charge noise)", n0(a.RU)), panels...)
+	return svg.Stack(fmt.Sprintf("RU/s per second, paced and naive, %s RU/s container (local target, ±5 %% charge noise)", n0(a.RU)), panels...)
 }
 
 // throttleChart is the 429s each approach of scenario A received per
 // second: where paced and the alternatives differ on this target.
-func (res *results) throttleChart() chart.Chart {
+func (res *results) throttleChart() svg.Chart {
 	a := res.A
-	c := chart.Chart{
+	c := svg.Chart{
 		Title:     "Throttled (429) responses per second, same load",
 		XLabel:    "time since start",
 		YLabel:    "429s per second",
@@ -228,9 +230,9 @@ func (res *results) throttleChart() chart.Chart {
 	colors := map[string]string{"paced": "#2563eb", "naive": "#dc2626", "sdk-default": "#9333ea"}
 	labels := map[string]string{"paced": "loader (paced)", "naive": "loader --strategy naive", "sdk-default": "azcosmos defaults, 32 goroutines"}
 	for _, ap := range a.Approaches {
-		s := chart.Series{Name: labels[ap.Name], Color: colors[ap.Name], Step: true}
+		s := svg.Series{Name: labels[ap.Name], Color: colors[ap.Name], Step: true}
 		for _, p := range secondsFromStart(ap.Series) {
-			s.Points = append(s.Points, chart.Point{X: p.x, Y: float64(p.s.Throttled)})
+			s.Points = append(s.Points, svg.Point{X: p.x, Y: float64(p.s.Throttled)})
 		}
 		c.Series = append(c.Series, s)
 	}
@@ -263,4 +265,4 @@ func secondsFromStart(series []emulator.UsageSecond) []xSecond {
 }
 
 // n0 formats a count or rate with thousands separators.
-func n0(v float64) string { return chart.FormatNumber(v, 0) }
+func n0(v float64) string { return svg.FormatNumber(v, 0) }

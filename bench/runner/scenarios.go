@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/cosmosloader/loader/internal/emulator"
-	"github.com/cosmosloader/loader/loader"
+	"github.com/cosmosloader/loader/loader/report"
 )
 
 const database = "bench"
@@ -67,12 +67,12 @@ func (r *runner) importArgs(t *target, container string, ru float64, file string
 	return append(args, extra...)
 }
 
-func (r *runner) readReport(container string) (*loader.Report, error) {
+func (r *runner) readReport(container string) (*report.Report, error) {
 	b, err := os.ReadFile(filepath.Join(r.work, container+".report.json"))
 	if err != nil {
 		return nil, fmt.Errorf("read report: %w", err)
 	}
-	var rep loader.Report
+	var rep report.Report
 	if err := json.Unmarshal(b, &rep); err != nil {
 		return nil, fmt.Errorf("parse report: %w", err)
 	}
@@ -109,7 +109,7 @@ type scenarioA struct {
 	PacedLoaderRU float64     `json:"paced_loader_reported_utilization"`
 	// ModelledNaive is what the paced run's report predicts the naive
 	// approach would do (send everything, resend the rejected in passes).
-	ModelledNaive *loader.NaiveFigures `json:"modelled_naive,omitempty"`
+	ModelledNaive *report.NaiveFigures `json:"modelled_naive,omitempty"`
 }
 
 func (r *runner) scenarioA(ctx context.Context, t *target) error {
@@ -193,7 +193,7 @@ func (r *runner) scenarioD(ctx context.Context, t *target) error {
 	if err != nil {
 		return err
 	}
-	var plan loader.Plan
+	var plan report.DryRun
 	if err := json.Unmarshal(p.Stdout, &plan); err != nil {
 		return fmt.Errorf("parse dry-run output: %w", err)
 	}

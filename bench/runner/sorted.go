@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/cosmosloader/loader/loader"
+	"github.com/cosmosloader/loader/loader/report"
 )
 
 // scenarioK: a key-sorted export — 8 customers in long runs — into 4
@@ -124,7 +124,7 @@ func (r *runner) scenarioK(ctx context.Context, _ *target) error {
 		if err != nil {
 			return err
 		}
-		var plan loader.Plan
+		var plan report.DryRun
 		if err := json.Unmarshal(dp.Stdout, &plan); err != nil {
 			return fmt.Errorf("dry-run %s: %w", c.container, err)
 		}
@@ -158,7 +158,7 @@ func (r *runner) scenarioK(ctx context.Context, _ *target) error {
 	return nil
 }
 
-// sortedRows are scenario K's lines of the README table.
+// sortedRows are scenario K's lines of the results table.
 func (k *scenarioK) rows() [][2]string {
 	var rows [][2]string
 	for _, s := range k.Runs {

@@ -16,8 +16,10 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
+	"github.com/cosmosloader/loader/internal/clock"
 	"github.com/cosmosloader/loader/internal/transport"
 	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/loader/source/delta"
 )
 
 // DefaultChunkSize is the size of one ranged GET. With the chunk being
@@ -29,7 +31,10 @@ const DefaultChunkSize = 4 << 20
 // Entra ID through azidentity's DefaultAzureCredential).
 type Config struct {
 	ConnectionString string // a secret: never shown
-	Credential       azcore.TokenCredential
+	// ResumeSAS is a SAS for the blobs a checkpoint names, which it keeps
+	// without theirs (--source-sas): Open appends it. A secret.
+	ResumeSAS  string
+	Credential azcore.TokenCredential
 	// ChunkSize is the ranged GET size; 0 means DefaultChunkSize.
 	ChunkSize int64
 	// CacheBlockSize and CacheBlocks bound a random-access reader's cache
@@ -40,19 +45,43 @@ type Config struct {
 	// timeouts and connection errors, with exponential backoff honouring
 	// Retry-After). Zero values mean 5 retries from 500 ms up to 30 s.
 	Retry policy.RetryOptions
+	// Clock waits between the fetches of a body that broke off (nil: the
+	// system clock).
+	Clock clock.Clock
 }
 
-// Resolver turns blob URLs into inputs. It implements
-// source.RemoteExpander.
+// Store is Azure Blob Storage, and Data Lake Storage Gen2 through its
+// Blob endpoint, as a source.Store: the URLs IsURL takes.
+type Store struct{}
+
+var _ source.Store = Store{}
+
+// Match reports whether arg is a blob URL (IsURL).
+func (Store) Match(arg string) bool { return IsURL(arg) }
+
+// Redact is arg without its SAS (Redact).
+func (Store) Redact(arg string) string { return Redact(arg) }
+
+// Connect returns a Resolver under ctx, signing in with creds' connection
+// string, and their resume token as the SAS of the blobs a checkpoint
+// names, where a URL has no SAS of its own.
+func (Store) Connect(ctx context.Context, creds source.Credentials) source.Resolver {
+	return New(ctx, Config{ConnectionString: creds.ConnectionString, ResumeSAS: creds.ResumeToken})
+}
+
+// Resolver turns blob URLs into inputs. It implements source.Resolver.
 type Resolver struct {
 	ctx  context.Context
 	cfg  Config
 	http *http.Client // every blob's requests: one pool of connections (see internal/transport)
 	mu   sync.Mutex
 	cred azcore.TokenCredential
+	// pieces holds the planned ranges' pieces of random-access readers
+	// (nil: off the Go heap; see newPiece).
+	pieces pieceMemory
 }
 
-var _ source.RemoteExpander = (*Resolver)(nil)
+var _ source.Resolver = (*Resolver)(nil)
 
 // New returns a Resolver whose requests run under ctx.
 func New(ctx context.Context, cfg Config) *Resolver {
@@ -70,6 +99,9 @@ func New(ctx context.Context, cfg Config) *Resolver {
 	}
 	if cfg.Retry.TryTimeout == 0 {
 		cfg.Retry.TryTimeout = 2 * time.Minute
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.System{}
 	}
 	return &Resolver{ctx: ctx, cfg: cfg, http: &http.Client{Transport: transport.New(false)}, cred: cfg.Credential}
 }
@@ -132,13 +164,29 @@ func (r *Resolver) Expand(arg string) ([]source.Input, error) {
 }
 
 // Open resolves one blob by its display URL, for a resume: the checkpoint
-// holds the URL without credentials, which come from the Config (or a SAS
-// the caller appends).
+// holds the URL without credentials, which come from the Config (its
+// ResumeSAS appended, when set). Without a SAS or a connection string,
+// Microsoft Entra ID is tried, and its failure (over http, one about TLS)
+// would hide the likelier cause: a SAS, which no checkpoint keeps; the
+// error says what to give again.
 func (r *Resolver) Open(rawURL string) (source.Input, error) {
+	name := rawURL
+	if r.cfg.ResumeSAS != "" {
+		rawURL += "?" + strings.TrimPrefix(r.cfg.ResumeSAS, "?")
+	}
 	loc, err := parseURL(rawURL)
 	if err != nil {
 		return source.Input{}, err
 	}
+	in, err := r.openAt(loc)
+	if err != nil && loc.sas == "" && r.cfg.ConnectionString == "" {
+		return in, fmt.Errorf("blob input %s needs the credentials it was read with, which no checkpoint keeps: give its SAS again with --source-sas (or LOADER_SOURCE_SAS), or give --source-connection-string\n  without either, Microsoft Entra ID was tried: %w", name, err)
+	}
+	return in, err
+}
+
+// openAt resolves the blob at loc.
+func (r *Resolver) openAt(loc location) (source.Input, error) {
 	cc, err := r.client(loc)
 	if err != nil {
 		return source.Input{}, err
@@ -148,14 +196,14 @@ func (r *Resolver) Open(rawURL string) (source.Input, error) {
 
 func (r *Resolver) prefix(cc *container.Client, loc location, prefix string) ([]source.Input, error) {
 	var ins []source.Input
-	delta, nested := false, ""       // a table at the prefix, or below it
+	isDelta, nested := false, ""     // a table at the prefix, or below it
 	all := map[string]source.Input{} // every blob, for a Delta table's log
 	err := r.list(cc, loc, prefix, func(name string, id source.RemoteIdentity) {
 		rel := strings.TrimPrefix(name, prefix)
 		all[rel] = r.input(cc, loc, name, id)
 		if source.InDeltaLog(rel) {
 			if dir, _, _ := strings.Cut(rel, "_delta_log/"); dir == "" {
-				delta = true
+				isDelta = true
 			} else if nested == "" {
 				nested = loc.display(prefix + strings.TrimSuffix(dir, "/"))
 			}
@@ -170,8 +218,8 @@ func (r *Resolver) prefix(cc *container.Client, loc location, prefix string) ([]
 	switch {
 	case nested != "":
 		return nil, source.DeltaTableError(loc.display(prefix), nested)
-	case delta:
-		return source.DeltaTable(loc.display(prefix), all)
+	case isDelta:
+		return delta.Table(loc.display(prefix), all)
 	}
 	if len(ins) == 0 {
 		return nil, fmt.Errorf("no input blobs under %s (.ndjson, .jsonl, .json, .csv, .tsv, .tab, optionally .gz, or .parquet)", loc.display(prefix))
@@ -248,7 +296,11 @@ func (r *Resolver) input(cc *container.Client, loc location, name string, id sou
 }
 
 func (r *Resolver) blob(cc *container.Client, loc location, name string) *Blob {
-	return &Blob{client: cc.NewBlobClient(name), name: loc.display(name), chunk: r.cfg.ChunkSize,
+	pieces := r.pieces
+	if pieces == nil {
+		pieces = offHeap{}
+	}
+	return &Blob{client: cc.NewBlobClient(name), name: loc.display(name), chunk: r.cfg.ChunkSize, clock: r.cfg.Clock, pieces: pieces,
 		cacheBlockSize: r.cfg.CacheBlockSize, cacheBlocks: r.cfg.CacheBlocks}
 }
 

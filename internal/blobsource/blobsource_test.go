@@ -12,10 +12,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+
+	"github.com/cosmosloader/loader/internal/clock"
+	"github.com/cosmosloader/loader/loader/source"
 )
 
 func TestParseURL(t *testing.T) {
@@ -160,12 +164,35 @@ func testResolver(t *testing.T, f *fakeBlob) (*Resolver, string) {
 	t.Helper()
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
-	old := sleep
-	sleep = func(context.Context, time.Duration) error { return nil }
-	t.Cleanup(func() { sleep = old })
-	r := New(context.Background(), Config{ChunkSize: 1000,
+	r := New(context.Background(), Config{ChunkSize: 1000, Clock: noWait{},
 		Retry: policy.RetryOptions{MaxRetries: 3, RetryDelay: time.Millisecond, MaxRetryDelay: time.Millisecond}})
+	r.pieces = &countedPieces{}
 	return r, srv.URL + "/acct/c/"
+}
+
+// noWait is a clock whose waits end at once.
+type noWait struct{ clock.System }
+
+func (noWait) Sleep(ctx context.Context, _ time.Duration) error { return ctx.Err() }
+
+// countedPieces maps pieces as the loader does and counts those mapped
+// and not yet unmapped.
+type countedPieces struct {
+	offHeap
+	mapped atomic.Int64
+}
+
+func (c *countedPieces) Map(n int) []byte {
+	b := c.offHeap.Map(n)
+	if b != nil {
+		c.mapped.Add(1)
+	}
+	return b
+}
+
+func (c *countedPieces) Unmap(b []byte) {
+	c.offHeap.Unmap(b)
+	c.mapped.Add(-1)
 }
 
 func lines(n int) []byte {
@@ -490,5 +517,32 @@ func TestStreamsReuseTheirConnections(t *testing.T) {
 	defer mu.Unlock()
 	if limit := 2*(window-1) + 4; opened > limit {
 		t.Errorf("%d connections opened for %d GETs, want at most %d", opened, gets, limit)
+	}
+}
+
+// A checkpoint names a blob without its SAS: the store, connected with the
+// command's resume token, appends it to every request of the reopened
+// blob, and the input's name stays without it.
+func TestStoreReopensWithTheResumeToken(t *testing.T) {
+	f := &fakeBlob{data: lines(10), etag: `"e1"`}
+	var queries []string
+	f.fail = func(_ int, r *http.Request) int {
+		queries = append(queries, r.URL.RawQuery)
+		return 0
+	}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	res := Store{}.Connect(context.Background(), source.Credentials{ResumeToken: "?sv=1&sig=SECRET"})
+	in, err := res.Open(srv.URL + "/acct/c/data.ndjson")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(in.Path, "SECRET") || len(queries) == 0 {
+		t.Fatalf("input %q after %d requests", in.Path, len(queries))
+	}
+	for _, q := range queries {
+		if !strings.Contains(q, "sig=SECRET") {
+			t.Errorf("a request without the resume token: %q", q)
+		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"slices"
 	"sync"
-	"sync/atomic"
 
 	"github.com/cosmosloader/loader/loader/source"
 
@@ -58,8 +57,9 @@ type random struct {
 
 	// plans are the ranges announced by PlanReads, newest last: at most
 	// plansKept (one per Parquet decoder reading a row group).
-	plans [][]*planned
-	gets  chan struct{} // bounds the plans' GETs in flight
+	plans  [][]*planned
+	gets   chan struct{} // bounds the plans' GETs in flight
+	pieces pieceMemory   // the planned pieces' memory
 }
 
 // A planned range is read front to back: it keeps pieces from the last
@@ -120,7 +120,7 @@ func (b *Blob) OpenRandom() (source.RandomReader, error) {
 	if blocks <= 0 {
 		blocks = DefaultCacheBlocks
 	}
-	return &random{b: b, size: b.id.Size, block: blockSize, max: blocks, ctx: ctx, cancel: cancel,
+	return &random{b: b, size: b.id.Size, block: blockSize, max: blocks, ctx: ctx, cancel: cancel, pieces: b.pieces,
 		gets: make(chan struct{}, planGets)}, nil
 }
 
@@ -260,7 +260,7 @@ func (r *random) fetchAhead(st *planned, from, to int64) {
 	}
 	until := min(st.hi, max(to, from+st.window))
 	for next < until {
-		bl := newPiece(next, min(st.piece, st.hi-next))
+		bl := r.newPiece(next, min(st.piece, st.hi-next))
 		st.pieces = append(st.pieces, bl)
 		next = bl.end()
 		r.wg.Add(1)
@@ -275,7 +275,7 @@ func (r *random) fetchAhead(st *planned, from, to int64) {
 			}
 			close(bl.ready)
 			r.mu.Lock()
-			unref(bl)
+			r.unref(bl)
 			r.mu.Unlock()
 		}()
 	}
@@ -285,11 +285,10 @@ func (r *random) fetchAhead(st *planned, from, to int64) {
 // heap where the system allows (a plan's pieces come and go at the pace of
 // the reads: on the heap, the collector's target doubled them). It is held
 // twice: by its range and by its fetch.
-func newPiece(off, n int64) *block {
+func (r *random) newPiece(off, n int64) *block {
 	bl := &block{off: off, ready: make(chan struct{}), refs: 2}
-	if bl.data = offheap.Map(int(n)); bl.data != nil {
+	if bl.data = r.pieces.Map(int(n)); bl.data != nil {
 		bl.mapped = true
-		mappedPieces.Add(1)
 	} else {
 		bl.data = make([]byte, n)
 	}
@@ -298,22 +297,30 @@ func newPiece(off, n int64) *block {
 
 // unref lets go of a hold on a piece: its range's, its fetch's or a
 // read's. The last one unmaps it. r.mu is held.
-func unref(bl *block) {
+func (r *random) unref(bl *block) {
 	if bl.refs--; bl.refs == 0 && bl.mapped {
-		offheap.Unmap(bl.data)
+		r.pieces.Unmap(bl.data)
 		bl.data = nil
-		mappedPieces.Add(-1)
 	}
 }
 
-// mappedPieces counts the pieces mapped and not yet unmapped, in every
-// reader: none once they are all closed.
-var mappedPieces atomic.Int64
+// pieceMemory maps the memory of planned pieces, and unmaps it. Map
+// returns nil where it cannot map (the piece is then on the Go heap).
+type pieceMemory interface {
+	Map(n int) []byte
+	Unmap(b []byte)
+}
+
+// offHeap maps pieces outside the Go heap (internal/offheap).
+type offHeap struct{}
+
+func (offHeap) Map(n int) []byte { return offheap.Map(n) }
+func (offHeap) Unmap(b []byte)   { offheap.Unmap(b) }
 
 // drop removes pieces [i, j) from st. r.mu is held.
 func (r *random) drop(st *planned, i, j int) {
 	for _, bl := range st.pieces[i:j] {
-		unref(bl)
+		r.unref(bl)
 	}
 	st.pieces = slices.Delete(st.pieces, i, j)
 }
@@ -357,7 +364,7 @@ func (r *random) readPlanned(st *planned, p []byte, off int64) (int, error) {
 	}
 	r.mu.Lock()
 	for _, bl := range need {
-		unref(bl)
+		r.unref(bl)
 	}
 	if err == nil {
 		st.read = max(st.read, end)

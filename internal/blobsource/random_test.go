@@ -20,6 +20,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/loader/source/formats"
 )
 
 // openRandomTest opens data.ndjson of f for random access with blocks of
@@ -246,7 +247,7 @@ func TestRandomUnderTheParquetReader(t *testing.T) {
 			f.mu.Lock()
 			f.ranges = nil
 			f.mu.Unlock()
-			rd, err := source.Open(in, nil, source.Options{Format: "parquet"}, source.Position{})
+			rd, err := formats.Open(in, nil, source.Options{Format: "parquet"}, source.Position{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -259,7 +260,7 @@ func TestRandomUnderTheParquetReader(t *testing.T) {
 				}
 			}
 			rd.Close()
-			if n := mappedPieces.Load(); n != 0 {
+			if n := r.pieces.(*countedPieces).mapped.Load(); n != 0 {
 				t.Errorf("%d pieces of the plans still mapped after the reader closed", n)
 			}
 			if n != tc.rows {
@@ -342,7 +343,7 @@ func TestRandomPlannedRangesAreFetchedAhead(t *testing.T) {
 	}
 	check(6000, 3*span)
 	ra.Close()
-	if n := mappedPieces.Load(); n != 0 {
+	if n := ra.pieces.(*countedPieces).mapped.Load(); n != 0 {
 		t.Errorf("%d pieces still mapped after Close", n)
 	}
 }
@@ -374,7 +375,7 @@ func TestRandomPlannedPieceFailsThenRetries(t *testing.T) {
 		t.Fatalf("the read after the failure = %d, %v, or wrong bytes", n, err)
 	}
 	ra.Close()
-	if n := mappedPieces.Load(); n != 0 {
+	if n := ra.pieces.(*countedPieces).mapped.Load(); n != 0 {
 		t.Errorf("%d pieces still mapped after Close", n)
 	}
 }

@@ -26,6 +26,8 @@ type Blob struct {
 	name   string // display URL, no credentials
 	id     source.RemoteIdentity
 	chunk  int64
+	clock  clock.Clock // waits between a broken body's fetches
+	pieces pieceMemory // OpenRandom's planned pieces
 
 	cacheBlockSize int64 // OpenRandom's cache; 0: the defaults
 	cacheBlocks    int
@@ -37,7 +39,7 @@ type Blob struct {
 }
 
 // headBytes is how much of a blob's start head keeps: magic numbers, and
-// enough to see whether NDJSON is one JSON array (source.Splittable).
+// enough to see whether NDJSON is one JSON array (formats.Splittable).
 const headBytes = 512
 
 var _ source.Remote = (*Blob)(nil)
@@ -52,9 +54,6 @@ func (b *Blob) Identity() source.RemoteIdentity { return b.id }
 // reset, timeout mid-body) is fetched again; the SDK retries the requests
 // themselves but not a body that fails after the headers.
 const bodyRetries = 5
-
-// sleep waits d or until ctx ends; tests replace it.
-var sleep = clock.System{}.Sleep
 
 // fetch fills buf with the blob's bytes at off.
 func (b *Blob) fetch(ctx context.Context, off int64, buf []byte) error {
@@ -79,7 +78,7 @@ func (b *Blob) fetch(ctx context.Context, off int64, buf []byte) error {
 		if attempt >= bodyRetries {
 			return fmt.Errorf("read blob input %s at byte %d: %w (after %d attempts)", b.name, off, stripURL(err), attempt+1)
 		}
-		if err := sleep(ctx, delay); err != nil {
+		if err := b.clock.Sleep(ctx, delay); err != nil {
 			return err
 		}
 		delay = min(2*delay, 30*time.Second)
@@ -118,9 +117,9 @@ func (b *Blob) ReadAt(p []byte, off int64) (int, error) {
 // Open streams the blob from offset. A stream holds at most three chunks
 // of chunkSize bytes (0: the resolver's ChunkSize), as when it fetched one
 // chunk at a time, two ahead of the reader; it fetches them as pieces of a
-// quarter chunk, several at once (see streamPieces). One GET at a time
-// read a blob 50 ms away at ~30 MB/s with 4 MiB chunks, whatever the
-// bandwidth: a round trip per chunk, one after another.
+// quarter chunk, several at once (see streamPieces): one GET at a time
+// reads a blob far away at one chunk per round trip, whatever the
+// bandwidth.
 func (b *Blob) Open(offset, chunkSize int64) (io.ReadCloser, error) {
 	if chunkSize <= 0 {
 		chunkSize = b.chunk
@@ -277,6 +276,15 @@ func (e *TokenError) Error() string {
 }
 
 func (e *TokenError) Unwrap() error { return e.Err }
+
+// Detail is the SDK's text of every credential tried (shown with
+// --verbose; see source.DetailedError).
+func (e *TokenError) Detail() string {
+	if e.Err == nil {
+		return ""
+	}
+	return e.Err.Error()
+}
 
 func isStatus(err error, status int) bool {
 	var se *StatusError

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"time"
 
@@ -77,6 +78,13 @@ func HasStatus(err error, codes ...int) bool {
 		}
 	}
 	return false
+}
+
+// Unreachable reports whether storage could not be reached or timed out,
+// as opposed to answering with an error.
+func Unreachable(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // Jitter spreads d over [0.75d, 1.25d) so processes that collided once, or

@@ -1,12 +1,18 @@
 package cosmos
 
 import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
@@ -52,6 +58,33 @@ func TestConnectErrorClassifies(t *testing.T) {
 		}
 		if ae != nil && ae.Method == loader.AuthEntraID && ae.Status == 0 && strings.Join(ae.Tried, ",") != "EnvironmentCredential,AzureCLICredential" {
 			t.Errorf("%s: tried %v", tt.name, ae.Tried)
+		}
+	}
+}
+
+// An account that cannot be reached is said in the loader's words, with
+// what to check, whatever the SDK wrapped around the network's error.
+func TestUnreachableAccountIsSaidPlainly(t *testing.T) {
+	o := loader.TargetOptions{Endpoint: "https://acct.documents.azure.com:443/", Key: "dGVzdA==", Database: "d", Container: "c"}
+	wrap := func(err error) error {
+		return fmt.Errorf("failed to retrieve account properties: %w", &url.Error{Op: "Get", URL: o.Endpoint, Err: err})
+	}
+	for _, c := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"no such host", wrap(&net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: "acct.documents.azure.com", IsNotFound: true}}),
+			"the name acct.documents.azure.com does not resolve; check --endpoint"},
+		{"refused", wrap(&net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}),
+			"nothing is listening there (connection refused); check --endpoint (or COSMOS_ENDPOINT), or for a local emulator start one with 'loader emulator'"},
+		{"timeout", wrap(context.DeadlineExceeded), "no answer in time"},
+		{"certificate", wrap(&tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}), "needs --insecure-skip-verify"},
+	} {
+		err := connectError(c.err, o)
+		if got := err.Error(); !strings.HasPrefix(got, "cannot reach "+o.Endpoint+": ") || !strings.Contains(got, c.want) ||
+			strings.Contains(got, "dial tcp") || strings.Contains(got, "failed to retrieve") {
+			t.Errorf("%s: %q", c.name, got)
 		}
 	}
 }

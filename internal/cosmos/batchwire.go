@@ -13,6 +13,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 
 	"github.com/cosmosloader/loader/loader"
+	"github.com/cosmosloader/loader/loader/record"
 )
 
 // The wire form of the loader's transactional batches.
@@ -29,19 +30,26 @@ import (
 // policy, installed on every client newClient makes, joins: it swaps the
 // framed body in and takes the results out before the SDK would parse them.
 
-// batchWire is one WriteBatch call's framed body and, after the call, the
-// per-operation results of a 200 or 207 answer.
+// batchWire is one batch call's framed body and, after the call, the
+// per-operation results of a 200 or 207 answer. A range batch names its
+// partition key range: the policy then sends it as the SDKs' bulk modes
+// do (rangebatch.go), not as the SDK's transactional batch.
 type batchWire struct {
 	body    []byte
+	rangeID string
 	sent    bool
 	results []batchResult
 }
 
 // batchResult is one operation's result in a batch response.
 type batchResult struct {
-	StatusCode    int             `json:"statusCode"`
-	RequestCharge float64         `json:"requestCharge"`
-	ResourceBody  json.RawMessage `json:"resourceBody"`
+	StatusCode    int     `json:"statusCode"`
+	SubStatusCode int     `json:"subStatusCode"`
+	RequestCharge float64 `json:"requestCharge"`
+	// RetryAfterMilliseconds comes with an operation's 429 in a range
+	// batch.
+	RetryAfterMilliseconds float64         `json:"retryAfterMilliseconds"`
+	ResourceBody           json.RawMessage `json:"resourceBody"`
 }
 
 type batchWireKey struct{}
@@ -51,16 +59,21 @@ func withBatchWire(ctx context.Context, w *batchWire) context.Context {
 }
 
 // batchWirePolicy is the pipeline end of batchWire: requests without one
-// pass untouched.
+// pass untouched, and so do the other requests the SDK makes on the
+// batch's context (its first read of the account, or a refresh of it,
+// goes through a pipeline with the same policies).
 type batchWirePolicy struct{}
 
 func (batchWirePolicy) Do(req *policy.Request) (*http.Response, error) {
 	w, _ := req.Raw().Context().Value(batchWireKey{}).(*batchWire)
-	if w == nil {
+	if w == nil || req.Raw().Method != http.MethodPost || req.Raw().Header.Get("x-ms-cosmos-is-batch-request") == "" {
 		return req.Next()
 	}
 	if err := req.SetBody(streaming.NopCloser(bytes.NewReader(w.body)), "application/json"); err != nil {
 		return nil, err
+	}
+	if w.rangeID != "" {
+		addressRange(req.Raw().Header, w.rangeID)
 	}
 	w.sent = true
 	resp, err := req.Next()
@@ -81,28 +94,91 @@ func (batchWirePolicy) Do(req *policy.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// frameBatch is the body of a transactional batch of one operation type
-// over documents that are valid JSON: what the SDK's serialisation sends,
-// without re-validating each document.
-func frameBatch(op string, docs []loader.Document) []byte {
-	const head, tail = `{"operationType":"`, `","resourceBody":`
+// frameBatch is the body of a batch of one operation type over documents
+// that are valid JSON: what the SDKs' serialisation sends, without
+// re-validating each document. keyed gives each operation its own
+// partitionKey (a range batch); a Read names its document by id instead of
+// sending it.
+func frameBatch(op string, docs []loader.Document, keyed bool) []byte {
+	const head, keyField, bodyField, idField = `{"operationType":"`, `,"partitionKey":`, `,"resourceBody":`, `,"id":`
 	n := 1 // "[" and "]", less the first operation's comma
 	for _, d := range docs {
-		n += len(head) + len(op) + len(tail) + len(d.Body) + len(",}")
+		n += len(head) + len(op) + len(`"`) + len(bodyField) + len(d.Body) + len(",}")
+		if keyed {
+			n += len(keyField) + keyJSONSize(d.PK)
+		}
+		if op == "Read" {
+			n += len(idField) + len(d.ID) + 8
+		}
 	}
 	b := make([]byte, 0, n)
 	b = append(b, '[')
+	var key []byte
 	for i, d := range docs {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = append(b, head...)
 		b = append(b, op...)
-		b = append(b, tail...)
-		b = append(b, d.Body...)
+		b = append(b, '"')
+		if keyed {
+			// The key is the JSON text of its array of values, sent as a
+			// JSON string.
+			key = appendKeyJSON(key[:0], d.PK)
+			b = append(b, keyField...)
+			b = record.AppendJSONString(b, string(key))
+		}
+		if op == "Read" {
+			b = append(b, idField...)
+			b = record.AppendJSONString(b, d.ID)
+		} else {
+			b = append(b, bodyField...)
+			b = append(b, d.Body...)
+		}
 		b = append(b, '}')
 	}
 	return append(b, ']')
+}
+
+// appendKeyJSON appends the JSON array of a partition key's values as
+// PartitionKeyOf reads them: strings, numbers and booleans as they are,
+// anything else null.
+func appendKeyJSON(b []byte, values []any) []byte {
+	b = append(b, '[')
+	for i, v := range values {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		switch v := v.(type) {
+		case string:
+			b = record.AppendJSONString(b, v)
+		case float64:
+			num, err := json.Marshal(v) // encoding/json's number form, as the SDK sends the header
+			if err != nil {
+				num = []byte("null") // NaN and infinities: no JSON form
+			}
+			b = append(b, num...)
+		case bool:
+			b = strconv.AppendBool(b, v)
+		default:
+			b = append(b, "null"...)
+		}
+	}
+	return append(b, ']')
+}
+
+// keyJSONSize is a bound on a key's JSON text once quoted as a string,
+// for sizing the body: escaping at most doubles it, plus the quotes.
+func keyJSONSize(values []any) int {
+	n := 4
+	for _, v := range values {
+		if s, ok := v.(string); ok {
+			n += 2*len(s) + 6
+		} else {
+			n += 32
+		}
+	}
+	return n
 }
 
 // scanResults reads a batch response of flat results, as the service sends
@@ -111,146 +187,178 @@ func frameBatch(op string, docs []loader.Document) []byte {
 // (a resourceBody, an escape in a string, malformed input), which
 // encoding/json then reads.
 func scanResults(b []byte) []batchResult {
-	i := 0
-	ws := func() {
-		for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-			i++
-		}
-	}
-	// str reads a string without escapes or control characters; ok is
-	// false otherwise.
-	str := func() (s []byte, ok bool) {
-		if i >= len(b) || b[i] != '"' {
-			return nil, false
-		}
-		j := i + 1
-		for j < len(b) && b[j] != '"' {
-			if b[j] == '\\' || b[j] < 0x20 {
-				return nil, false
-			}
-			j++
-		}
-		if j == len(b) {
-			return nil, false
-		}
-		s, i = b[i+1:j], j+1
-		return s, true
-	}
-	digits := func() int {
-		j := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		return i - j
-	}
-	// num reads a number as JSON writes one.
-	num := func() (float64, bool) {
-		j := i
-		if i < len(b) && b[i] == '-' {
-			i++
-		}
-		if i < len(b) && b[i] == '0' {
-			i++
-		} else if digits() == 0 {
-			return 0, false
-		}
-		if i < len(b) && b[i] == '.' {
-			i++
-			if digits() == 0 {
-				return 0, false
-			}
-		}
-		if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-			i++
-			if i < len(b) && (b[i] == '+' || b[i] == '-') {
-				i++
-			}
-			if digits() == 0 {
-				return 0, false
-			}
-		}
-		v, err := strconv.ParseFloat(string(b[j:i]), 64)
-		return v, err == nil
-	}
-	ws()
-	if i >= len(b) || b[i] != '[' {
+	sc := resultScanner{b: b}
+	sc.ws()
+	if !sc.take('[') {
 		return nil
 	}
-	i++
 	out := make([]batchResult, 0, 16)
-	for {
-		ws()
-		if i < len(b) && b[i] == ']' && len(out) == 0 {
-			i++
-			break
-		}
-		if i >= len(b) || b[i] != '{' {
-			return nil
-		}
-		i++
-		var r batchResult
-		for first := true; ; first = false {
-			ws()
-			if i < len(b) && b[i] == '}' && first {
-				break
-			}
-			key, ok := str()
+	sc.ws()
+	if !sc.take(']') {
+		for {
+			r, ok := sc.object()
 			if !ok {
 				return nil
 			}
-			ws()
-			if i >= len(b) || b[i] != ':' {
-				return nil
-			}
-			i++
-			ws()
-			switch {
-			case i < len(b) && b[i] == '"':
-				if _, ok := str(); !ok {
-					return nil
-				}
-			default:
-				at := i
-				v, ok := num()
-				if !ok {
-					return nil
-				}
-				integer := bytes.IndexAny(b[at:i], ".eE") < 0
-				switch {
-				case string(key) == "statusCode" && integer && v == float64(int32(v)):
-					r.StatusCode = int(v)
-				case string(key) == "requestCharge":
-					r.RequestCharge = v
-				case bytes.EqualFold(key, []byte("statusCode")) || bytes.EqualFold(key, []byte("requestCharge")):
-					return nil // encoding/json matches names without case
-				}
-			}
-			ws()
-			if i < len(b) && b[i] == ',' {
-				i++
-				continue
-			}
-			if i < len(b) && b[i] == '}' {
+			out = append(out, r)
+			sc.ws()
+			if sc.take(']') {
 				break
 			}
-			return nil
+			if !sc.take(',') {
+				return nil
+			}
+			sc.ws()
 		}
-		i++ // '}'
-		out = append(out, r)
-		ws()
-		if i < len(b) && b[i] == ',' {
-			i++
-			continue
-		}
-		if i < len(b) && b[i] == ']' {
-			i++
-			break
-		}
-		return nil
 	}
-	ws()
-	if i != len(b) {
+	sc.ws()
+	if sc.i != len(b) {
 		return nil
 	}
 	return out
+}
+
+// resultScanner is scanResults' position in the response.
+type resultScanner struct {
+	b []byte
+	i int
+}
+
+func (sc *resultScanner) ws() {
+	for sc.i < len(sc.b) && (sc.b[sc.i] == ' ' || sc.b[sc.i] == '\t' || sc.b[sc.i] == '\n' || sc.b[sc.i] == '\r') {
+		sc.i++
+	}
+}
+
+// take consumes c if it comes next.
+func (sc *resultScanner) take(c byte) bool {
+	if sc.i < len(sc.b) && sc.b[sc.i] == c {
+		sc.i++
+		return true
+	}
+	return false
+}
+
+// object reads one result: {"key": number or string, ...}.
+func (sc *resultScanner) object() (r batchResult, ok bool) {
+	if !sc.take('{') {
+		return r, false
+	}
+	sc.ws()
+	if sc.take('}') {
+		return r, true
+	}
+	for {
+		if !sc.field(&r) {
+			return r, false
+		}
+		sc.ws()
+		if sc.take('}') {
+			return r, true
+		}
+		if !sc.take(',') {
+			return r, false
+		}
+		sc.ws()
+	}
+}
+
+// field reads one "key": value pair into r: the numeric fields by name,
+// any string skipped.
+func (sc *resultScanner) field(r *batchResult) bool {
+	key, ok := sc.str()
+	if !ok {
+		return false
+	}
+	sc.ws()
+	if !sc.take(':') {
+		return false
+	}
+	sc.ws()
+	if sc.i < len(sc.b) && sc.b[sc.i] == '"' {
+		// A string for a numeric field is encoding/json's error to
+		// report.
+		_, ok := sc.str()
+		return ok && !resultField(key)
+	}
+	at := sc.i
+	v, ok := sc.num()
+	if !ok {
+		return false
+	}
+	integer := bytes.IndexAny(sc.b[at:sc.i], ".eE") < 0
+	switch {
+	case string(key) == "statusCode" && integer && v == float64(int32(v)):
+		r.StatusCode = int(v)
+	case string(key) == "subStatusCode" && integer && v == float64(int32(v)):
+		r.SubStatusCode = int(v)
+	case string(key) == "requestCharge":
+		r.RequestCharge = v
+	case string(key) == "retryAfterMilliseconds":
+		r.RetryAfterMilliseconds = v
+	case resultField(key):
+		return false // encoding/json matches names without case
+	}
+	return true
+}
+
+// str reads a string without escapes or control characters; ok is false
+// otherwise.
+func (sc *resultScanner) str() (s []byte, ok bool) {
+	if !sc.take('"') {
+		return nil, false
+	}
+	j := sc.i
+	for j < len(sc.b) && sc.b[j] != '"' {
+		if sc.b[j] == '\\' || sc.b[j] < 0x20 {
+			return nil, false
+		}
+		j++
+	}
+	if j == len(sc.b) {
+		return nil, false
+	}
+	s, sc.i = sc.b[sc.i:j], j+1
+	return s, true
+}
+
+func (sc *resultScanner) digits() int {
+	j := sc.i
+	for sc.i < len(sc.b) && sc.b[sc.i] >= '0' && sc.b[sc.i] <= '9' {
+		sc.i++
+	}
+	return sc.i - j
+}
+
+// num reads a number as JSON writes one.
+func (sc *resultScanner) num() (float64, bool) {
+	j := sc.i
+	sc.take('-')
+	if !sc.take('0') && sc.digits() == 0 {
+		return 0, false
+	}
+	if sc.take('.') && sc.digits() == 0 {
+		return 0, false
+	}
+	if sc.take('e') || sc.take('E') {
+		if !sc.take('+') {
+			sc.take('-')
+		}
+		if sc.digits() == 0 {
+			return 0, false
+		}
+	}
+	v, err := strconv.ParseFloat(string(sc.b[j:sc.i]), 64)
+	return v, err == nil
+}
+
+// resultField reports whether a key names a numeric field of batchResult,
+// in any case.
+func resultField(key []byte) bool {
+	for _, f := range [...]string{"statusCode", "subStatusCode", "requestCharge", "retryAfterMilliseconds"} {
+		if bytes.EqualFold(key, []byte(f)) {
+			return true
+		}
+	}
+	return false
 }

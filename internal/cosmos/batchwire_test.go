@@ -15,7 +15,7 @@ import (
 
 func TestFrameBatchIsTheSDKsBatchBody(t *testing.T) {
 	docs := []loader.Document{{Body: []byte(`{"id":"a","pk":"p"}`)}, {Body: []byte(`{"id":"b", "pk":"p","s":"<&>"}`)}}
-	got := frameBatch("Create", docs)
+	got := frameBatch("Create", docs, false)
 	want := `[{"operationType":"Create","resourceBody":{"id":"a","pk":"p"}},{"operationType":"Create","resourceBody":{"id":"b", "pk":"p","s":"<&>"}}]`
 	if string(got) != want {
 		t.Errorf("got  %s\nwant %s", got, want)
@@ -108,6 +108,8 @@ func TestScanResultsReadsWhatEncodingJSONReads(t *testing.T) {
 		{`[{}]`, true},
 		{`[{"statusCode":400,"requestCharge":1.24,"resourceBody":{"code":"BadRequest","message":"no id"}}]`, false},
 		{`[{"statusCode":null}]`, false},
+		{`[{"statusCode":"201"}]`, false},
+		{`[{"stAtusCode":""}]`, false},
 		{`[{"statusCode":201,}]`, false},
 		{`[{"statusCode":201}`, false},
 		{`[{"statusCode":201}] x`, false},
@@ -146,4 +148,21 @@ func FuzzScanResults(f *testing.F) {
 			t.Fatalf("%q: scanned %v, encoding/json %v", in, got, want)
 		}
 	})
+}
+
+// The SDK reads the account document on the batch's own context when the
+// client has not read it yet (and refreshes it there later): that request
+// must pass the batch body policy untouched.
+func TestBatchBodyPolicyLeavesTheAccountReadAlone(t *testing.T) {
+	srv := newBulkServer(t)
+	srv.answers(http.StatusOK, nil, `[{"statusCode":201,"requestCharge":5}]`)
+	s := srv.container(t, false).Sink(loader.ModeUpsert).(loader.BatchSink)
+	docs := batchDocs("a")
+	out := s.WriteBatch(context.Background(), docs)
+	if out.Status != http.StatusOK || len(out.Ops) != 1 || out.Ops[0].Status != http.StatusCreated {
+		t.Errorf("outcome %+v", out)
+	}
+	if want := frameBatch("Upsert", docs, false); string(srv.body) != string(want) {
+		t.Errorf("body %s, want %s", srv.body, want)
+	}
 }

@@ -140,14 +140,28 @@ func newClient(o loader.TargetOptions) (*azcosmos.Client, error) {
 }
 
 func createContainer(ctx context.Context, client *azcosmos.Client, db *azcosmos.DatabaseClient, o loader.TargetOptions) error {
-	if len(o.PartitionKey) == 0 {
+	paths := o.PartitionKey
+	if len(paths) == 0 {
+		paths = o.DefaultPartitionKey
+	}
+	if len(paths) == 0 {
 		return errors.New("create container: --partition-key is required")
+	}
+	if o.CreateRU > 0 {
+		if err := loader.CheckCreateRU(o.CreateRU); err != nil {
+			return err
+		}
+	}
+	if o.BeforeCreate != nil {
+		if err := o.BeforeCreate(paths); err != nil {
+			return err
+		}
 	}
 	if _, err := client.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: o.Database}, nil); err != nil && !isStatus(err, http.StatusConflict) {
 		return fmt.Errorf("create database %s: %s", o.Database, describe(err))
 	}
-	def := azcosmos.PartitionKeyDefinition{Paths: o.PartitionKey, Version: 2}
-	if len(o.PartitionKey) > 1 {
+	def := azcosmos.PartitionKeyDefinition{Paths: paths, Version: 2}
+	if len(paths) > 1 {
 		def.Kind = azcosmos.PartitionKeyKindMultiHash
 	}
 	var opts *azcosmos.CreateContainerOptions
@@ -272,46 +286,78 @@ func (c *container) ProbeBatches(ctx context.Context) error {
 
 // WriteBatch sends docs, which share one partition key, as one atomic
 // transactional batch of creates or upserts. The body is framed by
-// frameBatch and the results read by batchWirePolicy (batchwire.go); the
-// SDK's own batch holds one placeholder operation, never sent: were it
-// sent, an upsert of a document without an id writes nothing.
+// frameBatch and the results read by batchWirePolicy (batchwire.go).
 func (s *sink) WriteBatch(ctx context.Context, docs []loader.Document) loader.BatchOutcome {
-	op := "Upsert"
+	w := &batchWire{body: frameBatch(s.op(), docs, false)}
+	out := s.c.sendBatch(ctx, w, PartitionKeyOf(docs[0].PK))
+	if out.Status != http.StatusMultiStatus {
+		return out
+	}
+	// 207: nothing was applied; the refused operation says why, the
+	// others 424.
+	for i, op := range out.Ops {
+		if op.Status != http.StatusFailedDependency {
+			out.Ops[i].Message = opMessage(op.Status, w.results[i], "a transactional batch")
+		}
+	}
+	return out
+}
+
+func (s *sink) op() string {
 	if s.mode == loader.ModeCreate {
-		op = "Create"
+		return "Create"
 	}
-	w := &batchWire{body: frameBatch(op, docs)}
-	b := s.c.cc.NewTransactionalBatch(PartitionKeyOf(docs[0].PK))
+	return "Upsert"
+}
+
+// sendBatch sends w's body through the SDK's pipeline as the body of a
+// transactional batch for pk, which batchWirePolicy sends in the place of
+// the SDK's own batch of one placeholder operation (never sent: were it
+// sent, an upsert of a document without an id writes nothing). A 200 or
+// 207 comes back with each operation's status, substatus, charge and
+// retry-after in Ops; anything else as the request's outcome alone.
+func (c *container) sendBatch(ctx context.Context, w *batchWire, pk azcosmos.PartitionKey) loader.BatchOutcome {
+	b := c.cc.NewTransactionalBatch(pk)
 	b.UpsertItem(placeholderOp, nil)
+	// Batches carry the run's priority and throughput bucket like every
+	// other request of the load.
 	opts := azcosmos.TransactionalBatchOptions{
-		PriorityLevel:    s.c.itemOptions.PriorityLevel,
-		ThroughputBucket: s.c.itemOptions.ThroughputBucket,
+		PriorityLevel:    c.itemOptions.PriorityLevel,
+		ThroughputBucket: c.itemOptions.ThroughputBucket,
 	}
-	resp, err := s.c.cc.ExecuteTransactionalBatch(withBatchWire(ctx, w), b, &opts)
+	resp, err := c.cc.ExecuteTransactionalBatch(withBatchWire(ctx, w), b, &opts)
 	if err != nil {
 		return loader.BatchOutcome{Outcome: outcomeOf(err)}
 	}
 	if !w.sent {
 		return loader.BatchOutcome{Outcome: loader.Outcome{Err: errors.New("write a batch: the client has no batch body policy")}}
 	}
-	status := http.StatusOK
-	if resp.RawResponse != nil {
-		status = resp.RawResponse.StatusCode
+	out := loader.BatchOutcome{Outcome: loader.Outcome{Status: http.StatusOK, Charge: float64(resp.RequestCharge)}}
+	if r := resp.RawResponse; r != nil {
+		out.Status = r.StatusCode
+		// The SDK's charge is a float32: read the header's digits.
+		if c, err := strconv.ParseFloat(r.Header.Get("x-ms-request-charge"), 64); err == nil {
+			out.Charge = c
+		}
 	}
-	failed := status == http.StatusMultiStatus
-	out := loader.BatchOutcome{Outcome: loader.Outcome{Status: status, Charge: float64(resp.RequestCharge)}}
 	out.Ops = make([]loader.Outcome, len(w.results))
 	for i, op := range w.results {
-		o := loader.Outcome{Status: op.StatusCode, Charge: op.RequestCharge}
-		if failed && o.Status != http.StatusFailedDependency {
-			o.Message = fmt.Sprintf("%d %s (in a transactional batch)", o.Status, http.StatusText(o.Status))
-			if m := serviceMessage(string(op.ResourceBody)); m != "" {
-				o.Message += ": " + m
-			}
+		out.Ops[i] = loader.Outcome{
+			Status: op.StatusCode, SubStatus: op.SubStatusCode, Charge: op.RequestCharge,
+			RetryAfter: time.Duration(op.RetryAfterMilliseconds * float64(time.Millisecond)),
 		}
-		out.Ops[i] = o
 	}
 	return out
+}
+
+// opMessage is a failed operation's reason: its status, where it failed
+// and the service's message when the result carries one.
+func opMessage(status int, r batchResult, where string) string {
+	m := fmt.Sprintf("%d %s (in %s)", status, http.StatusText(status), where)
+	if sm := serviceMessage(string(r.ResourceBody)); sm != "" {
+		m += ": " + sm
+	}
+	return m
 }
 
 // placeholderOp is the document of the SDK-side batch's one operation.

@@ -75,10 +75,26 @@ func signature(key []byte, verb, resType, link, date string) string {
 }
 
 type pkRange struct {
-	ID           string   `json:"id"`
+	ID           rangeID  `json:"id"`
 	MinInclusive string   `json:"minInclusive"`
 	MaxExclusive string   `json:"maxExclusive"`
 	Parents      []string `json:"parents"`
+}
+
+// rangeID is a partition key range id: a string on the service, a number
+// on @vercel/cosmosdb-server (whose ranges the loader reads all the same).
+type rangeID string
+
+func (r *rangeID) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] != '"' {
+		var n json.Number
+		if err := json.Unmarshal(b, &n); err != nil {
+			return err
+		}
+		*r = rangeID(n)
+		return nil
+	}
+	return json.Unmarshal(b, (*string)(r))
 }
 
 // readRanges GETs /dbs/D/colls/C/pkranges, following continuations.
@@ -128,9 +144,10 @@ func (a *metaAuth) readRanges(ctx context.Context, db, coll string) ([]pkRange, 
 	return nil, errors.New("read partition key ranges: too many pages")
 }
 
-// boundsOf turns partition key ranges into bounds, dropping any range that
-// a listed child names as its parent, and refusing a set with gaps.
-func boundsOf(ranges []pkRange) ([]string, error) {
+// boundsOf turns partition key ranges into bounds, and the id of the
+// range each pair of bounds holds, dropping any range that a listed child
+// names as its parent, and refusing a set with gaps.
+func boundsOf(ranges []pkRange) (bounds, ids []string, err error) {
 	gone := map[string]bool{}
 	for _, r := range ranges {
 		for _, p := range r.Parents {
@@ -139,25 +156,26 @@ func boundsOf(ranges []pkRange) ([]string, error) {
 	}
 	var cur []pkRange
 	for _, r := range ranges {
-		if !gone[r.ID] {
+		if !gone[string(r.ID)] {
 			cur = append(cur, r)
 		}
 	}
 	if len(cur) == 0 {
-		return nil, errors.New("no partition key ranges")
+		return nil, nil, errors.New("no partition key ranges")
 	}
 	sort.Slice(cur, func(i, j int) bool { return epk.Compare(cur[i].MinInclusive, cur[j].MinInclusive) < 0 })
-	b := []string{cur[0].MinInclusive}
+	bounds = []string{cur[0].MinInclusive}
 	for i, r := range cur {
 		if i > 0 && r.MinInclusive != cur[i-1].MaxExclusive {
-			return nil, fmt.Errorf("partition key ranges leave a gap at %q", r.MinInclusive)
+			return nil, nil, fmt.Errorf("partition key ranges leave a gap at %q", r.MinInclusive)
 		}
-		b = append(b, r.MaxExclusive)
+		bounds = append(bounds, r.MaxExclusive)
+		ids = append(ids, string(r.ID))
 	}
-	if b[0] != epk.Min || b[len(b)-1] != epk.Max {
-		return nil, errors.New("partition key ranges do not cover the container")
+	if bounds[0] != epk.Min || bounds[len(bounds)-1] != epk.Max {
+		return nil, nil, errors.New("partition key ranges do not cover the container")
 	}
-	return b, nil
+	return bounds, ids, nil
 }
 
 // ReadBounds reads the physical partitions' bounds afresh. With a key it
@@ -170,7 +188,8 @@ func (c *container) ReadBounds(ctx context.Context) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		return boundsOf(ranges)
+		bounds, _, err := boundsOf(ranges)
+		return bounds, err
 	}
 	ranges, err := c.cc.ReadFeedRanges(ctx, nil)
 	if err != nil {

@@ -3,8 +3,8 @@ package cosmos
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -24,15 +24,23 @@ import (
 
 func TestBoundsOf(t *testing.T) {
 	mid := epk.SplitEven(2)[1]
-	got, err := boundsOf([]pkRange{
+	got, ids, err := boundsOf([]pkRange{
 		{ID: "2", MinInclusive: mid, MaxExclusive: epk.Max, Parents: []string{"0"}},
 		{ID: "0", MinInclusive: epk.Min, MaxExclusive: epk.Max},
 		{ID: "1", MinInclusive: epk.Min, MaxExclusive: mid, Parents: []string{"0"}},
 	})
-	if err != nil || !reflect.DeepEqual(got, []string{epk.Min, mid, epk.Max}) {
-		t.Errorf("bounds %v, %v", got, err)
+	if err != nil || !reflect.DeepEqual(got, []string{epk.Min, mid, epk.Max}) || !reflect.DeepEqual(ids, []string{"1", "2"}) {
+		t.Errorf("bounds %v, ids %v, %v", got, ids, err)
 	}
-	if _, err := boundsOf([]pkRange{{ID: "1", MinInclusive: epk.Min, MaxExclusive: mid}}); err == nil {
+	// @vercel/cosmosdb-server's range ids are numbers.
+	var feed struct{ PartitionKeyRanges []pkRange }
+	if err := json.Unmarshal([]byte(`{"PartitionKeyRanges":[{"id":0,"minInclusive":"","maxExclusive":"FF","parents":[]}]}`), &feed); err != nil {
+		t.Fatal(err)
+	}
+	if _, ids, err := boundsOf(feed.PartitionKeyRanges); err != nil || !reflect.DeepEqual(ids, []string{"0"}) {
+		t.Errorf("numeric range id: ids %v, %v", ids, err)
+	}
+	if _, _, err := boundsOf([]pkRange{{ID: "1", MinInclusive: epk.Min, MaxExclusive: mid}}); err == nil {
 		t.Error("ranges not covering the container were accepted")
 	}
 }
@@ -65,8 +73,7 @@ func offerServer(t *testing.T) *httptest.Server {
 		w.Header().Set("Content-Type", "application/json")
 		switch {
 		case r.Method == http.MethodGet && r.URL.Path == "/":
-			loc := fmt.Sprintf(`[{"name":"local","databaseAccountEndpoint":%q}]`, srv.URL+"/")
-			fmt.Fprintf(w, `{"id":"acct","writableLocations":%s,"readableLocations":%s}`, loc, loc)
+			writeAccount(w, srv.URL+"/")
 		case r.Method == http.MethodGet && r.URL.Path == "/dbs/d/colls/c":
 			io.WriteString(w, `{"id":"c","_rid":"crid","_self":"dbs/d/colls/c/","partitionKey":{"paths":["/k"],"kind":"Hash","version":2}}`)
 		case r.Method == http.MethodPost && r.URL.Path == "/offers":

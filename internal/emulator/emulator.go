@@ -1,7 +1,8 @@
 // Package emulator is the local Cosmos DB target: enough of the Cosmos DB
 // NoSQL REST API (gateway mode) for the official Go SDK (azcosmos v1.5.0) to
-// work against it unmodified, with the behaviour the loader can observe on the
-// real service — RU charges from the published cost table, per-physical-
+// work against it unmodified — and the bulk mode of the official JavaScript
+// SDK, whose range batches (batch.go) it executes as the service does — with
+// the behaviour the loader can observe on the real service — RU charges from the published cost table, per-physical-
 // partition per-second budgets that an expensive request can take into debt,
 // and 429 with x-ms-retry-after-ms — plus persistence, fault injection and a
 // stats endpoint that tests and benchmarks read utilisation from.

@@ -298,7 +298,7 @@ func (s *Server) fail(w http.ResponseWriter, status int, code, msg string, charg
 // throttle sends a 429 for a partition whose budget is exhausted.
 func (s *Server) throttle(w http.ResponseWriter, retryAfter time.Duration) {
 	h := w.Header()
-	h[hSubstatus] = []string{"3200"}
+	h[hSubstatus] = []string{strconv.Itoa(subRUBudgetExceeded)}
 	h[hRetryAfterMs] = []string{strconv.FormatInt(retryAfter.Milliseconds(), 10)}
 	s.fail(w, http.StatusTooManyRequests, "429",
 		"Request rate is large. More Request Units may be needed, so no changes were made. Please retry this request later.", 0)

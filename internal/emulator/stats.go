@@ -49,7 +49,7 @@ type Usage struct {
 
 // UsageSecond is the server's count of one wall-clock second (T is a Unix
 // second of its clock), per container or partition. It is not the loader's
-// report sample (htmlreport.Second): that one counts seconds from a run's
+// report sample (report.Second): that one counts seconds from a run's
 // start and records, which the server cannot see.
 type UsageSecond struct {
 	T         int64   `json:"t"`

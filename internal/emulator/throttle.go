@@ -7,6 +7,9 @@ import (
 	"time"
 )
 
+// subRUBudgetExceeded is the substatus of a 429 for a spent RU budget.
+const subRUBudgetExceeded = 3200
+
 // seriesLen is how many seconds of per-second history each partition keeps.
 const seriesLen = 600
 
@@ -89,6 +92,18 @@ func (p *partition) admit(now time.Time, budget float64) (ok bool, retryAfter ti
 // record accounts a request: its charge comes out of the budget unless it
 // was throttled (a 429 changes nothing and costs nothing).
 func (p *partition) record(now time.Time, ru float64, throttled bool) {
+	if throttled {
+		ru = 0
+	}
+	p.available -= ru
+	p.account(now, ru, throttled)
+}
+
+// account counts a request and the RU it used in the partition's
+// statistics, leaving the budget alone: a range batch's operations take
+// their charges from the budget one by one as they run, and the request
+// counts once, as throttled when any of its operations was.
+func (p *partition) account(now time.Time, ru float64, throttled bool) {
 	sec := now.Unix()
 	b := &p.series[sec%seriesLen]
 	if b.sec != sec {
@@ -99,9 +114,7 @@ func (p *partition) record(now time.Time, ru float64, throttled bool) {
 	if throttled {
 		b.throttled++
 		p.throttled++
-		return
 	}
-	p.available -= ru
 	b.ru += ru
 	p.ru += ru
 }

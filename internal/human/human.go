@@ -85,3 +85,50 @@ func Seconds(s float64) string {
 	}
 	return Duration(time.Duration(s * float64(time.Second)))
 }
+
+// byteUnits are the suffixes ParseBytes accepts, binary as Bytes prints
+// them: K, KB and KiB are all 1,024 bytes.
+var byteUnits = []struct {
+	suffix string
+	shift  uint
+}{
+	{"kib", 10}, {"mib", 20}, {"gib", 30}, {"tib", 40},
+	{"kb", 10}, {"mb", 20}, {"gb", 30}, {"tb", 40},
+	{"k", 10}, {"m", 20}, {"g", 30}, {"t", 40}, {"b", 0},
+}
+
+// ParseBytes reads a byte size as people write it: 268435456, 256MiB,
+// 256 MB, 1.5GiB, 512k. Units are binary, as Bytes prints them.
+func ParseBytes(s string) (int64, error) {
+	t := strings.ToLower(strings.TrimSpace(s))
+	shift := uint(0)
+	for _, u := range byteUnits {
+		if n, ok := strings.CutSuffix(t, u.suffix); ok {
+			t, shift = strings.TrimSpace(n), u.shift
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(strings.ReplaceAll(t, ",", ""), 64)
+	if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+		return 0, fmt.Errorf("%q is not a size: write it as bytes or with a unit, e.g. 256MiB or 1GiB", s)
+	}
+	b := v * float64(uint64(1)<<shift)
+	if b > math.MaxInt64 {
+		return 0, fmt.Errorf("%q is too large", s)
+	}
+	return int64(b), nil
+}
+
+// IECBytes writes a size in whole binary units when it has one, as
+// ParseBytes reads it: 256MiB, 1GiB, 1536KiB, 1000.
+func IECBytes(n int64) string {
+	for _, u := range []struct {
+		suffix string
+		shift  uint
+	}{{"TiB", 40}, {"GiB", 30}, {"MiB", 20}, {"KiB", 10}} {
+		if n >= 1<<u.shift && n%(1<<u.shift) == 0 {
+			return strconv.FormatInt(n>>u.shift, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}

@@ -56,3 +56,31 @@ func TestDuration(t *testing.T) {
 		t.Errorf("Seconds(0.25) = %q", got)
 	}
 }
+
+// Sizes as people write them, in the binary units Bytes prints.
+func TestParseBytes(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want int64
+	}{
+		{"268435456", 268435456}, {"256MiB", 256 << 20}, {"256 MB", 256 << 20}, {"256m", 256 << 20},
+		{"1GiB", 1 << 30}, {"1.5GiB", 3 << 29}, {"512k", 512 << 10}, {"2TiB", 2 << 40}, {"100B", 100}, {"1,024", 1024},
+	} {
+		if got, err := ParseBytes(c.in); err != nil || got != c.want {
+			t.Errorf("ParseBytes(%q) = %d, %v; want %d", c.in, got, err, c.want)
+		}
+	}
+	for _, bad := range []string{"", "abc", "-1MiB", "12Q", "MiB", "1e30TiB"} {
+		if _, err := ParseBytes(bad); err == nil {
+			t.Errorf("ParseBytes(%q) accepted", bad)
+		}
+	}
+	for n, want := range map[int64]string{256 << 20: "256MiB", 1 << 30: "1GiB", 1536 << 10: "1536KiB", 1000: "1000"} {
+		if got := IECBytes(n); got != want {
+			t.Errorf("IECBytes(%d) = %q, want %q", n, got, want)
+		}
+		if back, err := ParseBytes(IECBytes(n)); err != nil || back != n {
+			t.Errorf("ParseBytes(IECBytes(%d)) = %d, %v", n, back, err)
+		}
+	}
+}

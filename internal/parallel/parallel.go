@@ -5,6 +5,10 @@ package parallel
 
 import "sync"
 
+// InputsAtOnce is how many inputs' per-input steps run at once: their
+// fingerprints, splits, footers, a resume's reopened blobs.
+const InputsAtOnce = 16
+
 // Each calls fn(i) for every i in [0, n), at most limit at a time (limit
 // < 1 means one), and returns, once every call has returned, the error of
 // the lowest i that failed: a failure reads the same whatever the timing.

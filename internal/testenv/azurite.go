@@ -51,7 +51,7 @@ func Azurite(t testing.TB) *AzuriteServer {
 
 // StartAzurite is Azurite for programs that are not tests (the bench
 // runner): the same install and command line, data in location; the caller
-// calls Stop. Start (a restart) is for tests only.
+// calls Stop, and Restart after it.
 func StartAzurite(location string) (*AzuriteServer, error) {
 	root, err := findRepoRoot()
 	if err != nil {
@@ -104,10 +104,14 @@ func (s *AzuriteServer) ConnectionString() string {
 // calls t.Fatal on failure, so call it from the test's goroutine.
 func (s *AzuriteServer) Start() {
 	s.t.Helper()
-	if err := s.start(); err != nil {
+	if err := s.Restart(); err != nil {
 		s.t.Fatalf("restart azurite: %v", err)
 	}
 }
+
+// Restart is Start for programs that are not tests (the bench runner):
+// it returns the error.
+func (s *AzuriteServer) Restart() error { return s.start() }
 
 // Stop terminates the server, letting it save its metadata first; requests
 // fail until Start. Stopping a stopped server does nothing.
@@ -141,7 +145,7 @@ func (s *AzuriteServer) start() error {
 		return err
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
-	err = proc.waitReady(30*time.Second, func() error {
+	err = proc.waitReady(readyTimeout, func() error {
 		// Azurite prints this once its HTTP server is listening; a bare
 		// connect could reach a previous owner of the port instead.
 		if !strings.Contains(proc.out.String(), "successfully listens on") {

@@ -52,7 +52,7 @@ func CosmosDBServer(t testing.TB) (endpoint, key string) {
 		if err != nil {
 			t.Fatalf("start cosmosdb-server: %v", err)
 		}
-		err = proc.waitReady(20*time.Second, func() error { return getOK("http://127.0.0.1:" + strconv.Itoa(port) + "/") })
+		err = proc.waitReady(readyTimeout, func() error { return getOK("http://127.0.0.1:" + strconv.Itoa(port) + "/") })
 		if err == nil {
 			break
 		}

@@ -17,7 +17,9 @@ var (
 )
 
 // LoaderBinary builds the loader command once per test process and returns
-// the binary's path, so end-to-end tests run exactly what users run.
+// the binary's path, so end-to-end tests run exactly what users run. When
+// LOADER_TEST_BINARY names a file, that is the binary: scripts/test builds
+// it once for every package of a run.
 //
 // The binary lives in a temporary directory that RunMain removes; a package
 // that calls LoaderBinary should have
@@ -25,6 +27,12 @@ var (
 //	func TestMain(m *testing.M) { os.Exit(testenv.RunMain(m)) }
 func LoaderBinary(t testing.TB) string {
 	t.Helper()
+	if bin := os.Getenv("LOADER_TEST_BINARY"); bin != "" {
+		if _, err := os.Stat(bin); err != nil {
+			t.Fatalf("LOADER_TEST_BINARY: %v", err)
+		}
+		return bin
+	}
 	root := RepoRoot(t)
 	buildOnce.Do(func() {
 		buildDir, buildErr = os.MkdirTemp("", "loader-testenv-bin-")

@@ -1,6 +1,8 @@
 // Package testenv starts the real third-party servers the test suite runs
 // against — @vercel/cosmosdb-server and Azurite, installed from npm by
-// scripts/test — and builds the loader binary for end-to-end tests.
+// scripts/test — runs Node.js scripts with the official JavaScript SDK
+// (@azure/cosmos, from the same lock), and builds the loader binary for
+// end-to-end tests.
 //
 // Every server listens on a free 127.0.0.1 port, runs in its own process
 // group and is stopped by t.Cleanup. When the npm packages are missing the
@@ -183,6 +185,12 @@ func (p *process) stop(grace time.Duration) {
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	<-p.done
 }
+
+// readyTimeout bounds a server's start: a guard against a hang, wide
+// enough for a machine whose cores are shared with many other processes,
+// where starting node and its modules takes many times longer than on a
+// quiet one.
+const readyTimeout = 2 * time.Minute
 
 // waitReady polls ready until it succeeds, the process exits or timeout
 // passes.

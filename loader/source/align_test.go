@@ -46,11 +46,9 @@ func TestLineStartCRLF(t *testing.T) {
 		{"EOF", 18, at(18)},
 		{"past EOF", 40, at(18)},
 	}
-	defer func(n int) { lineWindow = n }(lineWindow)
 	for _, window := range []int{64 << 10, 1, 2, 3} {
-		lineWindow = window
 		for _, tt := range tests {
-			got, err := LineStart(Input{Path: path}, tt.offset)
+			got, err := lineStart(Input{Path: path}, tt.offset, window)
 			if err != nil {
 				t.Fatalf("LineStart(%d) window %d: %v", tt.offset, window, err)
 			}
@@ -66,14 +64,12 @@ func TestLineStartCRLF(t *testing.T) {
 // it, whatever the size of its blocks.
 func TestLineStartAndLineIndexMatchDefinition(t *testing.T) {
 	contents := []string{"", "\n", "\n\n\n", "x", "x\n", "ab\ncd\n", crlf, "{\"a\":1}\n{\"b\":22}\r\n\n{}"}
-	defer func(n int, b int64) { lineWindow, lineBlock = n, b }(lineWindow, lineBlock)
 	for _, content := range contents {
 		path := writeAlignFixture(t, content)
 		for _, window := range []int{64 << 10, 1, 4} {
-			lineWindow = window
 			for _, block := range []int64{64 << 20, 1, 3} {
-				lineBlock = block
 				x := NewLineIndex(Input{Path: path})
+				x.block = block
 				for off := int64(0); off <= int64(len(content)); off++ {
 					want := Position{}
 					if off > 0 {
@@ -83,7 +79,7 @@ func TestLineStartAndLineIndexMatchDefinition(t *testing.T) {
 						}
 						want.Base = want.Offset
 					}
-					got, err := LineStart(Input{Path: path}, off)
+					got, err := lineStart(Input{Path: path}, off, window)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -105,11 +101,10 @@ func TestLineStartAndLineIndexMatchDefinition(t *testing.T) {
 // stretch reads only what lies past the last whole block, and questions
 // asked at once read each block they share once.
 func TestLineIndexRemembersBlocks(t *testing.T) {
-	defer func(b int64) { lineBlock = b }(lineBlock)
-	lineBlock = 4
 	content := []byte("a\nb\nc\nd\ne\nf\ng\nh\n")
 	path := writeAlignFixture(t, string(content))
 	x := NewLineIndex(Input{Path: path})
+	x.block = 4
 	if n, err := x.Line(0, 16); err != nil || n != 8 {
 		t.Fatalf("Line(0, 16) = %d, %v; want 8", n, err)
 	}
@@ -133,11 +128,10 @@ func TestLineStartMissingFile(t *testing.T) {
 }
 
 func TestLineIndexReadsEachBlockOnceForQuestionsAtOnce(t *testing.T) {
-	defer func(b int64) { lineBlock = b }(lineBlock)
-	lineBlock = 4
 	content := strings.Repeat("abc\n", 64)
 	path := writeAlignFixture(t, content)
 	x := NewLineIndex(Input{Path: path})
+	x.block = 4
 	var mu sync.Mutex
 	reads := map[int64]int{}
 	open := x.open

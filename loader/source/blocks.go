@@ -8,17 +8,17 @@ import (
 	"github.com/cosmosloader/loader/internal/parallel"
 )
 
-// blockMemo remembers a value worked out for each block of an input (its
+// BlockMemo remembers a value worked out for each block of an input (its
 // newlines, the effect of its CSV quoting), once however many ask, even
 // at the same time: a blob's blocks are ranged reads, each waiting on the
 // network. A block that failed is forgotten, and worked out again by the
 // next question. A value worked out is kept alone, without what waiting
 // for it took (a CSV block's, ~240 bytes with its key and the map's room).
-type blockMemo[K comparable, V any] struct {
+type BlockMemo[K comparable, V any] struct {
 	mu      sync.Mutex
 	done    map[K]V
 	pending map[K]*memoBlock[V]
-	keep    int // at most this many blocks (0: no bound), then it starts over
+	Keep    int // at most this many blocks (0: no bound), then it starts over
 }
 
 type memoBlock[V any] struct {
@@ -27,15 +27,15 @@ type memoBlock[V any] struct {
 	err  error
 }
 
-// get returns the values of keys, working out with work(i) those of
+// Get returns the values of keys, working out with work(i) those of
 // keys[i] nobody has, atOnce at a time, and waiting for those others are
 // working out. The error is the first block's that failed.
-func (c *blockMemo[K, V]) get(keys []K, atOnce int, work func(i int) (V, error)) ([]V, error) {
+func (c *BlockMemo[K, V]) Get(keys []K, atOnce int, work func(i int) (V, error)) ([]V, error) {
 	out := make([]V, len(keys))
 	blocks := make([]*memoBlock[V], len(keys)) // nil: known
 	var mine []int
 	c.mu.Lock()
-	if c.done == nil || (c.keep > 0 && len(c.done)+len(keys) > c.keep) {
+	if c.done == nil || (c.Keep > 0 && len(c.done)+len(keys) > c.Keep) {
 		c.done = map[K]V{}
 	}
 	if c.pending == nil {
@@ -84,9 +84,9 @@ func (c *blockMemo[K, V]) get(keys []K, atOnce int, work func(i int) (V, error))
 	return out, err
 }
 
-// readChunks hands f the next n bytes of r (fewer at its end), at most
+// ReadChunks hands f the next n bytes of r (fewer at its end), at most
 // 1 MiB at a time.
-func readChunks(r io.Reader, n int64, f func([]byte)) error {
+func ReadChunks(r io.Reader, n int64, f func([]byte)) error {
 	buf := make([]byte, min(n, 1<<20))
 	for n > 0 {
 		k, err := io.ReadFull(r, buf[:min(n, int64(len(buf)))])

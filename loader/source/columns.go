@@ -6,11 +6,11 @@ import (
 	"strings"
 )
 
-// selectColumns applies opts.Columns to an input whose top-level fields
+// SelectColumns applies opts.Columns to an input whose top-level fields
 // are names (in order; Parquet allows a name twice): keep[i] says whether
 // field i is read. keep is nil when every field is. A name of Columns that
 // is none of names is an error naming it and what the input has.
-func (o Options) selectColumns(names []string) (keep []bool, err error) {
+func (o Options) SelectColumns(names []string) (keep []bool, err error) {
 	if len(o.Columns) == 0 {
 		return nil, nil
 	}

@@ -13,6 +13,27 @@ import (
 // or a .DS_Store next to the data is not a record source.
 var inputExtensions = map[string]bool{".ndjson": true, ".jsonl": true, ".json": true, ".csv": true, ".tsv": true, ".tab": true, ".parquet": true, ".parq": true}
 
+// RemoteExpander resolves the arguments that name remote inputs (blob URLs)
+// for an Expander.
+type RemoteExpander interface {
+	// Match reports whether arg is a remote input.
+	Match(arg string) bool
+	// Expand lists the inputs arg names (globs and prefixes resolved), in
+	// lexical order, or fails naming arg.
+	Expand(arg string) ([]Input, error)
+}
+
+// Expander resolves command-line arguments into inputs (Expand).
+type Expander struct {
+	// Remote resolves the arguments that name remote inputs (blob URLs),
+	// mixed freely with local paths in argument order; nil: every
+	// argument is local.
+	Remote RemoteExpander
+	// Table lists the files of the current version of the Delta Lake
+	// table in dir, a directory holding _delta_log/ (package delta).
+	Table func(dir string) ([]Input, error)
+}
+
 // Expand resolves command-line arguments into inputs, in a deterministic
 // order: arguments in the order given; the matches of a glob and the files
 // under a directory (recursively, skipping hidden names and files without a
@@ -28,24 +49,9 @@ var inputExtensions = map[string]bool{".ndjson": true, ".jsonl": true, ".json": 
 // with no input files and a directory holding a Delta Lake table below
 // it are errors naming the argument, so the command can stop before it
 // writes anything. A directory that is a Delta table (it holds _delta_log/)
-// names the files of the table's current version (DeltaTable).
-func Expand(args []string) ([]Input, error) {
-	return ExpandWith(args, nil)
-}
-
-// RemoteExpander resolves the arguments that name remote inputs (blob URLs)
-// for ExpandWith.
-type RemoteExpander interface {
-	// Match reports whether arg is a remote input.
-	Match(arg string) bool
-	// Expand lists the inputs arg names (globs and prefixes resolved), in
-	// lexical order, or fails naming arg.
-	Expand(arg string) ([]Input, error)
-}
-
-// ExpandWith is Expand with remote arguments resolved by remote (nil: every
-// argument is local), mixed freely with local paths in argument order.
-func ExpandWith(args []string, remote RemoteExpander) ([]Input, error) {
+// names the files of the table's current version (Expander.Table).
+func (e Expander) Expand(args []string) ([]Input, error) {
+	remote := e.Remote
 	var out []Input
 	seen := make(map[string]bool)
 	add := func(p string) {
@@ -106,8 +112,11 @@ func ExpandWith(args []string, remote RemoteExpander) ([]Input, error) {
 				add(p)
 				continue
 			}
-			if st, err := os.Stat(filepath.Join(p, deltaLog)); err == nil && st.IsDir() {
-				ins, err := localDeltaTable(p)
+			if st, err := os.Stat(filepath.Join(p, DeltaLog)); err == nil && st.IsDir() {
+				if e.Table == nil {
+					return nil, fmt.Errorf("input directory %q holds a Delta Lake table, which this command does not read", p)
+				}
+				ins, err := e.Table(p)
 				if err != nil {
 					return nil, err
 				}
@@ -133,35 +142,13 @@ func ExpandWith(args []string, remote RemoteExpander) ([]Input, error) {
 
 func hasMeta(p string) bool { return strings.ContainsAny(p, `*?[\`) }
 
-// localDeltaTable returns the current files of the Delta table in dir.
-func localDeltaTable(dir string) ([]Input, error) {
-	files := map[string]Input{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return fmt.Errorf("walk %s: %w", p, err)
-		}
-		if d.Type().IsRegular() {
-			rel, err := filepath.Rel(dir, p)
-			if err != nil {
-				return err
-			}
-			files[filepath.ToSlash(rel)] = Input{Path: p}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return DeltaTable(dir, files)
-}
-
 func walkInputs(dir string) ([]string, error) {
 	var files []string
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return fmt.Errorf("walk %s: %w", p, err)
 		}
-		if p != dir && d.IsDir() && d.Name() == deltaLog {
+		if p != dir && d.IsDir() && d.Name() == DeltaLog {
 			return DeltaTableError(dir, filepath.Dir(p))
 		}
 		if p != dir && hiddenName(d.Name()) {
@@ -206,13 +193,13 @@ func hiddenName(name string) bool {
 	return strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")
 }
 
-// deltaLog is the directory of a Delta Lake table's transaction log.
-const deltaLog = "_delta_log"
+// DeltaLog is the directory of a Delta Lake table's transaction log.
+const DeltaLog = "_delta_log"
 
 // InDeltaLog reports whether rel, a name below a directory or a blob
 // prefix, relative to it, lies in a Delta Lake transaction log.
 func InDeltaLog(rel string) bool {
-	dir, _, ok := strings.Cut(rel, deltaLog+"/")
+	dir, _, ok := strings.Cut(rel, DeltaLog+"/")
 	return ok && (dir == "" || strings.HasSuffix(dir, "/"))
 }
 
@@ -221,9 +208,9 @@ func InDeltaLog(rel string) bool {
 // table's folders keep the Parquet files of its earlier versions until a
 // VACUUM, and only its log knows which are current: loading every file
 // would load rows the table no longer has. Named itself, the table loads
-// its current version (DeltaTable).
+// its current version (package delta).
 func DeltaTableError(root, table string) error {
 	return fmt.Errorf("%s holds a Delta Lake table, %s, among its files: its folders keep the Parquet files of earlier versions too, "+
 		"and loading all of them would load rows the table no longer has; name the table's folder (the one holding %s/) "+
-		"to load its current version, or name the files to load (a glob loads exactly what it matches)", root, table, deltaLog)
+		"to load its current version, or name the files to load (a glob loads exactly what it matches)", root, table, DeltaLog)
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/cosmosloader/loader/loader/record"
 )
 
 // Hive-style partition folders. Spark, Synapse, Databricks and Hive write a
@@ -27,40 +29,42 @@ import (
 //   - with --columns, a folder's field is kept when named, as a column is.
 //
 // Parquet and CSV (TSV) rows get them after their columns. An NDJSON
-// record, the input's own JSON, gets them first (ndjsonReader.addFolders),
+// record, the input's own JSON, gets them first (package ndjson),
 // but for those it has a member of, which win as columns do.
 
-// hiveNull is the folder Hive writes the rows of a null partition value to.
-const hiveNull = "__HIVE_DEFAULT_PARTITION__"
+// HiveNull is the folder Hive writes the rows of a null partition value to.
+const HiveNull = "__HIVE_DEFAULT_PARTITION__"
 
-// partitionField is a field a partition folder gives each record below it.
-type partitionField struct {
-	name string
-	json []byte // the value as JSON: a number, a string or null
+// PartitionField is a field a partition folder gives each record below it.
+type PartitionField struct {
+	Name string // as in the folder's name, unescaped
+	Key  []byte // Name as a JSON object's key: `"name":`
+	JSON []byte // the value as JSON: a number, a string or null
 }
 
-// folder is a name=value folder of an input's path, unescaped.
-type folder struct{ name, value string }
+// Folder is a name=value folder of an input's path, unescaped.
+type Folder struct{ Name, Value string }
 
 // PartitionFolders returns the names of the name=value folders in in's
-// path (see partitionFolders).
+// path (see Folders).
 func PartitionFolders(in Input) []string {
-	return folderNames(partitionFolders(in))
+	return FolderNames(Folders(in))
 }
 
-func folderNames(folders []folder) []string {
+// FolderNames are the folders' names, in order.
+func FolderNames(folders []Folder) []string {
 	var names []string
 	for _, f := range folders {
-		names = append(names, f.name)
+		names = append(names, f.Name)
 	}
 	return names
 }
 
-// partitionFolders returns the name=value folders in in's path, outermost
-// first, unescaped; a later folder of the same name replaces an earlier
-// one. Not a glob's business: every folder of the path counts, as it does
-// for Spark and DuckDB reading the file by its path.
-func partitionFolders(in Input) []folder {
+// Folders returns the name=value folders in in's path, outermost first,
+// unescaped; a later folder of the same name replaces an earlier one. Not
+// a glob's business: every folder of the path counts, as it does for
+// Spark and DuckDB reading the file by its path.
+func Folders(in Input) []Folder {
 	if in.Stdin {
 		return nil
 	}
@@ -72,15 +76,15 @@ func partitionFolders(in Input) []folder {
 		}
 		p = u.Path
 	}
-	var out []folder
+	var out []Folder
 	segs := strings.Split(p, "/")
 	for _, seg := range segs[:len(segs)-1] { // the last is the file
 		k, v, ok := strings.Cut(seg, "=")
 		if !ok || k == "" {
 			continue
 		}
-		f := folder{hiveUnescape(k), hiveUnescape(v)}
-		out = slices.DeleteFunc(out, func(o folder) bool { return o.name == f.name })
+		f := Folder{hiveUnescape(k), hiveUnescape(v)}
+		out = slices.DeleteFunc(out, func(o Folder) bool { return o.Name == f.Name })
 		out = append(out, f)
 	}
 	return out
@@ -99,35 +103,41 @@ func hiveUnescape(s string) string {
 	return u
 }
 
-// partitionFields are the fields opts.folders give a reader's rows,
-// after its columns (named columns): a column wins over a folder of the
-// same name; --columns keeps a folder's field when it names it, as it does
-// a column (selectColumns over the columns' names and then the folders',
-// whose keep it returns); Hive's null folder is left out unless nulls
-// are kept.
-func (o Options) partitionFields(columns []string, keep []bool) []partitionField {
-	var out []partitionField
-	for i, f := range o.folders {
-		if slices.Contains(columns, f.name) || keep != nil && !keep[len(columns)+i] {
+// PartitionFields are the fields folders give a reader's rows, after its
+// columns (named columns): a column wins over a folder of the same name;
+// --columns keeps a folder's field when it names it, as it does a column
+// (Options.SelectColumns over the columns' names and then the folders',
+// whose keep it returns); Hive's null folder is left out unless nulls are
+// kept (keepNulls).
+func PartitionFields(folders []Folder, columns []string, keep []bool, keepNulls bool) []PartitionField {
+	var out []PartitionField
+	for i, f := range folders {
+		if slices.Contains(columns, f.Name) || keep != nil && !keep[len(columns)+i] {
 			continue
 		}
-		if f.value == hiveNull && !o.CSVEmptyNull {
+		if f.Value == HiveNull && !keepNulls {
 			continue
 		}
-		out = append(out, partitionField{name: f.name, json: partitionJSON(f.value)})
+		out = append(out, PartitionField{Name: f.Name, Key: append(appendJSONString(nil, f.Name), ':'), JSON: partitionJSON(f.Value)})
 	}
 	return out
 }
 
 // partitionJSON is a folder's value as JSON (see the package comment).
 func partitionJSON(v string) []byte {
-	if v == hiveNull {
+	if v == HiveNull {
 		return []byte("null")
 	}
 	if isExactDecimal(v) {
 		return []byte(v)
 	}
-	return appendString(nil, v)
+	return appendJSONString(nil, v)
+}
+
+// appendJSONString appends s as a JSON string; invalid UTF-8 becomes
+// U+FFFD, as a JSON parser reads it.
+func appendJSONString(b []byte, s string) []byte {
+	return record.AppendJSONString(b, strings.ToValidUTF8(s, "\ufffd"))
 }
 
 // isExactDecimal reports whether s is -?(0|[1-9][0-9]*)(\.[0-9]+)? with

@@ -19,7 +19,7 @@ import (
 
 // lineWindow is the first read of LineStart; it doubles while no newline is
 // found, so a record of any length is crossed.
-var lineWindow = 64 << 10
+const lineWindow = 64 << 10
 
 // LineStart returns the first line start at or after offset in a plain
 // NDJSON input: the byte after the first '\n' at or after offset-1, or the
@@ -27,10 +27,15 @@ var lineWindow = 64 << 10
 // from itself (Base). It reads from offset-1 only. offset <= 0 is the
 // input's start, Position{}.
 func LineStart(in Input, offset int64) (Position, error) {
+	return lineStart(in, offset, lineWindow)
+}
+
+// lineStart is LineStart reading window bytes first.
+func lineStart(in Input, offset int64, window int) (Position, error) {
 	if offset <= 0 {
 		return Position{}, nil
 	}
-	ra, closeRA, err := rawReaderAt(in)
+	ra, closeRA, err := RawReaderAt(in)
 	if err != nil {
 		return Position{}, fmt.Errorf("find a line start in %s: %w", in.Path, err)
 	}
@@ -43,7 +48,7 @@ func LineStart(in Input, offset int64) (Position, error) {
 		return Position{Offset: size, Base: size}, nil
 	}
 	at := offset - 1
-	buf := make([]byte, lineWindow)
+	buf := make([]byte, window)
 	for {
 		n, err := ra.ReadAt(buf, at)
 		if i := bytes.IndexByte(buf[:n], '\n'); i >= 0 {
@@ -63,8 +68,8 @@ func LineStart(in Input, offset int64) (Position, error) {
 	}
 }
 
-// rawReaderAt reads a local file's or a blob's raw bytes at any offset.
-func rawReaderAt(in Input) (io.ReaderAt, func(), error) {
+// RawReaderAt reads a local file's or a blob's raw bytes at any offset.
+func RawReaderAt(in Input) (io.ReaderAt, func(), error) {
 	if in.Stdin {
 		return nil, nil, ErrStdinResume
 	}
@@ -80,7 +85,7 @@ func rawReaderAt(in Input) (io.ReaderAt, func(), error) {
 
 // lineBlock is the stretch of input whose newlines a LineIndex counts and
 // keeps as one number: a 200 GB input is 3,200 of them.
-var lineBlock int64 = 64 << 20
+const lineBlock = 64 << 20
 
 // linesAtOnce is how many blocks a LineIndex counts at once: a blob's are
 // ranged reads, each waiting on the network.
@@ -93,15 +98,17 @@ const linesAtOnce = 16
 // have in common: each block is read once.
 type LineIndex struct {
 	open func(offset int64) (io.ReadCloser, error)
+	// block is the stretch counted as one (lineBlock).
+	block int64
 	// blocks holds each whole block's newlines, counted or being counted.
-	blocks blockMemo[int64, int64]
+	blocks BlockMemo[int64, int64]
 }
 
 // NewLineIndex counts the lines of in.
 func NewLineIndex(in Input) *LineIndex {
 	// linesAtOnce blob streams of 1 MiB chunks hold 48 MiB at most.
 	open := func(off int64) (io.ReadCloser, error) { return OpenRaw(in, off, 1<<20) }
-	return &LineIndex{open: open}
+	return &LineIndex{open: open, block: lineBlock}
 }
 
 // Line turns a line counted from base (a Record's Line and Base, or a
@@ -116,18 +123,19 @@ func (x *LineIndex) Line(line, base int64) (int64, error) {
 
 // before returns the newlines in the input's bytes [0, offset).
 func (x *LineIndex) before(offset int64) (int64, error) {
-	whole := offset / lineBlock
+	blk := x.block
+	whole := offset / blk
 	keys := make([]int64, whole)
 	for b := range keys {
 		keys[b] = int64(b)
 	}
-	counts, err := x.blocks.get(keys, linesAtOnce, func(b int) (int64, error) {
-		return x.count(int64(b)*lineBlock, lineBlock)
+	counts, err := x.blocks.Get(keys, linesAtOnce, func(b int) (int64, error) {
+		return x.count(int64(b)*blk, blk)
 	})
 	if err != nil {
 		return 0, err
 	}
-	n, err := x.count(whole*lineBlock, offset-whole*lineBlock)
+	n, err := x.count(whole*blk, offset-whole*blk)
 	if err != nil {
 		return 0, err
 	}
@@ -148,7 +156,7 @@ func (x *LineIndex) count(off, n int64) (int64, error) {
 	}
 	defer r.Close()
 	var lines int64
-	err = readChunks(r, n, func(b []byte) { lines += int64(bytes.Count(b, []byte{'\n'})) })
+	err = ReadChunks(r, n, func(b []byte) { lines += int64(bytes.Count(b, []byte{'\n'})) })
 	if err != nil {
 		return 0, fmt.Errorf("count lines: %w", err)
 	}

@@ -1,12 +1,21 @@
-// Package source splits loader inputs (NDJSON, JSON arrays, CSV and TSV,
-// plain or gzip, files or stdin) into records with exact stream positions.
+// Package source is what every input format shares: an input (a file, a
+// blob of a remote store, stdin) read as records with exact stream
+// positions, and cut into ranges that start on record boundaries.
 //
-// It does not judge the JSON of a record — the mapper does — but it detects
-// what only the reader can see: over-long lines, invalid UTF-8, CSV rows with
-// the wrong number of fields, truncated array elements. Those come back as bad
-// records (Record.Err set) and reading continues.
+// It holds the types (Input, Remote, Record, Reader, Position, Range,
+// Options), the Format interface each format's package implements (ndjson,
+// csv, parquet) and the Formats table that dispatches to them (the
+// loader's is package formats), format detection, globs and directories
+// (Expander), plain and gzip streams of files, blobs and stdin, line
+// starts and line numbers, Hive partition folders, and the remote stores
+// inputs are read from (Store).
 //
-// Readers stream. Memory is bounded by the block size (1 MiB) plus the longest
+// Readers do not judge the JSON of a record — the mapper does — but they
+// detect what only a reader can see: over-long lines, invalid UTF-8, CSV
+// rows with the wrong number of fields, truncated array elements. Those
+// come back as bad records (Record.Err set) and reading continues.
+//
+// Readers stream. Memory is bounded by a read block plus the longest
 // accepted record (Options.MaxRecordBytes), whatever the size of the input.
 //
 // Positions are offsets in the decompressed stream, so a checkpoint taken from
@@ -15,6 +24,7 @@ package source
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -24,6 +34,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/klauspost/compress/gzip"
 
@@ -40,10 +51,11 @@ const maxRawBytes = 64 << 10
 
 // Formats accepted by Options.Format.
 const (
-	FormatAuto   = "auto"
-	FormatNDJSON = "ndjson"
-	FormatCSV    = "csv"
-	FormatTSV    = "tsv"
+	FormatAuto    = "auto"
+	FormatNDJSON  = "ndjson"
+	FormatCSV     = "csv"
+	FormatTSV     = "tsv"
+	FormatParquet = "parquet" // Apache Parquet
 )
 
 // Options configure how an input is split into records.
@@ -101,28 +113,30 @@ type Options struct {
 	// key (see record.Mapper.ReadsValue). A reader that builds the JSON
 	// itself (Parquet) may then leave those values' bytes unwritten in
 	// Record.Data — its length and its other members stay exact — in
-	// records that carry Members; writing them was a third of a dry-run's
-	// work on some files. An import must not set it.
+	// records that carry Members; writing them was a large share of a
+	// dry-run's work. An import must not set it.
 	SizeOnly func(field string) bool
 
-	// Facts, when set, is a dry-run's mapper: a Parquet reader whose
-	// fields it can map by columns (record.Mapper.ColumnPlan) hands its
-	// rows over as sums (FactReader), not records. Set SizeOnly with it.
+	// Facts, when set, is a dry-run's mapper: a Parquet reader whose fields
+	// it can map by columns (record.Mapper.ColumnPlan) hands its rows over as
+	// sums (parquet/sizer.Reader), not records. Set SizeOnly with it.
 	Facts *record.Mapper
 
-	// folders are the input's partition folders (see hive.go), set by
-	// Open for the Parquet and CSV readers.
-	folders []folder
+	// NoSizer turns the dry-run's Parquet sizer off (dry-run
+	// --parquet-sizer=off): a Parquet reader then ignores SizeOnly and
+	// Facts and writes every row's JSON as it does for an import, so a
+	// dry-run maps and costs the very records an import sends. The
+	// sizer's sums equal those records' (its contract test); this checks
+	// it on a file.
+	NoSizer bool
 }
 
-// streamChunk is the ranged-read size of a blob stream: the remote's
+// StreamChunk is the ranged-read size of a blob stream: the remote's
 // default (4 MiB) for one cursor; for several, as much as keeps the
 // chunks of one load's streams (three each) within segmentStreamsMemory,
-// at least minStreamChunk. A key-sorted NDJSON blob read at 32 places
-// (emulator, 8 partitions, 16,000 RU/s) peaked at 600 MB of RSS with 4 MiB
-// chunks, 160 MB with 512 KiB and 96 MB with 170 KiB (63 MB for the local
-// file), at 87-94 % of the target each: a segment needs little bandwidth.
-func (o Options) streamChunk() int64 {
+// at least minStreamChunk: a blob read at many places with the default
+// chunks held hundreds of MB, and a segment needs little bandwidth.
+func (o Options) StreamChunk() int64 {
 	if o.Cursors <= 1 {
 		return 0
 	}
@@ -134,7 +148,7 @@ const (
 	minStreamChunk       = 128 << 10
 )
 
-func (o Options) maxRecord() int {
+func (o Options) MaxRecord() int {
 	if o.MaxRecordBytes > 0 {
 		return o.MaxRecordBytes
 	}
@@ -251,8 +265,8 @@ type Position struct {
 // kept record keeps its block alive. That is cheap for the bounded number of
 // records in flight in the pipeline; copy a record you keep indefinitely.
 // This beats a sync.Pool (which would need a release call from the writers)
-// and per-record allocation (measured: one allocation per MiB instead of one
-// per record).
+// and per-record allocation (one allocation per MiB instead of one per
+// record).
 type Record struct {
 	Path   string
 	Line   int64    // 1-based line where the record starts, counted from Base
@@ -273,13 +287,31 @@ type Record struct {
 	// pointer for every record of one layout.
 	Schema *record.Schema
 	// members and data are the arenas Members and Data lie in, when the
-	// reader reuses them (see reusable).
-	members *reusable[record.Member]
-	data    *reusable[byte]
+	// reader reuses them (SetArenas).
+	members, data Arena
 	// row says the record is a Parquet row, starting at scaled offset at
 	// (see At).
 	row bool
 	at  int64
+}
+
+// Arena is memory a reader cuts records' Data or Members from and reuses
+// once every record cut from it is released (ReleaseMembers, ReleaseData).
+type Arena interface {
+	// Release lets go of one record's hold.
+	Release()
+}
+
+// SetArenas says which of a reader's arenas hold r's Members and Data
+// (nil: memory of their own), for ReleaseMembers and ReleaseData.
+func (r *Record) SetArenas(members, data Arena) {
+	r.members, r.data = members, data
+}
+
+// SetRowStart marks r as a row of a table (Parquet), whose Offset is its
+// row index and whose start in the offsets ranges count is at (see At).
+func (r *Record) SetRowStart(at int64) {
+	r.row, r.at = true, at
 }
 
 // At is where the record starts in the offsets that Positions, Ranges and
@@ -298,7 +330,7 @@ func (r *Record) At() int64 {
 // once the record is mapped, on the one copy that maps it.
 func (r *Record) ReleaseMembers() {
 	if r.members != nil {
-		r.members.release()
+		r.members.Release()
 		r.members = nil
 	}
 	r.Members = nil
@@ -313,7 +345,7 @@ func (r *Record) ReleaseMembers() {
 func (r *Record) ReleaseData() {
 	r.ReleaseMembers()
 	if r.data != nil {
-		r.data.release()
+		r.data.Release()
 		r.data = nil
 	}
 	r.Data = nil
@@ -355,7 +387,9 @@ func (e *BadRecordError) Error() string  { return e.Err.Error() }
 func (e *BadRecordError) Unwrap() error  { return e.Err }
 func (e *BadRecordError) Reason() string { return e.Code }
 
-func badRecord(code, format string, a ...any) error {
+// BadRecordf is the Err of a bad record: code is one of the Reason
+// constants, the message formatted.
+func BadRecordf(code, format string, a ...any) error {
 	return &BadRecordError{Code: code, Err: fmt.Errorf(format, a...)}
 }
 
@@ -392,92 +426,48 @@ func extension(path string) string {
 	return filepath.Ext(p)
 }
 
-// opener opens the decompressed stream of an input positioned at offset.
-type opener func(offset int64) (io.ReadCloser, error)
+// Opener opens the decompressed stream of an input positioned at offset.
+type Opener func(offset int64) (io.ReadCloser, error)
 
-// Open opens in at start, a Position previously returned in Record.Next (the
-// zero Position is the beginning). Plain files seek to start.Offset; gzip
-// inputs (by .gz extension or magic bytes) are decompressed and the first
-// start.Offset bytes discarded; stdin refuses a non-zero start.
-//
-// A JSON-array or CSV input resumed at a non-zero offset is opened twice:
-// once to read its head (is it an array? the CSV header), once at start.
-func Open(in Input, stdin io.Reader, opts Options, start Position) (Reader, error) {
-	format, err := ResolveFormat(in, opts)
-	if err != nil {
-		return nil, err
-	}
-	if len(opts.Columns) > 0 && format == FormatNDJSON {
-		path := in.Path
-		if in.Stdin && path == "" {
-			path = "-"
-		}
-		return nil, &InputError{Code: ReasonColumns, Line: start.Line + 1, Offset: start.Offset,
-			Err: fmt.Errorf("%s is NDJSON: --columns selects the columns of CSV and Parquet inputs", path)}
-	}
-	opts.folders = partitionFolders(in)
-	if format == FormatParquet {
-		r, err := openParquet(in, opts, start)
-		if err != nil {
-			var ie *InputError
-			if !errors.As(err, &ie) {
-				err = fmt.Errorf("open %s: %w", in.Path, err)
-			}
-			return nil, err
-		}
-		return r, nil
-	}
+// Streams returns the display path of in ("-" for stdin without one) and
+// the Opener of its decompressed stream, for a reader that reads it
+// front to back: a file or blob seeks (or, gzip, decompresses and
+// discards) to an offset; stdin is read once, from its start, and
+// refuses a non-zero start.
+func Streams(in Input, stdin io.Reader, opts Options, start Position) (string, Opener, error) {
 	path := in.Path
-	var open opener
-	if in.Stdin {
+	switch {
+	case in.Stdin:
 		if path == "" {
 			path = "-"
 		}
 		if start != (Position{}) {
-			return nil, fmt.Errorf("open %s: %w", path, ErrStdinResume)
+			return path, nil, fmt.Errorf("open %s: %w", path, ErrStdinResume)
 		}
 		used := false
-		open = func(int64) (io.ReadCloser, error) {
+		return path, func(int64) (io.ReadCloser, error) {
 			if used {
 				return nil, ErrStdinResume
 			}
 			used = true
 			return stdinStream(stdin)
-		}
-	} else if in.Remote != nil {
-		open = func(offset int64) (io.ReadCloser, error) {
-			return remoteStream(in.Remote, in.Path, offset, opts.streamChunk())
-		}
-	} else {
-		open = func(offset int64) (io.ReadCloser, error) { return fileStream(in.Path, offset) }
+		}, nil
+	case in.Remote != nil:
+		return path, func(offset int64) (io.ReadCloser, error) {
+			return remoteStream(in.Remote, in.Path, offset, opts.StreamChunk())
+		}, nil
 	}
-	r, err := openWith(path, format, open, opts, start)
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
-	return r, nil
+	return path, func(offset int64) (io.ReadCloser, error) { return fileStream(in.Path, offset) }, nil
 }
 
-func openWith(path, format string, open opener, opts Options, start Position) (Reader, error) {
-	if start.Offset < 0 || start.Line < 0 {
-		return nil, fmt.Errorf("invalid start position %+v", start)
-	}
-	switch format {
-	case FormatCSV, FormatTSV:
-		delim := ','
-		if format == FormatTSV {
-			delim = '\t'
-		}
-		if opts.Delimiter != 0 {
-			delim = opts.Delimiter
-		}
-		return openCSV(path, open, opts, delim, start)
-	default:
-		return openNDJSON(path, open, opts, start)
-	}
-}
+// UTF8BOM is the byte order mark some writers (Excel) put first.
+const UTF8BOM = "\ufeff"
 
 var gzipMagic = []byte{0x1f, 0x8b}
+
+// HasGzipMagic reports whether head, an input's first bytes, starts as a
+// gzip stream does.
+func HasGzipMagic(head []byte) bool { return bytes.HasPrefix(head, gzipMagic) }
 
 type readCloser struct {
 	io.Reader
@@ -566,8 +556,8 @@ func stdinStream(stdin io.Reader) (io.ReadCloser, error) {
 	return readCloser{Reader: br, close: func() error { return nil }}, nil
 }
 
-// sizeString spells a byte limit the way users set it.
-func sizeString(n int) string {
+// SizeString spells a byte limit the way users set it.
+func SizeString(n int) string {
 	switch {
 	case n >= 1<<20 && n%(1<<20) == 0:
 		return fmt.Sprintf("%d MiB", n>>20)
@@ -577,9 +567,33 @@ func sizeString(n int) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
-func capRaw(b []byte) []byte {
+// CapRaw is a copy of at most the first 64 KiB of b, for Record.Raw.
+func CapRaw(b []byte) []byte {
 	if len(b) > maxRawBytes {
 		b = b[:maxRawBytes]
 	}
 	return append([]byte(nil), b...)
+}
+
+// AppendRaw collects the first maxRawBytes of a bad record that arrives in
+// pieces; the result does not depend on where blocks happen to end.
+func AppendRaw(raw, b []byte) []byte {
+	if room := maxRawBytes - len(raw); len(b) > room {
+		b = b[:room]
+	}
+	return append(raw, b...)
+}
+
+// InvalidUTF8 names the stream offset of the first invalid byte of b, which
+// starts at stream offset off.
+func InvalidUTF8(b []byte, off int64) error {
+	i := 0
+	for i < len(b) {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n <= 1 {
+			break
+		}
+		i += n
+	}
+	return BadRecordf(ReasonInvalidUTF8, "invalid UTF-8 at byte offset %d", off+int64(i))
 }

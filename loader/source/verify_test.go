@@ -1,4 +1,4 @@
-package source
+package source_test
 
 import (
 	"bytes"
@@ -9,6 +9,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cosmosloader/loader/loader/source"
+	"github.com/cosmosloader/loader/loader/source/formats"
+	"github.com/cosmosloader/loader/loader/source/internal/sourcetest"
 )
 
 func gzipBytes(data []byte) []byte {
@@ -30,7 +34,7 @@ func corruptCRC(gz []byte) []byte {
 }
 
 func TestVerifyGzip(t *testing.T) {
-	data := ndjsonCorpus(2000)
+	data := sourcetest.NDJSONCorpus(2000)
 	gz := gzipBytes(data)
 	dir := t.TempDir()
 	write := func(name string, b []byte) string {
@@ -55,19 +59,19 @@ func TestVerifyGzip(t *testing.T) {
 		{"empty.ndjson.gz", nil, "not a valid gzip file"},
 	} {
 		p := write(tc.name, tc.file)
-		n, err := VerifyGzip(Input{Path: p})
+		n, err := source.VerifyGzip(source.Input{Path: p})
 		if tc.want == "" {
 			if err != nil {
 				t.Errorf("%s: %v", tc.name, err)
 			}
-			if gzip := bytes.HasPrefix(tc.file, gzipMagic); gzip && n != int64(len(data)) {
+			if gzip := source.HasGzipMagic(tc.file); gzip && n != int64(len(data)) {
 				t.Errorf("%s: verified %d bytes, want %d", tc.name, n, len(data))
 			}
 			continue
 		}
-		var ie *InputError
-		if !errors.As(err, &ie) || ie.Code != ReasonCorruptInput || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.name) {
-			t.Errorf("%s: err %v, want an InputError %s containing %q and the path", tc.name, err, ReasonCorruptInput, tc.want)
+		var ie *source.InputError
+		if !errors.As(err, &ie) || ie.Code != source.ReasonCorruptInput || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.name) {
+			t.Errorf("%s: err %v, want an InputError %s containing %q and the path", tc.name, err, source.ReasonCorruptInput, tc.want)
 			continue
 		}
 		if ie.Offset != n || ie.Offset > int64(len(data)) {
@@ -77,7 +81,7 @@ func TestVerifyGzip(t *testing.T) {
 	// The reader alone hands out records before it meets the bad CRC:
 	// that is why the loader verifies first.
 	p := write("crc2.ndjson.gz", corruptCRC(gz))
-	r, err := Open(Input{Path: p}, nil, Options{}, Position{})
+	r, err := formats.Open(source.Input{Path: p}, nil, source.Options{}, source.Position{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,30 +89,8 @@ func TestVerifyGzip(t *testing.T) {
 	if rec, err := r.Next(); err != nil || rec.Data == nil {
 		t.Fatalf("first record of a CRC-corrupt file: %v %v", rec, err)
 	}
-	if _, err := VerifyGzip(Input{Path: filepath.Join(dir, "missing.gz")}); err == nil || errors.As(err, new(*InputError)) {
+	if _, err := source.VerifyGzip(source.Input{Path: filepath.Join(dir, "missing.gz")}); err == nil || errors.As(err, new(*source.InputError)) {
 		t.Errorf("missing file: err %v, want a plain I/O error", err)
-	}
-}
-
-func TestHeaderErrorsAreInputErrors(t *testing.T) {
-	for _, header := range []string{
-		"id,name,id\n1,a,b\n", // repeated column
-		"id,,x\n1,2,3\n",      // empty name: which field would it be?
-		"id,name,\n1,a,\n",    // trailing delimiter: an empty name too
-		"a.b,a\n1,2\n",        // a value and an object at once
-		"id,\"na\xffme\"\n1,2\n",
-		"id,\"unclosed\n1,2\n",
-	} {
-		_, err := openWith("h.csv", FormatCSV, memOpener([]byte(header)), Options{MaxRecordBytes: 8}, Position{})
-		var ie *InputError
-		if !errors.As(err, &ie) || ie.Code != ReasonCSVHeader {
-			t.Errorf("header %q: err %v, want an InputError %s", header, err, ReasonCSVHeader)
-		}
-	}
-	_, err := Open(Input{Path: fixture("dup_header.csv")}, nil, Options{}, Position{})
-	var ie *InputError
-	if !errors.As(err, &ie) || ie.Code != ReasonCSVHeader || !strings.Contains(err.Error(), "dup_header.csv") {
-		t.Errorf("dup_header.csv: err %v", err)
 	}
 }
 
@@ -117,7 +99,7 @@ func TestHeaderErrorsAreInputErrors(t *testing.T) {
 //
 //	go test ./loader/source/ -run '^$' -bench VerifyGzip -benchtime 3x
 func BenchmarkVerifyGzip(b *testing.B) {
-	data := ndjsonCorpus(250000)
+	data := sourcetest.NDJSONCorpus(250000)
 	p := filepath.Join(b.TempDir(), "big.ndjson.gz")
 	if err := os.WriteFile(p, gzipBytes(data), 0o644); err != nil {
 		b.Fatal(err)
@@ -128,7 +110,7 @@ func BenchmarkVerifyGzip(b *testing.B) {
 	data = nil
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := VerifyGzip(Input{Path: p}); err != nil {
+		if _, err := source.VerifyGzip(source.Input{Path: p}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -14,7 +14,7 @@
 // apart from the lease renewals, and counts a partition only while its last
 // heartbeat was sent less than 1.5 s ago; once a heartbeat looks three
 // seconds old the others know its process spends nothing and break its
-// leases (see breakable for the timing argument).
+// leases (docs/design/lease-safety.md has the timing argument).
 package lease
 
 import (
@@ -863,48 +863,8 @@ func (c *Capacity) label(ctx context.Context, p int) error {
 // looked deadAfter old or more at the last heartbeat listing (server time
 // beatDate), and the label is at least deadAfter older than that listing.
 //
-// Why the holder then spends nothing, alive or not: it counts a partition
-// only while its last acknowledged heartbeat was sent less than freshFor
-// ago, and only if it labelled the partition after its heartbeat last became
-// fresh (countedLocked). A heartbeat acknowledged freshFor or more after the
-// previous one was sent is a gap, and restarts that streak at its
-// acknowledgement: so throughout a streak, at every moment, the heartbeat
-// blob holds a write sent less than freshFor before. Suppose the holder
-// counted the partition at some time t after the break. Renewals after the
-// break fail, and so do label writes under the broken lease; the unchanged
-// ETag says the label the break saw, written at modified, was its last
-// before the break. So one streak ran from before that label's write until
-// t, and the heartbeat listing fell inside it: the label is older than the
-// listing (modified < beatDate − deadAfter), and the listing completed
-// before the break was sent (whichever of the two listings came first).
-// Inside the streak the listing showed a heartbeat sent less than freshFor
-// before it, which looks at most a second older than it is (see below):
-// less than freshFor + 1 s < deadAfter. Contradiction.
-//
-// None of this depends on the heartbeat being on time: a write that is slow
-// to be sent, or sent and slow to be acknowledged (a busy machine, a stalled
-// connection), only makes the holder stop counting sooner, and an
-// acknowledgement that comes too late is a gap, after which the holder
-// relabels before counting again — a relabel that fails if its lease was
-// broken meanwhile, or makes a pending break fail on the changed ETag. A
-// heartbeat committed by the server long after it was sent only makes the
-// holder look alive for longer.
-//
-// The margin deadAfter − freshFor (1.5 s) absorbs the one-second resolution
-// of Last-Modified and Date, and heartbeatDrain (half a second) for what the
-// holder still spends after it stopped counting: Run's ticker drops its
-// limit within a quarter of a heartbeat period (125 ms), and requests
-// already sent reach the service within a one-way trip. Both
-// timestamps are whole seconds, so a heartbeat that looks deadAfter old is
-// more than deadAfter − 1 s old (and one that looks older than deadAfter,
-// the rule until now, more than deadAfter old: a second of the margin
-// counted twice, a second more of the dead holder's capacity lost).
-//
-// A holder whose lease was broken while it was stalled finds out at its
-// next renewal (lease lost) or, if it wrote a fresh heartbeat first, at its
-// relabel; either way it never counted the partition after the break. And
-// the break costs the fleet nothing it did not already lose: the holder's
-// capacity had stopped counting anywhere.
+// Safe: the holder counts a partition only while its heartbeat is fresh and
+// only if it relabelled it since; the proof is in docs/design/lease-safety.md.
 func (c *Capacity) breakable(holder string, modified time.Time) bool {
 	if holder == "" || modified.IsZero() {
 		// Labelled by no one: leave it to expire.

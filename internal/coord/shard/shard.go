@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"slices"
 	"sort"
@@ -31,6 +30,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	azlease "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
 
+	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/internal/clock"
 	"github.com/cosmosloader/loader/internal/coord"
 	"github.com/cosmosloader/loader/loader/source"
@@ -61,7 +61,7 @@ type Input struct {
 	Splittable bool
 	// Align returns the position of the first record at or after a byte
 	// offset, where a shard starting there begins (NDJSON: a line start,
-	// source.LineStart; Parquet: a row, source.ParquetAlign); nil aligns
+	// source.LineStart; Parquet: a row, parquet.Align); nil aligns
 	// Path, a local NDJSON file, with source.LineStart.
 	Align func(offset int64) (source.Position, error)
 }
@@ -114,6 +114,10 @@ type Progress struct {
 	// DeadLetterSize is the owner's dead-letter file size at this
 	// position, so the same machine resuming the shard truncates it.
 	DeadLetterSize int64 `json:"dead_letter_size,omitempty"`
+	// Ahead is what the owner finished past Offset, as an import's
+	// checkpoint keeps it: the next owner reads those records without
+	// sending them again.
+	Ahead *checkpoint.Ahead `json:"ahead,omitempty"`
 }
 
 // ShardStatus is what storage says about one shard.
@@ -640,7 +644,7 @@ func (c *Coordinator) tryClaim(ctx context.Context, i int, exists bool) (*Claim,
 	if err == nil && !saved && s.Start > 0 {
 		// Shards and an import's segments are the same kind of byte
 		// range, aligned by the same code (the input's Align:
-		// source.LineStart, or source.ParquetAlign).
+		// source.LineStart, or parquet.Align).
 		var pos source.Position
 		if in := c.cfg.Inputs[s.Input]; in.Align != nil {
 			pos, err = in.Align(s.Start)
@@ -894,8 +898,7 @@ func (cl *Claim) abandon() {
 // transient reports whether storage could not be reached or timed out, as
 // opposed to answering with an error.
 func transient(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.ErrUnexpectedEOF) ||
+	return coord.Unreachable(err) ||
 		// Busy or failing for a moment: Azure answers 503 Server Busy to a
 		// request rate above its targets, and 500 Operation Timeout.
 		coord.HasStatus(err, http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusInternalServerError,

@@ -7,13 +7,22 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/cosmosloader/loader/internal/coord"
 	"github.com/cosmosloader/loader/internal/coord/lease"
 	"github.com/cosmosloader/loader/internal/coord/shard"
+	"github.com/cosmosloader/loader/internal/entra"
 	"github.com/cosmosloader/loader/loader"
+	"github.com/cosmosloader/loader/loader/report"
 )
 
 // Store is one blob container holding lease and shard blobs.
@@ -41,8 +50,52 @@ func Open(connectionString, accountURL, name string) (loader.SharedStore, error)
 // New wraps a container client.
 func New(cc *container.Client) *Store { return &Store{cc: cc} }
 
-// URL is the container's URL.
-func (s *Store) URL() string { return s.cc.URL() }
+// URL is the container's URL, for messages and the report: without the
+// query, where a connection string's SAS would be.
+func (s *Store) URL() string {
+	u, _, _ := strings.Cut(s.cc.URL(), "?")
+	return u
+}
+
+// Check reads the lease container's properties: storage that answers, even
+// that the container does not exist yet, took the credentials.
+func (s *Store) Check(ctx context.Context) error {
+	rctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	defer cancel()
+	_, err := s.cc.GetProperties(rctx, nil)
+	if err == nil || bloberror.HasCode(err, bloberror.ContainerNotFound) {
+		return nil
+	}
+	var re *azcore.ResponseError
+	if errors.As(err, &re) && (re.StatusCode == http.StatusUnauthorized || re.StatusCode == http.StatusForbidden) {
+		what := http.StatusText(re.StatusCode)
+		if re.ErrorCode != "" {
+			what = re.ErrorCode
+		}
+		return fmt.Errorf("%w (%d %s)", loader.ErrStorageRefused, re.StatusCode, what)
+	}
+	if tried, ok := entra.NoToken(err); ok {
+		return fmt.Errorf("%w: no Microsoft Entra ID credential could get a token (tried %s)", loader.ErrStorageRefused, strings.Join(tried, ", "))
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	// A *url.Error's text has the URL, and a connection string's SAS in it.
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	if coord.Unreachable(err) {
+		return fmt.Errorf("%w: %v", loader.ErrStorageUnreachable, err)
+	}
+	if errors.As(err, &re) {
+		return fmt.Errorf("lease storage: %d %s", re.StatusCode, re.ErrorCode)
+	}
+	return fmt.Errorf("lease storage: %w", err)
+}
+
+// checkTimeout bounds one Check: the client's own retry is one more try.
+const checkTimeout = 10 * time.Second
 
 // Capacity prepares the capacity leases; nothing touches storage until Run.
 func (s *Store) Capacity(cfg loader.CapacityConfig) (loader.Capacity, error) {
@@ -59,11 +112,11 @@ func (s *Store) Capacity(cfg loader.CapacityConfig) (loader.Capacity, error) {
 
 type capacity struct{ *lease.Capacity }
 
-func (c capacity) History() []loader.LeaseSample {
+func (c capacity) History() []report.LeaseSample {
 	h := c.Capacity.History()
-	out := make([]loader.LeaseSample, len(h))
+	out := make([]report.LeaseSample, len(h))
 	for i, s := range h {
-		out[i] = loader.LeaseSample(s)
+		out[i] = report.LeaseSample(s)
 	}
 	return out
 }
