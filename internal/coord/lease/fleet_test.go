@@ -23,9 +23,12 @@ import (
 
 // sim is a fleet under test.
 type sim struct {
-	t     *testing.T
-	clk   *clocktest.Fake
-	blob  *coordtest.FakeBlob
+	t    *testing.T
+	clk  *clocktest.Fake
+	blob *coordtest.FakeBlob
+	// cont, when set, is the container the processes use instead of
+	// blob's (Azurite's: azuriteSim).
+	cont  *container.Client
 	procs []*simProc
 	// overlaps counts moments when two processes counted one partition
 	// (checkExclusive).
@@ -54,13 +57,17 @@ func newSim(t *testing.T) *sim {
 // add starts a process with cfg's sizes, this sim's storage and clock.
 func (s *sim) add(name string, cfg CapacityConfig, demand float64) *simProc {
 	s.t.Helper()
-	cont, err := s.blob.Client("leases", func(r *http.Request) {
-		if q := r.URL.Query(); q.Get("comp") == "list" && strings.Contains(q.Get("prefix"), membersDir) {
-			s.memberLists++
+	cont := s.cont
+	if cont == nil {
+		var err error
+		cont, err = s.blob.Client("leases", func(r *http.Request) {
+			if q := r.URL.Query(); q.Get("comp") == "list" && strings.Contains(q.Get("prefix"), membersDir) {
+				s.memberLists++
+			}
+		})
+		if err != nil {
+			s.t.Fatal(err)
 		}
-	})
-	if err != nil {
-		s.t.Fatal(err)
 	}
 	cfg.Container = cont
 	cfg.Clock = s.clk
