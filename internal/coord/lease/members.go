@@ -75,7 +75,7 @@ const reserveAfter = heartbeatEvery + heartbeatDrain
 // heartbeats it reads a copy of the roster, one small blob. The roster is
 // kept in one copy per rosterReadersPerCopy processes, so that no one blob
 // is read more than a few hundred times a second (Azure's target for a
-// single blob is 500 requests a second). docs/design/fleet-scale.md has
+// single blob is 500 requests a second). docs/fleet.md has
 // the arithmetic.
 const (
 	rosterFrom           = 8
