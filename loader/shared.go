@@ -6,10 +6,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/cosmosloader/loader/checkpoint"
@@ -169,10 +169,13 @@ type leasedShards struct {
 	pkPaths []string
 	// workers is how many shards this loader reads at once (atOnce).
 	workers int
-	// active counts the shards being read; claimed names every shard
-	// taken, under mu.
-	active  atomic.Int32
+	// reading counts the shards claimed and not yet released, and claimed
+	// names every shard taken, under mu. The demand for capacity is set
+	// under mu too: a worker left waiting for a shard gives the capacity
+	// back only while no shard is being read, and a shard's claim asks for
+	// it again, in one order whatever the workers' timing.
 	mu      sync.Mutex
+	reading int
 	claimed []string
 	// deadLetterKept is, by shard, the dead-letter size of its last save
 	// not refused for a lost lease: all the file keeps if the lease is lost.
@@ -359,9 +362,11 @@ func (l *leasedShards) next(ctx context.Context) (*piece, error) {
 			defer close(idle)
 			select {
 			case <-l.p.Clock.After(time.Second):
-				if l.active.Load() == 0 { // no shard of this loader's is being read either
+				l.mu.Lock()
+				if l.reading == 0 { // no shard of this loader's is being read either
 					l.capa.SetDemand(0)
 				}
+				l.mu.Unlock()
 			case <-claimed:
 			}
 		}()
@@ -371,9 +376,10 @@ func (l *leasedShards) next(ctx context.Context) (*piece, error) {
 		if err != nil || claim == nil {
 			return nil, err // nil, nil: every shard is done
 		}
-		l.capa.SetDemand(l.target)
 		l.mu.Lock()
+		l.reading++
 		l.claimed = append(l.claimed, claim.Shard.ID)
+		l.capa.SetDemand(l.target)
 		l.mu.Unlock()
 		if claim.From.Offset >= claim.Shard.End {
 			// Read to its end by a loader that stopped before marking it done.
@@ -383,12 +389,14 @@ func (l *leasedShards) next(ctx context.Context) (*piece, error) {
 				l.p.logf("warning: saving shard %s progress: %v", claim.Shard.ID, err)
 			}
 			claim.Release(context.Background())
+			l.doneReading()
 			continue
 		}
 		dlPath := filepath.Join(l.dlDir, "deadletter-"+claim.Shard.ID+".ndjson")
 		dlLock, err := l.lockDeadLetters(ctx, dlPath)
 		if err != nil {
 			claim.Release(context.Background())
+			l.doneReading()
 			return nil, err
 		}
 		l.mu.Lock()
@@ -397,7 +405,6 @@ func (l *leasedShards) next(ctx context.Context) (*piece, error) {
 		}
 		l.deadLetterKept[claim.Shard.ID] = claim.From.DeadLetterSize
 		l.mu.Unlock()
-		l.active.Add(1)
 		in := l.inputs[claim.Shard.Input]
 		in.Start = Committed{Offset: claim.From.Offset, Line: claim.From.Line, Base: claim.From.Base, Ahead: claim.From.Ahead}
 		in.End = claim.Shard.End
@@ -419,11 +426,18 @@ func (l *leasedShards) next(ctx context.Context) (*piece, error) {
 				}
 				dlLock.Release()
 				claim.Release(context.Background())
-				l.active.Add(-1)
+				l.doneReading()
 			},
 			shard: claim,
 		}, nil
 	}
+}
+
+// doneReading counts a claimed shard's reading over.
+func (l *leasedShards) doneReading() {
+	l.mu.Lock()
+	l.reading--
+	l.mu.Unlock()
 }
 
 func (l *leasedShards) finish(rep *report.Report) {
@@ -431,6 +445,26 @@ func (l *leasedShards) finish(rep *report.Report) {
 	l.mu.Lock()
 	rep.Shards = l.claimed
 	l.mu.Unlock()
+	rep.Fleet = fleetShare(l.p.Shared, rep)
+}
+
+// fleetShare is this loader's part of the shared load rep reports.
+func fleetShare(so *SharedOptions, rep *report.Report) *report.FleetShare {
+	f := &report.FleetShare{Job: so.JobID, Loader: loaderName(), CapacityPartitions: so.Partitions, Shards: len(rep.Shards),
+		MeanLimitRU: report.MeanLimit(rep.Leases, rep.StartedAt, rep.FinishedAt)}
+	if rep.TargetRUPerSec > 0 {
+		f.Share = math.Round(f.MeanLimitRU/rep.TargetRUPerSec*1e4) / 1e4
+	}
+	return f
+}
+
+// loaderName names this process in a fleet's report.
+func loaderName() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "?"
+	}
+	return fmt.Sprintf("%s/%d", host, os.Getpid())
 }
 
 // save keeps a shard's progress in its blob while its lease is held.

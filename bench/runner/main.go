@@ -78,7 +78,7 @@ func main() {
 	sdkBin := flag.String("sdkdefault", "", "the built bench/sdkdefault binary")
 	work := flag.String("work", "", "scratch directory (data, reports, logs)")
 	out := flag.String("out", "bench", "where results.json and chart.svg go")
-	only := flag.String("only", "", "comma-separated scenarios to run (A,B,C,D,E,F,G,H,K,L,M,N,S,P,O,Q,R; D needs A); default all")
+	only := flag.String("only", "", "comma-separated scenarios to run (A,B,C,D,E,F,G,H,K,L,M,N,S,P,O,Q,R,V,W; D needs A); default all")
 	render := flag.String("render", "", "only print the table and redraw the chart of this results.json")
 	spinN := flag.Int("spin", 0, "internal: keep this many goroutines busy until killed (scenario M's other process)")
 	flag.Parse()
@@ -126,7 +126,7 @@ func (r *runner) main(ctx context.Context, out, only string) error {
 		{"A", r.scenarioA}, {"D", r.scenarioD}, {"B", r.scenarioB}, {"C", r.scenarioC},
 		{"G", r.scenarioG}, {"H", r.scenarioH}, {"K", r.scenarioK}, {"E", r.scenarioE}, {"F", r.scenarioF},
 		{"L", r.scenarioL}, {"M", r.scenarioM}, {"N", r.scenarioN}, {"S", r.scenarioS},
-		{"P", r.scenarioP}, {"O", r.scenarioO}, {"Q", r.scenarioQ}, {"R", r.scenarioR},
+		{"P", r.scenarioP}, {"O", r.scenarioO}, {"Q", r.scenarioQ}, {"R", r.scenarioR}, {"V", r.scenarioV}, {"W", r.scenarioW},
 	}
 	for _, s := range steps {
 		if !want(s.name) {

@@ -11,12 +11,12 @@ import (
 	"github.com/cosmosloader/loader/loader/report"
 )
 
-// scenarioQ (issue 39): the naive run the paced run's report models,
+// scenarioV (issue 39): the naive run the paced run's report models,
 // against the loader's own --strategy naive run of the same input on the
 // same target, in the three cases where a model that ignored skew, other
 // traffic or the path was wrong: a hot key, a noisy neighbour, a long
 // path.
-type scenarioQ struct {
+type scenarioV struct {
 	RU         float64      `json:"provisioned_ru_per_sec"`
 	Partitions int          `json:"partitions"`
 	Cases      []naiveModel `json:"cases"`
@@ -49,10 +49,10 @@ type naiveModel struct {
 	Naive             *approach `json:"naive"`
 }
 
-func (r *runner) scenarioQ(ctx context.Context, _ *target) error {
+func (r *runner) scenarioV(ctx context.Context, _ *target) error {
 	const ru, parts = 4000.0, 4
-	q := &scenarioQ{RU: ru, Partitions: parts}
-	r.res.Q = q
+	q := &scenarioV{RU: ru, Partitions: parts}
+	r.res.V = q
 	uniform, err := r.data("q", dataSpec{Seed: 21, Records: r.plan.QDocs})
 	if err != nil {
 		return err
@@ -77,10 +77,10 @@ func (r *runner) scenarioQ(ctx context.Context, _ *target) error {
 		q.Cases = append(q.Cases, *nm)
 		fmt.Fprintf(os.Stderr, "  %s: modelled %d requests, %d throttled, %.1f s; measured %d, %d, %.1f s; paced %.1f s\n", c.name,
 			nm.Modelled.Requests, nm.Modelled.Throttled, nm.Modelled.Seconds, nm.MeasuredRequests, nm.MeasuredThrottled, nm.MeasuredSeconds, nm.PacedSeconds)
-		r.check("Q", c.name+": modelled naive within 25 % of the measured run (requests, 429s, time)",
+		r.check("V", c.name+": modelled naive within 25 % of the measured run (requests, 429s, time)",
 			fmt.Sprintf("%+.0f %%, %+.0f %%, %+.0f %%", nm.RequestsErrorPct, nm.ThrottledErrorPct, nm.SecondsErrorPct),
 			math.Abs(nm.RequestsErrorPct) <= 25 && math.Abs(nm.ThrottledErrorPct) <= 25 && math.Abs(nm.SecondsErrorPct) <= 25)
-		r.check("Q", c.name+": the paced run's ETA from 3 s within 30 % of the time left",
+		r.check("V", c.name+": the paced run's ETA from 3 s within 30 % of the time left",
 			fmt.Sprintf("worst %.0f %% over %d progress lines", nm.ETAWorstErrorPct, len(nm.ETAs)), len(nm.ETAs) > 0 && nm.ETAWorstErrorPct <= 30)
 	}
 	return nil
@@ -176,7 +176,7 @@ func withoutQuiet(args []string) []string {
 }
 
 // rows are the results table's rows for scenario Q.
-func (q *scenarioQ) rows() [][2]string {
+func (q *scenarioV) rows() [][2]string {
 	var out [][2]string
 	for _, c := range q.Cases {
 		out = append(out, [2]string{"naive model vs `--strategy naive`, " + c.Name,

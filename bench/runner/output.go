@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cosmosloader/loader/internal/coord/fleetsim"
 	"github.com/cosmosloader/loader/internal/emulator"
 	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/loader/report/svg"
@@ -36,8 +37,10 @@ type results struct {
 	S            *scenarioS          `json:"s_splits,omitempty"`
 	P            *scenarioP          `json:"p_fleet,omitempty"`
 	O            *scenarioO          `json:"o_storage_outage,omitempty"`
-	Q            *scenarioQ          `json:"q_naive_model,omitempty"`
+	Q            *scenarioQ          `json:"q_fleet_sorted_export,omitempty"`
+	W            *fleetsim.Result    `json:"w_simulated_fleet,omitempty"`
 	R            *scenarioR          `json:"r_range_batches,omitempty"`
+	V            *scenarioV          `json:"v_naive_model,omitempty"`
 }
 
 // check is one pass criterion of issue 4 (or this benchmark's own, where
@@ -143,7 +146,8 @@ func (res *results) markdown() string {
 	rows = append(rows, res.pathRows()...)
 	rows = append(rows, res.fleetRows()...)
 	rows = append(rows, res.outageRows()...)
-	if q := res.Q; q != nil {
+	rows = append(rows, res.fleetSortedRows()...)
+	if q := res.V; q != nil {
 		rows = append(rows, q.rows()...)
 	}
 	if len(rows) > 0 {
@@ -171,7 +175,7 @@ var scenarioName = map[string]string{
 	"D": "D dry-run accuracy", "E": "E read path", "F": "F memory", "G": "G checkpoints", "H": "H batches", "K": "K key-sorted export",
 	"L": "L long path", "M": "M busy machine",
 	"N": "N throughput change", "S": "S splits", "P": "P fleet", "O": "O storage outage",
-	"R": "R range batches",
+	"Q": "Q fleet, key-sorted export", "R": "R range batches", "V": "V naive model", "W": "W simulated fleet",
 }
 
 // chartSVG is RU/s per second of the paced and naive runs of scenario A,

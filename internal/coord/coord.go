@@ -8,6 +8,7 @@ package coord
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +21,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
+	"github.com/google/uuid"
 )
 
 // Body wraps b for an upload.
@@ -86,9 +88,41 @@ func Unreachable(err error) bool {
 }
 
 // Jitter spreads d over [0.75d, 1.25d) so processes that collided once, or
-// poll together, drift apart.
-func Jitter(d time.Duration) time.Duration {
-	return d*3/4 + time.Duration(rand.Int64N(int64(d)/2+1))
+// poll together, drift apart. r is the source of randomness; nil is the
+// global one.
+func Jitter(r *rand.Rand, d time.Duration) time.Duration {
+	return d*3/4 + time.Duration(Int64N(r, int64(d)/2+1))
+}
+
+// Int64N is r.Int64N(n), or rand.Int64N(n) for a nil r: a coordinator
+// given a seeded source (a simulation) makes the same choices every run.
+func Int64N(r *rand.Rand, n int64) int64 {
+	if r == nil {
+		return rand.Int64N(n)
+	}
+	return r.Int64N(n)
+}
+
+// Shuffle is r.Shuffle, or rand.Shuffle for a nil r.
+func Shuffle(r *rand.Rand, n int, swap func(i, j int)) {
+	if r == nil {
+		rand.Shuffle(n, swap)
+		return
+	}
+	r.Shuffle(n, swap)
+}
+
+// NewID returns a random UUID (a lease ID), drawn from r when it is set.
+func NewID(r *rand.Rand) string {
+	if r == nil {
+		return uuid.NewString()
+	}
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:8], r.Uint64())
+	binary.LittleEndian.PutUint64(b[8:], r.Uint64())
+	b[6] = b[6]&0x0f | 0x40 // version 4
+	b[8] = b[8]&0x3f | 0x80 // RFC 4122 variant
+	return uuid.UUID(b).String()
 }
 
 // Azure accepts fixed lease durations from 15 to 60 seconds.

@@ -59,7 +59,7 @@ func TestClassifyResponses(t *testing.T) {
 func TestJitter(t *testing.T) {
 	d := 4 * time.Second
 	for range 1000 {
-		if j := Jitter(d); j < 3*time.Second || j > 5*time.Second {
+		if j := Jitter(nil, d); j < 3*time.Second || j > 5*time.Second {
 			t.Fatalf("Jitter(%v) = %v, want within [3s, 5s]", d, j)
 		}
 	}

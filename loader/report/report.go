@@ -115,6 +115,9 @@ type Report struct {
 	// input shards it loaded, when sharing the container with other loaders.
 	Leases []LeaseSample `json:"leases,omitempty"`
 	Shards []string      `json:"shards,omitempty"`
+	// Fleet names the shared load and this loader's part in it (see
+	// fleet.go); nil when not sharing.
+	Fleet *FleetShare `json:"fleet,omitempty"`
 
 	// TargetChanges lists the target from each moment on, when the
 	// container's throughput changed during the load (the first entry is

@@ -1,10 +1,13 @@
 package coordtest
 
 import (
+	"bytes"
 	"encoding/xml"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,26 +21,32 @@ import (
 )
 
 // FakeBlob is an in-memory blob service speaking the part of the REST API
-// the capacity leases use — create container, list with metadata, upload,
-// delete, set metadata, and the lease actions acquire, renew, release and
-// break — whose time is the test's clock: lease expiry, break periods,
-// Last-Modified and the Date header all follow now(), so coordination
-// logic runs on a fake clock. Real storage semantics that the fake models:
-// a lease-conditional write on a broken or foreign lease fails; If-Match
-// and If-None-Match: * on writes and breaks; every write changes the ETag.
+// the capacity leases and shards use — create container, list with
+// metadata (in pages), upload and download, delete, set metadata, and the
+// lease actions acquire, renew, release and break — whose time is the
+// caller's clock: lease expiry, break periods, Last-Modified and the Date
+// header all follow now(), so coordination logic runs on a fake clock.
+// Requests go to it in process (a policy.Transporter), not over a socket:
+// a simulated fleet of a thousand loaders sends millions. Real storage
+// semantics that the fake models: a lease-conditional write on a broken or
+// foreign lease fails; If-Match and If-None-Match: * on writes and breaks;
+// every write changes the ETag; a listing returns at most 5,000 blobs.
 type FakeBlob struct {
 	now func() time.Time
-	srv *httptest.Server
 
 	mu    sync.Mutex
 	down  bool
 	blobs map[string]*fakeBlobItem // "container/blob"
+	names []string                 // the keys of blobs, sorted: listings
 	conts map[string]bool
 	etag  int
+	// listed counts the blobs every listing returned.
+	listed int64
 }
 
 type fakeBlobItem struct {
 	meta     map[string]string
+	body     []byte
 	modified time.Time
 	etag     string
 	leaseID  string
@@ -47,25 +56,82 @@ type fakeBlobItem struct {
 	breakAt  time.Time // breaking: when it becomes broken
 }
 
-// NewFakeBlob starts a fake blob service on now's time, closed at t.Cleanup.
-func NewFakeBlob(t testing.TB, now func() time.Time) *FakeBlob {
-	f := &FakeBlob{now: now, blobs: map[string]*fakeBlobItem{}, conts: map[string]bool{}}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(f.srv.Close)
-	return f
+// NewFakeBlob returns a fake blob service on now's time.
+func NewFakeBlob(_ testing.TB, now func() time.Time) *FakeBlob {
+	return NewFakeService(now)
+}
+
+// NewFakeService returns a fake blob service on now's time, for code that
+// has no testing.TB (a simulation run by bench/runner).
+func NewFakeService(now func() time.Time) *FakeBlob {
+	return &FakeBlob{now: now, blobs: map[string]*fakeBlobItem{}, conts: map[string]bool{}}
 }
 
 // Container returns a client for container name that does not retry, so a
 // fake outage fails the call at once.
 func (f *FakeBlob) Container(t testing.TB, name string) *container.Client {
 	t.Helper()
-	c, err := container.NewClientWithNoCredential(f.srv.URL+"/acct/"+name, &container.ClientOptions{
-		ClientOptions: azcore.ClientOptions{Retry: policy.RetryOptions{MaxRetries: -1}},
-	})
+	c, err := f.Client(name, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// Client returns a client for container name that does not retry; observe,
+// when set, sees every request it sends (a simulation counts them).
+func (f *FakeBlob) Client(name string, observe func(*http.Request)) (*container.Client, error) {
+	return container.NewClientWithNoCredential("http://fakeblob/acct/"+name, &container.ClientOptions{
+		ClientOptions: azcore.ClientOptions{
+			Retry:     policy.RetryOptions{MaxRetries: -1},
+			Transport: inProcess{f: f, observe: observe},
+		},
+	})
+}
+
+// inProcess hands a client's requests straight to the fake service.
+type inProcess struct {
+	f       *FakeBlob
+	observe func(*http.Request)
+}
+
+func (t inProcess) Do(r *http.Request) (*http.Response, error) {
+	if err := r.Context().Err(); err != nil {
+		return nil, err
+	}
+	if t.observe != nil {
+		t.observe(r)
+	}
+	var body []byte
+	if r.Body != nil {
+		b, err := io.ReadAll(r.Body)
+		r.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		body = b
+	}
+	// The SDK sets some headers under their lower-case names, which a
+	// server reading them off the wire would have canonicalised.
+	canonical := http.Header{}
+	for k, v := range r.Header {
+		canonical[http.CanonicalHeaderKey(k)] = v
+	}
+	served := r.Clone(r.Context())
+	served.Header = canonical
+	rec := httptest.NewRecorder()
+	t.f.serve(rec, served, body)
+	resp := rec.Result()
+	resp.Request = r
+	return resp, nil
+}
+
+// Listed is how many blobs the listings have returned so far: what a
+// listing costs the service grows with it.
+func (f *FakeBlob) Listed() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.listed
 }
 
 // SetDown makes every request fail with 503 (storage unreachable) until
@@ -117,7 +183,7 @@ func (f *FakeBlob) touchLocked(b *fakeBlobItem) {
 	b.modified = f.now()
 }
 
-func (f *FakeBlob) serve(w http.ResponseWriter, r *http.Request) {
+func (f *FakeBlob) serve(w http.ResponseWriter, r *http.Request, body []byte) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	w.Header().Set("Date", f.now().UTC().Format(http.TimeFormat))
@@ -133,21 +199,28 @@ func (f *FakeBlob) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cont := parts[1]
-	q := r.URL.Query()
 	if len(parts) == 2 || parts[2] == "" {
-		f.serveContainer(w, r, cont, q.Get("comp"), q.Get("prefix"))
+		f.serveContainer(w, r, cont)
 		return
 	}
 	if !f.conts[cont] {
 		f.fail(w, http.StatusNotFound, "ContainerNotFound")
 		return
 	}
-	key := cont + "/" + parts[2]
+	f.serveBlob(w, r, cont+"/"+parts[2], body)
+}
+
+func (f *FakeBlob) serveBlob(w http.ResponseWriter, r *http.Request, key string, body []byte) {
 	b := f.blobs[key]
+	comp := r.URL.Query().Get("comp")
+	if b == nil && comp != "lease" && r.Method != http.MethodPut {
+		f.fail(w, http.StatusNotFound, "BlobNotFound")
+		return
+	}
 	switch {
-	case q.Get("comp") == "lease":
+	case comp == "lease":
 		f.serveLease(w, r, key, b)
-	case r.Method == http.MethodPut && q.Get("comp") == "metadata":
+	case r.Method == http.MethodPut && comp == "metadata":
 		if b == nil {
 			f.fail(w, http.StatusNotFound, "BlobNotFound")
 			return
@@ -170,20 +243,38 @@ func (f *FakeBlob) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		b.meta = metaFrom(r.Header)
+		b.body = body
 		f.touchLocked(b)
+		if _, ok := f.blobs[key]; !ok {
+			i, _ := slices.BinarySearch(f.names, key)
+			f.names = slices.Insert(f.names, i, key)
+		}
 		f.blobs[key] = b
 		w.Header().Set("ETag", b.etag)
 		w.Header().Set("Last-Modified", b.modified.UTC().Format(http.TimeFormat))
 		w.WriteHeader(http.StatusCreated)
-	case r.Method == http.MethodDelete:
-		if b == nil {
-			f.fail(w, http.StatusNotFound, "BlobNotFound")
-			return
+	case r.Method == http.MethodGet || r.Method == http.MethodHead:
+		h := w.Header()
+		h.Set("ETag", b.etag)
+		h.Set("Last-Modified", b.modified.UTC().Format(http.TimeFormat))
+		h.Set("Content-Length", strconv.Itoa(len(b.body)))
+		h.Set("x-ms-blob-type", "BlockBlob")
+		h.Set("x-ms-lease-state", f.stateLocked(b))
+		for k, v := range b.meta {
+			h.Set("x-ms-meta-"+k, v)
 		}
+		w.WriteHeader(http.StatusOK)
+		if r.Method == http.MethodGet {
+			w.Write(b.body)
+		}
+	case r.Method == http.MethodDelete:
 		if !f.writeAllowed(w, r, b) {
 			return
 		}
 		delete(f.blobs, key)
+		if i, ok := slices.BinarySearch(f.names, key); ok {
+			f.names = slices.Delete(f.names, i, i+1)
+		}
 		w.WriteHeader(http.StatusAccepted)
 	default:
 		f.fail(w, http.StatusBadRequest, "UnsupportedHttpVerb")
@@ -292,7 +383,11 @@ func metaFrom(h http.Header) map[string]string {
 	return m
 }
 
-func (f *FakeBlob) serveContainer(w http.ResponseWriter, r *http.Request, cont, comp, prefix string) {
+// listPage is the most blobs one listing returns, as in Azure.
+const listPage = 5000
+
+func (f *FakeBlob) serveContainer(w http.ResponseWriter, r *http.Request, cont string) {
+	q := r.URL.Query()
 	switch {
 	case r.Method == http.MethodPut:
 		if f.conts[cont] {
@@ -301,81 +396,70 @@ func (f *FakeBlob) serveContainer(w http.ResponseWriter, r *http.Request, cont, 
 		}
 		f.conts[cont] = true
 		w.WriteHeader(http.StatusCreated)
-	case r.Method == http.MethodGet && comp == "list":
+	case r.Method == http.MethodGet && q.Get("comp") == "list":
 		if !f.conts[cont] {
 			f.fail(w, http.StatusNotFound, "ContainerNotFound")
 			return
 		}
-		withMeta := strings.Contains(r.URL.Query().Get("include"), "metadata")
-		type props struct {
-			LastModified string `xml:"Last-Modified"`
-			Etag         string `xml:"Etag"`
-			Length       int    `xml:"Content-Length"`
-			BlobType     string `xml:"BlobType"`
-			LeaseStatus  string `xml:"LeaseStatus"`
-			LeaseState   string `xml:"LeaseState"`
-		}
-		type item struct {
-			Name       string     `xml:"Name"`
-			Properties props      `xml:"Properties"`
-			Metadata   *metaItems `xml:"Metadata"`
-		}
-		var items []item
-		var names []string
-		for k := range f.blobs {
-			if name, ok := strings.CutPrefix(k, cont+"/"); ok && strings.HasPrefix(name, prefix) {
-				names = append(names, name)
-			}
-		}
-		sort.Strings(names)
-		for _, name := range names {
-			b := f.blobs[cont+"/"+name]
-			st := f.stateLocked(b)
-			status := "unlocked"
-			if st == "leased" || st == "breaking" {
-				status = "locked"
-			}
-			it := item{Name: name, Properties: props{
-				LastModified: b.modified.UTC().Format(http.TimeFormat), Etag: b.etag, BlobType: "BlockBlob",
-				LeaseStatus: status, LeaseState: st,
-			}}
-			if withMeta {
-				it.Metadata = &metaItems{m: b.meta}
-			}
-			items = append(items, it)
-		}
-		type result struct {
-			XMLName       xml.Name `xml:"EnumerationResults"`
-			ContainerName string   `xml:"ContainerName,attr"`
-			Prefix        string   `xml:"Prefix"`
-			Blobs         []item   `xml:"Blobs>Blob"`
-			NextMarker    string   `xml:"NextMarker"`
-		}
-		w.Header().Set("Content-Type", "application/xml")
-		w.WriteHeader(http.StatusOK)
-		w.Write([]byte(xml.Header))
-		xml.NewEncoder(w).Encode(result{ContainerName: cont, Prefix: prefix, Blobs: items})
+		f.list(w, cont, q.Get("prefix"), q.Get("marker"), strings.Contains(q.Get("include"), "metadata"))
 	default:
 		f.fail(w, http.StatusBadRequest, "UnsupportedHttpVerb")
 	}
 }
 
-// metaItems marshals metadata as <key>value</key> elements.
-type metaItems struct{ m map[string]string }
-
-func (m *metaItems) MarshalXML(e *xml.Encoder, start xml.StartElement) error {
-	if err := e.EncodeToken(start); err != nil {
-		return err
-	}
-	keys := make([]string, 0, len(m.m))
-	for k := range m.m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if err := e.EncodeElement(m.m[k], xml.StartElement{Name: xml.Name{Local: k}}); err != nil {
-			return err
+// list writes one page of the blobs whose names start with prefix, from
+// marker (the first name of the page) on. The XML is written by hand: a
+// simulated fleet lists millions of blobs.
+func (f *FakeBlob) list(w http.ResponseWriter, cont, prefix, marker string, withMeta bool) {
+	var names []string
+	from, _ := slices.BinarySearch(f.names, cont+"/"+max(prefix, marker))
+	for _, k := range f.names[from:] {
+		name, ok := strings.CutPrefix(k, cont+"/")
+		if !ok || !strings.HasPrefix(name, prefix) || len(names) > listPage {
+			break
 		}
+		names = append(names, name)
 	}
-	return e.EncodeToken(start.End())
+	next := ""
+	if len(names) > listPage {
+		next, names = names[listPage], names[:listPage]
+	}
+	f.listed += int64(len(names))
+	var buf bytes.Buffer
+	buf.WriteString(xml.Header)
+	fmt.Fprintf(&buf, `<EnumerationResults ContainerName="%s"><Prefix>%s</Prefix><Marker>%s</Marker><Blobs>`, escape(cont), escape(prefix), escape(marker))
+	for _, name := range names {
+		b := f.blobs[cont+"/"+name]
+		st := f.stateLocked(b)
+		status := "unlocked"
+		if st == "leased" || st == "breaking" {
+			status = "locked"
+		}
+		fmt.Fprintf(&buf, `<Blob><Name>%s</Name><Properties><Last-Modified>%s</Last-Modified><Etag>%s</Etag>`+
+			`<Content-Length>%d</Content-Length><BlobType>BlockBlob</BlobType><LeaseStatus>%s</LeaseStatus><LeaseState>%s</LeaseState></Properties>`,
+			escape(name), b.modified.UTC().Format(http.TimeFormat), escape(b.etag), len(b.body), status, st)
+		if withMeta {
+			buf.WriteString("<Metadata>")
+			keys := make([]string, 0, len(b.meta))
+			for k := range b.meta {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				fmt.Fprintf(&buf, "<%s>%s</%s>", k, escape(b.meta[k]), k)
+			}
+			buf.WriteString("</Metadata>")
+		}
+		buf.WriteString("</Blob>")
+	}
+	fmt.Fprintf(&buf, "</Blobs><NextMarker>%s</NextMarker></EnumerationResults>", escape(next))
+	w.Header().Set("Content-Type", "application/xml")
+	w.WriteHeader(http.StatusOK)
+	w.Write(buf.Bytes())
+}
+
+func escape(s string) string {
+	var b strings.Builder
+	xml.EscapeText(&b, []byte(s))
+	return b.String()
 }

@@ -28,6 +28,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -37,10 +38,10 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	azlease "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
-	"github.com/google/uuid"
 
 	"github.com/cosmosloader/loader/internal/clock"
 	"github.com/cosmosloader/loader/internal/coord"
+	"github.com/cosmosloader/loader/internal/parallel"
 )
 
 // CapacityConfig configures a Capacity. Zero values mean the documented
@@ -68,6 +69,10 @@ type CapacityConfig struct {
 	Clock clock.Clock
 	// Logf receives warnings (storage unreachable, lease lost); nil drops them.
 	Logf func(string, ...any)
+	// Rand, when set, makes every random choice (the lease ID, the order
+	// partitions are tried in, jitter): a simulation seeds it to run the
+	// same way every time. nil: the global source and a random UUID.
+	Rand *rand.Rand
 }
 
 // Sample is one change of the capacity a process holds, for the report.
@@ -100,24 +105,32 @@ type Capacity struct {
 	// taken and its upload: tests play a slow write with it.
 	beforeUpload func()
 
-	mu          sync.Mutex
-	demand      float64
-	held        map[int]time.Time // partition → when its last successful acquire/renew was sent
-	labelled    map[int]time.Time // partition → when its holder label was last written (sent)
-	storageOK   bool
-	history     []Sample
-	abandoned   bool
-	nextAcquire time.Time
-	ready       bool // container known to exist
-	beat        time.Time
-	beatWant    int             // the want last published in the heartbeat; 0: no heartbeat blob
-	share       int             // partitions this process may hold while others want theirs
-	members     int             // processes wanting partitions at the last heartbeat
-	reservedAll float64         // RU/s reserved by the live processes, this one included
-	beatOn      bool            // this process's heartbeat blob exists
-	streak      time.Time       // since when the heartbeat has been fresh without a gap (ack time)
-	beatDate    time.Time       // the server's time of the last heartbeat listing
-	alive       map[string]bool // heartbeat blobs fresh at beatDate
+	mu           sync.Mutex
+	demand       float64
+	held         map[int]time.Time // partition → when its last successful acquire/renew was sent
+	labelled     map[int]time.Time // partition → when its holder label was last written (sent)
+	storageOK    bool
+	history      []Sample
+	abandoned    bool
+	nextAcquire  time.Time
+	ready        bool // container known to exist
+	beat         time.Time
+	beatWant     int       // the want last published in the heartbeat; 0: no heartbeat blob
+	share        int       // partitions this process may hold while others want theirs
+	members      int       // processes wanting partitions at the last heartbeat
+	reservedAll  float64   // RU/s reserved by the live processes, this one included
+	beatOn       bool      // this process's heartbeat blob exists
+	streak       time.Time // since when the heartbeat has been fresh without a gap (ack time)
+	beatDate     time.Time // the server's time of the last heartbeat listing
+	roster       *roster   // that listing: the heartbeats fresh at beatDate
+	fleet        int       // live heartbeats at beatDate
+	passes       int       // heartbeats sent or tried (readMembers)
+	phase        int       // which of every listEvery heartbeats this process lists on
+	staleReads   int       // roster reads in a row that found it stale
+	rosterCopies int       // copies of the roster this process last wrote
+	cursor       int       // the next partition window to list (acquire)
+	short        int       // acquisitions in a row that got fewer than wanted
+	scanned      time.Time // when the last acquisition listed every window
 
 	notifyMu sync.Mutex
 	subs     []func(float64)
@@ -168,8 +181,10 @@ func NewCapacity(cfg CapacityConfig) (*Capacity, error) {
 	// One lease ID for every partition: acquiring a blob this process still
 	// holds (say, after storage came back) then succeeds instead of waiting
 	// for its own old lease to expire.
-	id := uuid.NewString()
+	id := coord.NewID(cfg.Rand)
 	c.id = id
+	c.phase = int(coord.Int64N(cfg.Rand, 1<<30))
+	c.cursor = int(coord.Int64N(cfg.Rand, int64(cfg.Partitions)))
 	for p := 0; p < cfg.Partitions; p++ {
 		bb := cfg.Container.NewBlockBlobClient(BlobName(cfg.Prefix, p, cfg.Partitions))
 		lc, err := azlease.NewBlobClient(bb, &azlease.BlobClientOptions{LeaseID: &id})
@@ -386,7 +401,7 @@ func (c *Capacity) Run(ctx context.Context) error {
 	go func() {
 		defer wg.Done()
 		for {
-			wait := c.beatStep(ctx)
+			wait := c.Beat(ctx)
 			select {
 			case <-ctx.Done():
 				return
@@ -396,7 +411,7 @@ func (c *Capacity) Run(ctx context.Context) error {
 		}
 	}()
 	for {
-		wait := c.step(ctx)
+		wait := c.Step(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -409,10 +424,11 @@ func (c *Capacity) Run(ctx context.Context) error {
 	}
 }
 
-// step is one pass of Run's loop: a round, the storage health it showed,
-// subscribers told. It returns how long to wait before the next pass. Tests
-// call it directly on a fake clock.
-func (c *Capacity) step(ctx context.Context) time.Duration {
+// Step is one pass of Run's lease loop: a round, the storage health it
+// showed, subscribers told. It returns how long to wait before the next
+// pass. Run calls it; a simulation drives many Capacities on one fake
+// clock with Step, Beat and Woken instead (internal/coord/fleetsim).
+func (c *Capacity) Step(ctx context.Context) time.Duration {
 	err := c.round(ctx)
 	if ctx.Err() != nil {
 		return 0
@@ -421,7 +437,9 @@ func (c *Capacity) step(ctx context.Context) time.Duration {
 	if err != nil {
 		c.storageDown(err)
 		c.backoff = min(max(2*c.backoff, 500*time.Millisecond), c.renewEvery)
-		wait = c.backoff
+		// Jittered: a fleet that lost storage at one moment does not come
+		// back to it in one burst.
+		wait = coord.Jitter(c.cfg.Rand, c.backoff)
 	} else {
 		c.storageUp()
 		c.backoff = 0
@@ -491,19 +509,16 @@ func (c *Capacity) round(ctx context.Context) error {
 	// and the labels written count at once. The heartbeat loop wakes this
 	// one when it has written it.
 	acquireOK := !now.Before(c.nextAcquire) && c.freshLocked(now)
-	var free, release []int
-	for p := 0; p < c.cfg.Partitions; p++ {
-		if _, ok := c.held[p]; ok {
-			release = append(release, p)
-		} else {
-			free = append(free, p)
-		}
+	var release []int
+	for p := range c.held {
+		release = append(release, p)
 	}
 	c.mu.Unlock()
 
 	switch {
 	case change < 0:
-		rand.Shuffle(len(release), func(i, j int) { release[i], release[j] = release[j], release[i] })
+		sort.Ints(release)
+		coord.Shuffle(c.cfg.Rand, len(release), func(i, j int) { release[i], release[j] = release[j], release[i] })
 		for _, p := range release[:-change] {
 			// Stop counting it before the server hears, so the capacity is
 			// never spent twice.
@@ -520,21 +535,43 @@ func (c *Capacity) round(ctx context.Context) error {
 			}
 		}
 	case change > 0 && acquireOK:
-		got, err := c.acquire(ctx, free, change)
+		want := min(change, maxAcquirePerRound)
+		got, err := c.acquire(ctx, want)
+
 		if err != nil {
 			return err
 		}
 		if got < change {
-			// Everything else is taken: poll several times per renewal period,
-			// so a dead process's partitions are taken soon after its
-			// leases expire, but not on every demand update.
+			// Everything else is taken, or this round took its most: look
+			// again soon, then less often while it stays so — a fleet
+			// growing waits on the others to release what is above their
+			// new share — and soon again once a process's death shows
+			// (apply).
 			c.mu.Lock()
-			c.nextAcquire = c.cfg.Clock.Now().Add(coord.Jitter(c.renewEvery / 6))
+			wait := acquirePoll
+			for i := 1; i < c.short && wait < acquirePollMax; i++ {
+				wait *= 2
+			}
+			c.nextAcquire = c.cfg.Clock.Now().Add(coord.Jitter(c.cfg.Rand, min(wait, acquirePollMax)))
 			c.mu.Unlock()
 		}
 	}
 	return nil
 }
+
+// acquirePoll is how soon a process short of its share looks again, when
+// every partition it listed was taken, doubling up to acquirePollMax: a
+// dead process's partitions are found soon after the others see its
+// heartbeat stop, but not on every demand update.
+const (
+	acquirePoll    = 400 * time.Millisecond
+	acquirePollMax = 1600 * time.Millisecond
+)
+
+// maxAcquirePerRound bounds the partitions one round takes: the first
+// process of a large fleet to start sees itself alone, and gives back what
+// it took as the others' heartbeats appear.
+const maxAcquirePerRound = 64
 
 // ensureContainer creates the lease container unless it is known to exist.
 func (c *Capacity) ensureContainer(ctx context.Context) error {
@@ -556,23 +593,97 @@ func (c *Capacity) ensureContainer(ctx context.Context) error {
 	return nil
 }
 
-// acquire tries each partition that is neither held here nor leased
-// elsewhere once, in random order so that processes starting together spread
-// over the partitions, until it holds n more. If that is not enough it
-// breaks the leases of processes known to spend nothing (breakable).
-func (c *Capacity) acquire(ctx context.Context, free []int, n int) (int, error) {
-	// One listing says which leases are live and who holds them, so a
-	// starving process can poll often without an acquire per partition.
-	type blobState struct {
-		leased   bool
-		holder   string
-		modified time.Time
-		etag     azcore.ETag
+// window is the partitions whose blob names start with prefix: first up
+// to end. Listing a window, not every partition, keeps what an acquisition
+// reads small when the partitions number in thousands.
+type window struct {
+	prefix     string
+	first, end int
+}
+
+// partitionWindows cuts the partitions by the leading digits of their
+// number into windows of ten, a hundred, a thousand…: the smallest size
+// that makes at most a hundred windows, in order.
+func partitionWindows(prefix string, partitions int) []window {
+	width := len(BlobName("", partitions-1, partitions))
+	size, digits := 10, width-1
+	for digits > 1 && (partitions+size-1)/size > 100 {
+		size, digits = size*10, digits-1
 	}
-	blobs := map[string]blobState{}
-	prefix := c.cfg.Prefix
+	var ws []window
+	for first := 0; first < partitions; first += size {
+		ws = append(ws, window{prefix: BlobName(prefix, first, partitions)[:len(prefix)+digits], first: first, end: min(first+size, partitions)})
+	}
+	return ws
+}
+
+// acquire takes up to n partitions that are neither held here nor leased
+// elsewhere, listing about as many windows as n fills — the windows in
+// turn from a random first, each window's partitions in random order, so
+// that processes starting together spread over the partitions. Where that is
+// not enough it breaks the leases of processes known to spend nothing
+// (breakable).
+func (c *Capacity) acquire(ctx context.Context, n int) (int, error) {
+	windows := partitionWindows(c.cfg.Prefix, c.cfg.Partitions)
+	size := windows[0].end - windows[0].first
+	c.mu.Lock()
+	// Enough windows for n free partitions, and one more for each round
+	// in a row that came back short: partitions released by others are
+	// scattered.
+	most := min(len(windows), (n+size-1)/size+1+c.short)
+	// Short after two rounds, it looks everywhere, at most once a renewal
+	// period: the last free partitions in a large fleet are few and
+	// anywhere.
+	now := c.cfg.Clock.Now()
+	if c.short >= 2 && now.Sub(c.scanned) >= c.renewEvery {
+		most, c.scanned = len(windows), now
+	}
+	c.mu.Unlock()
+	got := 0
+	defer func() {
+		c.mu.Lock()
+		if got < n {
+			c.short++
+		} else {
+			c.short = 0
+		}
+		c.mu.Unlock()
+	}()
+	for range most {
+		if got == n {
+			break
+		}
+		// Round after round the windows are taken in turn, from a random
+		// first one: the last free partitions are found within a few
+		// rounds wherever they are.
+		c.mu.Lock()
+		w := windows[c.cursor%len(windows)]
+		c.cursor++
+		c.mu.Unlock()
+		g, err := c.acquireIn(ctx, w, n-got)
+		got += g
+		if err != nil {
+			return got, err
+		}
+	}
+	return got, nil
+}
+
+// partitionState is a partition blob as listed.
+type partitionState struct {
+	leased   bool
+	holder   string
+	modified time.Time
+	etag     azcore.ETag
+}
+
+// listWindow lists w's partition blobs: which leases are live and who
+// holds them, so a starving process can poll often without an acquire per
+// partition.
+func (c *Capacity) listWindow(ctx context.Context, w window) (map[string]partitionState, error) {
+	blobs := map[string]partitionState{}
 	pager := c.cfg.Container.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{
-		Prefix:  &prefix,
+		Prefix:  &w.prefix,
 		Include: container.ListBlobsInclude{Metadata: true},
 	})
 	for pager.More() {
@@ -580,13 +691,13 @@ func (c *Capacity) acquire(ctx context.Context, free []int, n int) (int, error) 
 		page, err := pager.NextPage(rctx)
 		cancel()
 		if err != nil {
-			return 0, fmt.Errorf("list capacity partitions: %w", err)
+			return nil, fmt.Errorf("list capacity partitions: %w", err)
 		}
 		for _, b := range page.Segment.BlobItems {
 			if b.Name == nil || b.Properties == nil {
 				continue
 			}
-			var st blobState
+			var st partitionState
 			if ls := b.Properties.LeaseState; ls != nil {
 				st.leased = *ls == azlease.StateTypeLeased || *ls == azlease.StateTypeBreaking
 			}
@@ -604,13 +715,26 @@ func (c *Capacity) acquire(ctx context.Context, free []int, n int) (int, error) 
 			blobs[*b.Name] = st
 		}
 	}
-	rand.Shuffle(len(free), func(i, j int) { free[i], free[j] = free[j], free[i] })
-	got := 0
-	var dead []int
-	for _, p := range free {
-		if got == n {
-			break
+	return blobs, nil
+}
+
+// acquireIn takes up to n of w's partitions (see acquire).
+func (c *Capacity) acquireIn(ctx context.Context, w window, n int) (int, error) {
+	blobs, err := c.listWindow(ctx, w)
+	if err != nil {
+		return 0, err
+	}
+	var free []int
+	c.mu.Lock()
+	for p := w.first; p < w.end; p++ {
+		if _, ok := c.held[p]; !ok {
+			free = append(free, p)
 		}
+	}
+	c.mu.Unlock()
+	coord.Shuffle(c.cfg.Rand, len(free), func(i, j int) { free[i], free[j] = free[j], free[i] })
+	var open, dead []int
+	for _, p := range free {
 		st := blobs[BlobName(c.cfg.Prefix, p, c.cfg.Partitions)]
 		// A lease still held under this process's own ID (storage came
 		// back before it expired) is acquired again at once.
@@ -620,18 +744,13 @@ func (c *Capacity) acquire(ctx context.Context, free []int, n int) (int, error) 
 			}
 			continue
 		}
-		ok, err := c.take(ctx, p)
-		if err != nil {
-			return got, err
-		}
-		if ok {
-			got++
-		}
+		open = append(open, p)
 	}
-	for _, p := range dead {
-		if got == n {
-			break
-		}
+	got, err := c.takeSome(ctx, open, n, nil)
+	if err != nil || got == n {
+		return got, err
+	}
+	more, err := c.takeSome(ctx, dead, n-got, func(ctx context.Context, p int) (bool, error) {
 		st := blobs[BlobName(c.cfg.Prefix, p, c.cfg.Partitions)]
 		rctx, cancel := context.WithTimeout(ctx, c.reqTimeout)
 		_, err := c.clients[p].BreakLease(rctx, breakOptions(st.etag))
@@ -639,22 +758,47 @@ func (c *Capacity) acquire(ctx context.Context, free []int, n int) (int, error) 
 		switch {
 		case err == nil:
 			c.cfg.Logf("capacity partition %d: broke the lease of process %s, whose heartbeat stopped", p, st.holder)
+			return true, nil
 		case coord.HasStatus(err, http.StatusPreconditionFailed, http.StatusConflict, http.StatusNotFound):
 			// Relabelled (its holder is back), released or taken since
 			// the listing: leave it.
-			continue
-		default:
-			return got, fmt.Errorf("break lease on partition %d: %w", p, err)
+			return false, nil
 		}
-		ok, err := c.take(ctx, p)
+		return false, fmt.Errorf("break lease on partition %d: %w", p, err)
+	})
+	return got + more, err
+}
+
+// takesAtOnce bounds the partitions a round takes at once: each take is
+// two to four round trips, and a loader starting, or taking over a dead
+// one's share, should not wait for them one after the other.
+const takesAtOnce = 8
+
+// takeSome takes up to n of ps, several at once, each after before (a
+// break) says it may; it returns how many it took.
+func (c *Capacity) takeSome(ctx context.Context, ps []int, n int, before func(context.Context, int) (bool, error)) (int, error) {
+	var got atomic.Int32
+	for len(ps) > 0 && int(got.Load()) < n {
+		batch := ps[:min(len(ps), n-int(got.Load()))]
+		ps = ps[len(batch):]
+		err := parallel.Each(len(batch), takesAtOnce, func(i int) error {
+			p := batch[i]
+			if before != nil {
+				if ok, err := before(ctx, p); !ok || err != nil {
+					return err
+				}
+			}
+			ok, err := c.take(ctx, p)
+			if ok {
+				got.Add(1)
+			}
+			return err
+		})
 		if err != nil {
-			return got, err
-		}
-		if ok {
-			got++
+			return int(got.Load()), err
 		}
 	}
-	return got, nil
+	return int(got.Load()), nil
 }
 
 // breakOptions break a lease at once, if the blob still has etag.
@@ -728,7 +872,7 @@ func (c *Capacity) breakable(holder string, modified time.Time) bool {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.beatDate.IsZero() || c.alive[c.cfg.Prefix+membersDir+holder] {
+	if c.beatDate.IsZero() || c.roster == nil || c.roster.alive(holder) {
 		return false
 	}
 	return !modified.After(c.beatDate.Add(-c.deadAfter))
@@ -850,253 +994,43 @@ func (c *Capacity) shutdown() {
 	wg.Wait()
 }
 
+// Woken reports, and clears, whether the lease loop or the heartbeat loop
+// was asked to run before its wait is over (see Step).
+func (c *Capacity) Woken() (leases, beat bool) {
+	return drain(c.wake), drain(c.beatWake)
+}
+
+func drain(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// Counted returns the partitions whose capacity Limit counts now.
+func (c *Capacity) Counted() []int {
+	now := c.cfg.Clock.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var ps []int
+	for p := range c.held {
+		if c.countsLocked(p, now) {
+			ps = append(ps, p)
+		}
+	}
+	sort.Ints(ps)
+	return ps
+}
+
+// ID is this process's lease ID, the name of its heartbeat blob.
+func (c *Capacity) ID() string { return c.id }
+
 // abandon makes Run exit without releasing its leases, as a killed process
 // would. For tests.
 func (c *Capacity) abandon() {
 	c.mu.Lock()
 	c.abandoned = true
 	c.mu.Unlock()
-}
-
-// membersDir holds one heartbeat blob per process that wants partitions,
-// named by its lease ID, with how many it wants in its metadata.
-const membersDir = "members/"
-
-const (
-	metaWant     = "want"
-	metaReserved = "reserved"
-	// metaHolder, on a partition blob, is the lease ID of the process that
-	// labelled it under its lease: the name of its heartbeat blob.
-	metaHolder = "holder"
-)
-
-// The heartbeat's timing, apart from the lease duration: one small blob
-// write (and one listing of the heartbeats) per process every half second.
-// A process counts its partitions for heartbeatFresh after sending its last
-// acknowledged heartbeat, so a write may be up to a second late before its
-// capacity lapses; a heartbeat that looks heartbeatDead old, by the
-// server's clock, means its process spends nothing (breakable has the
-// margin). A killed loader's partitions are taken over 2–3.5 s after its
-// last heartbeat: every second of that is a share of the target unspent.
-const (
-	heartbeatEvery = 500 * time.Millisecond
-	heartbeatFresh = 1500 * time.Millisecond
-	heartbeatDead  = 3 * time.Second
-)
-
-// heartbeatDrain is what breakable's margin leaves, beyond Last-Modified's
-// one-second resolution, between a holder's capacity ceasing to count and
-// another process counting it: Run's ticker drops the limit within a
-// quarter of a heartbeat period, and requests already sent reach the
-// service within a one-way trip.
-const heartbeatDrain = heartbeatDead - heartbeatFresh - time.Second
-
-// reserveAfter is how long after its heartbeat became fresh a process
-// starts spending its reserve: the others list heartbeats every
-// heartbeatEvery, and then their limits drop and their requests land
-// within heartbeatDrain (reserveLocked).
-const reserveAfter = heartbeatEvery + heartbeatDrain
-
-// beatStep is one pass of the heartbeat loop: publish how many partitions
-// this process wants, read what every live process wants, work out the fair
-// share, and wake the lease loop when that asks for a change. It returns
-// how long to wait before the next pass. Tests call it directly on a fake
-// clock. A storage error drops the leased capacity at once, as in a round.
-func (c *Capacity) beatStep(ctx context.Context) time.Duration {
-	relabel, err := c.heartbeat(ctx)
-	if ctx.Err() != nil {
-		return 0
-	}
-	if err != nil {
-		c.storageDown(err)
-		c.notify()
-		return c.beatEvery
-	}
-	now := c.cfg.Clock.Now()
-	c.mu.Lock()
-	change := decide(c.demand, c.cfg.ReservedRU, c.per, len(c.held), c.cfg.Partitions, c.share)
-	wait := c.beatEvery
-	if c.beatOn {
-		wait = max(c.beat.Add(c.beatEvery).Sub(now), 10*time.Millisecond)
-	}
-	c.mu.Unlock()
-	if relabel || change != 0 {
-		poke(c.wake)
-	}
-	c.notify()
-	return wait
-}
-
-// heartbeat publishes how many partitions this process wants and reads what
-// every live process wants, to work out this process's fair share: without
-// it the first process to start would hold every partition for as long as
-// it had work. A process's heartbeat counts for deadAfter; by then a dead
-// process's partitions have stopped counting and the others break their
-// leases. It reports whether a gap in this process's heartbeat just ended
-// while it holds partitions, which must then be labelled anew.
-func (c *Capacity) heartbeat(ctx context.Context) (relabel bool, err error) {
-	if err := c.ensureContainer(ctx); err != nil {
-		return false, err
-	}
-	now := c.cfg.Clock.Now()
-	c.mu.Lock()
-	want := wanted(c.demand, c.cfg.ReservedRU, c.per, c.cfg.Partitions)
-	on := c.beatOn
-	// A process spending only its reserved capacity still announces it, so
-	// that the others carve it out of the target.
-	// And so does one still holding partitions: they count only while its
-	// heartbeat is fresh.
-	present := want > 0 || len(c.held) > 0 || (c.demand > 0 && c.cfg.ReservedRU > 0)
-	c.mu.Unlock()
-
-	// No request outlives the freshness it could still give.
-	rctx, cancel := context.WithTimeout(ctx, c.freshFor)
-	defer cancel()
-	if !present {
-		if on {
-			_, err := c.member.Delete(rctx, nil)
-			if err != nil && !bloberror.HasCode(err, bloberror.BlobNotFound) {
-				return false, fmt.Errorf("delete capacity heartbeat: %w", err)
-			}
-		}
-		c.mu.Lock()
-		c.beatWant, c.beatOn, c.share = 0, false, c.cfg.Partitions
-		c.beat = time.Time{}
-		c.mu.Unlock()
-		return false, nil
-	}
-	w := strconv.Itoa(want)
-	r := strconv.FormatFloat(c.cfg.ReservedRU, 'f', -1, 64)
-	sent := c.cfg.Clock.Now()
-	if c.beforeUpload != nil {
-		c.beforeUpload()
-	}
-	_, err = c.member.Upload(rctx, coord.Body(nil), &blockblob.UploadOptions{
-		Metadata: map[string]*string{metaWant: &w, metaReserved: &r},
-	})
-	if err != nil {
-		return false, fmt.Errorf("write capacity heartbeat: %w", err)
-	}
-	acked := c.cfg.Clock.Now()
-	c.mu.Lock()
-	if c.beat.IsZero() || acked.Sub(c.beat) >= c.freshFor {
-		// A gap: partitions labelled before it no longer count.
-		c.streak = acked
-		relabel = len(c.held) > 0
-	}
-	c.beat, c.beatWant, c.beatOn = sent, want, true
-	c.mu.Unlock()
-
-	self := c.cfg.Prefix + membersDir + c.id
-	wants := map[string]int{self: want}
-	prefix := c.cfg.Prefix + membersDir
-	pager := c.cfg.Container.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{
-		Prefix:  &prefix,
-		Include: container.ListBlobsInclude{Metadata: true},
-	})
-	stale := map[string]azcore.ETag{}
-	reserved := c.cfg.ReservedRU
-	alive := map[string]bool{self: true}
-	var listed time.Time
-	for pager.More() {
-		page, err := pager.NextPage(rctx)
-		if err != nil {
-			return relabel, fmt.Errorf("list capacity heartbeats: %w", err)
-		}
-		// Judge age by the server's clock alone: ours may be skewed.
-		serverNow := now
-		if page.Date != nil {
-			serverNow = *page.Date
-		}
-		if listed.IsZero() {
-			listed = serverNow
-		}
-		for _, b := range page.Segment.BlobItems {
-			if b.Name == nil || *b.Name == self || b.Properties == nil || b.Properties.LastModified == nil {
-				continue
-			}
-			age := serverNow.Sub(*b.Properties.LastModified)
-			if age > 4*c.cfg.LeaseDuration && b.Properties.ETag != nil {
-				stale[*b.Name] = *b.Properties.ETag
-			}
-			// A live process rewrites its heartbeat every beatEvery; one
-			// that looks deadAfter old (whole seconds: more than deadAfter
-			// − 1 s) means it spends nothing, so the others raise their
-			// share and break its leases.
-			if age >= c.deadAfter {
-				continue
-			}
-			alive[*b.Name] = true
-			for k, v := range b.Metadata {
-				if v != nil && strings.EqualFold(k, metaWant) {
-					if n, err := strconv.Atoi(*v); err == nil && n > 0 {
-						wants[*b.Name] = n
-					}
-				}
-				if v != nil && strings.EqualFold(k, metaReserved) {
-					if r, err := strconv.ParseFloat(*v, 64); err == nil && r > 0 && !math.IsInf(r, 0) {
-						reserved += r
-					}
-				}
-			}
-		}
-	}
-	// Dead processes' heartbeats would pile up forever. Only the one
-	// listed: a process that came back and wrote a fresh heartbeat since
-	// must not look absent, to the others' breakable, while it counts.
-	for name, etag := range stale {
-		c.cfg.Container.NewBlobClient(name).Delete(rctx, &blob.DeleteOptions{
-			AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &etag}},
-		})
-	}
-
-	names := make([]string, 0, len(wants))
-	for name := range wants {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	list := make([]int, len(names))
-	me := 0
-	for i, name := range names {
-		list[i] = wants[name]
-		if name == self {
-			me = i
-		}
-	}
-	share := fairShare(list, me, c.cfg.Partitions)
-	c.mu.Lock()
-	if len(names) != c.members {
-		c.cfg.Logf("capacity: %d processes want partitions; this one's fair share is %d of %d", len(names), share, c.cfg.Partitions)
-	}
-	c.share, c.members = share, len(names)
-	c.alive = alive
-	c.beatDate = listed
-	if reserved != c.reservedAll {
-		c.reservedAll = reserved
-		c.resizeLocked()
-	}
-	c.mu.Unlock()
-	return relabel, nil
-}
-
-// fairShare splits partitions among processes wanting wants[i] each, one
-// partition at a time round-robin in a fixed order, and returns process
-// self's part. Every process computes the same split from the same listing,
-// so no one has to be in charge.
-func fairShare(wants []int, self, partitions int) int {
-	got := make([]int, len(wants))
-	for left := partitions; left > 0; {
-		gave := false
-		for i, w := range wants {
-			if left > 0 && got[i] < w {
-				got[i]++
-				left--
-				gave = true
-			}
-		}
-		if !gave {
-			break
-		}
-	}
-	return got[self]
 }

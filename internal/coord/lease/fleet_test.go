@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,9 +23,12 @@ import (
 
 // sim is a fleet under test.
 type sim struct {
-	t     *testing.T
-	clk   *clocktest.Fake
-	blob  *coordtest.FakeBlob
+	t    *testing.T
+	clk  *clocktest.Fake
+	blob *coordtest.FakeBlob
+	// cont, when set, is the container the processes use instead of
+	// blob's (Azurite's: azuriteSim).
+	cont  *container.Client
 	procs []*simProc
 	// overlaps counts moments when two processes counted one partition
 	// (checkExclusive).
@@ -30,6 +36,8 @@ type sim struct {
 	lastCounted map[int]counted
 	// onTick, when set, runs after every tick's check.
 	onTick func()
+	// memberLists counts the listings of heartbeats.
+	memberLists int
 }
 
 type simProc struct {
@@ -49,7 +57,19 @@ func newSim(t *testing.T) *sim {
 // add starts a process with cfg's sizes, this sim's storage and clock.
 func (s *sim) add(name string, cfg CapacityConfig, demand float64) *simProc {
 	s.t.Helper()
-	cfg.Container = s.blob.Container(s.t, "leases")
+	cont := s.cont
+	if cont == nil {
+		var err error
+		cont, err = s.blob.Client("leases", func(r *http.Request) {
+			if q := r.URL.Query(); q.Get("comp") == "list" && strings.Contains(q.Get("prefix"), membersDir) {
+				s.memberLists++
+			}
+		})
+		if err != nil {
+			s.t.Fatal(err)
+		}
+	}
+	cfg.Container = cont
 	cfg.Clock = s.clk
 	if cfg.Prefix == "" {
 		cfg.Prefix = "capacity/db/c/"
@@ -84,11 +104,11 @@ func (s *sim) run(d time.Duration) {
 			if p.stalled {
 				continue
 			}
-			if !p.beatStalled && (woken(p.c.beatWake) || !now.Before(p.nextBeat)) {
-				p.nextBeat = now.Add(p.c.beatStep(context.Background()))
+			if !p.beatStalled && (drain(p.c.beatWake) || !now.Before(p.nextBeat)) {
+				p.nextBeat = now.Add(p.c.Beat(context.Background()))
 			}
-			if woken(p.c.wake) || !now.Before(p.next) {
-				p.next = now.Add(p.c.step(context.Background()))
+			if drain(p.c.wake) || !now.Before(p.next) {
+				p.next = now.Add(p.c.Step(context.Background()))
 			}
 		}
 		s.checkExclusive()
@@ -96,15 +116,6 @@ func (s *sim) run(d time.Duration) {
 			s.onTick()
 		}
 		s.clk.Advance(tick)
-	}
-}
-
-func woken(ch chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
 	}
 }
 
@@ -470,6 +481,51 @@ func TestFleetStorageOutageFallsBackToReserve(t *testing.T) {
 	t.Logf("back to an even split %v after storage returned", took)
 	if warnings != 4 {
 		t.Errorf("%d storage warnings, want one down and one up per process", warnings)
+	}
+	s.done()
+}
+
+// A fleet larger than rosterFrom takes turns listing the heartbeats and
+// reads the roster otherwise: about rosterListers listings a heartbeat
+// period whatever its size, an even split all the same, and a killed
+// process's partitions still taken over within seconds.
+func TestLargeFleetReadsTheRoster(t *testing.T) {
+	s := newSim(t)
+	const n = 24
+	cfg := CapacityConfig{Partitions: 2 * n, TargetRU: 2400, ReservedRU: 10}
+	for i := range n {
+		c := cfg
+		c.Rand = rand.New(rand.NewPCG(uint64(i), 7))
+		s.add(fmt.Sprintf("p%d", i), c, 1e6)
+	}
+	s.until(30*time.Second, "an even split", func() bool {
+		for _, h := range s.held() {
+			if h != 2 {
+				return false
+			}
+		}
+		return true
+	})
+	before := s.memberLists
+	s.run(20 * time.Second)
+	perSec := float64(s.memberLists-before) / 20
+	t.Logf("%.1f heartbeat listings a second in a steady fleet of %d", perSec, n)
+	if limit := 1.5 * rosterListers / heartbeatEvery.Seconds(); perSec > limit {
+		t.Errorf("%.1f heartbeat listings a second, want at most %.1f", perSec, limit)
+	}
+	for _, p := range s.procs[:3] {
+		p.stalled = true
+	}
+	took := s.until(10*time.Second, "the survivors to hold every partition", func() bool {
+		sum := 0
+		for _, p := range s.procs[3:] {
+			sum += p.c.Held()
+		}
+		return sum == cfg.Partitions
+	})
+	t.Logf("three of %d killed: their partitions taken over after %v", n, took)
+	if took > 5*time.Second {
+		t.Errorf("takeover after %v, want within 5 s", took)
 	}
 	s.done()
 }

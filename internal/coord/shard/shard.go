@@ -19,6 +19,8 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"slices"
+	"sort"
 	"sync"
 	"time"
 
@@ -27,7 +29,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	azlease "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
-	"github.com/google/uuid"
 
 	"github.com/cosmosloader/loader/checkpoint"
 	"github.com/cosmosloader/loader/internal/clock"
@@ -81,6 +82,14 @@ type Config struct {
 	Clock clock.Clock
 	// Logf receives warnings; nil drops them.
 	Logf func(string, ...any)
+	// Rand, when set, makes every random choice (which shard to try
+	// first, lease IDs, jitter): a simulation seeds it to run the same way
+	// every time. nil: the global source.
+	Rand *rand.Rand
+	// ManualRenew, when set, renews no claim in the background: the
+	// caller calls Claim.Renew when it is due, as a simulation driving many
+	// processes on one fake clock does.
+	ManualRenew bool
 }
 
 // Shard is the byte range [Start, End) of input Input; it owns the records
@@ -155,12 +164,25 @@ type Coordinator struct {
 	cfg        Config
 	shards     []Shard
 	idents     []string
+	windows    []window
 	renewEvery time.Duration
+	safeFor    time.Duration // how long after a confirmed renewal a claim still counts
 	reqTimeout time.Duration
 
 	mu    sync.Mutex
 	ready bool // container known to exist
 	warn  bool // warned about unreachable storage since it last answered
+	// active are the shards this process holds or is claiming, by plan
+	// index: the next claim is the claimable shard farthest from them.
+	active map[int]bool
+	done   []bool // windows every shard of which is done
+	// slow counts passes in a row that took nothing and found nothing
+	// newly done: the poll slows down (PollWait).
+	slow      int
+	notDone   map[int]int // not-done shards per window at its last listing
+	claimable map[int]int // shards neither done nor leased, likewise
+	progress  bool        // the last pass saw a window with fewer not-done shards
+	turn      int         // rotates the windows a process with no shard tries
 }
 
 // New plans the shards; nothing touches storage until Claim or Status.
@@ -185,14 +207,25 @@ func New(cfg Config) (*Coordinator, error) {
 	c := &Coordinator{
 		cfg:        cfg,
 		shards:     Plan(cfg.Inputs, cfg.ShardBytes),
-		renewEvery: cfg.LeaseDuration / 3,
+		renewEvery: cfg.LeaseDuration / 5,
+		safeFor:    cfg.LeaseDuration - cfg.LeaseDuration/5,
 		reqTimeout: cfg.LeaseDuration / 6,
+		active:     map[int]bool{},
+		notDone:    map[int]int{},
+		claimable:  map[int]int{},
 	}
-	for _, s := range c.shards {
+	ids := make([]string, len(c.shards))
+
+	for i, s := range c.shards {
 		in := cfg.Inputs[s.Input]
 		sum := sha256.Sum256(fmt.Appendf(nil, "%d|%s|%d|%d", in.Size, in.HeadHash, s.Start, s.End))
 		c.idents = append(c.idents, hex.EncodeToString(sum[:8]))
+		ids[i] = s.ID
 	}
+	c.windows = shardWindows(ids)
+	c.done = make([]bool, len(c.windows))
+	// Processes starting together try the windows from different places.
+	c.turn = int(coord.Int64N(cfg.Rand, int64(len(c.windows)+1)))
 	return c, nil
 }
 
@@ -225,8 +258,9 @@ type blobState struct {
 	ident                string
 }
 
-// list reads every shard blob's lease state and metadata in one listing.
-func (c *Coordinator) list(ctx context.Context) (map[string]blobState, error) {
+// list reads the lease state and metadata of every shard blob whose name
+// starts with the job's prefix and then prefix, in one listing.
+func (c *Coordinator) list(ctx context.Context, prefix string) (map[string]blobState, error) {
 	c.mu.Lock()
 	ready := c.ready
 	c.mu.Unlock()
@@ -242,7 +276,7 @@ func (c *Coordinator) list(ctx context.Context) (map[string]blobState, error) {
 		c.mu.Unlock()
 	}
 	states := map[string]blobState{}
-	prefix := c.cfg.Prefix
+	prefix = c.cfg.Prefix + prefix
 	pager := c.cfg.Container.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{
 		Prefix:  &prefix,
 		Include: container.ListBlobsInclude{Metadata: true},
@@ -282,14 +316,14 @@ func metaValue(m map[string]*string, key string) string {
 // Claim returns a shard that is neither done nor leased by a live owner,
 // leased to this process and renewed in the background until Release. It
 // returns (nil, nil) once every shard is done. While every remaining shard is
-// leased by others it polls every claimPoll, so it takes over a dead owner's
+// leased by others it polls (PollWait), so it takes over a dead owner's
 // shard once that lease expires, and returns soon after the last shard is
-// done. Storage that cannot be reached is waited for; storage that refuses
-// (an HTTP error) is an error.
+// done. Storage that cannot be reached, or is busy, is waited for; storage
+// that refuses (any other HTTP error) is an error.
 func (c *Coordinator) Claim(ctx context.Context) (*Claim, error) {
 	var backoff time.Duration
 	for {
-		cl, remaining, err := c.claimOnce(ctx)
+		cl, more, err := c.TryClaim(ctx)
 		switch {
 		case ctx.Err() != nil:
 			return nil, fmt.Errorf("claim shard: %w", ctx.Err())
@@ -305,10 +339,10 @@ func (c *Coordinator) Claim(ctx context.Context) (*Claim, error) {
 			backoff = min(max(2*backoff, 500*time.Millisecond), c.renewEvery)
 		case cl != nil:
 			return cl, nil
-		case remaining == 0:
+		case !more:
 			return nil, nil
 		default:
-			backoff = coord.Jitter(min(c.renewEvery/3, claimPoll))
+			backoff = c.PollWait()
 		}
 		if err == nil {
 			c.mu.Lock()
@@ -325,19 +359,209 @@ func (c *Coordinator) Claim(ctx context.Context) (*Claim, error) {
 // all leased by others lists them again. A fleet's load ends when its last
 // process exits, and the processes that ran out of shards first exit only
 // once they see the last one done: each second of that wait is a second of
-// the load with the target unspent. One listing per poll is cheap.
-const claimPoll = 500 * time.Millisecond
+// the load with the target unspent. While what it lists does not change,
+// the wait doubles up to claimPollMax: a thousand processes idle at the end
+// of a large fleet's load list less than they did working.
+const (
+	claimPoll    = 500 * time.Millisecond
+	claimPollMax = 2 * time.Second
+)
 
-// claimOnce tries every claimable shard once, in random order so processes
-// starting together spread out. It returns how many shards are not done.
-func (c *Coordinator) claimOnce(ctx context.Context) (*Claim, int, error) {
-	states, err := c.list(ctx)
+// PollWait is how long to wait before trying again after a pass
+// (TryClaim) that took nothing but found shards not done.
+func (c *Coordinator) PollWait() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.progress {
+		c.slow = 0
+	} else {
+		c.slow++
+	}
+	wait := min(c.renewEvery/3, claimPoll)
+	for i := 1; i < c.slow && wait < claimPollMax; i++ {
+		wait *= 2
+	}
+	return coord.Jitter(c.cfg.Rand, min(wait, claimPollMax))
+}
+
+// windowShards is the most shards one listing covers: a claim lists one
+// window of the plan, not every shard, and the windows found all done are
+// never listed again.
+const windowShards = 10
+
+// maxWindowsPerPass bounds the windows with shards not done that one pass
+// (TryClaim) lists: a process that finds nothing to take covers them over
+// several polls.
+const maxWindowsPerPass = 4
+
+// window is the shards first to end of the plan, whose IDs start with
+// prefix.
+type window struct {
+	prefix     string
+	first, end int
+}
+
+// shardWindows cuts the plan (ids, sorted) into windows of at most
+// windowShards by common ID prefix: the whole plan when it is that small.
+func shardWindows(ids []string) []window {
+	var ws []window
+	var cut func(first, end, depth int)
+	cut = func(first, end, depth int) {
+		if end-first <= windowShards || depth >= len(ids[first]) {
+			ws = append(ws, window{prefix: ids[first][:depth], first: first, end: end})
+			return
+		}
+		for i := first; i < end; {
+			j := i + 1
+			for j < end && len(ids[j]) > depth && ids[j][depth] == ids[i][depth] {
+				j++
+			}
+			cut(i, j, depth+1)
+			i = j
+		}
+	}
+	if len(ids) > 0 {
+		cut(0, len(ids), 0)
+	}
+	return ws
+}
+
+// distance is how far plan index i is from the nearest shard this process
+// holds; -1 when it holds none. c.mu must be held.
+func (c *Coordinator) distanceLocked(i int) int {
+	d := -1
+	for a := range c.active {
+		if x := max(i-a, a-i); d < 0 || x < d {
+			d = x
+		}
+	}
+	return d
+}
+
+// TryClaim makes one pass: it lists windows not yet known done, farthest
+// first from the shards this process holds, and claims the claimable shard
+// farthest from them — so the shards one process reads at once are spread
+// over the inputs, and on an input sorted by partition key feed every
+// partition, while processes that run out of work nearby take it where it
+// is left. It returns the claim, or nil and whether any shard is not done
+// yet. Claim calls it until it gets a shard; a simulation calls it on a
+// fake clock.
+func (c *Coordinator) TryClaim(ctx context.Context) (*Claim, bool, error) {
+	c.mu.Lock()
+	c.progress = false
+	c.mu.Unlock()
+	// A window found done is never listed again, so it does not count
+	// against the pass: at the end of the load a process sees every
+	// window done in one pass.
+	open := 0
+	for _, w := range c.windowOrder() {
+		if open == maxWindowsPerPass {
+			break
+		}
+		cl, notDone, err := c.claimIn(ctx, w)
+		if err != nil || cl != nil {
+			return cl, true, err
+		}
+		if notDone > 0 {
+			open++
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return nil, slices.Contains(c.done, false), nil
+}
+
+// claimIn lists window w, notes what it saw, and claims its candidate
+// farthest from this process's shards. It returns how many of the
+// window's shards are not done.
+func (c *Coordinator) claimIn(ctx context.Context, w int) (*Claim, int, error) {
+	states, err := c.list(ctx, c.windows[w].prefix)
 	if err != nil {
 		return nil, 0, err
 	}
-	remaining := 0
-	var candidates []int
-	for i := range c.shards {
+	candidates, notDone, err := c.candidates(w, states)
+	if err != nil {
+		return nil, 0, err
+	}
+	c.mu.Lock()
+	if was, ok := c.notDone[w]; ok && notDone < was {
+		c.progress = true
+	}
+	c.notDone[w] = notDone
+	c.claimable[w] = len(candidates)
+	c.done[w] = notDone == 0
+	c.mu.Unlock()
+	c.farthestFirst(candidates)
+	for _, i := range candidates {
+		// Marked as this process's before it is claimed, so that claims
+		// made at the same time spread around it.
+		c.mu.Lock()
+		pending := c.active[i]
+		c.active[i] = true
+		c.mu.Unlock()
+		if pending {
+			continue
+		}
+		cl, err := c.tryClaim(ctx, i, states[c.blobName(i)].exists)
+		c.mu.Lock()
+		if cl != nil {
+			c.slow = 0
+		} else {
+			delete(c.active, i)
+		}
+		c.mu.Unlock()
+		if err != nil || cl != nil {
+			return cl, notDone, err
+		}
+	}
+	return nil, notDone, nil
+}
+
+// windowOrder is the windows not known done: first those that had a
+// claimable shard when last listed or were not listed yet, then the rest;
+// within each, the farthest from this process's shards first (or, holding
+// none, in turn from one pass to the next).
+func (c *Coordinator) windowOrder() []int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var order []int
+	for w, done := range c.done {
+		if !done {
+			order = append(order, w)
+		}
+	}
+	if len(order) == 0 {
+		return nil
+	}
+	c.turn++
+	k := c.turn % len(order)
+	order = append(order[k:], order[:k]...)
+	rank := make(map[int]int, len(order))
+	far := make(map[int]int, len(order))
+	for _, w := range order {
+		if n, listed := c.claimable[w]; listed && n == 0 {
+			rank[w] = 1
+		}
+		if len(c.active) > 0 {
+			far[w] = c.distanceLocked((c.windows[w].first + c.windows[w].end - 1) / 2)
+		}
+	}
+	sort.SliceStable(order, func(i, j int) bool {
+		a, b := order[i], order[j]
+		if rank[a] != rank[b] {
+			return rank[a] < rank[b]
+		}
+		return far[a] > far[b]
+	})
+	return order
+}
+
+// candidates returns window w's claimable shards and how many of its
+// shards are not done.
+func (c *Coordinator) candidates(w int, states map[string]blobState) ([]int, int, error) {
+	var cands []int
+	notDone := 0
+	for i := c.windows[w].first; i < c.windows[w].end; i++ {
 		st := states[c.blobName(i)]
 		if st.exists && st.ident != "" && st.ident != c.idents[i] {
 			return nil, 0, fmt.Errorf("shard %s: %w", c.shards[i].ID, ErrPlanMismatch)
@@ -345,22 +569,28 @@ func (c *Coordinator) claimOnce(ctx context.Context) (*Claim, int, error) {
 		if st.done {
 			continue
 		}
-		remaining++
+		notDone++
 		if !st.leased {
-			candidates = append(candidates, i)
+			cands = append(cands, i)
 		}
 	}
-	rand.Shuffle(len(candidates), func(a, b int) { candidates[a], candidates[b] = candidates[b], candidates[a] })
-	for _, i := range candidates {
-		cl, err := c.tryClaim(ctx, i, states[c.blobName(i)].exists)
-		if err != nil {
-			return nil, remaining, err
-		}
-		if cl != nil {
-			return cl, remaining, nil
-		}
+	return cands, notDone, nil
+}
+
+// farthestFirst orders shards by their distance from this process's, the
+// farthest first; in random order when it holds none.
+func (c *Coordinator) farthestFirst(cands []int) {
+	coord.Shuffle(c.cfg.Rand, len(cands), func(i, j int) { cands[i], cands[j] = cands[j], cands[i] })
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.active) == 0 {
+		return
 	}
-	return nil, remaining, nil
+	far := make(map[int]int, len(cands))
+	for _, i := range cands {
+		far[i] = c.distanceLocked(i)
+	}
+	sort.SliceStable(cands, func(i, j int) bool { return far[cands[i]] > far[cands[j]] })
 }
 
 // tryClaim leases shard i; (nil, nil) means someone else got it first or
@@ -376,11 +606,12 @@ func (c *Coordinator) tryClaim(ctx context.Context, i int, exists bool) (*Claim,
 			return nil, fmt.Errorf("create shard blob %s: %w", s.ID, err)
 		}
 	}
-	id := uuid.NewString()
+	id := coord.NewID(c.cfg.Rand)
 	lc, err := azlease.NewBlobClient(bb, &azlease.BlobClientOptions{LeaseID: &id})
 	if err != nil {
 		return nil, fmt.Errorf("new lease client: %w", err)
 	}
+	sent := c.cfg.Clock.Now()
 	if _, err := lc.AcquireLease(rctx, int32(c.cfg.LeaseDuration/time.Second), nil); err != nil {
 		if coord.HasStatus(err, http.StatusConflict) {
 			return nil, nil
@@ -388,17 +619,22 @@ func (c *Coordinator) tryClaim(ctx context.Context, i int, exists bool) (*Claim,
 		return nil, fmt.Errorf("acquire shard lease %s: %w", s.ID, err)
 	}
 	cl := &Claim{
-		Shard:   s,
-		c:       c,
-		index:   i,
-		bb:      bb,
-		lc:      lc,
-		leaseID: id,
-		stop:    make(chan struct{}),
-		stopped: make(chan struct{}),
-		lost:    make(chan struct{}),
+		Shard:     s,
+		c:         c,
+		index:     i,
+		bb:        bb,
+		lc:        lc,
+		leaseID:   id,
+		confirmed: sent,
+		stop:      make(chan struct{}),
+		stopped:   make(chan struct{}),
+		lost:      make(chan struct{}),
 	}
-	go cl.renew()
+	if c.cfg.ManualRenew {
+		close(cl.stopped)
+	} else {
+		go cl.renew()
+	}
 	from, saved, err := c.read(rctx, bb, i)
 	if err == nil && from.Done {
 		// Finished between our listing and our lease.
@@ -451,7 +687,7 @@ func (c *Coordinator) read(ctx context.Context, bb *blockblob.Client, i int) (Pr
 
 // Status reports every shard's saved progress and whether it is leased.
 func (c *Coordinator) Status(ctx context.Context) ([]ShardStatus, error) {
-	states, err := c.list(ctx)
+	states, err := c.list(ctx, "")
 	if err != nil {
 		return nil, err
 	}
@@ -489,6 +725,13 @@ type Claim struct {
 	bb      *blockblob.Client
 	lc      *azlease.BlobClient
 	leaseID string
+
+	mu sync.Mutex
+	// confirmed is when the last acquire or renewal the service confirmed
+	// was sent: the lease is certainly ours until a lease duration after
+	// it, and counted ours for safeFor.
+	confirmed time.Time
+	warned    bool // a renewal failed since the last that succeeded
 
 	lostOnce sync.Once
 	stopOnce sync.Once
@@ -530,7 +773,11 @@ func (cl *Claim) Save(ctx context.Context, p Progress) error {
 		// Our lease expired (storage was out of reach longer than it
 		// lasts) but nobody has leased the blob since, or the renewal
 		// would fail: the shard is still ours to continue.
+		sent := cl.c.cfg.Clock.Now()
 		if _, rerr := cl.lc.RenewLease(rctx, nil); rerr == nil {
+			cl.mu.Lock()
+			cl.confirmed = sent
+			cl.mu.Unlock()
 			err = upload()
 		}
 	}
@@ -573,40 +820,73 @@ func (cl *Claim) stopRenewing() {
 }
 
 func (cl *Claim) markLost() {
-	cl.lostOnce.Do(func() { close(cl.lost) })
+	cl.lostOnce.Do(func() {
+		close(cl.lost)
+		cl.c.mu.Lock()
+		delete(cl.c.active, cl.index)
+		cl.c.mu.Unlock()
+	})
 }
 
-// renew keeps the lease alive until stop, retrying transient failures; it
-// gives up only when the service says the lease is someone else's.
+// renew keeps the lease alive until stop (see Renew).
 func (cl *Claim) renew() {
 	defer close(cl.stopped)
 	wait := cl.c.renewEvery
-	warned := false
 	for {
 		select {
 		case <-cl.stop:
 			return
 		case <-cl.c.cfg.Clock.After(wait):
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), cl.c.reqTimeout)
-		_, err := cl.lc.RenewLease(ctx, nil)
-		cancel()
-		wait = cl.c.renewEvery
-		switch {
-		case err == nil:
-			warned = false
-		case coord.LeaseLost(err):
-			cl.c.cfg.Logf("shard %s: lease lost: %v", cl.Shard.ID, err)
-			cl.markLost()
+		var ok bool
+		if wait, ok = cl.Renew(context.Background()); !ok {
 			return
-		default:
-			if !warned {
-				cl.c.cfg.Logf("shard %s: renew lease: %v", cl.Shard.ID, err)
-			}
-			warned = true
-			wait = time.Second
 		}
 	}
+}
+
+// Renew renews the lease once and returns how long to wait before the
+// next renewal, and whether there is one: the claim is lost when the
+// service says the lease is someone else's, and also when no renewal has
+// been confirmed for safeFor — four fifths of the lease duration: the
+// service expires a lease a duration after the renewal it received last,
+// and the last fifth leaves writes already sent the time to land before
+// another process can take the shard. Storage out of reach that long
+// stops the shard (it is claimed again, from its last saved progress,
+// when storage returns): two owners must never write it at once. Renewals
+// come every fifth of the lease, so a short outage costs nothing. A claim
+// made with Config.ManualRenew is renewed only by calling Renew.
+func (cl *Claim) Renew(ctx context.Context) (time.Duration, bool) {
+	select {
+	case <-cl.lost:
+		return 0, false
+	default:
+	}
+	sent := cl.c.cfg.Clock.Now()
+	rctx, cancel := context.WithTimeout(ctx, cl.c.reqTimeout)
+	_, err := cl.lc.RenewLease(rctx, nil)
+	cancel()
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	switch {
+	case err == nil:
+		cl.confirmed, cl.warned = sent, false
+		return cl.c.renewEvery, true
+	case coord.LeaseLost(err):
+		cl.c.cfg.Logf("shard %s: lease lost: %v", cl.Shard.ID, err)
+		cl.markLost()
+		return 0, false
+	case cl.c.cfg.Clock.Now().Sub(cl.confirmed) >= cl.c.safeFor:
+		cl.c.cfg.Logf("shard %s: lease not renewed for %v, stopping: another process may own it: %v",
+			cl.Shard.ID, cl.c.safeFor, err)
+		cl.markLost()
+		return 0, false
+	}
+	if !cl.warned {
+		cl.c.cfg.Logf("shard %s: renew lease: %v", cl.Shard.ID, err)
+	}
+	cl.warned = true
+	return time.Second, true
 }
 
 // abandon stops renewing without releasing, as a killed process would. For
@@ -617,4 +897,10 @@ func (cl *Claim) abandon() {
 
 // transient reports whether storage could not be reached or timed out, as
 // opposed to answering with an error.
-func transient(err error) bool { return coord.Unreachable(err) }
+func transient(err error) bool {
+	return coord.Unreachable(err) ||
+		// Busy or failing for a moment: Azure answers 503 Server Busy to a
+		// request rate above its targets, and 500 Operation Timeout.
+		coord.HasStatus(err, http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusInternalServerError,
+			http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout)
+}

@@ -718,8 +718,35 @@ How to read this: a well-paced load runs its RU/s line just under the dashed tar
 // WriteFile writes r as one self-contained HTML page with its charts
 // (RU/s against the target with 429s marked, records per second).
 func WriteFile(path string, r *report.Report) error {
+	return writePage(path, &Page{Report: *r, Title: "loader import: " + r.Database + "/" + r.Container})
+}
+
+// maxDrawnLoaders bounds the loaders drawn on a fleet's page: the text
+// summary lists them all.
+const maxDrawnLoaders = 12
+
+// WriteFleet writes a fleet's page: the import page of the whole load,
+// with the RU/s of each loader (the first maxDrawnLoaders) drawn beside
+// the fleet's against the target.
+func WriteFleet(path string, f *report.Fleet) error {
+	job := ""
+	if f.Fleet != nil {
+		job = " " + f.Fleet.Job
+	}
+	p := &Page{Report: f.Report, Title: fmt.Sprintf("loader fleet%s: %d loaders into %s/%s", job, len(f.Loaders), f.Database, f.Container)}
+	for i, l := range f.Loaders {
+		if i == maxDrawnLoaders {
+			break
+		}
+		p.Compare = append(p.Compare, Run{Name: l.Label(), Series: l.Series})
+	}
+	return writePage(path, p)
+}
+
+// writePage renders p to the file path.
+func writePage(path string, p *Page) error {
 	var b bytes.Buffer
-	if err := Write(&b, &Page{Report: *r, Title: "loader import: " + r.Database + "/" + r.Container}); err != nil {
+	if err := Write(&b, p); err != nil {
 		return fmt.Errorf("render HTML report: %w", err)
 	}
 	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {

@@ -531,3 +531,31 @@ func TestShortfallLimitAndPartitionsShown(t *testing.T) {
 		}
 	}
 }
+
+// A fleet's page draws each loader's RU/s beside the fleet's.
+func TestFleetPageDrawsEachLoader(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	mk := func(name string, start time.Time) report.NamedReport {
+		r := &report.Report{Status: "finished", Database: "d", Container: "c", TargetRUPerSec: 1000,
+			StartedAt: start, FinishedAt: start.Add(3 * time.Second), RUConsumed: 1500,
+			Fleet: &report.FleetShare{Job: "j", Loader: "h/1", Share: 0.5}}
+		for i := range 3 {
+			r.Series = append(r.Series, report.Second{T: int64(i), RU: 500})
+		}
+		return report.NamedReport{Name: name, Report: r}
+	}
+	f, err := report.MergeFleet([]report.NamedReport{mk("a.json", t0), mk("b.json", t0.Add(time.Second))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := filepath.Join(t.TempDir(), "fleet.html")
+	if err := WriteFleet(page, f); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(page)
+	for _, want := range []string{"loader fleet j: 2 loaders into d/c", "a.json (h/1)", "b.json (h/1)"} {
+		if !bytes.Contains(b, []byte(want)) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+}

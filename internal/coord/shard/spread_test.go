@@ -1,0 +1,149 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/cosmosloader/loader/internal/clock/clocktest"
+	"github.com/cosmosloader/loader/internal/coord/coordtest"
+	"github.com/cosmosloader/loader/loader/source"
+)
+
+func TestShardWindows(t *testing.T) {
+	var ids []string
+	for k := range 250 {
+		ids = append(ids, fmt.Sprintf("0000-%05d", k))
+	}
+	ids = append(ids, "0001-00000", "0002-00000")
+	ws := shardWindows(ids)
+	covered := 0
+	for _, w := range ws {
+		if w.end-w.first > windowShards {
+			t.Errorf("window %+v holds more than %d shards", w, windowShards)
+		}
+		for i := w.first; i < w.end; i++ {
+			if ids[i][:len(w.prefix)] != w.prefix {
+				t.Errorf("shard %s is not under its window's prefix %q", ids[i], w.prefix)
+			}
+		}
+		if w.first != covered {
+			t.Errorf("window %+v leaves a gap after %d", w, covered)
+		}
+		covered = w.end
+	}
+	if covered != len(ids) {
+		t.Errorf("windows cover %d of %d shards", covered, len(ids))
+	}
+	if ws := shardWindows(ids[:7]); len(ws) != 1 || ws[0].prefix != "" {
+		t.Errorf("a small plan: %+v, want one window with no prefix", ws)
+	}
+}
+
+// fakeShards is a coordinator over n fixed-size shards of one input on the
+// fake blob service, on clk.
+func fakeShards(t *testing.T, blob *coordtest.FakeBlob, clk *clocktest.Fake, n int, seed uint64) *Coordinator {
+	t.Helper()
+	c, err := New(Config{
+		Container: blob.Container(t, "shards"), Prefix: "shards/job/", ShardBytes: 100,
+		Inputs: []Input{{Path: "in", Size: int64(100 * n), HeadHash: "h", Splittable: true,
+			Align: func(off int64) (source.Position, error) { return source.Position{Offset: off}, nil }}},
+		Clock: clk, ManualRenew: true, Rand: rand.New(rand.NewPCG(seed, 1)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// The shards one process reads at once are spread over the plan — on an
+// input sorted by partition key, over the key range — and a second
+// process's land between them.
+func TestClaimsSpreadOverThePlan(t *testing.T) {
+	clk := clocktest.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	blob := coordtest.NewFakeBlob(t, clk.Now)
+	const n = 120
+	a := fakeShards(t, blob, clk, n, 1)
+	ctx := context.Background()
+	var got []int
+	for range 4 {
+		cl, more, err := a.TryClaim(ctx)
+		if err != nil || cl == nil || !more {
+			t.Fatalf("TryClaim() = %v, %v, %v", cl, more, err)
+		}
+		got = append(got, int(cl.Shard.Start/100))
+	}
+	for i, x := range got {
+		for _, y := range got[:i] {
+			if d := max(x-y, y-x); d < n/8 {
+				t.Errorf("claims %v: %d and %d are %d shards apart, want them spread over the %d", got, x, y, d, n)
+			}
+		}
+	}
+}
+
+// A claim whose renewals fail for four fifths of its lease (storage out of
+// reach) is lost: the lease may have expired and another process taken the
+// shard, and two owners must never write it at once.
+func TestClaimLostWhenRenewalsFail(t *testing.T) {
+	clk := clocktest.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	blob := coordtest.NewFakeBlob(t, clk.Now)
+	c := fakeShards(t, blob, clk, 4, 1)
+	ctx := context.Background()
+	cl, _, err := c.TryClaim(ctx)
+	if err != nil || cl == nil {
+		t.Fatalf("TryClaim() = %v, %v", cl, err)
+	}
+	blob.SetDown(true)
+	for {
+		clk.Advance(time.Second)
+		_, ok := cl.Renew(ctx)
+		if !ok {
+			break
+		}
+		select {
+		case <-cl.Lost():
+			t.Fatal("lost without Renew saying so")
+		default:
+		}
+	}
+	if held := clk.Now().Sub(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)); held < 12*time.Second || held >= 14*time.Second {
+		t.Errorf("claim lost %v after its last renewal, want from 12 s and well before the 15 s lease expires", held)
+	}
+	blob.SetDown(false)
+	if err := cl.Save(ctx, Progress{Offset: 50}); !errors.Is(err, ErrLeaseLost) {
+		t.Errorf("Save after the claim was lost: %v, want ErrLeaseLost", err)
+	}
+}
+
+// A process with nothing to claim, once everything is done, sees it in one
+// pass, however many windows the plan has.
+func TestIdleProcessSeesEveryShardDoneInOnePass(t *testing.T) {
+	clk := clocktest.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	blob := coordtest.NewFakeBlob(t, clk.Now)
+	const n = 57
+	worker, idle := fakeShards(t, blob, clk, n, 1), fakeShards(t, blob, clk, n, 2)
+	ctx := context.Background()
+	for {
+		cl, more, err := worker.TryClaim(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cl == nil {
+			if more {
+				t.Fatal("nothing claimed but more left")
+			}
+			break
+		}
+		if err := cl.Save(ctx, Progress{Offset: cl.Shard.End, Done: true}); err != nil {
+			t.Fatal(err)
+		}
+		cl.Release(ctx)
+	}
+	if cl, more, err := idle.TryClaim(ctx); cl != nil || more || err != nil {
+		t.Errorf("TryClaim() after every shard was done = %v, %v, %v; want nil, false, nil", cl, more, err)
+	}
+}
