@@ -68,6 +68,9 @@ type parquetReader struct {
 	f    source.RandomReader // a local file, or a remote input's cached reader
 	// pages is f as arrow-go reads it, through a guard of its page headers.
 	pages *pageGuard
+	// held, for a remote input, keeps the row groups being imported in
+	// memory between their two passes (nil: a local file).
+	held *heldBytes
 	// Each row group is read through a footer of its own (see
 	// footerCuts): cut from the file's footer, or, where it could not be
 	// cut, a subset of md, the whole footer parsed.
@@ -606,7 +609,12 @@ func (r *parquetReader) openFooter() (fr *pqarrow.FileReader, raw []byte, plain 
 	// other readers read. A page is held whole, as stored and decompressed.
 	props.MaxCompressedPageSize = maxPageSize
 	props.MaxUncompressedPageSize = maxPageSize
-	r.pages = newPageGuard(r.f)
+	under := r.f
+	if _, remote := r.f.(source.ReadPlanner); remote {
+		r.held = &heldBytes{RandomReader: r.f}
+		under = r.held
+	}
+	r.pages = newPageGuard(under)
 	readOpts := []file.ReadOption{file.WithReadProps(props)}
 	raw, parsed, fixes, plain := plainFooter(r.f, r.size)
 	r.int96, r.mapKeys = fixes.int96, fixes.mapKeys
@@ -997,6 +1005,13 @@ func (r *parquetReader) decodeRowGroup(g int, skip int64, send func(arrow.Record
 		pl.PlanReads(byteRanges(guarded), next, w)
 	}
 	if r.opts.Facts == nil && r.opts.SizeOnly == nil { // an import (see verifyRowGroup)
+		if r.held != nil {
+			release, err := r.held.hold(byteRanges(guarded))
+			if err != nil {
+				return err
+			}
+			defer release()
+		}
 		if err := r.verifyRowGroup(g, r.arrowColumns()); err != nil {
 			return err
 		}
