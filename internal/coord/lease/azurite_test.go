@@ -140,8 +140,18 @@ func TestCapacityKilledProcessLeasesAreBroken(t *testing.T) {
 	if got := b.c.Held(); got != 0 {
 		t.Fatalf("b holds %d partitions while a's leases and heartbeat are fresh", got)
 	}
-	// a's heartbeat has to look heartbeatDead old by the service's clock.
+	// a's heartbeat, and its labels on the partitions (written after it),
+	// have to look heartbeatDead old by the service's clock. The simulated
+	// clock passes as many seconds first (b paused, so it breaks nothing
+	// before the service's seconds have passed too): the two clocks move
+	// alike, as a's own clock and the service's do.
+	b.stalled = true
+	s.run(heartbeatDead + heartbeatDrain)
+	b.stalled = false
 	waitServiceClock(t, cont, a.c.cfg.Prefix+membersDir+a.c.id, heartbeatDead)
+	for p := range cfg.Partitions {
+		waitServiceClock(t, cont, BlobName(prefix, p, cfg.Partitions), heartbeatDead)
+	}
 	s.until(2*heartbeatEvery+renewEvery(cfg), "b to take a's partitions", func() bool { return b.c.Held() == 4 })
 	// a's leases were renewed moments ago by the service's clock, so they
 	// would run for most of 15 s more: b's takeover is by breaking.
