@@ -44,7 +44,7 @@ func TestDryRunPatternNumbers(t *testing.T) {
 		`20,000 RU/s takes at least 2 physical partitions`,
 		`records\s+10,000`,
 		`estimated RU\s+100000`,
-		`estimated duration 5s at 20000 RU/s`,
+		`estimated duration 5s at 20,000 RU/s`,
 	} {
 		if !regexp.MustCompile(re).MatchString(res.stdout) {
 			t.Errorf("dry-run output lacks /%s/:\n%s", re, res.stdout)

@@ -20,6 +20,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
 	"github.com/cosmosloader/loader/internal/epk"
+	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/loader"
 )
 
@@ -232,13 +233,13 @@ func (c *container) ReplaceThroughput(ctx context.Context, tp loader.Throughput)
 	}
 	if isStatus(err, http.StatusForbidden) {
 		if c.meta == nil {
-			return fmt.Errorf("set throughput to %.0f RU/s: %w (the service said: %s)", tp.RU, loader.ErrThroughputForbidden, describe(err))
+			return fmt.Errorf("set throughput to %s RU/s: %w (the service said: %s)", human.Number(tp.RU, 0), loader.ErrThroughputForbidden, describe(err))
 		}
 		// With a key, a 403 is the account refusing metadata writes made
 		// with keys (disableKeyBasedMetadataWriteAccess).
-		return fmt.Errorf("set throughput to %.0f RU/s: the account refuses throughput changes made with its keys (disableKeyBasedMetadataWriteAccess): change it in the Azure portal or with az cosmosdb sql container throughput update, and load without --scale-ru (the service said: %s)", tp.RU, describe(err))
+		return fmt.Errorf("set throughput to %s RU/s: the account refuses throughput changes made with its keys (disableKeyBasedMetadataWriteAccess): change it in the Azure portal or with az cosmosdb sql container throughput update, and load without --scale-ru (the service said: %s)", human.Number(tp.RU, 0), describe(err))
 	}
-	return fmt.Errorf("set throughput to %.0f RU/s: %s", tp.RU, describe(err))
+	return fmt.Errorf("set throughput to %s RU/s: %s", human.Number(tp.RU, 0), describe(err))
 }
 
 // metadataError marks a 429 as loader.ErrMetadataThrottled.

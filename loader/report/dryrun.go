@@ -140,7 +140,7 @@ func (p *DryRun) WriteText(w io.Writer) {
 			fmt.Fprintf(&b, "    %-36s %8s  %7.2f RU  %s:%d\n", trimTo(it.ID, 36), human.Bytes(float64(it.Bytes)), it.RU, it.Source, it.Line)
 		}
 	}
-	fmt.Fprintf(&b, "\n  target             %.0f RU/s over %d physical partition(s)\n", p.TargetRUPerSec, p.Partitions)
+	fmt.Fprintf(&b, "\n  target             %s RU/s over %d physical partition(s)\n", human.Number(p.TargetRUPerSec, 0), p.Partitions)
 	if p.Partitions > 1 && p.EstimatedSeconds > 0 {
 		b.WriteString("  partition busy    ")
 		for i, s := range p.PartitionBusy {
@@ -167,8 +167,8 @@ func (p *DryRun) WriteText(w io.Writer) {
 	for _, note := range p.Notes {
 		fmt.Fprintf(&b, "  note: %s\n", note)
 	}
-	fmt.Fprintf(&b, "\n  estimated duration %s at %.0f RU/s (finishes about %s)\n",
-		human.Seconds(p.EstimatedSeconds), p.TargetRUPerSec, p.FinishAt.Format("15:04:05 MST"))
+	fmt.Fprintf(&b, "\n  estimated duration %s at %s RU/s (finishes about %s)\n",
+		human.Seconds(p.EstimatedSeconds), human.Number(p.TargetRUPerSec, 0), p.FinishAt.Format("15:04:05 MST"))
 	if len(p.AtOtherRates) > 0 {
 		b.WriteString("  at other rates   ")
 		capped := false

@@ -41,6 +41,7 @@ import (
 
 	"github.com/cosmosloader/loader/internal/clock"
 	"github.com/cosmosloader/loader/internal/coord"
+	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/internal/parallel"
 )
 
@@ -914,7 +915,7 @@ func (c *Capacity) nextWake() time.Duration {
 func (c *Capacity) storageDown(err error) {
 	c.mu.Lock()
 	if c.storageOK {
-		c.cfg.Logf("capacity leases: storage unreachable, continuing at the reserved %.0f RU/s: %v", c.cfg.ReservedRU, err)
+		c.cfg.Logf("capacity leases: storage unreachable, continuing at the reserved %s RU/s: %v", human.Number(c.cfg.ReservedRU, 0), err)
 	}
 	c.storageOK = false
 	c.ready = false
