@@ -2,20 +2,18 @@ package cmd
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	goldenfile "github.com/cosmosloader/loader/internal/golden"
+
 	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/loader"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 const mb = 1 << 20
 
@@ -241,21 +239,7 @@ func TestTerminalWidth(t *testing.T) {
 
 func golden(t *testing.T, path, got string) {
 	t.Helper()
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if string(want) != got {
-		t.Errorf("%s differs (rerun with -update and review the diff):\n got:\n%s\nwant:\n%s", path, got, want)
-	}
+	goldenfile.Check(t, path, []byte(got))
 }
 
 // Writes failing for 10 s or more print a warning naming the failure, on

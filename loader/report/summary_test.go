@@ -1,11 +1,11 @@
 package report
 
 import (
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	goldenfile "github.com/cosmosloader/loader/internal/golden"
 )
 
 // The summary in the one number and duration format; a sub-second run
@@ -89,23 +89,7 @@ func TestSummaryGolden(t *testing.T) {
 	}
 }
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
-
 func golden(t *testing.T, path, got string) {
 	t.Helper()
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if string(want) != got {
-		t.Errorf("%s differs (rerun with -update and review the diff):\n got:\n%s\nwant:\n%s", path, got, want)
-	}
+	goldenfile.Check(t, path, []byte(got))
 }

@@ -14,11 +14,12 @@ import (
 	"testing"
 	"time"
 
+	goldenfile "github.com/cosmosloader/loader/internal/golden"
+
 	"github.com/cosmosloader/loader/loader/report"
 )
 
 var (
-	update  = flag.Bool("update", false, "rewrite golden files in testdata")
 	example = flag.String("example", "", "also write example reports to this directory, to look at")
 )
 
@@ -70,7 +71,7 @@ func TestGolden(t *testing.T) {
 		t.Fatal("two renders of the same data differ")
 	}
 	path := filepath.Join("testdata", "small.html")
-	if *update {
+	if goldenfile.Updating() {
 		if err := os.MkdirAll("testdata", 0o755); err != nil {
 			t.Fatal(err)
 		}

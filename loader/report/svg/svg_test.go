@@ -3,37 +3,19 @@ package svg
 import (
 	"bytes"
 	"encoding/xml"
-	"flag"
 	"math"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files in testdata")
+	goldenfile "github.com/cosmosloader/loader/internal/golden"
+)
 
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden (run go test ./loader/report/svg -update): %v", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from golden; rerun with -update and review the diff", name)
-	}
+	goldenfile.Check(t, filepath.Join("testdata", name), got)
 }
 
 func ramp(n int, f func(i int) float64) []Point {
