@@ -44,8 +44,14 @@ func (c *comparison) loads() []report.PartitionLoad {
 		pl := report.PartitionLoad{Partition: i, Requests: pc.Requests, Records: pc.Records, RU: report.Round2(pc.RU),
 			Throttled: pc.Throttled, ShareRU: report.Round2(share), CapacityRU: report.Round2(share)}
 		capacity, ok, limit := c.observedCapacity(i)
-		if ok {
+		switch {
+		case ok:
 			pl.CapacityRU = report.Round2(min(capacity, share))
+		case pc.Throttled > 0 && limit > 0 && limit < 0.9*share:
+			// Too few throttled seconds to measure, but the 429s held
+			// the pacer well below the share: it found the capacity
+			// soon and kept to it.
+			pl.CapacityRU = report.Round2(limit)
 		}
 		pl.PacerLimitRU = report.Round2(limit)
 		if pl.CapacityRU > 0 {

@@ -91,3 +91,37 @@ func TestPacedIsModelledWhenNaiveRan(t *testing.T) {
 		t.Errorf("paced = %+v, want modelled no sooner than the hot partition's %v s, saying so", paced, busiest(loads))
 	}
 }
+
+// A noisy neighbour the pacer learned at once: too few throttled seconds
+// to measure the capacity, but the 429s held the pacer's limit well
+// below the share, and that limit is the capacity the load had.
+func TestCapacityIsThePacersLimitWhenFewSecondsWereThrottled(t *testing.T) {
+	var series []report.Second
+	for s := int64(0); s < 7; s++ {
+		sec := report.Second{T: s}
+		for range 4 {
+			p := report.PartitionSecond{RU: 600, ShareRU: 1000, LimitRU: 620}
+			if s == 1 {
+				p.Throttled = 5
+			}
+			sec.Partitions = append(sec.Partitions, p)
+		}
+		series = append(series, sec)
+	}
+	parts := tallyOf(10, 420, 420, 420, 420)
+	for i := range parts {
+		parts[i].Throttled = 5
+	}
+	c := &comparison{target: 4000, strategy: StrategyPaced, parts: parts, partitions: 4, series: series}
+	_, _, loads := c.figures(report.PacedFigures{Requests: 1700, Throttled: 20, Seconds: 7, Measured: true})
+	for _, l := range loads {
+		if l.CapacityRU != 620 {
+			t.Fatalf("load %+v, want the pacer's 620 RU/s as the capacity found", l)
+		}
+	}
+	r := &report.Report{TargetRUPerSec: 4000, Utilization: 0.6, PartitionLoads: loads, Strategy: string(StrategyPaced)}
+	r.ThisRun.DurationSeconds, r.ThisRun.ThrottledResponses, r.ThisRun.RequestsSent = 7, 20, 1700
+	if sf := explainShortfall(r, loadFacts{cpuBusy: -1}); len(sf) == 0 || sf[0].Reason != report.ShortfallOtherTraffic {
+		t.Errorf("shortfall %+v, want other traffic", sf)
+	}
+}
