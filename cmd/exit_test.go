@@ -234,7 +234,7 @@ func TestEmulatorKeyAndAddress(t *testing.T) {
 	f, _, _ := testFactory(map[string]string{"LOADER_EMULATOR_KEY": testKey})
 	var got *EmulatorOptions
 	c := NewCmdEmulator(f, func(_ context.Context, o *EmulatorOptions) error { got = o; return nil })
-	c.SetArgs(nil)
+	c.SetArgs([]string{}) // not nil: cobra reads os.Args for nil
 	if err := c.Execute(); err != nil || got.Key != testKey || !got.KeyFromEnv {
 		t.Fatalf("LOADER_EMULATOR_KEY: %v %+v", err, got)
 	}

@@ -25,7 +25,7 @@ func TestReportFlagsToOptions(t *testing.T) {
 		t.Errorf("got %+v", got)
 	}
 	cmd = NewCmdReport(f, func(context.Context, *ReportOptions) error { return nil })
-	cmd.SetArgs(nil)
+	cmd.SetArgs([]string{}) // not nil: cobra reads os.Args for nil
 	var ec *ExitCodeError
 	if err := cmd.Execute(); !errors.As(err, &ec) || ec.Code != ExitUsage {
 		t.Errorf("no reports: %v, want a usage error", err)
