@@ -127,7 +127,7 @@ func (ob *observer) attach(job *loader.Job, quiet bool) {
 			ob.log.Info("checkpoint saved", "event", "checkpoint", "path", path,
 				"records_read", c.RecordsRead, "records_written", c.RecordsWritten,
 				"records_skipped_existing", c.RecordsSkippedExisting, "records_dead_lettered", c.RecordsDeadLettered,
-				"ru_consumed", round2(c.RUConsumed))
+				"ru_consumed", report.Round2(c.RUConsumed))
 		}
 	}
 }
@@ -160,22 +160,22 @@ func (ob *observer) update(ev loader.ProgressEvent, quiet bool) {
 func (ob *observer) logProgress(ev loader.ProgressEvent, r rates) {
 	ob.lastLog, ob.logged, ob.unlogged = ev.Elapsed, true, nil
 	attrs := []any{"event", "progress",
-		"elapsed_s", round2(ev.Elapsed.Seconds()),
+		"elapsed_s", report.Round2(ev.Elapsed.Seconds()),
 		"records_read", ev.RecordsRead, "records_written", ev.Done.Written,
 		"records_skipped_existing", ev.Done.Existing, "records_dead_lettered", ev.Done.DeadLettered,
 		"requests", ev.Requests, "throttled", ev.Throttled, "in_flight", ev.InFlight,
-		"ru_consumed", round2(ev.RU), "ru_per_sec", round2(r.RU), "target_ru_per_sec", ev.TargetRU,
-		"throttled_percent", round2(r.ThrottlePct),
+		"ru_consumed", report.Round2(ev.RU), "ru_per_sec", report.Round2(r.RU), "target_ru_per_sec", ev.TargetRU,
+		"throttled_percent", report.Round2(r.ThrottlePct),
 		"retries", map[string]int64{"throttled": ev.Retries.Throttled, "timeout": ev.Retries.Timeout,
 			"unavailable": ev.Retries.Unavailable, "connection": ev.Retries.Connection, "other": ev.Retries.Other}}
 	if ev.TotalBytes > 0 {
 		attrs = append(attrs, "bytes_done", ev.BytesDone, "bytes_total", ev.TotalBytes)
 	}
 	if ev.Records > 0 {
-		attrs = append(attrs, "records_total", ev.Records, "percent", round2(ev.Percent))
+		attrs = append(attrs, "records_total", ev.Records, "percent", report.Round2(ev.Percent))
 	}
 	if ev.ETAKnown {
-		attrs = append(attrs, "eta_s", round2(ev.ETA.Seconds()))
+		attrs = append(attrs, "eta_s", report.Round2(ev.ETA.Seconds()))
 	}
 	ob.log.Info("progress", attrs...)
 }
@@ -234,10 +234,6 @@ func (ob *observer) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_ = ob.srv.Shutdown(ctx)
-}
-
-func round2(v float64) float64 {
-	return float64(int64(v*100+0.5)) / 100
 }
 
 // lineLogger turns the engine's and the command's text lines on stderr
