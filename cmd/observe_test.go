@@ -32,7 +32,7 @@ func TestLineLoggerNamesEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ob.io.ErrOut.Write([]byte("loading 1 input(s) into db/c\nwarning: target 5000 RU/s is above"))
+	ob.io.ErrOut.Write([]byte("loading 1 input into db/c\nwarning: target 5000 RU/s is above"))
 	ob.io.ErrOut.Write([]byte(" the container's\n"))
 	var got []map[string]any
 	for _, l := range strings.Split(strings.TrimSpace(b.String()), "\n") {

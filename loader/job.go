@@ -380,8 +380,9 @@ func (p *plan) wholeInputs(ctx context.Context, tgt *Target, inputs []Input, fps
 		}
 	}
 
-	p.logf("loading %d input(s) into %s/%s: target %s RU/s over %d physical partition(s), %s, mode %s",
-		len(inputs), p.Target.Database, p.Target.Container, human.Number(*target, 0), partitions, p.Strategy, p.Mode)
+	p.logf("loading %s into %s/%s: target %s RU/s over %s, %s, mode %s",
+		human.Plural(int64(len(inputs)), "input"), p.Target.Database, p.Target.Container, human.Number(*target, 0),
+		human.Plural(int64(partitions), "physical partition"), p.Strategy, p.Mode)
 	p.logf("checkpoint: %s", p.CheckpointPath)
 	if p.Resume != nil {
 		for _, line := range resumePositions(inputs, state.Inputs, p.Source) {

@@ -215,7 +215,7 @@ func (w *watcher) pollRanges(ctx context.Context) time.Duration {
 	prev := w.partitions[len(w.partitions)-1].Partitions
 	w.partitions = append(w.partitions, report.PartitionChange{AtSeconds: report.Round2(w.clock.Now().Sub(w.start).Seconds()), Partitions: n})
 	w.mu.Unlock()
-	w.logf("partition key ranges changed: %d → %d physical partition(s); routing and per-partition budgets rebuilt", prev, n)
+	w.logf("partition key ranges changed: %d → %s; routing and per-partition budgets rebuilt", prev, human.Plural(int64(n), "physical partition"))
 	return next
 }
 

@@ -129,7 +129,7 @@ func (p *DryRun) WriteText(w io.Writer) {
 	if p.Hint != "" {
 		fmt.Fprintf(&b, "  hint: %s\n", p.Hint)
 	}
-	fmt.Fprintf(&b, "  estimated RU       %.0f\n", p.EstimatedRU)
+	fmt.Fprintf(&b, "  estimated RU       %s\n", human.Number(p.EstimatedRU, 0))
 	fmt.Fprintf(&b, "  RU per record      p50 %.2f  p95 %.2f  max %.2f\n", p.RUPerRecord.P50, p.RUPerRecord.P95, p.RUPerRecord.Max)
 	if p.Requests > 0 {
 		fmt.Fprintf(&b, "  requests           %s (%.2f records per request)\n", human.Count(p.Requests), p.RecordsPerRequest)
@@ -140,7 +140,7 @@ func (p *DryRun) WriteText(w io.Writer) {
 			fmt.Fprintf(&b, "    %-36s %8s  %7.2f RU  %s:%d\n", trimTo(it.ID, 36), human.Bytes(float64(it.Bytes)), it.RU, it.Source, it.Line)
 		}
 	}
-	fmt.Fprintf(&b, "\n  target             %s RU/s over %d physical partition(s)\n", human.Number(p.TargetRUPerSec, 0), p.Partitions)
+	fmt.Fprintf(&b, "\n  target             %s RU/s over %s\n", human.Number(p.TargetRUPerSec, 0), human.Plural(int64(p.Partitions), "physical partition"))
 	if p.Partitions > 1 && p.EstimatedSeconds > 0 {
 		b.WriteString("  partition busy    ")
 		for i, s := range p.PartitionBusy {
