@@ -118,6 +118,27 @@ type estimator struct {
 	last           time.Duration
 	lastDone       int64
 	sampled, rated bool
+	// parts follow each partition's RU as lastDone the records.
+	parts []partitionRate
+}
+
+// partitionRate is one partition's RU/s as charged, smoothed as the
+// records' rate, and when it last met a 429.
+type partitionRate struct {
+	ru, rate    float64
+	throttled   int64
+	throttledAt time.Duration
+	rated       bool
+}
+
+// capacity is what a partition that met 429s within the last etaSmoothing
+// gives the load, as it was charged; 0 when it did not: it may have more
+// to give than it was asked for.
+func (p partitionRate) capacity(now time.Duration) float64 {
+	if !p.rated || p.throttled == 0 || now-p.throttledAt > etaSmoothing {
+		return 0
+	}
+	return p.rate
 }
 
 // Smoothing and patience of the ETA: the rate is an exponentially
@@ -142,35 +163,56 @@ func (e *estimator) fill(ev *ProgressEvent) {
 	ev.Records, ev.RecordsExact = e.before.Total()-e.ahead+run, exact
 	ev.Percent = min(100, 100*float64(ev.Done.Total())/float64(max(ev.Records, 1)))
 	done := now.Total()
-	e.sample(ev.Elapsed, done)
+	e.sample(ev.Elapsed, done, ev.Live.perPartition)
 	left := max(run-e.ahead-done, 0)
 	switch {
 	case left == 0 && exact:
 		ev.ETA, ev.ETAKnown = 0, true
 	case e.rated && ev.Elapsed >= etaPatience && e.rate > 0:
-		secs := max(float64(left)/e.rate, busiestLeft(ev, run-e.ahead))
+		capacity := make([]float64, len(e.parts))
+		for i, p := range e.parts {
+			capacity[i] = p.capacity(ev.Elapsed)
+		}
+		secs := max(float64(left)/e.rate, busiestLeft(ev, run-e.ahead, capacity))
 		ev.ETA, ev.ETAKnown = time.Duration(secs*float64(time.Second)).Round(time.Second), true
 	}
 }
 
-// sample adds the acknowledged count at elapsed to the smoothed rate.
-func (e *estimator) sample(elapsed time.Duration, done int64) {
+// sample adds the acknowledged count at elapsed to the smoothed rate, and
+// each partition's RU charged and 429s met to its own.
+func (e *estimator) sample(elapsed time.Duration, done int64, parts []partitionCount) {
+	for len(e.parts) < len(parts) {
+		e.parts = append(e.parts, partitionRate{})
+	}
 	if !e.sampled {
 		e.last, e.lastDone, e.sampled = elapsed, done, true
+		for i, p := range parts {
+			e.parts[i].ru, e.parts[i].throttled = p.RU, p.Throttled
+		}
 		return
 	}
 	dt := elapsed - e.last
 	if dt <= 0 {
 		return
 	}
-	r := float64(done-e.lastDone) / dt.Seconds()
-	if !e.rated {
-		e.rate, e.rated = r, true
-	} else {
-		a := 1 - math.Exp(-dt.Seconds()/etaSmoothing.Seconds())
-		e.rate += a * (r - e.rate)
+	a := 1 - math.Exp(-dt.Seconds()/etaSmoothing.Seconds())
+	smooth := func(rate *float64, rated *bool, r float64) {
+		if !*rated {
+			*rate, *rated = r, true
+		} else {
+			*rate += a * (r - *rate)
+		}
 	}
+	smooth(&e.rate, &e.rated, float64(done-e.lastDone)/dt.Seconds())
 	e.last, e.lastDone = elapsed, done
+	for i, p := range parts {
+		pr := &e.parts[i]
+		smooth(&pr.rate, &pr.rated, (p.RU-pr.ru)/dt.Seconds())
+		if p.Throttled > pr.throttled {
+			pr.throttledAt = elapsed
+		}
+		pr.ru, pr.throttled = p.RU, p.Throttled
+	}
 }
 
 // runRecords is the records this run has to load: exact from Parquet
@@ -192,10 +234,11 @@ func runRecords(ev *ProgressEvent) (int64, bool) {
 // partition's estimated RU still to write (its part of the records read
 // so far, scaled to the run's toSend records, less what it has written),
 // at the RU its estimates turned out to cost, done at its share of the
-// target — or at the pacer's limit for it, lower after 429s (other
+// target — or at the pacer's limit for it, lower after 429s, or at its
+// capacity (RU/s) when it keeps meeting 429s under that limit (other
 // traffic took the rest); the busiest partition's, whatever the others
 // do.
-func busiestLeft(ev *ProgressEvent, toSend int64) float64 {
+func busiestLeft(ev *ProgressEvent, toSend int64, capacity []float64) float64 {
 	read := ev.RecordsRead - ev.Carried
 	n := len(ev.Partitions)
 	if n == 0 {
@@ -222,6 +265,9 @@ func busiestLeft(ev *ProgressEvent, toSend int64) float64 {
 		rate := share
 		if l, ok := limits[i]; ok {
 			rate = min(rate, l)
+		}
+		if i < len(capacity) && capacity[i] > 0 {
+			rate = min(rate, capacity[i])
 		}
 		charged := 1.0 // actual RU per estimated RU
 		switch {

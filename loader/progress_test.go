@@ -25,6 +25,10 @@ type etaCase struct {
 	// capacity holds them back (the pacer meets 429s and reports its
 	// lowered limit from then on); 0: from the start.
 	burst time.Duration
+	// limitStays: the pacer's limit stays at the share while the 429s
+	// keep coming, a few a second, holding the partitions at their
+	// capacity all the same.
+	limitStays bool
 }
 
 // simulate feeds the case's progress events, one a second, to an
@@ -80,6 +84,9 @@ func (c etaCase) event(est *estimator, elapsed time.Duration, done []float64, to
 		k := int64(d)
 		acked += k
 		parts[p] = partitionCount{Records: k, RU: float64(k) * c.cost, DoneRU: float64(k) * c.cost}
+		if held := elapsed - c.burst; held > 0 && c.capacity[p] < c.target/float64(len(done)) && k < c.records[p] {
+			parts[p].Throttled = 2 * int64(held/time.Second+1)
+		}
 	}
 	// The reader runs 2,000 records ahead, spread as the input is.
 	read := min(acked+2000, total)
@@ -89,7 +96,7 @@ func (c etaCase) event(est *estimator, elapsed time.Duration, done []float64, to
 	stats := make([]pacing.PartitionStats, len(done))
 	for p := range stats {
 		stats[p].Index, stats[p].ShareRU = p, c.target/float64(len(done))
-		if elapsed > c.burst && c.capacity[p] < stats[p].ShareRU {
+		if elapsed > c.burst && c.capacity[p] < stats[p].ShareRU && !c.limitStays {
 			stats[p].LimitRU = c.capacity[p]
 		}
 	}
@@ -117,6 +124,11 @@ func TestETAFollowsTheTimeLeft(t *testing.T) {
 		// first seconds runs ahead of what the partitions now give.
 		{name: "noisy neighbour after a burst", target: 4000, capacity: []float64{600, 600, 600, 600}, records: []int64{1500, 1500, 1500, 1500}, cost: 10,
 			burst: 2 * time.Second},
+		// The same, the pacer's limit staying near the share and the
+		// partitions' work uneven: the last seconds go at the busiest
+		// partition's capacity, which the 429s show.
+		{name: "noisy neighbour, limit unlearned", target: 4000, capacity: []float64{600, 600, 600, 600}, records: []int64{1000, 1200, 1400, 2400}, cost: 10,
+			burst: time.Second, limitStays: true},
 		{name: "resume", target: 4000, capacity: []float64{1000, 1000, 1000, 1000}, records: []int64{1500, 1500, 1500, 1500}, cost: 10,
 			before: Counts{Written: 9000}, ahead: 1000},
 	}
