@@ -88,10 +88,16 @@ func TestShortfallNamesItsReason(t *testing.T) {
 type replacing struct {
 	fixedCost
 	share, ratio float64
+	// charged is the writes' charge over what creating them is
+	// documented to cost.
+	charged float64
 }
 
 func (r replacing) ExistingFraction() float64 { return r.share }
 func (r replacing) ReplaceRatio() float64     { return r.ratio }
+func (r replacing) ChargedAsReplaces() (float64, bool) {
+	return r.charged, r.charged >= 1.5 && r.charged <= 3
+}
 
 // Upserts over ids the container already held are said, with their
 // price; creates and upserts of new items say nothing.
@@ -99,10 +105,14 @@ func TestReplacedItemsAreNoted(t *testing.T) {
 	if got := replacedNote(ModeUpsert, replacing{share: 1, ratio: 2}); !strings.Contains(got, "about 100% of the upserts replaced items") || !strings.Contains(got, "2.0×") {
 		t.Errorf("note = %q", got)
 	}
+	// A repeated load: every write a replace, learned as a create's cost.
+	if got := replacedNote(ModeUpsert, replacing{share: 0.01, ratio: 2, charged: 2.02}); !strings.Contains(got, "charged about 2.0× what creating items of their size is documented to cost") || !strings.Contains(got, "a repeated load") {
+		t.Errorf("repeated load: note = %q", got)
+	}
 	for _, c := range []struct {
 		mode Mode
 		cost costModel
-	}{{ModeUpsert, replacing{share: 0.01, ratio: 2}}, {ModeCreate, replacing{share: 1, ratio: 2}}, {ModeUpsert, fixedCost(5)}} {
+	}{{ModeUpsert, replacing{share: 0.01, ratio: 2, charged: 1.05}}, {ModeCreate, replacing{share: 1, ratio: 2}}, {ModeCreate, replacing{charged: 2}}, {ModeUpsert, fixedCost(5)}} {
 		if got := replacedNote(c.mode, c.cost); got != "" {
 			t.Errorf("%v %T: note %q", c.mode, c.cost, got)
 		}
