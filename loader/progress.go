@@ -233,18 +233,13 @@ func runRecords(ev *ProgressEvent) (int64, bool) {
 // busiestLeft is the least time the run's work left needs: each
 // partition's estimated RU still to write (its part of the records read
 // so far, scaled to the run's toSend records, less what it has written),
-// at the RU its estimates turned out to cost, done at its share of the
-// target — or at the pacer's limit for it, lower after 429s, or at its
-// capacity (RU/s) when it keeps meeting 429s under that limit (other
-// traffic took the rest); the busiest partition's, whatever the others
-// do.
-func busiestLeft(ev *ProgressEvent, toSend int64, capacity []float64) float64 {
+// at the RU its estimates turned out to cost, done at the rate
+// partitionRates gives it; the busiest partition's, whatever the others
+// do. held is each partition's charged RU/s while it keeps meeting 429s
+// (partitionRate.capacity).
+func busiestLeft(ev *ProgressEvent, toSend int64, held []float64) float64 {
 	read := ev.RecordsRead - ev.Carried
-	n := len(ev.Partitions)
-	if n == 0 {
-		n = len(ev.Live.perPartition)
-	}
-	if read <= 0 || ev.TargetRU <= 0 || n == 0 {
+	if read <= 0 || ev.TargetRU <= 0 {
 		return 0
 	}
 	var ru, doneRU float64
@@ -253,22 +248,8 @@ func busiestLeft(ev *ProgressEvent, toSend int64, capacity []float64) float64 {
 		doneRU += p.DoneRU
 	}
 	scale := max(float64(toSend)/float64(read), 1)
-	share := ev.TargetRU / float64(n)
-	limits := map[int]float64{}
-	for _, ps := range ev.Partitions {
-		if ps.LimitRU > 0 {
-			limits[ps.Index] = ps.LimitRU
-		}
-	}
-	var worst float64
+	left := make([]float64, len(ev.Live.perPartition))
 	for i, p := range ev.Live.perPartition {
-		rate := share
-		if l, ok := limits[i]; ok {
-			rate = min(rate, l)
-		}
-		if i < len(capacity) && capacity[i] > 0 {
-			rate = min(rate, capacity[i])
-		}
 		charged := 1.0 // actual RU per estimated RU
 		switch {
 		case p.DoneRU > 0:
@@ -276,10 +257,57 @@ func busiestLeft(ev *ProgressEvent, toSend int64, capacity []float64) float64 {
 		case doneRU > 0:
 			charged = ru / doneRU
 		}
-		left := max(p.ReadRU*scale-p.DoneRU, 0) * charged
-		worst = max(worst, left/rate)
+		left[i] = max(p.ReadRU*scale-p.DoneRU, 0) * charged
+	}
+	rates := partitionRates(ev, held, left)
+	var worst float64
+	for i := range min(len(left), len(rates)) {
+		worst = max(worst, left[i]/rates[i])
 	}
 	return worst
+}
+
+// partitionRates is the RU/s each partition can write at: its share of the
+// target, or the pacer's limit for it, lower after 429s. The partitions
+// that keep meeting 429s under that are held to what they were charged
+// (other traffic took the rest), pooled: one partition's second is lumpy
+// (a batch charges a partition at once), so they get the RU/s they were
+// charged together, each in proportion to its share or limit. A partition
+// with no work left is not among them: it was charged less for want of
+// work.
+func partitionRates(ev *ProgressEvent, held, left []float64) []float64 {
+	n := len(ev.Partitions)
+	if n == 0 {
+		n = len(ev.Live.perPartition)
+	}
+	if n == 0 {
+		return nil
+	}
+	rates := make([]float64, max(n, len(ev.Live.perPartition)))
+	for i := range rates {
+		rates[i] = ev.TargetRU / float64(n)
+	}
+	for _, ps := range ev.Partitions {
+		if ps.LimitRU > 0 && ps.Index < len(rates) {
+			rates[ps.Index] = min(rates[ps.Index], ps.LimitRU)
+		}
+	}
+	pooled := func(i int) bool { return i < len(held) && held[i] > 0 && i < len(left) && left[i] > 0 }
+	var charged, asked float64
+	for i := range rates {
+		if pooled(i) {
+			charged += held[i]
+			asked += rates[i]
+		}
+	}
+	if charged > 0 && charged < asked {
+		for i := range rates {
+			if pooled(i) {
+				rates[i] *= charged / asked
+			}
+		}
+	}
+	return rates
 }
 
 // parquetRowsLeft is TotalRows: the rows left to load when every input is

@@ -29,6 +29,9 @@ type etaCase struct {
 	// keep coming, a few a second, holding the partitions at their
 	// capacity all the same.
 	limitStays bool
+	// batch, when > 0, is the records a partition's requests
+	// acknowledge at once: its RU come in lumps, not evenly each second.
+	batch int64
 }
 
 // simulate feeds the case's progress events, one a second, to an
@@ -82,6 +85,10 @@ func (c etaCase) event(est *estimator, elapsed time.Duration, done []float64, to
 	parts := make([]partitionCount, len(done))
 	for p, d := range done {
 		k := int64(d)
+		if c.batch > 0 && k < c.records[p] {
+			// The partitions' batches out of step with each other.
+			k -= (k + int64(p)*c.batch/int64(len(done))) % c.batch
+		}
 		acked += k
 		parts[p] = partitionCount{Records: k, RU: float64(k) * c.cost, DoneRU: float64(k) * c.cost}
 		if held := elapsed - c.burst; held > 0 && c.capacity[p] < c.target/float64(len(done)) && k < c.records[p] {
@@ -129,6 +136,11 @@ func TestETAFollowsTheTimeLeft(t *testing.T) {
 		// partition's capacity, which the 429s show.
 		{name: "noisy neighbour, limit unlearned", target: 4000, capacity: []float64{600, 600, 600, 600}, records: []int64{1000, 1200, 1400, 2400}, cost: 10,
 			burst: time.Second, limitStays: true},
+		// The same, each partition's work even and acknowledged in
+		// batches of about a second's capacity: a partition's charges
+		// come in lumps, which must not make it look slower than it is.
+		{name: "noisy neighbour, limit unlearned, batches", target: 4000, capacity: []float64{600, 600, 600, 600}, records: []int64{1500, 1500, 1500, 1500}, cost: 10,
+			burst: time.Second, limitStays: true, batch: 80},
 		{name: "resume", target: 4000, capacity: []float64{1000, 1000, 1000, 1000}, records: []int64{1500, 1500, 1500, 1500}, cost: 10,
 			before: Counts{Written: 9000}, ahead: 1000},
 	}
