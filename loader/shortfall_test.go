@@ -2,11 +2,17 @@ package loader
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"io"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/cosmosloader/loader/internal/clock/clocktest"
 	"github.com/cosmosloader/loader/loader/report"
+	"github.com/cosmosloader/loader/loader/source"
 )
 
 // below is a paced load of 40 s at 60 % of 4,000 RU/s over 4 partitions.
@@ -116,5 +122,80 @@ func TestReplacedItemsAreNoted(t *testing.T) {
 		if got := replacedNote(c.mode, c.cost); got != "" {
 			t.Errorf("%v %T: note %q", c.mode, c.cost, got)
 		}
+	}
+}
+
+// slowLines hands out one line a Read, each once the lines before it are
+// written (or a second has passed) and the clock has moved on: an input
+// read slower than the load writes it.
+type slowLines struct {
+	lines   []string
+	clk     *clocktest.Fake
+	each    time.Duration
+	written func() int
+	handed  int
+}
+
+func (s *slowLines) Read(p []byte) (int, error) {
+	if len(s.lines) == 0 {
+		return 0, io.EOF
+	}
+	for wait := time.Now().Add(time.Second); s.written() < s.handed && time.Now().Before(wait); {
+		time.Sleep(time.Millisecond)
+	}
+	tick(s.clk, s.each)
+	n := copy(p, s.lines[0]+"\n")
+	s.lines[0] = s.lines[0][min(n, len(s.lines[0])):]
+	if n > len(s.lines[0]) {
+		s.lines, s.handed = s.lines[1:], s.handed+1
+	}
+	return n, nil
+}
+
+// tick advances clk by d once the run's loop waits on it, so that the
+// loop sees each step.
+func tick(clk *clocktest.Fake, d time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = clk.BlockUntil(ctx, 1)
+	clk.Advance(d)
+}
+
+// A load whose writers keep waiting for a slow input measures it, on the
+// fake clock, and names it input-bound; one whose writes are the slow part
+// does not.
+func TestInputBoundIsMeasuredAndNamed(t *testing.T) {
+	run := func(slowInput bool) float64 {
+		t.Helper()
+		clk := clocktest.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+		sink := &fakeSink{}
+		var stdin io.Reader = strings.NewReader(strings.Join(docs(60), "\n") + "\n")
+		if slowInput {
+			stdin = &slowLines{lines: docs(60), clk: clk, each: 300 * time.Millisecond, written: func() int {
+				sink.mu.Lock()
+				defer sink.mu.Unlock()
+				return len(sink.written)
+			}}
+		} else {
+			sink.respond = func(string, int) Outcome {
+				tick(clk, 300*time.Millisecond)
+				return Outcome{Status: 201, Charge: 5}
+			}
+		}
+		res, _ := runFake(t, nil, sink, func(o *Options) {
+			o.Inputs = []Input{{Input: source.Input{Path: "-", Stdin: true}, IDSeed: "seed"}}
+			o.Stdin, o.Clock = stdin, clk
+		})
+		if len(sink.written) != 60 {
+			t.Fatalf("wrote %d of 60", len(sink.written))
+		}
+		return res.starved
+	}
+	r := below()
+	if starved := run(true); !slices.Contains(reasons(explainShortfall(r, loadFacts{starved: starved, cpuBusy: -1})), report.ShortfallInputBound) {
+		t.Errorf("writers waited for a slow input %.0f%% of the time: not named input-bound", 100*starved)
+	}
+	if starved := run(false); slices.Contains(reasons(explainShortfall(r, loadFacts{starved: starved, cpuBusy: -1})), report.ShortfallInputBound) {
+		t.Errorf("slow writes named input-bound (starved %.0f%% of the time)", 100*starved)
 	}
 }
