@@ -124,10 +124,10 @@ func checkNumbers(t *testing.T, r numbersRun, wantReason string) {
 // into the run that shows one is within 30 % of the time the run actually
 // had left, until its final progress line, the one with the final counts.
 // Both are the same run's figures on the same clock, so a busy machine
-// slows the load and the time left alike. The engine measures once a
-// second, so the moment the last record was acknowledged is known to a
-// second and the ETA is given in whole seconds: the allowance is 30 % of
-// the time left plus one such progress interval.
+// slows the load and the time left alike. The engine measures the rate
+// once a second, and a load's drain (its last requests in flight, its
+// final checkpoint) takes a moment no rate foresees: the allowance is
+// 30 % of the time left plus one such progress interval.
 func checkETA(t *testing.T, progress []map[string]any) {
 	t.Helper()
 	const interval = 1.0 // seconds between the engine's progress events

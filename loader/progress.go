@@ -174,7 +174,9 @@ func (e *estimator) fill(ev *ProgressEvent) {
 			capacity[i] = p.capacity(ev.Elapsed)
 		}
 		secs := max(float64(left)/e.rate, busiestLeft(ev, run-e.ahead, capacity))
-		ev.ETA, ev.ETAKnown = time.Duration(secs*float64(time.Second)).Round(time.Second), true
+		// To a tenth: the JSON log and the metric keep it, the terminal
+		// rounds it to a second.
+		ev.ETA, ev.ETAKnown = time.Duration(secs*float64(time.Second)).Round(100*time.Millisecond), true
 	}
 }
 

@@ -41,7 +41,7 @@ type naiveModel struct {
 	// ETAWorstErrorPct the farthest of them, in per cent of the time left
 	// (the last second's lines left out); ETAWorstBeyondPct the farthest
 	// once one progress interval is allowed for the lines' granularity
-	// (the engine measures once a second and the ETA is whole seconds),
+	// (the engine measures once a second, and the drain takes a moment),
 	// the rule e2e/numbers_test.go holds the ETA to.
 	ETAs              []etaSample `json:"etas,omitempty"`
 	ETAWorstErrorPct  float64     `json:"eta_worst_error_percent"`
