@@ -118,6 +118,27 @@ type estimator struct {
 	last           time.Duration
 	lastDone       int64
 	sampled, rated bool
+	// parts follow each partition's RU as lastDone the records.
+	parts []partitionRate
+}
+
+// partitionRate is one partition's RU/s as charged, smoothed as the
+// records' rate, and when it last met a 429.
+type partitionRate struct {
+	ru, rate    float64
+	throttled   int64
+	throttledAt time.Duration
+	rated       bool
+}
+
+// capacity is what a partition that met 429s within the last etaSmoothing
+// gives the load, as it was charged; 0 when it did not: it may have more
+// to give than it was asked for.
+func (p partitionRate) capacity(now time.Duration) float64 {
+	if !p.rated || p.throttled == 0 || now-p.throttledAt > etaSmoothing {
+		return 0
+	}
+	return p.rate
 }
 
 // Smoothing and patience of the ETA: the rate is an exponentially
@@ -142,35 +163,58 @@ func (e *estimator) fill(ev *ProgressEvent) {
 	ev.Records, ev.RecordsExact = e.before.Total()-e.ahead+run, exact
 	ev.Percent = min(100, 100*float64(ev.Done.Total())/float64(max(ev.Records, 1)))
 	done := now.Total()
-	e.sample(ev.Elapsed, done)
+	e.sample(ev.Elapsed, done, ev.Live.perPartition)
 	left := max(run-e.ahead-done, 0)
 	switch {
 	case left == 0 && exact:
 		ev.ETA, ev.ETAKnown = 0, true
 	case e.rated && ev.Elapsed >= etaPatience && e.rate > 0:
-		secs := max(float64(left)/e.rate, busiestLeft(ev, run-e.ahead))
-		ev.ETA, ev.ETAKnown = time.Duration(secs*float64(time.Second)).Round(time.Second), true
+		capacity := make([]float64, len(e.parts))
+		for i, p := range e.parts {
+			capacity[i] = p.capacity(ev.Elapsed)
+		}
+		secs := max(float64(left)/e.rate, busiestLeft(ev, run-e.ahead, capacity))
+		// To a tenth: the JSON log and the metric keep it, the terminal
+		// rounds it to a second.
+		ev.ETA, ev.ETAKnown = time.Duration(secs*float64(time.Second)).Round(100*time.Millisecond), true
 	}
 }
 
-// sample adds the acknowledged count at elapsed to the smoothed rate.
-func (e *estimator) sample(elapsed time.Duration, done int64) {
+// sample adds the acknowledged count at elapsed to the smoothed rate, and
+// each partition's RU charged and 429s met to its own.
+func (e *estimator) sample(elapsed time.Duration, done int64, parts []partitionCount) {
+	for len(e.parts) < len(parts) {
+		e.parts = append(e.parts, partitionRate{})
+	}
 	if !e.sampled {
 		e.last, e.lastDone, e.sampled = elapsed, done, true
+		for i, p := range parts {
+			e.parts[i].ru, e.parts[i].throttled = p.RU, p.Throttled
+		}
 		return
 	}
 	dt := elapsed - e.last
 	if dt <= 0 {
 		return
 	}
-	r := float64(done-e.lastDone) / dt.Seconds()
-	if !e.rated {
-		e.rate, e.rated = r, true
-	} else {
-		a := 1 - math.Exp(-dt.Seconds()/etaSmoothing.Seconds())
-		e.rate += a * (r - e.rate)
+	a := 1 - math.Exp(-dt.Seconds()/etaSmoothing.Seconds())
+	smooth := func(rate *float64, rated *bool, r float64) {
+		if !*rated {
+			*rate, *rated = r, true
+		} else {
+			*rate += a * (r - *rate)
+		}
 	}
+	smooth(&e.rate, &e.rated, float64(done-e.lastDone)/dt.Seconds())
 	e.last, e.lastDone = elapsed, done
+	for i, p := range parts {
+		pr := &e.parts[i]
+		smooth(&pr.rate, &pr.rated, (p.RU-pr.ru)/dt.Seconds())
+		if p.Throttled > pr.throttled {
+			pr.throttledAt = elapsed
+		}
+		pr.ru, pr.throttled = p.RU, p.Throttled
+	}
 }
 
 // runRecords is the records this run has to load: exact from Parquet
@@ -191,17 +235,13 @@ func runRecords(ev *ProgressEvent) (int64, bool) {
 // busiestLeft is the least time the run's work left needs: each
 // partition's estimated RU still to write (its part of the records read
 // so far, scaled to the run's toSend records, less what it has written),
-// at the RU its estimates turned out to cost, done at its share of the
-// target — or at the pacer's limit for it, lower after 429s (other
-// traffic took the rest); the busiest partition's, whatever the others
-// do.
-func busiestLeft(ev *ProgressEvent, toSend int64) float64 {
+// at the RU its estimates turned out to cost, done at the rate
+// partitionRates gives it; the busiest partition's, whatever the others
+// do. held is each partition's charged RU/s while it keeps meeting 429s
+// (partitionRate.capacity).
+func busiestLeft(ev *ProgressEvent, toSend int64, held []float64) float64 {
 	read := ev.RecordsRead - ev.Carried
-	n := len(ev.Partitions)
-	if n == 0 {
-		n = len(ev.Live.perPartition)
-	}
-	if read <= 0 || ev.TargetRU <= 0 || n == 0 {
+	if read <= 0 || ev.TargetRU <= 0 {
 		return 0
 	}
 	var ru, doneRU float64
@@ -210,19 +250,8 @@ func busiestLeft(ev *ProgressEvent, toSend int64) float64 {
 		doneRU += p.DoneRU
 	}
 	scale := max(float64(toSend)/float64(read), 1)
-	share := ev.TargetRU / float64(n)
-	limits := map[int]float64{}
-	for _, ps := range ev.Partitions {
-		if ps.LimitRU > 0 {
-			limits[ps.Index] = ps.LimitRU
-		}
-	}
-	var worst float64
+	left := make([]float64, len(ev.Live.perPartition))
 	for i, p := range ev.Live.perPartition {
-		rate := share
-		if l, ok := limits[i]; ok {
-			rate = min(rate, l)
-		}
 		charged := 1.0 // actual RU per estimated RU
 		switch {
 		case p.DoneRU > 0:
@@ -230,10 +259,57 @@ func busiestLeft(ev *ProgressEvent, toSend int64) float64 {
 		case doneRU > 0:
 			charged = ru / doneRU
 		}
-		left := max(p.ReadRU*scale-p.DoneRU, 0) * charged
-		worst = max(worst, left/rate)
+		left[i] = max(p.ReadRU*scale-p.DoneRU, 0) * charged
+	}
+	rates := partitionRates(ev, held, left)
+	var worst float64
+	for i := range min(len(left), len(rates)) {
+		worst = max(worst, left[i]/rates[i])
 	}
 	return worst
+}
+
+// partitionRates is the RU/s each partition can write at: its share of the
+// target, or the pacer's limit for it, lower after 429s. The partitions
+// that keep meeting 429s under that are held to what they were charged
+// (other traffic took the rest), pooled: one partition's second is lumpy
+// (a batch charges a partition at once), so they get the RU/s they were
+// charged together, each in proportion to its share or limit. A partition
+// with no work left is not among them: it was charged less for want of
+// work.
+func partitionRates(ev *ProgressEvent, held, left []float64) []float64 {
+	n := len(ev.Partitions)
+	if n == 0 {
+		n = len(ev.Live.perPartition)
+	}
+	if n == 0 {
+		return nil
+	}
+	rates := make([]float64, max(n, len(ev.Live.perPartition)))
+	for i := range rates {
+		rates[i] = ev.TargetRU / float64(n)
+	}
+	for _, ps := range ev.Partitions {
+		if ps.LimitRU > 0 && ps.Index < len(rates) {
+			rates[ps.Index] = min(rates[ps.Index], ps.LimitRU)
+		}
+	}
+	pooled := func(i int) bool { return i < len(held) && held[i] > 0 && i < len(left) && left[i] > 0 }
+	var charged, asked float64
+	for i := range rates {
+		if pooled(i) {
+			charged += held[i]
+			asked += rates[i]
+		}
+	}
+	if charged > 0 && charged < asked {
+		for i := range rates {
+			if pooled(i) {
+				rates[i] *= charged / asked
+			}
+		}
+	}
+	return rates
 }
 
 // parquetRowsLeft is TotalRows: the rows left to load when every input is

@@ -201,18 +201,28 @@ func clientCPU(f loadFacts) (report.Shortfall, bool) {
 type replaced interface {
 	ExistingFraction() float64
 	ReplaceRatio() float64
+	ChargedAsReplaces() (float64, bool)
 }
 
 // replacedNote says, in upsert mode, that a part of the load replaced
 // items the container already held, each at about twice a create's RU
-// (the cost model tells them by their charge); "" when few did.
+// (the cost model tells them by their charge), or that the whole load
+// did: a repeated load, charged about twice what creating its items is
+// documented to cost; "" when few did.
 func replacedNote(mode Mode, cost costModel) string {
 	c, ok := cost.(replaced)
-	if mode != ModeUpsert || !ok || c.ExistingFraction() < 0.05 {
+	if mode != ModeUpsert || !ok {
 		return ""
 	}
-	return fmt.Sprintf("about %s of the upserts replaced items the container already held, each at about %s× a new item's RU: a repeated load costs about that much more than the first",
-		human.Number(100*c.ExistingFraction(), 0)+"%", human.Number(c.ReplaceRatio(), 1))
+	if c.ExistingFraction() >= 0.05 {
+		return fmt.Sprintf("about %s of the upserts replaced items the container already held, each at about %s× a new item's RU: a repeated load costs about that much more than the first",
+			human.Number(100*c.ExistingFraction(), 0)+"%", human.Number(c.ReplaceRatio(), 1))
+	}
+	if ratio, all := c.ChargedAsReplaces(); all {
+		return fmt.Sprintf("the upserts were charged about %s× what creating items of their size is documented to cost, as replacing items costs: the container most likely already held these ids (a repeated load); --mode create would count them as existing instead of writing them again",
+			human.Number(ratio, 1))
+	}
+	return ""
 }
 
 // countOf is n with its noun: "1 request was", "3 requests were".

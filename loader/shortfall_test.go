@@ -2,11 +2,17 @@ package loader
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"io"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/cosmosloader/loader/internal/clock/clocktest"
 	"github.com/cosmosloader/loader/loader/report"
+	"github.com/cosmosloader/loader/loader/source"
 )
 
 // below is a paced load of 40 s at 60 % of 4,000 RU/s over 4 partitions.
@@ -88,10 +94,16 @@ func TestShortfallNamesItsReason(t *testing.T) {
 type replacing struct {
 	fixedCost
 	share, ratio float64
+	// charged is the writes' charge over what creating them is
+	// documented to cost.
+	charged float64
 }
 
 func (r replacing) ExistingFraction() float64 { return r.share }
 func (r replacing) ReplaceRatio() float64     { return r.ratio }
+func (r replacing) ChargedAsReplaces() (float64, bool) {
+	return r.charged, r.charged >= 1.5 && r.charged <= 3
+}
 
 // Upserts over ids the container already held are said, with their
 // price; creates and upserts of new items say nothing.
@@ -99,12 +111,91 @@ func TestReplacedItemsAreNoted(t *testing.T) {
 	if got := replacedNote(ModeUpsert, replacing{share: 1, ratio: 2}); !strings.Contains(got, "about 100% of the upserts replaced items") || !strings.Contains(got, "2.0×") {
 		t.Errorf("note = %q", got)
 	}
+	// A repeated load: every write a replace, learned as a create's cost.
+	if got := replacedNote(ModeUpsert, replacing{share: 0.01, ratio: 2, charged: 2.02}); !strings.Contains(got, "charged about 2.0× what creating items of their size is documented to cost") || !strings.Contains(got, "a repeated load") {
+		t.Errorf("repeated load: note = %q", got)
+	}
 	for _, c := range []struct {
 		mode Mode
 		cost costModel
-	}{{ModeUpsert, replacing{share: 0.01, ratio: 2}}, {ModeCreate, replacing{share: 1, ratio: 2}}, {ModeUpsert, fixedCost(5)}} {
+	}{{ModeUpsert, replacing{share: 0.01, ratio: 2, charged: 1.05}}, {ModeCreate, replacing{share: 1, ratio: 2}}, {ModeCreate, replacing{charged: 2}}, {ModeUpsert, fixedCost(5)}} {
 		if got := replacedNote(c.mode, c.cost); got != "" {
 			t.Errorf("%v %T: note %q", c.mode, c.cost, got)
 		}
+	}
+}
+
+// slowLines hands out one line a Read, each once the lines before it are
+// written (or a second has passed) and the clock has moved on: an input
+// read slower than the load writes it.
+type slowLines struct {
+	lines   []string
+	clk     *clocktest.Fake
+	each    time.Duration
+	written func() int
+	handed  int
+}
+
+func (s *slowLines) Read(p []byte) (int, error) {
+	if len(s.lines) == 0 {
+		return 0, io.EOF
+	}
+	for wait := time.Now().Add(time.Second); s.written() < s.handed && time.Now().Before(wait); {
+		time.Sleep(time.Millisecond)
+	}
+	tick(s.clk, s.each)
+	n := copy(p, s.lines[0]+"\n")
+	s.lines[0] = s.lines[0][min(n, len(s.lines[0])):]
+	if n > len(s.lines[0]) {
+		s.lines, s.handed = s.lines[1:], s.handed+1
+	}
+	return n, nil
+}
+
+// tick advances clk by d once the run's loop waits on it, so that the
+// loop sees each step.
+func tick(clk *clocktest.Fake, d time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = clk.BlockUntil(ctx, 1)
+	clk.Advance(d)
+}
+
+// A load whose writers keep waiting for a slow input measures it, on the
+// fake clock, and names it input-bound; one whose writes are the slow part
+// does not.
+func TestInputBoundIsMeasuredAndNamed(t *testing.T) {
+	run := func(slowInput bool) float64 {
+		t.Helper()
+		clk := clocktest.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+		sink := &fakeSink{}
+		var stdin io.Reader = strings.NewReader(strings.Join(docs(60), "\n") + "\n")
+		if slowInput {
+			stdin = &slowLines{lines: docs(60), clk: clk, each: 300 * time.Millisecond, written: func() int {
+				sink.mu.Lock()
+				defer sink.mu.Unlock()
+				return len(sink.written)
+			}}
+		} else {
+			sink.respond = func(string, int) Outcome {
+				tick(clk, 300*time.Millisecond)
+				return Outcome{Status: 201, Charge: 5}
+			}
+		}
+		res, _ := runFake(t, nil, sink, func(o *Options) {
+			o.Inputs = []Input{{Input: source.Input{Path: "-", Stdin: true}, IDSeed: "seed"}}
+			o.Stdin, o.Clock = stdin, clk
+		})
+		if len(sink.written) != 60 {
+			t.Fatalf("wrote %d of 60", len(sink.written))
+		}
+		return res.starved
+	}
+	r := below()
+	if starved := run(true); !slices.Contains(reasons(explainShortfall(r, loadFacts{starved: starved, cpuBusy: -1})), report.ShortfallInputBound) {
+		t.Errorf("writers waited for a slow input %.0f%% of the time: not named input-bound", 100*starved)
+	}
+	if starved := run(false); slices.Contains(reasons(explainShortfall(r, loadFacts{starved: starved, cpuBusy: -1})), report.ShortfallInputBound) {
+		t.Errorf("slow writes named input-bound (starved %.0f%% of the time)", 100*starved)
 	}
 }

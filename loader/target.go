@@ -101,6 +101,14 @@ type Target struct {
 	Writer
 }
 
+// ItemChecker tells whether the container holds an item, by a point read
+// (about 1 RU). A dry run of an upsert load reads back a small sample of
+// its first ids with it: ids the container holds are replaced, at about
+// twice a create's RU. cosmos.Connect's Writer has it.
+type ItemChecker interface {
+	Holds(ctx context.Context, id string, pk []any) (bool, error)
+}
+
 // Connector connects to the container o names and reads its facts.
 // cosmos.Connect is the one for Azure Cosmos DB.
 type Connector func(ctx context.Context, o TargetOptions) (*Target, error)

@@ -125,6 +125,11 @@ type CostModel struct {
 	// early holds the warm-up responses, to be learned again once a first
 	// fit can tell the odd ones out.
 	early []observation
+	// charged and documented are the charges observed and what the
+	// documented costs (the prior) give for creating the same items;
+	// observed counts them.
+	charged, documented float64
+	observed            int64
 }
 
 type observation struct {
@@ -192,6 +197,23 @@ func (m *CostModel) ReplaceRatio() float64 {
 	return m.cal.ReplaceRatio
 }
 
+// ChargedAsReplaces reports whether the writes observed so far were
+// charged, all told, what replacing existing items costs: replaceLow to
+// replaceHigh × what the documented costs give for creating them, over
+// at least warmup writes; ratio is that multiple. It tells a load that
+// repeats an earlier one in upsert mode even when every write replaced
+// an item: the fit then learns the replace's charge as a create's, and
+// ExistingFraction stays near zero.
+func (m *CostModel) ChargedAsReplaces() (ratio float64, ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.documented <= 0 || m.observed < warmup {
+		return 0, false
+	}
+	ratio = m.charged / m.documented
+	return ratio, ratio >= replaceLow && ratio <= replaceHigh
+}
+
 // ExistingFraction returns the running share of writes whose charge showed
 // they replaced an existing item.
 func (m *CostModel) ExistingFraction() float64 {
@@ -209,6 +231,10 @@ func (m *CostModel) Observe(size, terms int, charge float64) {
 	x := features(size, terms)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.charged += charge
+	documented := priorCalibration()
+	m.documented += math.Max(documented.predict(x), minEstimate)
+	m.observed++
 	c := &m.cal
 	if c.Observations < warmup {
 		// Learn as it comes: the prior may be off by 2× for this container,

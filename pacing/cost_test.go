@@ -166,3 +166,31 @@ func TestCostModelEstimatorIsEstimate(t *testing.T) {
 		}
 	}
 }
+
+// A load every write of which replaced an existing item is told by its
+// charges against the documented create costs, though the fit learns
+// them as creates; a first load, or one on a container whose costs run a
+// little above the table, is not.
+func TestCostModelTellsARepeatedLoad(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		factor float64 // charge ÷ the documented create cost
+		want   bool
+	}{{"first load", 1, false}, {"measured term cost", 1.25, false}, {"repeated load", 2, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(7, 7))
+			m := NewCostModel(CostOptions{})
+			for range 200 {
+				size, terms := sample(r)
+				m.Observe(size, terms, c.factor*(SizeCost(size)+TermCost*float64(terms)))
+			}
+			ratio, all := m.ChargedAsReplaces()
+			if all != c.want || math.Abs(ratio-c.factor) > 0.01 {
+				t.Errorf("ChargedAsReplaces = %.2f, %v; want %.2f, %v", ratio, all, c.factor, c.want)
+			}
+		})
+	}
+	if _, all := NewCostModel(CostOptions{}).ChargedAsReplaces(); all {
+		t.Error("a repeated load told before any write")
+	}
+}

@@ -38,9 +38,14 @@ type naiveModel struct {
 	PacedSeconds float64 `json:"paced_seconds"`
 	// ETAs are the paced run's progress lines from 3 s on: the ETA it
 	// showed against the time its load actually had left;
-	// ETAWorstErrorPct the farthest of them, in per cent of the time left.
-	ETAs             []etaSample `json:"etas,omitempty"`
-	ETAWorstErrorPct float64     `json:"eta_worst_error_percent"`
+	// ETAWorstErrorPct the farthest of them, in per cent of the time left
+	// (the last second's lines left out); ETAWorstBeyondPct the farthest
+	// once one progress interval is allowed for the lines' granularity
+	// (the engine measures once a second, and the drain takes a moment),
+	// the rule e2e/numbers_test.go holds the ETA to.
+	ETAs              []etaSample `json:"etas,omitempty"`
+	ETAWorstErrorPct  float64     `json:"eta_worst_error_percent"`
+	ETAWorstBeyondPct float64     `json:"eta_worst_error_beyond_interval_percent"`
 	// Errors are modelled ÷ measured − 1, in per cent.
 	RequestsErrorPct  float64   `json:"requests_error_percent"`
 	ThrottledErrorPct float64   `json:"throttled_error_percent"`
@@ -77,11 +82,17 @@ func (r *runner) scenarioV(ctx context.Context, _ *target) error {
 		q.Cases = append(q.Cases, *nm)
 		fmt.Fprintf(os.Stderr, "  %s: modelled %d requests, %d throttled, %.1f s; measured %d, %d, %.1f s; paced %.1f s\n", c.name,
 			nm.Modelled.Requests, nm.Modelled.Throttled, nm.Modelled.Seconds, nm.MeasuredRequests, nm.MeasuredThrottled, nm.MeasuredSeconds, nm.PacedSeconds)
+		// 429s a hundredth of the requests or fewer apart agree whatever
+		// their ratio: a naive run on a long path meets one or two.
+		throttlesAgree := math.Abs(nm.ThrottledErrorPct) <= 25 ||
+			math.Abs(float64(nm.Modelled.Throttled-nm.MeasuredThrottled)) <= 0.01*float64(max(nm.MeasuredRequests, 1))
 		r.check("V", c.name+": modelled naive within 25 % of the measured run (requests, 429s, time)",
-			fmt.Sprintf("%+.0f %%, %+.0f %%, %+.0f %%", nm.RequestsErrorPct, nm.ThrottledErrorPct, nm.SecondsErrorPct),
-			math.Abs(nm.RequestsErrorPct) <= 25 && math.Abs(nm.ThrottledErrorPct) <= 25 && math.Abs(nm.SecondsErrorPct) <= 25)
+			fmt.Sprintf("%+.0f %%, %+.0f %% (%s against %s), %+.0f %%", nm.RequestsErrorPct, nm.ThrottledErrorPct,
+				n0(float64(nm.Modelled.Throttled)), n0(float64(nm.MeasuredThrottled)), nm.SecondsErrorPct),
+			math.Abs(nm.RequestsErrorPct) <= 25 && throttlesAgree && math.Abs(nm.SecondsErrorPct) <= 25)
 		r.check("V", c.name+": the paced run's ETA from 3 s within 30 % of the time left",
-			fmt.Sprintf("worst %.0f %% over %d progress lines", nm.ETAWorstErrorPct, len(nm.ETAs)), len(nm.ETAs) > 0 && nm.ETAWorstErrorPct <= 30)
+			fmt.Sprintf("worst %.0f %% beyond a second (%.0f %% without that allowance) over %d progress lines", nm.ETAWorstBeyondPct, nm.ETAWorstErrorPct, len(nm.ETAs)),
+			len(nm.ETAs) > 0 && nm.ETAWorstBeyondPct <= 30)
 	}
 	return nil
 }
@@ -115,7 +126,7 @@ func (r *runner) naiveCase(ctx context.Context, name, container string, data dat
 		m.Own = rep
 		if strategy == "paced" {
 			nm.Paced, nm.Modelled, nm.PacedSeconds = m, rep.Naive, rep.DurationSeconds
-			nm.ETAs, nm.ETAWorstErrorPct = etaAccuracy(p.Stderr, rep.DurationSeconds)
+			nm.ETAs, nm.ETAWorstErrorPct, nm.ETAWorstBeyondPct = etaAccuracy(p.Stderr, rep.DurationSeconds)
 			continue
 		}
 		nm.Naive, nm.MeasuredRequests, nm.MeasuredThrottled, nm.MeasuredSeconds = m, m.Requests, m.Throttled, rep.DurationSeconds
@@ -141,10 +152,11 @@ type etaSample struct {
 
 // etaAccuracy reads a --log-format json run's progress lines and sets
 // each ETA from 3 s on against the time the run had left (its duration
-// less the line's elapsed time).
-func etaAccuracy(stderr []byte, duration float64) ([]etaSample, float64) {
-	var out []etaSample
-	var worst float64
+// less the line's elapsed time): the farthest, in per cent of the time
+// left, without the last second's lines, and the farthest once a progress
+// interval is allowed, with them.
+func etaAccuracy(stderr []byte, duration float64) (out []etaSample, worst, beyond float64) {
+	const interval = 1.0 // seconds between the engine's progress events
 	for _, line := range strings.Split(string(stderr), "\n") {
 		var ev struct {
 			Event   string   `json:"event"`
@@ -155,13 +167,18 @@ func etaAccuracy(stderr []byte, duration float64) ([]etaSample, float64) {
 			continue
 		}
 		left := duration - ev.Elapsed
+		if left <= 0 {
+			continue
+		}
+		off := math.Abs(*ev.ETA - left)
+		beyond = max(beyond, 100*max(off-interval, 0)/left)
 		if left <= 1 {
 			continue // the last second: any error is a large share of it
 		}
 		out = append(out, etaSample{AtSeconds: ev.Elapsed, ETASeconds: *ev.ETA, LeftSeconds: round(left, 2)})
-		worst = max(worst, 100*math.Abs(*ev.ETA-left)/left)
+		worst = max(worst, 100*off/left)
 	}
-	return out, round(worst, 1)
+	return out, round(worst, 1), round(beyond, 1)
 }
 
 // withoutQuiet is args without --quiet.
@@ -180,11 +197,11 @@ func (q *scenarioV) rows() [][2]string {
 	var out [][2]string
 	for _, c := range q.Cases {
 		out = append(out, [2]string{"naive model vs `--strategy naive`, " + c.Name,
-			fmt.Sprintf("modelled %s requests, %s throttled, %.1f s; measured %s, %s, %.1f s (%s); paced %.1f s, its ETA from 3 s within %.0f %% of the time left",
+			fmt.Sprintf("modelled %s requests, %s throttled, %.1f s; measured %s, %s, %.1f s (%s); paced %.1f s, its ETA from 3 s within %.0f %% of the time left beyond a second's allowance (%.0f %% without it)",
 				n0(float64(c.Modelled.Requests)), n0(float64(c.Modelled.Throttled)), c.Modelled.Seconds,
 				n0(float64(c.MeasuredRequests)), n0(float64(c.MeasuredThrottled)), c.MeasuredSeconds,
 				strings.Join([]string{fmt.Sprintf("%+.0f %%", c.RequestsErrorPct), fmt.Sprintf("%+.0f %%", c.ThrottledErrorPct), fmt.Sprintf("%+.0f %%", c.SecondsErrorPct)}, ", "),
-				c.PacedSeconds, c.ETAWorstErrorPct)})
+				c.PacedSeconds, c.ETAWorstBeyondPct, c.ETAWorstErrorPct)})
 	}
 	return out
 }

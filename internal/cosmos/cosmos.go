@@ -251,7 +251,22 @@ func (s *sink) Write(ctx context.Context, d loader.Document) loader.Outcome {
 var (
 	_ loader.BatchSink   = (*sink)(nil)
 	_ loader.BatchProber = (*container)(nil)
+	_ loader.ItemChecker = (*container)(nil)
 )
+
+// Holds reads the item id back (a point read, with the run's priority
+// and throughput bucket): false on 404 Not Found.
+func (c *container) Holds(ctx context.Context, id string, pk []any) (bool, error) {
+	opts := c.itemOptions // a copy per request: the SDK may keep a pointer
+	_, err := c.cc.ReadItem(ctx, PartitionKeyOf(pk), id, &opts)
+	switch {
+	case err == nil:
+		return true, nil
+	case isStatus(err, http.StatusNotFound):
+		return false, nil
+	}
+	return false, errors.New(describe(err))
+}
 
 // ProbeBatches checks that the container executes transactional batches
 // as Cosmos DB does: a batch reading an id that does not exist must come

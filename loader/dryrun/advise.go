@@ -2,7 +2,6 @@ package dryrun
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/loader"
@@ -34,10 +33,15 @@ func (r *reading) advise(md modelled) {
 	p.Notes = append(p.Notes, source.PartitionFoldersNotes(r.j.Inputs, r.j.Source)...)
 	if r.j.Mode != loader.ModeCreate && p.EstimatedRU > 0 {
 		// Upserting an id the container already holds is a replace: about
-		// twice a create (docs/cosmos-facts.md). A dry run cannot know which
-		// ids exist, so it gives the bound.
-		p.Notes = append(p.Notes, fmt.Sprintf("upsert replaces items that already exist at about twice the RU: if the container already holds these ids (a repeated load), expect up to %s RU and %s",
-			human.Count(int64(math.Round(2*p.EstimatedRU))), human.Seconds(2*p.EstimatedSeconds)))
+		// twice a create (docs/cosmos-facts.md). A dry run knows which of
+		// its first ids exist when it could read them back.
+		warning, note := r.existing.note(p.EstimatedRU, p.EstimatedSeconds)
+		if warning != "" {
+			p.Warnings = append(p.Warnings, warning)
+		}
+		if note != "" {
+			p.Notes = append(p.Notes, note)
+		}
 	}
 }
 

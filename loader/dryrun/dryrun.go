@@ -58,6 +58,9 @@ type Job struct {
 	// reshaped says how resolve corrected a shape no container has: more
 	// RU/s than its physical partitions can serve.
 	reshaped string
+	// holds reads back ids from the connected container; nil when not
+	// connected.
+	holds loader.ItemChecker
 }
 
 // Run reads and costs every record without writing anything, models the
@@ -75,6 +78,9 @@ func Run(ctx context.Context, j *Job) (*report.DryRun, error) {
 	r := newReading(j, m)
 	if err := r.readAll(ctx); err != nil {
 		return nil, err
+	}
+	if j.Mode != loader.ModeCreate && j.holds != nil {
+		r.existing.read(ctx, j.holds)
 	}
 	r.summarise()
 	r.advise(r.model())
@@ -125,6 +131,7 @@ func (j *Job) connect(ctx context.Context) error {
 		return err
 	}
 	j.Bounds = tgt.Bounds
+	j.holds, _ = tgt.Writer.(loader.ItemChecker)
 	j.Mapper.PartitionKeyPaths = tgt.PartitionKeyPaths
 	j.Mapper.Policy = tgt.Indexing
 	if j.TargetRU <= 0 {

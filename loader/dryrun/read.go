@@ -35,6 +35,8 @@ type reading struct {
 	planner *loader.RequestPlanner
 	written int64
 	naive   *pacing.Model
+	// existing samples the first ids, to read back from the container.
+	existing existing
 
 	// seq is the records' partitions, per piece of the import's read plan
 	// (numbered file by file, from base); alt the same per piece of the
@@ -214,6 +216,7 @@ func (s *inputScan) record(sc *loader.Scanned) bool {
 	s.seg = segmentOf(s.ranges, s.seg, sc.Rec.At())
 	s.altSeg = segmentOf(s.altRanges, s.altSeg, sc.Rec.At())
 	s.account(&sc.Prepared, sc.Doc.PK, len(sc.Doc.Body))
+	s.existing.keep(sc.Doc.ID, sc.Doc.PK)
 	if s.largest.takes(len(sc.Doc.Body), maxLargest) {
 		s.largest.offer(report.Item{ID: sc.Doc.ID, Source: sc.Rec.Path, Line: sc.Rec.Line, Bytes: len(sc.Doc.Body), RU: sc.RU}, maxLargest)
 	}
@@ -247,6 +250,9 @@ func (s *inputScan) rows(fr *loader.FactRows) bool {
 			altEnd = nextSegment(f, i, s.altRanges, s.altSeg)
 		}
 		s.account(&row.Prepared, row.PK, int(row.Size))
+		if len(s.existing.ids) < existingSample {
+			s.existing.keep(fr.ID(i), row.PK)
+		}
 		if s.largest.takes(int(row.Size), maxLargest) {
 			s.largest.offer(report.Item{ID: fr.ID(i), Source: f.Path, Line: f.Line(i), Bytes: int(row.Size), RU: row.RU}, maxLargest)
 		}
