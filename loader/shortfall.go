@@ -199,7 +199,7 @@ func clientCPU(f loadFacts) (report.Shortfall, bool) {
 // replaced is what a cost model knows of the writes that replaced items
 // already there (pacing.CostModel).
 type replaced interface {
-	ExistingFraction() float64
+	ReplacedShare() float64
 	ReplaceRatio() float64
 	ChargedAsReplaces() (float64, bool)
 }
@@ -214,9 +214,9 @@ func replacedNote(mode Mode, cost costModel) string {
 	if mode != ModeUpsert || !ok {
 		return ""
 	}
-	if c.ExistingFraction() >= 0.05 {
+	if share := c.ReplacedShare(); share >= 0.05 {
 		return fmt.Sprintf("about %s of the upserts replaced items the container already held, each at about %s× a new item's RU: a repeated load costs about that much more than the first",
-			human.Number(100*c.ExistingFraction(), 0)+"%", human.Number(c.ReplaceRatio(), 1))
+			human.Number(100*share, 0)+"%", human.Number(c.ReplaceRatio(), 1))
 	}
 	if ratio, all := c.ChargedAsReplaces(); all {
 		return fmt.Sprintf("the upserts were charged about %s× what creating items of their size is documented to cost, as replacing items costs: the container most likely already held these ids (a repeated load); --mode create would count them as existing instead of writing them again",

@@ -99,8 +99,8 @@ type replacing struct {
 	charged float64
 }
 
-func (r replacing) ExistingFraction() float64 { return r.share }
-func (r replacing) ReplaceRatio() float64     { return r.ratio }
+func (r replacing) ReplacedShare() float64 { return r.share }
+func (r replacing) ReplaceRatio() float64  { return r.ratio }
 func (r replacing) ChargedAsReplaces() (float64, bool) {
 	return r.charged, r.charged >= 1.5 && r.charged <= 3
 }

@@ -69,10 +69,9 @@ type Calibration struct {
 	Observations int64 `json:"observations"`
 	// Residual is the running mean absolute relative error of predictions.
 	Residual float64 `json:"residual"`
-	// ExistingFraction is the running share of charges that looked like an
-	// upsert of an existing item (≈ ReplaceRatio × the create cost).
-	ExistingFraction float64 `json:"existing_fraction"`
-	ReplaceRatio     float64 `json:"replace_ratio"`
+	// ReplaceRatio is how much more an upsert that replaced an existing
+	// item was charged than a create.
+	ReplaceRatio float64 `json:"replace_ratio"`
 }
 
 const (
@@ -127,9 +126,10 @@ type CostModel struct {
 	early []observation
 	// charged and documented are the charges observed and what the
 	// documented costs (the prior) give for creating the same items;
-	// observed counts them.
+	// observed counts them, replaces those of them read as replacing an
+	// existing item.
 	charged, documented float64
-	observed            int64
+	observed, replaces  int64
 }
 
 type observation struct {
@@ -203,7 +203,7 @@ func (m *CostModel) ReplaceRatio() float64 {
 // at least warmup writes; ratio is that multiple. It tells a load that
 // repeats an earlier one in upsert mode even when every write replaced
 // an item: the fit then learns the replace's charge as a create's, and
-// ExistingFraction stays near zero.
+// ReplacedShare stays near zero.
 func (m *CostModel) ChargedAsReplaces() (ratio float64, ok bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -214,12 +214,15 @@ func (m *CostModel) ChargedAsReplaces() (ratio float64, ok bool) {
 	return ratio, ratio >= replaceLow && ratio <= replaceHigh
 }
 
-// ExistingFraction returns the running share of writes whose charge showed
-// they replaced an existing item.
-func (m *CostModel) ExistingFraction() float64 {
+// ReplacedShare returns the share of the writes this model observed whose
+// charge, against its fit, showed they replaced an existing item.
+func (m *CostModel) ReplacedShare() float64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.cal.ExistingFraction
+	if m.observed == 0 {
+		return 0
+	}
+	return float64(m.replaces) / float64(m.observed)
 }
 
 // Observe learns from the charge of one successful write of an item of the
@@ -259,7 +262,7 @@ func (m *CostModel) relearnEarly() {
 		cleaned[i] = m.cleaned(o.x, o.charge)
 	}
 	m.cal = priorCalibration()
-	m.cal.ReplaceRatio, m.cal.ExistingFraction = first.ReplaceRatio, first.ExistingFraction
+	m.cal.ReplaceRatio = first.ReplaceRatio
 	for i, o := range m.early {
 		m.learn(o.x, cleaned[i])
 	}
@@ -275,10 +278,9 @@ func (m *CostModel) cleaned(x [3]float64, charge float64) float64 {
 	ratio := charge / pred
 	if ratio >= replaceLow && ratio <= replaceHigh {
 		c.ReplaceRatio += 0.05 * (ratio - c.ReplaceRatio)
-		c.ExistingFraction += 0.01 * (1 - c.ExistingFraction)
+		m.replaces++
 		return charge / c.ReplaceRatio
 	}
-	c.ExistingFraction += 0.01 * (0 - c.ExistingFraction)
 	limit := math.Max(3*c.Residual, 0.05)
 	return pred * (1 + math.Max(-limit, math.Min(limit, ratio-1)))
 }
@@ -373,7 +375,7 @@ func (m *CostModel) Restore(c Calibration) bool {
 }
 
 func finite(c Calibration) bool {
-	vals := []float64{c.Residual, c.ExistingFraction, c.ReplaceRatio}
+	vals := []float64{c.Residual, c.ReplaceRatio}
 	vals = append(vals, c.Theta[:]...)
 	for _, row := range c.Covariance {
 		vals = append(vals, row[:]...)

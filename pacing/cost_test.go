@@ -194,3 +194,22 @@ func TestCostModelTellsARepeatedLoad(t *testing.T) {
 		t.Error("a repeated load told before any write")
 	}
 }
+
+// A load whose second half replaces the first half's items (two files with
+// the same ids): the share replaced is of all the writes, not a running
+// average that the last writes dominate.
+func TestCostModelReplacedShareCountsEveryWrite(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	m := NewCostModel(CostOptions{})
+	for i := range 600 {
+		size, terms := sample(r)
+		factor := 1.0
+		if i >= 300 {
+			factor = 2
+		}
+		m.Observe(size, terms, factor*(SizeCost(size)+TermCost*float64(terms)))
+	}
+	if share := m.ReplacedShare(); math.Abs(share-0.5) > 0.05 {
+		t.Errorf("ReplacedShare = %.2f, want about 0.5", share)
+	}
+}
