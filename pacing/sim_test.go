@@ -37,6 +37,15 @@ type SimConfig struct {
 	// Request returns the estimated and actual charge of the i-th request
 	// on a partition (default 10 RU, estimated exactly).
 	Request func(part int, i int64) (estimate, actual float64)
+	// Ops is how many operations each request carries (default 1), its
+	// estimate and charge split evenly among them: a range batch. With
+	// Capacity the server runs them one at a time against the budget, as
+	// the local target does: a request arriving with nothing left is
+	// refused whole, and once it runs, the operations after the one that
+	// took the budget to nothing or below are refused (429) uncharged.
+	// The caller settles the operations that ran, reports the 429 and
+	// resends the refused ones together, as the loader does.
+	Ops int
 	// Capacity is each partition's RU/s at the server; 0 means unlimited:
 	// nothing is ever throttled. The server works like Cosmos DB: a budget
 	// per partition per second, reset each second, an expensive request
@@ -63,7 +72,9 @@ type SimResult struct {
 	LimitRU   [][]float64 `json:"limit_ru"`
 	Requests  int64       `json:"requests"`
 	Throttled int64       `json:"throttled"`
-	Stats     Snapshot    `json:"stats"`
+	// ThrottledOps counts the operations refused with a 429 (with Ops).
+	ThrottledOps int64    `json:"throttled_ops"`
+	Stats        Snapshot `json:"stats"`
 }
 
 // Second returns the RU charged over all partitions in second s.
@@ -140,9 +151,12 @@ func (q *simQueue) Pop() any {
 type simWorker struct {
 	part             int
 	estimate, actual float64
-	retry, ok        bool
-	dispatched       bool
-	retryAfter       time.Duration
+	// ops is how many operations the request carries; ran how many of
+	// them the server ran.
+	ops, ran   int
+	retry, ok  bool
+	dispatched bool
+	retryAfter time.Duration
 }
 
 type simServer struct {
@@ -162,6 +176,9 @@ func Simulate(cfg SimConfig) (SimResult, error) {
 	}
 	if cfg.Latency <= 0 {
 		cfg.Latency = 5 * time.Millisecond
+	}
+	if cfg.Ops <= 0 {
+		cfg.Ops = 1
 	}
 	if cfg.Request == nil {
 		cfg.Request = func(int, int64) (float64, float64) { return 10, 10 }
@@ -218,24 +235,27 @@ func Simulate(cfg SimConfig) (SimResult, error) {
 			return false
 		}
 		res.Requests++
-		w.ok = true
+		w.ok, w.ran = true, w.ops
 		if cfg.Capacity > 0 {
 			srv := &servers[w.part]
 			for srv.second < s {
 				srv.second++
 				srv.avail = min(srv.avail, 0) + cfg.Capacity - cfg.Neighbour(w.part, srv.second)
 			}
-			if srv.avail > 0 {
-				srv.avail -= w.actual
-			} else {
+			w.ran = 0
+			for w.ran < w.ops && srv.avail > 0 {
+				srv.avail -= w.actual / float64(w.ops)
+				w.ran++
+			}
+			if w.ran < w.ops {
 				w.ok = false
 				w.retryAfter = start.Add(time.Duration(s+1) * time.Second).Sub(at)
 			}
 		}
-		if w.ok {
-			res.ChargedRU[s][w.part] += w.actual
-		} else {
+		res.ChargedRU[s][w.part] += w.actual * float64(w.ran) / float64(w.ops)
+		if !w.ok {
 			res.Throttled++
+			res.ThrottledOps += int64(w.ops - w.ran)
 		}
 		return true
 	}
@@ -267,6 +287,7 @@ func Simulate(cfg SimConfig) (SimResult, error) {
 			}
 			if !w.retry {
 				w.estimate, w.actual = cfg.Request(w.part, counts[w.part])
+				w.ops = cfg.Ops
 				counts[w.part]++
 			}
 			r := p.Reserve(w.part, w.estimate)
@@ -308,6 +329,14 @@ func Simulate(cfg SimConfig) (SimResult, error) {
 				p.Succeeded(w.part)
 				w.retry = false
 			} else {
+				if w.ran > 0 {
+					// The operations that ran settle; the rest go again.
+					est, act := w.estimate*float64(w.ran)/float64(w.ops), w.actual*float64(w.ran)/float64(w.ops)
+					if !cfg.SkipSettle {
+						p.Settle(w.part, est, act)
+					}
+					w.estimate, w.actual, w.ops = w.estimate-est, w.actual-act, w.ops-w.ran
+				}
 				p.Throttled(w.part, w.retryAfter)
 				w.retry = true
 			}
