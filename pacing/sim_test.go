@@ -86,6 +86,21 @@ func (r SimResult) Second(s int) float64 {
 	return sum
 }
 
+// Steady returns the RU charged a second from second from on, as a
+// fraction of target: the load once past its start.
+func (r SimResult) Steady(from int, target float64) float64 {
+	sum := 0.0
+	for s := from; s < len(r.ChargedRU); s++ {
+		sum += r.Second(s)
+	}
+	return sum / float64(len(r.ChargedRU)-from) / target
+}
+
+// ThrottledPercent returns the percentage of requests throttled.
+func (r SimResult) ThrottledPercent() float64 {
+	return 100 * float64(r.Throttled) / float64(r.Requests)
+}
+
 // Limit returns the pacer's total rate at the end of second s.
 func (r SimResult) Limit(s int) float64 {
 	sum := 0.0
