@@ -45,10 +45,10 @@ func jitterHeadroom(jitter time.Duration, share, meanRU float64) float64 {
 }
 
 // reaim sets the aim from the path's spread (PacerConfig.PathJitter) and
-// the mean request, at most every reaimEvery: Aim, or lower when the
-// spread asks for more headroom than Aim leaves.
+// the mean request, at most every reaimEvery once a 429 came: Aim, or
+// lower when the spread asks for more headroom than Aim leaves.
 func (p *Pacer) reaim(now time.Time) {
-	if p.cfg.PathJitter == nil {
+	if p.cfg.PathJitter == nil || !p.throttledOnce.Load() {
 		return
 	}
 	p.mu.Lock()
@@ -94,16 +94,16 @@ func (p *Pacer) meanRequest() (float64, int) {
 const jitterBatchSpread = 0.01
 
 // BatchRU is the most one range batch is estimated to cost in this load:
-// RangeBatchRU at the current target, and less over a jittery path
-// (PathJitter), where the larger the requests, the more a second's
-// arrivals vary and the more of the budget the pacer leaves unspent to
-// keep the 429s few. A batch bounded below one record's estimate carries
-// one record.
+// RangeBatchRU at the current target, and, once a 429 came, less over a
+// jittery path (PathJitter), where the larger the requests, the more a
+// second's arrivals vary and the more of the budget the pacer leaves
+// unspent to keep the 429s few. A batch bounded below one record's
+// estimate carries one record.
 func (p *Pacer) BatchRU() float64 {
 	n := p.Partitions()
 	share := p.Target() / float64(n)
 	c := RangeBatchRU(share, 1)
-	if p.cfg.PathJitter != nil {
+	if p.cfg.PathJitter != nil && p.throttledOnce.Load() {
 		if j := p.cfg.PathJitter().Seconds(); j > 0 {
 			c = min(c, 3*jitterBatchSpread*jitterBatchSpread*share/j)
 		}

@@ -29,8 +29,9 @@ func TestJitterHeadroom(t *testing.T) {
 	}
 }
 
-// The pacer's shares follow the path's spread: Aim on a short path, lower
-// over a jittery one, at most once a reaimEvery, and back when it calms.
+// The pacer's shares follow the path's spread once a 429 came: Aim
+// before, and on a short path; lower over a jittery one, at most once a
+// reaimEvery, and back when it calms.
 func TestReaimFollowsThePathsSpread(t *testing.T) {
 	clk := &simClock{now: time.Unix(1_700_000_000, 0)}
 	jitter := time.Millisecond
@@ -49,6 +50,13 @@ func TestReaimFollowsThePathsSpread(t *testing.T) {
 		clk.now = clk.now.Add(reaimEvery)
 		p.Succeeded(0)
 	}
+	jitter = 200 * time.Millisecond
+	step()
+	if got, want := share(), 5000*LoadAim/4; math.Abs(got-want) > 0.01 {
+		t.Errorf("no 429 yet: share %.2f, want %.2f", got, want)
+	}
+	p.Throttled(1, time.Millisecond)
+	jitter = time.Millisecond
 	step()
 	if got, want := share(), 5000*LoadAim/4; math.Abs(got-want) > 0.01 {
 		t.Errorf("local path: share %.2f, want %.2f", got, want)
@@ -67,8 +75,8 @@ func TestReaimFollowsThePathsSpread(t *testing.T) {
 }
 
 // A range batch is a fiftieth of its partition's share on a short path,
-// and smaller over a jittery one: over 200 ms of spread at 1,250 RU/s a
-// partition, less than one record of 10 RU.
+// and until a 429 came; then smaller over a jittery path: over 200 ms of
+// spread at 1,250 RU/s a partition, less than one record of 10 RU.
 func TestBatchRUShrinksWithThePathsSpread(t *testing.T) {
 	jitter := time.Millisecond
 	p, err := NewPacer(PacerConfig{TargetRU: 5000, Partitions: 4, Aim: LoadAim,
@@ -80,6 +88,10 @@ func TestBatchRUShrinksWithThePathsSpread(t *testing.T) {
 		t.Errorf("1 ms spread: %.3f RU, want %.3f", got, want)
 	}
 	jitter = 200 * time.Millisecond
+	if got, want := p.BatchRU(), RangeBatchRU(5000, 4); math.Abs(got-want) > 1e-9 {
+		t.Errorf("200 ms spread, no 429 yet: %.3f RU, want %.3f", got, want)
+	}
+	p.Throttled(0, time.Millisecond)
 	if got, want := p.BatchRU(), 3*jitterBatchSpread*jitterBatchSpread*1250/0.2; math.Abs(got-want) > 1e-9 || got >= 10 {
 		t.Errorf("200 ms spread: %.3f RU, want %.3f", got, want)
 	}

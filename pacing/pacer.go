@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -61,9 +62,10 @@ type PacerConfig struct {
 	// spread of the service's second boundary lands on either side of it
 	// at random, so a second's arrivals vary about the pace, and the more
 	// the larger each request: a second that gets more than its budget
-	// refuses the excess. The pacer then aims below the budget by what
-	// that variation asks for (jitterHeadroom), when that is more than
-	// Aim leaves.
+	// refuses the excess. Once a 429 shows that the budget binds, the
+	// pacer aims below it by what that variation asks for
+	// (jitterHeadroom), when that is more than Aim leaves, and bounds
+	// range batches smaller (BatchRU).
 	PathJitter func() time.Duration
 	// Aim is the fraction of the target the buckets are filled at
 	// (default 1: the target as given; the loader uses LoadAim). The service renews each partition's budget every
@@ -117,6 +119,10 @@ type Pacer struct {
 	// a jittery path (reaim); aimedAt is when reaim last looked.
 	aim     float64
 	aimedAt time.Time
+	// throttledOnce says a 429 came: the budget binds somewhere, and the
+	// path's spread matters (reaim, BatchRU). An unthrottled load's round
+	// trips spread with the target's queue, which refuses nothing.
+	throttledOnce atomic.Bool
 
 	// rmu guards the routing, which Rebound changes after a split: parts
 	// only grows (a split-away partition stays, retired, so that requests
@@ -489,6 +495,7 @@ func (p *Pacer) Throttled(part int, retryAfter time.Duration) {
 	if p.cfg.PathLatency != nil {
 		pause = max(retryAfter-p.cfg.PathLatency(), 0)
 	}
+	p.throttledOnce.Store(true)
 	pt := p.part(part)
 	pt.mu.Lock()
 	defer pt.mu.Unlock()

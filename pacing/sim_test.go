@@ -37,15 +37,16 @@ type SimConfig struct {
 	// Request returns the estimated and actual charge of the i-th request
 	// on a partition (default 10 RU, estimated exactly).
 	Request func(part int, i int64) (estimate, actual float64)
-	// Ops is how many operations each request carries (default 1), its
-	// estimate and charge split evenly among them: a range batch. With
-	// Capacity the server runs them one at a time against the budget, as
-	// the local target does: a request arriving with nothing left is
-	// refused whole, and once it runs, the operations after the one that
-	// took the budget to nothing or below are refused (429) uncharged.
-	// The caller settles the operations that ran, reports the 429 and
-	// resends the refused ones together, as the loader does.
-	Ops int
+	// Ops, if set, returns how many operations the next request carries,
+	// asked as it is cut (as the loader asks Pacer.BatchRU); Request is
+	// then each operation's charge. Such a request is a range batch: with
+	// Capacity the server runs its operations one at a time against the
+	// budget, as the local target does: a request arriving with nothing
+	// left is refused whole, and once it runs, the operations after the
+	// one that took the budget to nothing or below are refused (429)
+	// uncharged. The caller settles the operations that ran, reports the
+	// 429 and resends the refused ones together, as the loader does.
+	Ops func(p *Pacer) int
 	// Capacity is each partition's RU/s at the server; 0 means unlimited:
 	// nothing is ever throttled. The server works like Cosmos DB: a budget
 	// per partition per second, reset each second, an expensive request
@@ -192,9 +193,6 @@ func Simulate(cfg SimConfig) (SimResult, error) {
 	if cfg.Latency <= 0 {
 		cfg.Latency = 5 * time.Millisecond
 	}
-	if cfg.Ops <= 0 {
-		cfg.Ops = 1
-	}
 	if cfg.Request == nil {
 		cfg.Request = func(int, int64) (float64, float64) { return 10, 10 }
 	}
@@ -301,9 +299,15 @@ func Simulate(cfg SimConfig) (SimResult, error) {
 				w.dispatched = true
 			}
 			if !w.retry {
-				w.estimate, w.actual = cfg.Request(w.part, counts[w.part])
-				w.ops = cfg.Ops
-				counts[w.part]++
+				w.ops, w.estimate, w.actual = 1, 0, 0
+				if cfg.Ops != nil {
+					w.ops = max(cfg.Ops(p), 1)
+				}
+				for range w.ops {
+					est, act := cfg.Request(w.part, counts[w.part])
+					w.estimate, w.actual = w.estimate+est, w.actual+act
+					counts[w.part]++
+				}
 			}
 			r := p.Reserve(w.part, w.estimate)
 			push(simEvent{at: r.At, kind: simSend, worker: e.worker})

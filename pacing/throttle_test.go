@@ -210,25 +210,29 @@ func TestRangeBatchesKeepTheTarget(t *testing.T) {
 			cfg := pacing.PacerConfig{TargetRU: target, Partitions: parts, Aim: pacing.LoadAim, Whole: true,
 				PathLatency: func() time.Duration { return c.base },
 				PathJitter:  func() time.Duration { return c.jitter }}
-			// The batches the loader cuts: as many records as fit.
-			ops := max(int(newPacer(t, cfg).BatchRU()/recordRU), 1)
+			sizes := map[int]int{} // batches by records
 			r, err := pacing.Simulate(pacing.SimConfig{
 				Pacer:    cfg,
-				Capacity: target / parts, Workers: 200, Dispatch: true, Ops: ops,
+				Capacity: target / parts, Workers: 200, Dispatch: true,
+				// The batches the loader cuts: as many records as fit.
+				Ops: func(p *pacing.Pacer) int {
+					n := max(int(p.BatchRU()/recordRU), 1)
+					sizes[n]++
+					return n
+				},
 				Latency: c.base, Jitter: c.jitter, ChargeOnArrival: true,
 				Duration: seconds * time.Second,
 				// Estimated at the mean; charged within 5 % of it.
 				Request: func(_ int, i int64) (float64, float64) {
-					est := recordRU * float64(ops)
-					return est, est * (0.95 + float64(i*7919%100)/1000)
+					return recordRU, recordRU * (0.95 + float64(i*7919%100)/1000)
 				},
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
 			got, pct := r.Steady(2, target), r.ThrottledPercent()
-			t.Logf("batches of %d: %.2f %% of the target from the 3rd second on; %d of %d requests throttled (%.2f %%), %d operations",
-				ops, 100*got, r.Throttled, r.Requests, pct, r.ThrottledOps)
+			t.Logf("batches by records %v: %.2f %% of the target from the 3rd second on; %d of %d requests throttled (%.2f %%), %d operations",
+				sizes, 100*got, r.Throttled, r.Requests, pct, r.ThrottledOps)
 			if got < 0.97 {
 				t.Errorf("spent %.2f %% of the target, want ≥ 97 %%", 100*got)
 			}
