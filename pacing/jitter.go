@@ -51,12 +51,12 @@ func (p *Pacer) reaim(now time.Time) {
 	if p.cfg.PathJitter == nil || !p.throttledOnce.Load() {
 		return
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.aimedAt.IsZero() && now.Sub(p.aimedAt) < reaimEvery {
+	at := p.reaimAt.Load()
+	if now.UnixNano() < at || !p.reaimAt.CompareAndSwap(at, now.Add(reaimEvery).UnixNano()) {
 		return
 	}
-	p.aimedAt = now
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	meanRU, n := p.meanRequest()
 	if n == 0 {
 		return

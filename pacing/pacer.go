@@ -113,12 +113,13 @@ type Pacer struct {
 	bounds []string
 	start  time.Time
 
-	mu     sync.Mutex // guards target, aim and aimedAt
+	mu     sync.Mutex // guards target and aim
 	target float64
 	// aim is the fraction of the target paced at: cfg.Aim, or less over
-	// a jittery path (reaim); aimedAt is when reaim last looked.
+	// a jittery path (reaim); reaimAt is when reaim may look again, in
+	// Unix nanoseconds, read without the lock on every answer.
 	aim     float64
-	aimedAt time.Time
+	reaimAt atomic.Int64
 	// throttledOnce says a 429 came: the budget binds somewhere, and the
 	// path's spread matters (reaim, BatchRU). An unthrottled load's round
 	// trips spread with the target's queue, which refuses nothing.
