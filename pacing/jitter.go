@@ -62,12 +62,27 @@ func (p *Pacer) reaim(now time.Time) {
 		return
 	}
 	budget := p.target / float64(n)
-	aim := min(p.cfg.Aim, 1-jitterHeadroom(p.cfg.PathJitter(), budget, meanRU))
+	aim := min(p.cfg.Aim, 1-jitterHeadroom(p.pathSpread(), budget, meanRU))
 	if math.Abs(aim-p.aim) < reaimStep {
 		return
 	}
 	p.aim = aim
 	p.reshare()
+}
+
+// pathSpread is the spread of the path's round trips (PathJitter), at
+// most twice the fastest round trip (PathLatency) when that is known: a
+// spread much wider than the path's own length is queues — this
+// machine's, the target's — which a local target on a busy machine shows,
+// and shrinking its batches for them only adds to the machine's work.
+func (p *Pacer) pathSpread() time.Duration {
+	j := p.cfg.PathJitter()
+	if p.cfg.PathLatency != nil {
+		if l := p.cfg.PathLatency(); l > 0 {
+			j = min(j, 2*l)
+		}
+	}
+	return j
 }
 
 // meanRequest is the mean RU of the requests reserved so far and the
@@ -104,7 +119,7 @@ func (p *Pacer) BatchRU() float64 {
 	share := p.Target() / float64(n)
 	c := RangeBatchRU(share, 1)
 	if p.cfg.PathJitter != nil && p.throttledOnce.Load() {
-		if j := p.cfg.PathJitter().Seconds(); j > 0 {
+		if j := p.pathSpread().Seconds(); j > 0 {
 			c = min(c, 3*jitterBatchSpread*jitterBatchSpread*share/j)
 		}
 	}

@@ -96,3 +96,26 @@ func TestBatchRUShrinksWithThePathsSpread(t *testing.T) {
 		t.Errorf("200 ms spread: %.3f RU, want %.3f", got, want)
 	}
 }
+
+// A spread far wider than the path's fastest round trip is a busy
+// machine's queues, not the path's: it counts for at most twice that.
+func TestPathSpreadIsAtMostTwiceThePath(t *testing.T) {
+	latency, jitter := time.Millisecond, 50*time.Millisecond
+	p, err := NewPacer(PacerConfig{TargetRU: 5000, Partitions: 4, Aim: LoadAim,
+		PathLatency: func() time.Duration { return latency },
+		PathJitter:  func() time.Duration { return jitter }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Throttled(0, time.Millisecond)
+	if got := p.pathSpread(); got != 2*time.Millisecond {
+		t.Errorf("1 ms path, 50 ms spread: %v, want 2 ms", got)
+	}
+	if got, want := p.BatchRU(), RangeBatchRU(5000, 4); math.Abs(got-want) > 1e-9 {
+		t.Errorf("1 ms path, 50 ms spread: batches of %.3f RU, want %.3f", got, want)
+	}
+	latency, jitter = 110*time.Millisecond, 200*time.Millisecond
+	if got := p.pathSpread(); got != jitter {
+		t.Errorf("100 ms + ≤ 200 ms path: %v, want %v", got, jitter)
+	}
+}
