@@ -85,17 +85,18 @@ func (p *plan) noteProbe(total *Result) {
 	total.RangeBatchesRefused = p.batch.Kind == BatchRange && found == BatchPerKey
 }
 
-// boundRangeBatches bounds a range batch's estimate to a bucket of its
-// partition's share of the target as it is now (pacing.RangeBatchRU), and
-// to a shared load's own bound; the bound holds for transactional
-// batches too, should the target refuse range batches.
+// boundRangeBatches bounds a range batch's estimate to a part of its
+// partition's share of the target as it is now, smaller over a jittery
+// path (pacing.Pacer.BatchRU), and to a shared load's own bound; the
+// bound holds for transactional batches too, should the target refuse
+// range batches.
 func (p *plan) boundRangeBatches(rp *runPacing) {
 	if p.ranges == nil {
 		return
 	}
 	shared := rp.batchRU
 	rp.batchRU = func() float64 {
-		c := pacing.RangeBatchRU(rp.pacer.Target(), rp.pacer.Partitions())
+		c := rp.pacer.BatchRU()
 		if shared != nil {
 			c = min(c, shared())
 		}

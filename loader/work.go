@@ -167,7 +167,7 @@ func (p *plan) load(ctx context.Context, tgt *Target, mapper *record.Mapper, tar
 // pacing is a load's pacer, writer pool and watcher, paced to target.
 func (p *plan) pacing(tgt *Target, target float64, partitions int) (*runPacing, error) {
 	limiter := pacing.NewConcurrency(limiterConfig(target, p.Clock, p.logf))
-	pacer, err := pacing.NewPacer(pacing.PacerConfig{TargetRU: target, Bounds: tgt.Bounds, Clock: p.Clock, PathLatency: limiter.PathLatency, Aim: pacing.LoadAim,
+	pacer, err := pacing.NewPacer(pacing.PacerConfig{TargetRU: target, Bounds: tgt.Bounds, Clock: p.Clock, PathLatency: limiter.PathLatency, PathJitter: limiter.PathJitter, Aim: pacing.LoadAim,
 		Whole: p.ranges != nil})
 	if err != nil {
 		return nil, err

@@ -112,6 +112,7 @@ type Concurrency struct {
 	latency  float64   // seconds: the percentile, or cfg.Latency while warming up
 	floor    float64   // seconds: the path's latency without queues (estimateLocked)
 	low5     float64   // seconds: the lowest 5th percentile of any window so far
+	spread   float64   // seconds: twice the window's 25th to 75th percentile (PathJitter)
 	samples  []float64 // ring of recent latencies, seconds
 	next     int       // ring position of the next sample
 	seen     int       // samples observed in all
@@ -315,6 +316,7 @@ func (c *Concurrency) estimateLocked() float64 {
 		return c.scratch[min(max(i, 0), len(c.scratch)-1)]
 	}
 	high, low := at(c.cfg.Percentile), at(0.05)
+	c.spread = 2 * (at(0.75) - at(0.25))
 	if c.low5 == 0 || low < c.low5 {
 		c.low5 = low
 	}
@@ -556,6 +558,18 @@ func (c *Concurrency) PathLatency() time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return time.Duration(c.low5 * float64(time.Second))
+}
+
+// PathJitter returns how widely the recent round trips spread: twice
+// their 25th to 75th percentile, the whole width of an even spread that
+// has those quartiles; 0 before Warmup answers. Quartiles, so that a few
+// answers held up by a stall do not count as the path's spread. The
+// pacer aims below the budget by what such a spread asks for
+// (PacerConfig.PathJitter).
+func (c *Concurrency) PathJitter() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Duration(c.spread * float64(time.Second))
 }
 
 // BoundMessage returns why the limit is below what Little's law asks for,

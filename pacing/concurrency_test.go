@@ -468,6 +468,29 @@ func TestConcurrencyPathLatency(t *testing.T) {
 	}
 }
 
+// PathJitter is the width of the round trips' spread: 200 ms for a path
+// of 200 ms plus up to 200 ms, a few milliseconds for a local one.
+func TestConcurrencyPathJitter(t *testing.T) {
+	for _, c := range []struct {
+		base, spread, low, high time.Duration
+	}{
+		{200 * time.Millisecond, 200 * time.Millisecond, 190 * time.Millisecond, 210 * time.Millisecond},
+		{time.Millisecond, 2 * time.Millisecond, time.Millisecond, 3 * time.Millisecond},
+	} {
+		conc := NewConcurrency(ConcurrencyConfig{TargetRU: 8000, FDLimit: 1 << 20, Clock: tickingClock(time.Millisecond)})
+		if got := conc.PathJitter(); got != 0 {
+			t.Errorf("before any answer: %v, want 0", got)
+		}
+		rng := rand.New(rand.NewPCG(3, 1))
+		for range 2000 {
+			conc.ObserveLatency(c.base + time.Duration(rng.Int64N(int64(c.spread))))
+		}
+		if got := conc.PathJitter(); got < c.low || got > c.high {
+			t.Errorf("%v + ≤ %v: PathJitter() = %v, want %v–%v", c.base, c.spread, got, c.low, c.high)
+		}
+	}
+}
+
 // A cold start: the first answers queue behind a burst the process and
 // the target are still warming up for, so they take ten times what the
 // same number in flight takes a few seconds later. Their mean is the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -56,6 +57,16 @@ type PacerConfig struct {
 	// run. A request that does not fit in what is left of a second waits
 	// for the next one, and that remainder goes unspent.
 	Whole bool
+	// PathJitter, if set, returns how widely the path's round trips
+	// spread (pacing.Concurrency's PathJitter). A request sent within that
+	// spread of the service's second boundary lands on either side of it
+	// at random, so a second's arrivals vary about the pace, and the more
+	// the larger each request: a second that gets more than its budget
+	// refuses the excess. Once a 429 shows that the budget binds, the
+	// pacer aims below it by what that variation asks for
+	// (jitterHeadroom), when that is more than Aim leaves, and bounds
+	// range batches smaller (BatchRU).
+	PathJitter func() time.Duration
 	// Aim is the fraction of the target the buckets are filled at
 	// (default 1: the target as given; the loader uses LoadAim). The service renews each partition's budget every
 	// second by its own clock, and a path's jitter moves requests paced
@@ -102,8 +113,17 @@ type Pacer struct {
 	bounds []string
 	start  time.Time
 
-	mu     sync.Mutex // guards target
+	mu     sync.Mutex // guards target and aim
 	target float64
+	// aim is the fraction of the target paced at: cfg.Aim, or less over
+	// a jittery path (reaim); reaimAt is when reaim may look again, in
+	// Unix nanoseconds, read without the lock on every answer.
+	aim     float64
+	reaimAt atomic.Int64
+	// throttledOnce says a 429 came: the budget binds somewhere, and the
+	// path's spread matters (reaim, BatchRU). An unthrottled load's round
+	// trips spread with the target's queue, which refuses nothing.
+	throttledOnce atomic.Bool
 
 	// rmu guards the routing, which Rebound changes after a split: parts
 	// only grows (a split-away partition stays, retired, so that requests
@@ -220,6 +240,7 @@ func NewPacer(cfg PacerConfig) (*Pacer, error) {
 		bounds: append([]string(nil), bounds...),
 		start:  cfg.Clock.Now(),
 		target: cfg.TargetRU,
+		aim:    cfg.Aim,
 	}
 	n := len(bounds) - 1
 	share := p.shareOf(cfg.TargetRU, n)
@@ -236,10 +257,10 @@ func NewPacer(cfg PacerConfig) (*Pacer, error) {
 }
 
 // shareOf is what each of n partitions is paced at when the target is
-// target RU/s: an even split of Aim × target, as the service splits the
-// provisioned throughput.
+// target RU/s: an even split of aim × target, as the service splits the
+// provisioned throughput. p.mu must be held once the pacer is in use.
 func (p *Pacer) shareOf(target float64, n int) float64 {
-	return target * p.cfg.Aim / float64(n)
+	return target * p.aim / float64(n)
 }
 
 // burst is the bucket size, in tokens, for a rate in RU/s.
@@ -455,9 +476,11 @@ func (p *Pacer) Settle(part int, estimated, actual float64) {
 func (p *Pacer) Succeeded(part int) {
 	pt := p.part(part)
 	pt.mu.Lock()
-	defer pt.mu.Unlock()
 	pt.succeeded++
-	p.recover(pt, pt.now(p.clock))
+	now := pt.now(p.clock)
+	p.recover(pt, now)
+	pt.mu.Unlock()
+	p.reaim(now)
 }
 
 // Throttled records a 429 on a partition: it sends nothing more until
@@ -473,6 +496,7 @@ func (p *Pacer) Throttled(part int, retryAfter time.Duration) {
 	if p.cfg.PathLatency != nil {
 		pause = max(retryAfter-p.cfg.PathLatency(), 0)
 	}
+	p.throttledOnce.Store(true)
 	pt := p.part(part)
 	pt.mu.Lock()
 	defer pt.mu.Unlock()
@@ -524,9 +548,15 @@ func (p *Pacer) SetTarget(ru float64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.target = ru
+	p.reshare()
+}
+
+// reshare divides the target, at the aim, over the partitions afresh.
+// p.mu must be held.
+func (p *Pacer) reshare() {
 	p.rmu.RLock()
 	defer p.rmu.RUnlock()
-	share := p.shareOf(ru, len(p.live))
+	share := p.shareOf(p.target, len(p.live))
 	for _, pt := range p.parts {
 		pt.mu.Lock()
 		now := pt.now(p.clock)

@@ -37,6 +37,16 @@ type SimConfig struct {
 	// Request returns the estimated and actual charge of the i-th request
 	// on a partition (default 10 RU, estimated exactly).
 	Request func(part int, i int64) (estimate, actual float64)
+	// Ops, if set, returns how many operations the next request carries,
+	// asked as it is cut (as the loader asks Pacer.BatchRU); Request is
+	// then each operation's charge. Such a request is a range batch: with
+	// Capacity the server runs its operations one at a time against the
+	// budget, as the local target does: a request arriving with nothing
+	// left is refused whole, and once it runs, the operations after the
+	// one that took the budget to nothing or below are refused (429)
+	// uncharged. The caller settles the operations that ran, reports the
+	// 429 and resends the refused ones together, as the loader does.
+	Ops func(p *Pacer) int
 	// Capacity is each partition's RU/s at the server; 0 means unlimited:
 	// nothing is ever throttled. The server works like Cosmos DB: a budget
 	// per partition per second, reset each second, an expensive request
@@ -63,7 +73,9 @@ type SimResult struct {
 	LimitRU   [][]float64 `json:"limit_ru"`
 	Requests  int64       `json:"requests"`
 	Throttled int64       `json:"throttled"`
-	Stats     Snapshot    `json:"stats"`
+	// ThrottledOps counts the operations refused with a 429 (with Ops).
+	ThrottledOps int64    `json:"throttled_ops"`
+	Stats        Snapshot `json:"stats"`
 }
 
 // Second returns the RU charged over all partitions in second s.
@@ -73,6 +85,21 @@ func (r SimResult) Second(s int) float64 {
 		sum += ru
 	}
 	return sum
+}
+
+// Steady returns the RU charged a second from second from on, as a
+// fraction of target: the load once past its start.
+func (r SimResult) Steady(from int, target float64) float64 {
+	sum := 0.0
+	for s := from; s < len(r.ChargedRU); s++ {
+		sum += r.Second(s)
+	}
+	return sum / float64(len(r.ChargedRU)-from) / target
+}
+
+// ThrottledPercent returns the percentage of requests throttled.
+func (r SimResult) ThrottledPercent() float64 {
+	return 100 * float64(r.Throttled) / float64(r.Requests)
 }
 
 // Limit returns the pacer's total rate at the end of second s.
@@ -140,9 +167,12 @@ func (q *simQueue) Pop() any {
 type simWorker struct {
 	part             int
 	estimate, actual float64
-	retry, ok        bool
-	dispatched       bool
-	retryAfter       time.Duration
+	// ops is how many operations the request carries; ran how many of
+	// them the server ran.
+	ops, ran   int
+	retry, ok  bool
+	dispatched bool
+	retryAfter time.Duration
 }
 
 type simServer struct {
@@ -218,24 +248,27 @@ func Simulate(cfg SimConfig) (SimResult, error) {
 			return false
 		}
 		res.Requests++
-		w.ok = true
+		w.ok, w.ran = true, w.ops
 		if cfg.Capacity > 0 {
 			srv := &servers[w.part]
 			for srv.second < s {
 				srv.second++
 				srv.avail = min(srv.avail, 0) + cfg.Capacity - cfg.Neighbour(w.part, srv.second)
 			}
-			if srv.avail > 0 {
-				srv.avail -= w.actual
-			} else {
+			w.ran = 0
+			for w.ran < w.ops && srv.avail > 0 {
+				srv.avail -= w.actual / float64(w.ops)
+				w.ran++
+			}
+			if w.ran < w.ops {
 				w.ok = false
 				w.retryAfter = start.Add(time.Duration(s+1) * time.Second).Sub(at)
 			}
 		}
-		if w.ok {
-			res.ChargedRU[s][w.part] += w.actual
-		} else {
+		res.ChargedRU[s][w.part] += w.actual * float64(w.ran) / float64(w.ops)
+		if !w.ok {
 			res.Throttled++
+			res.ThrottledOps += int64(w.ops - w.ran)
 		}
 		return true
 	}
@@ -266,8 +299,15 @@ func Simulate(cfg SimConfig) (SimResult, error) {
 				w.dispatched = true
 			}
 			if !w.retry {
-				w.estimate, w.actual = cfg.Request(w.part, counts[w.part])
-				counts[w.part]++
+				w.ops, w.estimate, w.actual = 1, 0, 0
+				if cfg.Ops != nil {
+					w.ops = max(cfg.Ops(p), 1)
+				}
+				for range w.ops {
+					est, act := cfg.Request(w.part, counts[w.part])
+					w.estimate, w.actual = w.estimate+est, w.actual+act
+					counts[w.part]++
+				}
 			}
 			r := p.Reserve(w.part, w.estimate)
 			push(simEvent{at: r.At, kind: simSend, worker: e.worker})
@@ -308,6 +348,14 @@ func Simulate(cfg SimConfig) (SimResult, error) {
 				p.Succeeded(w.part)
 				w.retry = false
 			} else {
+				if w.ran > 0 {
+					// The operations that ran settle; the rest go again.
+					est, act := w.estimate*float64(w.ran)/float64(w.ops), w.actual*float64(w.ran)/float64(w.ops)
+					if !cfg.SkipSettle {
+						p.Settle(w.part, est, act)
+					}
+					w.estimate, w.actual, w.ops = w.estimate-est, w.actual-act, w.ops-w.ran
+				}
 				p.Throttled(w.part, w.retryAfter)
 				w.retry = true
 			}
