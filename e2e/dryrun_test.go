@@ -43,7 +43,7 @@ func TestDryRunPatternNumbers(t *testing.T) {
 		`both modelled: naive one request a record, every record sent at once`,
 		`20,000 RU/s takes at least 2 physical partitions`,
 		`records\s+10,000`,
-		`estimated RU\s+100000`,
+		`estimated RU\s+100,000`,
 		`estimated duration 5s at 20,000 RU/s`,
 	} {
 		if !regexp.MustCompile(re).MatchString(res.stdout) {
