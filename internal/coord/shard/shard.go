@@ -183,6 +183,11 @@ type Coordinator struct {
 	claimable map[int]int // shards neither done nor leased, likewise
 	progress  bool        // the last pass saw a window with fewer not-done shards
 	turn      int         // rotates the windows a process with no shard tries
+	// over is closed once a pass finds every shard done: the process's
+	// other workers waiting to poll again end at once, instead of each
+	// after its wait — the load's end is the last process's exit.
+	over     chan struct{}
+	overOnce sync.Once
 }
 
 // New plans the shards; nothing touches storage until Claim or Status.
@@ -213,6 +218,7 @@ func New(cfg Config) (*Coordinator, error) {
 		active:     map[int]bool{},
 		notDone:    map[int]int{},
 		claimable:  map[int]int{},
+		over:       make(chan struct{}),
 	}
 	ids := make([]string, len(c.shards))
 
@@ -349,8 +355,12 @@ func (c *Coordinator) Claim(ctx context.Context) (*Claim, error) {
 			c.warn = false
 			c.mu.Unlock()
 		}
-		if err := c.cfg.Clock.Sleep(ctx, backoff); err != nil {
-			return nil, fmt.Errorf("claim shard: %w", err)
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("claim shard: %w", ctx.Err())
+		case <-c.over:
+			return nil, nil
+		case <-c.cfg.Clock.After(backoff):
 		}
 	}
 }
@@ -467,8 +477,12 @@ func (c *Coordinator) TryClaim(ctx context.Context) (*Claim, bool, error) {
 		}
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	return nil, slices.Contains(c.done, false), nil
+	more := slices.Contains(c.done, false)
+	c.mu.Unlock()
+	if !more {
+		c.overOnce.Do(func() { close(c.over) })
+	}
+	return nil, more, nil
 }
 
 // claimIn lists window w, notes what it saw, and claims its candidate
