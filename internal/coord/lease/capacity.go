@@ -132,6 +132,10 @@ type Capacity struct {
 	cursor       int       // the next partition window to list (acquire)
 	short        int       // acquisitions in a row that got fewer than wanted
 	scanned      time.Time // when the last acquisition listed every window
+	// comeback is set while storage is out of reach; comebackAt is when
+	// this process may acquire again once it answers (comebackDelay).
+	comeback   bool
+	comebackAt time.Time
 
 	notifyMu sync.Mutex
 	subs     []func(float64)
@@ -509,7 +513,7 @@ func (c *Capacity) round(ctx context.Context) error {
 	// Acquire only under a fresh heartbeat: the fair share is known then,
 	// and the labels written count at once. The heartbeat loop wakes this
 	// one when it has written it.
-	acquireOK := !now.Before(c.nextAcquire) && c.freshLocked(now)
+	acquireOK := !now.Before(c.nextAcquire) && !now.Before(c.comebackAt) && c.freshLocked(now)
 	var release []int
 	for p := range c.held {
 		release = append(release, p)
@@ -572,7 +576,7 @@ const (
 // maxAcquirePerRound bounds the partitions one round takes: the first
 // process of a large fleet to start sees itself alone, and gives back what
 // it took as the others' heartbeats appear.
-const maxAcquirePerRound = 64
+const maxAcquirePerRound = 16
 
 // ensureContainer creates the lease container unless it is known to exist.
 func (c *Capacity) ensureContainer(ctx context.Context) error {
@@ -636,10 +640,21 @@ func (c *Capacity) acquire(ctx context.Context, n int) (int, error) {
 	// period: the last free partitions in a large fleet are few and
 	// anywhere.
 	now := c.cfg.Clock.Now()
-	if c.short >= 2 && now.Sub(c.scanned) >= c.renewEvery {
+	everywhere := c.short >= 2 && now.Sub(c.scanned) >= c.renewEvery && len(windows) > 1
+	if everywhere {
 		most, c.scanned = len(windows), now
 	}
 	c.mu.Unlock()
+	// Looking everywhere is one listing of every partition (a request per
+	// 5,000 blobs), not one per window: a fleet that lost a tenth of its
+	// loaders at once has all its loaders short and looking.
+	var all map[string]partitionState
+	if everywhere {
+		var err error
+		if all, err = c.listWindow(ctx, window{prefix: c.cfg.Prefix, end: c.cfg.Partitions}); err != nil {
+			return 0, err
+		}
+	}
 	got := 0
 	defer func() {
 		c.mu.Lock()
@@ -661,7 +676,7 @@ func (c *Capacity) acquire(ctx context.Context, n int) (int, error) {
 		w := windows[c.cursor%len(windows)]
 		c.cursor++
 		c.mu.Unlock()
-		g, err := c.acquireIn(ctx, w, n-got)
+		g, err := c.acquireIn(ctx, w, n-got, all)
 		got += g
 		if err != nil {
 			return got, err
@@ -719,11 +734,15 @@ func (c *Capacity) listWindow(ctx context.Context, w window) (map[string]partiti
 	return blobs, nil
 }
 
-// acquireIn takes up to n of w's partitions (see acquire).
-func (c *Capacity) acquireIn(ctx context.Context, w window, n int) (int, error) {
-	blobs, err := c.listWindow(ctx, w)
-	if err != nil {
-		return 0, err
+// acquireIn takes up to n of w's partitions (see acquire), as listed in
+// all when it is not nil, a listing of every partition.
+func (c *Capacity) acquireIn(ctx context.Context, w window, n int, all map[string]partitionState) (int, error) {
+	blobs := all
+	if blobs == nil {
+		var err error
+		if blobs, err = c.listWindow(ctx, w); err != nil {
+			return 0, err
+		}
 	}
 	var free []int
 	c.mu.Lock()
@@ -904,10 +923,39 @@ func (c *Capacity) nextWake() time.Duration {
 	for _, renewed := range c.held {
 		wait = min(wait, renewed.Add(c.renewEvery).Sub(now))
 	}
-	if !c.nextAcquire.IsZero() && decide(c.demand, c.cfg.ReservedRU, c.per, len(c.held), c.cfg.Partitions, c.share) > 0 {
-		wait = min(wait, c.nextAcquire.Sub(now))
+	if decide(c.demand, c.cfg.ReservedRU, c.per, len(c.held), c.cfg.Partitions, c.share) > 0 {
+		if next := later(c.nextAcquire, c.comebackAt); !next.IsZero() {
+			wait = min(wait, next.Sub(now))
+		}
 	}
 	return max(wait, 10*time.Millisecond)
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// comebackPerSecond is how many processes of a fleet, at most, start
+// acquiring in each second after storage answers again: every one lost
+// its partitions at once and takes them again with several requests each
+// (a listing, an acquire and a label per partition), and a thousand doing
+// so in the same second would be several times what an account serves.
+const comebackPerSecond = 200
+
+// comebackDelay is how long a process of a fleet of n waits, once storage
+// answers again, before acquiring: a random part of n ÷ comebackPerSecond
+// seconds, so that the fleet's acquisitions spread over that time — about
+// nothing for a few processes, five seconds for a thousand.
+func comebackDelay(r *rand.Rand, n int) time.Duration {
+	spread := int64(n) * int64(time.Second) / comebackPerSecond
+	if spread <= 0 {
+		return 0
+	}
+	return time.Duration(coord.Int64N(r, spread))
 }
 
 // storageDown drops all leased capacity at once: no renewal can be
@@ -920,6 +968,7 @@ func (c *Capacity) storageDown(err error) {
 	c.storageOK = false
 	c.ready = false
 	c.nextAcquire = time.Time{}
+	c.comeback = true
 	clear(c.held)
 	clear(c.labelled)
 	c.mu.Unlock()

@@ -529,3 +529,63 @@ func TestLargeFleetReadsTheRoster(t *testing.T) {
 	}
 	s.done()
 }
+
+// A process short of partitions two rounds in a row looks everywhere: in
+// one listing of every partition, not one per window — a fleet that lost a
+// tenth of its loaders at once has every loader short and looking.
+func TestLookingEverywhereIsOneListing(t *testing.T) {
+	s := newSim(t)
+	const p = 1000
+	cfg := CapacityConfig{Partitions: p, TargetRU: p}
+	holder := s.add("holder", cfg, p-5)
+	s.until(5*time.Minute, "the holder at its demand", func() bool { return holder.c.Held() == p-5 })
+	var lists int
+	cont, err := s.blob.Client("leases", func(r *http.Request) {
+		if q := r.URL.Query(); q.Get("comp") == "list" {
+			lists++
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cfg
+	c.Container, c.Clock, c.Prefix = cont, s.clk, "capacity/db/c/"
+	c.Rand = rand.New(rand.NewPCG(3, 7))
+	short, err := NewCapacity(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	short.ready, short.short = true, 2
+	got, err := short.acquire(context.Background(), 5)
+	if err != nil || got != 5 {
+		t.Fatalf("acquire(5) = %d, %v", got, err)
+	}
+	if lists > 1 {
+		t.Errorf("finding the last %d free of %d partitions took %d listings, want one", 5, p, lists)
+	}
+	s.done()
+}
+
+// Once storage answers again after an outage, a fleet's processes start
+// acquiring over about n ÷ comebackPerSecond seconds, not all at once:
+// each lost its partitions and takes them again with several requests.
+func TestComebackSpreadsTheFleet(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	if d := comebackDelay(r, 3); d > 20*time.Millisecond {
+		t.Errorf("a fleet of 3 waits %v, want next to nothing", d)
+	}
+	const n = 1000
+	bySecond := map[int]int{}
+	for range n {
+		d := comebackDelay(r, n)
+		if d < 0 || d >= n*time.Second/comebackPerSecond {
+			t.Fatalf("a process of %d waits %v", n, d)
+		}
+		bySecond[int(d/time.Second)]++
+	}
+	for sec, k := range bySecond {
+		if k > comebackPerSecond*5/4 {
+			t.Errorf("%d of %d processes start acquiring in second %d, want about %d", k, n, sec, comebackPerSecond)
+		}
+	}
+}

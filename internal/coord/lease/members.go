@@ -212,6 +212,12 @@ func (c *Capacity) heartbeat(ctx context.Context) (relabel bool, err error) {
 		relabel = len(c.held) > 0
 	}
 	c.beat, c.beatWant, c.beatOn = sent, want, true
+	if c.comeback {
+		// Storage answers again: c.fleet is still the fleet before it
+		// went out of reach.
+		c.comeback = false
+		c.comebackAt = acked.Add(comebackDelay(c.cfg.Rand, c.fleet))
+	}
 	c.mu.Unlock()
 
 	ro, err := c.readMembers(rctx)
