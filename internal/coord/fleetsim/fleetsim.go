@@ -23,6 +23,7 @@ import (
 
 	"github.com/cosmosloader/loader/internal/clock"
 	"github.com/cosmosloader/loader/internal/clock/clocktest"
+	"github.com/cosmosloader/loader/internal/coord"
 	"github.com/cosmosloader/loader/internal/coord/coordtest"
 	"github.com/cosmosloader/loader/internal/coord/lease"
 	"github.com/cosmosloader/loader/internal/coord/shard"
@@ -350,7 +351,8 @@ func (s *sim) work(ctx context.Context, l *loader, now time.Time) error {
 		cl, more, err := l.shards.TryClaim(ctx)
 		switch {
 		case err != nil:
-			l.nextClaim = now.Add(time.Second) // storage down: try again
+			// Storage down: try again, as Claim does, jittered.
+			l.nextClaim = now.Add(coord.Jitter(s.rng, time.Second))
 		case cl != nil:
 			l.claim, l.pos, l.written = cl, cl.From.Offset, 0
 			l.nextRenew, l.nextSave = now.Add(time.Second), now.Add(saveEvery)

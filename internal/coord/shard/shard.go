@@ -341,7 +341,7 @@ func metaValue(m map[string]*string, key string) string {
 // done. Storage that cannot be reached, or is busy, is waited for; storage
 // that refuses (any other HTTP error) is an error.
 func (c *Coordinator) Claim(ctx context.Context) (*Claim, error) {
-	var backoff time.Duration
+	var backoff, wait time.Duration
 	for {
 		cl, more, err := c.TryClaim(ctx)
 		switch {
@@ -357,12 +357,16 @@ func (c *Coordinator) Claim(ctx context.Context) (*Claim, error) {
 			c.warn = true
 			c.mu.Unlock()
 			backoff = min(max(2*backoff, 500*time.Millisecond), c.renewEvery)
+			// Jittered: a fleet that lost storage at one moment does not
+			// come back to it in one burst.
+			wait = coord.Jitter(c.cfg.Rand, backoff)
 		case cl != nil:
 			return cl, nil
 		case !more:
 			return nil, nil
 		default:
 			backoff = c.PollWait()
+			wait = backoff
 		}
 		if err == nil {
 			c.mu.Lock()
@@ -374,7 +378,7 @@ func (c *Coordinator) Claim(ctx context.Context) (*Claim, error) {
 			return nil, fmt.Errorf("claim shard: %w", ctx.Err())
 		case <-c.over:
 			return nil, nil
-		case <-c.cfg.Clock.After(backoff):
+		case <-c.cfg.Clock.After(wait):
 		}
 	}
 }
