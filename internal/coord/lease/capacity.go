@@ -136,6 +136,9 @@ type Capacity struct {
 	// this process may acquire again once it answers (comebackDelay).
 	comeback   bool
 	comebackAt time.Time
+	// comebackMembers is how many processes wanted partitions before
+	// storage went out of reach (apply).
+	comebackMembers int
 
 	notifyMu sync.Mutex
 	subs     []func(float64)
@@ -754,8 +757,10 @@ func (c *Capacity) acquireIn(ctx context.Context, w window, n int, all map[strin
 	c.mu.Unlock()
 	coord.Shuffle(c.cfg.Rand, len(free), func(i, j int) { free[i], free[j] = free[j], free[i] })
 	var open, dead []int
+	absent := map[int]bool{}
 	for _, p := range free {
-		st := blobs[BlobName(c.cfg.Prefix, p, c.cfg.Partitions)]
+		st, listed := blobs[BlobName(c.cfg.Prefix, p, c.cfg.Partitions)]
+		absent[p] = !listed
 		// A lease still held under this process's own ID (storage came
 		// back before it expired) is acquired again at once.
 		if st.leased && st.holder != c.id {
@@ -766,11 +771,11 @@ func (c *Capacity) acquireIn(ctx context.Context, w window, n int, all map[strin
 		}
 		open = append(open, p)
 	}
-	got, err := c.takeSome(ctx, open, n, nil)
+	got, err := c.takeSome(ctx, open, n, absent, nil)
 	if err != nil || got == n {
 		return got, err
 	}
-	more, err := c.takeSome(ctx, dead, n-got, func(ctx context.Context, p int) (bool, error) {
+	more, err := c.takeSome(ctx, dead, n-got, nil, func(ctx context.Context, p int) (bool, error) {
 		st := blobs[BlobName(c.cfg.Prefix, p, c.cfg.Partitions)]
 		rctx, cancel := context.WithTimeout(ctx, c.reqTimeout)
 		_, err := c.clients[p].BreakLease(rctx, breakOptions(st.etag))
@@ -796,7 +801,7 @@ const takesAtOnce = 8
 
 // takeSome takes up to n of ps, several at once, each after before (a
 // break) says it may; it returns how many it took.
-func (c *Capacity) takeSome(ctx context.Context, ps []int, n int, before func(context.Context, int) (bool, error)) (int, error) {
+func (c *Capacity) takeSome(ctx context.Context, ps []int, n int, absent map[int]bool, before func(context.Context, int) (bool, error)) (int, error) {
 	var got atomic.Int32
 	for len(ps) > 0 && int(got.Load()) < n {
 		batch := ps[:min(len(ps), n-int(got.Load()))]
@@ -808,7 +813,7 @@ func (c *Capacity) takeSome(ctx context.Context, ps []int, n int, before func(co
 					return err
 				}
 			}
-			ok, err := c.take(ctx, p)
+			ok, err := c.take(ctx, p, absent[p])
 			if ok {
 				got.Add(1)
 			}
@@ -831,9 +836,9 @@ func breakOptions(etag azcore.ETag) *azlease.BlobBreakOptions {
 
 // take acquires partition p and labels it with this process's ID; it
 // reports false when another process holds it.
-func (c *Capacity) take(ctx context.Context, p int) (bool, error) {
+func (c *Capacity) take(ctx context.Context, p int, absent bool) (bool, error) {
 	sent := c.cfg.Clock.Now()
-	err := c.tryAcquire(ctx, p)
+	err := c.tryAcquire(ctx, p, absent)
 	switch {
 	case coord.Taken(err):
 		return false, nil
@@ -898,18 +903,24 @@ func (c *Capacity) breakable(holder string, modified time.Time) bool {
 	return !modified.After(c.beatDate.Add(-c.deadAfter))
 }
 
-func (c *Capacity) tryAcquire(ctx context.Context, p int) error {
+// tryAcquire acquires partition p's lease, creating its blob when
+// missing: first, when the listing showed it absent (a fleet's first
+// start creates every partition's blob, and an acquire that fails on it
+// would be one request more each).
+func (c *Capacity) tryAcquire(ctx context.Context, p int, absent bool) error {
 	secs := int32(c.cfg.LeaseDuration / time.Second)
 	rctx, cancel := context.WithTimeout(ctx, c.reqTimeout)
 	defer cancel()
-	_, err := c.clients[p].AcquireLease(rctx, secs, nil)
-	if !bloberror.HasCode(err, bloberror.BlobNotFound) {
-		return err
+	if !absent {
+		_, err := c.clients[p].AcquireLease(rctx, secs, nil)
+		if !bloberror.HasCode(err, bloberror.BlobNotFound) {
+			return err
+		}
 	}
 	if err := coord.CreateEmpty(rctx, c.blobs[p], nil); err != nil {
 		return fmt.Errorf("create blob: %w", err)
 	}
-	_, err = c.clients[p].AcquireLease(rctx, secs, nil)
+	_, err := c.clients[p].AcquireLease(rctx, secs, nil)
 	return err
 }
 

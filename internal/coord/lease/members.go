@@ -213,10 +213,11 @@ func (c *Capacity) heartbeat(ctx context.Context) (relabel bool, err error) {
 	}
 	c.beat, c.beatWant, c.beatOn = sent, want, true
 	if c.comeback {
-		// Storage answers again: c.fleet is still the fleet before it
-		// went out of reach.
+		// Storage answers again: c.fleet and c.members are still the
+		// fleet's before it went out of reach.
 		c.comeback = false
 		c.comebackAt = acked.Add(comebackDelay(c.cfg.Rand, c.fleet))
+		c.comebackMembers = c.members
 	}
 	c.mu.Unlock()
 
@@ -465,9 +466,19 @@ func (c *Capacity) apply(ro *roster, want int) {
 		me = len(wants)
 		wants = append(wants, want)
 	}
-	share := fairShare(wants, me, c.cfg.Partitions)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// Just after an outage the heartbeats reappear over a heartbeat
+	// period or two, and a share worked out from the first few would be
+	// taken and given back moments later: until the fleet's heartbeats
+	// have had the time to show, the processes not seen yet count as
+	// wanting every partition.
+	if c.cfg.Clock.Now().Before(c.comebackAt.Add(c.deadAfter)) {
+		for range c.comebackMembers - len(wants) {
+			wants = append(wants, c.cfg.Partitions)
+		}
+	}
+	share := fairShare(wants, me, c.cfg.Partitions)
 	if len(wants) != c.members {
 		c.cfg.Logf("capacity: %d processes want partitions; this one's fair share is %d of %d", len(wants), share, c.cfg.Partitions)
 	}
