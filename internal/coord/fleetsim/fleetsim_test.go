@@ -31,4 +31,4 @@ func TestFleetOfAHundred(t *testing.T) {
 
 // peakPerLoader bounds the busiest second's blob requests per loader of
 // the simulated fleet; a steady fleet makes about eight.
-const peakPerLoader = 20
+const peakPerLoader = 22
