@@ -113,16 +113,19 @@ func TestAShardReadToItsEndClaimsTheNextAhead(t *testing.T) {
 	l := &leasedShards{p: &plan{Job: Job{Clock: clk, Log: io.Discard}}, capa: &demandCapacity{}, claimer: claimer,
 		inputs: []Input{in}, fps: []checkpoint.Fingerprint{{Size: int64(len(mustRead(t, in.Path)))}},
 		target: 1000, dlDir: dir, workers: 2}
+	shard := func(id string) *ShardClaim {
+		return &ShardClaim{Shard: Shard{ID: id, End: 1 << 20}, ShardLease: &fakeLease{f: store, id: id}}
+	}
 	hand := func(id string) {
 		t.Helper()
 		select {
-		case claimer.hand <- &ShardClaim{Shard: Shard{ID: id, End: 1 << 20}, ShardLease: &fakeLease{f: store, id: id}}:
+		case claimer.hand <- shard(id):
 		case <-time.After(10 * time.Second):
 			t.Fatalf("nobody claims shard %s", id)
 		}
 	}
 	ctx := context.Background()
-	go hand("a-0")
+	go func() { claimer.hand <- shard("a-0") }()
 	first, err := l.next(ctx)
 	if err != nil {
 		t.Fatal(err)
