@@ -157,6 +157,11 @@ type Options struct {
 	CheckpointInterval time.Duration
 	// Progress is called about once a second with live figures.
 	Progress func(Live)
+	// ReadDone, when set, is called once the run has read its inputs to
+	// their end, while what it read is still being written: a shared load
+	// claims its next shard then, so the worker has it at hand when the
+	// run ends. It must not block.
+	ReadDone func()
 	// DrainTimeout bounds how long in-flight writes may finish after a stop.
 	DrainTimeout time.Duration
 	// OnGone is called (from a writer) when a write meets 410 Gone for a
@@ -423,6 +428,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		defer close(done)
 		readErr = r.readAll(queues)
 		r.readDone.Store(true)
+		if readErr == nil && !r.stopped() && o.ReadDone != nil {
+			o.ReadDone()
+		}
 		queues.closeAll()
 		dispatchers.Wait()
 		r.wg.Wait()

@@ -745,3 +745,27 @@ func TestRunCheckpointsOnItsClock(t *testing.T) {
 		t.Fatal("the run did not finish")
 	}
 }
+
+// ReadDone comes once the inputs are read, while their records are still
+// being written: here no write answers until it has come.
+func TestRunSaysWhenItsInputsAreReadBeforeTheirWritesEnd(t *testing.T) {
+	read := make(chan struct{})
+	calls := 0
+	sink := &fakeSink{respond: func(string, int) Outcome {
+		select {
+		case <-read:
+		case <-time.After(10 * time.Second):
+			t.Error("no ReadDone while the first write waits")
+		}
+		return Outcome{Status: 201, Charge: 5}
+	}}
+	res, _ := runFake(t, docs(20), sink, func(o *Options) {
+		o.ReadDone = func() {
+			calls++
+			close(read)
+		}
+	})
+	if calls != 1 || res.Snapshot.Committed[0].Written != 20 {
+		t.Fatalf("ReadDone called %d times, %d written; want once and 20", calls, res.Snapshot.Committed[0].Written)
+	}
+}

@@ -180,9 +180,23 @@ type leasedShards struct {
 	// deadLetterKept is, by shard, the dead-letter size of its last save
 	// not refused for a lost lease: all the file keeps if the lease is lost.
 	deadLetterKept map[string]int64
+	// spare is the shard claimed ahead (claimAhead) for the next worker to
+	// read, or its claim in progress; nil: none. noMore is set once a claim
+	// found every shard done. Both under mu.
+	spare  *spareClaim
+	noMore bool
 
 	stopCapacity context.CancelFunc
 	capDone      chan struct{}
+}
+
+// spareClaim is a claim made ahead of a worker's need: done is closed once
+// claim and err are set.
+type spareClaim struct {
+	done  chan struct{}
+	claim *ShardClaim
+	err   error
+	stop  context.CancelFunc
 }
 
 var (
@@ -340,8 +354,16 @@ func (l *leasedShards) pace(r *runPacing) {
 // fraction of a second of the loader's share of a partition.
 const sharedBatchShare = 8
 
-// close releases every lease at once.
+// close releases every lease at once: the capacity and a shard claimed
+// ahead and never read.
 func (l *leasedShards) close() {
+	l.mu.Lock()
+	s := l.spare
+	l.spare, l.noMore = nil, true
+	l.mu.Unlock()
+	if s != nil {
+		s.drop()
+	}
 	if l.stopCapacity != nil {
 		l.stopCapacity()
 		<-l.capDone
@@ -370,10 +392,15 @@ func (l *leasedShards) next(ctx context.Context) (*piece, error) {
 			case <-claimed:
 			}
 		}()
-		claim, err := l.claimer.Claim(ctx)
+		claim, err := l.claim(ctx)
 		close(claimed)
 		<-idle // a demand of 0 is never set after the one below
 		if err != nil || claim == nil {
+			if err == nil {
+				l.mu.Lock()
+				l.noMore = true
+				l.mu.Unlock()
+			}
 			return nil, err // nil, nil: every shard is done
 		}
 		l.mu.Lock()
@@ -418,6 +445,7 @@ func (l *leasedShards) next(ctx context.Context) (*piece, error) {
 			deadLetterPath: dlPath,
 			deadLetterSize: claim.From.DeadLetterSize,
 			lost:           claim.Lost(),
+			readDone:       l.claimAhead,
 			release: func() {
 				select {
 				case <-claim.Lost():
@@ -431,6 +459,56 @@ func (l *leasedShards) next(ctx context.Context) (*piece, error) {
 			shard: claim,
 		}, nil
 	}
+}
+
+// claim is the shard claimed ahead, once its claim ends, or else a shard
+// claimed now.
+func (l *leasedShards) claim(ctx context.Context) (*ShardClaim, error) {
+	l.mu.Lock()
+	s := l.spare
+	l.spare = nil
+	l.mu.Unlock()
+	if s == nil {
+		return l.claimer.Claim(ctx)
+	}
+	select {
+	case <-s.done:
+		return s.claim, s.err
+	case <-ctx.Done():
+		s.drop()
+		return nil, ctx.Err()
+	}
+}
+
+// drop ends the claim and gives back what it claimed.
+func (s *spareClaim) drop() {
+	s.stop()
+	<-s.done
+	if s.claim != nil {
+		s.claim.Release(context.Background())
+	}
+}
+
+// claimAhead claims the shard the next worker to finish will read, when
+// one of the shards being read has been read to its end and its last
+// records are still being written: between two shards a worker would
+// otherwise wait for a claim's requests to storage (a listing, a lease, a
+// read of the shard's progress) while its partitions go without this
+// loader's writes — on an export sorted by partition key, each worker feeds
+// few partitions. One spare at a time; none once every shard is done.
+func (l *leasedShards) claimAhead() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.spare != nil || l.noMore {
+		return
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	s := &spareClaim{done: make(chan struct{}), stop: stop}
+	l.spare = s
+	go func() {
+		defer close(s.done)
+		s.claim, s.err = l.claimer.Claim(ctx)
+	}()
 }
 
 // doneReading counts a claimed shard's reading over.

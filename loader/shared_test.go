@@ -99,3 +99,58 @@ func TestAWaitingWorkerKeepsTheCapacityOfAShardBeingRead(t *testing.T) {
 		got.pc.release()
 	}
 }
+
+// A worker whose shard is read to its end claims the next one while the
+// shard's last records are still being written, so that the next worker
+// to finish has it at hand instead of waiting for storage; a spare never
+// read is given back when the load ends.
+func TestAShardReadToItsEndClaimsTheNextAhead(t *testing.T) {
+	dir := t.TempDir()
+	in := writeInput(t, dir, "a", 3)
+	clk := clocktest.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	claimer := &handClaimer{hand: make(chan *ShardClaim)}
+	store := &fakeShared{saved: map[string][]ShardProgress{}, release: map[string]int{}}
+	l := &leasedShards{p: &plan{Job: Job{Clock: clk, Log: io.Discard}}, capa: &demandCapacity{}, claimer: claimer,
+		inputs: []Input{in}, fps: []checkpoint.Fingerprint{{Size: int64(len(mustRead(t, in.Path)))}},
+		target: 1000, dlDir: dir, workers: 2}
+	shard := func(id string) *ShardClaim {
+		return &ShardClaim{Shard: Shard{ID: id, End: 1 << 20}, ShardLease: &fakeLease{f: store, id: id}}
+	}
+	hand := func(id string) {
+		t.Helper()
+		select {
+		case claimer.hand <- shard(id):
+		case <-time.After(10 * time.Second):
+			t.Fatalf("nobody claims shard %s", id)
+		}
+	}
+	ctx := context.Background()
+	go func() { claimer.hand <- shard("a-0") }()
+	first, err := l.next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.readDone == nil {
+		t.Fatal("a shard's piece claims nothing ahead when it is read")
+	}
+	first.readDone()
+	first.readDone() // one spare at a time
+	hand("a-1")      // claimed by readDone, before any worker asks
+	second, err := l.next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.name != "a-1" {
+		t.Fatalf("the next worker read shard %s, want the spare a-1", second.name)
+	}
+	second.readDone()
+	hand("a-2")
+	first.release()
+	second.release()
+	l.close()
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	if store.release["a-2"] != 1 {
+		t.Fatalf("the spare a-2, never read, released %d times when the load closed, want 1", store.release["a-2"])
+	}
+}

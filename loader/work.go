@@ -69,6 +69,9 @@ type piece struct {
 	lost <-chan struct{}
 	// release gives the piece back once its run ends; nil: nothing to do.
 	release func()
+	// readDone is called once its inputs are read to their end (see
+	// Options.ReadDone); nil: nothing to do.
+	readDone func()
 	// shard is the claim a shard's progress is saved through.
 	shard *ShardClaim
 }
@@ -258,6 +261,7 @@ func (l *loading) run(slot int, pc *piece) bool {
 		o.Cursors, o.Order, o.QueuePerPartition = r.Cursors, r.Order, r.ReadAhead
 	}
 	o.DeadLetterPath, o.DeadLetterSize = pc.deadLetterPath, pc.deadLetterSize
+	o.ReadDone = pc.readDone
 	o.Checkpoint = func(s runSnapshot) error { return l.store.save(pc, s) }
 	show := p.progressFunc(pc.totalBytes, pc.before, pc.ahead, l.target, func(ev *ProgressEvent) {
 		ev.TargetRU, ev.TotalRows = l.rp.watcher.current(), pc.totalRows

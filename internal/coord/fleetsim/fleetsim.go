@@ -23,6 +23,7 @@ import (
 
 	"github.com/cosmosloader/loader/internal/clock"
 	"github.com/cosmosloader/loader/internal/clock/clocktest"
+	"github.com/cosmosloader/loader/internal/coord"
 	"github.com/cosmosloader/loader/internal/coord/coordtest"
 	"github.com/cosmosloader/loader/internal/coord/lease"
 	"github.com/cosmosloader/loader/internal/coord/shard"
@@ -129,7 +130,8 @@ type loader struct {
 	idleSince time.Time // since when it has had no shard
 	busySince time.Time // since when it has had one, but for a moment between two
 	credit    float64   // RU it may still spend this tick
-	demanding bool      // its demand is the target (not 0)
+	share     shareWindow
+	demanding bool // its demand is the target (not 0)
 
 	requests int64 // blob requests sent
 }
@@ -145,6 +147,12 @@ type sim struct {
 	res     *Result
 
 	writes []uint8 // per record: how often written
+	// countedAtKill is the partitions the fleet counted the tick before
+	// the kill.
+	countedAtKill int
+	// wanting is the fewest and most loaders wanting capacity at a tick of
+	// the current share window.
+	wanting [2]int
 
 	mu       sync.Mutex // the counters below, and perSec's
 	perSec   map[int64]*second
@@ -155,6 +163,7 @@ type sim struct {
 type second struct {
 	ru, limits, target float64
 	requests           int64
+	byKind             map[string]int64
 }
 
 // Run simulates cfg and returns what it measured.
@@ -191,8 +200,11 @@ func (s *sim) add(i int, at time.Time) error {
 		defer s.mu.Unlock()
 		l.requests++
 		s.requests++
-		s.sec(s.clk.Now()).requests++
-		s.res.ByKind[kind(r)]++
+		k := kind(r)
+		sec := s.sec(s.clk.Now())
+		sec.requests++
+		sec.byKind[k]++
+		s.res.ByKind[k]++
 	}
 	cont, err := s.blob.Client("leases", observe)
 	if err != nil {
@@ -229,7 +241,7 @@ func (s *sim) sec(t time.Time) *second {
 	k := int64(t.Sub(simStart) / time.Second)
 	p := s.perSec[k]
 	if p == nil {
-		p = &second{}
+		p = &second{byKind: map[string]int64{}}
 		s.perSec[k] = p
 	}
 	return p
@@ -339,7 +351,8 @@ func (s *sim) work(ctx context.Context, l *loader, now time.Time) error {
 		cl, more, err := l.shards.TryClaim(ctx)
 		switch {
 		case err != nil:
-			l.nextClaim = now.Add(time.Second) // storage down: try again
+			// Storage down: try again, as Claim does, jittered.
+			l.nextClaim = now.Add(coord.Jitter(s.rng, time.Second))
 		case cl != nil:
 			l.claim, l.pos, l.written = cl, cl.From.Offset, 0
 			l.nextRenew, l.nextSave = now.Add(time.Second), now.Add(saveEvery)
@@ -447,14 +460,27 @@ func (s *sim) check(now time.Time, killed time.Time) {
 			owner[l.claim.Shard.ID] = l.id
 		}
 	}
+	if killed.IsZero() {
+		s.countedAtKill = len(counted)
+	}
 	// The second's mean over its ticks.
 	sec.limits += limits * tick.Seconds()
 	sec.target += s.target * tick.Seconds()
-	if !killed.IsZero() && s.res.TakeoverSeconds == 0 && len(counted) == s.cfg.Partitions {
+	// Back in use: the live loaders count as many partitions as the fleet
+	// did the tick before the kill (not every partition: loaders between
+	// shards, in a large fleet always a few, gave theirs back).
+	if !killed.IsZero() && s.res.TakeoverSeconds == 0 && len(counted) >= s.countedAtKill {
 		s.res.TakeoverSeconds = now.Sub(killed).Seconds()
 	}
-	if s.elapsed() >= s.cfg.FairFrom && s.settled(s.elapsed()) {
+	if at := s.elapsed(); at >= s.cfg.FairFrom && s.settled(at) {
 		s.fairness(now)
+	} else {
+		for _, l := range s.loaders {
+			l.share.broken = true
+		}
+	}
+	if (s.elapsed()+tick)%fairWindow == 0 {
+		s.judgeShares()
 	}
 }
 
@@ -470,32 +496,76 @@ func (s *sim) settled(at time.Duration) bool {
 	return !(c.OutageFor > 0 && at >= c.OutageAt && at < c.OutageAt+c.OutageFor)
 }
 
-// fairness compares each loader's limit with an equal split of the target,
-// while every loader has had a shard to work on for a few seconds: a
-// loader that had none for a second gave its capacity back (the engine's
-// leasedShards does), and takes a moment to lease it again.
+// fairness adds this tick to each loader's current share window: its
+// limit against an equal split of the target among the loaders that want
+// capacity now (those with work, or idle less than a second: the others
+// gave theirs back). A window counts for a loader only if it had work, and
+// had had it for busyFor, at every tick of the window (judgeShares).
 func (s *sim) fairness(now time.Time) {
-	var working []*loader
+	wanting := 0
+	for _, l := range s.loaders {
+		if !l.dead && !l.finished && !now.Before(l.started) && l.demanding {
+			wanting++
+		}
+	}
+	if wanting == 0 {
+		return
+	}
+	if s.wanting[0] == 0 || wanting < s.wanting[0] {
+		s.wanting[0] = wanting
+	}
+	s.wanting[1] = max(s.wanting[1], wanting)
+	fair := s.target / float64(wanting)
 	for _, l := range s.loaders {
 		if l.dead || l.finished || now.Before(l.started) {
 			continue
 		}
 		busy := l.claim != nil || now.Sub(l.idleSince) < idleAfter
-		if !busy || now.Sub(l.busySince) < busyFor {
-			return
+		if !busy || !l.demanding || now.Sub(l.busySince) < busyFor {
+			l.share.broken = true
+			continue
 		}
-		working = append(working, l)
+		l.share.limit += l.capa.Limit()
+		l.share.fair += fair
+		l.share.ticks++
 	}
-	if len(working) == 0 {
-		return
-	}
-	fair := s.target / float64(len(working))
-	for _, l := range working {
-		r := l.capa.Limit() / fair
+}
+
+// shareWindow is one loader's limits and fair shares summed over the ticks
+// of a share window.
+type shareWindow struct {
+	limit, fair float64
+	ticks       int
+	broken      bool // a tick of the window without work, or unsettled
+}
+
+// fairWindow is the stretch a loader's share is judged over: a loader
+// whose share changes (a loader joins or leaves, its fair share moves by a
+// partition) takes a heartbeat or two to follow.
+const fairWindow = 5 * time.Second
+
+// judgeShares judges the share window just over: each loader that had work
+// at every one of its ticks, by its mean limit against its mean fair share.
+func (s *sim) judgeShares() {
+	full := int(fairWindow / tick)
+	// The fleet re-divides the target within a few heartbeats of loaders
+	// running out of work or finding some: a window in which the loaders
+	// wanting capacity changed by more than a twentieth is a change, not a
+	// share.
+	steady := float64(s.wanting[1]) <= 1.05*float64(s.wanting[0])
+	s.wanting = [2]int{}
+	for _, l := range s.loaders {
+		w := l.share
+		l.share = shareWindow{}
+		if !steady || w.broken || w.ticks < full || w.fair <= 0 {
+			continue
+		}
+		r := w.limit / w.fair
 		if s.res.ShareMin == 0 || r < s.res.ShareMin {
 			s.res.ShareMin = r
 		}
 		s.res.ShareMax = max(s.res.ShareMax, r)
+		s.res.ShareWindows++
 	}
 }
 
@@ -530,7 +600,13 @@ func (s *sim) finish() {
 		r.WorstLimits = max(r.WorstLimits, lim/tgt)
 	}
 	for _, k := range secs {
-		r.PeakRequestsPerSec = max(r.PeakRequestsPerSec, float64(s.perSec[k].requests))
+		for int64(len(r.RequestsBySecond)) <= k {
+			r.RequestsBySecond = append(r.RequestsBySecond, 0)
+		}
+		r.RequestsBySecond[k] = s.perSec[k].requests
+		if p := s.perSec[k]; float64(p.requests) > r.PeakRequestsPerSec {
+			r.PeakRequestsPerSec, r.PeakAt, r.PeakByKind = float64(p.requests), float64(k), p.byKind
+		}
 	}
 	r.Requests = s.requests
 	r.RequestsPerSec = float64(s.requests) / r.Seconds

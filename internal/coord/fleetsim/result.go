@@ -20,12 +20,16 @@ type Result struct {
 	WorstWindow   float64 `json:"worst_5s_window_of_target"`
 	WorstWindowAt float64 `json:"worst_5s_window_at_seconds"`
 	WorstLimits   float64 `json:"worst_5s_limits_of_target"`
-	// ShareMin and ShareMax bound every working loader's limit ÷ an equal
-	// split of the target, from FairFrom on, away from events.
-	ShareMin float64 `json:"share_min_of_fair"`
-	ShareMax float64 `json:"share_max_of_fair"`
-	// TakeoverSeconds is from the kill until every capacity partition was
-	// counted by a live loader again.
+	// ShareMin and ShareMax bound a loader's mean limit ÷ its mean fair
+	// share (the target split equally among the loaders wanting capacity)
+	// over each 5-second window, from FairFrom on and away from events,
+	// in which it had work throughout; ShareWindows is how many such
+	// loader-windows were judged.
+	ShareMin     float64 `json:"share_min_of_fair"`
+	ShareMax     float64 `json:"share_max_of_fair"`
+	ShareWindows int     `json:"share_windows"`
+	// TakeoverSeconds is from the kill until the live loaders counted as
+	// many capacity partitions as the fleet did just before it.
 	TakeoverSeconds float64 `json:"takeover_seconds"`
 
 	// Blob requests: in all, per second of the run, at the busiest
@@ -36,8 +40,13 @@ type Result struct {
 	RequestsPerLoaderSec float64 `json:"blob_requests_per_loader_sec"`
 	Listed               int64   `json:"blobs_listed"`
 	ListedPerSec         float64 `json:"blobs_listed_per_sec"`
-	// ByKind counts the requests by what they were for.
+	// ByKind counts the requests by what they were for; PeakByKind
+	// those of the busiest second, PeakAt (seconds from the start).
 	ByKind map[string]int64 `json:"blob_requests_by_kind"`
+	PeakAt float64          `json:"blob_requests_peak_at_seconds"`
+	// RequestsBySecond is the fleet's blob requests in each second.
+	RequestsBySecond []int64          `json:"blob_requests_by_second"`
+	PeakByKind       map[string]int64 `json:"blob_requests_peak_by_kind"`
 
 	// Records of the input; Lost were never written; Replayed were written
 	// again by the loader that took a shard over from its last checkpoint.
@@ -75,8 +84,8 @@ func (r *Result) Goals() []Goal {
 			fmt.Sprintf("worst %+.2f %% (at %.0f s; limits %+.2f %%)", 100*(r.WorstWindow-1), r.WorstWindowAt, 100*(r.WorstLimits-1)),
 			r.WorstWindow <= 1.01 && r.WorstLimits <= 1.01},
 		{"every loader within ±10 % of its fair share",
-			fmt.Sprintf("%.1f %% to %.1f %%", 100*(r.ShareMin-1), 100*(r.ShareMax-1)),
-			r.ShareMin >= 0.9 && r.ShareMax <= 1.1},
+			fmt.Sprintf("%.1f %% to %.1f %% over %d loader-windows of 5 s", 100*(r.ShareMin-1), 100*(r.ShareMax-1), r.ShareWindows),
+			r.ShareWindows > 0 && r.ShareMin >= 0.9 && r.ShareMax <= 1.1},
 		{"a killed loader's capacity back in use within 5 s",
 			fmt.Sprintf("%.1f s (%d of %d killed)", r.TakeoverSeconds, r.Killed, r.Loaders),
 			r.Killed == 0 || (r.TakeoverSeconds > 0 && r.TakeoverSeconds <= 5)},
@@ -104,19 +113,9 @@ func (r *Result) String() string {
 		r.Loaders, c.Join, r.Killed, c.Partitions, c.TargetRU, c.ChangeTo, c.Shards, r.Seconds)
 	fmt.Fprintf(&b, "blob requests: %.1f/s per loader, %.0f/s for the account (peak %.0f/s); %.0f blobs listed/s\n",
 		r.RequestsPerLoaderSec, r.RequestsPerSec, r.PeakRequestsPerSec, r.ListedPerSec)
-	kinds := make([]string, 0, len(r.ByKind))
-	for k := range r.ByKind {
-		kinds = append(kinds, k)
-	}
-	sort.Slice(kinds, func(i, j int) bool {
-		if a, b := r.ByKind[kinds[i]], r.ByKind[kinds[j]]; a != b {
-			return a > b
-		}
-		return kinds[i] < kinds[j]
-	})
-	for _, k := range kinds {
-		fmt.Fprintf(&b, "  %-24s %8.1f/s\n", k, float64(r.ByKind[k])/r.Seconds)
-	}
+	writeKinds(&b, r.ByKind, r.Seconds)
+	fmt.Fprintf(&b, "the busiest second, at %.0f s:\n", r.PeakAt)
+	writeKinds(&b, r.PeakByKind, 1)
 	for _, g := range r.Goals() {
 		mark := "met"
 		if !g.Met {
@@ -128,4 +127,22 @@ func (r *Result) String() string {
 		fmt.Fprintf(&b, "  %s\n", v)
 	}
 	return b.String()
+}
+
+// writeKinds writes the requests of each kind per second of secs, the
+// most frequent first.
+func writeKinds(b *strings.Builder, byKind map[string]int64, secs float64) {
+	kinds := make([]string, 0, len(byKind))
+	for k := range byKind {
+		kinds = append(kinds, k)
+	}
+	sort.Slice(kinds, func(i, j int) bool {
+		if x, y := byKind[kinds[i]], byKind[kinds[j]]; x != y {
+			return x > y
+		}
+		return kinds[i] < kinds[j]
+	})
+	for _, k := range kinds {
+		fmt.Fprintf(b, "  %-24s %8.1f/s\n", k, float64(byKind[k])/secs)
+	}
 }

@@ -132,6 +132,13 @@ type Capacity struct {
 	cursor       int       // the next partition window to list (acquire)
 	short        int       // acquisitions in a row that got fewer than wanted
 	scanned      time.Time // when the last acquisition listed every window
+	// comeback is set while storage is out of reach; comebackAt is when
+	// this process may acquire again once it answers (comebackDelay).
+	comeback   bool
+	comebackAt time.Time
+	// comebackMembers is how many processes wanted partitions before
+	// storage went out of reach (apply).
+	comebackMembers int
 
 	notifyMu sync.Mutex
 	subs     []func(float64)
@@ -509,7 +516,7 @@ func (c *Capacity) round(ctx context.Context) error {
 	// Acquire only under a fresh heartbeat: the fair share is known then,
 	// and the labels written count at once. The heartbeat loop wakes this
 	// one when it has written it.
-	acquireOK := !now.Before(c.nextAcquire) && c.freshLocked(now)
+	acquireOK := !now.Before(c.nextAcquire) && !now.Before(c.comebackAt) && c.freshLocked(now)
 	var release []int
 	for p := range c.held {
 		release = append(release, p)
@@ -572,7 +579,7 @@ const (
 // maxAcquirePerRound bounds the partitions one round takes: the first
 // process of a large fleet to start sees itself alone, and gives back what
 // it took as the others' heartbeats appear.
-const maxAcquirePerRound = 64
+const maxAcquirePerRound = 16
 
 // ensureContainer creates the lease container unless it is known to exist.
 func (c *Capacity) ensureContainer(ctx context.Context) error {
@@ -636,10 +643,21 @@ func (c *Capacity) acquire(ctx context.Context, n int) (int, error) {
 	// period: the last free partitions in a large fleet are few and
 	// anywhere.
 	now := c.cfg.Clock.Now()
-	if c.short >= 2 && now.Sub(c.scanned) >= c.renewEvery {
+	everywhere := c.short >= 2 && now.Sub(c.scanned) >= c.renewEvery && len(windows) > 1
+	if everywhere {
 		most, c.scanned = len(windows), now
 	}
 	c.mu.Unlock()
+	// Looking everywhere is one listing of every partition (a request per
+	// 5,000 blobs), not one per window: a fleet that lost a tenth of its
+	// loaders at once has all its loaders short and looking.
+	var all map[string]partitionState
+	if everywhere {
+		var err error
+		if all, err = c.listWindow(ctx, window{prefix: c.cfg.Prefix, end: c.cfg.Partitions}); err != nil {
+			return 0, err
+		}
+	}
 	got := 0
 	defer func() {
 		c.mu.Lock()
@@ -661,7 +679,7 @@ func (c *Capacity) acquire(ctx context.Context, n int) (int, error) {
 		w := windows[c.cursor%len(windows)]
 		c.cursor++
 		c.mu.Unlock()
-		g, err := c.acquireIn(ctx, w, n-got)
+		g, err := c.acquireIn(ctx, w, n-got, all)
 		got += g
 		if err != nil {
 			return got, err
@@ -719,11 +737,15 @@ func (c *Capacity) listWindow(ctx context.Context, w window) (map[string]partiti
 	return blobs, nil
 }
 
-// acquireIn takes up to n of w's partitions (see acquire).
-func (c *Capacity) acquireIn(ctx context.Context, w window, n int) (int, error) {
-	blobs, err := c.listWindow(ctx, w)
-	if err != nil {
-		return 0, err
+// acquireIn takes up to n of w's partitions (see acquire), as listed in
+// all when it is not nil, a listing of every partition.
+func (c *Capacity) acquireIn(ctx context.Context, w window, n int, all map[string]partitionState) (int, error) {
+	blobs := all
+	if blobs == nil {
+		var err error
+		if blobs, err = c.listWindow(ctx, w); err != nil {
+			return 0, err
+		}
 	}
 	var free []int
 	c.mu.Lock()
@@ -735,8 +757,10 @@ func (c *Capacity) acquireIn(ctx context.Context, w window, n int) (int, error) 
 	c.mu.Unlock()
 	coord.Shuffle(c.cfg.Rand, len(free), func(i, j int) { free[i], free[j] = free[j], free[i] })
 	var open, dead []int
+	absent := map[int]bool{}
 	for _, p := range free {
-		st := blobs[BlobName(c.cfg.Prefix, p, c.cfg.Partitions)]
+		st, listed := blobs[BlobName(c.cfg.Prefix, p, c.cfg.Partitions)]
+		absent[p] = !listed
 		// A lease still held under this process's own ID (storage came
 		// back before it expired) is acquired again at once.
 		if st.leased && st.holder != c.id {
@@ -747,11 +771,11 @@ func (c *Capacity) acquireIn(ctx context.Context, w window, n int) (int, error) 
 		}
 		open = append(open, p)
 	}
-	got, err := c.takeSome(ctx, open, n, nil)
+	got, err := c.takeSome(ctx, open, n, absent, nil)
 	if err != nil || got == n {
 		return got, err
 	}
-	more, err := c.takeSome(ctx, dead, n-got, func(ctx context.Context, p int) (bool, error) {
+	more, err := c.takeSome(ctx, dead, n-got, nil, func(ctx context.Context, p int) (bool, error) {
 		st := blobs[BlobName(c.cfg.Prefix, p, c.cfg.Partitions)]
 		rctx, cancel := context.WithTimeout(ctx, c.reqTimeout)
 		_, err := c.clients[p].BreakLease(rctx, breakOptions(st.etag))
@@ -777,7 +801,7 @@ const takesAtOnce = 8
 
 // takeSome takes up to n of ps, several at once, each after before (a
 // break) says it may; it returns how many it took.
-func (c *Capacity) takeSome(ctx context.Context, ps []int, n int, before func(context.Context, int) (bool, error)) (int, error) {
+func (c *Capacity) takeSome(ctx context.Context, ps []int, n int, absent map[int]bool, before func(context.Context, int) (bool, error)) (int, error) {
 	var got atomic.Int32
 	for len(ps) > 0 && int(got.Load()) < n {
 		batch := ps[:min(len(ps), n-int(got.Load()))]
@@ -789,7 +813,7 @@ func (c *Capacity) takeSome(ctx context.Context, ps []int, n int, before func(co
 					return err
 				}
 			}
-			ok, err := c.take(ctx, p)
+			ok, err := c.take(ctx, p, absent[p])
 			if ok {
 				got.Add(1)
 			}
@@ -812,9 +836,9 @@ func breakOptions(etag azcore.ETag) *azlease.BlobBreakOptions {
 
 // take acquires partition p and labels it with this process's ID; it
 // reports false when another process holds it.
-func (c *Capacity) take(ctx context.Context, p int) (bool, error) {
+func (c *Capacity) take(ctx context.Context, p int, absent bool) (bool, error) {
 	sent := c.cfg.Clock.Now()
-	err := c.tryAcquire(ctx, p)
+	err := c.tryAcquire(ctx, p, absent)
 	switch {
 	case coord.Taken(err):
 		return false, nil
@@ -879,18 +903,24 @@ func (c *Capacity) breakable(holder string, modified time.Time) bool {
 	return !modified.After(c.beatDate.Add(-c.deadAfter))
 }
 
-func (c *Capacity) tryAcquire(ctx context.Context, p int) error {
+// tryAcquire acquires partition p's lease, creating its blob when
+// missing: first, when the listing showed it absent (a fleet's first
+// start creates every partition's blob, and an acquire that fails on it
+// would be one request more each).
+func (c *Capacity) tryAcquire(ctx context.Context, p int, absent bool) error {
 	secs := int32(c.cfg.LeaseDuration / time.Second)
 	rctx, cancel := context.WithTimeout(ctx, c.reqTimeout)
 	defer cancel()
-	_, err := c.clients[p].AcquireLease(rctx, secs, nil)
-	if !bloberror.HasCode(err, bloberror.BlobNotFound) {
-		return err
+	if !absent {
+		_, err := c.clients[p].AcquireLease(rctx, secs, nil)
+		if !bloberror.HasCode(err, bloberror.BlobNotFound) {
+			return err
+		}
 	}
 	if err := coord.CreateEmpty(rctx, c.blobs[p], nil); err != nil {
 		return fmt.Errorf("create blob: %w", err)
 	}
-	_, err = c.clients[p].AcquireLease(rctx, secs, nil)
+	_, err := c.clients[p].AcquireLease(rctx, secs, nil)
 	return err
 }
 
@@ -904,10 +934,39 @@ func (c *Capacity) nextWake() time.Duration {
 	for _, renewed := range c.held {
 		wait = min(wait, renewed.Add(c.renewEvery).Sub(now))
 	}
-	if !c.nextAcquire.IsZero() && decide(c.demand, c.cfg.ReservedRU, c.per, len(c.held), c.cfg.Partitions, c.share) > 0 {
-		wait = min(wait, c.nextAcquire.Sub(now))
+	if decide(c.demand, c.cfg.ReservedRU, c.per, len(c.held), c.cfg.Partitions, c.share) > 0 {
+		if next := later(c.nextAcquire, c.comebackAt); !next.IsZero() {
+			wait = min(wait, next.Sub(now))
+		}
 	}
 	return max(wait, 10*time.Millisecond)
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// comebackPerSecond is how many processes of a fleet, at most, start
+// acquiring in each second after storage answers again: every one lost
+// its partitions at once and takes them again with several requests each
+// (a listing, an acquire and a label per partition), and a thousand doing
+// so in the same second would be several times what an account serves.
+const comebackPerSecond = 200
+
+// comebackDelay is how long a process of a fleet of n waits, once storage
+// answers again, before acquiring: a random part of n ÷ comebackPerSecond
+// seconds, so that the fleet's acquisitions spread over that time — about
+// nothing for a few processes, five seconds for a thousand.
+func comebackDelay(r *rand.Rand, n int) time.Duration {
+	spread := int64(n) * int64(time.Second) / comebackPerSecond
+	if spread <= 0 {
+		return 0
+	}
+	return time.Duration(coord.Int64N(r, spread))
 }
 
 // storageDown drops all leased capacity at once: no renewal can be
@@ -920,6 +979,7 @@ func (c *Capacity) storageDown(err error) {
 	c.storageOK = false
 	c.ready = false
 	c.nextAcquire = time.Time{}
+	c.comeback = true
 	clear(c.held)
 	clear(c.labelled)
 	c.mu.Unlock()

@@ -529,3 +529,105 @@ func TestLargeFleetReadsTheRoster(t *testing.T) {
 	}
 	s.done()
 }
+
+// A process short of partitions two rounds in a row looks everywhere: in
+// one listing of every partition, not one per window — a fleet that lost a
+// tenth of its loaders at once has every loader short and looking.
+func TestLookingEverywhereIsOneListing(t *testing.T) {
+	s := newSim(t)
+	const p = 1000
+	cfg := CapacityConfig{Partitions: p, TargetRU: p}
+	holder := s.add("holder", cfg, p-5)
+	s.until(5*time.Minute, "the holder at its demand", func() bool { return holder.c.Held() == p-5 })
+	var lists int
+	cont, err := s.blob.Client("leases", func(r *http.Request) {
+		if q := r.URL.Query(); q.Get("comp") == "list" {
+			lists++
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cfg
+	c.Container, c.Clock, c.Prefix = cont, s.clk, "capacity/db/c/"
+	c.Rand = rand.New(rand.NewPCG(3, 7))
+	short, err := NewCapacity(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	short.ready, short.short = true, 2
+	got, err := short.acquire(context.Background(), 5)
+	if err != nil || got != 5 {
+		t.Fatalf("acquire(5) = %d, %v", got, err)
+	}
+	if lists > 1 {
+		t.Errorf("finding the last %d free of %d partitions took %d listings, want one", 5, p, lists)
+	}
+	s.done()
+}
+
+// Once storage answers again after an outage, a fleet's processes start
+// acquiring over about n ÷ comebackPerSecond seconds, not all at once:
+// each lost its partitions and takes them again with several requests.
+func TestComebackSpreadsTheFleet(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	if d := comebackDelay(r, 3); d > 20*time.Millisecond {
+		t.Errorf("a fleet of 3 waits %v, want next to nothing", d)
+	}
+	const n = 1000
+	bySecond := map[int]int{}
+	for range n {
+		d := comebackDelay(r, n)
+		if d < 0 || d >= n*time.Second/comebackPerSecond {
+			t.Fatalf("a process of %d waits %v", n, d)
+		}
+		bySecond[int(d/time.Second)]++
+	}
+	for sec, k := range bySecond {
+		if k > comebackPerSecond*5/4 {
+			t.Errorf("%d of %d processes start acquiring in second %d, want about %d", k, n, sec, comebackPerSecond)
+		}
+	}
+}
+
+// A tenth of a fleet killed at once leaves its partitions scattered over
+// the windows: the survivors, told by the roster that the fleet shrank,
+// look everywhere at once rather than window by window, and the capacity
+// is back in use well within the 5 s a fleet promises.
+func TestKilledTenthTakenOverWithinFiveSeconds(t *testing.T) {
+	s := newSim(t)
+	const n = 40
+	cfg := CapacityConfig{Partitions: 10 * n, TargetRU: 1000 * n, ReservedRU: 10}
+	for i := range n {
+		c := cfg
+		c.Rand = rand.New(rand.NewPCG(uint64(i), 11))
+		s.add(fmt.Sprintf("p%d", i), c, 1e9)
+	}
+	s.until(time.Minute, "an even split", func() bool {
+		for _, h := range s.held() {
+			if h != 10 {
+				return false
+			}
+		}
+		return true
+	})
+	s.run(5 * time.Second)
+	for _, p := range s.procs[:n/10] {
+		p.stalled = true
+	}
+	took := s.until(15*time.Second, "the survivors to count every partition", func() bool {
+		sum := 0
+		for _, p := range s.procs[n/10:] {
+			sum += p.c.Held()
+		}
+		return sum == cfg.Partitions
+	})
+	t.Logf("%d of %d killed: their partitions counted again after %v", n/10, n, took)
+	// The dead heartbeats show after 2–3 s (heartbeatDead, in whole
+	// seconds of the server's clock); finding what they held must add
+	// little, as a larger fleet's roster adds its own age.
+	if took > 3*time.Second {
+		t.Errorf("takeover after %v, want within 3 s", took)
+	}
+	s.done()
+}

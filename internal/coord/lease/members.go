@@ -212,6 +212,13 @@ func (c *Capacity) heartbeat(ctx context.Context) (relabel bool, err error) {
 		relabel = len(c.held) > 0
 	}
 	c.beat, c.beatWant, c.beatOn = sent, want, true
+	if c.comeback {
+		// Storage answers again: c.fleet and c.members are still the
+		// fleet's before it went out of reach.
+		c.comeback = false
+		c.comebackAt = acked.Add(comebackDelay(c.cfg.Rand, c.fleet))
+		c.comebackMembers = c.members
+	}
 	c.mu.Unlock()
 
 	ro, err := c.readMembers(rctx)
@@ -459,16 +466,36 @@ func (c *Capacity) apply(ro *roster, want int) {
 		me = len(wants)
 		wants = append(wants, want)
 	}
-	share := fairShare(wants, me, c.cfg.Partitions)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// Just after an outage the heartbeats reappear over a heartbeat
+	// period or two, and a share worked out from the first few would be
+	// taken and given back moments later: until the fleet's heartbeats
+	// have had the time to show, the processes not seen yet count as
+	// wanting every partition.
+	comingBack := c.cfg.Clock.Now().Before(c.comebackAt.Add(c.deadAfter))
+	if comingBack {
+		for range c.comebackMembers - len(wants) {
+			wants = append(wants, c.cfg.Partitions)
+		}
+	}
+	share := fairShare(wants, me, c.cfg.Partitions)
 	if len(wants) != c.members {
 		c.cfg.Logf("capacity: %d processes want partitions; this one's fair share is %d of %d", len(wants), share, c.cfg.Partitions)
 	}
 	c.share, c.members = share, len(wants)
-	if len(ro.members) < c.fleet {
-		// Someone died or left: what it held is to be found now.
+	if gone := c.fleet - len(ro.members); gone > 0 && !comingBack {
+		// Someone died or left (not the fleet reappearing after an
+		// outage): what it held is to be found now. Many at once — a
+		// twentieth of the fleet or more, a node or a zone lost — leave
+		// their partitions scattered over every window, so the next
+		// acquisition looks everywhere, in one listing (at most once a
+		// renewal period: see acquire); loaders leaving one by one at the
+		// end of a load release theirs, found window by window.
 		c.short, c.nextAcquire = 0, time.Time{}
+		if gone*20 >= c.fleet {
+			c.short = 2
+		}
 	}
 	c.fleet = len(ro.members)
 	c.roster = ro

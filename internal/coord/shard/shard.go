@@ -183,6 +183,18 @@ type Coordinator struct {
 	claimable map[int]int // shards neither done nor leased, likewise
 	progress  bool        // the last pass saw a window with fewer not-done shards
 	turn      int         // rotates the windows a process with no shard tries
+	windowOf  []int       // plan index → its window
+	// seq orders listings and saves: countedAt[w] is when window w's
+	// notDone was counted from a listing that had come back (finished).
+	seq       int64
+	countedAt map[int]int64
+	// fullListed is when this process last listed the whole plan at once.
+	fullListed time.Time
+	// over is closed once a pass finds every shard done: the process's
+	// other workers waiting to poll again end at once, instead of each
+	// after its wait — the load's end is the last process's exit.
+	over     chan struct{}
+	overOnce sync.Once
 }
 
 // New plans the shards; nothing touches storage until Claim or Status.
@@ -213,6 +225,8 @@ func New(cfg Config) (*Coordinator, error) {
 		active:     map[int]bool{},
 		notDone:    map[int]int{},
 		claimable:  map[int]int{},
+		countedAt:  map[int]int64{},
+		over:       make(chan struct{}),
 	}
 	ids := make([]string, len(c.shards))
 
@@ -224,6 +238,12 @@ func New(cfg Config) (*Coordinator, error) {
 	}
 	c.windows = shardWindows(ids)
 	c.done = make([]bool, len(c.windows))
+	c.windowOf = make([]int, len(ids))
+	for w, win := range c.windows {
+		for i := win.first; i < win.end; i++ {
+			c.windowOf[i] = w
+		}
+	}
 	// Processes starting together try the windows from different places.
 	c.turn = int(coord.Int64N(cfg.Rand, int64(len(c.windows)+1)))
 	return c, nil
@@ -321,7 +341,7 @@ func metaValue(m map[string]*string, key string) string {
 // done. Storage that cannot be reached, or is busy, is waited for; storage
 // that refuses (any other HTTP error) is an error.
 func (c *Coordinator) Claim(ctx context.Context) (*Claim, error) {
-	var backoff time.Duration
+	var backoff, wait time.Duration
 	for {
 		cl, more, err := c.TryClaim(ctx)
 		switch {
@@ -337,20 +357,28 @@ func (c *Coordinator) Claim(ctx context.Context) (*Claim, error) {
 			c.warn = true
 			c.mu.Unlock()
 			backoff = min(max(2*backoff, 500*time.Millisecond), c.renewEvery)
+			// Jittered: a fleet that lost storage at one moment does not
+			// come back to it in one burst.
+			wait = coord.Jitter(c.cfg.Rand, backoff)
 		case cl != nil:
 			return cl, nil
 		case !more:
 			return nil, nil
 		default:
 			backoff = c.PollWait()
+			wait = backoff
 		}
 		if err == nil {
 			c.mu.Lock()
 			c.warn = false
 			c.mu.Unlock()
 		}
-		if err := c.cfg.Clock.Sleep(ctx, backoff); err != nil {
-			return nil, fmt.Errorf("claim shard: %w", err)
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("claim shard: %w", ctx.Err())
+		case <-c.over:
+			return nil, nil
+		case <-c.cfg.Clock.After(wait):
 		}
 	}
 }
@@ -390,8 +418,9 @@ func (c *Coordinator) PollWait() time.Duration {
 const windowShards = 10
 
 // maxWindowsPerPass bounds the windows with shards not done that one pass
-// (TryClaim) lists: a process that finds nothing to take covers them over
-// several polls.
+// (TryClaim) lists one by one, and twice as many those found done: a
+// process that finds nothing to take covers them over several polls, or
+// in one listing of the whole plan (fullListEvery).
 const maxWindowsPerPass = 4
 
 // window is the shards first to end of the plan, whose IDs start with
@@ -446,19 +475,30 @@ func (c *Coordinator) distanceLocked(i int) int {
 // is left. It returns the claim, or nil and whether any shard is not done
 // yet. Claim calls it until it gets a shard; a simulation calls it on a
 // fake clock.
+//
+// With more windows to look at than one pass lists, it lists the whole
+// plan at once instead (one request for thousands of shards), at most once
+// every fullListEvery: a process idle at the end of a large load would
+// otherwise list every window it had not seen done, one request each, as
+// the last shard finished — a thousand processes at once.
 func (c *Coordinator) TryClaim(ctx context.Context) (*Claim, bool, error) {
 	c.mu.Lock()
 	c.progress = false
 	c.mu.Unlock()
-	// A window found done is never listed again, so it does not count
-	// against the pass: at the end of the load a process sees every
-	// window done in one pass.
+	order := c.windowOrder()
+	var all map[string]blobState
+	if len(order) > maxWindowsPerPass && c.fullListDue() {
+		var err error
+		if all, err = c.list(ctx, ""); err != nil {
+			return nil, true, err
+		}
+	}
 	open := 0
-	for _, w := range c.windowOrder() {
-		if open == maxWindowsPerPass {
+	for n, w := range order {
+		if all == nil && (open == maxWindowsPerPass || n == 2*maxWindowsPerPass) {
 			break
 		}
-		cl, notDone, err := c.claimIn(ctx, w)
+		cl, notDone, err := c.claimIn(ctx, w, all)
 		if err != nil || cl != nil {
 			return cl, true, err
 		}
@@ -467,17 +507,42 @@ func (c *Coordinator) TryClaim(ctx context.Context) (*Claim, bool, error) {
 		}
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	return nil, slices.Contains(c.done, false), nil
+	more := slices.Contains(c.done, false)
+	c.mu.Unlock()
+	if !more {
+		c.overOnce.Do(func() { close(c.over) })
+	}
+	return nil, more, nil
 }
 
-// claimIn lists window w, notes what it saw, and claims its candidate
-// farthest from this process's shards. It returns how many of the
-// window's shards are not done.
-func (c *Coordinator) claimIn(ctx context.Context, w int) (*Claim, int, error) {
-	states, err := c.list(ctx, c.windows[w].prefix)
-	if err != nil {
-		return nil, 0, err
+// fullListEvery is how often, at most, a process lists the whole plan at
+// once (see TryClaim).
+const fullListEvery = 3 * time.Second
+
+// fullListDue reports whether a listing of the whole plan may be made now,
+// and if so counts it made.
+func (c *Coordinator) fullListDue() bool {
+	now := c.cfg.Clock.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.fullListed.IsZero() && now.Sub(c.fullListed) < fullListEvery {
+		return false
+	}
+	c.fullListed = now
+	return true
+}
+
+// claimIn notes what window w holds — from all, a listing of the whole
+// plan, or else listing the window — and claims its candidate farthest
+// from this process's shards. It returns how many of the window's shards
+// are not done.
+func (c *Coordinator) claimIn(ctx context.Context, w int, all map[string]blobState) (*Claim, int, error) {
+	states := all
+	if states == nil {
+		var err error
+		if states, err = c.list(ctx, c.windows[w].prefix); err != nil {
+			return nil, 0, err
+		}
 	}
 	candidates, notDone, err := c.candidates(w, states)
 	if err != nil {
@@ -490,6 +555,8 @@ func (c *Coordinator) claimIn(ctx context.Context, w int) (*Claim, int, error) {
 	c.notDone[w] = notDone
 	c.claimable[w] = len(candidates)
 	c.done[w] = notDone == 0
+	c.seq++
+	c.countedAt[w] = c.seq
 	c.mu.Unlock()
 	c.farthestFirst(candidates)
 	for _, i := range candidates {
@@ -732,6 +799,7 @@ type Claim struct {
 	// it, and counted ours for safeFor.
 	confirmed time.Time
 	warned    bool // a renewal failed since the last that succeeded
+	counted   bool // saved done, and counted so (Coordinator.finished); under c.mu
 
 	lostOnce sync.Once
 	stopOnce sync.Once
@@ -768,6 +836,10 @@ func (cl *Claim) Save(ctx context.Context, p Progress) error {
 		})
 		return err
 	}
+	cl.c.mu.Lock()
+	cl.c.seq++
+	sentAt := cl.c.seq
+	cl.c.mu.Unlock()
 	err = upload()
 	if bloberror.HasCode(err, bloberror.LeaseNotPresentWithBlobOperation) {
 		// Our lease expired (storage was out of reach longer than it
@@ -788,7 +860,29 @@ func (cl *Claim) Save(ctx context.Context, p Progress) error {
 		}
 		return fmt.Errorf("save shard %s: %w", cl.Shard.ID, err)
 	}
+	if p.Done {
+		cl.c.finished(cl, sentAt)
+	}
 	return nil
+}
+
+// finished counts claim cl's shard done in what this process knows of its
+// window: the window is done, without listing it, once every shard it had
+// not done at its last listing was finished here. Only a listing that came
+// back before the save saying done was sent (sentAt) surely counted the
+// shard as not done; after one that may not have, nothing is counted.
+func (c *Coordinator) finished(cl *Claim, sentAt int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cl.counted {
+		return
+	}
+	cl.counted = true
+	w := c.windowOf[cl.index]
+	if n, ok := c.notDone[w]; ok && n > 0 && c.countedAt[w] < sentAt {
+		c.notDone[w] = n - 1
+		c.done[w] = n == 1
+	}
 }
 
 // Release stops renewing and gives the lease up, so another process can

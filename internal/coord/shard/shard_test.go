@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -540,4 +541,81 @@ func writeFixture(t *testing.T, content string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// A process reading several shards at once has several workers waiting to
+// poll at the end of the load: once one of them finds every shard done,
+// the others end too, not each after its own wait — the load's end is its
+// last process's exit.
+func TestEveryWaitingWorkerEndsWhenOneSeesTheLastShardDone(t *testing.T) {
+	clk := clocktest.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	cont := coordtest.NewFakeBlob(t, clk.Now).Container(t, "shards")
+	path, _ := ndjson(t, 50)
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inputs := []Input{{Path: path, Size: fi.Size(), HeadHash: "h", Splittable: true}}
+	newC := func(seed uint64) *Coordinator {
+		c, err := New(Config{Container: cont, Prefix: "shards/job-end/", Inputs: inputs, Clock: clk,
+			Rand: rand.New(rand.NewPCG(seed, 1))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	a, b := newC(1), newC(2)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	last, err := a.Claim(ctx)
+	if err != nil || last == nil {
+		t.Fatalf("a.Claim() = %v, %v", last, err)
+	}
+	got := make(chan *Claim, 2)
+	worker := func() {
+		cl, err := b.Claim(ctx)
+		if err != nil && ctx.Err() == nil {
+			t.Error(err)
+		}
+		got <- cl
+	}
+	// a's renewal and b's first worker wait on the clock; the second
+	// worker's first pass finds nothing new either and waits longer.
+	go worker()
+	if err := clk.BlockUntil(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	go worker()
+	if err := clk.BlockUntil(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := last.Save(ctx, Progress{Offset: last.Shard.End, Done: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := last.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	first := false
+	for step := 0; !first; step++ {
+		if step == 200 {
+			t.Fatal("no worker of b ended 2 s after the last shard was done")
+		}
+		clk.Advance(10 * time.Millisecond)
+		select {
+		case cl := <-got:
+			if cl != nil {
+				t.Fatalf("b claimed %v after every shard was done", cl.Shard.ID)
+			}
+			first = true
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	select {
+	case cl := <-got:
+		if cl != nil {
+			t.Fatalf("b claimed %v after every shard was done", cl.Shard.ID)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("b's other worker still waits for its poll after the first saw every shard done")
+	}
 }

@@ -5,8 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/cosmosloader/loader/internal/clock/clocktest"
 	"github.com/cosmosloader/loader/internal/coord/coordtest"
@@ -47,8 +51,14 @@ func TestShardWindows(t *testing.T) {
 // fake blob service, on clk.
 func fakeShards(t *testing.T, blob *coordtest.FakeBlob, clk *clocktest.Fake, n int, seed uint64) *Coordinator {
 	t.Helper()
+	return fakeShardsIn(t, blob.Container(t, "shards"), clk, n, seed)
+}
+
+// fakeShardsIn is fakeShards through the container client cont.
+func fakeShardsIn(t *testing.T, cont *container.Client, clk *clocktest.Fake, n int, seed uint64) *Coordinator {
+	t.Helper()
 	c, err := New(Config{
-		Container: blob.Container(t, "shards"), Prefix: "shards/job/", ShardBytes: 100,
+		Container: cont, Prefix: "shards/job/", ShardBytes: 100,
 		Inputs: []Input{{Path: "in", Size: int64(100 * n), HeadHash: "h", Splittable: true,
 			Align: func(off int64) (source.Position, error) { return source.Position{Offset: off}, nil }}},
 		Clock: clk, ManualRenew: true, Rand: rand.New(rand.NewPCG(seed, 1)),
@@ -145,5 +155,74 @@ func TestIdleProcessSeesEveryShardDoneInOnePass(t *testing.T) {
 	}
 	if cl, more, err := idle.TryClaim(ctx); cl != nil || more || err != nil {
 		t.Errorf("TryClaim() after every shard was done = %v, %v, %v; want nil, false, nil", cl, more, err)
+	}
+}
+
+// A process idle at the end of a large load learns that every shard is
+// done in one listing of the whole plan, not a request per window: a
+// thousand processes idle as the last shard finishes would otherwise list
+// every window at once. And it lists the whole plan at most every
+// fullListEvery: between two, a pass lists a few windows.
+func TestIdleProcessListsThePlanAtOnceAtTheEnd(t *testing.T) {
+	clk := clocktest.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	blob := coordtest.NewFakeBlob(t, clk.Now)
+	const n = 400
+	var requests atomic.Int64
+	cont, err := blob.Client("shards", func(*http.Request) { requests.Add(1) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	worker, idle := fakeShards(t, blob, clk, n, 1), fakeShardsIn(t, cont, clk, n, 2)
+	ctx := context.Background()
+	// idle lists the plan once while the worker holds a shard of each
+	// window.
+	var held []*Claim
+	for range 2 * len(worker.windows) {
+		cl, _, err := worker.TryClaim(ctx)
+		if err != nil || cl == nil {
+			t.Fatalf("TryClaim() = %v, %v", cl, err)
+		}
+		held = append(held, cl)
+	}
+	if cl, _, err := idle.TryClaim(ctx); err != nil {
+		t.Fatal(err)
+	} else if cl != nil {
+		cl.Release(ctx)
+	}
+	finish := func(cl *Claim) {
+		if err := cl.Save(ctx, Progress{Offset: cl.Shard.End, Done: true}); err != nil {
+			t.Fatal(err)
+		}
+		cl.Release(ctx)
+	}
+	for _, cl := range held {
+		finish(cl)
+	}
+	for more := true; more; {
+		cl, m, err := worker.TryClaim(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cl != nil {
+			finish(cl)
+		}
+		more = m
+	}
+	requests.Store(0)
+	for pass := 1; ; pass++ {
+		cl, more, err := idle.TryClaim(ctx)
+		if err != nil || cl != nil {
+			t.Fatalf("TryClaim() after every shard was done = %v, %v", cl, err)
+		}
+		if !more {
+			break
+		}
+		if pass == 2 {
+			t.Fatal("two passes fullListEvery apart did not see every shard done")
+		}
+		clk.Advance(fullListEvery)
+	}
+	if got, most := requests.Load(), int64(2*maxWindowsPerPass+1); got > most {
+		t.Errorf("seeing the %d windows of the plan done took %d requests, want at most %d", len(idle.windows), got, most)
 	}
 }
