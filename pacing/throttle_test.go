@@ -193,10 +193,9 @@ func TestLongPathKeepsTheTarget(t *testing.T) {
 // (429) those after its budget ran out, the refused ones resent. On a
 // local path it keeps the target with no 429; over a path of 100 ms
 // plus up to 200 ms (bench scenario R) the seconds' arrivals vary with
-// the spread, and a batch was two records: aiming at 99.5 % of the
-// budget, 0.9 % of the requests were throttled. The pacer aims below
-// the budget by what the spread asks for, and bounds a batch smaller
-// (PathJitter).
+// the spread, and aiming just under the budget throttles more than the
+// goal allows: the pacer aims below the budget by what the spread asks
+// for, and bounds a batch smaller (PathJitter).
 func TestRangeBatchesKeepTheTarget(t *testing.T) {
 	const target, parts, seconds, recordRU = 5000.0, 4, 60, 10.15
 	for _, c := range []struct {
