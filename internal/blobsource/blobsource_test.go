@@ -468,10 +468,12 @@ func TestNoTokenIsOneLineSayingWhatToGive(t *testing.T) {
 }
 
 // The GETs a load has in flight reuse their connections: two streams of
-// 11 pieces in flight each, read three times, open about as many
-// connections as they hold GETs at once. The SDK's default client keeps
+// 11 pieces in flight each, read three times, open their connections in
+// the first round and reuse them after. The SDK's default client keeps
 // 10 idle per host and opened a new one (far away: a TCP and a TLS
-// handshake) for most GETs beyond them.
+// handshake) for most GETs beyond them, in every round. Only the later
+// rounds are counted: how many the first round opens depends on how the
+// GETs overlap, which a busy machine changes.
 func TestStreamsReuseTheirConnections(t *testing.T) {
 	data := lines(60000) // ~2.2 MB: 35 pieces of 64 KiB
 	f := &fakeBlob{data: data, etag: `"e1"`}
@@ -495,8 +497,13 @@ func TestStreamsReuseTheirConnections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gets := 0
-	for range 3 {
+	gets, firstRound := 0, 0
+	for round := range 3 {
+		if round == 1 {
+			mu.Lock()
+			firstRound = opened
+			mu.Unlock()
+		}
 		var wg sync.WaitGroup
 		for range 2 {
 			wg.Add(1)
@@ -515,8 +522,9 @@ func TestStreamsReuseTheirConnections(t *testing.T) {
 	_, window := streamPieces(256 << 10)
 	mu.Lock()
 	defer mu.Unlock()
-	if limit := 2*(window-1) + 4; opened > limit {
-		t.Errorf("%d connections opened for %d GETs, want at most %d", opened, gets, limit)
+	if later, limit := opened-firstRound, window-1; later > limit {
+		t.Errorf("%d connections opened after the first round (%d for %d GETs in all), want at most %d",
+			later, opened, gets, limit)
 	}
 }
 
