@@ -178,7 +178,12 @@ type Coordinator struct {
 	done   []bool // windows every shard of which is done
 	// slow counts passes in a row that took nothing and found nothing
 	// newly done: the poll slows down (PollWait).
-	slow      int
+	slow int
+	// empty: the last pass took nothing, so the next lists less (TryClaim).
+	empty bool
+	// nextPoll is when the next pass of a Claim waiting for a shard is
+	// due: a process's waiting workers take turns, one pass per PollWait.
+	nextPoll  time.Time
 	notDone   map[int]int // not-done shards per window at its last listing
 	claimable map[int]int // shards neither done nor leased, likewise
 	progress  bool        // the last pass saw a window with fewer not-done shards
@@ -366,7 +371,7 @@ func (c *Coordinator) Claim(ctx context.Context) (*Claim, error) {
 			return nil, nil
 		default:
 			backoff = c.PollWait()
-			wait = backoff
+			wait = c.turnAfter(backoff)
 		}
 		if err == nil {
 			c.mu.Lock()
@@ -381,6 +386,22 @@ func (c *Coordinator) Claim(ctx context.Context) (*Claim, error) {
 		case <-c.cfg.Clock.After(wait):
 		}
 	}
+}
+
+// turnAfter reserves the process's next waiting pass, wait after the last
+// one reserved, and returns how long from now until it: the workers of a
+// process waiting for a shard poll in turn, not each at its own pace, so a
+// process idle at the end of a load lists storage as often as one worker.
+func (c *Coordinator) turnAfter(wait time.Duration) time.Duration {
+	now := c.cfg.Clock.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	at := now.Add(wait)
+	if next := c.nextPoll.Add(wait); next.After(at) {
+		at = next
+	}
+	c.nextPoll = at
+	return at.Sub(now)
 }
 
 // claimPoll is how often, at most, a process whose remaining shards are
@@ -420,7 +441,11 @@ const windowShards = 10
 // maxWindowsPerPass bounds the windows with shards not done that one pass
 // (TryClaim) lists one by one, and twice as many those found done: a
 // process that finds nothing to take covers them over several polls, or
-// in one listing of the whole plan (fullListEvery).
+// in one listing of the whole plan (fullListEvery). A pass after one that
+// took nothing lists one window: what it waits for — a dead owner's lease
+// expiring, the last shards done — the next listing of the whole plan
+// shows, and a fleet idle at the end of its load would otherwise list
+// several windows a process each poll.
 const maxWindowsPerPass = 4
 
 // window is the shards first to end of the plan, whose IDs start with
@@ -493,13 +518,24 @@ func (c *Coordinator) TryClaim(ctx context.Context) (*Claim, bool, error) {
 			return nil, true, err
 		}
 	}
+	c.mu.Lock()
+	most := maxWindowsPerPass
+	if c.empty {
+		most = 1
+	}
+	c.mu.Unlock()
 	open := 0
 	for n, w := range order {
-		if all == nil && (open == maxWindowsPerPass || n == 2*maxWindowsPerPass) {
+		if all == nil && (open == most || n == 2*most) {
 			break
 		}
 		cl, notDone, err := c.claimIn(ctx, w, all)
 		if err != nil || cl != nil {
+			if cl != nil {
+				c.mu.Lock()
+				c.empty = false
+				c.mu.Unlock()
+			}
 			return cl, true, err
 		}
 		if notDone > 0 {
@@ -507,6 +543,7 @@ func (c *Coordinator) TryClaim(ctx context.Context) (*Claim, bool, error) {
 		}
 	}
 	c.mu.Lock()
+	c.empty = true
 	more := slices.Contains(c.done, false)
 	c.mu.Unlock()
 	if !more {

@@ -226,3 +226,93 @@ func TestIdleProcessListsThePlanAtOnceAtTheEnd(t *testing.T) {
 		t.Errorf("seeing the %d windows of the plan done took %d requests, want at most %d", len(idle.windows), got, most)
 	}
 }
+
+// idleBehindWorker is a process with nothing to claim: another holds every
+// shard of a plan of n. Its listing requests are counted.
+func idleBehindWorker(t *testing.T, n int) (idle *Coordinator, clk *clocktest.Fake, requests *atomic.Int64) {
+	t.Helper()
+	clk = clocktest.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	blob := coordtest.NewFakeBlob(t, clk.Now)
+	requests = new(atomic.Int64)
+	cont, err := blob.Client("shards", func(r *http.Request) {
+		if r.URL.Query().Get("comp") == "list" {
+			requests.Add(1)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	worker := fakeShards(t, blob, clk, n, 1)
+	for claimed, empty := 0, 0; claimed < n; {
+		cl, _, err := worker.TryClaim(context.Background())
+		switch {
+		case err != nil:
+			t.Fatal(err)
+		case cl != nil:
+			claimed++
+		case empty == 2:
+			t.Fatalf("the worker claimed %d of %d shards", claimed, n)
+		default:
+			// The passes between two listings of the whole plan
+			// list a few windows only.
+			empty++
+			clk.Advance(fullListEvery)
+		}
+	}
+	return fakeShardsIn(t, cont, clk, n, 2), clk, requests
+}
+
+// A pass after one that took nothing lists one window, not several: what
+// an idle process waits for the next listing of the whole plan shows, and
+// a fleet idle at the end of its load lists once a process each poll.
+func TestIdlePassListsOneWindow(t *testing.T) {
+	idle, clk, requests := idleBehindWorker(t, 400)
+	ctx := context.Background()
+	for pass := range 4 {
+		requests.Store(0)
+		cl, more, err := idle.TryClaim(ctx)
+		if err != nil || cl != nil || !more {
+			t.Fatalf("TryClaim() = %v, %v, %v; want nothing claimed, more to come", cl, more, err)
+		}
+		if got := requests.Load(); got != 1 {
+			t.Errorf("pass %d listed %d times, want once (the plan, then a window)", pass, got)
+		}
+		clk.Advance(claimPoll)
+	}
+}
+
+// The workers of a process waiting for a shard poll in turn: four of them
+// list storage as often as one would.
+func TestWaitingWorkersPollInTurn(t *testing.T) {
+	idle, clk, requests := idleBehindWorker(t, 400)
+	ctx, cancel := context.WithCancel(context.Background())
+	const workers = 4
+	done := make(chan struct{})
+	for range workers {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			if cl, err := idle.Claim(ctx); cl != nil || !errors.Is(err, context.Canceled) {
+				t.Errorf("Claim() = %v, %v; want canceled", cl, err)
+			}
+		}()
+	}
+	// Less than a lease: the worker's shards stay held.
+	const span = 10 * time.Second
+	for elapsed := time.Duration(0); elapsed < span; elapsed += claimPoll / 5 {
+		if err := clk.BlockUntil(ctx, workers); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(claimPoll / 5)
+	}
+	if err := clk.BlockUntil(ctx, workers); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	for range workers {
+		<-done
+	}
+	// One poller: a pass every claimPoll at the most, one listing each.
+	if got, most := requests.Load(), int64(workers+span/claimPoll); got > most {
+		t.Errorf("%d workers listed %d times in %v, want at most %d", workers, got, span, most)
+	}
+}
