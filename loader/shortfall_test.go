@@ -126,8 +126,8 @@ func TestReplacedItemsAreNoted(t *testing.T) {
 }
 
 // slowLines hands out one line a Read, each once the lines before it are
-// written (or a second has passed) and the clock has moved on: an input
-// read slower than the load writes it.
+// written and the clock has moved on: an input read slower than the load
+// writes it.
 type slowLines struct {
 	lines   []string
 	clk     *clocktest.Fake
@@ -140,7 +140,7 @@ func (s *slowLines) Read(p []byte) (int, error) {
 	if len(s.lines) == 0 {
 		return 0, io.EOF
 	}
-	for wait := time.Now().Add(time.Second); s.written() < s.handed && time.Now().Before(wait); {
+	for wait := time.Now().Add(handoffGuard); s.written() < s.handed && time.Now().Before(wait); {
 		time.Sleep(time.Millisecond)
 	}
 	tick(s.clk, s.each)
@@ -152,10 +152,18 @@ func (s *slowLines) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// handoffGuard bounds the waits for the run's goroutines to catch up
+// (slowLines, tick), which end as soon as they have: a guard against a
+// hang, not a timing. A wait cut short hands on a line the writers are
+// not yet waiting for, or moves the clock under a loop not yet waiting on
+// it, and so changes what the run measures: a busy machine may take more
+// than a second to run a goroutine, so the guard is far longer.
+const handoffGuard = 30 * time.Second
+
 // tick advances clk by d once the run's loop waits on it, so that the
 // loop sees each step.
 func tick(clk *clocktest.Fake, d time.Duration) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), handoffGuard)
 	defer cancel()
 	_ = clk.BlockUntil(ctx, 1)
 	clk.Advance(d)

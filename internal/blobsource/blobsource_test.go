@@ -468,26 +468,31 @@ func TestNoTokenIsOneLineSayingWhatToGive(t *testing.T) {
 }
 
 // The GETs a load has in flight reuse their connections: two streams of
-// 11 pieces in flight each, read three times, open their connections in
-// the first round and reuse them after. The SDK's default client keeps
-// 10 idle per host and opened a new one (far away: a TCP and a TLS
-// handshake) for most GETs beyond them, in every round. Only the later
-// rounds are counted: how many the first round opens depends on how the
-// GETs overlap, which a busy machine changes.
+// 11 pieces in flight each, read three times, close none of the
+// connections they open. The SDK's default client keeps 10 idle per host
+// and closed a connection after most answers beyond them (to open a new
+// one, far away a TCP and a TLS handshake), in every round. How many
+// connections are opened is only logged: it is how many GETs overlap,
+// which a busy machine changes; a connection closed while the streams run
+// is a connection the pool did not keep, however the GETs overlapped (a
+// kept one is closed only after sitting idle for longer than any stall).
 func TestStreamsReuseTheirConnections(t *testing.T) {
 	data := lines(60000) // ~2.2 MB: 35 pieces of 64 KiB
 	f := &fakeBlob{data: data, etag: `"e1"`}
 	var mu sync.Mutex
-	opened := 0
+	opened, closed := 0, 0
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(2 * time.Millisecond) // GETs overlap
 		f.ServeHTTP(w, r)
 	}))
 	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			mu.Lock()
+		mu.Lock()
+		defer mu.Unlock()
+		switch s {
+		case http.StateNew:
 			opened++
-			mu.Unlock()
+		case http.StateClosed:
+			closed++
 		}
 	}
 	srv.Start()
@@ -497,13 +502,8 @@ func TestStreamsReuseTheirConnections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gets, firstRound := 0, 0
-	for round := range 3 {
-		if round == 1 {
-			mu.Lock()
-			firstRound = opened
-			mu.Unlock()
-		}
+	gets := 0
+	for range 3 {
 		var wg sync.WaitGroup
 		for range 2 {
 			wg.Add(1)
@@ -519,12 +519,11 @@ func TestStreamsReuseTheirConnections(t *testing.T) {
 		wg.Wait()
 		gets += 2 * (1 + (len(data)-(64<<10)+(64<<10)-1)/(64<<10))
 	}
-	_, window := streamPieces(256 << 10)
 	mu.Lock()
 	defer mu.Unlock()
-	if later, limit := opened-firstRound, window-1; later > limit {
-		t.Errorf("%d connections opened after the first round (%d for %d GETs in all), want at most %d",
-			later, opened, gets, limit)
+	t.Logf("%d connections opened for %d GETs", opened, gets)
+	if closed > 0 {
+		t.Errorf("%d of the %d connections opened for %d GETs were closed while the streams ran, want none", closed, opened, gets)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -283,6 +284,61 @@ func TestRandomUnderTheParquetReader(t *testing.T) {
 	}
 }
 
+// rendezvous holds the requests that enter it until n are in flight
+// together, once, and counts the most in flight at once. Requests sent
+// one at a time never meet: the wait ends after meetPatience, a guard
+// against a hang and no measure of speed (a busy machine may be slow to
+// start the others). After the meeting, or the guard, it holds nobody.
+type rendezvous struct {
+	n int
+
+	mu       sync.Mutex
+	changed  *sync.Cond
+	inflight int
+	most     int
+	over     bool // n met, or the guard passed
+}
+
+const meetPatience = 30 * time.Second
+
+func meet(n int) *rendezvous {
+	r := &rendezvous{n: n}
+	r.changed = sync.NewCond(&r.mu)
+	return r
+}
+
+// pass counts a request in flight while the rendezvous holds it.
+func (r *rendezvous) pass() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.inflight++
+	r.most = max(r.most, r.inflight)
+	if r.inflight >= r.n {
+		r.over = true
+		r.changed.Broadcast()
+	}
+	if !r.over {
+		guard := time.AfterFunc(meetPatience, func() {
+			r.mu.Lock()
+			r.over = true
+			r.changed.Broadcast()
+			r.mu.Unlock()
+		})
+		for !r.over {
+			r.changed.Wait()
+		}
+		guard.Stop()
+	}
+	r.inflight--
+}
+
+// highest is the most requests that were in flight at once.
+func (r *rendezvous) highest() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.most
+}
+
 // Planned ranges are fetched as soon as they are planned, all at once,
 // before any read asks; reads in turns through them, across their ends,
 // back to their starts, and bigger than their windows get the blob's
@@ -290,25 +346,20 @@ func TestRandomUnderTheParquetReader(t *testing.T) {
 func TestRandomPlannedRangesAreFetchedAhead(t *testing.T) {
 	data := lines(3000)
 	f := &fakeBlob{data: data, etag: `"e1"`}
-	var inFlight, most atomic.Int32
-	f.fail = func(int, *http.Request) int {
-		k := inFlight.Add(1)
-		for m := most.Load(); k > m && !most.CompareAndSwap(m, k); m = most.Load() {
-		}
-		time.Sleep(20 * time.Millisecond) // long enough for the others to start
-		inFlight.Add(-1)
-		return 0
-	}
-	ra, gets := openRandomTest(t, f) // blocks of 1000 bytes, 4 of them
 	const span = 6000
 	now := []source.ByteRange{{Start: 0, End: span}, {Start: span, End: 2 * span}, {Start: 2 * span, End: 3 * span}}
+	ra, gets := openRandomTest(t, f) // blocks of 1000 bytes, 4 of them
+	together := meet(len(now))
+	f.mu.Lock()
+	f.fail = func(int, *http.Request) int { together.pass(); return 0 }
+	f.mu.Unlock()
 	next := []source.ByteRange{{Start: 3 * span, End: 4 * span}}
 	ra.PlanReads(now, next, 1)
 	ra.quiesce()
 	if n, _ := gets(); n < len(now) {
 		t.Fatalf("%d GETs once planned, want the %d ranges' windows fetched before any read", n, len(now))
 	}
-	if m := most.Load(); m < int32(len(now)) {
+	if m := together.highest(); m < len(now) {
 		t.Errorf("at most %d GETs at once, want the %d windows fetched together", m, len(now))
 	}
 	check := func(n int, off int64) {

@@ -64,9 +64,13 @@ func TestKillNineLosesNoAcknowledgedWrite(t *testing.T) {
 	c, _ := db.NewContainer("c")
 
 	// Writers run until the child dies; every id acknowledged with 201 must
-	// be there after restart.
+	// be there after restart. The child is killed once killAfter writes are
+	// acknowledged, with the writers still sending, however slow the
+	// machine is.
+	const killAfter = 500
 	var mu sync.Mutex
 	var acked []string
+	enough := make(chan struct{})
 	var wg sync.WaitGroup
 	for w := 0; w < 8; w++ {
 		wg.Add(1)
@@ -80,17 +84,24 @@ func TestKillNineLosesNoAcknowledgedWrite(t *testing.T) {
 				}
 				mu.Lock()
 				acked = append(acked, id)
+				if len(acked) == killAfter {
+					close(enough)
+				}
 				mu.Unlock()
 			}
 		}(w)
 	}
-	time.Sleep(300 * time.Millisecond)
+	select {
+	case <-enough:
+	case <-time.After(time.Minute): // a guard against a hang, not a timing
+		mu.Lock()
+		n := len(acked)
+		mu.Unlock()
+		t.Fatalf("%d writes acknowledged in a minute, want %d before the kill", n, killAfter)
+	}
 	must(t, "kill -9", child.Process.Kill())
 	child.Wait()
 	wg.Wait()
-	if len(acked) == 0 {
-		t.Fatal("no write acknowledged before the kill")
-	}
 
 	srv, err := emulator.Start(ctx, emulator.Options{DataDir: dir})
 	must(t, "restart", err)
