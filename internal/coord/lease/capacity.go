@@ -543,9 +543,7 @@ func (c *Capacity) round(ctx context.Context) error {
 			}
 		}
 	case change > 0 && acquireOK:
-		c.mu.Lock()
-		want := min(change, roundSize(c.members))
-		c.mu.Unlock()
+		want := min(change, maxAcquirePerRound)
 		got, err := c.acquire(ctx, want)
 
 		if err != nil {
@@ -582,23 +580,6 @@ const (
 // process of a large fleet to start sees itself alone, and gives back what
 // it took as the others' heartbeats appear.
 const maxAcquirePerRound = 16
-
-// rampAcquiresPerSecond is what the processes of a fleet taking their
-// shares at once acquire in all, at most, each second: an acquisition is
-// two or three requests (the partition's blob created the first time, the
-// lease, its label), and a fleet of hundreds starting together would
-// otherwise ask its storage account for more in a second than the account
-// serves (docs/fleet.md).
-const rampAcquiresPerSecond = 2000
-
-// roundSize is the most partitions one round takes with members processes
-// wanting partitions: maxAcquirePerRound in a small fleet; in a large one
-// each process's part of rampAcquiresPerSecond, a round coming every
-// acquirePoll while it is short of its share.
-func roundSize(members int) int {
-	part := rampAcquiresPerSecond * int(acquirePoll/time.Millisecond) / 1000 / max(members, 1)
-	return min(maxAcquirePerRound, max(part, 1))
-}
 
 // ensureContainer creates the lease container unless it is known to exist.
 func (c *Capacity) ensureContainer(ctx context.Context) error {

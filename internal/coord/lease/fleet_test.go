@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -629,48 +628,6 @@ func TestKilledTenthTakenOverWithinFiveSeconds(t *testing.T) {
 	// little, as a larger fleet's roster adds its own age.
 	if took > 3*time.Second {
 		t.Errorf("takeover after %v, want within 3 s", took)
-	}
-	s.done()
-}
-
-// A fleet of hundreds starting at once takes its shares at about
-// rampAcquiresPerSecond in all, not each process as fast as it can: its
-// storage account serves a bounded number of requests a second, and every
-// acquisition is two or three of them.
-func TestLargeFleetRampsItsAcquisitions(t *testing.T) {
-	s := newSim(t)
-	const n, per = 150, 40
-	var mu sync.Mutex
-	bySecond := map[int]int{}
-	cont, err := s.blob.Client("leases", func(r *http.Request) {
-		if a := r.Header["x-ms-lease-action"]; len(a) > 0 && a[0] == "acquire" {
-			mu.Lock()
-			bySecond[int(s.elapsed()/time.Second)]++
-			mu.Unlock()
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.cont = cont
-	cfg := CapacityConfig{Partitions: n * per, TargetRU: 1000 * n}
-	for i := range n {
-		c := cfg
-		c.Rand = rand.New(rand.NewPCG(uint64(i), 13))
-		s.add(fmt.Sprintf("p%d", i), c, 1e9)
-	}
-	took := s.until(time.Minute, "every partition held", func() bool {
-		sum := 0
-		for _, h := range s.held() {
-			sum += h
-		}
-		return sum == cfg.Partitions
-	})
-	t.Logf("every partition held after %v; acquisitions by second: %v", took, bySecond)
-	for sec, k := range bySecond {
-		if k > 2*rampAcquiresPerSecond {
-			t.Errorf("%d acquisitions in second %d, want about %d at most", k, sec, rampAcquiresPerSecond)
-		}
 	}
 	s.done()
 }
