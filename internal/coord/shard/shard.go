@@ -511,19 +511,19 @@ func (c *Coordinator) TryClaim(ctx context.Context) (*Claim, bool, error) {
 	c.progress = false
 	c.mu.Unlock()
 	order := c.windowOrder()
-	var all map[string]blobState
-	if len(order) > maxWindowsPerPass && c.fullListDue() {
-		var err error
-		if all, err = c.list(ctx, ""); err != nil {
-			return nil, true, err
-		}
-	}
 	c.mu.Lock()
 	most := maxWindowsPerPass
 	if c.empty {
 		most = 1
 	}
 	c.mu.Unlock()
+	var all map[string]blobState
+	if len(order) > most && c.fullListDue() {
+		var err error
+		if all, err = c.list(ctx, ""); err != nil {
+			return nil, true, err
+		}
+	}
 	open := 0
 	for n, w := range order {
 		if all == nil && (open == most || n == 2*most) {
@@ -553,8 +553,13 @@ func (c *Coordinator) TryClaim(ctx context.Context) (*Claim, bool, error) {
 }
 
 // fullListEvery is how often, at most, a process lists the whole plan at
-// once (see TryClaim).
-const fullListEvery = 3 * time.Second
+// once (see TryClaim): every 3 s for a plan of a thousand shards or more,
+// as often as a waiting process polls for one of a few hundred — a
+// listing returns every shard of the plan, and an idle process learns
+// from it that the last ones are done.
+func (c *Coordinator) fullListEvery() time.Duration {
+	return min(3*time.Second, max(claimPoll, time.Duration(len(c.shards))*3*time.Millisecond))
+}
 
 // fullListDue reports whether a listing of the whole plan may be made now,
 // and if so counts it made.
@@ -562,7 +567,7 @@ func (c *Coordinator) fullListDue() bool {
 	now := c.cfg.Clock.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.fullListed.IsZero() && now.Sub(c.fullListed) < fullListEvery {
+	if !c.fullListed.IsZero() && now.Sub(c.fullListed) < c.fullListEvery() {
 		return false
 	}
 	c.fullListed = now

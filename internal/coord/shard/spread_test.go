@@ -220,7 +220,7 @@ func TestIdleProcessListsThePlanAtOnceAtTheEnd(t *testing.T) {
 		if pass == 2 {
 			t.Fatal("two passes fullListEvery apart did not see every shard done")
 		}
-		clk.Advance(fullListEvery)
+		clk.Advance(idle.fullListEvery())
 	}
 	if got, most := requests.Load(), int64(2*maxWindowsPerPass+1); got > most {
 		t.Errorf("seeing the %d windows of the plan done took %d requests, want at most %d", len(idle.windows), got, most)
@@ -256,7 +256,7 @@ func idleBehindWorker(t *testing.T, n int) (idle *Coordinator, clk *clocktest.Fa
 			// The passes between two listings of the whole plan
 			// list a few windows only.
 			empty++
-			clk.Advance(fullListEvery)
+			clk.Advance(worker.fullListEvery())
 		}
 	}
 	return fakeShardsIn(t, cont, clk, n, 2), clk, requests
@@ -314,5 +314,42 @@ func TestWaitingWorkersPollInTurn(t *testing.T) {
 	// One poller: a pass every claimPoll at the most, one listing each.
 	if got, most := requests.Load(), int64(workers+span/claimPoll); got > most {
 		t.Errorf("%d workers listed %d times in %v, want at most %d", workers, got, span, most)
+	}
+}
+
+// An idle process of a small plan learns that the last shards are done at
+// its next poll: it lists the whole plan, one request, rather than one of
+// the windows left each pass — a fleet's load ends when its last process
+// exits.
+func TestIdleProcessOfASmallPlanSeesTheEndAtItsNextPoll(t *testing.T) {
+	clk := clocktest.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	blob := coordtest.NewFakeBlob(t, clk.Now)
+	const n = 100
+	worker, idle := fakeShards(t, blob, clk, n, 1), fakeShards(t, blob, clk, n, 2)
+	ctx := context.Background()
+	var held []*Claim
+	for len(held) < n {
+		cl, _, err := worker.TryClaim(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cl == nil {
+			clk.Advance(worker.fullListEvery())
+			continue
+		}
+		held = append(held, cl)
+	}
+	if cl, more, err := idle.TryClaim(ctx); cl != nil || !more || err != nil {
+		t.Fatalf("TryClaim() while every shard is held = %v, %v, %v", cl, more, err)
+	}
+	for _, cl := range held {
+		if err := cl.Save(ctx, Progress{Offset: cl.Shard.End, Done: true}); err != nil {
+			t.Fatal(err)
+		}
+		cl.Release(ctx)
+	}
+	clk.Advance(claimPoll)
+	if cl, more, err := idle.TryClaim(ctx); cl != nil || more || err != nil {
+		t.Errorf("TryClaim() one poll after the last shard was done = %v, %v, %v; want nil, false, nil", cl, more, err)
 	}
 }
