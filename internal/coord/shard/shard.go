@@ -509,14 +509,12 @@ func (c *Coordinator) distanceLocked(i int) int {
 func (c *Coordinator) TryClaim(ctx context.Context) (*Claim, bool, error) {
 	c.mu.Lock()
 	c.progress = false
-	c.mu.Unlock()
-	order := c.windowOrder()
-	c.mu.Lock()
 	most := maxWindowsPerPass
 	if c.empty {
 		most = 1
 	}
 	c.mu.Unlock()
+	order := c.windowOrder()
 	var all map[string]blobState
 	if len(order) > most && c.fullListDue() {
 		var err error

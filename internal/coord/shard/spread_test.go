@@ -242,16 +242,23 @@ func idleBehindWorker(t *testing.T, n int) (idle *Coordinator, clk *clocktest.Fa
 	if err != nil {
 		t.Fatal(err)
 	}
-	worker := fakeShards(t, blob, clk, n, 1)
-	for claimed, empty := 0, 0; claimed < n; {
+	claimAll(t, fakeShards(t, blob, clk, n, 1), clk, n)
+	return fakeShardsIn(t, cont, clk, n, 2), clk, requests
+}
+
+// claimAll has worker claim every one of the plan's n shards.
+func claimAll(t *testing.T, worker *Coordinator, clk *clocktest.Fake, n int) []*Claim {
+	t.Helper()
+	var held []*Claim
+	for empty := 0; len(held) < n; {
 		cl, _, err := worker.TryClaim(context.Background())
 		switch {
 		case err != nil:
 			t.Fatal(err)
 		case cl != nil:
-			claimed++
+			held = append(held, cl)
 		case empty == 2:
-			t.Fatalf("the worker claimed %d of %d shards", claimed, n)
+			t.Fatalf("the worker claimed %d of %d shards", len(held), n)
 		default:
 			// The passes between two listings of the whole plan
 			// list a few windows only.
@@ -259,7 +266,7 @@ func idleBehindWorker(t *testing.T, n int) (idle *Coordinator, clk *clocktest.Fa
 			clk.Advance(worker.fullListEvery())
 		}
 	}
-	return fakeShardsIn(t, cont, clk, n, 2), clk, requests
+	return held
 }
 
 // A pass after one that took nothing lists one window, not several: what
@@ -327,18 +334,7 @@ func TestIdleProcessOfASmallPlanSeesTheEndAtItsNextPoll(t *testing.T) {
 	const n = 100
 	worker, idle := fakeShards(t, blob, clk, n, 1), fakeShards(t, blob, clk, n, 2)
 	ctx := context.Background()
-	var held []*Claim
-	for len(held) < n {
-		cl, _, err := worker.TryClaim(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if cl == nil {
-			clk.Advance(worker.fullListEvery())
-			continue
-		}
-		held = append(held, cl)
-	}
+	held := claimAll(t, worker, clk, n)
 	if cl, more, err := idle.TryClaim(ctx); cl != nil || !more || err != nil {
 		t.Fatalf("TryClaim() while every shard is held = %v, %v, %v", cl, more, err)
 	}
