@@ -38,6 +38,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	azlease "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
+	"golang.org/x/time/rate"
 
 	"github.com/cosmosloader/loader/internal/clock"
 	"github.com/cosmosloader/loader/internal/coord"
@@ -116,22 +117,24 @@ type Capacity struct {
 	nextAcquire  time.Time
 	ready        bool // container known to exist
 	beat         time.Time
-	beatWant     int       // the want last published in the heartbeat; 0: no heartbeat blob
-	share        int       // partitions this process may hold while others want theirs
-	members      int       // processes wanting partitions at the last heartbeat
-	reservedAll  float64   // RU/s reserved by the live processes, this one included
-	beatOn       bool      // this process's heartbeat blob exists
-	streak       time.Time // since when the heartbeat has been fresh without a gap (ack time)
-	beatDate     time.Time // the server's time of the last heartbeat listing
-	roster       *roster   // that listing: the heartbeats fresh at beatDate
-	fleet        int       // live heartbeats at beatDate
-	passes       int       // heartbeats sent or tried (readMembers)
-	phase        int       // which of every listEvery heartbeats this process lists on
-	staleReads   int       // roster reads in a row that found it stale
-	rosterCopies int       // copies of the roster this process last wrote
-	cursor       int       // the next partition window to list (acquire)
-	short        int       // acquisitions in a row that got fewer than wanted
-	scanned      time.Time // when the last acquisition listed every window
+	beatWant     int           // the want last published in the heartbeat; 0: no heartbeat blob
+	share        int           // partitions this process may hold while others want theirs
+	members      int           // processes wanting partitions at the last heartbeat
+	reservedAll  float64       // RU/s reserved by the live processes, this one included
+	beatOn       bool          // this process's heartbeat blob exists
+	streak       time.Time     // since when the heartbeat has been fresh without a gap (ack time)
+	beatDate     time.Time     // the server's time of the last heartbeat listing
+	roster       *roster       // that listing: the heartbeats fresh at beatDate
+	fleet        int           // live heartbeats at beatDate
+	passes       int           // heartbeats sent or tried (readMembers)
+	phase        int           // which of every listEvery heartbeats this process lists on
+	staleReads   int           // roster reads in a row that found it stale
+	rosterCopies int           // copies of the roster this process last wrote
+	cursor       int           // the next partition window to list (acquire)
+	short        int           // acquisitions in a row that got fewer than wanted
+	createRounds int           // acquisitions that created partition blobs (see creations)
+	creations    *rate.Limiter // this process's part of firstStartPerSecond
+	scanned      time.Time     // when the last acquisition listed every window
 	// comeback is set while storage is out of reach; comebackAt is when
 	// this process may acquire again once it answers (comebackDelay).
 	comeback   bool
@@ -183,6 +186,7 @@ func NewCapacity(cfg CapacityConfig) (*Capacity, error) {
 		held:       map[int]time.Time{},
 		labelled:   map[int]time.Time{},
 		storageOK:  true,
+		creations:  rate.NewLimiter(firstStartPerSecond, maxAcquirePerRound),
 	}
 	c.reservedAll = cfg.ReservedRU
 	c.resizeLocked()
@@ -581,6 +585,28 @@ const (
 // it took as the others' heartbeats appear.
 const maxAcquirePerRound = 16
 
+// firstStartPerSecond bounds how many partition blobs a fleet creates a
+// second, in all: a fleet's first start creates every partition's blob, a
+// creation, an acquire and a label each, and its first processes, each
+// seeing itself nearly alone, would otherwise take them all within a
+// second or two — tens of thousands of requests for a large fleet, more
+// than a storage account serves (docs/fleet.md). Partitions that exist
+// already (after the first start: a process joining, one dead, storage
+// back) are taken at the round's full pace.
+const firstStartPerSecond = 1000
+
+// creationsNow is how many partition blobs this round may create: the
+// process's part of firstStartPerSecond among the live processes it knows
+// of, saved up since its last creation, at most 2, 4, 8… in its first
+// rounds (a fleet started at one moment has not seen its size yet) and a
+// round's most after. Call with c.mu held; spend what it gives with
+// c.creations.AllowN.
+func (c *Capacity) creationsNow(now time.Time) int {
+	c.creations.SetLimitAt(now, rate.Limit(firstStartPerSecond/float64(max(c.fleet, 1))))
+	c.creations.SetBurstAt(now, min(maxAcquirePerRound, 2<<min(c.createRounds, 7)))
+	return int(c.creations.TokensAt(now))
+}
+
 // ensureContainer creates the lease container unless it is known to exist.
 func (c *Capacity) ensureContainer(ctx context.Context) error {
 	c.mu.Lock()
@@ -647,6 +673,8 @@ func (c *Capacity) acquire(ctx context.Context, n int) (int, error) {
 	if everywhere {
 		most, c.scanned = len(windows), now
 	}
+	budget := c.creationsNow(now)
+	creates := budget
 	c.mu.Unlock()
 	// Looking everywhere is one listing of every partition (a request per
 	// 5,000 blobs), not one per window: a fleet that lost a tenth of its
@@ -658,13 +686,19 @@ func (c *Capacity) acquire(ctx context.Context, n int) (int, error) {
 			return 0, err
 		}
 	}
-	got := 0
+	got, limited := 0, false
 	defer func() {
 		c.mu.Lock()
-		if got < n {
+		// A round held back by the creations it may make is not short:
+		// partitions are there to take at the next.
+		if got < n && !limited {
 			c.short++
 		} else {
 			c.short = 0
+		}
+		if creates < budget {
+			c.createRounds++
+			c.creations.AllowN(c.cfg.Clock.Now(), budget-creates)
 		}
 		c.mu.Unlock()
 	}()
@@ -679,10 +713,19 @@ func (c *Capacity) acquire(ctx context.Context, n int) (int, error) {
 		w := windows[c.cursor%len(windows)]
 		c.cursor++
 		c.mu.Unlock()
-		g, err := c.acquireIn(ctx, w, n-got, all)
+		g, left, err := c.acquireIn(ctx, w, n-got, all, &creates)
 		got += g
 		if err != nil {
 			return got, err
+		}
+		if left {
+			// Blobs are left to create here: the next round starts here,
+			// and this one lists no more.
+			limited = true
+			c.mu.Lock()
+			c.cursor--
+			c.mu.Unlock()
+			break
 		}
 	}
 	return got, nil
@@ -738,13 +781,15 @@ func (c *Capacity) listWindow(ctx context.Context, w window) (map[string]partiti
 }
 
 // acquireIn takes up to n of w's partitions (see acquire), as listed in
-// all when it is not nil, a listing of every partition.
-func (c *Capacity) acquireIn(ctx context.Context, w window, n int, all map[string]partitionState) (int, error) {
+// all when it is not nil, a listing of every partition: those whose blobs
+// exist first, then at most *creates whose blobs it creates, less each
+// one tried. It reports whether blobs are left to create in w that
+// *creates did not allow.
+func (c *Capacity) acquireIn(ctx context.Context, w window, n int, all map[string]partitionState, creates *int) (got int, left bool, err error) {
 	blobs := all
 	if blobs == nil {
-		var err error
 		if blobs, err = c.listWindow(ctx, w); err != nil {
-			return 0, err
+			return 0, false, err
 		}
 	}
 	var free []int
@@ -756,26 +801,37 @@ func (c *Capacity) acquireIn(ctx context.Context, w window, n int, all map[strin
 	}
 	c.mu.Unlock()
 	coord.Shuffle(c.cfg.Rand, len(free), func(i, j int) { free[i], free[j] = free[j], free[i] })
-	var open, dead []int
+	var open, missing, dead []int
 	absent := map[int]bool{}
 	for _, p := range free {
 		st, listed := blobs[BlobName(c.cfg.Prefix, p, c.cfg.Partitions)]
-		absent[p] = !listed
+		switch {
+		case !listed:
+			absent[p] = true
+			missing = append(missing, p)
 		// A lease still held under this process's own ID (storage came
 		// back before it expired) is acquired again at once.
-		if st.leased && st.holder != c.id {
+		case st.leased && st.holder != c.id:
 			if c.breakable(st.holder, st.modified) {
 				dead = append(dead, p)
 			}
-			continue
+		default:
+			open = append(open, p)
 		}
-		open = append(open, p)
 	}
-	got, err := c.takeSome(ctx, open, n, absent, nil)
+	got, err = c.takeSome(ctx, open, n, nil, nil)
 	if err != nil || got == n {
-		return got, err
+		return got, false, err
 	}
-	more, err := c.takeSome(ctx, dead, n-got, nil, func(ctx context.Context, p int) (bool, error) {
+	create := min(len(missing), n-got, *creates)
+	left = create < len(missing) && create < n-got
+	*creates -= create
+	more, err := c.takeSome(ctx, missing[:create], n-got, absent, nil)
+	got += more
+	if err != nil || got == n || left {
+		return got, left, err
+	}
+	more, err = c.takeSome(ctx, dead, n-got, nil, func(ctx context.Context, p int) (bool, error) {
 		st := blobs[BlobName(c.cfg.Prefix, p, c.cfg.Partitions)]
 		rctx, cancel := context.WithTimeout(ctx, c.reqTimeout)
 		_, err := c.clients[p].BreakLease(rctx, breakOptions(st.etag))
@@ -791,7 +847,7 @@ func (c *Capacity) acquireIn(ctx context.Context, w window, n int, all map[strin
 		}
 		return false, fmt.Errorf("break lease on partition %d: %w", p, err)
 	})
-	return got + more, err
+	return got + more, false, err
 }
 
 // takesAtOnce bounds the partitions a round takes at once: each take is

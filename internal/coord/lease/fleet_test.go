@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -537,8 +538,11 @@ func TestLookingEverywhereIsOneListing(t *testing.T) {
 	s := newSim(t)
 	const p = 1000
 	cfg := CapacityConfig{Partitions: p, TargetRU: p}
-	holder := s.add("holder", cfg, p-5)
-	s.until(5*time.Minute, "the holder at its demand", func() bool { return holder.c.Held() == p-5 })
+	// The holder takes every partition, then gives back 5, anywhere.
+	holder := s.add("holder", cfg, p)
+	s.until(5*time.Minute, "the holder at its demand", func() bool { return holder.c.Held() == p })
+	holder.c.SetDemand(p - 5)
+	s.until(time.Minute, "the holder at its lower demand", func() bool { return holder.c.Held() == p-5 })
 	var lists int
 	cont, err := s.blob.Client("leases", func(r *http.Request) {
 		if q := r.URL.Query(); q.Get("comp") == "list" {
@@ -628,6 +632,87 @@ func TestKilledTenthTakenOverWithinFiveSeconds(t *testing.T) {
 	// little, as a larger fleet's roster adds its own age.
 	if took > 3*time.Second {
 		t.Errorf("takeover after %v, want within 3 s", took)
+	}
+	s.done()
+}
+
+// A large fleet's first start creates every partition's blob at about
+// firstStartPerSecond in all, not each process as fast as it can (its
+// storage account serves a bounded number of requests a second, and each
+// creation comes with an acquire and a label); partitions whose blobs
+// exist are taken at the round's full pace, so processes joining later
+// have their share as soon as the others give it up.
+func TestFirstStartCreatesAtTheFleetsPace(t *testing.T) {
+	s := newSim(t)
+	const n, per = 150, 40
+	var mu sync.Mutex
+	created := map[int]int{}
+	cont, err := s.blob.Client("leases", func(r *http.Request) {
+		q := r.URL.Query()
+		partition := strings.Contains(r.URL.Path, "/capacity/") && !strings.Contains(r.URL.Path, "/"+membersDir) && !strings.Contains(r.URL.Path, "/roster")
+		if r.Method == http.MethodPut && partition && q.Get("comp") == "" {
+			mu.Lock()
+			created[int(s.elapsed()/time.Second)]++
+			mu.Unlock()
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.cont = cont
+	cfg := CapacityConfig{Partitions: n * per, TargetRU: 1000 * n}
+	for i := range n {
+		c := cfg
+		c.Rand = rand.New(rand.NewPCG(uint64(i), 13))
+		s.add(fmt.Sprintf("p%d", i), c, 1e9)
+	}
+	all := func() bool {
+		sum := 0
+		for _, h := range s.held() {
+			sum += h
+		}
+		return sum == cfg.Partitions
+	}
+	took := s.until(time.Minute, "every partition held", all)
+	t.Logf("every partition held after %v; blobs created by second: %v", took, created)
+	for sec, k := range created {
+		if k > firstStartPerSecond*5/4 {
+			t.Errorf("%d partition blobs created in second %d, want about %d at most", k, sec, firstStartPerSecond)
+		}
+	}
+	// The last few free partitions are searched for (see acquire).
+	if most := time.Duration(2*cfg.Partitions/firstStartPerSecond+5) * time.Second; took > most {
+		t.Errorf("every partition held after %v, want within %v", took, most)
+	}
+	s.until(time.Minute, "an even split", func() bool {
+		for _, h := range s.held() {
+			if h != per {
+				return false
+			}
+		}
+		return true
+	})
+
+	// A tenth more join: their shares are taken at the round's full
+	// pace, not at the first start's (as long as before the pace).
+	for i := range n / 10 {
+		c := cfg
+		c.Rand = rand.New(rand.NewPCG(uint64(n+i), 13))
+		s.add(fmt.Sprintf("j%d", i), c, 1e9)
+	}
+	joiners := s.procs[n:]
+	share := cfg.Partitions / len(s.procs)
+	took = s.until(time.Minute, "the joiners' shares", func() bool {
+		for _, p := range joiners {
+			if p.c.Held() < share {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("%d joiners held their share of %d after %v", len(joiners), share, took)
+	if took > 10*time.Second {
+		t.Errorf("joiners held their share after %v, want within 10 s", took)
 	}
 	s.done()
 }
