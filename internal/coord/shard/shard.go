@@ -426,11 +426,23 @@ func (c *Coordinator) PollWait() time.Duration {
 	} else {
 		c.slow++
 	}
-	wait := min(c.renewEvery/3, claimPoll)
+	wait := min(c.renewEvery/3, c.claimPollFor())
 	for i := 1; i < c.slow && wait < claimPollMax; i++ {
 		wait *= 2
 	}
 	return coord.Jitter(c.cfg.Rand, min(wait, claimPollMax))
+}
+
+// claimPollFor is how soon a waiting process polls again while the
+// shards it waits for make progress: claimPoll for a plan of up to a
+// thousand shards, longer for larger ones, up to claimPollMax. A plan of
+// thousands of shards is a large fleet's, whose hundreds of processes
+// idle at the end of its load would otherwise list storage twice a second
+// each as the last shards finish; they see the plan done by its listing
+// of every shard anyway (fullListEvery), and a dead owner's shard only
+// once its lease runs out.
+func (c *Coordinator) claimPollFor() time.Duration {
+	return min(claimPollMax, max(claimPoll, time.Duration(len(c.shards))*time.Millisecond/2))
 }
 
 // windowShards is the most shards one listing covers: a claim lists one

@@ -349,3 +349,27 @@ func TestIdleProcessOfASmallPlanSeesTheEndAtItsNextPoll(t *testing.T) {
 		t.Errorf("TryClaim() one poll after the last shard was done = %v, %v, %v; want nil, false, nil", cl, more, err)
 	}
 }
+
+// A waiting process of a small plan polls about every claimPoll, to see
+// the last shard done soon; one of a plan of thousands of shards — a large
+// fleet's, hundreds of processes idle at its end — polls less often.
+func TestWaitingProcessOfALargePlanPollsLessOften(t *testing.T) {
+	clk := clocktest.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	blob := coordtest.NewFakeBlob(t, clk.Now)
+	for _, tt := range []struct {
+		shards   int
+		min, max time.Duration
+	}{
+		{100, claimPoll * 3 / 4, claimPoll * 5 / 4},
+		{1000, claimPoll * 3 / 4, claimPoll * 5 / 4},
+		{4000, claimPoll * 3 / 2, claimPollMax * 5 / 4},
+	} {
+		c := fakeShards(t, blob, clk, tt.shards, 1)
+		for range 20 {
+			c.progress = true // the shards waited for make progress
+			if w := c.PollWait(); w < tt.min || w > tt.max {
+				t.Errorf("a plan of %d shards: PollWait() = %v, want %v to %v", tt.shards, w, tt.min, tt.max)
+			}
+		}
+	}
+}
