@@ -600,8 +600,13 @@ const firstStartPerSecond = 1000
 // of, saved up since its last creation, at most 2, 4, 8… in its first
 // rounds (a fleet started at one moment has not seen its size yet) and a
 // round's most after. Call with c.mu held; spend what it gives with
-// c.creations.AllowN.
+// c.creations.AllowN. A fleet of at most firstStartPerSecond partitions
+// cannot create more than that in a second: its processes create what
+// they find missing at once.
 func (c *Capacity) creationsNow(now time.Time) int {
+	if c.cfg.Partitions <= firstStartPerSecond {
+		return maxAcquirePerRound
+	}
 	c.creations.SetLimitAt(now, rate.Limit(firstStartPerSecond/float64(max(c.fleet, 1))))
 	c.creations.SetBurstAt(now, min(maxAcquirePerRound, 2<<min(c.createRounds, 7)))
 	return int(c.creations.TokensAt(now))

@@ -716,3 +716,26 @@ func TestFirstStartCreatesAtTheFleetsPace(t *testing.T) {
 	}
 	s.done()
 }
+
+// A fleet of a few loaders over at most firstStartPerSecond partitions is
+// not paced at its first start: its partitions are taken at once.
+func TestSmallFleetsFirstStartIsNotPaced(t *testing.T) {
+	s := newSim(t)
+	cfg := CapacityConfig{Partitions: 12, TargetRU: 1200}
+	for i := range 2 {
+		c := cfg
+		c.Rand = rand.New(rand.NewPCG(uint64(i), 5))
+		s.add(fmt.Sprintf("p%d", i), c, 1e9)
+	}
+	took := s.until(10*time.Second, "every partition held", func() bool {
+		sum := 0
+		for _, h := range s.held() {
+			sum += h
+		}
+		return sum == cfg.Partitions
+	})
+	if took > 300*time.Millisecond {
+		t.Errorf("every partition held after %v, want within the first rounds", took)
+	}
+	s.done()
+}
