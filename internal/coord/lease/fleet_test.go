@@ -644,7 +644,7 @@ func TestKilledTenthTakenOverWithinFiveSeconds(t *testing.T) {
 // have their share as soon as the others give it up.
 func TestFirstStartCreatesAtTheFleetsPace(t *testing.T) {
 	s := newSim(t)
-	const n, per = 150, 40
+	const n, per = 100, 30
 	var mu sync.Mutex
 	created := map[int]int{}
 	cont, err := s.blob.Client("leases", func(r *http.Request) {
