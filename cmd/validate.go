@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/cosmosloader/loader/internal/coord"
+	"github.com/cosmosloader/loader/internal/cosmos"
 	"github.com/cosmosloader/loader/internal/human"
 	"github.com/cosmosloader/loader/loader"
 )
@@ -30,18 +31,7 @@ func validKey(s string) bool {
 
 // parseConnectionString returns a connection string's endpoint and key.
 func parseConnectionString(cs string) (endpoint, key string, err error) {
-	for _, part := range strings.Split(cs, ";") {
-		k, v, ok := strings.Cut(part, "=")
-		if !ok {
-			continue
-		}
-		switch strings.ToLower(strings.TrimSpace(k)) {
-		case "accountendpoint":
-			endpoint = strings.TrimSpace(v)
-		case "accountkey":
-			key = strings.TrimSpace(v)
-		}
-	}
+	endpoint, key = cosmos.SplitConnectionString(cs)
 	switch {
 	case endpoint == "" || key == "":
 		return "", "", fmt.Errorf("the connection string is not valid: expected AccountEndpoint=https://…;AccountKey=…;")

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"strings"
 	"syscall"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -46,11 +45,8 @@ func authFailure(err error, o loader.TargetOptions) *loader.AuthError {
 // connectionStringEndpoint returns the AccountEndpoint of a connection
 // string, never any other part of it.
 func connectionStringEndpoint(cs string) string {
-	for _, part := range strings.Split(cs, ";") {
-		k, v, ok := strings.Cut(part, "=")
-		if ok && strings.EqualFold(strings.TrimSpace(k), "AccountEndpoint") {
-			return strings.TrimSpace(v)
-		}
+	if ep, _ := SplitConnectionString(cs); ep != "" {
+		return ep
 	}
 	return "the account"
 }

@@ -41,19 +41,7 @@ type metaAuth struct {
 func newMetaAuth(o loader.TargetOptions) *metaAuth {
 	endpoint, key := o.Endpoint, o.Key
 	if o.ConnectionString != "" {
-		for _, part := range strings.Split(o.ConnectionString, ";") {
-			k, v, ok := strings.Cut(part, "=")
-			if !ok {
-				continue
-			}
-			switch strings.ToLower(strings.TrimSpace(k)) {
-			case "accountendpoint":
-				endpoint = strings.TrimSpace(v)
-			case "accountkey":
-				// The key's base64 may end in '=': everything after the first.
-				key = strings.TrimSpace(v)
-			}
-		}
+		endpoint, key = SplitConnectionString(o.ConnectionString)
 	}
 	raw, err := base64.StdEncoding.DecodeString(key)
 	if key == "" || endpoint == "" || err != nil {
