@@ -604,13 +604,17 @@ const firstStartPerSecond = 1000
 // cannot create more than that in a second: its processes create what
 // they find missing at once.
 func (c *Capacity) creationsNow(now time.Time) int {
-	if c.cfg.Partitions <= firstStartPerSecond {
+	if !c.pacesCreations() {
 		return maxAcquirePerRound
 	}
 	c.creations.SetLimitAt(now, rate.Limit(firstStartPerSecond/float64(max(c.fleet, 1))))
 	c.creations.SetBurstAt(now, min(maxAcquirePerRound, 2<<min(c.createRounds, 7)))
 	return int(c.creations.TokensAt(now))
 }
+
+// pacesCreations reports whether this fleet's partition blobs are created
+// at firstStartPerSecond (see creationsNow).
+func (c *Capacity) pacesCreations() bool { return c.cfg.Partitions > firstStartPerSecond }
 
 // ensureContainer creates the lease container unless it is known to exist.
 func (c *Capacity) ensureContainer(ctx context.Context) error {
@@ -701,7 +705,7 @@ func (c *Capacity) acquire(ctx context.Context, n int) (int, error) {
 		} else {
 			c.short = 0
 		}
-		if creates < budget {
+		if creates < budget && c.pacesCreations() {
 			c.createRounds++
 			c.creations.AllowN(c.cfg.Clock.Now(), budget-creates)
 		}
